@@ -1,0 +1,48 @@
+package currency
+
+import (
+	"context"
+
+	"github.com/bourse/bourse"
+)
+
+// Ledger is the double-entry ledger. Implementations: currency/mem and
+// currency/sqlledger; both pass currency/ledgertest.
+//
+// Apply applies ops in order, each atomically, and returns one Result per op;
+// ops that fail for a business reason carry Result.Err and do not stop the
+// others. The returned error means none of the ops was applied (a database
+// failure, a cancelled context): retry with the same keys.
+type Ledger interface {
+	CreateCurrency(ctx context.Context, c Currency) error
+	Currency(ctx context.Context, code Code) (Currency, error)
+	OpenAccount(ctx context.Context, a Account) (Account, error)
+	Account(ctx context.Context, id AccountID) (Account, error)
+	Apply(ctx context.Context, ops ...Op) ([]Result, error)
+	Balance(ctx context.Context, id AccountID) (Balance, error)
+	Hold(ctx context.Context, id HoldID) (Hold, error)
+	// DueHolds lists up to limit open holds whose deadline has passed by the
+	// ledger's clock, oldest deadline first, for a watchdog to Expire.
+	DueHolds(ctx context.Context, limit int) ([]Hold, error)
+	// Statement lists up to limit entries of an account with Seq > after.
+	Statement(ctx context.Context, id AccountID, after int64, limit int) ([]Entry, error)
+	Audit(ctx context.Context) (Report, error)
+}
+
+// Do applies one op and returns its result, with a business failure as the
+// error too (a *bourse.Error).
+func Do(ctx context.Context, l Ledger, op Op) (Result, error) {
+	rs, err := l.Apply(ctx, op)
+	if err != nil {
+		return Result{}, err
+	}
+	if rs[0].Err != nil {
+		return rs[0], rs[0].Err
+	}
+	return rs[0], nil
+}
+
+// NotFound is the error of lookups that find nothing.
+func NotFound(op, what string) error {
+	return &bourse.Error{Code: bourse.ENotFound, Op: op, Message: "no " + what}
+}

@@ -1,0 +1,199 @@
+// Package mem is the in-memory ledger: one mutex around maps, for the
+// simulator, the demo and unit tests. It keeps every rule of package currency
+// (it applies them through currency.Apply) but nothing survives the process.
+package mem
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+)
+
+var _ currency.Ledger = (*Ledger)(nil)
+
+// Ledger is safe for concurrent use. Its zero value is not; use New.
+type Ledger struct {
+	now func() time.Time
+
+	mu         sync.Mutex
+	currencies map[currency.Code]currency.Currency
+	accounts   map[currency.AccountID]*account
+	holds      map[currency.HoldID]currency.Hold
+	held       map[currency.AccountID]decimal.Decimal // open holds per wallet
+	results    map[string]stored
+	movements  []currency.Movement
+	moveIDs    map[string]struct{}
+}
+
+type account struct {
+	currency.Account
+	balance decimal.Decimal
+	entries []entry
+}
+
+// entry is one side of movements[mov], with the balance after it.
+type entry struct {
+	mov     int
+	balance decimal.Decimal
+}
+
+type stored struct {
+	r           currency.Result
+	fingerprint string
+}
+
+// Options configure a Ledger; the zero value uses the wall clock.
+type Options struct {
+	// Now is the ledger's clock (the simulator passes its virtual one).
+	Now func() time.Time
+}
+
+// New returns an empty ledger.
+func New(opts Options) *Ledger {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Ledger{
+		now:        now,
+		currencies: map[currency.Code]currency.Currency{},
+		accounts:   map[currency.AccountID]*account{},
+		holds:      map[currency.HoldID]currency.Hold{},
+		held:       map[currency.AccountID]decimal.Decimal{},
+		results:    map[string]stored{},
+		moveIDs:    map[string]struct{}{},
+	}
+}
+
+func (l *Ledger) CreateCurrency(ctx context.Context, c currency.Currency) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return currency.CreateCurrency(ctx, state{l}, c)
+}
+
+func (l *Ledger) Currency(_ context.Context, code currency.Code) (currency.Currency, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.currencies[code]
+	if !ok {
+		return currency.Currency{}, &bourse.Error{Code: bourse.EUnknownCurrency, Op: "mem.Currency", Message: "no currency " + string(code)}
+	}
+	return c, nil
+}
+
+func (l *Ledger) OpenAccount(ctx context.Context, a currency.Account) (currency.Account, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return currency.OpenAccount(ctx, state{l}, a)
+}
+
+func (l *Ledger) Account(_ context.Context, id currency.AccountID) (currency.Account, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.accounts[id]
+	if !ok {
+		return currency.Account{}, currency.NotFound("mem.Account", "account "+string(id))
+	}
+	return a.Account, nil
+}
+
+// Apply applies ops in order under the ledger's lock. The in-memory state
+// cannot fail, so only a context cancelled before the start stops it.
+func (l *Ledger) Apply(ctx context.Context, ops ...currency.Op) ([]currency.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rs := make([]currency.Result, len(ops))
+	for i, op := range ops {
+		r, err := currency.Apply(ctx, state{l}, op)
+		if err != nil {
+			// state never fails; an error here is a bug in the rules.
+			return nil, err
+		}
+		rs[i] = r
+	}
+	return rs, nil
+}
+
+func (l *Ledger) Balance(_ context.Context, id currency.AccountID) (currency.Balance, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.accounts[id]
+	if !ok {
+		return currency.Balance{}, currency.NotFound("mem.Balance", "account "+string(id))
+	}
+	return currency.Balance{Account: id, Currency: a.Currency, Available: a.balance, Held: l.held[id]}, nil
+}
+
+func (l *Ledger) Hold(_ context.Context, id currency.HoldID) (currency.Hold, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.holds[id]
+	if !ok {
+		return currency.Hold{}, currency.NotFound("mem.Hold", "hold "+string(id))
+	}
+	return h, nil
+}
+
+func (l *Ledger) DueHolds(_ context.Context, limit int) ([]currency.Hold, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	var due []currency.Hold
+	for _, h := range l.holds {
+		if h.Status == currency.HoldOpen && !now.Before(h.Deadline) {
+			due = append(due, h)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].Deadline.Equal(due[j].Deadline) {
+			return due[i].Deadline.Before(due[j].Deadline)
+		}
+		return due[i].ID < due[j].ID
+	})
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	return due, nil
+}
+
+func (l *Ledger) Statement(_ context.Context, id currency.AccountID, after int64, limit int) ([]currency.Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.accounts[id]
+	if !ok {
+		return nil, currency.NotFound("mem.Statement", "account "+string(id))
+	}
+	if after < 0 {
+		after = 0
+	}
+	var out []currency.Entry
+	for i := int(min(after, int64(len(a.entries)))); i < len(a.entries); i++ {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		e := a.entries[i]
+		out = append(out, l.entryOf(id, int64(i+1), e))
+	}
+	return out, nil
+}
+
+func (l *Ledger) entryOf(id currency.AccountID, seq int64, e entry) currency.Entry {
+	m := l.movements[e.mov]
+	out := currency.Entry{Account: id, Seq: seq, Movement: m.ID, Key: m.Key, Amount: m.Amount,
+		Balance: e.balance, Hold: m.Hold, Memo: m.Memo, At: m.At, Counterparty: m.To}
+	if m.To == id {
+		out.Counterparty = m.From
+	} else {
+		out.Amount = m.Amount.Neg()
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package mem
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// state is the Ledger seen by currency.Apply; its caller holds l.mu.
+type state struct{ l *Ledger }
+
+var _ currency.State = state{}
+
+func (s state) Now() time.Time { return s.l.now() }
+
+func (s state) Currency(_ context.Context, c currency.Code) (currency.Currency, bool, error) {
+	cur, ok := s.l.currencies[c]
+	return cur, ok, nil
+}
+
+func (s state) Account(_ context.Context, id currency.AccountID) (currency.Account, bool, error) {
+	a, ok := s.l.accounts[id]
+	if !ok {
+		return currency.Account{}, false, nil
+	}
+	return a.Account, true, nil
+}
+
+func (s state) Balance(_ context.Context, id currency.AccountID) (decimal.Decimal, error) {
+	a, ok := s.l.accounts[id]
+	if !ok {
+		return decimal.Decimal{}, fmt.Errorf("mem: no account %s", id)
+	}
+	return a.balance, nil
+}
+
+func (s state) Hold(_ context.Context, id currency.HoldID) (currency.Hold, bool, error) {
+	h, ok := s.l.holds[id]
+	return h, ok, nil
+}
+
+func (s state) Result(_ context.Context, key string) (currency.Result, string, bool, error) {
+	r, ok := s.l.results[key]
+	return r.r, r.fingerprint, ok, nil
+}
+
+func (s state) PutCurrency(_ context.Context, c currency.Currency) error {
+	s.l.currencies[c.Code] = c
+	return nil
+}
+
+func (s state) PutAccount(_ context.Context, a currency.Account) error {
+	if _, ok := s.l.accounts[a.ID]; ok {
+		return fmt.Errorf("mem: account %s exists", a.ID)
+	}
+	s.l.accounts[a.ID] = &account{Account: a}
+	return nil
+}
+
+// PutHold keeps the per-wallet held sums in step with hold status.
+func (s state) PutHold(_ context.Context, h currency.Hold) error {
+	old, had := s.l.holds[h.ID]
+	wasOpen := had && old.Status == currency.HoldOpen
+	isOpen := h.Status == currency.HoldOpen
+	switch {
+	case isOpen && !wasOpen:
+		s.l.held[h.From] = s.l.held[h.From].Add(h.Amount)
+	case wasOpen && !isOpen:
+		s.l.held[h.From] = s.l.held[h.From].Sub(old.Amount)
+	}
+	s.l.holds[h.ID] = h
+	return nil
+}
+
+func (s state) Post(_ context.Context, m currency.Movement) error {
+	from, to := s.l.accounts[m.From], s.l.accounts[m.To]
+	if from == nil || to == nil {
+		return fmt.Errorf("mem: movement %s between unknown accounts", m.ID)
+	}
+	if _, dup := s.l.moveIDs[m.ID]; dup {
+		return fmt.Errorf("mem: movement %s posted twice", m.ID)
+	}
+	s.l.moveIDs[m.ID] = struct{}{}
+	i := len(s.l.movements)
+	s.l.movements = append(s.l.movements, m)
+	from.balance = from.balance.Sub(m.Amount)
+	from.entries = append(from.entries, entry{mov: i, balance: from.balance})
+	to.balance = to.balance.Add(m.Amount)
+	to.entries = append(to.entries, entry{mov: i, balance: to.balance})
+	return nil
+}
+
+func (s state) PutResult(_ context.Context, r currency.Result, fingerprint string) error {
+	s.l.results[r.Key] = stored{r: r, fingerprint: fingerprint}
+	return nil
+}
