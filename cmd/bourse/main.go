@@ -1,0 +1,74 @@
+// Command bourse is the one binary of the Bourse market for GPU compute.
+//
+//	bourse version    print the version of this binary
+//
+// Errors are printed as "bourse: <message>" on standard error and the exit
+// status is 1; errors that carry a bourse.Error code print it too, so that
+// scripts can tell "insufficient_funds" from "unavailable".
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line args and returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
+
+	root := newRootCmd(debug.ReadBuildInfo)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "bourse: "+errorText(err))
+		return 1
+	}
+	return 0
+}
+
+// newRootCmd builds the command tree. readBuildInfo is debug.ReadBuildInfo
+// outside tests.
+func newRootCmd(readBuildInfo func() (*debug.BuildInfo, bool)) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bourse",
+		Short: "Bourse, a market for GPU compute",
+		Long: `Bourse is a market for GPU compute: clients offer for GPU time with a time
+limit, a prepayment and price functions of GPU use; servers accept or counter;
+the prepayment is escrowed in a double-entry ledger until the job is settled.`,
+		// run prints errors once, in its own format; usage only on request.
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.AddCommand(newVersionCmd(readBuildInfo))
+	return root
+}
+
+// errorText formats err for the command line: the error itself and, where
+// it carries one, its bourse code.
+func errorText(err error) string {
+	var e *bourse.Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("%v (code %s)", err, e.Code)
+	}
+	return err.Error()
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bourse/bourse"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // a substring of standard output
+		stderrLine string // standard error, exactly
+	}{
+		{name: "Version", args: []string{"version"}, code: 0, stdout: "bourse "},
+		{name: "Help", args: []string{"--help"}, code: 0, stdout: "version"},
+		{name: "UnknownCommand", args: []string{"nosuch"}, code: 1,
+			stderrLine: `bourse: unknown command "nosuch" for "bourse"`},
+		{name: "ExtraArgument", args: []string{"version", "x"}, code: 1,
+			stderrLine: `bourse: unknown command "x" for "bourse version"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), tt.stdout)
+			}
+			if tt.stderrLine != "" {
+				if got := strings.SplitN(stderr.String(), "\n", 2)[0]; got != tt.stderrLine {
+					t.Errorf("stderr starts %q, want %q", got, tt.stderrLine)
+				}
+			} else if stderr.Len() != 0 {
+				t.Errorf("unexpected stderr %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	berr := bourse.Errorf(bourse.EInsufficientFunds, "currency.Hold", "balance 3.00 < 5.00")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"Plain", fmt.Errorf("open config: %w", fmt.Errorf("no such file")), "open config: no such file"},
+		{"BourseError", berr, "currency.Hold: insufficient_funds: balance 3.00 < 5.00 (code insufficient_funds)"},
+		{"Wrapped", fmt.Errorf("settle c1: %w", berr),
+			"settle c1: currency.Hold: insufficient_funds: balance 3.00 < 5.00 (code insufficient_funds)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errorText(tt.err); got != tt.want {
+				t.Errorf("errorText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
