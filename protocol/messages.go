@@ -1,0 +1,187 @@
+package protocol
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+)
+
+// MaxMessage bounds every request body the exchange reads.
+const MaxMessage = 64 << 10
+
+// OfferRequest is a client's offer (bourse.v1.client.<c>.offer). A retried
+// request with the same RequestID returns the first answer's contract.
+// Terms.Client may be empty; it is the sender, and another name is refused.
+type OfferRequest struct {
+	RequestID string         `json:"request_id"`
+	Terms     contract.Terms `json:"terms"`
+	// Counter takes a counter-offer: its ID, with Terms equal to its terms
+	// and Terms.Server its server.
+	Counter string `json:"counter,omitempty"`
+	// Resumes continues a suspended contract's job under new terms.
+	Resumes string `json:"resumes,omitempty"`
+}
+
+// OfferReply carries a contract, or, when no server accepted, every
+// counter-offer the matching servers made.
+type OfferReply struct {
+	Contract *Contract `json:"contract,omitempty"`
+	Counters []Counter `json:"counters,omitempty"`
+	// Rejections lists servers that rejected without a counter, and why.
+	Rejections []Rejection `json:"rejections,omitempty"`
+}
+
+// Counter is an offer a server would accept if made now, until ValidUntil.
+type Counter struct {
+	ID         string         `json:"id"`
+	Server     string         `json:"server"`
+	Terms      contract.Terms `json:"terms"`
+	ValidUntil time.Time      `json:"valid_until"`
+	Note       string         `json:"note,omitempty"`
+}
+
+// Rejection is a server's no.
+type Rejection struct {
+	Server string `json:"server"`
+	Reason string `json:"reason"`
+}
+
+// ControlRequest suspends or kills a contract (bourse.v1.client.<c>.suspend
+// or .kill). It is idempotent: a stopped contract answers with its state.
+type ControlRequest struct {
+	RequestID string `json:"request_id"`
+	Contract  string `json:"contract"`
+}
+
+// ContractRequest reads one contract (bourse.v1.client.<c>.contract).
+type ContractRequest struct {
+	Contract string `json:"contract"`
+}
+
+// ContractsRequest lists the client's contracts, newest first.
+type ContractsRequest struct {
+	Limit int `json:"limit,omitempty"`
+}
+
+// ContractsReply is the answer to a ContractsRequest.
+type ContractsReply struct {
+	Contracts []Contract `json:"contracts"`
+}
+
+// BalanceRequest reads the sender's wallet in a currency.
+type BalanceRequest struct {
+	Currency string `json:"currency"`
+}
+
+// StatementRequest pages through the sender's wallet statement.
+type StatementRequest struct {
+	Currency string `json:"currency"`
+	After    int64  `json:"after,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+// StatementReply is one page of a statement.
+type StatementReply struct {
+	Entries []currency.Entry `json:"entries"`
+}
+
+// Event tells a client what happened to one of its contracts, on
+// bourse.v1.deliver.<client>.event. Events are notifications; the contract
+// record is the truth.
+type Event struct {
+	Type     EventType `json:"type"`
+	Contract Contract  `json:"contract"`
+	// Due is the running charge of the reading, for reading events.
+	Due decimal.Decimal `json:"due,omitzero"`
+	At  time.Time       `json:"at"`
+}
+
+// EventType names an Event.
+type EventType string
+
+const (
+	EventAccepted EventType = "accepted"
+	EventStarted  EventType = "started"
+	EventReading  EventType = "reading"
+	EventSettled  EventType = "settled"
+	EventVoided   EventType = "voided"
+)
+
+// GPU is one device of a server.
+type GPU struct {
+	Index     int    `json:"index"`
+	Model     string `json:"model"`
+	MemoryMiB int    `json:"memory_mib"`
+}
+
+// Hello registers a server (bourse.v1.server.<s>.hello); the exchange
+// answers with HelloReply. Heartbeats carry the same fields.
+type Hello struct {
+	Currency string `json:"currency"`
+	GPUs     []GPU  `json:"gpus"`
+	Free     int    `json:"free"`
+	// Running lists the contracts the server is running now.
+	Running []string  `json:"running,omitempty"`
+	Policy  string    `json:"policy,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// HelloReply tells a server how often to speak.
+type HelloReply struct {
+	Heartbeat Duration `json:"heartbeat"`
+	// ReadingEvery is how often to publish a reading of each running
+	// contract; a contract silent for ServerLostAfter is settled as lost.
+	ReadingEvery    Duration `json:"reading_every"`
+	ServerLostAfter Duration `json:"server_lost_after"`
+}
+
+// ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).
+type ServerOffer struct {
+	Offer   string         `json:"offer"` // the exchange's id for this negotiation
+	Terms   contract.Terms `json:"terms"`
+	Counter string         `json:"counter,omitempty"`
+}
+
+// Decision is a server's answer to a ServerOffer. An accept reserves the
+// GPUs until Start or Cancel, or until HoldFor passes.
+type Decision struct {
+	Accept   bool      `json:"accept"`
+	HoldFor  Duration  `json:"hold_for,omitempty"`
+	Counters []Counter `json:"counters,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	// Code is set when a rejection has a typed cause the client should see,
+	// such as capacity_gone for a counter-offer whose GPUs were taken.
+	Code bourse.Code `json:"code,omitempty"`
+}
+
+// Start tells a server to start an accepted contract
+// (bourse.v1.deliver.<s>.start); it answers Started.
+type Start struct {
+	Offer    string   `json:"offer"`
+	Contract Contract `json:"contract"`
+}
+
+// Started is a server's report that a contract's job runs
+// (the reply to Start, or bourse.v1.server.<s>.started).
+type Started struct {
+	Contract string    `json:"contract"`
+	GPUs     []int     `json:"gpus"`
+	At       time.Time `json:"at"`
+}
+
+// Cancel releases an accept the exchange did not take.
+type Cancel struct {
+	Offer string `json:"offer"`
+}
+
+// Control asks a server to stop a contract's job
+// (bourse.v1.deliver.<s>.control); the server then publishes the final
+// reading with the reason.
+type Control struct {
+	Contract string `json:"contract"`
+	Action   Reason `json:"action"` // ReasonSuspended or ReasonKilled
+}

@@ -1,0 +1,99 @@
+// Package protocol is the exchange's wire protocol: the NATS subjects and the
+// JSON messages that clients, GPU servers and the exchange send each other.
+// docs/protocol.md is its reference; any NATS client can speak it.
+//
+// Identity is the subject. Party X (a client or a server) publishes only
+// under bourse.v1.client.X or bourse.v1.server.X, and subscribes only to its
+// own delivery subjects (bourse.v1.deliver.X.>) and its own inbox
+// (_INBOX_X.>): NATS user permissions enforce both (see
+// docs/nats-server.conf), and the exchange takes the subject token as the
+// sender.
+package protocol
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Prefix is the root of every subject of this protocol version.
+const Prefix = "bourse.v1"
+
+// Roles: the third token of a request subject.
+const (
+	RoleClient = "client"
+	RoleServer = "server"
+)
+
+// Client request verbs: bourse.v1.client.<client>.<verb>.
+const (
+	VerbOffer     = "offer"
+	VerbSuspend   = "suspend"
+	VerbKill      = "kill"
+	VerbContract  = "contract"
+	VerbContracts = "contracts"
+	VerbBalance   = "balance"
+	VerbStatement = "statement"
+)
+
+// Server verbs: bourse.v1.server.<server>.<verb>.
+const (
+	VerbHello     = "hello"     // request: register, answered with the exchange's settings
+	VerbHeartbeat = "heartbeat" // publish: capacity and running contracts
+	VerbStarted   = "started"   // request: a contract's job has started
+	VerbUsage     = "usage"     // JetStream: bourse.v1.server.<server>.usage.<contract>
+)
+
+// Delivery verbs, from the exchange: bourse.v1.deliver.<party>.<verb>.
+const (
+	DeliverOffer   = "offer"   // to a server, request: decide on an offer
+	DeliverStart   = "start"   // to a server, request: start an accepted contract
+	DeliverCancel  = "cancel"  // to a server, publish: an accept that was not chosen
+	DeliverControl = "control" // to a server, request: suspend or kill a contract
+	DeliverEvent   = "event"   // to a client, publish: a contract event
+)
+
+// UsageStream is the JetStream stream that carries usage readings.
+const UsageStream = "BOURSE_USAGE"
+
+// UsageSubjects is the stream's subject filter.
+const UsageSubjects = Prefix + ".server.*.usage.*"
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.@-]{0,63}$`)
+
+// CheckID reports whether id can name a party or a contract: it must be one
+// NATS subject token (no dots at the start, no spaces, no wildcards).
+func CheckID(id string) error {
+	if !idRE.MatchString(id) || strings.Contains(id, "..") || strings.Contains(id, ".") {
+		return fmt.Errorf("%q is not a valid id: use 1-64 of A-Z a-z 0-9 _ - @", id)
+	}
+	return nil
+}
+
+// ClientSubject is where client c sends requests of verb.
+func ClientSubject(c, verb string) string { return Prefix + ".client." + c + "." + verb }
+
+// ServerSubject is where server s sends messages of verb.
+func ServerSubject(s, verb string) string { return Prefix + ".server." + s + "." + verb }
+
+// UsageSubject is where server s publishes readings of contract id.
+func UsageSubject(s, id string) string { return Prefix + ".server." + s + ".usage." + id }
+
+// DeliverSubject is where the exchange sends party p messages of verb.
+func DeliverSubject(p, verb string) string { return Prefix + ".deliver." + p + "." + verb }
+
+// InboxPrefix is party p's inbox prefix: connect with nats.CustomInboxPrefix.
+func InboxPrefix(p string) string { return "_INBOX_" + p }
+
+// Sender returns the role and id of a request subject
+// bourse.v1.<role>.<id>.<verb>[.…], and whether it has that form.
+func Sender(subject string) (role, id, verb string, ok bool) {
+	t := strings.Split(subject, ".")
+	if len(t) < 5 || t[0]+"."+t[1] != Prefix {
+		return "", "", "", false
+	}
+	if t[2] != RoleClient && t[2] != RoleServer {
+		return "", "", "", false
+	}
+	return t[2], t[3], t[4], true
+}
