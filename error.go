@@ -29,6 +29,7 @@ const (
 	ECapacityGone        Code = "capacity_gone"        // a counter-offer's GPUs were taken meanwhile
 	EPermission          Code = "permission_denied"    // the sender may not do this
 	EDeadlineExceeded    Code = "deadline_exceeded"    // no answer in time
+	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
 )
 
 // Error is the one error type that carries a Code. Op names the operation

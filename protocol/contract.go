@@ -52,6 +52,9 @@ type Contract struct {
 	StartDeadline time.Time `json:"start_deadline"`
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	SettledAt     time.Time `json:"settled_at,omitzero"`
+	// LastSeen is when the exchange last heard of the job (start or a
+	// reading), by its own clock; the watchdog measures silence from it.
+	LastSeen time.Time `json:"last_seen,omitzero"`
 
 	// The last reading counted, cumulative since the start.
 	Reading *Reading `json:"reading,omitempty"`
