@@ -1,0 +1,232 @@
+// Package bidder is the client side of the market: a Client that makes
+// offers, takes counter-offers, watches contract events, stops contracts and
+// reads balances and statements over NATS, and the strategies that decide
+// what to offer.
+package bidder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Config configures a Client. ID is required, and one of URL or Conn.
+type Config struct {
+	ID   string
+	URL  string     // NATS URL, e.g. nats://127.0.0.1:4222
+	Conn *nats.Conn // an open connection instead of URL; it must use ID's inbox prefix
+	// Options are extra NATS options (credentials, TLS) used with URL.
+	Options []nats.Option
+	// Timeout bounds each request; an offer waits for negotiation too. 5s.
+	Timeout time.Duration
+	// Retries is how often a request that got no answer is sent again with
+	// the same request id, which makes it safe. 2.
+	Retries int
+}
+
+// Client is safe for concurrent use.
+type Client struct {
+	cfg Config
+	nc  *nats.Conn
+	own bool
+}
+
+// Dial connects a client.
+func Dial(cfg Config) (*Client, error) {
+	if err := protocol.CheckID(cfg.ID); err != nil {
+		return nil, &bourse.Error{Code: bourse.EInvalid, Field: "id", Message: err.Error()}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Retries < 0 {
+		cfg.Retries = 0
+	} else if cfg.Retries == 0 {
+		cfg.Retries = 2
+	}
+	c := &Client{cfg: cfg, nc: cfg.Conn}
+	if c.nc == nil {
+		opts := append([]nats.Option{
+			nats.Name("bourse-bidder-" + cfg.ID),
+			nats.CustomInboxPrefix(protocol.InboxPrefix(cfg.ID)),
+			nats.MaxReconnects(-1),
+		}, cfg.Options...)
+		nc, err := nats.Connect(cfg.URL, opts...)
+		if err != nil {
+			return nil, &bourse.Error{Code: bourse.EUnavailable, Message: "connect to NATS at " + cfg.URL, Err: err}
+		}
+		c.nc, c.own = nc, true
+	}
+	return c, nil
+}
+
+// Close closes the connection if Dial opened it.
+func (c *Client) Close() {
+	if c.own {
+		c.nc.Close()
+	}
+}
+
+// ID is the client's name.
+func (c *Client) ID() string { return c.cfg.ID }
+
+// request sends verb with body and decodes the reply into out. Requests
+// that time out are retried; every write carries a request id, so a retry
+// returns the first answer.
+func (c *Client) request(ctx context.Context, verb string, body, out any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("bidder: encode %s: %w", verb, err)
+	}
+	subj := protocol.ClientSubject(c.cfg.ID, verb)
+	var msg *nats.Msg
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		msg, err = c.nc.RequestWithContext(rctx, subj, data)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || attempt >= c.cfg.Retries || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
+			return wireError(verb, err)
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	if err := protocol.DecodeError(msg); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		return fmt.Errorf("bidder: decode %s reply: %w", verb, err)
+	}
+	return nil
+}
+
+func wireError(verb string, err error) error {
+	code := bourse.EUnavailable
+	msg := "the exchange did not answer " + verb
+	if errors.Is(err, nats.ErrNoResponders) {
+		msg = "no exchange is listening (is it running?)"
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+		code = bourse.EDeadlineExceeded
+	}
+	return &bourse.Error{Code: code, Op: "bidder." + verb, Message: msg, Err: err}
+}
+
+// Offer makes an offer. The reply holds the contract, or the counter-offers
+// of every matching server when none accepted. requestID makes a retry
+// safe: the same id returns the first answer's contract.
+func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
+	var r protocol.OfferReply
+	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t}, &r)
+	return r, err
+}
+
+// Take takes a counter-offer; it fails with capacity_gone if the server's
+// GPUs were taken meanwhile.
+func (c *Client) Take(ctx context.Context, requestID string, k protocol.Counter) (protocol.OfferReply, error) {
+	t := k.Terms
+	t.Server = k.Server
+	var r protocol.OfferReply
+	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Counter: k.ID}, &r)
+	return r, err
+}
+
+// Resume offers new terms for the job of a suspended contract.
+func (c *Client) Resume(ctx context.Context, requestID, suspended string, t contract.Terms) (protocol.OfferReply, error) {
+	var r protocol.OfferReply
+	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Resumes: suspended}, &r)
+	return r, err
+}
+
+// Kill stops a contract's job for good; the settlement follows as an event.
+func (c *Client) Kill(ctx context.Context, id string) (protocol.Contract, error) {
+	var r protocol.Contract
+	err := c.request(ctx, protocol.VerbKill, protocol.ControlRequest{RequestID: "kill-" + id, Contract: id}, &r)
+	return r, err
+}
+
+// Suspend stops a contract's job so that it can resume under a new offer.
+func (c *Client) Suspend(ctx context.Context, id string) (protocol.Contract, error) {
+	var r protocol.Contract
+	err := c.request(ctx, protocol.VerbSuspend, protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}, &r)
+	return r, err
+}
+
+// Contract reads one of the client's contracts.
+func (c *Client) Contract(ctx context.Context, id string) (protocol.Contract, error) {
+	var r protocol.Contract
+	err := c.request(ctx, protocol.VerbContract, protocol.ContractRequest{Contract: id}, &r)
+	return r, err
+}
+
+// Contracts lists the client's contracts, newest first.
+func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract, error) {
+	var r protocol.ContractsReply
+	err := c.request(ctx, protocol.VerbContracts, protocol.ContractsRequest{Limit: limit}, &r)
+	return r.Contracts, err
+}
+
+// Balance reads the client's wallet in a currency.
+func (c *Client) Balance(ctx context.Context, cur string) (currency.Balance, error) {
+	var r currency.Balance
+	err := c.request(ctx, protocol.VerbBalance, protocol.BalanceRequest{Currency: cur}, &r)
+	return r, err
+}
+
+// Statement reads a page of the client's wallet statement.
+func (c *Client) Statement(ctx context.Context, cur string, after int64, limit int) ([]currency.Entry, error) {
+	var r protocol.StatementReply
+	err := c.request(ctx, protocol.VerbStatement, protocol.StatementRequest{Currency: cur, After: after, Limit: limit}, &r)
+	return r.Entries, err
+}
+
+// Events delivers the client's contract events until ctx ends. The channel
+// is buffered; events that find it full are dropped (the contract record
+// is the truth: read it with Contract).
+func (c *Client) Events(ctx context.Context, buffer int) (<-chan protocol.Event, error) {
+	ch := make(chan protocol.Event, buffer)
+	var mu sync.Mutex // guards closed: a callback may run while ctx ends
+	closed := false
+	sub, err := c.nc.Subscribe(protocol.DeliverSubject(c.cfg.ID, protocol.DeliverEvent), func(m *nats.Msg) {
+		var ev protocol.Event
+		if json.Unmarshal(m.Data, &ev) != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case ch <- ev:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bidder: subscribe to events: %w", err)
+	}
+	if err := c.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("bidder: subscribe to events: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		closed = true
+		close(ch)
+		mu.Unlock()
+	}()
+	return ch, nil
+}

@@ -1,0 +1,215 @@
+// Package exchange is the clearinghouse between clients and GPU servers, a
+// NATS service: it validates offers, routes them to matching servers,
+// escrows the prepayment of the accepted one, follows the contract through
+// its usage readings and settles it. Instances are stateless: several in one
+// queue group share one Store.
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// Config configures a Service. Conn and Store are required; every other zero
+// value takes the default in its comment.
+type Config struct {
+	Conn  *nats.Conn
+	Store Store
+
+	Name    string // micro service name, "bourse-exchange"
+	Version string // micro service version, "0.1.0"
+
+	Negotiation     time.Duration // how long servers have to answer an offer, 2s
+	StartTimeout    time.Duration // accepted contracts not started by then are voided, 15s
+	ReadingEvery    time.Duration // how often servers publish readings, 1s
+	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
+	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
+	WatchdogEvery   time.Duration // 1s
+	CounterTTL      time.Duration // suggested validity of counter-offers, 10s
+	MaxInFlight     int           // offers negotiated at once before "unavailable", 4096
+
+	// StreamStorage is where JetStream keeps readings: file (default) or
+	// memory (the demo).
+	StreamStorage jetstream.StorageType
+	StreamReplicas int // 1; 3 on a NATS cluster
+
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer // nil: metrics are kept but not registered
+	Now     func() time.Time
+}
+
+func (c *Config) defaults() error {
+	if c.Conn == nil || c.Store == nil {
+		return errors.New("exchange: Config.Conn and Config.Store are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Negotiation, 2*time.Second)
+	def(&c.StartTimeout, 15*time.Second)
+	def(&c.ReadingEvery, time.Second)
+	def(&c.Heartbeat, time.Second)
+	def(&c.ServerLostAfter, 10*time.Second)
+	def(&c.WatchdogEvery, time.Second)
+	def(&c.CounterTTL, 10*time.Second)
+	if c.Name == "" {
+		c.Name = "bourse-exchange"
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4096
+	}
+	if c.StreamReplicas <= 0 {
+		c.StreamReplicas = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Service is a running exchange instance.
+type Service struct {
+	cfg      Config
+	nc       *nats.Conn
+	store    Store
+	log      *slog.Logger
+	metrics  *metrics
+	servers  *registry
+	scales   sync.Map // currency code → int32 scale; currencies never change scale
+	inflight chan struct{}
+
+	svc      micro.Service
+	subs     []*nats.Subscription
+	consumer jetstream.ConsumeContext
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// Start validates cfg, creates the usage stream if needed and starts
+// serving. Stop it with Stop.
+func Start(ctx context.Context, cfg Config) (*Service, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, nc: cfg.Conn, store: cfg.Store, log: cfg.Logger,
+		metrics:  newMetrics(cfg.Metrics),
+		servers:  newRegistry(cfg.Now, cfg.ServerLostAfter),
+		inflight: make(chan struct{}, cfg.MaxInFlight),
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if err := s.startUsage(ctx, runCtx); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.startEndpoints(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.watchdog(runCtx)
+	}()
+	return s, nil
+}
+
+// Stop stops taking requests, lets handlers in flight finish, and stops the
+// usage consumer and the watchdog. Unacknowledged readings are redelivered
+// to another instance.
+func (s *Service) Stop() {
+	if s.svc != nil {
+		_ = s.svc.Stop()
+	}
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	if s.consumer != nil {
+		s.consumer.Stop()
+	}
+	for range cap(s.inflight) { // wait for offers in negotiation
+		s.inflight <- struct{}{}
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+func (s *Service) startEndpoints() error {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        s.cfg.Name,
+		Version:     s.cfg.Version,
+		Description: "Bourse GPU compute exchange",
+		QueueGroup:  "bourse-exchange",
+	})
+	if err != nil {
+		return fmt.Errorf("exchange: add micro service: %w", err)
+	}
+	s.svc = svc
+	client := svc.AddGroup(protocol.Prefix + ".client")
+	server := svc.AddGroup(protocol.Prefix + ".server")
+	endpoints := []struct {
+		g    micro.Group
+		verb string
+		h    micro.HandlerFunc
+	}{
+		{client, protocol.VerbOffer, s.async(s.handleOffer)},
+		{client, protocol.VerbSuspend, s.async(s.handleControl(protocol.ReasonSuspended))},
+		{client, protocol.VerbKill, s.async(s.handleControl(protocol.ReasonKilled))},
+		{client, protocol.VerbContract, s.handleContract},
+		{client, protocol.VerbContracts, s.handleContracts},
+		{client, protocol.VerbBalance, s.handleBalance},
+		{client, protocol.VerbStatement, s.handleStatement},
+		{server, protocol.VerbHello, s.handleHello},
+		{server, protocol.VerbStarted, s.handleStarted},
+	}
+	for _, e := range endpoints {
+		if err := e.g.AddEndpoint(e.verb, e.h, micro.WithEndpointSubject("*."+e.verb)); err != nil {
+			return fmt.Errorf("exchange: add endpoint %s: %w", e.verb, err)
+		}
+	}
+	// Every instance hears every heartbeat, so each can route.
+	sub, err := s.nc.Subscribe(protocol.ServerSubject("*", protocol.VerbHeartbeat), s.handleHeartbeat)
+	if err != nil {
+		return fmt.Errorf("exchange: subscribe to heartbeats: %w", err)
+	}
+	s.subs = append(s.subs, sub)
+	return nil
+}
+
+// async runs a slow handler off the subscription's goroutine, so that one
+// negotiation does not hold up the next; MaxInFlight bounds them.
+func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
+	return func(r micro.Request) {
+		select {
+		case s.inflight <- struct{}{}:
+		default:
+			s.metrics.busy.Inc()
+			_ = protocol.RespondError(r, errBusy)
+			return
+		}
+		go func() {
+			defer func() { <-s.inflight }()
+			h(r)
+		}()
+	}
+}

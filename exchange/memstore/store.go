@@ -1,0 +1,127 @@
+// Package memstore keeps contracts in memory beside an in-memory ledger,
+// for the demo and tests. One mutex makes each Open and Update atomic.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+)
+
+var _ exchange.Store = (*Store)(nil)
+
+// Store is safe for concurrent use.
+type Store struct {
+	ledger *mem.Ledger
+
+	mu        sync.Mutex
+	contracts map[string]*protocol.Contract
+	byClient  map[string][]string // contract IDs in the order opened
+}
+
+// New returns a store over l.
+func New(l *mem.Ledger) *Store {
+	return &Store{ledger: l, contracts: map[string]*protocol.Contract{}, byClient: map[string][]string{}}
+}
+
+func (s *Store) Ledger() currency.Ledger { return s.ledger }
+
+func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (protocol.Contract, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.contracts[c.ID]; ok {
+		return clone(old), false, nil
+	}
+	if _, err := currency.Do(ctx, s.ledger, reserve); err != nil {
+		return protocol.Contract{}, false, err
+	}
+	cc := clone(&c)
+	s.contracts[c.ID] = &cc
+	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
+	return clone(&cc), true, nil
+}
+
+func (s *Store) Contract(_ context.Context, id string) (protocol.Contract, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.contracts[id]
+	if !ok {
+		return protocol.Contract{}, currency.NotFound("memstore.Contract", "contract "+id)
+	}
+	return clone(c), nil
+}
+
+func (s *Store) Contracts(_ context.Context, client string, limit int) ([]protocol.Contract, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byClient[client]
+	var out []protocol.Contract
+	for i := len(ids) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		out = append(out, clone(s.contracts[ids[i]]))
+	}
+	return out, nil
+}
+
+// Update applies the ops through the in-memory ledger under the store's
+// lock. The exchange passes at most one op per change (a capture or a
+// void), and a single op is atomic in the ledger, so nothing is left half
+// done when it fails.
+func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.contracts[id]
+	if !ok {
+		return protocol.Contract{}, currency.NotFound("memstore.Update", "contract "+id)
+	}
+	next := clone(cur)
+	ops, err := change(&next)
+	if err != nil {
+		return clone(cur), err
+	}
+	if len(ops) > 1 {
+		return clone(cur), fmt.Errorf("memstore: %d ledger ops in one update; at most one is atomic here", len(ops))
+	}
+	if len(ops) == 1 {
+		if _, err := currency.Do(ctx, s.ledger, ops[0]); err != nil {
+			return clone(cur), err
+		}
+	}
+	s.contracts[id] = &next
+	return clone(&next), nil
+}
+
+func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []protocol.Contract
+	for _, c := range s.contracts {
+		switch {
+		case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince),
+			c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
+			out = append(out, clone(c))
+		}
+	}
+	slices.SortFunc(out, func(a, b protocol.Contract) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// clone copies what a caller could change through pointers and slices.
+func clone(c *protocol.Contract) protocol.Contract {
+	out := *c
+	if c.Reading != nil {
+		r := *c.Reading
+		out.Reading = &r
+	}
+	out.GPUs = slices.Clone(c.GPUs)
+	return out
+}

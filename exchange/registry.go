@@ -1,0 +1,77 @@
+package exchange
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// registry is this instance's view of the live servers, fed by hellos and
+// heartbeats. It is soft state: every instance hears every heartbeat, and a
+// server that stops speaking drops out after lostAfter.
+type registry struct {
+	now       func() time.Time
+	lostAfter time.Duration
+
+	mu      sync.Mutex
+	servers map[string]serverState
+}
+
+type serverState struct {
+	protocol.Hello
+	seen time.Time
+}
+
+func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
+	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{}}
+}
+
+func (r *registry) update(id string, h protocol.Hello) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.servers[id] = serverState{Hello: h, seen: r.now()}
+}
+
+// match returns the live servers that could run t, sorted by id: the same
+// currency, and at least t.GPUs GPUs of t's class (free or not: a busy
+// server may still counter with fewer GPUs or a later start). A named
+// server is the only candidate.
+func (r *registry) match(t contract.Terms) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	var out []string
+	for id, s := range r.servers {
+		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) {
+			continue
+		}
+		n := 0
+		for _, g := range s.GPUs {
+			if (t.Class.Model == "" || g.Model == t.Class.Model) && g.MemoryMiB >= t.Class.MinMemoryMiB {
+				n++
+			}
+		}
+		if n >= t.GPUs {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// live counts the servers heard from recently.
+func (r *registry) live() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	n := 0
+	for _, s := range r.servers {
+		if !s.seen.Before(cutoff) {
+			n++
+		}
+	}
+	return n
+}

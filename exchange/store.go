@@ -1,0 +1,42 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Store keeps contracts with the ledger, so that a contract's change of
+// state and the money it moves commit together. Implementations:
+// exchange/memstore (demo, tests) and exchange/sqlstore (PostgreSQL and
+// CockroachDB).
+type Store interface {
+	// Ledger is the ledger the store writes to, for reads and set-up.
+	Ledger() currency.Ledger
+	// Open escrows the prepayment (reserve) and records c, atomically. If a
+	// contract with c.ID exists it is returned with created=false and
+	// nothing is written. If the reserve fails its error is returned and no
+	// contract is recorded.
+	Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (stored protocol.Contract, created bool, err error)
+	Contract(ctx context.Context, id string) (protocol.Contract, error)
+	// Contracts lists a client's contracts, newest first.
+	Contracts(ctx context.Context, client string, limit int) ([]protocol.Contract, error)
+	// Update locks contract id and calls change with a copy of it. If change
+	// returns nil, the changed contract is written and the ledger ops are
+	// applied in the same transaction; an op that fails aborts both and its
+	// error is returned. If change returns an error, nothing is written and
+	// Update returns the stored contract with that error (ErrNoChange for
+	// "nothing to do").
+	Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error)
+	// Stale lists up to limit contracts the watchdog must look at: running
+	// ones last seen before silentSince, and accepted ones whose start
+	// deadline is before now.
+	Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error)
+}
+
+// ErrNoChange is returned by an Update change function that finds nothing
+// to do (a stale reading, a contract settled already).
+var ErrNoChange = errors.New("no change")

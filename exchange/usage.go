@@ -1,0 +1,189 @@
+package exchange
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// startUsage creates the usage stream (idempotently) and consumes it with a
+// durable consumer that all instances share: each reading goes to one
+// instance, and is redelivered if that instance dies before acknowledging.
+func (s *Service) startUsage(ctx, runCtx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("exchange: jetstream: %w", err)
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        protocol.UsageStream,
+		Description: "Bourse usage readings, de-duplicated by Nats-Msg-Id",
+		Subjects:    []string{protocol.UsageSubjects},
+		Storage:     s.cfg.StreamStorage,
+		Replicas:    s.cfg.StreamReplicas,
+		Duplicates:  10 * time.Minute,
+		MaxAge:      7 * 24 * time.Hour,
+	})
+	if err != nil {
+		return fmt.Errorf("exchange: create stream %s: %w", protocol.UsageStream, err)
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       "exchange",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 10000,
+	})
+	if err != nil {
+		return fmt.Errorf("exchange: create usage consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.handleReading(runCtx, m) },
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			s.log.Debug("usage consumer", "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("exchange: consume usage: %w", err)
+	}
+	s.consumer = cc
+	return nil
+}
+
+// handleReading counts one reading; the final one settles the contract.
+// It acknowledges once the reading is stored (or known to change nothing),
+// and asks for redelivery when the store fails.
+func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
+	server, id, ok := usageSubject(m.Subject())
+	var r protocol.Reading
+	if !ok || json.Unmarshal(m.Data(), &r) != nil || r.Contract != id {
+		s.metrics.readings.WithLabelValues("rejected").Inc()
+		s.log.Warn("malformed reading dropped", "subject", m.Subject())
+		_ = m.Term()
+		return
+	}
+	err := s.count(ctx, server, r)
+	switch {
+	case err == nil:
+		s.metrics.readings.WithLabelValues("counted").Inc()
+		_ = m.Ack()
+	case errors.Is(err, ErrNoChange):
+		s.metrics.readings.WithLabelValues("stale").Inc()
+		_ = m.Ack()
+	case bourse.ErrorCode(err) == bourse.EInternal || bourse.ErrorCode(err) == bourse.EUnavailable:
+		s.log.Warn("reading not stored; redelivery asked", "contract", id, "seq", r.Seq, "err", err)
+		_ = m.NakWithDelay(time.Second)
+	default:
+		s.metrics.readings.WithLabelValues("rejected").Inc()
+		s.log.Warn("reading rejected", "contract", id, "server", server, "seq", r.Seq, "err", err)
+		_ = m.Term()
+	}
+}
+
+// count stores r as the contract's latest reading if it is newer, and
+// settles the contract if r is final.
+func (s *Service) count(ctx context.Context, server string, r protocol.Reading) error {
+	if r.U.IsNegative() || r.T < 0 || r.S.IsNegative() {
+		return &bourse.Error{Code: bourse.EInvalid, Message: "negative reading"}
+	}
+	var settled bool
+	c, err := s.store.Update(ctx, r.Contract, func(c *protocol.Contract) ([]currency.Op, error) {
+		if c.Server != server {
+			return nil, &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
+		}
+		if c.State == protocol.StateSettled || c.State == protocol.StateVoided {
+			return nil, ErrNoChange
+		}
+		if c.Reading != nil && r.Seq <= c.Reading.Seq {
+			return nil, ErrNoChange
+		}
+		rr := r
+		c.Reading, c.LastSeen = &rr, s.cfg.Now().UTC()
+		if c.State == protocol.StateAccepted {
+			c.State, c.StartedAt = protocol.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
+		}
+		if !r.Final {
+			return nil, nil
+		}
+		settled = true
+		reason := r.Reason
+		if reason == "" {
+			reason = protocol.ReasonCompleted
+		}
+		return s.settle(ctx, c, reason)
+	})
+	if err != nil {
+		return err
+	}
+	if settled {
+		s.metrics.settled.WithLabelValues(string(c.Reason)).Inc()
+		s.event(protocol.EventSettled, c)
+		return nil
+	}
+	ev := protocol.Event{Type: protocol.EventReading, Contract: c, At: s.cfg.Now().UTC()}
+	if scale, ok := s.scaleOf(ctx)(c.Terms.Currency); ok {
+		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
+	}
+	s.publish(c.Client, ev)
+	return nil
+}
+
+// settle changes c to settled on its last reading and returns the capture
+// that pays the server and refunds the rest, to commit together.
+func (s *Service) settle(ctx context.Context, c *protocol.Contract, reason protocol.Reason) ([]currency.Op, error) {
+	scale, ok := s.scaleOf(ctx)(c.Terms.Currency)
+	if !ok {
+		return nil, fmt.Errorf("settle %s: currency %s unknown", c.ID, c.Terms.Currency)
+	}
+	var u contract.Usage
+	if c.Reading != nil {
+		u = c.Reading.Usage()
+	}
+	st, err := contract.Charge(c.Terms, u, scale)
+	if err != nil {
+		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
+	}
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = protocol.StateSettled, reason, st.Charge, st.Refund, s.cfg.Now().UTC()
+	cur := currency.Code(c.Terms.Currency)
+	return []currency.Op{currency.Capture{
+		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
+		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
+	}}, nil
+}
+
+// void changes an accepted contract to voided and returns the release of
+// its whole prepayment.
+func (s *Service) void(c *protocol.Contract, reason protocol.Reason) []currency.Op {
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = protocol.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, s.cfg.Now().UTC()
+	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
+}
+
+// usageSubject parses bourse.v1.server.<server>.usage.<contract>.
+func usageSubject(subj string) (server, id string, ok bool) {
+	t := strings.Split(subj, ".")
+	if len(t) != 6 || t[0]+"."+t[1] != protocol.Prefix || t[2] != protocol.RoleServer || t[4] != protocol.VerbUsage {
+		return "", "", false
+	}
+	return t[3], t[5], true
+}
+
+// event tells the client about its contract.
+func (s *Service) event(typ protocol.EventType, c protocol.Contract) {
+	s.publish(c.Client, protocol.Event{Type: typ, Contract: c, At: s.cfg.Now().UTC()})
+}
+
+func (s *Service) publish(client string, ev protocol.Event) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		s.log.Error("encode event", "err", err)
+		return
+	}
+	_ = s.nc.Publish(protocol.DeliverSubject(client, protocol.DeliverEvent), body)
+}

@@ -1,0 +1,69 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// watchdog settles running contracts whose server went silent, on their
+// last reading (exposure is bounded by the reading interval), and voids
+// accepted contracts that never started. Every instance runs one; the
+// store's Update makes their actions exclusive and the ledger keys make
+// them idempotent.
+func (s *Service) watchdog(ctx context.Context) {
+	t := time.NewTicker(s.cfg.WatchdogEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sweep(ctx)
+		}
+	}
+}
+
+func (s *Service) sweep(ctx context.Context) {
+	now := s.cfg.Now().UTC()
+	silentSince := now.Add(-s.cfg.ServerLostAfter)
+	stale, err := s.store.Stale(ctx, now, silentSince, 500)
+	if err != nil {
+		s.log.Warn("watchdog: list stale contracts", "err", err)
+		return
+	}
+	for _, c := range stale {
+		var typ protocol.EventType
+		got, err := s.store.Update(ctx, c.ID, func(c *protocol.Contract) ([]currency.Op, error) {
+			switch {
+			case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince):
+				typ = protocol.EventSettled
+				return s.settle(ctx, c, protocol.ReasonServerLost)
+			case c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
+				typ = protocol.EventVoided
+				return s.void(c, protocol.ReasonNotStarted), nil
+			}
+			return nil, ErrNoChange
+		})
+		if errors.Is(err, ErrNoChange) {
+			continue
+		}
+		if err != nil {
+			s.log.Error("watchdog: settle", "contract", c.ID, "err", err)
+			continue
+		}
+		if typ == protocol.EventVoided {
+			s.metrics.voided.Inc()
+			s.cancelAccept(got.Server, "")
+		} else {
+			s.metrics.settled.WithLabelValues(string(got.Reason)).Inc()
+			// Tell the server too: if it is alive but unheard, it must stop.
+			_ = s.stopJob(ctx, got, protocol.ReasonServerLost)
+		}
+		s.log.Warn("watchdog", "contract", got.ID, "server", got.Server, "state", got.State, "reason", got.Reason)
+		s.event(typ, got)
+	}
+}
