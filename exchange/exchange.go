@@ -41,7 +41,7 @@ type Config struct {
 
 	// StreamStorage is where JetStream keeps readings: file (default) or
 	// memory (the demo).
-	StreamStorage jetstream.StorageType
+	StreamStorage  jetstream.StorageType
 	StreamReplicas int // 1; 3 on a NATS cluster
 
 	Logger  *slog.Logger
@@ -193,6 +193,11 @@ func (s *Service) startEndpoints() error {
 		return fmt.Errorf("exchange: subscribe to heartbeats: %w", err)
 	}
 	s.subs = append(s.subs, sub)
+	// Make the subscriptions known to the server before Start returns, so
+	// that a request sent right after Start finds a responder.
+	if err := s.nc.Flush(); err != nil {
+		return fmt.Errorf("exchange: flush subscriptions: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,195 @@
+package exchange_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/protocol"
+)
+
+const cred = "CRED"
+
+// market is an exchange on an embedded NATS server and an in-memory store.
+type market struct {
+	t      *testing.T
+	ns     *server.Server
+	ledger *mem.Ledger
+	store  *memstore.Store
+	ex     *exchange.Service
+}
+
+func newMarket(t *testing.T, tune func(*exchange.Config)) *market {
+	t.Helper()
+	m := &market{t: t, ns: natstest.Start(t), ledger: mem.New(mem.Options{})}
+	m.store = memstore.New(m.ledger)
+	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
+	cfg := exchange.Config{
+		Conn: natstest.Connect(t, m.ns, ""), Store: m.store,
+		Negotiation: time.Second, ReadingEvery: 50 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
+		ServerLostAfter: 2 * time.Second, WatchdogEvery: 50 * time.Millisecond, StartTimeout: 2 * time.Second,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	ex, err := exchange.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(ex.Stop)
+	m.ex = ex
+	return m
+}
+
+// wallet opens a funded wallet for client id.
+func (m *market) wallet(id, funds string) {
+	m.t.Helper()
+	ctx := context.Background()
+	w, err := m.ledger.OpenAccount(ctx, currency.Account{ID: currency.WalletID(cred, id), Currency: cred, Kind: currency.Wallet})
+	require.NoError(m.t, err)
+	if funds != "0" {
+		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID(cred), To: w.ID, Amount: decimal.RequireFromString(funds)})
+		require.NoError(m.t, err)
+	}
+}
+
+func (m *market) client(id string) *bidder.Client {
+	m.t.Helper()
+	c, err := bidder.Dial(bidder.Config{ID: id, Conn: natstest.Connect(m.t, m.ns, protocol.InboxPrefix(id)), Timeout: 3 * time.Second})
+	require.NoError(m.t, err)
+	return c
+}
+
+func (m *market) balance(id currency.AccountID) currency.Balance {
+	m.t.Helper()
+	b, err := m.ledger.Balance(context.Background(), id)
+	require.NoError(m.t, err)
+	return b
+}
+
+func (m *market) audit() currency.Report {
+	m.t.Helper()
+	r, err := m.ledger.Audit(context.Background())
+	require.NoError(m.t, err)
+	require.True(m.t, r.OK(), "%s", r)
+	return r
+}
+
+func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// terms is a one-GPU offer at 0.01 per GPU-second, up to 10 minutes.
+func terms(client string) contract.Terms {
+	return contract.Terms{
+		Client: client, Currency: cred, GPUs: 1, TimeLimit: 10 * time.Minute,
+		Prepayment: d("6"), P: contract.Flat(d("0.01")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: d("1"), Duration: time.Second}},
+	}
+}
+
+// scripted is a GPU server played by the test over the raw protocol, so
+// that the exchange is tested through its wire and nothing else.
+type scripted struct {
+	t      *testing.T
+	id     string
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	decide func(protocol.ServerOffer) protocol.Decision
+	starts chan protocol.Start
+	ctrl   chan protocol.Control
+	// muteStarts leaves start requests unanswered, like a server that hung.
+	muteStarts atomic.Bool
+}
+
+func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
+	t := m.t
+	t.Helper()
+	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
+	var gs []protocol.GPU
+	for i := range gpus {
+		gs = append(gs, protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+	}
+	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
+	body, _ := json.Marshal(hello)
+	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, protocol.DecodeError(msg))
+	s.sub(protocol.DeliverOffer, func(m *nats.Msg) {
+		var o protocol.ServerOffer
+		require.NoError(t, json.Unmarshal(m.Data, &o))
+		reply, _ := json.Marshal(s.decide(o))
+		_ = m.Respond(reply)
+	})
+	s.sub(protocol.DeliverStart, func(m *nats.Msg) {
+		var st protocol.Start
+		require.NoError(t, json.Unmarshal(m.Data, &st))
+		if s.muteStarts.Load() {
+			return
+		}
+		s.starts <- st
+		reply, _ := json.Marshal(protocol.Started{Contract: st.Contract.ID, GPUs: []int{0}, At: time.Now().UTC()})
+		_ = m.Respond(reply)
+	})
+	s.sub(protocol.DeliverControl, func(m *nats.Msg) {
+		var c protocol.Control
+		require.NoError(t, json.Unmarshal(m.Data, &c))
+		s.ctrl <- c
+		_ = m.Respond([]byte("{}"))
+	})
+	s.sub(protocol.DeliverCancel, func(*nats.Msg) {})
+	require.NoError(t, nc.Flush())
+	return s
+}
+
+func (s *scripted) sub(verb string, h nats.MsgHandler) {
+	_, err := s.nc.Subscribe(protocol.DeliverSubject(s.id, verb), h)
+	require.NoError(s.t, err)
+}
+
+// publish sends a reading as a server must: to JetStream, with its msg id.
+func (s *scripted) publish(r protocol.Reading) {
+	s.t.Helper()
+	body, _ := json.Marshal(r)
+	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(r.MsgID()))
+	require.NoError(s.t, err)
+}
+
+func accept(protocol.ServerOffer) protocol.Decision {
+	return protocol.Decision{Accept: true, HoldFor: protocol.Duration(5 * time.Second)}
+}
+
+// waitFor polls until cond holds or fails the test after 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func reading(id string, seq uint64, u string, secs int, final bool) protocol.Reading {
+	r := protocol.Reading{Contract: id, Seq: seq, U: d(u), T: protocol.Duration(time.Duration(secs) * time.Second), S: d("1"), At: time.Now().UTC(), Final: final}
+	if final {
+		r.Reason = protocol.ReasonCompleted
+	}
+	return r
+}
