@@ -27,7 +27,8 @@ type Config struct {
 	Conn *nats.Conn // an open connection instead of URL; it must use ID's inbox prefix
 	// Options are extra NATS options (credentials, TLS) used with URL.
 	Options []nats.Option
-	// Timeout bounds each request; an offer waits for negotiation too. 5s.
+	// Timeout bounds each request; an offer waits for negotiation and the
+	// start too (2s + 2s by default), so 10s.
 	Timeout time.Duration
 	// Retries is how often a request that got no answer is sent again with
 	// the same request id, which makes it safe. 2.
@@ -47,7 +48,7 @@ func Dial(cfg Config) (*Client, error) {
 		return nil, &bourse.Error{Code: bourse.EInvalid, Field: "id", Message: err.Error()}
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Second
+		cfg.Timeout = 10 * time.Second
 	}
 	if cfg.Retries < 0 {
 		cfg.Retries = 0

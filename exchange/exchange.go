@@ -7,6 +7,7 @@ package exchange
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,6 @@ type Config struct {
 	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
 	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
 	WatchdogEvery   time.Duration // 1s
-	CounterTTL      time.Duration // suggested validity of counter-offers, 10s
 	MaxInFlight     int           // offers negotiated at once before "unavailable", 4096
 
 	// StreamStorage is where JetStream keeps readings: file (default) or
@@ -64,7 +64,6 @@ func (c *Config) defaults() error {
 	def(&c.Heartbeat, time.Second)
 	def(&c.ServerLostAfter, 10*time.Second)
 	def(&c.WatchdogEvery, time.Second)
-	def(&c.CounterTTL, 10*time.Second)
 	if c.Name == "" {
 		c.Name = "bourse-exchange"
 	}
@@ -96,6 +95,7 @@ type Service struct {
 	servers  *registry
 	scales   sync.Map // currency code → int32 scale; currencies never change scale
 	inflight chan struct{}
+	outage   time.Time // the watchdog's last sight of a NATS outage
 
 	svc      micro.Service
 	subs     []*nats.Subscription
@@ -202,7 +202,9 @@ func (s *Service) startEndpoints() error {
 }
 
 // async runs a slow handler off the subscription's goroutine, so that one
-// negotiation does not hold up the next; MaxInFlight bounds them.
+// negotiation does not hold up the next; MaxInFlight bounds them. The
+// handler answers through a detached request: micro's own must not be used
+// after its handler returns.
 func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 	return func(r micro.Request) {
 		select {
@@ -212,9 +214,45 @@ func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 			_ = protocol.RespondError(r, errBusy)
 			return
 		}
+		d := detached{Request: r, nc: s.nc, reply: r.Reply()}
 		go func() {
 			defer func() { <-s.inflight }()
-			h(r)
+			h(d)
 		}()
 	}
+}
+
+// detached answers a micro request by publishing to its reply subject
+// itself. micro's statistics then count the request but not its errors or
+// its time; the exchange's Prometheus metrics do.
+type detached struct {
+	micro.Request
+	nc    *nats.Conn
+	reply string
+}
+
+func (d detached) Respond(data []byte, _ ...micro.RespondOpt) error {
+	if d.reply == "" {
+		return nil
+	}
+	return d.nc.Publish(d.reply, data)
+}
+
+func (d detached) RespondJSON(v any, _ ...micro.RespondOpt) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("exchange: encode reply: %w", err)
+	}
+	return d.Respond(data)
+}
+
+func (d detached) Error(code, description string, data []byte, _ ...micro.RespondOpt) error {
+	if d.reply == "" {
+		return nil
+	}
+	m := nats.NewMsg(d.reply)
+	m.Header.Set(micro.ErrorHeader, description)
+	m.Header.Set(micro.ErrorCodeHeader, code)
+	m.Data = data
+	return d.nc.PublishMsg(m)
 }

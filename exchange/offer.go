@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
@@ -48,7 +49,7 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 	}
 	var req protocol.OfferRequest
 	if err := decode(r, &req); err != nil {
-		return protocol.OfferReply{}, err
+		return protocol.OfferReply{}, underTerms(err) // only terms' decoder names fields
 	}
 	if err := checkRequestID(req.RequestID); err != nil {
 		return protocol.OfferReply{}, err
@@ -68,7 +69,7 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 		return protocol.OfferReply{}, err
 	}
 	if err := contract.Validate(t, s.scaleOf(ctx)); err != nil {
-		return protocol.OfferReply{}, err
+		return protocol.OfferReply{}, underTerms(err)
 	}
 	if req.Counter != "" && t.Server == "" {
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.server", Message: "taking a counter-offer needs the server that made it"}
@@ -96,7 +97,7 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 	offerID := id + "-" + fmt.Sprint(s.cfg.Now().UnixNano())
 	win, reply := s.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
 	if win == "" {
-		if req.Counter != "" && len(reply.Rejections) == 1 && reply.Rejections[0].Reason == string(bourse.ECapacityGone) {
+		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
 				Message: "the counter-offer's GPUs were taken meanwhile"}
 		}
@@ -118,11 +119,15 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 		ID: id, Client: t.Client, Server: win, Terms: t, State: protocol.StateAccepted,
 		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: now.Add(s.cfg.StartTimeout),
 	}
+	// The key is the negotiation's, not the request's: an escrow that
+	// failed (insufficient funds) may be retried with the same request id
+	// after a top-up. The hold id is the contract id, so a second escrow of
+	// one contract is impossible all the same.
 	// The hold outlives any legitimate settlement; the watchdog settles or
 	// voids the contract long before, and an operator's audit finds holds
 	// left open past it.
 	reserve := currency.Reserve{
-		Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
+		Key: "escrow/" + offerID, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + s.cfg.ServerLostAfter + time.Hour),
 		Memo: "prepayment of contract " + id,
 	}
@@ -131,10 +136,9 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 		return protocol.Contract{}, err
 	}
 	if !created {
-		// A retry of this request won meanwhile: keep its contract.
-		if stored.Server != win {
-			s.cancelAccept(win, offerID)
-		}
+		// A retry of this request won meanwhile: keep its contract and
+		// release this negotiation's accept.
+		s.cancelAccept(win, offerID)
 		return stored, nil
 	}
 	s.metrics.escrowed.Inc()
@@ -161,13 +165,21 @@ func (s *Service) start(ctx context.Context, offerID string, c protocol.Contract
 		s.log.Warn("server did not start contract", "contract", c.ID, "server", c.Server, "err", err)
 		return c
 	}
-	return s.markStarted(ctx, c.Server, st)
+	got, err := s.markStarted(ctx, c.Server, st)
+	if err != nil {
+		s.log.Warn("mark started", "contract", st.Contract, "err", err)
+		return c
+	}
+	return got
 }
 
-func (s *Service) markStarted(ctx context.Context, server string, st protocol.Started) protocol.Contract {
+// markStarted records that server started the job of contract st.Contract.
+// Another server's contract is "not found", so that ids reveal nothing.
+func (s *Service) markStarted(ctx context.Context, server string, st protocol.Started) (protocol.Contract, error) {
+	notFound := &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + st.Contract + " on this server"}
 	c, err := s.store.Update(ctx, st.Contract, func(c *protocol.Contract) ([]currency.Op, error) {
 		if c.Server != server {
-			return nil, &bourse.Error{Code: bourse.EPermission, Message: "not this server's contract"}
+			return nil, notFound
 		}
 		if c.State != protocol.StateAccepted {
 			if c.GPUs == nil && c.State == protocol.StateRunning {
@@ -179,12 +191,16 @@ func (s *Service) markStarted(ctx context.Context, server string, st protocol.St
 		c.State, c.StartedAt, c.GPUs, c.LastSeen = protocol.StateRunning, st.At.UTC(), st.GPUs, s.cfg.Now().UTC()
 		return nil, nil
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		s.event(protocol.EventStarted, c)
-	} else if !errors.Is(err, ErrNoChange) {
-		s.log.Warn("mark started", "contract", st.Contract, "err", err)
+		return c, nil
+	case errors.Is(err, ErrNoChange):
+		return c, nil
+	case bourse.ErrorCode(err) == bourse.ENotFound:
+		return protocol.Contract{}, notFound
 	}
-	return c
+	return protocol.Contract{}, err
 }
 
 // negotiate sends the offer to every candidate at once. The first accept
@@ -236,7 +252,7 @@ func (s *Service) negotiate(ctx context.Context, offer protocol.ServerOffer, ser
 			}
 			reason := a.d.Reason
 			if a.d.Code != "" {
-				reason = string(a.d.Code)
+				reason = string(a.d.Code) + ": " + reason
 			}
 			if len(a.d.Counters) == 0 {
 				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.server, Reason: reason})
@@ -300,4 +316,15 @@ func describeClass(c contract.Class) string {
 		s += fmt.Sprintf(" with at least %d MiB", c.MinMemoryMiB)
 	}
 	return s
+}
+
+// underTerms names a terms field as the request does ("terms.gpus").
+func underTerms(err error) error {
+	var e *bourse.Error
+	if errors.As(err, &e) && e.Field != "" && !strings.HasPrefix(e.Field, "terms.") {
+		c := *e
+		c.Field = "terms." + e.Field
+		return &c
+	}
+	return err
 }

@@ -70,9 +70,13 @@ func (s *Service) handleStarted(r micro.Request) {
 	if err == nil {
 		err = decode(r, &st)
 	}
+	var c protocol.Contract
+	if err == nil {
+		c, err = s.markStarted(context.Background(), id, st)
+	}
 	if err != nil {
 		_ = protocol.RespondError(r, err)
 		return
 	}
-	respond(r, s.markStarted(context.Background(), id, st))
+	respond(r, c)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
@@ -29,7 +31,16 @@ func (s *Service) watchdog(ctx context.Context) {
 
 func (s *Service) sweep(ctx context.Context) {
 	now := s.cfg.Now().UTC()
+	// While this instance cannot reach NATS, silence proves nothing: the
+	// readings wait in JetStream. Judge silence only once a whole
+	// ServerLostAfter has passed since the outage.
 	silentSince := now.Add(-s.cfg.ServerLostAfter)
+	if s.nc.Status() != nats.CONNECTED {
+		s.outage = now
+	}
+	if s.outage.After(silentSince) {
+		return
+	}
 	stale, err := s.store.Stale(ctx, now, silentSince, 500)
 	if err != nil {
 		s.log.Warn("watchdog: list stale contracts", "err", err)
@@ -57,12 +68,12 @@ func (s *Service) sweep(ctx context.Context) {
 		}
 		if typ == protocol.EventVoided {
 			s.metrics.voided.Inc()
-			s.cancelAccept(got.Server, "")
 		} else {
 			s.metrics.settled.WithLabelValues(string(got.Reason)).Inc()
-			// Tell the server too: if it is alive but unheard, it must stop.
-			_ = s.stopJob(ctx, got, protocol.ReasonServerLost)
 		}
+		// Tell the server too: if it is alive but unheard (or started the job
+		// after all), the job must stop, since nobody pays for it now.
+		go func() { _ = s.stopJob(ctx, got, protocol.ReasonKilled) }()
 		s.log.Warn("watchdog", "contract", got.ID, "server", got.Server, "state", got.State, "reason", got.Reason)
 		s.event(typ, got)
 	}

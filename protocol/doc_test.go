@@ -1,0 +1,495 @@
+package protocol_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// docPath is the wire protocol reference whose examples these tests pin.
+const docPath = "../docs/protocol.md"
+
+var writeExamples = flag.String("examples", "",
+	"write each docs/protocol.md example to DIR/NAME.json, to paste into the doc after a protocol change")
+
+// The examples tell one story: on 2026-11-21 alice rents two H100s of gpu1,
+// suspends the job after 45 minutes and resumes it; one of her offers is
+// countered, another is voided.
+var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// at is noon plus offset, a Go duration ("45m10.529s").
+func at(t *testing.T, offset string) time.Time {
+	t.Helper()
+	d, err := time.ParseDuration(offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return noon.Add(d)
+}
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// contractID is how the exchange names the contract of an offer (see
+// exchange/offer.go): retrying a request id finds the same contract.
+func contractID(client, requestID string) string {
+	h := sha256.Sum256([]byte(client + "\x00" + requestID))
+	return "c-" + hex.EncodeToString(h[:10])
+}
+
+type example struct {
+	name  string
+	value any
+}
+
+// examples builds every message that docs/protocol.md shows, in the order
+// the doc shows them.
+func examples(t *testing.T) []example {
+	t.Helper()
+	const scale = 2 // CRED
+	id := contractID("alice", "train-81861")
+	if id != "c-3f9a363f20c7660bebf0" {
+		t.Fatalf("contract id %s", id)
+	}
+	resumedID := contractID("alice", "train-81861-resume")
+	voidedID := contractID("alice", "train-81870")
+
+	// What alice offers: 2 H100s for up to 2 hours, paying per GPU-second
+	// nothing below 0.5 GPUs busy on average, rising to 0.004 CRED at 2.
+	terms := contract.Terms{
+		Client:     "alice",
+		Currency:   "CRED",
+		GPUs:       2,
+		Class:      contract.Class{Model: "H100", MinMemoryMiB: 80000},
+		TimeLimit:  2 * time.Hour,
+		Prepayment: dec("40.00"),
+		P:          contract.Ramp(dec("0.5"), dec("2"), dec("0.004")),
+		Job: &contract.JobSpec{
+			Command: "/opt/jobs/train.sh",
+			Args:    []string{"--config", "resnet50.yaml", "--ckpt-dir", "/scratch/alice/ckpt"},
+			Env:     map[string]string{"WANDB_MODE": "offline"},
+		},
+	}
+	if err := contract.Validate(terms, func(string) (int32, bool) { return scale, true }); err != nil {
+		t.Fatal(err)
+	}
+	onGPU1 := terms
+	onGPU1.Server = "gpu1"
+	offerID := id + "-" + strconv.FormatInt(at(t, "4ms").UnixNano(), 10)
+
+	accepted := protocol.Contract{
+		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: protocol.StateAccepted,
+		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
+	}
+	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms")}
+	running := accepted
+	running.State, running.GPUs, running.StartedAt, running.LastSeen = protocol.StateRunning, started.GPUs, started.At, at(t, "37ms")
+
+	reading := protocol.Reading{
+		Contract: id, Seq: 600, U: dec("1140.5"), T: protocol.Duration(10 * time.Minute), S: dec("2"),
+		EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
+	}
+	withReading := running
+	withReading.Reading, withReading.LastSeen = &reading, at(t, "10m0.039s")
+	due, err := contract.Due(terms, reading.Usage(), scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lastBeforeSuspend := protocol.Reading{
+		Contract: id, Seq: 2709, U: dec("5146.3"), T: protocol.Duration(45*time.Minute + 9*time.Second), S: dec("2"),
+		EnergyJ: dec("3522870"), At: at(t, "45m9.036s"),
+	}
+	beingSuspended := running
+	beingSuspended.Reading, beingSuspended.LastSeen = &lastBeforeSuspend, at(t, "45m9.040s")
+
+	final := protocol.Reading{
+		Contract: id, Seq: 2710, U: dec("5147.9"), T: protocol.Duration(45*time.Minute + 10476*time.Millisecond), S: dec("2"),
+		EnergyJ: dec("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: protocol.ReasonSuspended,
+	}
+	st, err := contract.Charge(terms, final.Usage(), scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := running
+	settled.State, settled.Reason = protocol.StateSettled, protocol.ReasonSuspended
+	settled.Reading, settled.LastSeen, settled.SettledAt = &final, at(t, "45m10.529s"), at(t, "45m10.529s")
+	settled.Charge, settled.Refund = st.Charge, st.Refund
+
+	resumed := protocol.Contract{
+		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: protocol.StateRunning,
+		Resumes: id, GPUs: []int{2, 3},
+		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
+		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
+		Reading: &protocol.Reading{
+			Contract: resumedID, Seq: 299, U: dec("571.2"), T: protocol.Duration(4*time.Minute + 59*time.Second), S: dec("2"),
+			EnergyJ: dec("389220"), At: at(t, "54m59.033s"),
+		},
+	}
+
+	voidedTerms := terms
+	voidedTerms.Server = "gpu2"
+	voided := protocol.Contract{
+		ID: voidedID, Client: "alice", Server: "gpu2", Terms: voidedTerms, State: protocol.StateVoided,
+		Reason:     protocol.ReasonNotStarted,
+		AcceptedAt: at(t, "1h10m0.027s"), StartDeadline: at(t, "1h10m15.027s"), SettledAt: at(t, "1h10m15.9s"),
+		Charge: decimal.Zero, Refund: terms.Prepayment,
+	}
+
+	// The countered offer: gpu1 wants up to 0.006, gpu2 has no room.
+	counterTerms := onGPU1
+	counterTerms.P = contract.Ramp(dec("0.5"), dec("2"), dec("0.006"))
+	counter := protocol.Counter{
+		ID: "VbP3ZkQ8rT1nXw6YcJ2m4d", Server: "gpu1", Terms: counterTerms, ValidUntil: at(t, "20m10.004s"),
+		Note: "reserve price: 0.006 per GPU-second at full use",
+	}
+
+	// alice's wallet: a grant, the escrow and refund of the suspended
+	// contract, the escrow of the resumed one.
+	wallet := currency.WalletID("CRED", "alice")
+	grant := dec("500.00")
+	afterEscrow := grant.Sub(terms.Prepayment)
+	afterRefund := afterEscrow.Add(st.Refund)
+	afterResume := afterRefund.Sub(terms.Prepayment)
+	hold := func(c string) currency.HoldID { return currency.HoldID(c) }
+	escrow := func(c string) currency.AccountID { return currency.EscrowID(hold(c)) }
+	entries := []currency.Entry{
+		{Account: wallet, Seq: 1, Movement: "t/grant/alice/2026-11", Key: "grant/alice/2026-11",
+			Counterparty: currency.IssuanceID("CRED"), Amount: grant, Balance: grant,
+			Memo: "November allocation", At: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
+		{Account: wallet, Seq: 2, Movement: "h/" + id + "/reserve", Key: "escrow/" + id,
+			Counterparty: escrow(id), Amount: terms.Prepayment.Neg(), Balance: afterEscrow, Hold: hold(id),
+			Memo: "prepayment of contract " + id, At: accepted.AcceptedAt},
+		{Account: wallet, Seq: 3, Movement: "h/" + id + "/resolve/1", Key: "settle/" + id,
+			Counterparty: escrow(id), Amount: st.Refund, Balance: afterRefund, Hold: hold(id),
+			Memo: "contract " + id + " suspended", At: settled.SettledAt},
+		{Account: wallet, Seq: 4, Movement: "h/" + resumedID + "/reserve", Key: "escrow/" + resumedID,
+			Counterparty: escrow(resumedID), Amount: terms.Prepayment.Neg(), Balance: afterResume, Hold: hold(resumedID),
+			Memo: "prepayment of contract " + resumedID, At: resumed.AcceptedAt},
+	}
+
+	gpus := make([]protocol.GPU, 4)
+	for i := range gpus {
+		gpus[i] = protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
+	}
+
+	return []example{
+		// Errors.
+		{"error", protocol.ErrorReply{Error: &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
+			Message: "prepayment 40 exceeds the available 12.5 CRED"}}},
+
+		// Client requests.
+		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},
+		{"offer.reply.contract", protocol.OfferReply{Contract: &running}},
+		{"offer.reply.counters", protocol.OfferReply{
+			Counters:   []protocol.Counter{counter},
+			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}},
+		}},
+		{"offer.request.counter", protocol.OfferRequest{RequestID: "train-81863", Terms: counterTerms, Counter: counter.ID}},
+		{"offer.error.capacity_gone", protocol.ErrorReply{Error: &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
+			Message: "the counter-offer's GPUs were taken meanwhile"}}},
+		{"offer.request.resume", protocol.OfferRequest{RequestID: "train-81861-resume", Terms: onGPU1, Resumes: id}},
+		{"control.request", protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}},
+		{"control.reply", beingSuspended},
+		{"contract.request", protocol.ContractRequest{Contract: id}},
+		{"contract.reply", settled},
+		{"contracts.request", protocol.ContractsRequest{Limit: 1}},
+		{"contracts.reply", protocol.ContractsReply{Contracts: []protocol.Contract{resumed}}},
+		{"balance.request", protocol.BalanceRequest{Currency: "CRED"}},
+		{"balance.reply", currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment}},
+		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
+		{"statement.reply", protocol.StatementReply{Entries: entries}},
+
+		// Events.
+		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
+		{"event.started", protocol.Event{Type: protocol.EventStarted, Contract: running, At: running.LastSeen}},
+		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}},
+		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}},
+		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}},
+
+		// Server requests.
+		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
+		{"hello.reply", protocol.HelloReply{
+			Heartbeat:       protocol.Duration(time.Second),
+			ReadingEvery:    protocol.Duration(time.Second),
+			ServerLostAfter: protocol.Duration(10 * time.Second),
+		}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", At: at(t, "10m0.5s")}},
+		{"started", started},
+		{"started.reply", running},
+		{"reading", reading},
+		{"reading.final", final},
+
+		// Deliveries to servers.
+		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
+		{"decision.accept", protocol.Decision{Accept: true, HoldFor: protocol.Duration(5 * time.Second)}},
+		{"decision.counter", protocol.Decision{Counters: []protocol.Counter{counter}, Reason: "below the reserve price"}},
+		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
+		{"deliver.start", protocol.Start{Offer: offerID, Contract: accepted}},
+		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
+		{"deliver.control", protocol.Control{Contract: id, Action: protocol.ReasonSuspended}},
+		{"deliver.control.reply", struct{}{}},
+	}
+}
+
+// TestDocExamples checks that docs/protocol.md shows every example exactly
+// as encoding/json writes it, that every ```json block of the doc is one
+// of them, and that each survives a round trip.
+func TestDocExamples(t *testing.T) {
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := jsonBlocks(string(doc))
+	shown := map[string]bool{}
+	for _, ex := range examples(t) {
+		b, err := json.MarshalIndent(ex.value, "", "  ")
+		if err != nil {
+			t.Fatalf("%s: %v", ex.name, err)
+		}
+		if *writeExamples != "" {
+			if err := os.WriteFile(filepath.Join(*writeExamples, ex.name+".json"), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shown[string(b)] = true
+		t.Run(ex.name, func(t *testing.T) {
+			if !blocks[string(b)] {
+				t.Errorf("%s lacks the %s example, which now reads:\n```json\n%s\n```", docPath, ex.name, b)
+			}
+			// Round trip: decode into a fresh value of the same type and
+			// encode again.
+			p := reflect.New(reflect.TypeOf(ex.value))
+			if err := json.Unmarshal(b, p.Interface()); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			again, err := json.MarshalIndent(p.Elem().Interface(), "", "  ")
+			if err != nil {
+				t.Fatalf("encode again: %v", err)
+			}
+			if !bytes.Equal(again, b) {
+				t.Errorf("round trip changed the message:\n%s\nbecame\n%s", b, again)
+			}
+		})
+	}
+	for blk := range blocks {
+		if !shown[blk] {
+			t.Errorf("%s has a json block that no example checks; add it to examples or use another fence:\n%s", docPath, blk)
+		}
+	}
+}
+
+// jsonBlocks returns the contents of the ```json fenced blocks of md.
+func jsonBlocks(md string) map[string]bool {
+	out := map[string]bool{}
+	var cur []string
+	in := false
+	for _, line := range strings.Split(md, "\n") {
+		switch {
+		case !in && strings.TrimSpace(line) == "```json":
+			in, cur = true, nil
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			out[strings.Join(cur, "\n")] = true
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	return out
+}
+
+// TestDocCommands checks the natscli commands of the walk-through: each
+// body must pass the exchange's strict decoding as the message its subject
+// carries, and each command must run as the party its subject names.
+func TestDocCommands(t *testing.T) {
+	doc := readDoc(t)
+	cmdRE := regexp.MustCompile(`nats\b([^\n']*?)\b(req|request|pub|publish|reply)\b[^\n']*?\s(bourse\.v1\.[^\s']+)\s+'(\{[^'\n]*\})'`)
+	asRE := regexp.MustCompile(`--(?:context|user)[ =]([A-Za-z0-9_@-]+)`)
+	bodies := map[string]func() any{
+		"client.offer":     func() any { return new(protocol.OfferRequest) },
+		"client.suspend":   func() any { return new(protocol.ControlRequest) },
+		"client.kill":      func() any { return new(protocol.ControlRequest) },
+		"client.contract":  func() any { return new(protocol.ContractRequest) },
+		"client.contracts": func() any { return new(protocol.ContractsRequest) },
+		"client.balance":   func() any { return new(protocol.BalanceRequest) },
+		"client.statement": func() any { return new(protocol.StatementRequest) },
+		"server.hello":     func() any { return new(protocol.Hello) },
+		"server.heartbeat": func() any { return new(protocol.Hello) },
+		"server.started":   func() any { return new(protocol.Started) },
+		"server.usage":     func() any { return new(protocol.Reading) },
+		"deliver.offer":    func() any { return new(protocol.Decision) },
+		"deliver.start":    func() any { return new(protocol.Started) },
+		"deliver.control":  func() any { return new(struct{}) },
+	}
+	seen := map[string]bool{}
+	for _, m := range cmdRE.FindAllStringSubmatch(doc, -1) {
+		line, subject, body := m[0], m[3], m[4]
+		tok := strings.Split(subject, ".")
+		if len(tok) < 5 {
+			t.Errorf("%s: subject %s is too short", line, subject)
+			continue
+		}
+		kind := tok[2] + "." + tok[4]
+		newBody, ok := bodies[kind]
+		if !ok {
+			t.Errorf("%s: no message is sent on %s", line, subject)
+			continue
+		}
+		seen[kind] = true
+		if as := asRE.FindAllStringSubmatch(line, -1); len(as) > 0 && as[len(as)-1][1] != tok[3] {
+			t.Errorf("%s: runs as %s but the subject names %s", line, as[len(as)-1][1], tok[3])
+		}
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(newBody()); err != nil {
+			t.Errorf("%s: body refused: %v", line, err)
+		} else if dec.More() {
+			t.Errorf("%s: data after the body", line)
+		}
+	}
+	for _, kind := range []string{"client.offer", "client.suspend", "client.contract", "client.contracts",
+		"client.balance", "client.statement", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
+		if !seen[kind] {
+			t.Errorf("the walk-through shows no natscli command for %s", kind)
+		}
+	}
+	// Replies shown as natscli prints them: compact.
+	for _, ex := range examples(t) {
+		if ex.name != "balance.reply" && ex.name != "error" {
+			continue
+		}
+		b, err := json.Marshal(ex.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(doc, string(b)) {
+			t.Errorf("%s lacks the natscli output of %s, which now reads:\n%s", docPath, ex.name, b)
+		}
+	}
+}
+
+// TestDocExampleIDs checks the identifiers the doc quotes in prose.
+func TestDocExampleIDs(t *testing.T) {
+	doc := readDoc(t)
+	r := protocol.Reading{Contract: contractID("alice", "train-81861"), Seq: 600}
+	for _, s := range []string{
+		r.MsgID(), // the reading's Nats-Msg-Id
+		protocol.UsageSubject("gpu1", r.Contract), // its subject
+		protocol.InboxPrefix("alice"),
+		protocol.UsageStream,
+		protocol.UsageSubjects,
+	} {
+		if !strings.Contains(doc, s) {
+			t.Errorf("%s does not mention %q", docPath, s)
+		}
+	}
+}
+
+// TestDocSubjects checks that the doc names every subject of the protocol.
+func TestDocSubjects(t *testing.T) {
+	doc := readDoc(t)
+	var want []string
+	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement} {
+		want = append(want, protocol.ClientSubject("<client>", v))
+	}
+	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
+		want = append(want, protocol.ServerSubject("<server>", v))
+	}
+	want = append(want, protocol.UsageSubject("<server>", "<contract>"))
+	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl} {
+		want = append(want, protocol.DeliverSubject("<server>", v))
+	}
+	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent))
+	for _, s := range want {
+		if !strings.Contains(doc, "`"+s+"`") {
+			t.Errorf("%s does not name the subject `%s`", docPath, s)
+		}
+	}
+}
+
+// TestDocVocabulary checks that the doc explains every error code of
+// error.go (in its table) and every state, stop reason and event type of
+// package protocol, found by reading the source so that a new constant
+// cannot go undocumented.
+func TestDocVocabulary(t *testing.T) {
+	doc := readDoc(t)
+	for _, c := range stringConsts(t, "../error.go", "Code") {
+		if !strings.Contains(doc, "| `"+c+"` |") {
+			t.Errorf("%s: the error table lacks a row for code `%s`", docPath, c)
+		}
+	}
+	for _, typ := range []string{"State", "Reason", "EventType"} {
+		consts := stringConsts(t, "contract.go", typ)
+		consts = append(consts, stringConsts(t, "messages.go", typ)...)
+		if len(consts) == 0 {
+			t.Fatalf("no constants of type %s found", typ)
+		}
+		for _, c := range consts {
+			if !strings.Contains(doc, "`"+c+"`") {
+				t.Errorf("%s does not explain %s `%s`", docPath, typ, c)
+			}
+		}
+	}
+}
+
+// stringConsts returns the values of the string constants of type typ
+// declared in file.
+func stringConsts(t *testing.T, file, typ string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typ {
+				continue
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func readDoc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
