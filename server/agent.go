@@ -1,0 +1,290 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultEvery           = time.Second
+	DefaultHoldFor         = 5 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Config configures an Agent. Its zero values work, except ID, Currency and
+// GPUs, which name the server.
+type Config struct {
+	// URL is the NATS server to connect to, when Conn is nil.
+	URL string
+	// NATSOptions are added to the agent's own (credentials, TLS).
+	NATSOptions []nats.Option
+	// Conn is an existing connection to use instead. The agent neither
+	// drains nor closes it, nor hears of its reconnects (so it says hello
+	// only once); it should have been opened with
+	// nats.CustomInboxPrefix(protocol.InboxPrefix(ID)).
+	Conn *nats.Conn
+
+	ID       string
+	Currency currency.Currency // the prices it takes, and the scale of its charges
+	GPUs     []protocol.GPU
+	Policy   Policy // nil: Reserve{}, which takes any offer that fits
+	Runner   Runner // nil: a Synthetic runner on Now
+
+	// ReadingEvery and Heartbeat are used until the exchange's HelloReply
+	// says otherwise; zero means DefaultEvery.
+	ReadingEvery, Heartbeat time.Duration
+	// HoldFor is how long an accept reserves its GPUs for the exchange's
+	// start; zero means DefaultHoldFor.
+	HoldFor time.Duration
+	// ShutdownTimeout bounds how long a stopping agent keeps trying to
+	// publish its final readings; zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now
+}
+
+// Agent is a GPU server's agent. Make one with New, then call Run once.
+type Agent struct {
+	cfg    Config
+	id     string
+	log    *slog.Logger
+	now    func() time.Time
+	policy Policy
+	runner Runner
+
+	nc *nats.Conn
+	js jetstream.JetStream
+	// runCtx outlives Run's ctx by the shutdown grace, so that the final
+	// readings of stopped jobs still go out.
+	runCtx context.Context
+	jobs   sync.WaitGroup // one per watched run
+	ran    atomic.Bool
+	// reconnected asks for a new hello; the agent's own connection
+	// signals it, a Config.Conn does not.
+	reconnected chan struct{}
+
+	mu           sync.Mutex
+	readingEvery time.Duration
+	heartbeat    time.Duration
+	closing      bool
+	owner        map[int]string // GPU index → the hold or run using it
+	holds        map[string]*hold
+	counters     map[string]issued
+	runs         map[string]*run
+	recent       []contract.Terms
+}
+
+// New checks cfg and fills in its defaults.
+func New(cfg Config) (*Agent, error) {
+	const op = "server.New"
+	if err := protocol.CheckID(cfg.ID); err != nil {
+		return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "id", Err: err}
+	}
+	if err := cfg.Currency.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: currency: %w", op, err)
+	}
+	if len(cfg.GPUs) == 0 {
+		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs")
+	}
+	seen := map[int]bool{}
+	for _, g := range cfg.GPUs {
+		if seen[g.Index] || g.Index < 0 {
+			return nil, bourse.Errorf(bourse.EInvalid, op, "GPU index %d is negative or repeated", g.Index)
+		}
+		seen[g.Index] = true
+	}
+	if cfg.Conn == nil && cfg.URL == "" {
+		cfg.URL = nats.DefaultURL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = Reserve{}
+	}
+	if v, ok := cfg.Policy.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: policy: %w", op, err)
+		}
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = &Synthetic{Now: cfg.Now}
+	}
+	cfg.ReadingEvery = orDefault(cfg.ReadingEvery, DefaultEvery)
+	cfg.Heartbeat = orDefault(cfg.Heartbeat, DefaultEvery)
+	cfg.HoldFor = orDefault(cfg.HoldFor, DefaultHoldFor)
+	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.GPUs = slices.Clone(cfg.GPUs)
+	slices.SortFunc(cfg.GPUs, func(a, b protocol.GPU) int { return a.Index - b.Index })
+	return &Agent{
+		cfg:          cfg,
+		id:           cfg.ID,
+		log:          cfg.Logger.With("server", cfg.ID),
+		now:          cfg.Now,
+		policy:       cfg.Policy,
+		runner:       cfg.Runner,
+		readingEvery: cfg.ReadingEvery,
+		heartbeat:    cfg.Heartbeat,
+		owner:        map[int]string{},
+		holds:        map[string]*hold{},
+		counters:     map[string]issued{},
+		runs:         map[string]*run{},
+		reconnected:  make(chan struct{}, 1),
+	}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Run connects, registers with the exchange, takes offers and runs jobs
+// until ctx is cancelled; then it stops taking offers, stops its jobs with
+// reason shutdown, publishes their final readings and drains the
+// connection. It returns nil after such a clean stop, and an error when it
+// cannot connect or the exchange refuses it.
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.ran.CompareAndSwap(false, true) {
+		return bourse.Errorf(bourse.EInvalid, "server.Agent.Run", "Run was called already")
+	}
+	closed, err := a.connect()
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	a.runCtx = runCtx
+	subs, err := a.subscribe()
+	if err == nil {
+		err = a.hello(ctx)
+	}
+	if err == nil {
+		a.beat(ctx)
+	}
+	a.shutdown(subs, cancelRun)
+	if a.cfg.Conn == nil {
+		if derr := a.nc.Drain(); derr != nil {
+			a.log.Warn("drain", "err", derr)
+			a.nc.Close()
+		}
+		select {
+		case <-closed:
+		case <-time.After(a.cfg.ShutdownTimeout):
+			a.nc.Close()
+		}
+	}
+	return err
+}
+
+func (a *Agent) connect() (closed chan struct{}, err error) {
+	closed = make(chan struct{})
+	var js jetstream.JetStream
+	if a.cfg.Conn != nil {
+		a.nc = a.cfg.Conn
+	} else {
+		opts := append([]nats.Option{
+			nats.Name("bourse server " + a.id),
+			nats.CustomInboxPrefix(protocol.InboxPrefix(a.id)),
+			nats.MaxReconnects(-1),
+			// A server agent may start before NATS does.
+			nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					a.log.Warn("disconnected from NATS", "err", err)
+				}
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) {
+				a.log.Info("reconnected to NATS", "url", nc.ConnectedUrl())
+				select {
+				case a.reconnected <- struct{}{}:
+				default: // a hello is due already
+				}
+			}),
+			nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+			// Asynchronous errors (a permissions violation, a slow
+			// subscription) go to the log, not to stderr.
+			nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+				subject := ""
+				if sub != nil {
+					subject = sub.Subject
+				}
+				a.log.Error("NATS", "subject", subject, "err", err)
+			}),
+		}, a.cfg.NATSOptions...)
+		if a.nc, err = nats.Connect(a.cfg.URL, opts...); err != nil {
+			return nil, fmt.Errorf("server %s: connect to %s: %w", a.id, a.cfg.URL, err)
+		}
+	}
+	if js, err = jetstream.New(a.nc); err != nil {
+		return nil, fmt.Errorf("server %s: jetstream: %w", a.id, err)
+	}
+	a.js = js
+	return closed, nil
+}
+
+// subscribe listens before the hello, so that the first offer the exchange
+// routes after registering finds the agent.
+func (a *Agent) subscribe() ([]*nats.Subscription, error) {
+	handlers := []struct {
+		verb string
+		h    nats.MsgHandler
+	}{
+		{protocol.DeliverOffer, a.onOffer},
+		{protocol.DeliverStart, a.onStart},
+		{protocol.DeliverCancel, a.onCancel},
+		{protocol.DeliverControl, a.onControl},
+	}
+	var subs []*nats.Subscription
+	for _, h := range handlers {
+		sub, err := a.nc.Subscribe(protocol.DeliverSubject(a.id, h.verb), h.h)
+		if err != nil {
+			return subs, fmt.Errorf("server %s: subscribe to %s: %w", a.id, h.verb, err)
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+// shutdown stops taking offers, stops every job with reason shutdown and
+// waits for their final readings, for at most ShutdownTimeout.
+func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc) {
+	a.mu.Lock()
+	a.closing = true
+	running := make([]*run, 0, len(a.runs))
+	for _, r := range a.runs {
+		running = append(running, r)
+	}
+	a.mu.Unlock()
+	for _, s := range subs {
+		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			a.log.Warn("unsubscribe", "subject", s.Subject, "err", err)
+		}
+	}
+	for _, r := range running {
+		r.halt(protocol.ReasonShutdown)
+	}
+	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun)
+	defer grace.Stop()
+	a.jobs.Wait()
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/protocol"
+)
+
+// hello registers with the exchange, retrying until it answers or ctx ends,
+// and adopts the intervals it asks for. An error reply that retrying
+// cannot fix (a refused identity, a malformed hello) is returned.
+func (a *Agent) hello(ctx context.Context) error {
+	wait := 100 * time.Millisecond
+	for {
+		msg, err := a.request(ctx, protocol.ServerSubject(a.id, protocol.VerbHello), a.helloBody())
+		if err == nil {
+			if err = protocol.DecodeError(msg); err == nil {
+				var r protocol.HelloReply
+				if err = json.Unmarshal(msg.Data, &r); err == nil {
+					a.adopt(r)
+					return nil
+				}
+			} else if !retryable(bourse.ErrorCode(err)) {
+				return fmt.Errorf("server %s: hello refused: %w", a.id, err)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("hello not answered; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func retryable(c bourse.Code) bool {
+	return c == bourse.EUnavailable || c == bourse.EInternal || c == bourse.EDeadlineExceeded
+}
+
+func (a *Agent) request(ctx context.Context, subject string, body any) (*nats.Msg, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", subject, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return a.nc.RequestWithContext(rctx, subject, data)
+}
+
+func (a *Agent) adopt(r protocol.HelloReply) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.Heartbeat > 0 {
+		a.heartbeat = time.Duration(r.Heartbeat)
+	}
+	if r.ReadingEvery > 0 {
+		a.readingEvery = time.Duration(r.ReadingEvery)
+	}
+	a.log.Info("registered", "heartbeat", a.heartbeat, "reading_every", a.readingEvery)
+}
+
+// beat publishes a heartbeat now and every Heartbeat until ctx ends. A
+// heartbeat lost while disconnected is replaced by the next. After a
+// reconnect it says hello again first: the exchange may have restarted, or
+// forgotten a server it did not hear from.
+func (a *Agent) beat(ctx context.Context) {
+	t := time.NewTicker(a.heartbeatEvery())
+	defer t.Stop()
+	for ctx.Err() == nil {
+		data, err := json.Marshal(a.helloBody())
+		if err == nil {
+			err = a.nc.Publish(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), data)
+		}
+		if err != nil {
+			a.log.Warn("heartbeat", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-a.reconnected:
+			if err := a.hello(ctx); err != nil {
+				// The jobs still run and report; only new work is at stake.
+				a.log.Error("hello after reconnecting", "err", err)
+			}
+			t.Reset(a.heartbeatEvery())
+		}
+	}
+}
+
+func (a *Agent) heartbeatEvery() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heartbeat
+}
+
+func (a *Agent) helloBody() protocol.Hello {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	a.sweep(now)
+	h := protocol.Hello{
+		Currency: string(a.cfg.Currency.Code),
+		GPUs:     a.cfg.GPUs,
+		Free:     len(a.cfg.GPUs) - len(a.owner),
+		At:       now,
+	}
+	for id, r := range a.runs {
+		if !r.ended {
+			h.Running = append(h.Running, id)
+		}
+	}
+	slices.Sort(h.Running)
+	if s, ok := a.policy.(fmt.Stringer); ok {
+		h.Policy = s.String()
+	}
+	return h
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// recentMax is how many started contracts State.Recent remembers.
+const recentMax = 16
+
+// run is a started contract's job and what the agent knows of it.
+type run struct {
+	id      string
+	terms   contract.Terms
+	started protocol.Started
+	job     Job
+
+	// ctx is cancelled by halt; it also interrupts a reading's retries,
+	// so that a stop takes effect at once.
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+	reason protocol.Reason // set by halt, before ctx is cancelled
+
+	// Guarded by the agent's mu.
+	ended     bool // the job has stopped and its GPUs are free
+	endedAt   time.Time
+	published bool // the final reading is out, or given up on
+}
+
+// halt asks the run to stop for reason; the first reason wins.
+func (r *run) halt(reason protocol.Reason) {
+	r.once.Do(func() {
+		r.reason = reason
+		r.cancel()
+	})
+}
+
+// onStart starts an accepted contract's job and answers protocol.Started,
+// or an error reply. The start subscription delivers one message at a time,
+// so two starts of one contract never race.
+func (a *Agent) onStart(m *nats.Msg) {
+	var s protocol.Start
+	if err := decode(m, &s); err != nil {
+		a.respondError(m, err)
+		return
+	}
+	started, err := a.start(s)
+	if err != nil {
+		a.log.Warn("start", "contract", s.Contract.ID, "offer", s.Offer, "err", err)
+		a.respondError(m, err)
+		return
+	}
+	a.respond(m, started)
+}
+
+func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
+	const op = "server.start"
+	id, t := s.Contract.ID, s.Contract.Terms
+	if err := protocol.CheckID(id); err != nil {
+		return protocol.Started{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "contract.id", Err: err}
+	}
+	gpus, already, err := a.claim(s)
+	switch {
+	case err != nil:
+		return protocol.Started{}, err
+	case already != nil:
+		return *already, nil
+	}
+	assigned := make([]protocol.GPU, 0, len(gpus))
+	for _, g := range a.cfg.GPUs {
+		if slices.Contains(gpus, g.Index) {
+			assigned = append(assigned, g)
+		}
+	}
+	job, err := a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil && a.closing {
+		// Shutdown has already collected the runs to stop; this one would
+		// be missed, so it ends before it is reported started.
+		if serr := job.Stop(a.runCtx, protocol.ReasonShutdown); serr != nil {
+			a.log.Warn("stop", "contract", id, "err", serr)
+		}
+		err = bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
+	}
+	if err != nil {
+		for _, i := range gpus {
+			delete(a.owner, i)
+		}
+		return protocol.Started{}, fmt.Errorf("start contract %s: %w", id, err)
+	}
+	r := &run{id: id, terms: t, job: job,
+		started: protocol.Started{Contract: id, GPUs: gpus, At: a.now()}}
+	r.ctx, r.cancel = context.WithCancel(a.runCtx)
+	a.runs[id] = r
+	a.recent = append(a.recent, t)
+	if len(a.recent) > recentMax {
+		a.recent = a.recent[len(a.recent)-recentMax:]
+	}
+	a.jobs.Add(1)
+	go a.watch(r)
+	a.log.Info("started", "contract", id, "client", t.Client, "gpus", gpus)
+	return r.started, nil
+}
+
+// claim turns the offer's hold into the contract's GPUs, or takes free ones
+// when the hold has lapsed. For a contract started already it returns the
+// Started it answered then.
+func (a *Agent) claim(s protocol.Start) (gpus []int, already *protocol.Started, err error) {
+	const op = "server.start"
+	id, t := s.Contract.ID, s.Contract.Terms
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.runs[id]; ok {
+		return nil, &r.started, nil
+	}
+	if a.closing {
+		return nil, nil, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
+	}
+	if err := contract.Validate(t, a.scaleOf); err != nil {
+		return nil, nil, err
+	}
+	a.sweep(a.now())
+	if h, ok := a.holds[s.Offer]; ok && len(h.gpus) == t.GPUs && h.terms.Class == t.Class {
+		gpus = h.gpus
+		delete(a.holds, s.Offer)
+	} else {
+		a.release(s.Offer)
+		if gpus = a.pick(t.Class, t.GPUs); gpus == nil {
+			return nil, nil, bourse.Errorf(bourse.ECapacityGone, op, "the reservation lapsed and %d GPUs of the class are not free", t.GPUs)
+		}
+	}
+	for _, i := range gpus {
+		a.owner[i] = "run " + id
+	}
+	return gpus, nil, nil
+}
+
+// onControl stops a contract's job for the client (suspended or killed)
+// and answers {}; the final reading follows. Stopping a stopped contract
+// answers {} again.
+func (a *Agent) onControl(m *nats.Msg) {
+	const op = "server.control"
+	var c protocol.Control
+	if err := decode(m, &c); err != nil {
+		a.respondError(m, err)
+		return
+	}
+	if c.Action != protocol.ReasonSuspended && c.Action != protocol.ReasonKilled {
+		a.respondError(m, bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", c.Action, protocol.ReasonSuspended, protocol.ReasonKilled))
+		return
+	}
+	a.mu.Lock()
+	r, ok := a.runs[c.Contract]
+	a.mu.Unlock()
+	if !ok {
+		a.respondError(m, bourse.Errorf(bourse.ENotFound, op, "no contract %q runs here", c.Contract))
+		return
+	}
+	r.halt(c.Action)
+	a.respond(m, struct{}{})
+}

@@ -1,0 +1,194 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// hold is an accepted offer's GPUs, reserved until the exchange starts or
+// cancels it, or until it lapses.
+type hold struct {
+	terms contract.Terms
+	gpus  []int
+	until time.Time
+}
+
+// issued is a counter-offer this agent made, honoured until it lapses.
+type issued struct {
+	terms contract.Terms
+	until time.Time
+}
+
+// onOffer decides on a protocol.ServerOffer and answers a protocol.Decision.
+func (a *Agent) onOffer(m *nats.Msg) {
+	var so protocol.ServerOffer
+	if err := decode(m, &so); err != nil {
+		a.respond(m, protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)})
+		return
+	}
+	d := a.decide(so)
+	a.log.Debug("offer", "offer", so.Offer, "client", so.Terms.Client, "accept", d.Accept,
+		"counters", len(d.Counters), "reason", d.Reason)
+	a.respond(m, d)
+}
+
+func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
+	if err := contract.Validate(so.Terms, a.scaleOf); err != nil {
+		return protocol.Decision{Reason: err.Error(), Code: bourse.ErrorCode(err)}
+	}
+	if so.Terms.Server != "" && so.Terms.Server != a.id {
+		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	a.sweep(now)
+	if a.closing {
+		return protocol.Decision{Reason: "the server is shutting down", Code: bourse.EUnavailable}
+	}
+	// A retried offer gets the answer it had.
+	if h, ok := a.holds[so.Offer]; ok && h.terms.Equal(so.Terms) {
+		return protocol.Decision{Accept: true, HoldFor: protocol.Duration(h.until.Sub(now))}
+	}
+	if c, ok := a.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
+		// The agent promised these terms; only capacity can break it.
+		if a.reserve(so, now) {
+			return a.accepted()
+		}
+		return protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}
+	}
+	d := a.policy.Decide(so.Terms, a.state(now))
+	if d.Accept {
+		if a.reserve(so, now) {
+			return a.accepted()
+		}
+		return protocol.Decision{Reason: "not enough free GPUs of the class"}
+	}
+	reply := protocol.Decision{Reason: d.Reason, Code: d.Code}
+	until := d.ValidUntil
+	if !until.After(now) {
+		until = now.Add(DefaultCounterTTL)
+	}
+	for _, t := range d.Counters {
+		t.Server = a.id
+		c := protocol.Counter{ID: nuid.Next(), Server: a.id, Terms: t, ValidUntil: until, Note: d.Reason}
+		a.counters[c.ID] = issued{terms: t, until: until}
+		reply.Counters = append(reply.Counters, c)
+	}
+	return reply
+}
+
+// scaleOf knows one currency, the server's: offers in others are invalid
+// here.
+func (a *Agent) scaleOf(code string) (int32, bool) {
+	return a.cfg.Currency.Scale, code == string(a.cfg.Currency.Code)
+}
+
+func (a *Agent) accepted() protocol.Decision {
+	return protocol.Decision{Accept: true, HoldFor: protocol.Duration(a.cfg.HoldFor)}
+}
+
+// reserve holds free GPUs for the offer, and reports whether there were
+// enough. An earlier hold under the same offer id, for other terms, is
+// replaced. a.mu is held.
+func (a *Agent) reserve(so protocol.ServerOffer, now time.Time) bool {
+	a.release(so.Offer)
+	gpus := a.pick(so.Terms.Class, so.Terms.GPUs)
+	if gpus == nil {
+		return false
+	}
+	for _, i := range gpus {
+		a.owner[i] = "offer " + so.Offer
+	}
+	a.holds[so.Offer] = &hold{terms: so.Terms, gpus: gpus, until: now.Add(a.cfg.HoldFor)}
+	return true
+}
+
+// pick chooses n free GPUs of the class, lowest indexes first, or returns
+// nil. a.mu is held.
+func (a *Agent) pick(c contract.Class, n int) []int {
+	var out []int
+	for _, g := range a.cfg.GPUs {
+		if len(out) == n {
+			break
+		}
+		if _, used := a.owner[g.Index]; !used && Fits(c, g) {
+			out = append(out, g.Index)
+		}
+	}
+	if len(out) < n || n < 1 {
+		return nil
+	}
+	return out
+}
+
+// onCancel releases the hold of an accept the exchange did not take.
+func (a *Agent) onCancel(m *nats.Msg) {
+	var c protocol.Cancel
+	if err := decode(m, &c); err != nil {
+		a.log.Warn("cancel", "err", err)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.release(c.Offer)
+}
+
+// release drops an offer's hold. a.mu is held.
+func (a *Agent) release(offer string) {
+	h, ok := a.holds[offer]
+	if !ok {
+		return
+	}
+	for _, i := range h.gpus {
+		delete(a.owner, i)
+	}
+	delete(a.holds, offer)
+}
+
+// sweep drops lapsed holds and counters, and forgets runs that ended long
+// ago. a.mu is held.
+func (a *Agent) sweep(now time.Time) {
+	for id, h := range a.holds {
+		if !now.Before(h.until) {
+			a.release(id)
+		}
+	}
+	for id, c := range a.counters {
+		if !now.Before(c.until) {
+			delete(a.counters, id)
+		}
+	}
+	for id, r := range a.runs {
+		if r.ended && r.published && now.Sub(r.endedAt) > forgetAfter {
+			delete(a.runs, id)
+		}
+	}
+}
+
+// forgetAfter is how long an ended run still answers a repeated start or
+// control: longer than any retry of the exchange's.
+const forgetAfter = 10 * time.Minute
+
+// state is what the policy sees. a.mu is held.
+func (a *Agent) state(now time.Time) State {
+	st := State{Now: now, Scale: a.cfg.Currency.Scale, GPUs: a.cfg.GPUs, Recent: a.recent}
+	for _, g := range a.cfg.GPUs {
+		if _, used := a.owner[g.Index]; !used {
+			st.Free = append(st.Free, g)
+		}
+	}
+	for _, r := range a.runs {
+		if !r.ended {
+			st.Running = append(st.Running, r.terms)
+		}
+	}
+	return st
+}

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"encoding/json"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/protocol"
+)
+
+// decode reads a request body, refusing oversized ones.
+func decode(m *nats.Msg, v any) error {
+	if len(m.Data) > protocol.MaxMessage {
+		return bourse.Errorf(bourse.EInvalid, "server.decode", "%d bytes; at most %d", len(m.Data), protocol.MaxMessage)
+	}
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		return &bourse.Error{Code: bourse.EInvalid, Op: "server.decode", Message: m.Subject + ": " + bourse.ErrorMessage(err), Err: err}
+	}
+	return nil
+}
+
+// respond answers a request with body as JSON.
+func (a *Agent) respond(m *nats.Msg, body any) {
+	data, err := json.Marshal(body)
+	if err == nil {
+		err = m.Respond(data)
+	}
+	if err != nil {
+		a.log.Warn("reply", "subject", m.Subject, "err", err)
+	}
+}
+
+// respondError answers a request with an error the way the exchange's
+// micro endpoints do: the code and message in the Nats-Service-Error
+// headers, a protocol.ErrorReply as the body.
+func (a *Agent) respondError(m *nats.Msg, err error) {
+	code, message, body := protocol.EncodeError(err)
+	r := nats.NewMsg(m.Reply)
+	r.Data = body
+	r.Header.Set(micro.ErrorCodeHeader, code)
+	r.Header.Set(micro.ErrorHeader, message)
+	if err := m.RespondMsg(r); err != nil {
+		a.log.Warn("reply", "subject", m.Subject, "err", err)
+	}
+}

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+)
+
+// Utilisation prices by how full the server is: the base reserve curves are
+// multiplied by 1 + K·busy/total, so the last free GPUs cost the most and an
+// idle server takes the base price.
+type Utilisation struct {
+	Base Reserve
+	// K is how much dearer a full server is than an idle one: with K = 1
+	// the reserve doubles as the GPUs fill. Zero is the base reserve.
+	K decimal.Decimal
+}
+
+var _ Policy = Utilisation{}
+
+// String names the policy in the server's heartbeats.
+func (u Utilisation) String() string { return "utilisation" }
+
+// Validate checks the base reserve and K.
+func (u Utilisation) Validate() error {
+	if u.K.IsNegative() {
+		return bourse.Errorf(bourse.EInvalid, "server.Utilisation.Validate", "k is negative: %s", u.K)
+	}
+	if err := u.Base.Validate(); err != nil {
+		return fmt.Errorf("utilisation base: %w", err)
+	}
+	return nil
+}
+
+// Decide decides as the reserve of the moment, ReserveAt(st).
+func (u Utilisation) Decide(offer contract.Terms, st State) Decision {
+	return u.ReserveAt(st).Decide(offer, st)
+}
+
+// ReserveAt is the base reserve scaled for st's utilisation. Scaled prices
+// are rounded up at contract.MaxPlaces, so that they remain valid offer
+// curves (and still at least the exact price).
+func (u Utilisation) ReserveAt(st State) Reserve {
+	total := len(st.GPUs)
+	if total == 0 || u.K.IsZero() {
+		return u.Base
+	}
+	den := decimal.NewFromInt(int64(total))
+	num := den.Add(u.K.Mul(decimal.NewFromInt(int64(st.Busy()))))
+	r := u.Base
+	r.P, r.Q = scaleCurve(u.Base.P, num, den), scaleCurve(u.Base.Q, num, den)
+	return r
+}
+
+// scaleCurve multiplies each y by num/den, rounding up. Rounding up is
+// monotone, so the curve stays non-decreasing.
+func scaleCurve(c contract.Curve, num, den decimal.Decimal) contract.Curve {
+	if c == nil {
+		return nil
+	}
+	out := make(contract.Curve, len(c))
+	ulp := decimal.New(1, -contract.MaxPlaces)
+	for i, p := range c {
+		q, rem := p.Y.Mul(num).QuoRem(den, contract.MaxPlaces)
+		if rem.Sign() > 0 {
+			q = q.Add(ulp)
+		}
+		out[i] = contract.Point{X: p.X, Y: q}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+)
+
+func TestUtilisationReserveAt(t *testing.T) {
+	base := Reserve{P: curve("0", "0.001", "2", "0.003"), Q: contract.Flat(d("0.01"))}
+	for _, tc := range []struct {
+		name  string
+		k     string
+		busy  []int
+		wantP contract.Curve
+		wantQ contract.Curve
+	}{
+		{"idle", "1", nil, base.P, base.Q},
+		{"k zero", "0", []int{0, 1, 2}, base.P, base.Q},
+		// 3 of 6 busy, k = 1: × 1.5.
+		{"half busy", "1", []int{0, 1, 4}, curve("0", "0.0015", "2", "0.0045"), contract.Flat(d("0.015"))},
+		// 2 of 6 busy, k = 1: × 4/3, rounded up at the 18th place.
+		{"a third busy", "1", []int{0, 1}, curve("0", "0.001333333333333334", "2", "0.004"), contract.Flat(d("0.013333333333333334"))},
+		// all busy, k = 2: × 3.
+		{"full", "2", []int{0, 1, 2, 3, 4, 5}, curve("0", "0.003", "2", "0.009"), contract.Flat(d("0.03"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Utilisation{Base: base, K: d(tc.k)}.ReserveAt(testState(tc.busy...))
+			assert.True(t, tc.wantP.Equal(r.P), "p = %v", r.P)
+			assert.True(t, tc.wantQ.Equal(r.Q), "q = %v", r.Q)
+			require.NoError(t, r.Validate())
+		})
+	}
+}
+
+func TestUtilisationDecide(t *testing.T) {
+	u := Utilisation{Base: Reserve{P: contract.Flat(d("0.002"))}, K: d("1")}
+	o := offer() // pays 0.002 per GPU-second: the base reserve
+	assert.True(t, u.Decide(o, testState()).Accept, "idle: the base price is enough")
+
+	got := u.Decide(o, testState(4, 5)) // 2 of 6 busy: the reserve is 4/3 of the base
+	require.False(t, got.Accept)
+	require.Len(t, got.Counters, 1)
+	assert.True(t, contract.Flat(d("0.002666666666666667")).Equal(got.Counters[0].P), "counter p = %v", got.Counters[0].P)
+	assert.True(t, u.Decide(got.Counters[0], testState(4, 5)).Accept)
+
+	require.NoError(t, u.Validate())
+	require.Error(t, Utilisation{K: d("-1")}.Validate())
+}
