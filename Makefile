@@ -7,7 +7,7 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test bench bench-ledger lint fuzz clean
+.PHONY: build test bench bench-ledger lint fuzz clean demo
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -41,3 +41,7 @@ fuzz:
 clean:
 	rm -rf bin
 	rm -f *.test *.out *.prof cover.html coverage.html coverage.txt
+
+## demo: a whole market in one process for 20 seconds
+demo:
+	$(GO) run ./cmd/bourse demo

@@ -256,3 +256,6 @@ func (d detached) Error(code, description string, data []byte, _ ...micro.Respon
 	m.Data = data
 	return d.nc.PublishMsg(m)
 }
+
+// LiveServers counts the servers this instance has heard from recently.
+func (s *Service) LiveServers() int { return s.servers.live() }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/market"
+)
+
+// view draws the demo's live screen: redrawn in place on a terminal, a
+// progress line every few seconds otherwise (a log, a pipe, CI).
+type view struct {
+	out      io.Writer
+	m        *market.Market
+	ledger   currency.Ledger
+	total    time.Duration
+	terminal bool
+}
+
+func newView(out io.Writer, m *market.Market, l currency.Ledger, total time.Duration) *view {
+	v := &view{out: out, m: m, ledger: l, total: total}
+	if f, ok := out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			v.terminal = true
+		}
+	}
+	return v
+}
+
+func (v *view) run(ctx context.Context, d time.Duration) {
+	every := 5 * time.Second
+	if v.terminal {
+		every = 500 * time.Millisecond
+	}
+	end := time.After(d)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	fmt.Fprintf(v.out, "Bourse demo: trading for %s. NATS at %s (try: nats sub 'bourse.v1.deliver.>' -s %s)\n", d, v.m.URL(), v.m.URL())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-end:
+			v.draw(ctx)
+			return
+		case <-tick.C:
+			v.draw(ctx)
+		}
+	}
+}
+
+func (v *view) draw(ctx context.Context) {
+	s := v.m.Tally.Snapshot()
+	if !v.terminal {
+		fmt.Fprintf(v.out, "%5.1fs  %d offers, %d running, %d settled, %d voided, %d countered\n",
+			s.Elapsed.Seconds(), s.Offers, s.Running, s.SettledTotal(), s.Voided, s.Countered)
+		return
+	}
+	var b strings.Builder
+	b.WriteString("\033[H\033[2J")
+	fmt.Fprintf(&b, "Bourse demo  %s / %s   %s\n\n", s.Elapsed.Truncate(100*time.Millisecond), v.total, progress(s.Elapsed, v.total, 30))
+	fmt.Fprintf(&b, "Contracts: %d running · %d settled · %d voided      Offers: %d · countered %d · rejected %d · counters taken %d\n\n",
+		s.Running, s.SettledTotal(), s.Voided, s.Offers, s.Countered, s.Rejected, s.Taken)
+	v.servers(&b, s, false)
+	b.WriteString("\n")
+	v.clients(ctx, &b, s)
+	b.WriteString("\nLatest:\n")
+	for _, l := range s.Log {
+		b.WriteString("  " + l + "\n")
+	}
+	fmt.Fprint(v.out, b.String())
+}
+
+func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if final {
+		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tCONTRACTS\tGPU-SECONDS\tUTILISATION\tREVENUE")
+	} else {
+		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tIN USE\t\tCONTRACTS\tLAST PRICE/GPU-S\tREVENUE")
+	}
+	for _, spec := range v.m.Servers {
+		st := s.Servers[spec.ID]
+		class := fmt.Sprintf("%d× %s", spec.Count, spec.Model)
+		if final {
+			capacity := decimal.NewFromFloat(s.Elapsed.Seconds()).Mul(decimal.NewFromInt(int64(spec.Count)))
+			util := decimal.Zero
+			if capacity.IsPositive() {
+				util = st.GPUSeconds.Div(capacity).Mul(decimal.NewFromInt(100))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), st.Revenue.StringFixed(2))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, st.LastPrice.StringFixed(4), st.Revenue.StringFixed(2))
+	}
+	_ = tw.Flush()
+}
+
+func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-S\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
+	for _, spec := range v.m.Clients {
+		ct := s.Clients[spec.ID]
+		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, market.StrategyName(spec.Strategy), spec.Value.StringFixed(2),
+			bal.Available.StringFixed(2), bal.Held.StringFixed(2), ct.Spent.StringFixed(2), ct.Refunded.StringFixed(2), ct.Contracts, ct.Done)
+	}
+	_ = tw.Flush()
+}
+
+// summary prints the settlement summary after the market stopped.
+func (v *view) summary(ctx context.Context) {
+	s := v.m.Tally.Snapshot()
+	fmt.Fprintf(v.out, "\nSettlement summary after %s\n\n", s.Elapsed.Truncate(100*time.Millisecond))
+	fmt.Fprintf(v.out, "%d offers: %d contracts settled, %d voided, %d answered with counter-offers (%d taken), %d rejected\n",
+		s.Offers, s.SettledTotal(), s.Voided, s.Countered, s.Taken, s.Rejected)
+	reasons := make([]string, 0, len(s.Settled))
+	for r, n := range s.Settled {
+		reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+	}
+	slices.Sort(reasons)
+	if len(reasons) > 0 {
+		fmt.Fprintf(v.out, "settled by reason: %s\n", strings.Join(reasons, ", "))
+	}
+	if len(s.Errors) > 0 {
+		var es []string
+		for c, n := range s.Errors {
+			es = append(es, fmt.Sprintf("%s %d", c, n))
+		}
+		slices.Sort(es)
+		fmt.Fprintf(v.out, "errors the bidders met: %s\n", strings.Join(es, ", "))
+	}
+	fmt.Fprintln(v.out)
+	v.servers(v.out, s, true)
+	fmt.Fprintln(v.out)
+	v.clients(ctx, v.out, s)
+	fmt.Fprintln(v.out)
+}
+
+func progress(done, total time.Duration, width int) string {
+	n := 0
+	if total > 0 {
+		n = min(width, int(float64(width)*done.Seconds()/total.Seconds()))
+	}
+	return "[" + strings.Repeat("█", n) + strings.Repeat("·", width-n) + "]"
+}
+
+func bar(used, total int) string {
+	return strings.Repeat("■", used) + strings.Repeat("□", max(0, total-used))
+}

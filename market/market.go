@@ -1,0 +1,277 @@
+// Package market runs a whole Bourse market in one process: an embedded
+// NATS server with JetStream, the exchange on a store, GPU server agents
+// with different policies and GPU classes, and bidding agents with budgets
+// and strategies. `bourse demo` shows it; the end-to-end tests drive it.
+package market
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// Currency is the market's money: credits with cents.
+var Currency = currency.Currency{Code: "CRED", Scale: 2}
+
+// Config sizes a market. Store is required; the rest have defaults.
+type Config struct {
+	Store   exchange.Store
+	Servers []ServerSpec // nil: DefaultServers
+	Clients []ClientSpec // nil: DefaultClients
+	Seed    uint64       // job generation; 1 by default
+	// JobScale stretches job run times (1 by default); tests shrink them.
+	JobScale float64
+	Logger   *slog.Logger
+	// StoreDir holds JetStream's files; empty keeps the stream in memory.
+	StoreDir string
+}
+
+// Market is a running market. Stop it with Stop.
+type Market struct {
+	cfg     Config
+	log     *slog.Logger
+	ns      *natsserver.Server
+	conns   []*nats.Conn
+	ex      *exchange.Service
+	Tally   *Tally
+	cancelA context.CancelFunc // agents
+	cancelB context.CancelFunc // bidders
+	agents  sync.WaitGroup
+	bidders sync.WaitGroup
+	Clients []ClientSpec
+	Servers []ServerSpec
+}
+
+// Start builds the market and starts trading.
+func Start(ctx context.Context, cfg Config) (*Market, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("market: Config.Store is required")
+	}
+	if cfg.Servers == nil {
+		cfg.Servers = DefaultServers()
+	}
+	if cfg.Clients == nil {
+		cfg.Clients = DefaultClients()
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.JobScale <= 0 {
+		cfg.JobScale = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers}
+	if err := m.startNATS(); err != nil {
+		return nil, err
+	}
+	if err := m.fund(ctx); err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	nc, err := m.connect("")
+	if err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	storage := jetstream.FileStorage
+	if cfg.StoreDir == "" {
+		storage = jetstream.MemoryStorage
+	}
+	m.ex, err = exchange.Start(ctx, exchange.Config{Conn: nc, Store: cfg.Store, Logger: m.log, StreamStorage: storage})
+	if err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	if err := m.startServers(); err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	if err := m.startClients(); err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Market) startNATS() error {
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, NoSigs: true, NoLog: true}
+	opts.StoreDir = m.cfg.StoreDir
+	if opts.StoreDir == "" {
+		opts.JetStreamMaxStore = 1 << 30
+		opts.StoreDir = ""
+	}
+	ns, err := natsserver.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("market: embedded NATS: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return errors.New("market: embedded NATS did not start")
+	}
+	m.ns = ns
+	return nil
+}
+
+// URL is the embedded NATS server's address, for outside clients.
+func (m *Market) URL() string { return m.ns.ClientURL() }
+
+func (m *Market) connect(party string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("bourse-demo-" + party), nats.MaxReconnects(-1)}
+	if party != "" {
+		opts = append(opts, nats.CustomInboxPrefix(protocol.InboxPrefix(party)))
+	}
+	nc, err := nats.Connect(m.ns.ClientURL(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("market: connect %s: %w", party, err)
+	}
+	m.conns = append(m.conns, nc)
+	return nc, nil
+}
+
+// fund creates the currency and each client's wallet with its budget, as
+// an administrator would.
+func (m *Market) fund(ctx context.Context) error {
+	l := m.cfg.Store.Ledger()
+	if err := l.CreateCurrency(ctx, Currency); err != nil {
+		return fmt.Errorf("market: create currency: %w", err)
+	}
+	for _, c := range m.cfg.Clients {
+		w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID(Currency.Code, c.ID), Currency: Currency.Code, Kind: currency.Wallet})
+		if err != nil {
+			return fmt.Errorf("market: open wallet of %s: %w", c.ID, err)
+		}
+		if _, err := currency.Do(ctx, l, currency.Transfer{Key: "grant/" + c.ID, From: currency.IssuanceID(Currency.Code), To: w.ID, Amount: c.Budget, Memo: "demo budget"}); err != nil {
+			return fmt.Errorf("market: fund %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+func (m *Market) startServers() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancelA = cancel
+	for _, s := range m.cfg.Servers {
+		nc, err := m.connect(s.ID)
+		if err != nil {
+			return err
+		}
+		a, err := server.New(server.Config{Conn: nc, ID: s.ID, Currency: Currency, GPUs: s.GPUs(), Policy: s.Policy, Logger: m.log})
+		if err != nil {
+			return fmt.Errorf("market: server %s: %w", s.ID, err)
+		}
+		m.agents.Add(1)
+		go func() {
+			defer m.agents.Done()
+			if err := a.Run(ctx); err != nil {
+				m.log.Error("server agent stopped", "server", s.ID, "err", err)
+			}
+		}()
+	}
+	return m.waitForServers()
+}
+
+// waitForServers gives the agents' hellos time to land, so that the first
+// offers find them.
+func (m *Market) waitForServers() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if m.ex.LiveServers() >= len(m.cfg.Servers) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("market: only %d of %d servers registered", m.ex.LiveServers(), len(m.cfg.Servers))
+}
+
+func (m *Market) startClients() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancelB = cancel
+	for i, c := range m.cfg.Clients {
+		nc, err := m.connect(c.ID)
+		if err != nil {
+			return err
+		}
+		cl, err := bidder.Dial(bidder.Config{ID: c.ID, Conn: nc})
+		if err != nil {
+			return err
+		}
+		events, err := cl.Events(ctx, 256)
+		if err != nil {
+			return err
+		}
+		b := &bidderLoop{m: m, spec: c, client: cl, ends: newEndings(ctx, events),
+			rng: rand.New(rand.NewPCG(m.cfg.Seed, uint64(i)))}
+		for range max(1, c.Parallel) {
+			m.bidders.Add(1)
+			go func() {
+				defer m.bidders.Done()
+				b.run(ctx)
+			}()
+		}
+	}
+	return nil
+}
+
+// Stop ends trading: the bidders stop offering and wait for their running
+// contracts (up to grace), the agents stop (settling what still runs), the
+// exchange takes the last readings, and NATS shuts down.
+func (m *Market) Stop(ctx context.Context) {
+	if m.cancelB != nil {
+		m.Tally.closing.Store(true)
+		done := make(chan struct{})
+		go func() { m.bidders.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		m.cancelB()
+		m.bidders.Wait()
+	}
+	if m.cancelA != nil {
+		m.cancelA()
+		m.agents.Wait()
+	}
+	if m.ex != nil {
+		m.waitSettled(ctx)
+		m.ex.Stop()
+	}
+	for _, nc := range m.conns {
+		nc.Close()
+	}
+	if m.ns != nil {
+		m.ns.Shutdown()
+		m.ns.WaitForShutdown()
+	}
+}
+
+// waitSettled waits until the ledger has no open hold (every contract
+// settled or voided) or ctx ends.
+func (m *Market) waitSettled(ctx context.Context) {
+	for {
+		r, err := m.cfg.Store.Ledger().Audit(ctx)
+		if err != nil || r.OpenHolds == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package market
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// ServerSpec describes one simulated GPU server.
+type ServerSpec struct {
+	ID        string
+	Model     string
+	MemoryMiB int
+	Count     int
+	Policy    server.Policy
+}
+
+// GPUs lists the server's devices.
+func (s ServerSpec) GPUs() []protocol.GPU {
+	gs := make([]protocol.GPU, s.Count)
+	for i := range gs {
+		gs[i] = protocol.GPU{Index: i, Model: s.Model, MemoryMiB: s.MemoryMiB}
+	}
+	return gs
+}
+
+// ClientSpec describes one bidding agent.
+type ClientSpec struct {
+	ID       string
+	Budget   decimal.Decimal
+	Strategy bidder.Strategy
+	// Value is what a GPU-second of use is worth to it at most.
+	Value decimal.Decimal
+	// Model, if set, is the only GPU model its jobs run on.
+	Model    string
+	MaxGPUs  int           // jobs ask for 1..MaxGPUs GPUs
+	Parallel int           // jobs it runs at once, 1 by default
+	Runtime  time.Duration // jobs run for Runtime/2..Runtime at full scale
+}
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// DefaultServers are four servers with different classes and policies:
+// posted prices on the big machines, prices that rise with use on the
+// others.
+func DefaultServers() []ServerSpec {
+	return []ServerSpec{
+		{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8, Policy: server.Reserve{P: contract.Flat(dec("0.30"))}},
+		{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4, Policy: server.Utilisation{Base: server.Reserve{P: contract.Flat(dec("0.20"))}, K: dec("2")}},
+		{ID: "cirrus", Model: "A100", MemoryMiB: 40960, Count: 8, Policy: server.Reserve{P: contract.Ramp(dec("0.5"), dec("4"), dec("0.16"))}},
+		{ID: "dune", Model: "L4", MemoryMiB: 24576, Count: 4, Policy: server.Utilisation{Base: server.Reserve{P: contract.Flat(dec("0.06"))}, K: dec("1")}},
+	}
+}
+
+// DefaultClients are eight bidders with budgets, values and strategies
+// that differ.
+func DefaultClients() []ClientSpec {
+	var cs []ClientSpec
+	strategies := []func() bidder.Strategy{
+		func() bidder.Strategy { return bidder.Fixed{} },
+		func() bidder.Strategy { return bidder.Cheapest{} },
+		func() bidder.Strategy { return &bidder.Adaptive{} },
+	}
+	names := []string{"ada", "bea", "cyd", "dov", "eli", "fen", "gus", "hal"}
+	values := []string{"0.40", "0.25", "0.60", "0.12", "0.35", "0.20", "0.50", "0.08"}
+	budgets := []string{"30", "15", "45", "8", "25", "12", "40", "6"}
+	models := []string{"H100", "", "H100", "", "A100", "", "", "L4"}
+	for i, n := range names {
+		cs = append(cs, ClientSpec{
+			ID: n, Budget: dec(budgets[i]), Strategy: strategies[i%3](), Value: dec(values[i]),
+			Model: models[i], MaxGPUs: 1 + i%4, Runtime: time.Duration(2+i%3) * time.Second, Parallel: 2,
+		})
+	}
+	return cs
+}
+
+// StrategyName names a strategy for tables.
+func StrategyName(s bidder.Strategy) string {
+	switch s.(type) {
+	case bidder.Fixed:
+		return "fixed"
+	case bidder.Cheapest:
+		return "cheapest"
+	case *bidder.Adaptive:
+		return "adaptive"
+	}
+	return fmt.Sprintf("%T", s)
+}

@@ -1,0 +1,190 @@
+package market
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Tally counts what the bidders saw, for the live view and the summary.
+type Tally struct {
+	closing atomic.Bool
+	started time.Time
+
+	mu        sync.Mutex
+	offers    int
+	countered int
+	rejected  int
+	taken     int
+	errors    map[bourse.Code]int
+	running   map[string]protocol.Contract
+	settled   map[protocol.Reason]int
+	voided    int
+	clients   map[string]*ClientTally
+	servers   map[string]*ServerTally
+	log       []string // the latest events, newest last
+}
+
+// ClientTally is one bidder's record.
+type ClientTally struct {
+	Offers, Contracts, Done int
+	Spent, Refunded         decimal.Decimal
+}
+
+// ServerTally is one server's record.
+type ServerTally struct {
+	Contracts  int
+	BusyGPUs   int
+	Revenue    decimal.Decimal
+	GPUSeconds decimal.Decimal // U settled
+	LastPrice  decimal.Decimal // per GPU-second at full use, of the latest contract
+}
+
+func newTally() *Tally {
+	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
+		settled: map[protocol.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
+}
+
+func (t *Tally) client(id string) *ClientTally {
+	c, ok := t.clients[id]
+	if !ok {
+		c = &ClientTally{}
+		t.clients[id] = c
+	}
+	return c
+}
+
+func (t *Tally) server(id string) *ServerTally {
+	s, ok := t.servers[id]
+	if !ok {
+		s = &ServerTally{}
+		t.servers[id] = s
+	}
+	return s
+}
+
+func (t *Tally) note(format string, args ...any) {
+	line := time.Now().Format("15:04:05.000") + "  " + fmt.Sprintf(format, args...)
+	t.log = append(t.log, line)
+	if len(t.log) > 8 {
+		t.log = t.log[len(t.log)-8:]
+	}
+}
+
+func (t *Tally) offered(client string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.offers++
+	t.client(client).Offers++
+}
+
+func (t *Tally) failed(client string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errors[bourse.ErrorCode(err)]++
+	t.note("%s: %s", client, bourse.ErrorMessage(err))
+}
+
+func (t *Tally) rejectedOffer(client string, countered bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if countered {
+		t.countered++
+	} else {
+		t.rejected++
+	}
+}
+
+func (t *Tally) tookCounter(client string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.taken++
+	t.note("%s took a counter-offer", client)
+}
+
+func (t *Tally) opened(c protocol.Contract) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running[c.ID] = c
+	t.client(c.Client).Contracts++
+	s := t.server(c.Server)
+	s.Contracts++
+	s.BusyGPUs += c.Terms.GPUs
+	s.LastPrice = c.Terms.P.Eval(decimal.NewFromInt(int64(c.Terms.GPUs)))
+	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
+}
+
+func (t *Tally) closed(c protocol.Contract) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.running[c.ID]; !ok {
+		return
+	}
+	delete(t.running, c.ID)
+	cl, s := t.client(c.Client), t.server(c.Server)
+	s.BusyGPUs -= c.Terms.GPUs
+	if c.State == protocol.StateVoided {
+		t.voided++
+		cl.Refunded = cl.Refunded.Add(c.Refund)
+		t.note("%s's contract on %s voided (%s)", c.Client, c.Server, c.Reason)
+		return
+	}
+	t.settled[c.Reason]++
+	cl.Done++
+	cl.Spent, cl.Refunded = cl.Spent.Add(c.Charge), cl.Refunded.Add(c.Refund)
+	s.Revenue = s.Revenue.Add(c.Charge)
+	if c.Reading != nil {
+		s.GPUSeconds = s.GPUSeconds.Add(c.Reading.U)
+	}
+	t.note("%s's contract on %s settled (%s): charged %s, refunded %s", c.Client, c.Server, c.Reason, c.Charge, c.Refund)
+}
+
+// Snapshot is a consistent copy of the tally.
+type Snapshot struct {
+	Elapsed                            time.Duration
+	Offers, Countered, Rejected, Taken int
+	Running, Voided                    int
+	Settled                            map[protocol.Reason]int
+	Errors                             map[bourse.Code]int
+	Clients                            map[string]ClientTally
+	Servers                            map[string]ServerTally
+	Log                                []string
+}
+
+// Snapshot copies the tally.
+func (t *Tally) Snapshot() Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := Snapshot{Elapsed: time.Since(t.started), Offers: t.offers, Countered: t.countered, Rejected: t.rejected, Taken: t.taken,
+		Running: len(t.running), Voided: t.voided, Settled: map[protocol.Reason]int{}, Errors: map[bourse.Code]int{},
+		Clients: map[string]ClientTally{}, Servers: map[string]ServerTally{}, Log: slices.Clone(t.log)}
+	for k, v := range t.settled {
+		s.Settled[k] = v
+	}
+	for k, v := range t.errors {
+		s.Errors[k] = v
+	}
+	for k, v := range t.clients {
+		s.Clients[k] = *v
+	}
+	for k, v := range t.servers {
+		s.Servers[k] = *v
+	}
+	return s
+}
+
+// SettledTotal counts settled contracts of every reason.
+func (s Snapshot) SettledTotal() int {
+	n := 0
+	for _, v := range s.Settled {
+		n += v
+	}
+	return n
+}
