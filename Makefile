@@ -7,16 +7,22 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test bench bench-ledger lint fuzz clean demo
+.PHONY: build test e2e bench bench-ledger lint fuzz clean demo
 
 ## build: compile every package, and the binary to bin/bourse
 build:
 	$(GO) build ./...
 	$(GO) build -o bin/bourse ./cmd/bourse
 
-## test: all tests, with the race detector, against a throwaway PostgreSQL
+## test: all tests, with the race detector, against a throwaway PostgreSQL,
+## then the end-to-end checks with natscli as an independent client
 test:
 	$(PGRUN) $(GO) test -race -count=1 ./...
+	bash scripts/natscli-e2e.sh
+
+## e2e: natscli drives a demo market through NATS alone
+e2e:
+	bash scripts/natscli-e2e.sh
 
 ## bench: all benchmarks, against a throwaway PostgreSQL
 bench:

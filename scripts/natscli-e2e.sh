@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# An independent client: natscli drives the market that `bourse demo` runs,
+# through nothing but NATS subjects and JSON. It checks that the exchange is
+# a discoverable micro service, that an offer made with `nats req` becomes
+# a running contract, that a low offer is answered with counter-offers, that
+# bad JSON gets its typed error, and that the demo ends with a clean audit.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+nats="$(bash scripts/natscli.sh)"
+tmp="$(mktemp -d)"
+demo_pid=""
+cleanup() {
+  if [ -n "$demo_pid" ] && kill -0 "$demo_pid" 2>/dev/null; then kill -KILL "$demo_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "natscli-e2e: FAIL: $*" >&2; echo "--- demo output:" >&2; cat "$tmp/demo.out" >&2 || true; exit 1; }
+
+go build -o "$tmp/bourse" ./cmd/bourse
+"$tmp/bourse" demo --duration 10m --log "$tmp/demo.log" >"$tmp/demo.out" 2>&1 &
+demo_pid=$!
+url=""
+for _ in $(seq 1 100); do
+  url="$(grep -o 'NATS at nats://[0-9.:]*' "$tmp/demo.out" 2>/dev/null | head -n1 | cut -d' ' -f3 || true)"
+  [ -n "$url" ] && break
+  kill -0 "$demo_pid" 2>/dev/null || fail "the demo exited early"
+  sleep 0.1
+done
+[ -n "$url" ] || fail "the demo printed no NATS address"
+echo "natscli-e2e: demo market at $url"
+
+"$nats" -s "$url" micro ls >"$tmp/micro.txt" 2>&1 || fail "nats micro ls: $(cat "$tmp/micro.txt")"
+grep -q 'bourse-exchange' "$tmp/micro.txt" || fail "nats micro ls does not show bourse-exchange: $(cat "$tmp/micro.txt")"
+echo "natscli-e2e: nats micro ls shows bourse-exchange"
+
+req() { # req CLIENT VERB BODY
+  "$nats" -s "$url" --inbox-prefix "_INBOX_$1" req "bourse.v1.client.$1.$2" "$3" --raw --timeout 15s --no-templates
+}
+
+offer='{"request_id":"natscli-1","terms":{"currency":"CRED","gpus":1,"class":{"model":"H100"},"time_limit":"30s","prepayment":"5.00","p":[["0","0.50"]],"job":{"profile":{"utilization":"0.9","duration":"2s"}}}}'
+reply="$(req ada offer "$offer")" || fail "offer: $reply"
+echo "$reply" | grep -q '"contract"' || fail "the offer made no contract: $reply"
+echo "$reply" | grep -q '"client":"ada"' || fail "the contract is not ada's: $reply"
+id="$(echo "$reply" | grep -o '"id":"c-[0-9a-f]*"' | head -n1 | cut -d'"' -f4)"
+echo "natscli-e2e: nats req made contract $id"
+
+again="$(req ada offer "$offer")" || fail "retried offer: $again"
+echo "$again" | grep -q "\"id\":\"$id\"" || fail "a retried request id made another contract: $again"
+echo "natscli-e2e: the retried request returned the same contract"
+
+low='{"request_id":"natscli-2","terms":{"currency":"CRED","gpus":1,"class":{"model":"H100"},"time_limit":"30s","prepayment":"0.03","p":[["0","0.001"]]}}'
+reply="$(req bea offer "$low")" || fail "low offer: $reply"
+echo "$reply" | grep -q '"counters"' || fail "a low offer got no counter-offers: $reply"
+echo "natscli-e2e: a low offer was answered with counter-offers"
+
+reply="$(req bea offer '{"request_id":' || true)"
+echo "$reply" | grep -q '"code":"invalid"' || fail "malformed JSON did not get the invalid code: $reply"
+echo "natscli-e2e: malformed JSON got its typed error"
+
+for _ in $(seq 1 150); do
+  state="$(req ada contract "{\"contract\":\"$id\"}" | grep -o '"state":"[a-z]*"' | head -n1 || true)"
+  [ "$state" = '"state":"settled"' ] && break
+  sleep 0.1
+done
+[ "$state" = '"state":"settled"' ] || fail "contract $id did not settle: $state"
+echo "natscli-e2e: contract $id settled"
+
+balance="$(req ada balance '{"currency":"CRED"}')" || fail "balance: $balance"
+echo "$balance" | grep -q '"account":"wallet/CRED/ada"' || fail "balance: $balance"
+
+kill -TERM "$demo_pid"
+status=0
+wait "$demo_pid" || status=$?
+demo_pid=""
+tail -n1 "$tmp/demo.out" | grep -q ': pass$' || fail "the demo's audit did not pass"
+[ "$status" = 0 ] || fail "the demo exited with $status"
+echo "natscli-e2e: the demo stopped on SIGTERM with a clean audit"
+echo "natscli-e2e: 7 passed, 0 failed"
