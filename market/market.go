@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
@@ -110,12 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 }
 
 func (m *Market) startNATS() error {
-	opts := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, NoSigs: true, NoLog: true}
-	opts.StoreDir = m.cfg.StoreDir
-	if opts.StoreDir == "" {
-		opts.JetStreamMaxStore = 1 << 30
-		opts.StoreDir = ""
-	}
+	return m.startNATSOn(natsserver.RANDOM_PORT)
+}
+
+func (m *Market) startNATSOn(port int) error {
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, NoSigs: true, NoLog: true, StoreDir: m.cfg.StoreDir}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("market: embedded NATS: %w", err)
@@ -126,6 +126,17 @@ func (m *Market) startNATS() error {
 	}
 	m.ns = ns
 	return nil
+}
+
+// RestartNATS stops the embedded NATS server and starts a new one on the
+// same port and store, as an operator's restart would: every party must
+// reconnect, and readings published meanwhile are retried.
+func (m *Market) RestartNATS(down time.Duration) error {
+	port := m.ns.Addr().(*net.TCPAddr).Port
+	m.ns.Shutdown()
+	m.ns.WaitForShutdown()
+	time.Sleep(down)
+	return m.startNATSOn(port)
 }
 
 // URL is the embedded NATS server's address, for outside clients.
