@@ -3,6 +3,7 @@ package currency
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bourse/bourse"
 )
@@ -83,6 +84,18 @@ func (a Account) validate(op string) error {
 	}
 	if a.Parent == a.ID {
 		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "parent", Message: "an account cannot be its own parent"}
+	}
+	return nil
+}
+
+// MaxMemoLen bounds a memo, in bytes.
+const MaxMemoLen = 500
+
+// checkMemo accepts valid UTF-8 without NUL, up to MaxMemoLen bytes: what
+// every database stores as text.
+func checkMemo(memo string) error {
+	if len(memo) > MaxMemoLen || !utf8.ValidString(memo) || strings.ContainsRune(memo, 0) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "memo", Message: "a memo is valid UTF-8 without NUL, at most 500 bytes"}
 	}
 	return nil
 }

@@ -34,7 +34,11 @@ func Apply(ctx context.Context, s State, op Op) (Result, error) {
 		return stored, nil
 	}
 	a := applier{s: s, now: s.Now().UTC()}
-	r, err := a.apply(ctx, op)
+	var r Result
+	err = checkMemo(memoOf(op))
+	if err == nil {
+		r, err = a.apply(ctx, op)
+	}
 	if err != nil {
 		var be *bourse.Error
 		if !errors.As(err, &be) {
@@ -109,6 +113,9 @@ func (a applier) transfer(ctx context.Context, o Transfer) (Result, error) {
 		return Result{}, err
 	}
 	if err := a.cover(ctx, from, o.Amount); err != nil {
+		return Result{}, err
+	}
+	if err := a.bounded(ctx, from, to, o.Amount); err != nil {
 		return Result{}, err
 	}
 	m := Movement{ID: "t/" + o.Key, Key: o.Key, Currency: cur.Code, From: from.ID, To: to.ID, Amount: o.Amount, Memo: o.Memo, At: a.now}
@@ -270,4 +277,35 @@ func (a applier) cover(ctx context.Context, acc Account, amount decimal.Decimal)
 			Message: fmt.Sprintf("%s has %s, needs %s", acc.ID, bal, amount)}
 	}
 	return nil
+}
+
+// bounded keeps balances within MaxAmount: a mint may not push the money
+// supply, nor a payment the payee's balance, past it.
+func (a applier) bounded(ctx context.Context, from, to Account, amount decimal.Decimal) error {
+	fb, err := a.s.Balance(ctx, from.ID)
+	if err != nil {
+		return err
+	}
+	tb, err := a.s.Balance(ctx, to.ID)
+	if err != nil {
+		return err
+	}
+	if fb.Sub(amount).Abs().GreaterThanOrEqual(MaxAmount) || tb.Add(amount).Abs().GreaterThanOrEqual(MaxAmount) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "amount", Message: "a balance would reach the limit of 10^18"}
+	}
+	return nil
+}
+
+func memoOf(op Op) string {
+	switch o := op.(type) {
+	case Transfer:
+		return o.Memo
+	case Reserve:
+		return o.Memo
+	case Capture:
+		return o.Memo
+	case Void:
+		return o.Memo
+	}
+	return ""
 }

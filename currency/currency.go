@@ -22,6 +22,12 @@ type Code string
 // leave 20 integer digits, far beyond any balance.
 const MaxScale = 18
 
+// MaxAmount bounds every amount and every balance (in absolute value), so
+// that both backends agree: DECIMAL(38, 18) would overflow at 10^20, where
+// the in-memory ledger would not. Prices and prepayments in contract stay
+// below it too.
+var MaxAmount = decimal.New(1, 18)
+
 var codeRE = regexp.MustCompile(`^[A-Z][A-Z0-9_-]{0,15}$`)
 
 // Currency is a unit of account with a fixed number of decimal places.
@@ -53,6 +59,9 @@ func (c Currency) CheckAmount(field string, a decimal.Decimal) error {
 	}
 	if !a.IsPositive() {
 		return &bourse.Error{Code: bourse.EInvalid, Field: field, Message: "amount must be positive, got " + a.String()}
+	}
+	if a.GreaterThanOrEqual(MaxAmount) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: field, Message: "amount " + a.String() + " is not below the limit of 10^18"}
 	}
 	return nil
 }

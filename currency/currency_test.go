@@ -56,3 +56,13 @@ func TestErrorCodes(t *testing.T) {
 	assert.NotErrorIs(t, err, &bourse.Error{Code: bourse.ENotFound})
 	assert.Equal(t, bourse.EInternal, bourse.ErrorCode(assert.AnError))
 }
+
+func TestBounds(t *testing.T) {
+	c := Currency{Code: "GPU", Scale: 2}
+	assert.Error(t, c.CheckAmount("amount", MaxAmount))
+	assert.NoError(t, c.CheckAmount("amount", MaxAmount.Sub(decimal.RequireFromString("0.01"))))
+	assert.NoError(t, checkMemo("café, 500 bytes or fewer"))
+	for _, bad := range []string{"nul\x00", "\xff\xfe", string(make([]byte, 501))} {
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(checkMemo(bad)), "%q", bad)
+	}
+}

@@ -11,8 +11,10 @@ import (
 //
 // Apply applies ops in order, each atomically, and returns one Result per op;
 // ops that fail for a business reason carry Result.Err and do not stop the
-// others. The returned error means none of the ops was applied (a database
-// failure, a cancelled context): retry with the same keys.
+// others. The returned error means the ledger could not answer (a database
+// failure, a cancelled context): the ops may or may not have been applied
+// (a connection can drop during COMMIT), so retry with the same keys, which
+// makes the retry safe either way.
 type Ledger interface {
 	CreateCurrency(ctx context.Context, c Currency) error
 	Currency(ctx context.Context, code Code) (Currency, error)

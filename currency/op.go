@@ -1,6 +1,8 @@
 package currency
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -74,10 +76,14 @@ func (o Capture) IdempotencyKey() string  { return o.Key }
 func (o Void) IdempotencyKey() string     { return o.Key }
 func (o Expire) IdempotencyKey() string   { return o.Key }
 
-// Fingerprints join the fields with a separator that names cannot contain
-// (checkName forbids control characters); decimals in canonical form so that
-// "1.50" and "1.5" are the same request.
-func fp(parts ...string) string { return strings.Join(parts, "\x1f") }
+// Fingerprints hash the fields joined by a separator that names cannot
+// contain (checkName forbids control characters), with decimals in canonical
+// form so that "1.50" and "1.5" are the same request. A hash keeps stored
+// fingerprints short and storable whatever a memo holds.
+func fp(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x1f")))
+	return hex.EncodeToString(h[:16])
+}
 
 func (o Transfer) fingerprint() string {
 	return fp("transfer", string(o.From), string(o.To), o.Amount.String(), o.Memo)

@@ -141,6 +141,10 @@ func testTransfers(t *testing.T, open Opener) {
 		{"UnknownTo", currency.Transfer{Key: "k6", From: alice, To: "wallet/GPU/nobody", Amount: D("1")}, bourse.ENotFound},
 		{"ECurrencyMismatch", currency.Transfer{Key: "k7", From: alice, To: euro.ID, Amount: D("1")}, bourse.ECurrencyMismatch},
 		{"EmptyKey", currency.Transfer{Key: "", From: alice, To: bob, Amount: D("1")}, bourse.EInvalid},
+		{"NULInMemo", currency.Transfer{Key: "k8", From: alice, To: bob, Amount: D("1"), Memo: "a\x00b"}, bourse.EInvalid},
+		{"BadUTF8Memo", currency.Transfer{Key: "k9", From: alice, To: bob, Amount: D("1"), Memo: "\xff"}, bourse.EInvalid},
+		{"AmountAtLimit", currency.Transfer{Key: "k10", From: currency.IssuanceID(gpu), To: bob, Amount: currency.MaxAmount}, bourse.EInvalid},
+		{"SupplyPastLimit", currency.Transfer{Key: "k11", From: currency.IssuanceID(gpu), To: bob, Amount: currency.MaxAmount.Sub(D("50"))}, bourse.EInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
