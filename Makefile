@@ -7,7 +7,7 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger lint fuzz clean demo
+.PHONY: build test e2e bench bench-ledger bench-exchange lint fuzz clean demo
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -31,6 +31,10 @@ bench:
 ## bench-ledger: the ledger benchmark (scripts/bench-ledger.sh)
 bench-ledger:
 	$(PGRUN) bash scripts/bench-ledger.sh
+
+## bench-exchange: contracts/s and negotiation latency beside raw NATS request/reply
+bench-exchange:
+	$(PGRUN) bash scripts/nats-server.sh run -- bash scripts/bench-exchange.sh
 
 ## lint: gofmt, go vet and staticcheck (pinned as a tool in go.mod)
 lint:

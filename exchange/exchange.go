@@ -95,6 +95,7 @@ type Service struct {
 	servers  *registry
 	scales   sync.Map // currency code → int32 scale; currencies never change scale
 	inflight chan struct{}
+	starts   sync.WaitGroup // start requests sent after their offer's answer
 	outage   time.Time // the watchdog's last sight of a NATS outage
 
 	svc      micro.Service
@@ -150,6 +151,7 @@ func (s *Service) Stop() {
 	for range cap(s.inflight) { // wait for offers in negotiation
 		s.inflight <- struct{}{}
 	}
+	s.starts.Wait()
 	s.cancel()
 	s.wg.Wait()
 }

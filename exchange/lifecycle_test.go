@@ -2,6 +2,7 @@ package exchange_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,10 +31,13 @@ func TestOfferEscrowSettle(t *testing.T) {
 	require.NotNil(t, reply.Contract, "%+v", reply)
 	c := *reply.Contract
 	assert.Equal(t, "gpu1", c.Server)
-	assert.Equal(t, protocol.StateRunning, c.State)
-	assert.Equal(t, []int{0}, c.GPUs)
+	assert.Equal(t, protocol.StateAccepted, c.State, "the answer comes with the escrow; the start follows")
 	st := <-srv.starts
 	assert.Equal(t, c.ID, st.Contract.ID)
+	waitFor(t, "the start", func() bool {
+		got, err := alice.Contract(ctx, c.ID)
+		return err == nil && got.State == protocol.StateRunning && slices.Equal(got.GPUs, []int{0})
+	})
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(d("94")))
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(d("6")))
 
@@ -160,6 +164,10 @@ func TestKillAndSuspend(t *testing.T) {
 		assert.Empty(t, cs)
 	})
 
+	waitFor(t, "the start", func() bool {
+		c, err := carol.Contract(ctx, id)
+		return err == nil && c.State == protocol.StateRunning
+	})
 	_, err = carol.Suspend(ctx, id)
 	require.NoError(t, err)
 	ctl := <-srv.ctrl
@@ -217,6 +225,10 @@ func TestWatchdog(t *testing.T) {
 	reply, err = dave.Offer(ctx, "w2", t9)
 	require.NoError(t, err)
 	assert.Equal(t, protocol.StateAccepted, reply.Contract.State)
+	time.Sleep(100 * time.Millisecond)
+	c, err = dave.Contract(ctx, reply.Contract.ID)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateAccepted, c.State, "no start confirmed")
 	waitFor(t, "void of a contract never started", func() bool {
 		c, err := dave.Contract(ctx, reply.Contract.ID)
 		return err == nil && c.State == protocol.StateVoided

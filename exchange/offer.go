@@ -143,7 +143,15 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 	}
 	s.metrics.escrowed.Inc()
 	s.event(protocol.EventAccepted, stored)
-	return s.start(ctx, offerID, stored), nil
+	// The negotiation ends with the escrow: the client has its contract now,
+	// and the start follows, reported by a started event. Waiting for it
+	// would add a round trip to the server to every offer's latency.
+	s.starts.Add(1)
+	go func() {
+		defer s.starts.Done()
+		s.start(context.Background(), offerID, stored)
+	}()
+	return stored, nil
 }
 
 // start tells the server to start the job. If it does not answer, the

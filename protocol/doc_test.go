@@ -199,7 +199,7 @@ func examples(t *testing.T) []example {
 
 		// Client requests.
 		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},
-		{"offer.reply.contract", protocol.OfferReply{Contract: &running}},
+		{"offer.reply.contract", protocol.OfferReply{Contract: &accepted}},
 		{"offer.reply.counters", protocol.OfferReply{
 			Counters:   []protocol.Counter{counter},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}},

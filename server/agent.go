@@ -72,9 +72,10 @@ type Agent struct {
 	js jetstream.JetStream
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
 	// readings of stopped jobs still go out.
-	runCtx context.Context
-	jobs   sync.WaitGroup // one per watched run
-	ran    atomic.Bool
+	runCtx   context.Context
+	jobs     sync.WaitGroup // one per watched run
+	handlers sync.WaitGroup // offers being decided
+	ran      atomic.Bool
 	// reconnected asks for a new hello; the agent's own connection
 	// signals it, a Config.Conn does not.
 	reconnected chan struct{}
@@ -86,8 +87,14 @@ type Agent struct {
 	owner        map[int]string // GPU index → the hold or run using it
 	holds        map[string]*hold
 	counters     map[string]issued
-	runs         map[string]*run
-	recent       []contract.Terms
+	// free caches the GPUs that owner does not hold, for the policy's
+	// State: rebuilding it for every offer cost more than deciding.
+	free      []protocol.GPU
+	freeValid bool
+	runs      map[string]*run // every run this agent remembers, by contract
+	active    map[string]*run // the runs whose jobs have not ended
+	ended     []*run          // ended runs, oldest first, to forget in time
+	recent    []contract.Terms
 }
 
 // New checks cfg and fills in its defaults.
@@ -148,6 +155,7 @@ func New(cfg Config) (*Agent, error) {
 		holds:        map[string]*hold{},
 		counters:     map[string]issued{},
 		runs:         map[string]*run{},
+		active:       map[string]*run{},
 		reconnected:  make(chan struct{}, 1),
 	}, nil
 }
@@ -245,12 +253,32 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 
 // subscribe listens before the hello, so that the first offer the exchange
 // routes after registering finds the agent.
+// concurrently runs h on its own goroutine, at most maxOffersInFlight at
+// once; beyond that the subscription's goroutine waits, which is NATS's
+// own back-pressure.
+func (a *Agent) concurrently(h nats.MsgHandler) nats.MsgHandler {
+	sem := make(chan struct{}, maxOffersInFlight)
+	return func(m *nats.Msg) {
+		sem <- struct{}{}
+		a.handlers.Add(1)
+		go func() {
+			defer func() { <-sem; a.handlers.Done() }()
+			h(m)
+		}()
+	}
+}
+
+const maxOffersInFlight = 64
+
 func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 	handlers := []struct {
 		verb string
 		h    nats.MsgHandler
 	}{
-		{protocol.DeliverOffer, a.onOffer},
+		// Offers are decided concurrently: decoding and validating them is
+		// most of the work, and only the decision itself needs a.mu. Starts
+		// stay in order, so that a repeated start cannot start a job twice.
+		{protocol.DeliverOffer, a.concurrently(a.onOffer)},
 		{protocol.DeliverStart, a.onStart},
 		{protocol.DeliverCancel, a.onCancel},
 		{protocol.DeliverControl, a.onControl},
@@ -281,6 +309,7 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 			a.log.Warn("unsubscribe", "subject", s.Subject, "err", err)
 		}
 	}
+	a.handlers.Wait() // offers decided meanwhile were refused: closing is set
 	for _, r := range running {
 		r.halt(protocol.ReasonShutdown)
 	}

@@ -115,10 +115,8 @@ func (a *Agent) helloBody() protocol.Hello {
 		Free:     len(a.cfg.GPUs) - len(a.owner),
 		At:       now,
 	}
-	for id, r := range a.runs {
-		if !r.ended {
-			h.Running = append(h.Running, id)
-		}
+	for id := range a.active {
+		h.Running = append(h.Running, id)
 	}
 	slices.Sort(h.Running)
 	if s, ok := a.policy.(fmt.Stringer); ok {

@@ -96,6 +96,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	if err != nil {
 		for _, i := range gpus {
 			delete(a.owner, i)
+			a.freeValid = false
 		}
 		return protocol.Started{}, fmt.Errorf("start contract %s: %w", id, err)
 	}
@@ -103,6 +104,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 		started: protocol.Started{Contract: id, GPUs: gpus, At: a.now()}}
 	r.ctx, r.cancel = context.WithCancel(a.runCtx)
 	a.runs[id] = r
+	a.active[id] = r
 	a.recent = append(a.recent, t)
 	if len(a.recent) > recentMax {
 		a.recent = a.recent[len(a.recent)-recentMax:]
@@ -142,6 +144,7 @@ func (a *Agent) claim(s protocol.Start) (gpus []int, already *protocol.Started, 
 	}
 	for _, i := range gpus {
 		a.owner[i] = "run " + id
+		a.freeValid = false
 	}
 	return gpus, nil, nil
 }

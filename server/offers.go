@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -106,6 +107,7 @@ func (a *Agent) reserve(so protocol.ServerOffer, now time.Time) bool {
 	}
 	for _, i := range gpus {
 		a.owner[i] = "offer " + so.Offer
+		a.freeValid = false
 	}
 	a.holds[so.Offer] = &hold{terms: so.Terms, gpus: gpus, until: now.Add(a.cfg.HoldFor)}
 	return true
@@ -149,6 +151,7 @@ func (a *Agent) release(offer string) {
 	}
 	for _, i := range h.gpus {
 		delete(a.owner, i)
+		a.freeValid = false
 	}
 	delete(a.holds, offer)
 }
@@ -166,10 +169,12 @@ func (a *Agent) sweep(now time.Time) {
 			delete(a.counters, id)
 		}
 	}
-	for id, r := range a.runs {
-		if r.ended && r.published && now.Sub(r.endedAt) > forgetAfter {
-			delete(a.runs, id)
-		}
+	// Ended runs are kept in the order they ended, so forgetting the old
+	// ones costs nothing per offer when there are none.
+	for len(a.ended) > 0 && now.Sub(a.ended[0].endedAt) > forgetAfter && a.ended[0].published {
+		delete(a.runs, a.ended[0].id)
+		a.ended[0] = nil
+		a.ended = a.ended[1:]
 	}
 }
 
@@ -179,16 +184,19 @@ const forgetAfter = 10 * time.Minute
 
 // state is what the policy sees. a.mu is held.
 func (a *Agent) state(now time.Time) State {
-	st := State{Now: now, Scale: a.cfg.Currency.Scale, GPUs: a.cfg.GPUs, Recent: a.recent}
-	for _, g := range a.cfg.GPUs {
-		if _, used := a.owner[g.Index]; !used {
-			st.Free = append(st.Free, g)
+	if !a.freeValid {
+		a.free = a.free[:0]
+		for _, g := range a.cfg.GPUs {
+			if _, used := a.owner[g.Index]; !used {
+				a.free = append(a.free, g)
+			}
 		}
+		a.freeValid = true
 	}
-	for _, r := range a.runs {
-		if !r.ended {
-			st.Running = append(st.Running, r.terms)
-		}
+	// Clipped, so that a policy appending to it cannot write into the cache.
+	st := State{Now: now, Scale: a.cfg.Currency.Scale, GPUs: a.cfg.GPUs, Recent: a.recent, Free: slices.Clip(a.free)}
+	for _, r := range a.active {
+		st.Running = append(st.Running, r.terms)
 	}
 	return st
 }

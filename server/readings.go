@@ -99,12 +99,15 @@ func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurem
 		m = last
 	}
 	a.mu.Lock()
-	for i, owner := range a.owner {
-		if owner == "run "+r.id {
+	for _, i := range r.started.GPUs {
+		if a.owner[i] == "run "+r.id {
 			delete(a.owner, i)
+			a.freeValid = false
 		}
 	}
 	r.ended, r.endedAt = true, a.now()
+	delete(a.active, r.id)
+	a.ended = append(a.ended, r)
 	a.mu.Unlock()
 
 	rd := a.reading(r, seq, m)
