@@ -96,7 +96,7 @@ type Service struct {
 	scales   sync.Map // currency code → int32 scale; currencies never change scale
 	inflight chan struct{}
 	starts   sync.WaitGroup // start requests sent after their offer's answer
-	outage   time.Time // the watchdog's last sight of a NATS outage
+	outage   time.Time      // the watchdog's last sight of a NATS outage
 
 	svc      micro.Service
 	subs     []*nats.Subscription
