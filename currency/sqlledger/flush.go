@@ -114,8 +114,8 @@ var (
 	insertResults = &rows{head: `INSERT INTO results (uid, idem_key, fingerprint, result) VALUES `, casts: cols(4)}
 )
 
-// flush writes what the transaction changed and commits, in one round
-// trip.
+// flush writes what the transaction changed, and then the statements of
+// Tx.Queue, and commits, in one round trip.
 func (s *state) flush(ctx context.Context) error {
 	b := &pgx.Batch{}
 	insertCurrencies.queue(b, len(s.currencies), func(args []any, i int) []any {
@@ -184,6 +184,7 @@ func (s *state) flush(ctx context.Context) error {
 		r := s.newResults[i]
 		return append(args, resultUID(r.r.Key), r.r.Key, r.fingerprint, results[i])
 	})
+	b.QueuedQueries = append(b.QueuedQueries, s.queued...)
 	return s.t.commit(ctx, b)
 }
 

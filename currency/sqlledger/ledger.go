@@ -15,6 +15,11 @@
 // crdbpgxv5.ExecuteTx; on PostgreSQL it is our own loop, because ExecuteTx's
 // savepoint protocol is only correct on CockroachDB (see tx.go).
 //
+// Other packages may keep tables in the ledger's database and write them in
+// the ledger's transactions, with its retries (Ledger.Tx, shared.go), so
+// that their rows and the money they move commit together; Ledger.Migrate
+// applies their schema. exchange/sqlstore keeps contracts so.
+//
 // The schema is in migrations/, applied by Open.
 package sqlledger
 
@@ -176,6 +181,10 @@ func (l *Ledger) fail(op string, err error) error {
 		return err
 	case unavailable(err):
 		return &bourse.Error{Code: bourse.EUnavailable, Op: "sqlledger." + op, Message: "database unavailable", Err: err}
+	case retryable(err):
+		// Retries ran out on a hot row: the work was not done and may
+		// succeed later, so the caller should retry, as with an outage.
+		return &bourse.Error{Code: bourse.EUnavailable, Op: "sqlledger." + op, Message: "too much contention; retry", Err: err}
 	}
 	return fmt.Errorf("sqlledger: %s: %w", op, err)
 }

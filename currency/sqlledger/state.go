@@ -34,6 +34,8 @@ type state struct {
 	movements  []currency.Movement
 	entries    []entryRow
 	newResults []*resultRow
+	// Statements of Tx.Queue, sent after the ledger's writes.
+	queued []*pgx.QueuedQuery
 }
 
 type accountRow struct {
@@ -105,10 +107,21 @@ captured_to, captured::TEXT, released::TEXT, created, created_ns, resolved, reso
 // load reads, in one round trip, the accounts, holds (with their wallets)
 // and results named that the transaction has not read yet.
 func (s *state) load(ctx context.Context, accounts []currency.AccountID, holds []currency.HoldID, keys []string) error {
+	b := &pgx.Batch{}
+	loaded := s.queueLoad(b, accounts, holds, keys)
+	if err := s.t.send(ctx, b); err != nil {
+		return err
+	}
+	loaded()
+	return nil
+}
+
+// queueLoad queues load's queries on b. Once b has been sent, loaded marks
+// the rows asked for that the queries did not find as absent.
+func (s *state) queueLoad(b *pgx.Batch, accounts []currency.AccountID, holds []currency.HoldID, keys []string) (loaded func()) {
 	wantA, auids := missing(s.accounts, accounts, accountUID)
 	wantH, huids := missing(s.holds, holds, holdUID)
 	wantR, ruids := missing(s.results, keys, resultUID)
-	b := &pgx.Batch{}
 	if len(auids) > 0 || len(huids) > 0 {
 		q := selectAccountsPG
 		if s.l.crdb {
@@ -157,25 +170,23 @@ func (s *state) load(ctx context.Context, accounts []currency.AccountID, holds [
 			return rows.Err()
 		})
 	}
-	if err := s.t.send(ctx, b); err != nil {
-		return err
-	}
-	for _, id := range wantA {
-		if _, ok := s.accounts[id]; !ok {
-			s.accounts[id] = nil
+	return func() {
+		for _, id := range wantA {
+			if _, ok := s.accounts[id]; !ok {
+				s.accounts[id] = nil
+			}
+		}
+		for _, id := range wantH {
+			if _, ok := s.holds[id]; !ok {
+				s.holds[id] = nil
+			}
+		}
+		for _, k := range wantR {
+			if _, ok := s.results[k]; !ok {
+				s.results[k] = nil
+			}
 		}
 	}
-	for _, id := range wantH {
-		if _, ok := s.holds[id]; !ok {
-			s.holds[id] = nil
-		}
-	}
-	for _, k := range wantR {
-		if _, ok := s.results[k]; !ok {
-			s.results[k] = nil
-		}
-	}
-	return nil
 }
 
 // missing returns the distinct keys that have not been read into have,
@@ -199,6 +210,17 @@ func missing[K ~string, V any](have map[K]V, keys []K, rowKey func(K) uid) ([]K,
 // in memory: the whole read side of a batch of operations is one round
 // trip.
 func (s *state) prefetch(ctx context.Context, ops []currency.Op) error {
+	b := &pgx.Batch{}
+	loaded := s.queuePrefetch(b, ops)
+	if err := s.t.send(ctx, b); err != nil {
+		return err
+	}
+	loaded()
+	return nil
+}
+
+// queuePrefetch queues prefetch's queries on b, as queueLoad does.
+func (s *state) queuePrefetch(b *pgx.Batch, ops []currency.Op) (loaded func()) {
 	var accounts []currency.AccountID
 	var holds []currency.HoldID
 	keys := make([]string, 0, len(ops))
@@ -221,7 +243,7 @@ func (s *state) prefetch(ctx context.Context, ops []currency.Op) error {
 			holds = append(holds, o.Hold)
 		}
 	}
-	return s.load(ctx, accounts, holds, keys)
+	return s.queueLoad(b, accounts, holds, keys)
 }
 
 func (s *state) account(ctx context.Context, id currency.AccountID) (*accountRow, error) {

@@ -1,0 +1,352 @@
+// Package sqlstore keeps the exchange's contracts in the SQL ledger's
+// database (PostgreSQL or CockroachDB), so that a contract's change of
+// state and the money it moves commit in one transaction: each Open and
+// Update is one sqlledger.Ledger.Tx, which writes the contract row and
+// applies the ledger operations together, and is retried whole when it
+// fails to serialize.
+//
+// Round trips: Open takes two (the contract's row and the rows of the
+// reserve read together, then the writes with COMMIT); an Update that
+// moves no money takes two, one that does three (the ledger's rows can
+// only be read once the change has said which operations it wants).
+//
+// The table is in migrations/, applied by Open.
+package sqlstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+)
+
+var _ exchange.Store = (*Store)(nil)
+
+// scope is the store's name for its migrations in the ledger's database.
+const scope = "exchange/sqlstore"
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is an exchange.Store in the database of a sqlledger.Ledger. It is
+// safe for concurrent use.
+type Store struct {
+	l *sqlledger.Ledger
+}
+
+// Open applies the store's migrations that l's database lacks and returns
+// the store. Several processes may open one database at once. The ledger
+// stays the caller's to close.
+func Open(ctx context.Context, l *sqlledger.Ledger) (*Store, error) {
+	fsys, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Migrate(ctx, scope, fsys); err != nil {
+		return nil, err
+	}
+	return &Store{l: l}, nil
+}
+
+// Ledger returns the ledger the store writes to.
+func (s *Store) Ledger() currency.Ledger { return s.l }
+
+// Open escrows and records c in one transaction. The contract's row (if
+// any) and the rows of the reserve are read in one round trip; if the
+// contract exists, nothing is written. A reserve that fails for a business
+// reason leaves its failure under its key, as a failed Apply does, and no
+// contract.
+func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (protocol.Contract, bool, error) {
+	r, err := newRow(c)
+	if err != nil {
+		return protocol.Contract{}, false, err
+	}
+	var old record
+	var failed error
+	err = s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
+		old, failed = nil, nil
+		b := &pgx.Batch{}
+		queueSelect(b, r.uid, true, &old)
+		if err := t.Send(ctx, b, reserve); err != nil {
+			return err
+		}
+		if old != nil {
+			return nil // a retry: nothing to write
+		}
+		rs, err := t.Apply(ctx, reserve)
+		if err != nil {
+			return err
+		}
+		if rs[0].Err != nil {
+			failed = rs[0].Err // commit the failure, without the contract
+			return nil
+		}
+		r.queueInsert(t)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return protocol.Contract{}, false, err
+	case old != nil:
+		stored, err := old.contract(c.ID)
+		return stored, false, err
+	case failed != nil:
+		return protocol.Contract{}, false, failed
+	}
+	stored, err := r.record.contract(c.ID)
+	return stored, true, err
+}
+
+// Contract reads one contract.
+func (s *Store) Contract(ctx context.Context, id string) (protocol.Contract, error) {
+	var rec record
+	b := &pgx.Batch{}
+	queueSelect(b, contractUID(id), false, &rec)
+	if err := s.l.Send(ctx, b); err != nil {
+		return protocol.Contract{}, err
+	}
+	if rec == nil {
+		return protocol.Contract{}, currency.NotFound("sqlstore.Contract", "contract "+id)
+	}
+	return rec.contract(id)
+}
+
+// Contracts lists a client's contracts, the latest accepted first; a limit
+// of 0 or less means all.
+func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]protocol.Contract, error) {
+	return s.list(ctx, `SELECT id, record FROM contracts WHERE client = $1
+ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit(limit))
+}
+
+// Stale lists, the earliest accepted first, up to limit (0 or less: all)
+// running contracts last seen before silentSince and accepted ones whose
+// start deadline is before now. Each half is a range of a partial index
+// (migrations/0001_contracts.sql): the query reads the stale contracts,
+// not the table.
+func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error) {
+	silent, silentNS := splitTime(silentSince)
+	deadline, deadlineNS := splitTime(now)
+	return s.list(ctx, `SELECT id, record FROM (
+  SELECT id, record, accepted_at, accepted_ns FROM contracts
+  WHERE state = 'running' AND last_seen <= $1 AND (last_seen < $1 OR last_seen_ns < $2)
+  UNION ALL
+  SELECT id, record, accepted_at, accepted_ns FROM contracts
+  WHERE state = 'accepted' AND start_deadline <= $3 AND (start_deadline < $3 OR start_deadline_ns < $4)
+) AS stale
+ORDER BY accepted_at, accepted_ns, id LIMIT $5`, silent, silentNS, deadline, deadlineNS, rowLimit(limit))
+}
+
+// list reads the contracts of a query that returns id and record.
+func (s *Store) list(ctx context.Context, sql string, args ...any) ([]protocol.Contract, error) {
+	out := []protocol.Contract{}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var rec record
+			if err := rows.Scan(&id, &rec); err != nil {
+				return err
+			}
+			c, err := rec.contract(id)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err := s.l.Send(ctx, b); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func rowLimit(limit int) int64 {
+	if limit <= 0 {
+		return math.MaxInt64
+	}
+	return int64(limit)
+}
+
+// Update locks the contract's row (SELECT … FOR UPDATE) and calls change
+// on a copy; if change returns nil, the changed contract is written and
+// ops applied in the same transaction. An op that fails for a business
+// reason rolls back the whole transaction (its failure is not kept under
+// its key, unlike a failed Apply's) and Update returns the stored contract
+// with the op's *bourse.Error. change may run more than once, if the
+// transaction must be retried; Update's result is its last run's. change
+// runs inside the transaction, holding one of the pool's connections and
+// the contract's lock: it should decide from the contract alone, not wait
+// on the database or anything slow.
+func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error) {
+	uid := contractUID(id)
+	var cur, next protocol.Contract
+	var changeErr error
+	err := s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
+		cur, next, changeErr = protocol.Contract{}, protocol.Contract{}, nil
+		var rec record
+		b := &pgx.Batch{}
+		queueSelect(b, uid, true, &rec)
+		if err := t.Send(ctx, b); err != nil {
+			return err
+		}
+		if rec == nil {
+			return currency.NotFound("sqlstore.Update", "contract "+id)
+		}
+		var err error
+		if cur, err = rec.contract(id); err != nil {
+			return err
+		}
+		if next, err = rec.contract(id); err != nil {
+			return err
+		}
+		ops, err := change(&next)
+		if err == nil && next.ID != id {
+			err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",
+				Message: fmt.Sprintf("change renamed contract %s to %s", id, next.ID)}
+		}
+		if err != nil {
+			changeErr = err
+			return err
+		}
+		if len(ops) > 0 {
+			rs, err := t.Apply(ctx, ops...)
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if r.Err != nil {
+					changeErr = r.Err
+					return r.Err
+				}
+			}
+		}
+		r, err := newRow(next)
+		if err != nil {
+			return err
+		}
+		r.queueUpdate(t)
+		next, err = r.record.contract(id) // as stored
+		return err
+	})
+	switch {
+	case changeErr != nil:
+		return cur, changeErr
+	case err != nil:
+		return protocol.Contract{}, err
+	}
+	return next, nil
+}
+
+// namespace is the UUID namespace of the store's row keys:
+// uuid.NewSHA1(uuid.NameSpaceURL, "https://github.com/bourse/bourse/exchange/sqlstore").
+// Stored keys depend on it: never change it.
+var namespace = uuid.MustParse("1ff18e74-88b4-5f4a-a18d-677ce62af7c7")
+
+// contractUID is the row key of a contract: a version-5 UUID of its id,
+// as pgx encodes a UUID natively.
+func contractUID(id string) [16]byte {
+	return uuid.NewSHA1(namespace, []byte("contract:"+id))
+}
+
+// record is a contract as stored: its JSON.
+type record []byte
+
+// contract decodes the record of contract id.
+func (r record) contract(id string) (protocol.Contract, error) {
+	var c protocol.Contract
+	if err := json.Unmarshal(r, &c); err != nil {
+		return protocol.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
+			Message: "stored contract " + id + " is unreadable", Err: err}
+	}
+	return c, nil
+}
+
+// queueSelect queues the read of a contract's record into *rec, nil if
+// there is no such contract; forUpdate locks the row until commit.
+func queueSelect(b *pgx.Batch, uid [16]byte, forUpdate bool, rec *record) {
+	sql := `SELECT record FROM contracts WHERE uid = $1`
+	if forUpdate {
+		sql += ` FOR UPDATE`
+	}
+	b.Queue(sql, uid).QueryRow(func(row pgx.Row) error {
+		var s string
+		err := row.Scan(&s)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			*rec = nil
+			return nil
+		case err != nil:
+			return err
+		}
+		*rec = record(s)
+		return nil
+	})
+}
+
+// row is a contract's row, to write.
+type row struct {
+	uid    [16]byte
+	c      protocol.Contract
+	record record
+}
+
+func newRow(c protocol.Contract) (*row, error) {
+	js, err := json.Marshal(c)
+	if err != nil {
+		return nil, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore", Message: "contract " + c.ID + " cannot be encoded", Err: err}
+	}
+	return &row{uid: contractUID(c.ID), c: c, record: js}, nil
+}
+
+// args are the values of the columns, in the order of the table.
+func (r *row) args() []any {
+	acceptedAt, acceptedNS := splitTime(r.c.AcceptedAt)
+	deadline, deadlineNS := splitTime(r.c.StartDeadline)
+	lastSeen, lastSeenNS := splitTime(r.c.LastSeen)
+	return []any{r.uid, r.c.ID, r.c.Client, r.c.Server, string(r.c.State), acceptedAt, acceptedNS,
+		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record)}
+}
+
+func (r *row) queueInsert(t *sqlledger.Tx) {
+	t.Queue(`INSERT INTO contracts (uid, id, client, server, state, accepted_at, accepted_ns,
+  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, r.args()...).Exec(wroteOne)
+}
+
+func (r *row) queueUpdate(t *sqlledger.Tx) {
+	t.Queue(`UPDATE contracts SET id = $2, client = $3, server = $4, state = $5, accepted_at = $6, accepted_ns = $7,
+  start_deadline = $8, start_deadline_ns = $9, last_seen = $10, last_seen_ns = $11, record = $12
+WHERE uid = $1`, r.args()...).Exec(wroteOne)
+}
+
+// wroteOne checks a write of the commit's batch, after the fact (see
+// sqlledger.Tx.Queue): an INSERT that finds the row exists fails in the
+// database instead, and an UPDATE finds the row that the transaction has
+// locked.
+func wroteOne(ct pgconn.CommandTag) error {
+	if ct.RowsAffected() != 1 {
+		return fmt.Errorf("sqlstore: %s wrote %d rows, want 1", ct, ct.RowsAffected())
+	}
+	return nil
+}
+
+// TIMESTAMPTZ keeps microseconds; the nanoseconds below them go to a
+// column of their own so that comparisons are exact.
+func splitTime(t time.Time) (time.Time, int32) {
+	return t.Truncate(time.Microsecond), int32(t.Nanosecond() % 1000)
+}

@@ -1,0 +1,649 @@
+// Package storetest is the conformance suite that every exchange.Store runs
+// unchanged (exchange/memstore, exchange/sqlstore): the semantics that
+// exchange/store.go documents, as tests, and concurrent updates of one
+// contract, each test ending with a clean audit of the ledger.
+//
+// Update is given at most one ledger operation at a time, the most that
+// memstore makes atomic.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Opener returns a new, empty store over a new, empty ledger. It registers
+// its own cleanup with t.
+type Opener func(t testing.TB) exchange.Store
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener) {
+	t.Run("Open", func(t *testing.T) { testOpen(t, open) })
+	t.Run("OpenIdempotent", func(t *testing.T) { testOpenIdempotent(t, open) })
+	t.Run("OpenReserveFails", func(t *testing.T) { testOpenReserveFails(t, open) })
+	t.Run("NotFound", func(t *testing.T) { testNotFound(t, open) })
+	t.Run("Update", func(t *testing.T) { testUpdate(t, open) })
+	t.Run("UpdateSettles", func(t *testing.T) { testUpdateSettles(t, open) })
+	t.Run("UpdateOpFails", func(t *testing.T) { testUpdateOpFails(t, open) })
+	t.Run("ErrNoChange", func(t *testing.T) { testNoChange(t, open) })
+	t.Run("Copies", func(t *testing.T) { testCopies(t, open) })
+	t.Run("Contracts", func(t *testing.T) { testContracts(t, open) })
+	t.Run("Stale", func(t *testing.T) { testStale(t, open) })
+	t.Run("ConcurrentUpdates", func(t *testing.T) { testConcurrentUpdates(t, open) })
+	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
+}
+
+// dec parses a decimal literal; it panics on bad input, for tests only.
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+const (
+	gpu    currency.Code = "GPU"
+	server string        = "srv"
+)
+
+// t0 is the suite's first instant. Its nanoseconds are on purpose: stores
+// must keep them.
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 123456789, time.UTC)
+
+// fixture is a store whose ledger has currency GPU (scale 2), the revenue
+// account of server srv, and funded wallets.
+type fixture struct {
+	t   testing.TB
+	ctx context.Context
+	s   exchange.Store
+	l   currency.Ledger
+}
+
+func newFixture(t testing.TB, open Opener) *fixture {
+	t.Helper()
+	s := open(t)
+	f := &fixture{t: t, ctx: context.Background(), s: s, l: s.Ledger()}
+	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: gpu, Scale: 2}))
+	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: currency.RevenueID(gpu, server), Currency: gpu, Kind: currency.Revenue})
+	require.NoError(t, err)
+	t.Cleanup(f.audit)
+	return f
+}
+
+// wallet opens client's wallet with amount in it.
+func (f *fixture) wallet(client, amount string) currency.AccountID {
+	f.t.Helper()
+	id := currency.WalletID(gpu, client)
+	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: id, Currency: gpu, Kind: currency.Wallet})
+	require.NoError(f.t, err)
+	if amount != "0" {
+		f.mint("mint/"+client, id, amount)
+	}
+	return id
+}
+
+func (f *fixture) mint(key string, to currency.AccountID, amount string) {
+	f.t.Helper()
+	_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: key, From: currency.IssuanceID(gpu), To: to, Amount: dec(amount)})
+	require.NoError(f.t, err)
+}
+
+// balance requires the account's available and held amounts.
+func (f *fixture) balance(id currency.AccountID, available, held string) {
+	f.t.Helper()
+	b, err := f.l.Balance(f.ctx, id)
+	require.NoError(f.t, err)
+	assert.True(f.t, b.Available.Equal(dec(available)), "%s available %s, want %s", id, b.Available, available)
+	assert.True(f.t, b.Held.Equal(dec(held)), "%s held %s, want %s", id, b.Held, held)
+}
+
+func (f *fixture) hold(id string) currency.Hold {
+	f.t.Helper()
+	h, err := f.l.Hold(f.ctx, currency.HoldID(id))
+	require.NoError(f.t, err)
+	return h
+}
+
+// audit requires the ledger's invariants to hold.
+func (f *fixture) audit() {
+	f.t.Helper()
+	rep, err := f.l.Audit(f.ctx)
+	require.NoError(f.t, err)
+	assert.True(f.t, rep.OK(), "%s", rep)
+}
+
+// newContract is an accepted contract of client with a prepayment of 10,
+// accepted at `at`.
+func newContract(id, client string, at time.Time) protocol.Contract {
+	return protocol.Contract{
+		ID: id, Client: client, Server: server, State: protocol.StateAccepted,
+		Terms: contract.Terms{
+			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dec("10"),
+			P: contract.Flat(dec("0.01")), Server: server,
+		},
+		AcceptedAt: at, StartDeadline: at.Add(time.Minute),
+	}
+}
+
+// reserve is c's escrow, under key.
+func reserve(c protocol.Contract, key string) currency.Reserve {
+	return currency.Reserve{
+		Key: key, Hold: currency.HoldID(c.ID), From: currency.WalletID(gpu, c.Client),
+		Amount: c.Terms.Prepayment, Deadline: c.StartDeadline.Add(24 * time.Hour), Memo: "prepayment of " + c.ID,
+	}
+}
+
+// open opens c and requires it to be created.
+func (f *fixture) open(c protocol.Contract) protocol.Contract {
+	f.t.Helper()
+	stored, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/"+c.ID))
+	require.NoError(f.t, err)
+	require.True(f.t, created)
+	same(f.t, c, stored)
+	return stored
+}
+
+// get requires contract id to be stored and returns it.
+func (f *fixture) get(id string) protocol.Contract {
+	f.t.Helper()
+	c, err := f.s.Contract(f.ctx, id)
+	require.NoError(f.t, err)
+	return c
+}
+
+// same requires two contracts to be equal as records: their JSON, which
+// is what a store keeps (decimals in shortest form, times to the
+// nanosecond without monotonic readings).
+func same(t testing.TB, want, got protocol.Contract) {
+	t.Helper()
+	w, err := json.Marshal(want)
+	require.NoError(t, err)
+	g, err := json.Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(w), string(g))
+}
+
+func ids(cs []protocol.Contract) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// run marks contract id running, last seen at `seen`, through Update.
+func (f *fixture) run(id string, seen time.Time) protocol.Contract {
+	f.t.Helper()
+	c, err := f.s.Update(f.ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+		c.State, c.StartedAt, c.LastSeen, c.GPUs = protocol.StateRunning, seen, seen, []int{0, 1}
+		return nil, nil
+	})
+	require.NoError(f.t, err)
+	return c
+}
+
+// settle changes c to settled with charge and returns the capture.
+func settle(c *protocol.Contract, key, charge string, at time.Time) []currency.Op {
+	c.State, c.Reason, c.SettledAt = protocol.StateSettled, protocol.ReasonCompleted, at
+	c.Charge, c.Refund = dec(charge), c.Terms.Prepayment.Sub(dec(charge))
+	return []currency.Op{currency.Capture{Key: key, Hold: currency.HoldID(c.ID), To: currency.RevenueID(gpu, server),
+		Amount: dec(charge), Memo: "contract " + c.ID}}
+}
+
+func testOpen(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	c := newContract("c1", "alice", t0)
+	c.Resumes, c.GPUs = "c0", []int{3}
+	f.open(c)
+	same(t, c, f.get("c1"))
+	f.balance(w, "90", "10")
+	h := f.hold("c1")
+	assert.Equal(t, currency.HoldOpen, h.Status)
+	assert.True(t, h.Amount.Equal(dec("10")))
+}
+
+// A second Open of an id returns the first contract and writes nothing,
+// whatever it carries.
+func testOpenIdempotent(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	c := f.open(newContract("c1", "alice", t0))
+
+	again := newContract("c1", "alice", t0.Add(time.Second))
+	again.Terms.Prepayment = dec("20")
+	stored, created, err := f.s.Open(f.ctx, again, reserve(again, "escrow/c1/again"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	same(t, c, stored)
+	same(t, c, f.get("c1"))
+	f.balance(w, "90", "10")
+	st, err := f.l.Statement(f.ctx, w, 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, st, 2, "the mint and one reserve")
+
+	// The same Open again, as a retry would send it.
+	stored, created, err = f.s.Open(f.ctx, c, reserve(c, "escrow/c1"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	same(t, c, stored)
+	f.balance(w, "90", "10")
+}
+
+// A reserve that fails leaves no contract and moves nothing; its failure
+// stays under its key, as the ledger keeps every failed key, and a later
+// Open under a new key can succeed.
+func testOpenReserveFails(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "5")
+	c := newContract("c1", "alice", t0)
+	r := reserve(c, "escrow/c1/1")
+
+	_, created, err := f.s.Open(f.ctx, c, r)
+	require.Error(t, err)
+	assert.False(t, created)
+	var be *bourse.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, bourse.EInsufficientFunds, be.Code, "%v", err)
+	_, err = f.s.Contract(f.ctx, "c1")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+	cs, err := f.s.Contracts(f.ctx, "alice", 0)
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	f.balance(w, "5", "0")
+	_, err = f.l.Hold(f.ctx, "c1")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+
+	// The key stays failed, even once the wallet could pay.
+	f.mint("topup", w, "20")
+	rs, err := f.l.Apply(f.ctx, r)
+	require.NoError(t, err)
+	require.NotNil(t, rs[0].Err, "the failure is kept under the key")
+	assert.Equal(t, bourse.EInsufficientFunds, rs[0].Err.Code)
+
+	// A wallet that does not exist.
+	bob := newContract("c2", "bob", t0)
+	_, _, err = f.s.Open(f.ctx, bob, reserve(bob, "escrow/c2"))
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+	_, err = f.s.Contract(f.ctx, "c2")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+
+	// Under a new key, with the money there, the same contract opens.
+	stored, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/c1/2"))
+	require.NoError(t, err)
+	assert.True(t, created)
+	same(t, c, stored)
+	f.balance(w, "15", "10")
+}
+
+func testNotFound(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, err := f.s.Contract(f.ctx, "nope")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+	called := false
+	_, err = f.s.Update(f.ctx, "nope", func(*protocol.Contract) ([]currency.Op, error) {
+		called = true
+		return nil, nil
+	})
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+	assert.False(t, called, "change is not called for a missing contract")
+	cs, err := f.s.Contracts(f.ctx, "nobody", 10)
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	cs, err = f.s.Stale(f.ctx, t0, t0, 10)
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+}
+
+// An Update without ledger operations changes the contract, and change
+// sees the stored contract.
+func testUpdate(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	c := f.open(newContract("c1", "alice", t0))
+
+	seen := t0.Add(3*time.Second + 7)
+	got := f.run("c1", seen)
+	want := c
+	want.State, want.StartedAt, want.LastSeen, want.GPUs = protocol.StateRunning, seen, seen, []int{0, 1}
+	same(t, want, got)
+	same(t, want, f.get("c1"))
+
+	exit := 0
+	r := protocol.Reading{Contract: "c1", Seq: 1, U: dec("1.5"), T: protocol.Duration(time.Second),
+		S: dec("0.25"), EnergyJ: dec("12.000001"), At: seen.Add(time.Nanosecond), ExitCode: &exit}
+	got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		same(t, want, *c)
+		rr := r
+		c.Reading, c.LastSeen = &rr, seen.Add(time.Second)
+		return nil, nil
+	})
+	require.NoError(t, err)
+	want.Reading, want.LastSeen = &r, seen.Add(time.Second)
+	same(t, want, got)
+	same(t, want, f.get("c1"))
+	require.NotNil(t, got.Reading)
+	assert.True(t, got.Reading.At.Equal(r.At))
+	f.balance(currency.WalletID(gpu, "alice"), "90", "10")
+}
+
+// An Update with a capture settles the contract and moves the money
+// together; a void returns the prepayment whole.
+func testUpdateSettles(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	f.open(newContract("c1", "alice", t0))
+	f.open(newContract("c2", "alice", t0.Add(time.Second)))
+	f.run("c1", t0.Add(time.Minute))
+
+	var want protocol.Contract
+	got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		ops := settle(c, "settle/c1", "3.25", t0.Add(time.Hour))
+		want = *c
+		return ops, nil
+	})
+	require.NoError(t, err)
+	same(t, want, got)
+	same(t, want, f.get("c1"))
+	h := f.hold("c1")
+	assert.Equal(t, currency.HoldCaptured, h.Status)
+	assert.True(t, h.Captured.Equal(dec("3.25")), "captured %s", h.Captured)
+	f.balance(currency.RevenueID(gpu, server), "3.25", "0")
+
+	got, err = f.s.Update(f.ctx, "c2", func(c *protocol.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.Refund = protocol.StateVoided, protocol.ReasonNotStarted, c.Terms.Prepayment
+		return []currency.Op{currency.Void{Key: "void/c2", Hold: "c2"}}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateVoided, got.State)
+	assert.Equal(t, protocol.StateVoided, f.get("c2").State)
+	assert.Equal(t, currency.HoldVoided, f.hold("c2").Status)
+	f.balance(w, "96.75", "0")
+}
+
+// An op that fails aborts the Update: the contract stays as it was, no
+// money moves, and the op's error comes back with the stored contract.
+func testUpdateOpFails(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	f.open(newContract("c1", "alice", t0))
+	c := f.run("c1", t0.Add(time.Minute))
+
+	for _, tc := range []struct {
+		name string
+		op   func(c *protocol.Contract) currency.Op
+		code bourse.Code
+	}{
+		{"MoreThanHeld", func(c *protocol.Contract) currency.Op { return settle(c, "settle/c1/a", "10.01", t0)[0] }, bourse.EInvalid},
+		{"NoRevenueAccount", func(c *protocol.Contract) currency.Op {
+			op := settle(c, "settle/c1/b", "1", t0)[0].(currency.Capture)
+			op.To = currency.RevenueID(gpu, "elsewhere")
+			return op
+		}, bourse.ENotFound},
+		{"NoHold", func(c *protocol.Contract) currency.Op {
+			settle(c, "", "1", t0)
+			return currency.Void{Key: "void/other", Hold: "other"}
+		}, bourse.ENotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+				return []currency.Op{tc.op(c)}, nil
+			})
+			var be *bourse.Error
+			require.ErrorAs(t, err, &be)
+			assert.Equal(t, tc.code, be.Code, "%v", err)
+			same(t, c, got)
+			same(t, c, f.get("c1"))
+			assert.Equal(t, currency.HoldOpen, f.hold("c1").Status)
+			f.balance(w, "90", "10")
+			f.balance(currency.RevenueID(gpu, server), "0", "0")
+		})
+	}
+
+	// The contract settles afterwards as if nothing had happened.
+	_, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c1", "4", t0.Add(time.Hour)), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateSettled, f.get("c1").State)
+	f.balance(w, "96", "0")
+	f.balance(currency.RevenueID(gpu, server), "4", "0")
+}
+
+// A change that returns an error writes nothing, whatever it did to its
+// copy, and Update returns the stored contract with that error.
+func testNoChange(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	f.open(newContract("c1", "alice", t0))
+	c := f.run("c1", t0.Add(time.Minute))
+
+	for _, want := range []error{exchange.ErrNoChange, &bourse.Error{Code: bourse.EPermission, Message: "not yours"}} {
+		got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+			settle(c, "settle/c1", "5", t0)
+			c.GPUs[0] = 7
+			return nil, want
+		})
+		assert.ErrorIs(t, err, want)
+		same(t, c, got)
+		same(t, c, f.get("c1"))
+	}
+	// ErrNoChange with an op: the op is not applied.
+	_, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c1", "5", t0), exchange.ErrNoChange
+	})
+	assert.ErrorIs(t, err, exchange.ErrNoChange)
+	assert.Equal(t, currency.HoldOpen, f.hold("c1").Status)
+	f.balance(w, "90", "10")
+	same(t, c, f.get("c1"))
+}
+
+// Contracts come back as copies: changing one changes nothing stored.
+func testCopies(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	c := newContract("c1", "alice", t0)
+	c.GPUs = []int{1, 2}
+	stored := f.open(c)
+	c.GPUs[0] = 9
+	stored.GPUs[1] = 9
+	got := f.get("c1")
+	assert.Equal(t, []int{1, 2}, got.GPUs)
+	got.GPUs[0] = 9
+	assert.Equal(t, []int{1, 2}, f.get("c1").GPUs)
+
+	updated, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		c.Reading = &protocol.Reading{Contract: "c1", Seq: 1, At: t0}
+		return nil, nil
+	})
+	require.NoError(t, err)
+	updated.Reading.Seq, updated.GPUs[0] = 98, 98
+	got = f.get("c1")
+	assert.Equal(t, uint64(1), got.Reading.Seq)
+	assert.Equal(t, []int{1, 2}, got.GPUs)
+}
+
+// Contracts lists a client's contracts only, the latest first, up to the
+// limit.
+func testContracts(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	f.wallet("bob", "100")
+	f.wallet("alice2", "100")
+	for i := range 5 {
+		f.open(newContract(fmt.Sprint("a", i), "alice", t0.Add(time.Duration(i)*time.Microsecond+time.Duration(i))))
+	}
+	f.open(newContract("b0", "bob", t0.Add(time.Hour)))
+	f.open(newContract("x0", "alice2", t0.Add(time.Hour)))
+
+	for _, tc := range []struct {
+		client string
+		limit  int
+		want   []string
+	}{
+		{"alice", 0, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{"alice", -1, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{"alice", 2, []string{"a4", "a3"}},
+		{"alice", 5, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{"alice", 9, []string{"a4", "a3", "a2", "a1", "a0"}},
+		{"bob", 0, []string{"b0"}},
+		{"alice2", 0, []string{"x0"}},
+		{"ali", 0, []string{}},
+		{"carol", 3, []string{}},
+	} {
+		cs, err := f.s.Contracts(f.ctx, tc.client, tc.limit)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, ids(cs), "Contracts(%q, %d)", tc.client, tc.limit)
+	}
+	cs, err := f.s.Contracts(f.ctx, "alice", 1)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	same(t, f.get("a4"), cs[0])
+}
+
+// Stale finds running contracts last seen strictly before silentSince and
+// accepted ones whose start deadline is strictly before now, the earliest
+// accepted first, and nothing else.
+func testStale(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "1000")
+	now := t0.Add(time.Hour)
+	silentSince := now.Add(-time.Minute)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+
+	type setup struct {
+		id    string
+		state protocol.State
+		seen  time.Time // running: last seen
+		start time.Time // accepted: start deadline
+		stale bool
+	}
+	setups := []setup{
+		{id: "silent", state: protocol.StateRunning, seen: silentSince.Add(-time.Nanosecond), stale: true},
+		{id: "heard", state: protocol.StateRunning, seen: silentSince},
+		{id: "lively", state: protocol.StateRunning, seen: now},
+		{id: "never-seen", state: protocol.StateRunning, stale: true},
+		{id: "late", state: protocol.StateAccepted, start: now.Add(-time.Nanosecond), stale: true},
+		{id: "due-now", state: protocol.StateAccepted, start: now},
+		{id: "waiting", state: protocol.StateAccepted, start: now.Add(time.Minute)},
+		{id: "settled", state: protocol.StateSettled, seen: t0, start: t0},
+		{id: "voided", state: protocol.StateVoided, start: t0},
+		{id: "long-late", state: protocol.StateAccepted, start: t0, stale: true},
+		{id: "long-silent", state: protocol.StateRunning, seen: t0, stale: true},
+	}
+	// Accepted in an order of their own, that Stale must follow.
+	order := []int{6, 3, 9, 0, 10, 1, 4, 7, 2, 8, 5}
+	var want []string
+	for i, j := range order {
+		s := setups[j]
+		c := newContract(s.id, "alice", at(i))
+		c.State, c.LastSeen, c.StartDeadline = s.state, s.seen, s.start
+		f.open(c)
+		if s.stale {
+			want = append(want, s.id)
+		}
+	}
+	cs, err := f.s.Stale(f.ctx, now, silentSince, 0)
+	require.NoError(t, err)
+	assert.Equal(t, want, ids(cs))
+	same(t, f.get(want[0]), cs[0])
+	cs, err = f.s.Stale(f.ctx, now, silentSince, 3)
+	require.NoError(t, err)
+	assert.Equal(t, want[:3], ids(cs))
+
+	// Settling one takes it off the list.
+	_, err = f.s.Update(f.ctx, "silent", func(c *protocol.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/silent", "1", now), nil
+	})
+	require.NoError(t, err)
+	cs, err = f.s.Stale(f.ctx, now, silentSince, 0)
+	require.NoError(t, err)
+	assert.NotContains(t, ids(cs), "silent")
+	assert.Len(t, cs, len(want)-1)
+}
+
+// Updates of one contract from many goroutines at once serialize: each
+// sees the one before, so a counter they all increment ends at their
+// number.
+func testConcurrentUpdates(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	c := newContract("c1", "alice", t0)
+	c.Reading = &protocol.Reading{Contract: "c1", At: t0}
+	f.open(c)
+
+	const n = 16
+	seqs := make([]uint64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+				c.Reading.Seq++
+				c.State = protocol.StateRunning
+				return nil, nil
+			})
+			assert.NoError(t, err)
+			if err == nil {
+				seqs[i] = got.Reading.Seq
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, uint64(n), f.get("c1").Reading.Seq)
+	seen := map[uint64]bool{}
+	for _, s := range seqs {
+		assert.False(t, seen[s], "two updates returned seq %d", s)
+		seen[s] = true
+	}
+}
+
+// Concurrent attempts to settle one contract, each under a key of its own,
+// capture exactly once: the contract's lock, not the ledger's keys, keeps
+// the others out.
+func testConcurrentSettle(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	f.open(newContract("c1", "alice", t0))
+	f.run("c1", t0.Add(time.Minute))
+
+	const n = 16
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+				if c.State == protocol.StateSettled {
+					return nil, exchange.ErrNoChange
+				}
+				return settle(c, fmt.Sprint("settle/c1/", i), "2.5", t0.Add(time.Hour)), nil
+			})
+		})
+	}
+	wg.Wait()
+	settled := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			settled++
+		case errors.Is(err, exchange.ErrNoChange):
+		default:
+			t.Errorf("settle %d: %v", i, err)
+		}
+	}
+	assert.Equal(t, 1, settled, "exactly one settles")
+	assert.Equal(t, protocol.StateSettled, f.get("c1").State)
+	h := f.hold("c1")
+	assert.Equal(t, currency.HoldCaptured, h.Status)
+	f.balance(currency.RevenueID(gpu, server), "2.5", "0")
+	f.balance(w, "97.5", "0")
+}
