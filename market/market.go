@@ -39,6 +39,15 @@ type Config struct {
 	Logger   *slog.Logger
 	// StoreDir holds JetStream's files; empty keeps the stream in memory.
 	StoreDir string
+	// NATSURL, if set, is an external NATS server (with JetStream) to use
+	// instead of an embedded one.
+	NATSURL string
+	// ClientTimeout bounds each bidder request (bidder's default if 0).
+	ClientTimeout time.Duration
+	// External, if true, starts no exchange: one runs elsewhere (another
+	// process) on Store's database and NATSURL. Store still funds the
+	// clients and audits the ledger.
+	External bool
 }
 
 // Market is a running market. Stop it with Stop.
@@ -47,7 +56,8 @@ type Market struct {
 	log     *slog.Logger
 	ns      *natsserver.Server
 	conns   []*nats.Conn
-	ex      *exchange.Service
+	url       string
+	exchanges []*exchange.Service
 	Tally   *Tally
 	cancelA context.CancelFunc // agents
 	cancelB context.CancelFunc // bidders
@@ -85,19 +95,11 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		m.Stop(ctx)
 		return nil, err
 	}
-	nc, err := m.connect("")
-	if err != nil {
-		m.Stop(ctx)
-		return nil, err
-	}
-	storage := jetstream.FileStorage
-	if cfg.StoreDir == "" {
-		storage = jetstream.MemoryStorage
-	}
-	m.ex, err = exchange.Start(ctx, exchange.Config{Conn: nc, Store: cfg.Store, Logger: m.log, StreamStorage: storage})
-	if err != nil {
-		m.Stop(ctx)
-		return nil, err
+	if !cfg.External {
+		if _, err := m.AddExchange(ctx, cfg.Store); err != nil {
+			m.Stop(ctx)
+			return nil, err
+		}
 	}
 	if err := m.startServers(); err != nil {
 		m.Stop(ctx)
@@ -111,7 +113,30 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 }
 
 func (m *Market) startNATS() error {
+	if m.cfg.NATSURL != "" {
+		m.url = m.cfg.NATSURL
+		return nil
+	}
 	return m.startNATSOn(natsserver.RANDOM_PORT)
+}
+
+// AddExchange starts an exchange instance on store, in the queue group of
+// those running already: the way to scale out.
+func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*exchange.Service, error) {
+	nc, err := m.connect("")
+	if err != nil {
+		return nil, err
+	}
+	storage := jetstream.FileStorage
+	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" {
+		storage = jetstream.MemoryStorage
+	}
+	ex, err := exchange.Start(ctx, exchange.Config{Conn: nc, Store: store, Logger: m.log, StreamStorage: storage})
+	if err != nil {
+		return nil, err
+	}
+	m.exchanges = append(m.exchanges, ex)
+	return ex, nil
 }
 
 func (m *Market) startNATSOn(port int) error {
@@ -124,7 +149,7 @@ func (m *Market) startNATSOn(port int) error {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		return errors.New("market: embedded NATS did not start")
 	}
-	m.ns = ns
+	m.ns, m.url = ns, ns.ClientURL()
 	return nil
 }
 
@@ -132,6 +157,9 @@ func (m *Market) startNATSOn(port int) error {
 // same port and store, as an operator's restart would: every party must
 // reconnect, and readings published meanwhile are retried.
 func (m *Market) RestartNATS(down time.Duration) error {
+	if m.ns == nil {
+		return errors.New("market: NATS is external")
+	}
 	port := m.ns.Addr().(*net.TCPAddr).Port
 	m.ns.Shutdown()
 	m.ns.WaitForShutdown()
@@ -140,14 +168,14 @@ func (m *Market) RestartNATS(down time.Duration) error {
 }
 
 // URL is the embedded NATS server's address, for outside clients.
-func (m *Market) URL() string { return m.ns.ClientURL() }
+func (m *Market) URL() string { return m.url }
 
 func (m *Market) connect(party string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("bourse-demo-" + party), nats.MaxReconnects(-1)}
 	if party != "" {
 		opts = append(opts, nats.CustomInboxPrefix(protocol.InboxPrefix(party)))
 	}
-	nc, err := nats.Connect(m.ns.ClientURL(), opts...)
+	nc, err := nats.Connect(m.url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("market: connect %s: %w", party, err)
 	}
@@ -200,14 +228,19 @@ func (m *Market) startServers() error {
 // waitForServers gives the agents' hellos time to land, so that the first
 // offers find them.
 func (m *Market) waitForServers() error {
+	if len(m.exchanges) == 0 {
+		time.Sleep(time.Second) // an external exchange: give the hellos a moment
+		return nil
+	}
+	ex := m.exchanges[0]
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if m.ex.LiveServers() >= len(m.cfg.Servers) {
+		if ex.LiveServers() >= len(m.cfg.Servers) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("market: only %d of %d servers registered", m.ex.LiveServers(), len(m.cfg.Servers))
+	return fmt.Errorf("market: only %d of %d servers registered", ex.LiveServers(), len(m.cfg.Servers))
 }
 
 func (m *Market) startClients() error {
@@ -218,7 +251,7 @@ func (m *Market) startClients() error {
 		if err != nil {
 			return err
 		}
-		cl, err := bidder.Dial(bidder.Config{ID: c.ID, Conn: nc})
+		cl, err := bidder.Dial(bidder.Config{ID: c.ID, Conn: nc, Timeout: m.cfg.ClientTimeout})
 		if err != nil {
 			return err
 		}
@@ -258,9 +291,9 @@ func (m *Market) Stop(ctx context.Context) {
 		m.cancelA()
 		m.agents.Wait()
 	}
-	if m.ex != nil {
-		m.waitSettled(ctx)
-		m.ex.Stop()
+	m.waitSettled(ctx)
+	for _, ex := range m.exchanges {
+		ex.Stop()
 	}
 	for _, nc := range m.conns {
 		nc.Close()

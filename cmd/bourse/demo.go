@@ -22,6 +22,7 @@ func newDemoCmd() *cobra.Command {
 		duration time.Duration
 		seed     uint64
 		logFile  string
+		dbURL    string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -43,12 +44,13 @@ finds a broken invariant.`,
 				return err
 			}
 			defer closeLog()
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger})
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL})
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to trade")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bidders' job generators")
 	cmd.Flags().StringVar(&logFile, "log", "", "write the market's logs to this file (default: discard)")
+	cmd.Flags().StringVar(&dbURL, "db", "mem", "the ledger: mem, or a postgres:// URL of an empty PostgreSQL or CockroachDB database")
 	return cmd
 }
 
@@ -56,6 +58,7 @@ type demoConfig struct {
 	duration time.Duration
 	seed     uint64
 	logger   *slog.Logger
+	dbURL    string
 }
 
 // demoLogger keeps the live view clean: logs go to a file or nowhere.
@@ -71,8 +74,15 @@ func demoLogger(path string) (*slog.Logger, func(), error) {
 }
 
 func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
-	ledger := mem.New(mem.Options{})
-	var store exchange.Store = memstore.New(ledger)
+	var store exchange.Store = memstore.New(mem.New(mem.Options{}))
+	if cfg.dbURL != "mem" {
+		s, closeStore, err := openStore(ctx, cfg.dbURL, cfg.logger)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		store = s
+	}
 	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger})
 	if err != nil {
 		return err

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// newAdminCmd is the administrators' console: it works on the ledger's
+// database directly (the exchange need not run), through the same ledger
+// rules as everything else.
+func newAdminCmd() *cobra.Command {
+	var dbURL string
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Administer currencies, wallets and money on the ledger's database",
+		Long: `admin works on the ledger's database directly, through the same rules as the
+exchange: every movement is a double-entry transfer under an idempotency key.`,
+	}
+	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
+	_ = cmd.MarkPersistentFlagRequired("db")
+	with := func(run func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if dbURL == "mem" {
+				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
+			}
+			store, closeStore, err := openStore(cmd.Context(), dbURL, slog.Default())
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			return run(cmd.Context(), cmd, store.Ledger(), args)
+		}
+	}
+
+	var scale int32
+	addCurrency := &cobra.Command{
+		Use:   "currency CODE",
+		Short: "Create a currency (and its issuance account)",
+		Args:  cobra.ExactArgs(1),
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+			if err := l.CreateCurrency(ctx, currency.Currency{Code: currency.Code(args[0]), Scale: scale}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "currency %s, %d decimal places\n", args[0], scale)
+			return nil
+		}),
+	}
+	addCurrency.Flags().Int32Var(&scale, "scale", 2, "decimal places of every amount")
+
+	var cur, parent, kind string
+	open := &cobra.Command{
+		Use:   "open OWNER",
+		Short: "Open a client's wallet (or, with --kind revenue, a revenue account)",
+		Args:  cobra.ExactArgs(1),
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+			a := currency.Account{ID: currency.WalletID(currency.Code(cur), args[0]), Currency: currency.Code(cur), Kind: currency.Kind(kind)}
+			if kind == string(currency.Revenue) {
+				a.ID = currency.RevenueID(currency.Code(cur), args[0])
+			}
+			if parent != "" {
+				a.Parent = currency.WalletID(currency.Code(cur), parent)
+			}
+			got, err := l.OpenAccount(ctx, a)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s %s) opened %s\n", got.ID, got.Currency, got.Kind, got.Created.Format(time.RFC3339))
+			return nil
+		}),
+	}
+	open.Flags().StringVar(&cur, "currency", "", "currency code")
+	open.Flags().StringVar(&parent, "parent", "", "owner of the parent wallet (organisation → project)")
+	open.Flags().StringVar(&kind, "kind", string(currency.Wallet), "wallet or revenue")
+	_ = open.MarkFlagRequired("currency")
+
+	var key, memo string
+	grant := &cobra.Command{
+		Use:   "grant OWNER AMOUNT",
+		Short: "Mint AMOUNT into OWNER's wallet (a transfer from the issuance account)",
+		Args:  cobra.ExactArgs(2),
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+			amount, err := decimal.NewFromString(args[1])
+			if err != nil {
+				return fmt.Errorf("amount %q is not a decimal number", args[1])
+			}
+			if key == "" {
+				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
+			}
+			code := currency.Code(cur)
+			r, err := currency.Do(ctx, l, currency.Transfer{Key: key, From: currency.IssuanceID(code), To: currency.WalletID(code, args[0]), Amount: amount, Memo: memo})
+			if err != nil {
+				return err
+			}
+			b, err := l.Balance(ctx, currency.WalletID(code, args[0]))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "granted %s %s to %s (movement %s); available %s, held %s\n", amount, cur, args[0], r.Movements[0].ID, b.Available, b.Held)
+			return nil
+		}),
+	}
+	grant.Flags().StringVar(&cur, "currency", "", "currency code")
+	grant.Flags().StringVar(&key, "key", "", "idempotency key: the same key grants once")
+	grant.Flags().StringVar(&memo, "memo", "", "a note for the statement")
+	_ = grant.MarkFlagRequired("currency")
+
+	balance := &cobra.Command{
+		Use:   "balance ACCOUNT",
+		Short: "Show an account's balance (e.g. wallet/CRED/alice, revenue/CRED/gpu1, issuance/CRED)",
+		Args:  cobra.ExactArgs(1),
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+			b, err := l.Balance(ctx, currency.AccountID(args[0]))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: available %s %s, held %s\n", b.Account, b.Available, b.Currency, b.Held)
+			return nil
+		}),
+	}
+
+	statement := &cobra.Command{
+		Use:   "statement ACCOUNT",
+		Short: "Show an account's statement with running balances",
+		Args:  cobra.ExactArgs(1),
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+			es, err := l.Statement(ctx, currency.AccountID(args[0]), 0, 1000)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tKEY\t")
+			for _, e := range es {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", e.Seq, e.At.Format(time.RFC3339), e.Amount, e.Balance, e.Counterparty, e.Key)
+			}
+			return tw.Flush()
+		}),
+	}
+
+	audit := &cobra.Command{
+		Use:   "audit",
+		Short: "Check every invariant of the ledger; exit 1 if one is broken",
+		Args:  cobra.NoArgs,
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, _ []string) error {
+			r, err := l.Audit(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r)
+			if !r.OK() {
+				return fmt.Errorf("%d invariants broken", len(r.Violations))
+			}
+			return nil
+		}),
+	}
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit)
+	return cmd
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestDemo runs the README's first command briefly: it must trade, settle
+// and end with a passing audit line.
+func TestDemo(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--duration", "3s"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr %q\n%s", code, stderr.String(), stdout.String())
+	}
+	out := strings.TrimSpace(stdout.String())
+	lines := strings.Split(out, "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "audit: ") || !strings.HasSuffix(last, "(0 open): pass") {
+		t.Errorf("the last line is %q, want the audit passing with no hold open", last)
+	}
+	for _, want := range []string{"Settlement summary", "SERVER", "CLIENT", "contracts settled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"DemoBadDuration", []string{"demo", "--duration", "-1s"}, "bourse: --duration must be positive, got -1s"},
+		{"DemoBadDB", []string{"demo", "--db", "mysql://x"}, `bourse: --db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got "mysql://x"`},
+		{"ExchangeNeedsDB", []string{"exchange"}, `bourse: required flag(s) "db" not set`},
+		{"AdminNeedsDB", []string{"admin", "audit"}, `bourse: required flag(s) "db" not set`},
+		{"AdminRefusesMem", []string{"admin", "audit", "--db", "mem"}, `bourse: admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit status %d, want 1", code)
+			}
+			first := strings.SplitN(stderr.String(), "\n", 2)[0]
+			if tt.want != "" && first != tt.want {
+				t.Errorf("stderr %q, want %q", first, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/exchange"
+)
+
+func newExchangeCmd() *cobra.Command {
+	var (
+		natsURL, user, password, creds, dbURL, metricsAddr string
+		cfg                                                exchange.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "exchange",
+		Short: "Run an exchange instance against NATS and a database",
+		Long: `exchange runs one instance of the exchange: the NATS micro service
+"bourse-exchange" that negotiates offers, escrows prepayments, consumes usage
+readings and settles contracts. Run several against one NATS cluster and one
+database to share the load; each is stateless. It logs with slog to stderr,
+serves Prometheus metrics on --metrics, and on SIGTERM stops taking requests,
+finishes those in flight and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := slog.Default()
+			store, closeStore, err := openStore(ctx, dbURL, log)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			opts := []nats.Option{nats.Name("bourse-exchange"), nats.MaxReconnects(-1),
+				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
+				nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) })}
+			if user != "" {
+				opts = append(opts, nats.UserInfo(user, password))
+			}
+			if creds != "" {
+				opts = append(opts, nats.UserCredentials(creds))
+			}
+			nc, err := nats.Connect(natsURL, opts...)
+			if err != nil {
+				return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
+			}
+			defer nc.Close()
+
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg.Conn, cfg.Store, cfg.Logger, cfg.Metrics = nc, store, log, reg
+			svc, err := exchange.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			stopMetrics, err := serveMetrics(metricsAddr, reg, log)
+			if err != nil {
+				svc.Stop()
+				return err
+			}
+			log.Info("exchange running", "nats", nc.ConnectedUrl(), "db", redact(dbURL), "metrics", metricsAddr)
+			<-ctx.Done()
+			log.Info("exchange stopping")
+			svc.Stop()
+			stopMetrics()
+			if err := nc.Drain(); err != nil {
+				log.Warn("drain NATS", "err", err)
+			}
+			log.Info("exchange stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
+	f.StringVar(&user, "nats-user", "", "NATS user")
+	f.StringVar(&password, "nats-password", "", "NATS password")
+	f.StringVar(&creds, "nats-creds", "", "NATS credentials file")
+	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
+	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
+	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
+	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
+	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
+	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")
+	f.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the usage stream (3 on a NATS cluster)")
+	_ = cmd.MarkFlagRequired("db")
+	return cmd
+}
+
+// serveMetrics serves reg at addr/metrics until the returned stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
