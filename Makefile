@@ -14,10 +14,11 @@ build:
 	$(GO) build ./...
 	$(GO) build -o bin/bourse ./cmd/bourse
 
-## test: all tests, with the race detector, against a throwaway PostgreSQL,
-## then the end-to-end checks with natscli as an independent client
+## test: all tests, with the race detector, against a throwaway PostgreSQL
+## and Debian's nats-server as an external NATS (NATS_URL), then the
+## end-to-end checks with natscli as an independent client
 test:
-	$(PGRUN) $(GO) test -race -count=1 ./...
+	$(PGRUN) bash scripts/nats-server.sh run -- $(GO) test -race -count=1 ./...
 	bash scripts/natscli-e2e.sh
 
 ## e2e: natscli drives a demo market through NATS alone

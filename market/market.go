@@ -52,19 +52,19 @@ type Config struct {
 
 // Market is a running market. Stop it with Stop.
 type Market struct {
-	cfg     Config
-	log     *slog.Logger
-	ns      *natsserver.Server
-	conns   []*nats.Conn
+	cfg       Config
+	log       *slog.Logger
+	ns        *natsserver.Server
+	conns     []*nats.Conn
 	url       string
 	exchanges []*exchange.Service
-	Tally   *Tally
-	cancelA context.CancelFunc // agents
-	cancelB context.CancelFunc // bidders
-	agents  sync.WaitGroup
-	bidders sync.WaitGroup
-	Clients []ClientSpec
-	Servers []ServerSpec
+	Tally     *Tally
+	cancelA   context.CancelFunc // agents
+	cancelB   context.CancelFunc // bidders
+	agents    sync.WaitGroup
+	bidders   sync.WaitGroup
+	Clients   []ClientSpec
+	Servers   []ServerSpec
 }
 
 // Start builds the market and starts trading.
