@@ -27,7 +27,7 @@ import (
 )
 
 // openSQL opens a store on dbURL, closed when the test ends.
-func openSQL(t *testing.T, dbURL string) exchange.Store {
+func openSQL(t testing.TB, dbURL string) exchange.Store {
 	t.Helper()
 	l, err := sqlledger.Open(context.Background(), dbURL, sqlledger.Options{})
 	require.NoError(t, err)
