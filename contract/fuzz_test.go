@@ -127,3 +127,28 @@ func FuzzEval(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStrict holds the byte scanner of checkStrict to the token walker it
+// replaced: the same inputs refused, with the same field named.
+func FuzzStrict(f *testing.F) {
+	for _, s := range []string{
+		`{"client":"a","gpus":2,"p":[["0","1"]],"job":{"env":{"A":"1","A":"2"}}}`,
+		`{"client":"a","client":"b"}`, `{"Client":"a"}`, `{"\u0063lient":"a"}`, `{"gpus":null}`,
+		`{"p":[[[[[[[[1]]]]]]]]}`, `{} {}`, `[]`, `"x"`, `nul`, `{"a":tru}`, `{"gpus":-0.5e+3}`,
+		`{"gpus":01}`, `{"job":{"env":{"\xff":"1","\xfe":"2"}}}`, ` {"server" : "x" } `, `{"p":[1,]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, want := checkStrict("op", data), checkStrictOracle("op", data)
+		if (got == nil) != (want == nil) {
+			t.Fatalf("%q: scanner says %v, walker says %v", data, got, want)
+		}
+		if got != nil {
+			g, w := got.(*bourse.Error), want.(*bourse.Error)
+			if g.Field != w.Field {
+				t.Fatalf("%q: scanner names %q (%v), walker %q (%v)", data, g.Field, got, w.Field, want)
+			}
+		}
+	})
+}

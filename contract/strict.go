@@ -1,12 +1,10 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/bourse/bourse"
 )
@@ -14,7 +12,7 @@ import (
 // encoding/json matches keys case-insensitively (even "ſerver" for
 // "server"), keeps the last of duplicate keys and reads null into anything
 // as "leave unchanged". In an offer each of these lets two parsers disagree
-// about what a client agreed to pay, so checkStrict walks the tokens first
+// about what a client agreed to pay, so checkStrict scans the bytes first
 // and refuses them.
 
 // objectKeys lists the exact keys of each object in an offer, by path.
@@ -29,100 +27,321 @@ var objectKeys = map[string][]string{
 // maxDepth is deeper than any offer nests (p[0] is at depth 3).
 const maxDepth = 8
 
-type walker struct {
-	op  string
-	dec *json.Decoder
-}
-
 // checkStrict refuses, naming the field, what encoding/json would let
 // through: a top level other than one object, trailing data, duplicate or
-// inexact keys, nulls, and deep nesting.
+// inexact keys, nulls, and deep nesting. It scans the bytes itself, in one
+// pass without allocating per token: every offer and every message that
+// carries terms goes through it, and encoding/json's Token API cost more
+// than the decoding proper. FuzzStrict holds it to the token walker it
+// replaced.
 func checkStrict(op string, data []byte) error {
-	w := walker{op: op, dec: json.NewDecoder(bytes.NewReader(data))}
-	tok, err := w.dec.Token()
-	if err != nil {
-		return w.syntax(err)
+	s := scanner{op: op, data: data}
+	s.ws()
+	if s.i >= len(data) {
+		return s.truncated()
 	}
-	if tok != json.Delim('{') {
+	switch c := data[s.i]; {
+	case c == '{':
+	case c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9'):
 		return fail(bourse.EInvalid, op, "", "want a JSON object")
+	case c == 't' || c == 'f' || c == 'n':
+		if s.literal() != nil {
+			return s.syntax()
+		}
+		return fail(bourse.EInvalid, op, "", "want a JSON object")
+	default:
+		return s.syntax()
 	}
-	if err := w.object("", 1); err != nil {
+	s.i++
+	if err := s.object("", 1); err != nil {
 		return err
 	}
-	if _, err := w.dec.Token(); err != io.EOF {
+	s.ws()
+	if s.i != len(data) {
 		return fail(bourse.EInvalid, op, "", "trailing data after the object")
 	}
 	return nil
 }
 
-func (w *walker) value(path string, depth int) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return w.syntax(err)
-	}
-	switch tok {
-	case nil:
-		return fail(bourse.EInvalid, w.op, path, "null is not allowed; leave the field out")
-	case json.Delim('{'), json.Delim('['):
-		if depth >= maxDepth {
-			return fail(bourse.EInvalid, w.op, path, "nested deeper than %d", maxDepth)
+type scanner struct {
+	op   string
+	data []byte
+	i    int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
 		}
-		if tok == json.Delim('{') {
-			return w.object(path, depth+1)
-		}
-		return w.array(path, depth+1)
 	}
-	return nil
 }
 
 // object reads the members of an object whose '{' is read, and its '}'.
-func (w *walker) object(path string, depth int) error {
+func (s *scanner) object(path string, depth int) error {
 	keys, closed := objectKeys[path]
-	seen := make(map[string]bool)
-	for w.dec.More() {
-		tok, err := w.dec.Token()
+	var seen []string
+	s.ws()
+	if s.i < len(s.data) && s.data[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		key, err := s.key()
 		if err != nil {
-			return w.syntax(err)
+			return err
 		}
-		key, _ := tok.(string) // Token yields only strings as keys
 		field := key
 		if path != "" {
 			field = path + "." + key
 		}
-		if seen[key] {
-			return fail(bourse.EInvalid, w.op, field, "duplicate key")
+		if slices.Contains(seen, key) {
+			return fail(bourse.EInvalid, s.op, field, "duplicate key")
 		}
-		seen[key] = true
+		seen = append(seen, key)
 		if closed && !slices.Contains(keys, key) {
-			return fail(bourse.EInvalid, w.op, field, "unknown field (names are exact and snake_case)")
+			return fail(bourse.EInvalid, s.op, field, "unknown field (names are exact and snake_case)")
 		}
-		if err := w.value(field, depth); err != nil {
+		s.ws()
+		if err := s.expect(':'); err != nil {
 			return err
 		}
+		if err := s.value(field, depth); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.data) {
+			return s.truncated()
+		}
+		switch s.data[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.syntax()
+		}
 	}
-	return w.end()
 }
 
 // array reads the elements of an array whose '[' is read, and its ']'.
-func (w *walker) array(path string, depth int) error {
-	for i := 0; w.dec.More(); i++ {
-		if err := w.value(fmt.Sprintf("%s[%d]", path, i), depth); err != nil {
+func (s *scanner) array(path string, depth int) error {
+	s.ws()
+	if s.i < len(s.data) && s.data[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for n := 0; ; n++ {
+		if err := s.value(path+"["+strconv.Itoa(n)+"]", depth); err != nil {
 			return err
 		}
+		s.ws()
+		if s.i >= len(s.data) {
+			return s.truncated()
+		}
+		switch s.data[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.syntax()
+		}
 	}
-	return w.end()
 }
 
-func (w *walker) end() error {
-	if _, err := w.dec.Token(); err != nil {
-		return w.syntax(err)
+func (s *scanner) value(path string, depth int) error {
+	s.ws()
+	if s.i >= len(s.data) {
+		return s.truncated()
+	}
+	switch c := s.data[s.i]; {
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return fail(bourse.EInvalid, s.op, path, "nested deeper than %d", maxDepth)
+		}
+		s.i++
+		if c == '{' {
+			return s.object(path, depth+1)
+		}
+		return s.array(path, depth+1)
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == 'n':
+		if err := s.literal(); err != nil {
+			return err
+		}
+		return fail(bourse.EInvalid, s.op, path, "null is not allowed; leave the field out")
+	case c == 't' || c == 'f':
+		return s.literal()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	}
+	return s.syntax()
+}
+
+// key reads an object key and returns it as encoding/json reads it:
+// escapes decoded, invalid UTF-8 replaced.
+func (s *scanner) key() (string, error) {
+	if s.i >= len(s.data) {
+		return "", s.truncated()
+	}
+	if s.data[s.i] != '"' {
+		return "", s.syntax()
+	}
+	raw, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	body := raw[1 : len(raw)-1]
+	if !slices.Contains(body, '\\') && utf8.Valid(body) {
+		return string(body), nil
+	}
+	var k string
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return "", s.syntax()
+	}
+	return k, nil
+}
+
+// str reads a string whose opening quote is at s.i and returns its raw
+// bytes, quotes included.
+func (s *scanner) str() ([]byte, error) {
+	start := s.i
+	s.i++
+	for s.i < len(s.data) {
+		c := s.data[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return s.data[start:s.i], nil
+		case c < 0x20:
+			return nil, s.syntax()
+		case c == '\\':
+			s.i++
+			if s.i >= len(s.data) {
+				return nil, s.truncated()
+			}
+			switch s.data[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i++
+			case 'u':
+				s.i++
+				for range 4 {
+					if s.i >= len(s.data) {
+						return nil, s.truncated()
+					}
+					if !isHex(s.data[s.i]) {
+						return nil, s.syntax()
+					}
+					s.i++
+				}
+			default:
+				return nil, s.syntax()
+			}
+		default:
+			s.i++
+		}
+	}
+	return nil, s.truncated()
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() error {
+	if s.data[s.i] == '-' {
+		s.i++
+	}
+	if s.i >= len(s.data) {
+		return s.truncated()
+	}
+	switch c := s.data[s.i]; {
+	case c == '0':
+		s.i++
+	case c >= '1' && c <= '9':
+		s.digits()
+	default:
+		return s.syntax()
+	}
+	if s.i < len(s.data) && s.data[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return s.endOrSyntax()
+		}
+	}
+	if s.i < len(s.data) && (s.data[s.i] == 'e' || s.data[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.data) && (s.data[s.i] == '+' || s.data[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return s.endOrSyntax()
+		}
 	}
 	return nil
 }
 
-func (w *walker) syntax(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fail(bourse.EInvalid, w.op, "", "truncated JSON")
+func (s *scanner) digits() int {
+	n := 0
+	for s.i < len(s.data) && s.data[s.i] >= '0' && s.data[s.i] <= '9' {
+		s.i++
+		n++
 	}
-	return fail(bourse.EInvalid, w.op, "", "malformed JSON at byte %d: %v", w.dec.InputOffset(), err)
+	return n
+}
+
+// literal reads true, false or null.
+func (s *scanner) literal() error {
+	for _, lit := range []string{"true", "false", "null"} {
+		if lit[0] != s.data[s.i] {
+			continue
+		}
+		for j := 0; j < len(lit); j++ {
+			if s.i+j >= len(s.data) {
+				return s.truncated()
+			}
+			if s.data[s.i+j] != lit[j] {
+				return s.syntax()
+			}
+		}
+		s.i += len(lit)
+		return nil
+	}
+	return s.syntax()
+}
+
+func (s *scanner) expect(c byte) error {
+	if s.i >= len(s.data) {
+		return s.truncated()
+	}
+	if s.data[s.i] != c {
+		return s.syntax()
+	}
+	s.i++
+	return nil
+}
+
+func (s *scanner) endOrSyntax() error {
+	if s.i >= len(s.data) {
+		return s.truncated()
+	}
+	return s.syntax()
+}
+
+func (s *scanner) truncated() error {
+	return fail(bourse.EInvalid, s.op, "", "truncated JSON")
+}
+
+func (s *scanner) syntax() error {
+	return fail(bourse.EInvalid, s.op, "", "malformed JSON at byte %d", s.i)
 }
