@@ -101,6 +101,7 @@ type Service struct {
 	svc      micro.Service
 	subs     []*nats.Subscription
 	consumer jetstream.ConsumeContext
+	readers  sync.WaitGroup // the reading workers
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -154,6 +155,7 @@ func (s *Service) Stop() {
 	s.starts.Wait()
 	s.cancel()
 	s.wg.Wait()
+	s.readers.Wait()
 }
 
 func (s *Service) startEndpoints() error {

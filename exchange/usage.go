@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -46,7 +47,31 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("exchange: create usage consumer: %w", err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { s.handleReading(runCtx, m) },
+	// Readings are counted by a few workers at once, each contract always by
+	// the same one: contracts settle in parallel (on SQL, in parallel
+	// transactions) and one contract's readings still arrive in order.
+	shards := make([]chan jetstream.Msg, readingWorkers)
+	for i := range shards {
+		shards[i] = make(chan jetstream.Msg, 256)
+		s.readers.Add(1)
+		go func() {
+			defer s.readers.Done()
+			for {
+				select {
+				case m := <-shards[i]:
+					s.handleReading(runCtx, m)
+				case <-runCtx.Done():
+					return // unacknowledged readings are redelivered
+				}
+			}
+		}()
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case shards[shardOf(m.Subject(), len(shards))] <- m:
+		case <-runCtx.Done():
+		}
+	},
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			s.log.Debug("usage consumer", "err", err)
 		}))
@@ -55,6 +80,16 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	}
 	s.consumer = cc
 	return nil
+}
+
+// readingWorkers is how many readings are counted at once.
+const readingWorkers = 8
+
+// shardOf picks a reading's worker by its subject, which names the contract.
+func shardOf(subject string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(subject))
+	return int(h.Sum32() % uint32(n))
 }
 
 // handleReading counts one reading; the final one settles the contract.
