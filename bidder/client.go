@@ -20,19 +20,50 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// Config configures a Client. ID is required, and one of URL or Conn.
+// DefaultCurrency is the currency Balance and Statement read when neither
+// their argument nor Config.Currency names one: the demo market's credits.
+const DefaultCurrency = "CRED"
+
+// Config configures a Client. ID is required; every other zero value
+// works: a local NATS server, no credentials, CRED, 10s per request, two
+// retries.
 type Config struct {
 	ID   string
-	URL  string     // NATS URL, e.g. nats://127.0.0.1:4222
+	URL  string     // NATS URL; nats://127.0.0.1:4222 if empty
 	Conn *nats.Conn // an open connection instead of URL; it must use ID's inbox prefix
-	// Options are extra NATS options (credentials, TLS) used with URL.
+	// Credentials authenticate a connection that Dial opens.
+	Credentials Credentials
+	// Options are extra NATS options (TLS, handlers) used with URL.
 	Options []nats.Option
+	// Currency is what Balance and Statement read when asked for "";
+	// DefaultCurrency if empty.
+	Currency string
 	// Timeout bounds each request; an offer waits for negotiation and the
 	// start too (2s + 2s by default), so 10s.
 	Timeout time.Duration
 	// Retries is how often a request that got no answer is sent again with
-	// the same request id, which makes it safe. 2.
+	// the same request id, which makes it safe. 2 if zero; negative for none.
 	Retries int
+}
+
+// Credentials are how a client proves its name to NATS: a credentials
+// file (a user JWT and its nkey seed), or a user and password as in
+// docs/nats-server.conf. The zero value sends none.
+type Credentials struct {
+	File     string
+	User     string
+	Password string
+}
+
+func (c Credentials) options() []nats.Option {
+	var opts []nats.Option
+	if c.File != "" {
+		opts = append(opts, nats.UserCredentials(c.File))
+	}
+	if c.User != "" || c.Password != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	return opts
 }
 
 // Client is safe for concurrent use.
@@ -46,6 +77,12 @@ type Client struct {
 func Dial(cfg Config) (*Client, error) {
 	if err := protocol.CheckID(cfg.ID); err != nil {
 		return nil, &bourse.Error{Code: bourse.EInvalid, Field: "id", Message: err.Error()}
+	}
+	if cfg.URL == "" {
+		cfg.URL = nats.DefaultURL
+	}
+	if cfg.Currency == "" {
+		cfg.Currency = DefaultCurrency
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -61,10 +98,11 @@ func Dial(cfg Config) (*Client, error) {
 			nats.Name("bourse-bidder-" + cfg.ID),
 			nats.CustomInboxPrefix(protocol.InboxPrefix(cfg.ID)),
 			nats.MaxReconnects(-1),
-		}, cfg.Options...)
+		}, cfg.Credentials.options()...)
+		opts = append(opts, cfg.Options...)
 		nc, err := nats.Connect(cfg.URL, opts...)
 		if err != nil {
-			return nil, &bourse.Error{Code: bourse.EUnavailable, Message: "connect to NATS at " + cfg.URL, Err: err}
+			return nil, &bourse.Error{Code: bourse.EUnavailable, Op: "bidder.Dial", Message: "connect to NATS at " + cfg.URL, Err: err}
 		}
 		c.nc, c.own = nc, true
 	}
@@ -80,6 +118,9 @@ func (c *Client) Close() {
 
 // ID is the client's name.
 func (c *Client) ID() string { return c.cfg.ID }
+
+// Currency is the currency Balance and Statement read by default.
+func (c *Client) Currency() string { return c.cfg.Currency }
 
 // request sends verb with body and decodes the reply into out. Requests
 // that time out are retried; every write carries a request id, so a retry
@@ -178,15 +219,24 @@ func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract,
 	return r.Contracts, err
 }
 
-// Balance reads the client's wallet in a currency.
+// Balance reads the client's wallet in a currency, Config.Currency if cur
+// is empty.
 func (c *Client) Balance(ctx context.Context, cur string) (currency.Balance, error) {
+	if cur == "" {
+		cur = c.cfg.Currency
+	}
 	var r currency.Balance
 	err := c.request(ctx, protocol.VerbBalance, protocol.BalanceRequest{Currency: cur}, &r)
 	return r, err
 }
 
-// Statement reads a page of the client's wallet statement.
+// Statement reads a page of the client's wallet statement in a currency
+// (Config.Currency if cur is empty): the entries after sequence number
+// after, at most limit of them.
 func (c *Client) Statement(ctx context.Context, cur string, after int64, limit int) ([]currency.Entry, error) {
+	if cur == "" {
+		cur = c.cfg.Currency
+	}
 	var r protocol.StatementReply
 	err := c.request(ctx, protocol.VerbStatement, protocol.StatementRequest{Currency: cur, After: after, Limit: limit}, &r)
 	return r.Entries, err

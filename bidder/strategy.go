@@ -53,8 +53,8 @@ func (Fixed) Take(Job, []protocol.Counter, time.Time) *protocol.Counter {
 }
 func (Fixed) Observe(bool, time.Duration) {}
 
-// Cheapest offers a share of the job's value and takes the cheapest
-// counter-offer whose full-use price stays within the value.
+// Cheapest offers a share of the job's value (at most all of it) and takes
+// the cheapest counter-offer whose full-use price stays within the value.
 type Cheapest struct {
 	Start decimal.Decimal // fraction of the value to open with, 0.5 by default
 	Slack float64
@@ -62,9 +62,10 @@ type Cheapest struct {
 
 func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 	start := c.Start
-	if start.IsZero() {
+	if start.Sign() <= 0 {
 		start = decimal.RequireFromString("0.5")
 	}
+	start = decimal.Min(start, one) // never beyond the value
 	return terms(j, j.Value.Mul(start), c.Slack)
 }
 

@@ -2,6 +2,7 @@ package bidder
 
 import (
 	"testing"
+	"testing/quick"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -18,7 +19,7 @@ var job = Job{Name: "train", Currency: "CRED", GPUs: 2, Runtime: 10 * time.Secon
 func TestTermsAreValid(t *testing.T) {
 	scale := func(string) (int32, bool) { return 2, true }
 	now := time.Now()
-	for _, s := range []Strategy{Fixed{}, Cheapest{}, &Adaptive{}} {
+	for _, s := range []Strategy{Fixed{}, Cheapest{}, &Adaptive{}, Deadline{}} {
 		for rejected := range 12 {
 			tm := s.Bid(job, rejected, now)
 			tm.Client = "alice"
@@ -64,4 +65,80 @@ func TestAdaptiveRaisesAfterRejection(t *testing.T) {
 	a.Observe(false, time.Second)
 	a.Observe(false, time.Second)
 	assert.True(t, price(0).GreaterThan(p0))
+}
+
+// TestNeverAboveValue checks every strategy's bids, whatever the
+// rejections, the time and the deadline: never more than the job's value
+// per GPU-second, at any rate of use.
+func TestNeverAboveValue(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	check := func(rejected uint8, minutes int16, start uint16) bool {
+		j := job
+		j.Deadline = now.Add(time.Duration(minutes) * time.Minute)
+		strategies := []Strategy{Fixed{}, Cheapest{Start: decimal.New(int64(start), -3)}, &Adaptive{},
+			Deadline{Base: decimal.New(int64(start), -3), Window: time.Duration(start) * time.Second}}
+		for _, s := range strategies {
+			p := s.Bid(j, int(rejected), now).P
+			for _, x := range []string{"0", "1", "2", "100"} {
+				if p.Eval(decimal.RequireFromString(x)).GreaterThan(j.Value) {
+					t.Logf("%T bids %s after %d rejections", s, p.Eval(decimal.RequireFromString(x)), rejected)
+					return false
+				}
+			}
+			s.Observe(rejected%2 == 0, time.Duration(rejected)*time.Millisecond)
+		}
+		return true
+	}
+	require.NoError(t, quick.Check(check, nil))
+}
+
+func TestDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	j := job // runtime 10s
+	j.Deadline = now.Add(10 * time.Minute)
+	price := func(d Deadline, at time.Time) decimal.Decimal { return d.Bid(j, 0, at).P.Eval(decimal.Zero) }
+
+	t.Run("Table", func(t *testing.T) {
+		d := Deadline{Base: decimal.RequireFromString("0.2"), Window: 100 * time.Second}
+		latest := j.Deadline.Add(-j.Runtime)
+		for _, tt := range []struct {
+			at   time.Time
+			want string // of the value 0.05
+		}{
+			{now, "0.01"},                            // far off: the base
+			{latest.Add(-100 * time.Second), "0.01"}, // the window opens
+			{latest.Add(-50 * time.Second), "0.03"},  // half way: 0.2 + 0.8·0.5 = 0.6
+			{latest.Add(-25 * time.Second), "0.04"},  // 0.2 + 0.8·0.75 = 0.8
+			{latest, "0.05"},                         // the latest start: the value
+			{j.Deadline.Add(time.Hour), "0.05"},      // late: still the value, never more
+		} {
+			assert.Equal(t, tt.want, price(d, tt.at).String(), "at %s", tt.at.Sub(latest))
+		}
+		j := j
+		j.Deadline = time.Time{}
+		assert.Equal(t, "0.01", d.Bid(j, 0, now).P.Eval(decimal.Zero).String(), "no deadline: the base")
+	})
+
+	t.Run("NonDecreasing", func(t *testing.T) {
+		check := func(base uint16, window uint16, a, b uint32) bool {
+			d := Deadline{Base: decimal.New(int64(base%1200), -3), Window: time.Duration(window) * time.Second}
+			t1, t2 := now.Add(time.Duration(a%1200)*time.Second), now.Add(time.Duration(b%1200)*time.Second)
+			if t2.Before(t1) {
+				t1, t2 = t2, t1
+			}
+			return !price(d, t2).LessThan(price(d, t1))
+		}
+		require.NoError(t, quick.Check(check, nil))
+	})
+
+	t.Run("TakesCheapestWithinValue", func(t *testing.T) {
+		k := func(id, p string) protocol.Counter {
+			tm := Fixed{}.Bid(j, 0, now)
+			tm.P = contract.Flat(decimal.RequireFromString(p))
+			return protocol.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
+		}
+		got := Deadline{}.Take(j, []protocol.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)
+		require.NotNil(t, got)
+		assert.Equal(t, "a", got.ID)
+	})
 }

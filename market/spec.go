@@ -89,6 +89,8 @@ func StrategyName(s bidder.Strategy) string {
 		return "cheapest"
 	case *bidder.Adaptive:
 		return "adaptive"
+	case bidder.Deadline, *bidder.Deadline:
+		return "deadline"
 	}
 	return fmt.Sprintf("%T", s)
 }

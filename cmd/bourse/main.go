@@ -1,5 +1,9 @@
 // Command bourse is the one binary of the Bourse market for GPU compute.
 //
+//	bourse demo       a whole market in one process, with a live view
+//	bourse exchange   run an exchange instance against NATS and a database
+//	bourse admin      currencies, wallets, grants and the audit, on the database
+//	bourse bid        a client: offer, watch, suspend, kill, resume, balances
 //	bourse version    print the version of this binary
 //
 // Errors are printed as "bourse: <message>" on standard error and the exit
@@ -59,7 +63,7 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd())
+	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newBidCmd(), newServerCmd())
 	return root
 }
 

@@ -1,0 +1,205 @@
+package bidder_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// startMarket runs a market with one server (8 H100 at a posted 0.30 per
+// GPU-second) and no simulated bidders, and funds ada and bob.
+func startMarket(t *testing.T) (*market.Market, currency.Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	m, err := market.Start(ctx, market.Config{
+		Store: store, Clients: []market.ClientSpec{},
+		Servers: []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8,
+			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		m.Stop(stopCtx)
+	})
+	l := store.Ledger()
+	for _, id := range []string{"ada", "bob"} {
+		w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", id), Currency: "CRED", Kind: currency.Wallet})
+		require.NoError(t, err)
+		_, err = currency.Do(ctx, l, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(100)})
+		require.NoError(t, err)
+	}
+	return m, l
+}
+
+func dial(t *testing.T, m *market.Market, id string) *bidder.Client {
+	t.Helper()
+	c, err := bidder.Dial(bidder.Config{ID: id, URL: m.URL(), Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func job(name string, runtime time.Duration) bidder.Job {
+	return bidder.Job{Name: name, Currency: "CRED", Scale: 2, GPUs: 1, Runtime: runtime,
+		Utilization: decimal.NewFromInt(1), Value: decimal.RequireFromString("0.40")}
+}
+
+func TestClient(t *testing.T) {
+	m, ledger := startMarket(t)
+	ctx := context.Background()
+	ada, bob := dial(t, m, "ada"), dial(t, m, "bob")
+
+	t.Run("DefaultCurrency", func(t *testing.T) {
+		b, err := ada.Balance(ctx, "")
+		require.NoError(t, err)
+		assert.Equal(t, currency.Code("CRED"), b.Currency)
+		es, err := ada.Statement(ctx, "", 0, 10)
+		require.NoError(t, err)
+		require.NotEmpty(t, es)
+		assert.True(t, es[0].Amount.Equal(decimal.NewFromInt(100)))
+	})
+
+	t.Run("Strategies", func(t *testing.T) {
+		for name, s := range map[string]bidder.Strategy{
+			"Fixed": bidder.Fixed{}, "Cheapest": bidder.Cheapest{}, "Adaptive": &bidder.Adaptive{}, "Deadline": bidder.Deadline{},
+		} {
+			t.Run(name, func(t *testing.T) {
+				j := job("strategy-"+name, 300*time.Millisecond)
+				j.Deadline = time.Now().Add(time.Minute)
+				var rounds []bidder.Round
+				k, err := ada.Negotiate(ctx, bidder.Negotiation{Strategy: s, Job: j, Report: func(r bidder.Round) { rounds = append(rounds, r) }})
+				require.NoError(t, err)
+				assert.Equal(t, "atlas", k.Server)
+				require.NotEmpty(t, rounds)
+				if name != "Fixed" { // the others open below the reserve and take its counter
+					assert.NotNil(t, rounds[len(rounds)-1].Took)
+				}
+			})
+		}
+		t.Run("GivesUp", func(t *testing.T) {
+			j := job("give-up", 300*time.Millisecond)
+			j.Value = decimal.RequireFromString("0.10")
+			_, err := ada.Negotiate(ctx, bidder.Negotiation{Strategy: bidder.Fixed{}, Job: j, Rounds: 2, Pause: time.Millisecond})
+			assert.ErrorIs(t, err, bidder.ErrGaveUp)
+		})
+	})
+
+	t.Run("RetryEscrowsOnce", func(t *testing.T) {
+		before, err := ada.Balance(ctx, "")
+		require.NoError(t, err)
+		terms := bidder.Fixed{}.Bid(job("retry", time.Minute), 0, time.Now())
+		first, err := ada.Offer(ctx, "retry-1", terms)
+		require.NoError(t, err)
+		require.NotNil(t, first.Contract)
+		for range 3 {
+			again, err := ada.Offer(ctx, "retry-1", terms)
+			require.NoError(t, err)
+			require.NotNil(t, again.Contract)
+			assert.Equal(t, first.Contract.ID, again.Contract.ID)
+		}
+		after, err := ada.Balance(ctx, "")
+		require.NoError(t, err)
+		assert.True(t, after.Held.Sub(before.Held).Equal(terms.Prepayment), "held %s → %s", before.Held, after.Held)
+		_, err = ada.Kill(ctx, first.Contract.ID)
+		require.NoError(t, err)
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		r, err := ada.Offer(ctx, "watch-1", bidder.Fixed{}.Bid(job("watch", 1500*time.Millisecond), 0, time.Now()))
+		require.NoError(t, err)
+		require.NotNil(t, r.Contract)
+		events, err := ada.Watch(ctx, r.Contract.ID)
+		require.NoError(t, err)
+		var types []protocol.EventType
+		var last protocol.Event
+		for ev := range events {
+			assert.Equal(t, r.Contract.ID, ev.Contract.ID)
+			types = append(types, ev.Type)
+			last = ev
+		}
+		assert.Contains(t, types, protocol.EventReading)
+		assert.Equal(t, protocol.EventSettled, last.Type)
+		assert.Equal(t, protocol.ReasonCompleted, last.Contract.Reason)
+
+		// A watcher that comes after the settlement sees it at once.
+		events, err = ada.Watch(ctx, r.Contract.ID)
+		require.NoError(t, err)
+		var late []protocol.Event
+		for ev := range events {
+			late = append(late, ev)
+		}
+		require.Len(t, late, 1)
+		assert.Equal(t, protocol.EventSettled, late[0].Type)
+	})
+
+	t.Run("OtherClients", func(t *testing.T) {
+		r, err := ada.Offer(ctx, "private-1", bidder.Fixed{}.Bid(job("private", time.Minute), 0, time.Now()))
+		require.NoError(t, err)
+		id := r.Contract.ID
+		notFound := func(err error) {
+			t.Helper()
+			assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+		}
+		_, err = bob.Contract(ctx, id)
+		notFound(err)
+		_, err = bob.Watch(ctx, id)
+		notFound(err)
+		_, err = bob.Suspend(ctx, id)
+		notFound(err)
+		_, err = bob.Kill(ctx, id)
+		notFound(err)
+		_, err = bob.Resume(ctx, "steal", id, bidder.Fixed{}.Bid(job("steal", time.Minute), 0, time.Now()))
+		notFound(err)
+		cs, err := bob.Contracts(ctx, 100)
+		require.NoError(t, err)
+		for _, k := range cs {
+			assert.NotEqual(t, id, k.ID)
+		}
+		k, err := ada.Contract(ctx, id)
+		require.NoError(t, err)
+		assert.False(t, k.State == protocol.StateSettled || k.State == protocol.StateVoided, "bob stopped it: %s", k.State)
+		_, err = ada.Kill(ctx, id)
+		require.NoError(t, err)
+	})
+
+	rep, err := ledger.Audit(ctx)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%s", rep)
+}
+
+func TestDialDefaults(t *testing.T) {
+	_, err := bidder.Dial(bidder.Config{})
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "an id is required")
+	_, err = bidder.Dial(bidder.Config{ID: "ada", URL: "nats://127.0.0.1:1"})
+	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err))
+}
+
+func TestDialCredentials(t *testing.T) {
+	ns := natstest.StartWith(t, &natsserver.Options{Username: "ada", Password: "secret"})
+	c, err := bidder.Dial(bidder.Config{ID: "ada", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "ada", Password: "secret"}})
+	require.NoError(t, err)
+	c.Close()
+	_, err = bidder.Dial(bidder.Config{ID: "ada", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "ada", Password: "wrong"}})
+	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err))
+}

@@ -1,0 +1,115 @@
+package bidder
+
+import (
+	"context"
+	"time"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// WatchPoll is how often Watch reads the contract record while it waits,
+// in case an event was lost (events are notifications; the record is the
+// truth).
+const WatchPoll = 2 * time.Second
+
+// Watch delivers the events of one contract, first the contract as it
+// stands now, then each event as it comes, and closes the channel after the
+// settled or voided event, or when ctx ends. A watcher that arrives after
+// the settlement gets the settled (or voided) event at once. It fails with
+// not_found if the contract is not the client's.
+func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	events, err := c.Events(wctx, 64) // subscribe before reading, so nothing falls in between
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	now, err := c.Contract(ctx, id)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	out := make(chan protocol.Event, 1)
+	go func() {
+		defer close(out)
+		defer cancel()
+		w := watcher{out: out, ctx: wctx}
+		if !w.send(protocol.Event{Type: eventOf(now.State), Contract: now, At: time.Now().UTC()}) {
+			return
+		}
+		poll := time.NewTicker(WatchPoll)
+		defer poll.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				if ev.Contract.ID == id && !w.send(ev) {
+					return
+				}
+			case <-poll.C:
+				got, err := c.Contract(wctx, id)
+				if err == nil && ended(got.State) && !w.send(protocol.Event{Type: eventOf(got.State), Contract: got, At: time.Now().UTC()}) {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// watcher forwards one contract's events in order of its life: an event
+// older than one already sent (a started event that arrives after the
+// first reading, or the record read at the start) is dropped.
+type watcher struct {
+	out  chan<- protocol.Event
+	ctx  context.Context
+	last int
+}
+
+// send forwards ev unless it is stale and reports whether to go on.
+func (w *watcher) send(ev protocol.Event) bool {
+	r := rank(ev.Type)
+	if r < w.last || (r == w.last && r != rank(protocol.EventReading)) {
+		return true
+	}
+	w.last = r
+	select {
+	case w.out <- ev:
+	case <-w.ctx.Done():
+		return false
+	}
+	return !ended(ev.Contract.State) && ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided
+}
+
+func rank(t protocol.EventType) int {
+	switch t {
+	case protocol.EventAccepted:
+		return 1
+	case protocol.EventStarted:
+		return 2
+	case protocol.EventReading:
+		return 3
+	case protocol.EventSettled, protocol.EventVoided:
+		return 4
+	}
+	return 0
+}
+
+// eventOf names the event that brought a contract to its state.
+func eventOf(s protocol.State) protocol.EventType {
+	switch s {
+	case protocol.StateRunning:
+		return protocol.EventStarted
+	case protocol.StateSettled:
+		return protocol.EventSettled
+	case protocol.StateVoided:
+		return protocol.EventVoided
+	}
+	return protocol.EventAccepted
+}
+
+func ended(s protocol.State) bool { return s == protocol.StateSettled || s == protocol.StateVoided }

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+)
+
+// bidFlags are the flags every `bourse bid` command shares.
+type bidFlags struct {
+	natsURL, id           string
+	user, password, creds string
+	currency              string
+	json                  bool
+	timeout               time.Duration
+}
+
+// newBidCmd is the client's console: offers, contracts, events, wallet.
+func newBidCmd() *cobra.Command {
+	f := &bidFlags{}
+	cmd := &cobra.Command{
+		Use:   "bid",
+		Short: "Trade as a client: make offers, watch and stop contracts, read your wallet",
+		Long: `bid speaks to the exchange over NATS as one client (--id, or $BOURSE_CLIENT):
+it makes offers and takes counter-offers, lists, watches, suspends, kills and
+resumes contracts, and reads the client's balance and statement. Output is a
+table for people, or JSON with --json for scripts.
+
+Try it against the demo market, whose clients are ada, bea, cyd, dov, eli,
+fen, gus and hal:
+
+  bourse demo --duration 5m                       # prints its NATS URL
+  bourse bid --nats URL --id ada offer --gpus 1 --model H100 --price 0.35 --duration 30s
+  bourse bid --nats URL --id ada offer --gpus 2 --auto cheapest --value 0.40
+  bourse bid --nats URL --id ada watch CONTRACT
+  bourse bid --nats URL --id ada balance`,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.natsURL, "nats", envOr("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
+	pf.StringVar(&f.id, "id", os.Getenv("BOURSE_CLIENT"), "your client name ($BOURSE_CLIENT)")
+	pf.StringVar(&f.user, "nats-user", "", "NATS user")
+	pf.StringVar(&f.password, "nats-password", "", "NATS password")
+	pf.StringVar(&f.creds, "nats-creds", "", "NATS credentials file")
+	pf.StringVar(&f.currency, "currency", bidder.DefaultCurrency, "currency of offers, balance and statement")
+	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
+	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
+
+	cmd.AddCommand(newBidOfferCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
+		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
+		newBidBalanceCmd(f), newBidStatementCmd(f))
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// with runs fn with a client connected as --id, and adds to its error what
+// to do about it.
+func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if f.id == "" {
+			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_CLIENT)")
+		}
+		c, err := bidder.Dial(bidder.Config{
+			ID: f.id, URL: f.natsURL, Currency: f.currency, Timeout: f.timeout,
+			Credentials: bidder.Credentials{File: f.creds, User: f.user, Password: f.password},
+		})
+		if err != nil {
+			if bourse.ErrorCode(err) == bourse.EUnavailable {
+				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
+			}
+			return err
+		}
+		defer c.Close()
+		return advise(fn(cmd.Context(), cmd, c, args), f)
+	}
+}
+
+// advise adds what to do to the errors a client can act on; the code stays
+// for scripts.
+func advise(err error, f *bidFlags) error {
+	var e *bourse.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	var hint string
+	switch e.Code {
+	case bourse.ENoMatch:
+		hint = "no server has that class free: try fewer GPUs or another --model"
+	case bourse.EInsufficientFunds:
+		hint = fmt.Sprintf("offer a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
+	case bourse.EUnavailable, bourse.EDeadlineExceeded:
+		hint = "is the exchange running? (bourse demo or bourse exchange)"
+	case bourse.ECapacityGone:
+		hint = "make the offer again: the servers will counter anew"
+	case bourse.ENotFound:
+		switch e.Field {
+		case "contract", "resumes":
+			hint = "no such contract of yours: list them with bourse bid contracts"
+		case "terms.client":
+			hint = "check --id and --currency"
+		}
+	case bourse.EUnknownCurrency:
+		hint = "check --currency"
+	case bourse.EInvalidOffer, bourse.EInvalidCurve:
+		hint = "docs/pricing.md has the rules of an offer"
+	case bourse.EPermission:
+		hint = "NATS lets you speak only for your own --id: check --id against --nats-user or --nats-creds"
+	}
+	if hint == "" {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, hint)
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// when formats a time for tables, "-" for none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// money formats an amount, "-" where it is not known yet.
+func money(d decimal.Decimal, known bool) string {
+	if !known {
+		return "-"
+	}
+	return d.String()
+}
+
+func ended(s protocol.State) bool { return s == protocol.StateSettled || s == protocol.StateVoided }
+
+func newBidContractsCmd(f *bidFlags) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "contracts",
+		Short: "List your contracts, newest first",
+		Args:  cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			cs, err := c.Contracts(ctx, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				if cs == nil {
+					cs = []protocol.Contract{}
+				}
+				return printJSON(out, cs)
+			}
+			if len(cs) == 0 {
+				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
+				return nil
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
+			for _, k := range cs {
+				reason := string(k.Reason)
+				if reason == "" {
+					reason = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", k.ID, k.Server, k.State, reason, k.Terms.GPUs,
+					k.Terms.Prepayment, money(k.Charge, ended(k.State)), money(k.Refund, ended(k.State)), when(k.AcceptedAt))
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many to list")
+	return cmd
+}
+
+// newBidControlCmd is suspend or kill.
+func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
+	short := map[string]string{
+		protocol.VerbSuspend: "Suspend a contract: stop its job, settle it, and let `resume` continue it under a new offer",
+		protocol.VerbKill:    "Kill a contract: stop its job for good and settle it",
+	}[verb]
+	return &cobra.Command{
+		Use:   verb + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			do := c.Suspend
+			if verb == protocol.VerbKill {
+				do = c.Kill
+			}
+			k, err := do(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return printJSON(out, k)
+			}
+			switch {
+			case k.State == protocol.StateSettled:
+				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, k.Reason, k.Charge, k.Refund, k.Terms.Currency)
+			case k.State == protocol.StateVoided:
+				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, k.Refund, k.Terms.Currency)
+			default:
+				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (bourse bid watch %s)\n", k.ID, verb, k.Server, k.ID)
+			}
+			return nil
+		}),
+	}
+}
+
+func newBidBalanceCmd(f *bidFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "balance",
+		Short: "Show your wallet: available, and held in escrow for running contracts",
+		Args:  cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			b, err := c.Balance(ctx, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return printJSON(out, b)
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tAVAILABLE\tHELD\tTOTAL")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", b.Account, b.Currency, b.Available, b.Held, b.Available.Add(b.Held))
+			return tw.Flush()
+		}),
+	}
+}
+
+func newBidStatementCmd(f *bidFlags) *cobra.Command {
+	var (
+		after int64
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "statement",
+		Short: "Show your wallet's statement with the running balance",
+		Args:  cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			es, err := c.Statement(ctx, "", after, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				if es == nil {
+					es = []currency.Entry{}
+				}
+				return printJSON(out, es)
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tMEMO")
+			for _, e := range es {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, when(e.At), signed(e.Amount), e.Balance, e.Counterparty, oneLine(e.Memo))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(es) == limit {
+				fmt.Fprintf(out, "more: bourse bid statement --after %d\n", es[len(es)-1].Seq)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().Int64Var(&after, "after", 0, "start after this sequence number")
+	cmd.Flags().IntVar(&limit, "limit", 100, "how many entries to show")
+	return cmd
+}
+
+func signed(d decimal.Decimal) string {
+	if d.Sign() > 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// strategies are what --auto can name.
+var strategies = map[string]func() bidder.Strategy{
+	"fixed":    func() bidder.Strategy { return bidder.Fixed{} },
+	"cheapest": func() bidder.Strategy { return bidder.Cheapest{} },
+	"adaptive": func() bidder.Strategy { return &bidder.Adaptive{} },
+	"deadline": func() bidder.Strategy { return bidder.Deadline{} },
+}
+
+// negotiate lets the --auto strategy price t and answer counter-offers
+// until a contract or it gives up. The strategy sets the price; the flags
+// set everything else.
+func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
+	newStrategy, ok := strategies[o.auto]
+	if !ok {
+		return fmt.Errorf("--auto %q: want fixed, cheapest, adaptive or deadline", o.auto)
+	}
+	if cmd.Flags().Changed("price") || cmd.Flags().Changed("p") {
+		return fmt.Errorf("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
+	}
+	if o.value == "" {
+		return fmt.Errorf("--auto needs --value: the most a GPU-second of use is worth to you, e.g. --value 0.40")
+	}
+	value, err := amount("--value", o.value)
+	if err != nil {
+		return err
+	}
+	if !value.IsPositive() {
+		return fmt.Errorf("--value %s: want more than 0", value)
+	}
+	deadline, err := parseDeadline(o.deadline, time.Now())
+	if err != nil {
+		return err
+	}
+	job := bidder.Job{
+		Name: o.requestID, Currency: t.Currency, GPUs: t.GPUs, Class: t.Class, Runtime: t.TimeLimit,
+		Utilization: decimal.NewFromInt(1), Value: value, Deadline: deadline, Preemptible: t.Preemptible, Scale: o.scale,
+	}
+	if t.Job != nil && t.Job.Profile != nil {
+		job.Runtime, job.Utilization = t.Job.Profile.Duration, t.Job.Profile.Utilization
+	}
+	out := cmd.OutOrStdout()
+	k, err := c.Negotiate(ctx, bidder.Negotiation{
+		Strategy: newStrategy(), Job: job, RequestID: o.requestID, Rounds: o.rounds,
+		Adjust: func(b *contract.Terms) {
+			b.TimeLimit, b.Job, b.Server, b.Q, b.Class = t.TimeLimit, t.Job, t.Server, t.Q, t.Class
+			b.Prepayment = contract.MaxCharge(*b, o.scale)
+			if o.prepayment != "" {
+				b.Prepayment = t.Prepayment
+			}
+		},
+		Report: func(r bidder.Round) {
+			if !f.json {
+				printRound(out, r)
+			}
+		},
+	})
+	if err != nil {
+		return retryHint(err, o.requestID)
+	}
+	if f.json {
+		return printJSON(out, protocol.OfferReply{Contract: &k})
+	}
+	printContract(out, k)
+	return nil
+}
+
+// parseDeadline reads a duration from now ("45m") or an RFC 3339 time;
+// empty is no deadline.
+func parseDeadline(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--deadline %q: want a duration from now (45m) or a time like 2026-11-21T18:00:00Z", s)
+	}
+	return t, nil
+}
+
+// printRound tells one round of an --auto negotiation.
+func printRound(w io.Writer, r bidder.Round) {
+	fmt.Fprintf(w, "offer %d at %s: ", r.N+1, priceText(r.Terms))
+	switch {
+	case r.Reply.Contract != nil && r.Took != nil:
+		fmt.Fprintf(w, "took %s's counter-offer at %s\n", r.Took.Server, priceText(r.Took.Terms))
+	case r.Reply.Contract != nil:
+		fmt.Fprintf(w, "accepted by %s\n", r.Reply.Contract.Server)
+	case r.Err != nil && r.Took != nil:
+		fmt.Fprintf(w, "%s's counter-offer was gone (%v)\n", r.Took.Server, r.Err)
+	case r.Err != nil:
+		fmt.Fprintf(w, "%v\n", r.Err)
+	case len(r.Reply.Counters) > 0:
+		fmt.Fprintf(w, "%d counter-offer(s), none taken (cheapest %s)\n", len(r.Reply.Counters), priceText(cheapest(r.Reply.Counters).Terms))
+	default:
+		fmt.Fprintf(w, "rejected\n")
+	}
+}
+
+func cheapest(ks []protocol.Counter) protocol.Counter {
+	best := ks[0]
+	for _, k := range ks[1:] {
+		g := decimal.NewFromInt(int64(k.Terms.GPUs))
+		if k.Terms.P.Eval(g).LessThan(best.Terms.P.Eval(g)) {
+			best = k
+		}
+	}
+	return best
+}

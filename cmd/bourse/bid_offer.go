@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// offerFlags shape an offer's terms; `offer` and `resume` share them.
+type offerFlags struct {
+	gpus        int
+	model       string
+	minMemory   int
+	timeLimit   time.Duration
+	prepayment  string
+	price       string
+	p, q        string
+	preemptible bool
+	server      string
+	utilization string
+	duration    time.Duration
+	command     string
+	args        []string
+	scale       int32
+	requestID   string
+	file        string
+	take        int
+
+	auto     string
+	value    string
+	deadline string
+	rounds   int
+}
+
+// termFlags are the flags that shape terms, which -f replaces.
+var termFlags = []string{"gpus", "model", "min-memory", "time-limit", "price", "p", "q", "preemptible",
+	"utilization", "duration", "command", "arg"}
+
+func (o *offerFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&o.gpus, "gpus", 1, "GPUs wanted")
+	fs.StringVar(&o.model, "model", "", "GPU model, e.g. H100 (default any)")
+	fs.IntVar(&o.minMemory, "min-memory", 0, "least memory per GPU, MiB")
+	fs.DurationVar(&o.timeLimit, "time-limit", 10*time.Minute, "wall-clock limit of the job")
+	fs.StringVar(&o.prepayment, "prepayment", "", "amount to escrow (default: the maximum charge, full use for the whole time limit)")
+	fs.StringVar(&o.price, "price", "", "flat price per GPU-second of use, e.g. 0.30")
+	fs.StringVar(&o.p, "p", "", "price per GPU-second by rate of use, as x:y breakpoints: '0.5:0,2:0.004'")
+	fs.StringVar(&o.q, "q", "", "price per second by guaranteed GPUs, as x:y breakpoints (default none)")
+	fs.BoolVar(&o.preemptible, "preemptible", false, "let the server suspend the job for a guaranteed one")
+	fs.StringVar(&o.server, "server", "", "offer to this server only")
+	fs.StringVar(&o.utilization, "utilization", "1", "synthetic job: busy fraction of each GPU, 0..1")
+	fs.DurationVar(&o.duration, "duration", 0, "synthetic job: how long it runs (default: the time limit)")
+	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one)")
+	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command (repeat for more)")
+	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment")
+	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
+	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
+	fs.IntVar(&o.take, "take", 0, "take counter-offer N without asking")
+}
+
+// terms builds the terms from the flags on base: every flag for a new
+// offer, only those given for a resume (which starts from the suspended
+// contract's terms).
+func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
+	t := base
+	set := func(name string) bool { return !resume || fs.Changed(name) }
+	if o.file != "" {
+		for _, name := range termFlags {
+			if fs.Changed(name) {
+				return t, fmt.Errorf("-f %s gives the terms: drop --%s, or drop -f", o.file, name)
+			}
+		}
+		var err error
+		if t, err = readTerms(o.file); err != nil {
+			return t, err
+		}
+		if t.Currency == "" {
+			t.Currency = base.Currency
+		}
+	} else {
+		if set("gpus") {
+			t.GPUs = o.gpus
+		}
+		if set("model") || set("min-memory") {
+			t.Class = contract.Class{Model: o.model, MinMemoryMiB: o.minMemory}
+		}
+		if set("time-limit") {
+			t.TimeLimit = o.timeLimit
+		}
+		if set("preemptible") {
+			t.Preemptible = o.preemptible
+		}
+		switch {
+		case o.price != "" && o.p != "":
+			return t, errors.New("give --price or --p, not both")
+		case o.price != "":
+			d, err := amount("--price", o.price)
+			if err != nil {
+				return t, err
+			}
+			t.P = contract.Flat(d)
+		case o.p != "":
+			c, err := parseCurve("--p", o.p)
+			if err != nil {
+				return t, err
+			}
+			t.P = c
+		case !resume && o.auto == "":
+			return t, errors.New("say what you pay: --price 0.30 (per GPU-second), or a curve with --p, or --auto STRATEGY --value V")
+		}
+		if o.q != "" {
+			c, err := parseCurve("--q", o.q)
+			if err != nil {
+				return t, err
+			}
+			t.Q = c
+		}
+		if set("command") || set("arg") || set("utilization") || set("duration") || t.Job == nil {
+			job, err := o.job(t.TimeLimit)
+			if err != nil {
+				return t, err
+			}
+			t.Job = job
+		}
+	}
+	if fs.Changed("server") {
+		t.Server = o.server
+	}
+	max := contract.MaxCharge(t, o.scale)
+	switch {
+	case o.prepayment != "":
+		d, err := amount("--prepayment", o.prepayment)
+		if err != nil {
+			return t, err
+		}
+		t.Prepayment = d
+	case !resume && (o.file == "" || t.Prepayment.IsZero()):
+		t.Prepayment = max
+	case t.Prepayment.GreaterThan(max) || t.Prepayment.IsZero():
+		t.Prepayment = max
+	}
+	return t, nil
+}
+
+func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
+	if o.command != "" {
+		return &contract.JobSpec{Command: o.command, Args: o.args}, nil
+	}
+	if len(o.args) > 0 {
+		return nil, errors.New("--arg needs --command")
+	}
+	u, err := amount("--utilization", o.utilization)
+	if err != nil {
+		return nil, err
+	}
+	d := o.duration
+	if d <= 0 {
+		d = timeLimit
+	}
+	return &contract.JobSpec{Profile: &contract.Profile{Utilization: u, Duration: d}}, nil
+}
+
+func amount(flag, s string) (decimal.Decimal, error) {
+	d, err := decimal.NewFromString(strings.TrimSpace(s))
+	if err != nil {
+		return decimal.Zero, fmt.Errorf("%s %q is not a decimal number like 0.30", flag, s)
+	}
+	return d, nil
+}
+
+// parseCurve reads "x:y,x:y" breakpoints.
+func parseCurve(flag, s string) (contract.Curve, error) {
+	var c contract.Curve
+	for i, pair := range strings.Split(s, ",") {
+		x, y, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if !ok {
+			return nil, fmt.Errorf("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
+		}
+		var p contract.Point
+		var err error
+		if p.X, err = amount(flag+" x", x); err != nil {
+			return nil, err
+		}
+		if p.Y, err = amount(flag+" y", y); err != nil {
+			return nil, err
+		}
+		c = append(c, p)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return c, nil
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "cli-" + hex.EncodeToString(b)
+}
+
+func newBidOfferCmd(f *bidFlags) *cobra.Command {
+	o := &offerFlags{}
+	cmd := &cobra.Command{
+		Use:   "offer",
+		Short: "Make an offer: get a contract, or counter-offers to take",
+		Long: `offer makes an offer from flags or a file (-f, JSON or YAML in the form of
+docs/pricing.md). The answer is a contract, whose prepayment is now escrowed,
+or the servers' counter-offers: they print as a numbered table, and on a
+terminal you are asked which to take (--take N takes one without asking).
+With --auto STRATEGY and --value, a bidding strategy offers and takes
+counter-offers for you until it has a contract or gives up:
+
+  fixed      offers the value and never takes a counter-offer
+  cheapest   opens at half the value, takes the cheapest counter within it
+  adaptive   opens low and raises its price after each rejection
+  deadline   pays more as --deadline nears, the whole value at the end
+
+Every offer has a request id (--request-id, generated if not given): making
+the same offer again with the same id returns the same contract and never
+escrows twice, so a timed-out offer is safe to retry.`,
+		Args: cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			base := contract.Terms{Currency: f.currency}
+			t, err := o.terms(cmd.Flags(), base, false)
+			if err != nil {
+				return err
+			}
+			if o.requestID == "" {
+				o.requestID = newRequestID()
+			}
+			if o.auto != "" {
+				return o.negotiate(ctx, cmd, f, c, t)
+			}
+			reply, err := c.Offer(ctx, o.requestID, t)
+			return o.answer(ctx, cmd, f, c, reply, retryHint(err, o.requestID))
+		}),
+	}
+	o.register(cmd.Flags())
+	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive or deadline")
+	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
+	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
+	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")
+	return cmd
+}
+
+func newBidResumeCmd(f *bidFlags) *cobra.Command {
+	o := &offerFlags{}
+	cmd := &cobra.Command{
+		Use:   "resume ID",
+		Short: "Resume a suspended contract's job under a new offer",
+		Long: `resume offers new terms for the job of a suspended (or preempted) contract.
+The terms start as the suspended contract's, server included; the offer flags
+change them (e.g. --price, --time-limit, --server).`,
+		Args: cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			old, err := c.Contract(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			base := old.Terms
+			base.Client = ""
+			t, err := o.terms(cmd.Flags(), base, true)
+			if err != nil {
+				return err
+			}
+			if o.requestID == "" {
+				o.requestID = newRequestID()
+			}
+			reply, err := c.Resume(ctx, o.requestID, old.ID, t)
+			return o.answer(ctx, cmd, f, c, reply, retryHint(err, o.requestID))
+		}),
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// retryHint tells how to retry an offer that got no answer without
+// escrowing twice.
+func retryHint(err error, requestID string) error {
+	switch bourse.ErrorCode(err) {
+	case bourse.EUnavailable, bourse.EDeadlineExceeded:
+		return fmt.Errorf("%w; the offer may have gone through: offering again with --request-id %s cannot escrow twice", err, requestID)
+	}
+	return err
+}
+
+// answer prints an offer's reply: the contract, or the counter-offers and,
+// if the user picks one, the contract of taking it.
+func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, reply protocol.OfferReply, err error) error {
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if reply.Contract != nil {
+		if f.json {
+			return printJSON(out, reply)
+		}
+		printContract(out, *reply.Contract)
+		return nil
+	}
+	if len(reply.Counters) == 0 {
+		if f.json {
+			_ = printJSON(out, reply)
+		}
+		var why []string
+		for _, r := range reply.Rejections {
+			why = append(why, r.Server+": "+r.Reason)
+		}
+		return fmt.Errorf("no server accepted or countered (%s): offer more, or other GPUs", strings.Join(why, "; "))
+	}
+	n := o.take
+	switch {
+	case n == 0 && !f.json && isTerminal(cmd.InOrStdin()):
+		printCounters(out, reply)
+		if n, err = ask(cmd.InOrStdin(), out, len(reply.Counters)); err != nil || n == 0 {
+			return err
+		}
+	case n == 0:
+		if f.json {
+			return printJSON(out, reply)
+		}
+		printCounters(out, reply)
+		fmt.Fprintf(out, "no contract; take one with: bourse bid offer … --take N (the same flags)\n")
+		return nil
+	case !f.json:
+		printCounters(out, reply)
+	}
+	if n < 1 || n > len(reply.Counters) {
+		return fmt.Errorf("--take %d: there are %d counter-offers, numbered from 1", n, len(reply.Counters))
+	}
+	got, err := c.Take(ctx, o.requestID+"-take", reply.Counters[n-1])
+	if err != nil {
+		return retryHint(err, o.requestID)
+	}
+	if got.Contract == nil {
+		if f.json {
+			_ = printJSON(out, got)
+		}
+		return fmt.Errorf("counter-offer %d was not honoured: offer again", n)
+	}
+	if f.json {
+		return printJSON(out, got)
+	}
+	printContract(out, *got.Contract)
+	return nil
+}
+
+// ask reads which counter-offer to take: a number, or empty to decline.
+func ask(in io.Reader, out io.Writer, n int) (int, error) {
+	r := bufio.NewReader(in)
+	for {
+		fmt.Fprintf(out, "Take which counter-offer? [1-%d, empty to decline]: ", n)
+		line, err := r.ReadString('\n')
+		line = strings.TrimSpace(line)
+		if line == "" {
+			fmt.Fprintln(out, "declined; no contract")
+			return 0, nil
+		}
+		if k, perr := strconv.Atoi(line); perr == nil && k >= 1 && k <= n {
+			return k, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read your answer: %w", err)
+		}
+		fmt.Fprintf(out, "%q is not a number from 1 to %d\n", line, n)
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	// /dev/null is a character device too, and where tests and daemons
+	// read from.
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
+}
+
+func printContract(w io.Writer, k protocol.Contract) {
+	t := k.Terms
+	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
+		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), t.Prepayment, t.Currency)
+	if k.Resumes != "" {
+		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
+	}
+	fmt.Fprintf(w, "watch it: bourse bid watch %s\n", k.ID)
+}
+
+func printCounters(w io.Writer, r protocol.OfferReply) {
+	fmt.Fprintf(w, "No server accepted; %d counter-offer(s):\n", len(r.Counters))
+	tw := table(w)
+	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
+	for i, k := range r.Counters {
+		left := time.Until(k.ValidUntil).Round(time.Second)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\t%s\n", i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
+			k.Terms.TimeLimit, priceText(k.Terms), k.Terms.Prepayment, k.Terms.Currency, max(0, left), oneLine(k.Note))
+	}
+	_ = tw.Flush()
+	for _, rj := range r.Rejections {
+		fmt.Fprintf(w, "%s rejected: %s\n", rj.Server, rj.Reason)
+	}
+}
+
+func classText(c contract.Class) string {
+	s := c.Model
+	if s == "" {
+		s = "any GPU"
+	}
+	if c.MinMemoryMiB > 0 {
+		s += fmt.Sprintf(" ≥%d MiB", c.MinMemoryMiB)
+	}
+	return s
+}
+
+// priceText describes the price curves: a flat price as one number, a
+// curve by its breakpoints.
+func priceText(t contract.Terms) string {
+	s := curveText(t.P) + "/GPU-s"
+	if len(t.Q) > 0 {
+		s += " + " + curveText(t.Q) + "/s"
+	}
+	return s
+}
+
+func curveText(c contract.Curve) string {
+	if len(c) == 1 && c[0].X.IsZero() {
+		return c[0].Y.String()
+	}
+	var ps []string
+	for _, p := range c {
+		ps = append(ps, p.X.String()+":"+p.Y.String())
+	}
+	return "[" + strings.Join(ps, ",") + "]"
+}

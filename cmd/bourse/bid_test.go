@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// bidMarket is a market with one server (atlas: 16 H100 at a posted 0.30
+// per GPU-second) and two funded clients that trade only through `bourse
+// bid`.
+type bidMarket struct {
+	t      *testing.T
+	m      *market.Market
+	ledger currency.Ledger
+}
+
+func startBidMarket(t *testing.T) *bidMarket {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	m, err := market.Start(ctx, market.Config{
+		Store:   store,
+		Clients: []market.ClientSpec{}, // no simulated bidders
+		Servers: []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
+			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		m.Stop(stopCtx)
+	})
+	b := &bidMarket{t: t, m: m, ledger: store.Ledger()}
+	for _, id := range []string{"ada", "bob"} {
+		w, err := b.ledger.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", id), Currency: "CRED", Kind: currency.Wallet})
+		require.NoError(t, err)
+		_, err = currency.Do(ctx, b.ledger, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(100)})
+		require.NoError(t, err)
+	}
+	return b
+}
+
+// bid runs `bourse bid --nats URL --id id args…`.
+func (b *bidMarket) bid(id string, args ...string) (stdout, stderr string, code int) {
+	b.t.Helper()
+	var out, errOut bytes.Buffer
+	full := append([]string{"bid", "--nats", b.m.URL(), "--id", id, "--timeout", "5s"}, args...)
+	code = run(context.Background(), full, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// ok runs bid and fails the test unless it exits 0.
+func (b *bidMarket) ok(id string, args ...string) string {
+	b.t.Helper()
+	out, errOut, code := b.bid(id, args...)
+	require.Equal(b.t, 0, code, "bourse bid %s: stderr %s", strings.Join(args, " "), errOut)
+	return out
+}
+
+// offerJSON makes an offer with --json and returns its contract.
+func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
+	b.t.Helper()
+	var r protocol.OfferReply
+	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, append([]string{"--json", "offer"}, args...)...)), &r))
+	require.NotNil(b.t, r.Contract, "no contract: %+v", r)
+	return *r.Contract
+}
+
+func (b *bidMarket) contract(id, contractID string) protocol.Contract {
+	b.t.Helper()
+	var cs []protocol.Contract
+	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts")), &cs))
+	for _, k := range cs {
+		if k.ID == contractID {
+			return k
+		}
+	}
+	b.t.Fatalf("%s has no contract %s", id, contractID)
+	return protocol.Contract{}
+}
+
+func (b *bidMarket) waitState(id, contractID string, want protocol.State) protocol.Contract {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		k := b.contract(id, contractID)
+		if k.State == want {
+			return k
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%s is %s, want %s", contractID, k.State, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *bidMarket) balance(id string) currency.Balance {
+	b.t.Helper()
+	bal, err := b.ledger.Balance(context.Background(), currency.WalletID("CRED", id))
+	require.NoError(b.t, err)
+	return bal
+}
+
+// short is a one-GPU offer whose synthetic job runs for d.
+func short(d string) []string {
+	return []string{"--gpus", "1", "--model", "H100", "--price", "0.40", "--duration", d, "--time-limit", "1m"}
+}
+
+func TestBid(t *testing.T) {
+	b := startBidMarket(t)
+
+	t.Run("NeedsID", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"bid", "--nats", b.m.URL(), "balance"}, &out, &errOut)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut.String(), "--id is required")
+	})
+
+	t.Run("OfferAccepted", func(t *testing.T) {
+		out := b.ok("ada", append([]string{"offer"}, short("500ms")...)...)
+		assert.Contains(t, out, "contract c-")
+		assert.Contains(t, out, "with atlas: 1× H100")
+		assert.Contains(t, out, "bourse bid watch c-")
+	})
+
+	t.Run("OfferJSON", func(t *testing.T) {
+		k := b.offerJSON("ada", "--gpus", "2", "--price", "0.35", "--duration", "500ms", "--time-limit", "30s")
+		assert.Equal(t, "atlas", k.Server)
+		assert.Equal(t, 2, k.Terms.GPUs)
+		assert.True(t, k.Terms.Prepayment.Equal(decimal.RequireFromString("21")), "the maximum charge 2·30·0.35: %s", k.Terms.Prepayment)
+	})
+
+	t.Run("RetryEscrowsOnce", func(t *testing.T) {
+		before := b.balance("ada")
+		args := append([]string{"--request-id", "retry-1"}, short("1m")...)
+		first := b.offerJSON("ada", args...)
+		again := b.offerJSON("ada", args...)
+		assert.Equal(t, first.ID, again.ID)
+		after := b.balance("ada")
+		assert.True(t, after.Held.Sub(before.Held).Equal(first.Terms.Prepayment), "held %s → %s for one prepayment %s", before.Held, after.Held, first.Terms.Prepayment)
+		es, err := b.ledger.Statement(context.Background(), currency.WalletID("CRED", "ada"), 0, 1000)
+		require.NoError(t, err)
+		escrows := 0
+		for _, e := range es {
+			if e.Hold == currency.HoldID(first.ID) && e.Amount.IsNegative() {
+				escrows++
+			}
+		}
+		assert.Equal(t, 1, escrows)
+
+		out := b.ok("ada", "kill", first.ID)
+		assert.Contains(t, out, "kill sent to atlas")
+		out = b.ok("ada", "watch", first.ID)
+		assert.Contains(t, out, "settled   killed")
+		assert.True(t, b.balance("ada").Held.Equal(before.Held), "the kill released the hold")
+	})
+
+	t.Run("Counters", func(t *testing.T) {
+		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
+		out := b.ok("ada", low...)
+		assert.Contains(t, out, "counter-offer")
+		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s`, out)
+		assert.Contains(t, out, "0.3/GPU-s")
+		assert.Contains(t, out, "no contract; take one with")
+
+		out = b.ok("ada", append(low, "--take", "1")...)
+		assert.Contains(t, out, "contract c-")
+
+		var r protocol.OfferReply
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", append([]string{"--json"}, low...)...)), &r))
+		require.Len(t, r.Counters, 1)
+		assert.Nil(t, r.Contract)
+
+		_, errOut, code := b.bid("ada", append(low, "--take", "3")...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "there are 1 counter-offers")
+	})
+
+	for _, s := range []string{"fixed", "cheapest", "adaptive", "deadline"} {
+		t.Run("Auto/"+s, func(t *testing.T) {
+			out := b.ok("ada", "offer", "--auto", s, "--value", "0.40", "--deadline", "1m", "--duration", "300ms", "--time-limit", "20s")
+			assert.Contains(t, out, "offer 1 at ")
+			assert.Contains(t, out, "contract c-")
+		})
+	}
+	t.Run("AutoGivesUp", func(t *testing.T) {
+		_, errOut, code := b.bid("ada", "offer", "--auto", "fixed", "--value", "0.10", "--rounds", "2", "--duration", "300ms", "--time-limit", "20s")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "gave up after 2 offers")
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		k := b.offerJSON("ada", short("1500ms")...)
+		out := b.ok("ada", "watch", k.ID)
+		assert.Contains(t, out, "running")
+		assert.Contains(t, out, "due ")
+		assert.Contains(t, out, "settled   completed")
+		assert.Contains(t, out, "refunded")
+
+		// Watched after the settlement: the final state, as JSON lines.
+		out = b.ok("ada", "--json", "watch", k.ID)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var ev protocol.Event
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &ev))
+		assert.Equal(t, protocol.EventSettled, ev.Type)
+		assert.True(t, ev.Contract.Charge.Add(ev.Contract.Refund).Equal(k.Terms.Prepayment))
+	})
+
+	t.Run("SuspendResume", func(t *testing.T) {
+		k := b.offerJSON("ada", short("1m")...)
+		b.waitState("ada", k.ID, protocol.StateRunning)
+		out := b.ok("ada", "suspend", k.ID)
+		assert.Contains(t, out, "suspend sent to atlas")
+		out = b.ok("ada", "watch", k.ID)
+		assert.Contains(t, out, "settled   suspended")
+
+		var r protocol.OfferReply
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "resume", k.ID, "--price", "0.45")), &r))
+		require.NotNil(t, r.Contract)
+		assert.Equal(t, k.ID, r.Contract.Resumes)
+		assert.Equal(t, "atlas", r.Contract.Terms.Server, "the suspended contract's server")
+		assert.True(t, r.Contract.Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.45"))))
+		assert.Equal(t, k.Terms.TimeLimit, r.Contract.Terms.TimeLimit)
+		b.ok("ada", "kill", r.Contract.ID)
+	})
+
+	t.Run("Contracts", func(t *testing.T) {
+		out := b.ok("ada", "contracts")
+		assert.Contains(t, out, "ID")
+		assert.Contains(t, out, "PREPAYMENT")
+		assert.Contains(t, out, "settled")
+		var cs []protocol.Contract
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
+		assert.GreaterOrEqual(t, len(cs), 5)
+		assert.Contains(t, b.ok("bob", "contracts"), "no contracts yet")
+	})
+
+	t.Run("Balance", func(t *testing.T) {
+		out := b.ok("ada", "balance")
+		assert.Contains(t, out, "wallet/CRED/ada")
+		assert.Contains(t, out, "AVAILABLE")
+		var bal currency.Balance
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "balance")), &bal))
+		want := b.balance("ada")
+		assert.True(t, bal.Available.Equal(want.Available) && bal.Held.Equal(want.Held), "%+v, ledger says %+v", bal, want)
+	})
+
+	t.Run("Statement", func(t *testing.T) {
+		out := b.ok("ada", "statement")
+		assert.Contains(t, out, "BALANCE")
+		assert.Contains(t, out, "+100")
+		var es []currency.Entry
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "statement", "--limit", "3")), &es))
+		require.Len(t, es, 3)
+		assert.True(t, es[0].Balance.Equal(decimal.NewFromInt(100)))
+		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid statement --after 3")
+	})
+
+	t.Run("File", func(t *testing.T) {
+		dir := t.TempDir()
+		js := filepath.Join(dir, "offer.json")
+		require.NoError(t, os.WriteFile(js, []byte(`{"currency":"CRED","gpus":1,"time_limit":"20s","prepayment":"5.00","p":[["0","0.40"]],"job":{"profile":{"utilization":"1","duration":"300ms"}}}`), 0o644))
+		k := b.offerJSON("ada", "-f", js)
+		assert.True(t, k.Terms.Prepayment.Equal(decimal.NewFromInt(5)))
+
+		yml := filepath.Join(dir, "offer.yaml")
+		require.NoError(t, os.WriteFile(yml, []byte("gpus: 1\nclass: {model: H100}\ntime_limit: 20s\np: [[0, 0.40]]\njob:\n  profile: {utilization: 0.5, duration: 300ms}\n"), 0o644))
+		k = b.offerJSON("ada", "-f", yml)
+		assert.Equal(t, "CRED", k.Terms.Currency, "--currency fills it in")
+		assert.True(t, k.Terms.Prepayment.Equal(decimal.RequireFromString("8")), "the maximum charge 20·0.40: %s", k.Terms.Prepayment)
+
+		bad := filepath.Join(dir, "bad.yaml")
+		require.NoError(t, os.WriteFile(bad, []byte("gpus: 1\ngpus: 2\ntime_limit: 20s\np: [[0, 0.40]]\n"), 0o644))
+		_, errOut, code := b.bid("ada", "offer", "-f", bad)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "(code invalid)")
+
+		_, errOut, code = b.bid("ada", "offer", "-f", js, "--gpus", "2")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "drop --gpus")
+	})
+
+	t.Run("OtherClient", func(t *testing.T) {
+		k := b.offerJSON("ada", short("1m")...)
+		for _, args := range [][]string{{"watch", k.ID}, {"suspend", k.ID}, {"kill", k.ID}, {"resume", k.ID, "--price", "0.5"}} {
+			_, errOut, code := b.bid("bob", args...)
+			assert.Equal(t, 1, code, "bob %v", args)
+			assert.Contains(t, errOut, "(code not_found)", "bob %v", args)
+			assert.Contains(t, errOut, "no such contract of yours")
+		}
+		assert.NotContains(t, b.ok("bob", "contracts"), k.ID)
+		assert.Equal(t, protocol.StateRunning, b.contract("ada", k.ID).State, "bob's kill did nothing")
+		b.ok("ada", "kill", k.ID)
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		tests := []struct {
+			name string
+			args []string
+			want []string
+		}{
+			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
+			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40"}, []string{"(code insufficient_funds)", "bourse admin grant --currency CRED ada"}},
+			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
+			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
+			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},
+			{"NoSuchContract", []string{"kill", "c-nosuch"}, []string{"(code not_found)"}},
+			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, []string{"want fixed, cheapest, adaptive or deadline"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				out, errOut, code := b.bid("ada", tt.args...)
+				assert.Equal(t, 1, code, "stdout %s", out)
+				assert.True(t, strings.HasPrefix(errOut, "bourse: "), errOut)
+				for _, w := range tt.want {
+					assert.Contains(t, errOut, w)
+				}
+			})
+		}
+	})
+}
+
+func TestBidUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"bid", "--nats", "nats://" + addr, "--id", "ada", "balance"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "(code unavailable)")
+	assert.Contains(t, errOut.String(), "is NATS running")
+}
+
+func TestYAMLToJSON(t *testing.T) {
+	got, err := yamlToJSON([]byte("gpus: 2\nprepayment: 12.50\np:\n  - [0.5, 0]\n  - [2, 0.004]\npreemptible: true\nclass: {min_memory_mib: 0x10}\n"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"gpus":2,"prepayment":"12.50","p":[["0.5","0"],["2","0.004"]],"preemptible":true,"class":{"min_memory_mib":16}}`, string(got))
+	_, err = yamlToJSON([]byte("gpus: [1"))
+	assert.Error(t, err)
+}

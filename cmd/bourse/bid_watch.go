@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/protocol"
+)
+
+func newBidWatchCmd(f *bidFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow a contract live: its state, use and running charge, until it settles",
+		Long: `watch prints a line for each event of a contract: its state, and while it
+runs the GPU-seconds used (U), the wall time (T) and the running charge due
+against the prepayment. It ends when the contract settles (or is voided),
+with the charge and the refund. --json prints each event as a JSON line.`,
+		Args: cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			events, err := c.Watch(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			enc := json.NewEncoder(out)
+			for ev := range events {
+				if f.json {
+					if err := enc.Encode(ev); err != nil {
+						return err
+					}
+					continue
+				}
+				printEvent(out, ev)
+			}
+			return nil // settled, voided, or interrupted
+		}),
+	}
+}
+
+// printEvent writes one line per event.
+func printEvent(w io.Writer, ev protocol.Event) {
+	k := ev.Contract
+	cur := k.Terms.Currency
+	at := ev.At.Local().Format("15:04:05")
+	switch ev.Type {
+	case protocol.EventAccepted:
+		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, k.Server, k.Terms.Prepayment, cur)
+	case protocol.EventStarted:
+		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s\n", at, k.Server, k.GPUs, usage(k.Reading))
+	case protocol.EventReading:
+		fmt.Fprintf(w, "%s  running  %s  due %s of %s %s\n", at, usage(k.Reading), ev.Due, k.Terms.Prepayment, cur)
+	case protocol.EventSettled:
+		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, k.Reason, usage(k.Reading), k.Charge, k.Refund, cur)
+	case protocol.EventVoided:
+		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, k.Reason, k.Refund, cur)
+	default:
+		fmt.Fprintf(w, "%s  %s\n", at, ev.Type)
+	}
+}
+
+func usage(r *protocol.Reading) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("  U %s GPU-s  T %s", r.U.StringFixed(1), time.Duration(r.T).Round(100*time.Millisecond))
+}

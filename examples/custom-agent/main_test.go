@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/protocol"
+)
+
+var _ bidder.Strategy = (*median)(nil)
+
+// TestTrade runs the agent against the demo's servers, with only ada
+// bidding.
+func TestTrade(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	m, err := market.Start(ctx, market.Config{Store: store, Clients: []market.ClientSpec{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer m.Stop(ctx)
+	l := store.Ledger()
+	w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", "ada"), Currency: "CRED", Kind: currency.Wallet})
+	require.NoError(t, err)
+	_, err = currency.Do(ctx, l, currency.Transfer{Key: "grant/ada", From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(30)})
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	require.NoError(t, trade(ctx, m.URL(), "ada", 3, 300*time.Millisecond, &out))
+	t.Log(out.String())
+	assert.Equal(t, 3, strings.Count(out.String(), "settled (completed)"), "%s", out.String())
+}
+
+// TestMedianBidsTheMedian checks the strategy alone: half the value at
+// first, then the median counter-offer, never beyond the value.
+func TestMedianBidsTheMedian(t *testing.T) {
+	now := time.Now()
+	j := bidder.Job{Currency: "CRED", Scale: 2, GPUs: 1, Runtime: time.Second, Utilization: decimal.NewFromInt(1), Value: decimal.RequireFromString("0.40")}
+	m := &median{}
+	price := func(rejected int) string { return m.Bid(j, rejected, now).P[0].Y.String() }
+	assert.Equal(t, "0.2", price(0))
+	var ks []protocol.Counter
+	for _, p := range []string{"0.5", "0.3", "0.35"} {
+		tm := m.Bid(j, 0, now)
+		tm.P = contract.Flat(decimal.RequireFromString(p))
+		ks = append(ks, protocol.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
+	}
+	took := m.Take(j, ks, now)
+	require.NotNil(t, took)
+	assert.Equal(t, "0.3", took.ID, "the cheapest within the value")
+	assert.Equal(t, "0.35", price(0), "the median of 0.3, 0.35 and 0.5")
+	assert.Equal(t, "0.4", price(9), "never beyond the value")
+}
