@@ -82,7 +82,8 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 			assigned = append(assigned, g)
 		}
 	}
-	job, err := a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned})
+	job, err := a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned,
+		TimeLimit: t.TimeLimit, Resumes: s.Contract.Resumes})
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err == nil && a.closing {

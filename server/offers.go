@@ -47,6 +47,11 @@ func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
 	if so.Terms.Server != "" && so.Terms.Server != a.id {
 		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}
 	}
+	if c, ok := a.runner.(Checker); ok {
+		if err := c.Check(so.Terms.Job); err != nil {
+			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()

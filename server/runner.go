@@ -11,12 +11,24 @@ import (
 )
 
 // Runner starts the jobs of contracts. The Synthetic runner consumes a
-// job's profile; a process runner is to start JobSpec.Command with
-// CUDA_VISIBLE_DEVICES set to the assigned GPUs, its jobs measured by NVML.
+// job's profile; the process runner (package process) starts
+// JobSpec.Command with CUDA_VISIBLE_DEVICES set to the assigned GPUs, its
+// jobs measured by a Meter.
+//
+// A runner may also implement Checker; the agent then refuses offers whose
+// job it could not start before it asks the policy.
 type Runner interface {
 	// Start starts the job on the assigned GPUs. ctx bounds the start,
 	// not the job: the job runs until it ends or is stopped.
 	Start(ctx context.Context, a Assignment) (Job, error)
+}
+
+// Checker is a Runner that can tell, before an offer is accepted, that it
+// could not start the offer's job.
+type Checker interface {
+	// Check returns a *bourse.Error (EInvalidOffer, EPermission) saying why
+	// the job cannot run here, or nil.
+	Check(job *contract.JobSpec) error
 }
 
 // Assignment is a job to start and the GPUs it gets.
@@ -24,6 +36,12 @@ type Assignment struct {
 	Contract string
 	Job      *contract.JobSpec // nil where the contract carries no job
 	GPUs     []protocol.GPU
+	// TimeLimit is the contract's; the agent stops the job then, and a
+	// runner may enforce it too, as a backstop. Zero for none.
+	TimeLimit time.Duration
+	// Resumes names the suspended contract whose job this one continues,
+	// for runners that can resume a job they stopped.
+	Resumes string
 }
 
 // Job is a started job and its meter.
@@ -45,5 +63,5 @@ type Measurement struct {
 	T        time.Duration   // wall time since the start
 	S        decimal.Decimal // GPUs continuously available to the job
 	EnergyJ  decimal.Decimal // joules the GPUs drew, where the meter knows
-	ExitCode *int            // set once the job ended by itself
+	ExitCode *int            // set once the job's process exited, by itself or stopped
 }

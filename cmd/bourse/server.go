@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/nats-io/nats.go"
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/nvmlmeter"
+	"github.com/bourse/bourse/server/process"
+)
+
+// serverConfig is the server's configuration file, YAML or JSON (which
+// YAML reads too). Flags override it.
+type serverConfig struct {
+	ID   string `yaml:"id"`
+	NATS struct {
+		URL      string `yaml:"url"`
+		User     string `yaml:"user"`
+		Password string `yaml:"password"`
+		Creds    string `yaml:"creds"`
+	} `yaml:"nats"`
+	Currency struct {
+		Code  string `yaml:"code"`
+		Scale int32  `yaml:"scale"`
+	} `yaml:"currency"`
+	// NVML is auto (use it where the driver is, else the declared GPUs),
+	// off, or required.
+	NVML string `yaml:"nvml"`
+	// GPUs are declared, for machines without NVML: groups of count GPUs.
+	GPUs []struct {
+		Count     int    `yaml:"count"`
+		Model     string `yaml:"model"`
+		MemoryMiB int    `yaml:"memory_mib"`
+	} `yaml:"gpus"`
+	Policy struct {
+		Kind         string        `yaml:"kind"` // reserve or utilisation
+		P            [][]string    `yaml:"p"`
+		Q            [][]string    `yaml:"q"`
+		K            string        `yaml:"k"`
+		MaxTimeLimit time.Duration `yaml:"max_time_limit"`
+		CounterTTL   time.Duration `yaml:"counter_ttl"`
+	} `yaml:"policy"`
+	Runner struct {
+		Kind       string            `yaml:"kind"` // synthetic or process
+		Allowed    []string          `yaml:"allowed"`
+		AllowShell bool              `yaml:"allow_shell"`
+		Env        map[string]string `yaml:"env"`
+		AllowEnv   []string          `yaml:"allow_env"`
+		OutputDir  string            `yaml:"output_dir"`
+		OutputCap  int64             `yaml:"output_cap"`
+		Grace      time.Duration     `yaml:"grace"`
+	} `yaml:"runner"`
+	SampleEvery  time.Duration `yaml:"sample_every"`
+	Heartbeat    time.Duration `yaml:"heartbeat"`
+	ReadingEvery time.Duration `yaml:"reading_every"`
+	HoldFor      time.Duration `yaml:"hold_for"`
+}
+
+func newServerCmd() *cobra.Command {
+	var (
+		file string
+		fl   serverConfig
+		gpus string
+	)
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a GPU server's agent",
+		Long: `server runs the agent of a GPU node: it registers with the exchange over
+NATS, decides on offers with its policy, runs accepted jobs (as processes, or
+synthetic ones) and reports their usage until each contract settles.
+
+The configuration comes from --config (YAML or JSON) and flags, which win.
+GPUs are discovered through NVML; where there is no NVIDIA driver they must
+be declared (--gpus 2xH100:81920) and jobs are measured by the synthetic
+meter. On SIGTERM it stops taking offers, stops its jobs and sends their
+final readings.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadServerConfig(file)
+			if err != nil {
+				return err
+			}
+			if err := cfg.override(cmd, fl, gpus); err != nil {
+				return err
+			}
+			return runServer(cmd, cfg, nvml.New)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "config", "", "configuration file (YAML or JSON)")
+	f.StringVar(&fl.ID, "id", "", "the server's id, its NATS identity")
+	f.StringVar(&fl.NATS.URL, "nats", "", "NATS server URL(s), comma-separated (default "+nats.DefaultURL+")")
+	f.StringVar(&fl.NATS.User, "nats-user", "", "NATS user")
+	f.StringVar(&fl.NATS.Password, "nats-password", "", "NATS password")
+	f.StringVar(&fl.NATS.Creds, "nats-creds", "", "NATS credentials file")
+	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
+	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
+	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
+	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
+	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
+	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
+	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
+	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
+	f.Int64Var(&fl.Runner.OutputCap, "output-cap", 0, "bytes of stdout and of stderr kept per job")
+	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
+	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
+	return cmd
+}
+
+// loadServerConfig reads the file, refusing fields it does not know.
+func loadServerConfig(path string) (serverConfig, error) {
+	var cfg serverConfig
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("server config: %w", err)
+	}
+	return parseServerConfig(path, data)
+}
+
+func parseServerConfig(name string, data []byte) (serverConfig, error) {
+	var cfg serverConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		// yaml lists type errors on lines of their own; one line reads better.
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return cfg, fmt.Errorf("server config %s: %s", name, strings.Join(te.Errors, "; "))
+		}
+		return cfg, fmt.Errorf("server config %s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+// override applies the flags that were set.
+func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string) error {
+	set := cmd.Flags().Changed
+	str := func(flag string, dst *string, v string) {
+		if set(flag) {
+			*dst = v
+		}
+	}
+	str("id", &c.ID, fl.ID)
+	str("nats", &c.NATS.URL, fl.NATS.URL)
+	str("nats-user", &c.NATS.User, fl.NATS.User)
+	str("nats-password", &c.NATS.Password, fl.NATS.Password)
+	str("nats-creds", &c.NATS.Creds, fl.NATS.Creds)
+	str("currency", &c.Currency.Code, fl.Currency.Code)
+	str("nvml", &c.NVML, fl.NVML)
+	str("policy", &c.Policy.Kind, fl.Policy.Kind)
+	str("runner", &c.Runner.Kind, fl.Runner.Kind)
+	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
+	if set("scale") {
+		c.Currency.Scale = fl.Currency.Scale
+	}
+	if set("allow") {
+		c.Runner.Allowed = fl.Runner.Allowed
+	}
+	if set("output-cap") {
+		c.Runner.OutputCap = fl.Runner.OutputCap
+	}
+	if set("sample-every") {
+		c.SampleEvery = fl.SampleEvery
+	}
+	if set("heartbeat") {
+		c.Heartbeat = fl.Heartbeat
+	}
+	if set("gpus") {
+		c.GPUs = c.GPUs[:0]
+		for _, g := range strings.Split(gpus, ",") {
+			var n, mem int
+			var model string
+			count, rest, ok1 := strings.Cut(strings.TrimSpace(g), "x")
+			model, memStr, ok2 := strings.Cut(rest, ":")
+			_, err1 := fmt.Sscan(count, &n)
+			_, err2 := fmt.Sscan(memStr, &mem)
+			if !ok1 || !ok2 || err1 != nil || err2 != nil || model == "" {
+				return fmt.Errorf("--gpus %q: want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920", g)
+			}
+			c.GPUs = append(c.GPUs, struct {
+				Count     int    `yaml:"count"`
+				Model     string `yaml:"model"`
+				MemoryMiB int    `yaml:"memory_mib"`
+			}{n, model, mem})
+		}
+	}
+	return nil
+}
+
+// declaredGPUs numbers the declared groups' GPUs from 0.
+func (c *serverConfig) declaredGPUs() ([]protocol.GPU, error) {
+	var out []protocol.GPU
+	for i, g := range c.GPUs {
+		if g.Count < 1 || g.Model == "" || g.MemoryMiB < 0 {
+			return nil, fmt.Errorf("server config: gpus[%d]: want a count of at least 1, a model and memory_mib", i)
+		}
+		for range g.Count {
+			out = append(out, protocol.GPU{Index: len(out), Model: g.Model, MemoryMiB: g.MemoryMiB})
+		}
+	}
+	return out, nil
+}
+
+func (c *serverConfig) policy() (server.Policy, error) {
+	curve := func(name string, pairs [][]string) (contract.Curve, error) {
+		if pairs == nil {
+			return nil, nil
+		}
+		data, _ := json.Marshal(pairs)
+		var cv contract.Curve
+		if err := json.Unmarshal(data, &cv); err != nil {
+			return nil, fmt.Errorf("server config: policy.%s: %w", name, err)
+		}
+		return cv, nil
+	}
+	p, err := curve("p", c.Policy.P)
+	if err != nil {
+		return nil, err
+	}
+	q, err := curve("q", c.Policy.Q)
+	if err != nil {
+		return nil, err
+	}
+	reserve := server.Reserve{P: p, Q: q, MaxTimeLimit: c.Policy.MaxTimeLimit, CounterTTL: c.Policy.CounterTTL}
+	switch c.Policy.Kind {
+	case "", "reserve":
+		if c.Policy.K != "" {
+			return nil, errors.New("server config: policy.k is for the utilisation policy")
+		}
+		return reserve, nil
+	case "utilisation":
+		k, err := decimal.NewFromString(c.Policy.K)
+		if err != nil {
+			return nil, fmt.Errorf("server config: policy.k %q: want a decimal number", c.Policy.K)
+		}
+		return server.Utilisation{Base: reserve, K: k}, nil
+	}
+	return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
+}
+
+// gpusAndMeter discovers the GPUs through NVML, or falls back to the
+// declared ones where NVML is off or, with nvml auto, unavailable. It
+// returns a nil meter without NVML.
+func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, stderr io.Writer, log *slog.Logger) ([]protocol.GPU, *nvmlmeter.Meter, error) {
+	declared, err := c.declaredGPUs()
+	if err != nil {
+		return nil, nil, err
+	}
+	fallback := func(why string) ([]protocol.GPU, *nvmlmeter.Meter, error) {
+		if len(declared) == 0 {
+			return nil, nil, fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", why)
+		}
+		meter := "the synthetic meter"
+		if c.Runner.Kind == "process" {
+			meter = "no meter: process jobs report no GPU use (U = 0)"
+		}
+		fmt.Fprintf(stderr, "%s: using the declared GPUs and %s\n", why, meter)
+		return declared, nil, nil
+	}
+	switch c.NVML {
+	case "off":
+		if len(declared) == 0 {
+			return nil, nil, errors.New("nvml is off and no GPUs are declared (gpus in the configuration, or --gpus)")
+		}
+		return declared, nil, nil
+	case "", "auto", "required":
+	default:
+		return nil, nil, fmt.Errorf("server config: nvml %q: want auto, off or required", c.NVML)
+	}
+	m, err := nvmlmeter.Open(openNVML(), nvmlmeter.Config{Interval: c.SampleEvery, Logger: log})
+	if err != nil {
+		if c.NVML == "required" {
+			return nil, nil, fmt.Errorf("NVML is required: %w", err)
+		}
+		return fallback(err.Error())
+	}
+	if len(declared) > 0 {
+		log.Warn("NVML found the GPUs; the declared ones are ignored", "found", len(m.GPUs()), "declared", len(declared))
+	}
+	return m.GPUs(), m, nil
+}
+
+func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
+	ctx := cmd.Context()
+	log := slog.Default()
+	if c.ID == "" {
+		return errors.New("server config: no id (id in the configuration, or --id)")
+	}
+	cur := currency.Currency{Code: currency.Code(c.Currency.Code), Scale: c.Currency.Scale}
+	if c.Currency.Code == "" {
+		return errors.New("server config: no currency (currency.code, or --currency)")
+	}
+	policy, err := c.policy()
+	if err != nil {
+		return err
+	}
+	switch c.Runner.Kind {
+	case "", "synthetic", "process":
+	default:
+		return fmt.Errorf("server config: runner %q: want synthetic or process", c.Runner.Kind)
+	}
+	gpus, meter, err := c.gpusAndMeter(openNVML, cmd.ErrOrStderr(), log)
+	if err != nil {
+		return err
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
+	var runner server.Runner = &server.Synthetic{}
+	if c.Runner.Kind == "process" {
+		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
+			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
+			Grace: c.Runner.Grace, Logger: log}
+		if meter != nil {
+			pc.Meter, pc.Devices = meter, meter.Devices()
+		}
+		pr, err := process.New(pc)
+		if err != nil {
+			return fmt.Errorf("server config: runner: %w", err)
+		}
+		defer pr.Close()
+		runner = pr
+	}
+	var opts []nats.Option
+	if c.NATS.User != "" {
+		opts = append(opts, nats.UserInfo(c.NATS.User, c.NATS.Password))
+	}
+	if c.NATS.Creds != "" {
+		opts = append(opts, nats.UserCredentials(c.NATS.Creds))
+	}
+	agent, err := server.New(server.Config{
+		URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
+		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil)
+	if err := agent.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("server stopped", "id", c.ID)
+	return nil
+}

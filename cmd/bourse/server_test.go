@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/market"
+)
+
+func writeConfig(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestServerConfigErrors(t *testing.T) {
+	base := "id: s1\ncurrency: {code: CRED, scale: 2}\nnvml: off\ngpus: [{count: 1, model: H100, memory_mib: 81920}]\n"
+	for _, tt := range []struct {
+		name   string
+		config string // appended to base; "" for none
+		args   []string
+		want   string // the first line of stderr
+	}{
+		{"NoFile", "", []string{"--config", "/no/such/file.yaml"}, "bourse: server config: open /no/such/file.yaml: no such file or directory"},
+		{"UnknownField", "bogus: 1\n", nil, "field bogus not found"},
+		{"NotYAML", "[oops\n", nil, "server config"},
+		{"BadDuration", "heartbeat: soon\n", nil, "cannot unmarshal !!str `soon` into time.Duration"},
+		{"NoID", "", []string{"--id", ""}, "bourse: server config: no id (id in the configuration, or --id)"},
+		{"NoCurrency", "", []string{"--currency", ""}, "bourse: server config: no currency (currency.code, or --currency)"},
+		{"BadScale", "", []string{"--scale", "-1"}, "currency"},
+		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve or utilisation`},
+		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
+		{"KWithReserve", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
+		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},
+		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
+		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
+		{"NoPrograms", "runner: {kind: process}\n", nil, "no allowed programs"},
+		{"BadNVML", "", []string{"--nvml", "maybe"}, `bourse: server config: nvml "maybe": want auto, off or required`},
+		{"NoGPUs", "", []string{"--gpus", "0xH100:1"}, "bourse: server config: gpus[0]: want a count of at least 1, a model and memory_mib"},
+		{"BadGPUsFlag", "", []string{"--gpus", "H100"}, `bourse: --gpus "H100": want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920`},
+		{"NVMLRequired", "", []string{"--nvml", "required"}, "bourse: NVML is required: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"server"}
+			if !strings.Contains(strings.Join(tt.args, " "), "--config") {
+				args = append(args, "--config", writeConfig(t, "server.yaml", base+tt.config))
+			}
+			args = append(args, tt.args...)
+			var stdout, stderr bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if code := run(ctx, args, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit status %d, want 1; stderr %q", code, stderr.String())
+			}
+			first := strings.SplitN(stderr.String(), "\n", 2)[0]
+			if !strings.Contains(first, tt.want) {
+				t.Errorf("stderr %q, want it to hold %q", first, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseServerConfigJSON(t *testing.T) {
+	cfg, err := parseServerConfig("s.json", []byte(`{"id": "s1", "currency": {"code": "CRED", "scale": 2},
+		"gpus": [{"count": 2, "model": "A100", "memory_mib": 40960}],
+		"policy": {"kind": "utilisation", "p": [["0", "0.1"]], "k": "2"},
+		"runner": {"kind": "process", "allowed": ["/bin/sleep"], "output_cap": 1024, "grace": "3s"},
+		"sample_every": "500ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus, err := cfg.declaredGPUs()
+	if err != nil || len(gpus) != 2 || gpus[1].Index != 1 || gpus[1].Model != "A100" {
+		t.Errorf("GPUs %+v, %v", gpus, err)
+	}
+	if cfg.Runner.Grace != 3*time.Second || cfg.SampleEvery != 500*time.Millisecond || cfg.Runner.OutputCap != 1024 {
+		t.Errorf("config %+v", cfg)
+	}
+	p, err := cfg.policy()
+	if err != nil || p.(interface{ String() string }).String() != "utilisation" {
+		t.Errorf("policy %v, %v", p, err)
+	}
+}
+
+// TestNoDriver: where NVML's Init fails the server says so, plainly, and
+// uses the declared GPUs; without any it refuses to start.
+func TestNoDriver(t *testing.T) {
+	noLib := func(...nvml.LibraryOption) nvml.Interface {
+		return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, err := parseServerConfig("s.yaml", []byte("gpus: [{count: 2, model: H100, memory_mib: 81920}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	gpus, meter, err := cfg.gpusAndMeter(noLib, &stderr, log)
+	if err != nil || meter != nil || len(gpus) != 2 {
+		t.Fatalf("gpusAndMeter = %v, %v, %v", gpus, meter, err)
+	}
+	if want := "no NVIDIA driver (NVML: library not found): using the declared GPUs and the synthetic meter\n"; stderr.String() != want {
+		t.Errorf("printed %q, want %q", stderr.String(), want)
+	}
+	cfg.GPUs = nil
+	if _, _, err := cfg.gpusAndMeter(noLib, io.Discard, log); err == nil || !strings.Contains(err.Error(), "no GPUs are declared") {
+		t.Errorf("without declared GPUs: %v", err)
+	}
+}
+
+// TestServerSettles runs `bourse server` against a market with an exchange
+// and one bidder but no servers of its own: the bidder's contracts can
+// only be ours, and one must settle.
+func TestServerSettles(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	clients := market.DefaultClients()[:1] // ada: H100s
+	m, err := market.Start(ctx, market.Config{Store: store, Servers: []market.ServerSpec{}, Clients: clients,
+		JobScale: 0.3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stopMarket := func() {
+		if !stopped {
+			stopped = true
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			m.Stop(sctx)
+		}
+	}
+	defer stopMarket()
+
+	config := writeConfig(t, "server.yaml", `
+id: gpu-1
+nats: {url: `+m.URL()+`}
+currency: {code: CRED, scale: 2}
+nvml: auto
+gpus: [{count: 2, model: H100, memory_mib: 81920}]
+policy: {kind: reserve, p: [["0", "0.01"]]}
+runner: {kind: synthetic}
+heartbeat: 200ms
+`)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(sctx, []string{"server", "--config", config}, &stdout, &stderr) }()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s := m.Tally.Snapshot().Servers["gpu-1"]; s.GPUSeconds.IsPositive() {
+			break
+		}
+		select {
+		case code := <-exited:
+			t.Fatalf("the server exited with %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no contract settled on gpu-1 in 30s; snapshot %+v\nserver log:\n%s", m.Tally.Snapshot(), stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopMarket() // the bidders stop, and the running contracts settle
+	cancel()     // SIGTERM, as far as the command can tell
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit status %d after a stop; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not stop")
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "msg=registered") || !strings.Contains(out, "msg=stopped") {
+		t.Errorf("the server's log lacks its registration or a stopped contract:\n%s", out)
+	}
+	rep, err := store.Ledger().Audit(ctx)
+	if err != nil || !rep.OK() {
+		t.Errorf("audit: %v\n%s", err, rep)
+	}
+}

@@ -1,0 +1,27 @@
+package server
+
+import (
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// Meter measures the GPU use of jobs that run as processes. The NVML meter
+// (package nvmlmeter) is the real one; a process runner without a meter
+// reports no use (U = 0).
+type Meter interface {
+	// Track starts measuring a job on its assigned GPUs. owns tells the
+	// job's processes from others on the same GPUs; a meter that reads
+	// whole devices need not call it.
+	Track(gpus []protocol.GPU, owns func(pid int) bool) (Gauge, error)
+}
+
+// Gauge is a Meter's running measurement of one job.
+type Gauge interface {
+	// Read returns the GPU-seconds busy and the joules drawn, cumulative
+	// since Track, as of the latest sample.
+	Read() (u, energyJ decimal.Decimal)
+	// Stop takes a last sample and ends the measurement: Read returns the
+	// same values from then on. Stopping twice does nothing.
+	Stop()
+}

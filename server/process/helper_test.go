@@ -1,0 +1,82 @@
+package process_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv makes the test binary act as a job: its value names the act.
+const helperEnv = "BOURSE_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if act := os.Getenv(helperEnv); act != "" {
+		os.Exit(helper(act, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// helper is a job of the tests:
+//
+//	env          print the GPU variables, the contract and SECRET
+//	exit N       exit with status N
+//	spew N       write N bytes to stdout
+//	stubborn     ignore SIGTERM, start a child that ignores it too, print its pid, wait
+//	checkpoint   on SIGTERM print "checkpointed" and exit 0
+//	count        print a number every 10ms until killed
+//	sleep        sleep until killed
+func helper(act string, args []string) int {
+	switch act {
+	case "env":
+		for _, k := range []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "BOURSE_CONTRACT", "SEED", "SECRET", "PATH"} {
+			v, ok := os.LookupEnv(k)
+			fmt.Printf("%s=%s %v\n", k, v, ok)
+		}
+		return 0
+	case "exit":
+		n, _ := strconv.Atoi(args[0])
+		return n
+	case "spew":
+		n, _ := strconv.Atoi(args[0])
+		_, _ = os.Stdout.Write([]byte(strings.Repeat("x", n)))
+		return 0
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		child := exec.Command(os.Args[0])
+		child.Env = []string{helperEnv + "=stubborn-child"}
+		if err := child.Start(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(child.Process.Pid)
+		time.Sleep(time.Hour)
+		return 0
+	case "stubborn-child":
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+		return 0
+	case "checkpoint":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		fmt.Println("checkpointed")
+		return 0
+	case "count":
+		for i := 0; ; i++ {
+			fmt.Println(i)
+			time.Sleep(10 * time.Millisecond)
+		}
+	case "sleep":
+		time.Sleep(time.Hour)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown act", act)
+	return 2
+}

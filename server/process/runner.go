@@ -1,0 +1,358 @@
+// Package process runs contracts' jobs as operating-system processes: the
+// server.Runner for real GPU work.
+//
+// A job's command must be one of the programs the server's configuration
+// allows, and it is executed directly, never through a shell: its arguments
+// reach it as they are. Its environment is the server's declared one, the
+// job's own variables where the configuration allows their names, and the
+// assigned GPUs in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES. Each job
+// runs in its own process group, so that a stop reaches every process it
+// started; its output goes to files under the output directory, capped in
+// size.
+package process
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultGrace      = 10 * time.Second
+	DefaultOutputCap  = 64 << 20
+	DefaultStoppedTTL = 10 * time.Minute
+)
+
+// CheckpointEnv is the job variable that says how the job suspends. By
+// default a suspended job is sent SIGTERM and given the grace period to
+// checkpoint and exit. A job that sets CheckpointEnv to "none" cannot
+// checkpoint: it is frozen with SIGSTOP instead, and a contract that
+// resumes it on the same GPUs thaws it with SIGCONT.
+const CheckpointEnv = "BOURSE_CHECKPOINT"
+
+// shells are refused as programs unless Config.AllowShell: one would run
+// whatever its arguments say.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox"}
+
+// Config configures a Runner. Allowed is required; the rest have defaults.
+type Config struct {
+	// Allowed are the programs jobs may run: absolute paths, or names
+	// looked up in this process's PATH when New is called. A job names one
+	// as it is written here or by its resolved path.
+	Allowed []string
+	// AllowShell lets Allowed name a shell; without it New refuses one.
+	AllowShell bool
+	// Env is the environment every job starts with (PATH, HOME, …); the
+	// server's own environment, which may hold credentials, is not passed.
+	Env map[string]string
+	// AllowEnv are the variables a job may set: exact names, or prefixes
+	// ending in "*". CheckpointEnv is always allowed; the GPU variables
+	// never are.
+	AllowEnv []string
+	// Devices maps a GPU index to the identifier CUDA should see (a UUID,
+	// or a MIG-… UUID for a MIG slice); GPUs missing from it are named by
+	// their index.
+	Devices map[int]string
+	// OutputDir holds a directory per contract with the job's stdout and
+	// stderr; the job runs in it. Empty for os.TempDir()/bourse-jobs.
+	OutputDir string
+	// OutputCap bounds each of the two files in bytes; what a job writes
+	// beyond it is dropped. Zero for DefaultOutputCap.
+	OutputCap int64
+	// Grace is how long a job has between SIGTERM and SIGKILL. Zero for
+	// DefaultGrace.
+	Grace time.Duration
+	// StoppedTTL is how long a job frozen by a suspend waits for its
+	// resume before it is killed. Zero for DefaultStoppedTTL.
+	StoppedTTL time.Duration
+	// Meter measures the jobs' GPU use; nil reports none (U = 0).
+	Meter  server.Meter
+	Logger *slog.Logger // nil: slog.Default()
+}
+
+// Runner starts jobs as process groups. Make one with New; Close kills
+// the frozen jobs it still keeps.
+type Runner struct {
+	cfg     Config
+	log     *slog.Logger
+	allowed map[string]string // a name a job may use → the path to execute
+
+	mu      sync.Mutex
+	stopped map[string]*proc // frozen by a suspend, by contract
+}
+
+var (
+	_ server.Runner  = (*Runner)(nil)
+	_ server.Checker = (*Runner)(nil)
+)
+
+// New checks cfg, resolves the allowed programs and creates the output
+// directory.
+func New(cfg Config) (*Runner, error) {
+	const op = "process.New"
+	if len(cfg.Allowed) == 0 {
+		return nil, bourse.Errorf(bourse.EInvalid, op, "no allowed programs")
+	}
+	allowed := map[string]string{}
+	for _, a := range cfg.Allowed {
+		path, err := exec.LookPath(a)
+		if err != nil {
+			return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "allowed", Message: a + ": not an executable program", Err: err}
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if !cfg.AllowShell && isShell(path) {
+			return nil, bourse.Errorf(bourse.EInvalid, op, "%s is a shell; jobs run without one unless the configuration allows shells", a)
+		}
+		allowed[a], allowed[path] = path, path
+	}
+	for k := range cfg.Env {
+		if err := checkName(k); err != nil {
+			return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "env", Message: err.Error()}
+		}
+	}
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join(os.TempDir(), "bourse-jobs")
+	}
+	if err := os.MkdirAll(cfg.OutputDir, 0o750); err != nil {
+		return nil, fmt.Errorf("%s: output directory: %w", op, err)
+	}
+	if cfg.OutputCap <= 0 {
+		cfg.OutputCap = DefaultOutputCap
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.StoppedTTL <= 0 {
+		cfg.StoppedTTL = DefaultStoppedTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger, allowed: allowed, stopped: map[string]*proc{}}, nil
+}
+
+func isShell(path string) bool {
+	if slices.Contains(shells, filepath.Base(path)) {
+		return true
+	}
+	// /bin/sh is often a link to dash or busybox under another name.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return slices.Contains(shells, filepath.Base(real))
+	}
+	return false
+}
+
+func checkName(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("bad variable name %q", k)
+	}
+	return nil
+}
+
+// Check says whether the runner would start job: its command allowed, its
+// variables allowed. It refuses a missing job or command with
+// EInvalidOffer and anything the configuration does not allow with
+// EPermission.
+func (r *Runner) Check(job *contract.JobSpec) error {
+	_, _, err := r.prepare(job)
+	return err
+}
+
+// prepare resolves the job's program and builds the job's own variables.
+func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]string, err error) {
+	const op = "process.Check"
+	if job == nil || job.Command == "" {
+		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.command", Message: "this server runs processes: the offer must name a command"}
+	}
+	path, ok := r.allowed[job.Command]
+	if !ok {
+		return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.command", Message: fmt.Sprintf("%q is not a program this server runs", job.Command)}
+	}
+	for _, a := range job.Args {
+		if strings.ContainsRune(a, 0) {
+			return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.args", Message: "an argument holds a NUL byte"}
+		}
+	}
+	env = map[string]string{}
+	for k, v := range job.Env {
+		if err := checkName(k); err != nil || strings.ContainsRune(v, 0) {
+			return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf("bad variable %q", k)}
+		}
+		if !r.envAllowed(k) {
+			return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.env", Message: fmt.Sprintf("the job may not set %s", k)}
+		}
+		env[k] = v
+	}
+	if v, ok := env[CheckpointEnv]; ok && v != "none" && v != "signal" {
+		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf(`%s is %q; want "signal" or "none"`, CheckpointEnv, v)}
+	}
+	return path, env, nil
+}
+
+func (r *Runner) envAllowed(k string) bool {
+	switch k {
+	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES":
+		return false
+	case CheckpointEnv:
+		return true
+	}
+	for _, a := range r.cfg.AllowEnv {
+		if a == k || (strings.HasSuffix(a, "*") && strings.HasPrefix(k, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Start starts the job's process group, or thaws the frozen job that the
+// assignment resumes when it was frozen on the same GPUs.
+func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, error) {
+	const op = "process.Start"
+	path, jobEnv, err := r.prepare(a.Job)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.GPUs) == 0 {
+		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs assigned")
+	}
+	if p := r.takeStopped(a); p != nil {
+		return r.track(a, p, jobEnv)
+	}
+	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	env := map[string]string{}
+	for k, v := range r.cfg.Env {
+		env[k] = v
+	}
+	for k, v := range jobEnv {
+		env[k] = v
+	}
+	devices := r.devices(a)
+	env["CUDA_VISIBLE_DEVICES"] = devices
+	env["NVIDIA_VISIBLE_DEVICES"] = devices
+	env["BOURSE_CONTRACT"] = a.Contract
+	p, err := startProc(path, a.Job.Command, a.Job.Args, env, dir, r.cfg.OutputCap, r.log.With("contract", a.Contract))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
+	}
+	r.log.Info("job started", "contract", a.Contract, "pid", p.pid, "command", path, "gpus", devices, "output", dir)
+	return r.track(a, p, jobEnv)
+}
+
+// devices is the value of CUDA_VISIBLE_DEVICES for the assignment.
+func (r *Runner) devices(a server.Assignment) string {
+	ids := make([]string, len(a.GPUs))
+	for i, g := range a.GPUs {
+		if id, ok := r.cfg.Devices[g.Index]; ok {
+			ids[i] = id
+		} else {
+			ids[i] = strconv.Itoa(g.Index)
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// track wraps a running process group as the contract's job.
+func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (server.Job, error) {
+	j := &job{
+		runner:     r,
+		contract:   a.Contract,
+		proc:       p,
+		gpus:       a.GPUs,
+		canFreeze:  env[CheckpointEnv] == "none",
+		started:    time.Now(),
+		done:       make(chan struct{}),
+		stopSignal: make(chan struct{}),
+	}
+	if r.cfg.Meter != nil {
+		g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
+		if err != nil {
+			// Running unmetered would give the GPUs away.
+			p.kill()
+			return nil, fmt.Errorf("process.Start: meter: %w", err)
+		}
+		j.gauge = g
+	}
+	if a.TimeLimit > 0 {
+		j.limit = time.AfterFunc(a.TimeLimit, func() {
+			r.log.Warn("time limit reached; stopping the job", "contract", a.Contract)
+			_ = j.Stop(context.Background(), protocol.ReasonTimeLimit)
+		})
+	}
+	go j.watch()
+	return j, nil
+}
+
+// takeStopped returns the frozen job the assignment resumes, thawed, if it
+// was frozen on the same GPUs.
+func (r *Runner) takeStopped(a server.Assignment) *proc {
+	if a.Resumes == "" {
+		return nil
+	}
+	r.mu.Lock()
+	p, ok := r.stopped[a.Resumes]
+	if ok && sameGPUs(p.gpus, a.GPUs) {
+		delete(r.stopped, a.Resumes)
+	} else {
+		p = nil
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.ttl.Stop()
+	p.gpus = nil
+	if !p.thaw() {
+		return nil
+	}
+	r.log.Info("job resumed", "contract", a.Contract, "resumes", a.Resumes, "pid", p.pid)
+	return p
+}
+
+// keepStopped keeps a frozen job for its resume, for at most StoppedTTL.
+func (r *Runner) keepStopped(contract string, p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped[contract] = p
+	p.ttl = time.AfterFunc(r.cfg.StoppedTTL, func() {
+		r.mu.Lock()
+		kept := r.stopped[contract] == p
+		delete(r.stopped, contract)
+		r.mu.Unlock()
+		if kept {
+			r.log.Info("suspended job not resumed in time; killing it", "contract", contract, "pid", p.pid)
+			p.kill()
+		}
+	})
+}
+
+// Close kills the frozen jobs the runner keeps for a resume. Running jobs
+// are the agent's to stop.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	stopped := r.stopped
+	r.stopped = map[string]*proc{}
+	r.mu.Unlock()
+	for _, p := range stopped {
+		p.ttl.Stop()
+		p.kill()
+	}
+}
