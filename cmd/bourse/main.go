@@ -4,6 +4,7 @@
 //	bourse exchange   run an exchange instance against NATS and a database
 //	bourse admin      currencies, wallets, grants and the audit, on the database
 //	bourse bid        a client: offer, watch, suspend, kill, resume, balances
+//	bourse server     the agent on a GPU node: policy, runner, NVML meter
 //	bourse version    print the version of this binary
 //
 // Errors are printed as "bourse: <message>" on standard error and the exit
