@@ -17,6 +17,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server/outbox"
 )
 
 // Defaults for the zero values of Config.
@@ -54,6 +55,12 @@ type Config struct {
 	// ShutdownTimeout bounds how long a stopping agent keeps trying to
 	// publish its final readings; zero means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// OutboxDir is where readings wait on disk until JetStream has them
+	// (package outbox), so that they survive an outage of NATS and a
+	// restart of the agent, which sends what its predecessor left. Empty
+	// keeps them in memory only: a final reading not sent by the end of
+	// ShutdownTimeout is lost.
+	OutboxDir string
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -70,6 +77,10 @@ type Agent struct {
 
 	nc *nats.Conn
 	js jetstream.JetStream
+	// outbox keeps readings until they are acknowledged; nil without
+	// Config.OutboxDir. resendKick asks for a pass over it.
+	outbox     *outbox.Outbox
+	resendKick chan struct{}
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
 	// readings of stopped jobs still go out.
 	runCtx   context.Context
@@ -95,6 +106,7 @@ type Agent struct {
 	active    map[string]*run // the runs whose jobs have not ended
 	ended     []*run          // ended runs, oldest first, to forget in time
 	recent    []contract.Terms
+	clients   clientBook
 }
 
 // New checks cfg and fills in its defaults.
@@ -157,6 +169,7 @@ func New(cfg Config) (*Agent, error) {
 		runs:         map[string]*run{},
 		active:       map[string]*run{},
 		reconnected:  make(chan struct{}, 1),
+		resendKick:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -176,6 +189,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.ran.CompareAndSwap(false, true) {
 		return bourse.Errorf(bourse.EInvalid, "server.Agent.Run", "Run was called already")
 	}
+	if a.cfg.OutboxDir != "" {
+		ob, err := outbox.Open(outbox.Config{Dir: a.cfg.OutboxDir, Logger: a.log})
+		if err != nil {
+			return fmt.Errorf("server %s: %w", a.id, err)
+		}
+		defer func() {
+			if err := ob.Close(); err != nil {
+				a.log.Error("close the outbox", "err", err)
+			}
+		}()
+		if n := ob.Len(); n > 0 {
+			a.log.Info("readings left unsent by the last run; sending them", "readings", n)
+		}
+		a.outbox = ob
+	}
 	closed, err := a.connect()
 	if err != nil {
 		return err
@@ -183,6 +211,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	a.runCtx = runCtx
+	resendCtx, stopResend := context.WithCancel(runCtx)
+	resent := make(chan struct{})
+	go func() { defer close(resent); a.resend(resendCtx) }()
 	subs, err := a.subscribe()
 	if err == nil {
 		err = a.hello(ctx)
@@ -191,6 +222,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.beat(ctx)
 	}
 	a.shutdown(subs, cancelRun)
+	stopResend()
+	<-resent
 	if a.cfg.Conn == nil {
 		if derr := a.nc.Drain(); derr != nil {
 			a.log.Warn("drain", "err", derr)
@@ -228,6 +261,7 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 				case a.reconnected <- struct{}{}:
 				default: // a hello is due already
 				}
+				a.kickResend()
 			}),
 			nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 			// Asynchronous errors (a permissions violation, a slow

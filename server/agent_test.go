@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -380,4 +381,105 @@ func TestAgentShippedPermissions(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, violations)
+}
+
+// TestAgentPreempts runs a preemptible job on both GPUs; a guaranteed
+// offer that pays more takes them: the preemptible job stops with reason
+// preempted, and the new one starts on its GPUs.
+func TestAgentPreempts(t *testing.T) {
+	x := newExchange(t, setup{})
+	x.startAgent("gpu1", server.Config{GPUs: gpus[:2],
+		Policy: server.Preempting{Base: server.Reserve{P: contract.Flat(dec("0.001"))}}})
+	x.waitBeat(func(h protocol.Hello) bool { return h.Policy == "preempting reserve" })
+
+	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
+	cheap.Preemptible = true
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: cheap}).Accept)
+	rs1 := x.readings("gpu1", "c1")
+	st1, err := x.start("gpu1", "o1", "c1", cheap)
+	require.NoError(t, err)
+	rd, _ := rs1.next()
+	require.Equal(t, uint64(1), rd.Seq)
+
+	t.Run("a preemptible offer preempts nothing", func(t *testing.T) {
+		d := x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: cheap})
+		assert.False(t, d.Accept)
+	})
+	t.Run("a guaranteed one at the same price neither", func(t *testing.T) {
+		same := cheap
+		same.Preemptible = false
+		assert.False(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: same}).Accept)
+	})
+
+	dear := terms(2, 10*time.Second, "0.002", "0.04", "1", time.Hour)
+	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o4", Terms: dear})
+	require.True(t, d.Accept, d.Reason)
+	assert.False(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o5", Terms: dear}).Accept,
+		"c1 is spoken for: a second guaranteed offer cannot preempt it again")
+
+	rs2 := x.readings("gpu1", "c2")
+	st2, err := x.start("gpu1", "o4", "c2", dear)
+	require.NoError(t, err)
+	assert.Equal(t, st1.GPUs, st2.GPUs, "the new job runs on the preempted one's GPUs")
+	final := rs1.final(rd.Seq)
+	assert.Equal(t, protocol.ReasonPreempted, final.Reason)
+	assert.False(t, st1.At.Add(time.Duration(final.T)).After(st2.At), "the preempted job stopped before the new one started")
+	rd2, _ := rs2.next()
+	assert.Equal(t, uint64(1), rd2.Seq)
+	assert.False(t, rd2.Final)
+	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 0 && len(h.Running) == 1 && h.Running[0] == "c2" })
+}
+
+// TestAgentPreemptionLapses lets a preempting accept lapse: the preemptible
+// job keeps its GPUs and runs on.
+func TestAgentPreemptionLapses(t *testing.T) {
+	x := newExchange(t, setup{})
+	x.startAgent("gpu1", server.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond,
+		Policy: server.Preempting{Base: server.Reserve{P: contract.Flat(dec("0.001"))}}})
+	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
+	cheap.Preemptible = true
+	rs := x.readings("gpu1", "c1")
+	_, err := x.start("gpu1", "o1", "c1", cheap)
+	require.NoError(t, err)
+
+	dear := terms(1, 10*time.Second, "0.002", "0.02", "1", time.Hour)
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: dear}).Accept)
+	time.Sleep(150 * time.Millisecond) // o2's hold lapses
+	_, err = x.start("gpu1", "o2", "c2", dear)
+	assert.Equal(t, bourse.ECapacityGone, bourse.ErrorCode(err), "%v", err)
+	rd, _ := rs.next()
+	for rd.Seq < 5 {
+		require.False(t, rd.Final, "c1 stopped: %s", rd.Reason)
+		rd, _ = rs.next()
+	}
+	assert.True(t, rd.S.Equal(dec("2")), "c1 has both GPUs: s = %s", rd.S)
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: dear}).Accept, "c1 is preemptible again")
+}
+
+// TestAgentFairUse checks that the agent tells the policy of the client's
+// running contracts, holds and last end.
+func TestAgentFairUse(t *testing.T) {
+	x := newExchange(t, setup{})
+	x.startAgent("gpu1", server.Config{Policy: server.FairUse{Base: server.Reserve{}, MaxRunning: 1, Cooldown: time.Hour}})
+	tm := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
+	bob := tm
+	bob.Client = "bob"
+
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
+	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: tm})
+	assert.False(t, d.Accept, "alice holds one already")
+	assert.Contains(t, d.Reason, "1 contracts")
+	rs := x.readings("gpu1", "c1")
+	_, err := x.start("gpu1", "o1", "c1", tm)
+	require.NoError(t, err)
+	assert.False(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: tm}).Accept, "alice runs one")
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o4", Terms: bob}).Accept, "bob runs none")
+
+	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
+	assert.Equal(t, protocol.ReasonKilled, rs.final(0).Reason)
+	require.Eventually(t, func() bool {
+		d = x.offer("gpu1", protocol.ServerOffer{Offer: "o5", Terms: tm})
+		return strings.Contains(d.Reason, "cooldown")
+	}, 3*time.Second, 20*time.Millisecond, "alice cools down after c1: %s", d.Reason)
+	assert.False(t, d.Accept)
 }

@@ -32,7 +32,9 @@ type run struct {
 	reason protocol.Reason // set by halt, before ctx is cancelled
 
 	// Guarded by the agent's mu.
-	ended     bool // the job has stopped and its GPUs are free
+	claimed   string // the offer whose hold took GPUs of this run, to preempt it
+	ended     bool   // the job has stopped and its GPUs are free
+	booked    bool   // its end is in the agent's clientBook
 	endedAt   time.Time
 	published bool // the final reading is out, or given up on
 }
@@ -69,7 +71,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	if err := protocol.CheckID(id); err != nil {
 		return protocol.Started{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "contract.id", Err: err}
 	}
-	gpus, already, err := a.claim(s)
+	gpus, victims, already, err := a.claim(s)
 	switch {
 	case err != nil:
 		return protocol.Started{}, err
@@ -82,8 +84,11 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 			assigned = append(assigned, g)
 		}
 	}
-	job, err := a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned,
-		TimeLimit: t.TimeLimit, Resumes: s.Contract.Resumes})
+	var job Job
+	if err = a.preempt(victims); err == nil {
+		job, err = a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned,
+			TimeLimit: t.TimeLimit, Resumes: s.Contract.Resumes})
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err == nil && a.closing {
@@ -107,6 +112,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	a.runs[id] = r
 	a.active[id] = r
 	a.recent = append(a.recent, t)
+	a.clients.started(t.Client, r.started.At)
 	if len(a.recent) > recentMax {
 		a.recent = a.recent[len(a.recent)-recentMax:]
 	}
@@ -116,38 +122,62 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	return r.started, nil
 }
 
+// preemptWait bounds how long a start waits for the jobs it preempts to
+// stop.
+const preemptWait = 10 * time.Second
+
+// preempt stops the runs with reason preempted and waits until their jobs
+// have ended, so that their GPUs are free for the job that took them.
+// Their final readings settle them.
+func (a *Agent) preempt(victims []*run) error {
+	for _, r := range victims {
+		r.halt(protocol.ReasonPreempted)
+	}
+	timeout := time.NewTimer(preemptWait)
+	defer timeout.Stop()
+	for _, r := range victims {
+		select {
+		case <-r.job.Done():
+			a.log.Info("preempted", "contract", r.id)
+		case <-timeout.C:
+			return bourse.Errorf(bourse.EUnavailable, "server.start", "preempted contract %s did not stop within %v", r.id, preemptWait)
+		}
+	}
+	return nil
+}
+
 // claim turns the offer's hold into the contract's GPUs, or takes free ones
-// when the hold has lapsed. For a contract started already it returns the
-// Started it answered then.
-func (a *Agent) claim(s protocol.Start) (gpus []int, already *protocol.Started, err error) {
+// when the hold has lapsed; victims are the runs the hold preempts. For a
+// contract started already it returns the Started it answered then.
+func (a *Agent) claim(s protocol.Start) (gpus []int, victims []*run, already *protocol.Started, err error) {
 	const op = "server.start"
 	id, t := s.Contract.ID, s.Contract.Terms
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r, ok := a.runs[id]; ok {
-		return nil, &r.started, nil
+		return nil, nil, &r.started, nil
 	}
 	if a.closing {
-		return nil, nil, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
+		return nil, nil, nil, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
 	if err := contract.Validate(t, a.scaleOf); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	a.sweep(a.now())
 	if h, ok := a.holds[s.Offer]; ok && len(h.gpus) == t.GPUs && h.terms.Class == t.Class {
-		gpus = h.gpus
+		gpus, victims = h.gpus, h.preempt
 		delete(a.holds, s.Offer)
 	} else {
 		a.release(s.Offer)
 		if gpus = a.pick(t.Class, t.GPUs); gpus == nil {
-			return nil, nil, bourse.Errorf(bourse.ECapacityGone, op, "the reservation lapsed and %d GPUs of the class are not free", t.GPUs)
+			return nil, nil, nil, bourse.Errorf(bourse.ECapacityGone, op, "the reservation lapsed and %d GPUs of the class are not free", t.GPUs)
 		}
 	}
 	for _, i := range gpus {
 		a.owner[i] = "run " + id
 		a.freeValid = false
 	}
-	return gpus, nil, nil
+	return gpus, victims, nil, nil
 }
 
 // onControl stops a contract's job for the client (suspended or killed)

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,6 +20,9 @@ type hold struct {
 	terms contract.Terms
 	gpus  []int
 	until time.Time
+	// preempt are the runs whose GPUs the hold took, to be stopped with
+	// reason preempted when the contract starts.
+	preempt []*run
 }
 
 // issued is a counter-offer this agent made, honoured until it lapses.
@@ -65,14 +69,19 @@ func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
 	}
 	if c, ok := a.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
 		// The agent promised these terms; only capacity can break it.
-		if a.reserve(so, now) {
+		if a.reserve(so, now, nil) {
+			return a.accepted()
+		}
+		// The GPUs may be the preemptible contracts', as the counter's
+		// were when it was made.
+		if d := a.policy.Decide(so.Terms, a.state(now, so.Terms.Client)); d.Accept && len(d.Preempt) > 0 && a.reserve(so, now, d.Preempt) {
 			return a.accepted()
 		}
 		return protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}
 	}
-	d := a.policy.Decide(so.Terms, a.state(now))
+	d := a.policy.Decide(so.Terms, a.state(now, so.Terms.Client))
 	if d.Accept {
-		if a.reserve(so, now) {
+		if a.reserve(so, now, d.Preempt) {
 			return a.accepted()
 		}
 		return protocol.Decision{Reason: "not enough free GPUs of the class"}
@@ -102,11 +111,21 @@ func (a *Agent) accepted() protocol.Decision {
 }
 
 // reserve holds free GPUs for the offer, and reports whether there were
-// enough. An earlier hold under the same offer id, for other terms, is
-// replaced. a.mu is held.
-func (a *Agent) reserve(so protocol.ServerOffer, now time.Time) bool {
+// enough. With preempt, the running preemptible contracts it names give up
+// their GPUs where the free ones are too few; they stop when the contract
+// starts, or keep their GPUs should the hold lapse. An earlier hold under
+// the same offer id, for other terms, is replaced. a.mu is held.
+func (a *Agent) reserve(so protocol.ServerOffer, now time.Time, preempt []string) bool {
 	a.release(so.Offer)
-	gpus := a.pick(so.Terms.Class, so.Terms.GPUs)
+	var victims []*run
+	for _, id := range preempt {
+		r, ok := a.active[id]
+		if !ok || !r.terms.Preemptible || r.claimed != "" {
+			return false
+		}
+		victims = append(victims, r)
+	}
+	gpus := a.pick(so.Terms.Class, so.Terms.GPUs, victims...)
 	if gpus == nil {
 		return false
 	}
@@ -114,19 +133,30 @@ func (a *Agent) reserve(so protocol.ServerOffer, now time.Time) bool {
 		a.owner[i] = "offer " + so.Offer
 		a.freeValid = false
 	}
-	a.holds[so.Offer] = &hold{terms: so.Terms, gpus: gpus, until: now.Add(a.cfg.HoldFor)}
+	for _, r := range victims {
+		r.claimed = so.Offer
+	}
+	a.holds[so.Offer] = &hold{terms: so.Terms, gpus: gpus, until: now.Add(a.cfg.HoldFor), preempt: victims}
 	return true
 }
 
-// pick chooses n free GPUs of the class, lowest indexes first, or returns
-// nil. a.mu is held.
-func (a *Agent) pick(c contract.Class, n int) []int {
+// pick chooses n free GPUs of the class, lowest indexes first, then GPUs
+// of the class that the runs of victims use, or returns nil. a.mu is held.
+func (a *Agent) pick(c contract.Class, n int, victims ...*run) []int {
 	var out []int
 	for _, g := range a.cfg.GPUs {
 		if len(out) == n {
 			break
 		}
 		if _, used := a.owner[g.Index]; !used && Fits(c, g) {
+			out = append(out, g.Index)
+		}
+	}
+	for _, g := range a.cfg.GPUs {
+		if len(out) == n {
+			break
+		}
+		if Fits(c, g) && slices.ContainsFunc(victims, func(r *run) bool { return a.owner[g.Index] == "run "+r.id }) {
 			out = append(out, g.Index)
 		}
 	}
@@ -157,6 +187,15 @@ func (a *Agent) release(offer string) {
 	for _, i := range h.gpus {
 		delete(a.owner, i)
 		a.freeValid = false
+		// A GPU taken from a run that still runs goes back to it.
+		for _, r := range h.preempt {
+			if !r.ended && slices.Contains(r.started.GPUs, i) {
+				a.owner[i] = "run " + r.id
+			}
+		}
+	}
+	for _, r := range h.preempt {
+		r.claimed = ""
 	}
 	delete(a.holds, offer)
 }
@@ -174,8 +213,15 @@ func (a *Agent) sweep(now time.Time) {
 			delete(a.counters, id)
 		}
 	}
-	// Ended runs are kept in the order they ended, so forgetting the old
-	// ones costs nothing per offer when there are none.
+	// Ended runs are kept in the order they ended, so the newly ended are
+	// last, and forgetting the old ones costs nothing per offer when there
+	// are none.
+	for i := len(a.ended) - 1; i >= 0 && !a.ended[i].booked; i-- {
+		r := a.ended[i]
+		r.booked = true
+		a.clients.ended(r.terms.Client, r.endedAt, r.reason)
+	}
+	a.clients.prune(now)
 	for len(a.ended) > 0 && now.Sub(a.ended[0].endedAt) > forgetAfter && a.ended[0].published {
 		delete(a.runs, a.ended[0].id)
 		a.ended[0] = nil
@@ -187,8 +233,8 @@ func (a *Agent) sweep(now time.Time) {
 // control: longer than any retry of the exchange's.
 const forgetAfter = 10 * time.Minute
 
-// state is what the policy sees. a.mu is held.
-func (a *Agent) state(now time.Time) State {
+// state is what the policy sees of an offer of client's. a.mu is held.
+func (a *Agent) state(now time.Time, client string) State {
 	if !a.freeValid {
 		a.free = a.free[:0]
 		for _, g := range a.cfg.GPUs {
@@ -199,9 +245,14 @@ func (a *Agent) state(now time.Time) State {
 		a.freeValid = true
 	}
 	// Clipped, so that a policy appending to it cannot write into the cache.
-	st := State{Now: now, Scale: a.cfg.Currency.Scale, GPUs: a.cfg.GPUs, Recent: a.recent, Free: slices.Clip(a.free)}
+	st := State{Now: now, Scale: a.cfg.Currency.Scale, GPUs: a.cfg.GPUs, Recent: a.recent, Free: slices.Clip(a.free),
+		Client: a.clientUse(client)}
 	for _, r := range a.active {
-		st.Running = append(st.Running, r.terms)
+		if r.claimed == "" {
+			st.Running = append(st.Running, Run{ID: r.id, Terms: r.terms, GPUs: r.started.GPUs, Started: r.started.At})
+		}
 	}
+	// In a fixed order, so that a policy decides alike in alike states.
+	slices.SortFunc(st.Running, func(x, y Run) int { return strings.Compare(x.ID, y.ID) })
 	return st
 }

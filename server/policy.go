@@ -28,8 +28,32 @@ type State struct {
 	// decide which of them an offer may use.
 	Free []protocol.GPU
 
-	Running []contract.Terms // the terms of the contracts running now
+	// Running are the contracts running now, except those an accepted
+	// offer is to preempt: their GPUs are spoken for, like a hold's.
+	Running []Run
 	Recent  []contract.Terms // the terms of the last contracts started, oldest first
+
+	// Client is what the server knows of the offer's client.
+	Client ClientUse
+}
+
+// ClientUse is a client's use of the server, for fair-use rules.
+type ClientUse struct {
+	// Running counts the client's contracts running, or held for an
+	// accepted offer.
+	Running int
+	// LastStart is when its last contract started, LastEnd when its last
+	// contract ended other than by preemption; zero where the server
+	// remembers none.
+	LastStart, LastEnd time.Time
+}
+
+// Run is a running contract as a policy sees it.
+type Run struct {
+	ID      string
+	Terms   contract.Terms
+	GPUs    []int // the indexes of its GPUs
+	Started time.Time
 }
 
 // FreeFor counts the free GPUs that satisfy c.
@@ -66,4 +90,8 @@ type Decision struct {
 	// Code is set when a rejection has a cause the client should see as a
 	// typed error; most rejections have none.
 	Code bourse.Code
+	// Preempt, with Accept, names the running preemptible contracts to
+	// suspend (reason preempted) for this offer: the agent takes their
+	// GPUs, and they stop before its job starts.
+	Preempt []string
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"testing/quick"
 	"time"
@@ -22,7 +23,7 @@ type decideCase struct {
 }
 
 func (c decideCase) String() string {
-	return fmt.Sprintf("policy %+v\nfree %d of %d\noffer %+v", c.Policy, len(c.State.Free), len(c.State.GPUs), c.Offer)
+	return fmt.Sprintf("policy %+v\nfree %d of %d\nrunning %+v\noffer %+v", c.Policy, len(c.State.Free), len(c.State.GPUs), c.State.Running, c.Offer)
 }
 
 // Generate implements quick.Generator.
@@ -33,9 +34,19 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 		g := models[r.Intn(len(models))]
 		g.Index = i
 		c.State.GPUs = append(c.State.GPUs, g)
-		if r.Intn(3) > 0 {
+		switch {
+		case r.Intn(3) > 0:
 			c.State.Free = append(c.State.Free, g)
-		}
+		case len(c.State.Running) > 0 && r.Intn(2) == 0:
+			// Busy with the last run, which is not always of one model.
+			last := &c.State.Running[len(c.State.Running)-1]
+			last.GPUs = append(last.GPUs, i)
+			last.Terms.GPUs++
+		case r.Intn(4) > 0:
+			c.State.Running = append(c.State.Running, Run{ID: fmt.Sprintf("r%d", i), GPUs: []int{i},
+				Started: c.State.Now.Add(-time.Duration(r.Intn(3600)) * time.Second),
+				Terms:   contract.Terms{GPUs: 1, Preemptible: r.Intn(3) > 0, P: cheap(randCurve(r, 3)), Q: cheap(randCurve(r, 2))}})
+		} // else held for an offer
 	}
 	reserve := Reserve{P: randCurve(r, 4), Q: randCurve(r, 3)}
 	if r.Intn(2) == 0 {
@@ -48,8 +59,26 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 	if r.Intn(2) == 0 {
 		c.Policy = Utilisation{Base: reserve, K: decimal.New(r.Int63n(300), -2)}
 	}
+	if r.Intn(2) == 0 {
+		c.Policy = Preempting{Base: c.Policy}
+	}
+	if r.Intn(4) == 0 {
+		f := FairUse{Base: c.Policy, MaxRunning: r.Intn(3), Cooldown: time.Duration(r.Intn(2)) * time.Hour}
+		if r.Intn(2) == 0 {
+			f.MaxTimeLimit = time.Duration(1+r.Intn(120)) * time.Minute
+		}
+		if r.Intn(2) == 0 {
+			longest := f.MaxTimeLimit
+			if longest == 0 {
+				longest = time.Hour
+			}
+			f.MinTimeLimit = time.Duration(r.Int63n(int64(longest)))
+		}
+		c.Policy = f
+		c.State.Client = ClientUse{Running: r.Intn(3), LastEnd: c.State.Now.Add(-time.Duration(r.Intn(7200)) * time.Second)}
+	}
 
-	o := contract.Terms{Client: "c", Currency: "GPU", GPUs: 1 + r.Intn(8),
+	o := contract.Terms{Client: "c", Currency: "GPU", GPUs: 1 + r.Intn(8), Preemptible: r.Intn(4) == 0,
 		TimeLimit: time.Duration(1+r.Int63n(int64(3*time.Hour/time.Second))) * time.Second}
 	switch r.Intn(3) {
 	case 0:
@@ -108,14 +137,23 @@ func TestCountersAccepted(t *testing.T) {
 	scaleOf := func(st State) func(string) (int32, bool) {
 		return func(string) (int32, bool) { return st.Scale, true }
 	}
-	accepted, countered := 0, 0
+	accepted, countered, preempted := 0, 0, 0
 	check := func(c decideCase) bool {
 		if err := contract.Validate(c.Offer, scaleOf(c.State)); err != nil {
 			t.Fatalf("generated an invalid offer: %v\n%v", err, c)
 		}
+		if v, ok := c.Policy.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				t.Fatalf("generated an invalid policy: %v\n%v", err, c)
+			}
+		}
 		got := c.Policy.Decide(c.Offer, c.State)
 		if got.Accept {
 			accepted++
+			if len(got.Preempt) > 0 {
+				preempted++
+				return len(got.Counters) == 0 && preemptsFairly(t, c, got.Preempt)
+			}
 			return len(got.Counters) == 0 && paysReserve(t, c)
 		}
 		if c.State.FreeFor(c.Offer.Class) == 0 && len(got.Counters) > 0 {
@@ -139,21 +177,61 @@ func TestCountersAccepted(t *testing.T) {
 		}
 		return true
 	}
-	cfg := &quick.Config{MaxCount: 5000, Rand: rand.New(rand.NewSource(20260301))}
+	cfg := &quick.Config{MaxCount: 8000, Rand: rand.New(rand.NewSource(20260301))}
 	if err := quick.Check(check, cfg); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d accepted, %d counters", accepted, countered)
-	if accepted < 100 || countered < 100 {
-		t.Fatalf("the generator is lopsided: %d accepted, %d counters", accepted, countered)
+	t.Logf("%d accepted, %d of them preempting, %d counters", accepted, preempted, countered)
+	if accepted < 100 || countered < 100 || preempted < 20 {
+		t.Fatalf("the generator is lopsided: %d accepted, %d preempting, %d counters", accepted, preempted, countered)
 	}
+}
+
+// preemptsFairly checks a preempting accept: the offer is guaranteed, too
+// few GPUs of its class are free, and the runs it preempts are
+// preemptible, pay less per GPU, and free enough GPUs of the class.
+func preemptsFairly(t *testing.T, c decideCase, preempt []string) bool {
+	free := c.State.FreeFor(c.Offer.Class)
+	if c.Offer.Preemptible || free >= c.Offer.GPUs {
+		t.Logf("preempts %v needlessly\n%v", preempt, c)
+		return false
+	}
+	for _, id := range preempt {
+		i := slices.IndexFunc(c.State.Running, func(r Run) bool { return r.ID == id })
+		if i < 0 {
+			t.Logf("preempts %s, which does not run\n%v", id, c)
+			return false
+		}
+		r := c.State.Running[i]
+		if !r.Terms.Preemptible || !less(fullRate(r.Terms), fullRate(c.Offer)) {
+			t.Logf("preempts %s, which is guaranteed or pays as much\n%v", id, c)
+			return false
+		}
+		for _, g := range c.State.GPUs {
+			if slices.Contains(r.GPUs, g.Index) && Fits(c.Offer.Class, g) {
+				free++
+			}
+		}
+	}
+	if free < c.Offer.GPUs {
+		t.Logf("preempting %v frees too few GPUs\n%v", preempt, c)
+		return false
+	}
+	return true
 }
 
 // paysReserve samples an accepted offer's curves against the reserve on a
 // grid of [0, g] and at every breakpoint, as a second opinion on covers.
 func paysReserve(t *testing.T, c decideCase) bool {
-	r, ok := c.Policy.(Reserve)
-	if u, isU := c.Policy.(Utilisation); isU {
+	policy := c.Policy
+	if f, isF := policy.(FairUse); isF {
+		policy = f.Base
+	}
+	if p, isP := policy.(Preempting); isP {
+		policy = p.Base
+	}
+	r, ok := policy.(Reserve)
+	if u, isU := policy.(Utilisation); isU {
 		r, ok = u.ReserveAt(c.State), true
 	}
 	if !ok {
@@ -179,4 +257,9 @@ func paysReserve(t *testing.T, c decideCase) bool {
 		}
 	}
 	return true
+}
+
+// cheap is c at a tenth of its price: preemptible work sells for less.
+func cheap(c contract.Curve) contract.Curve {
+	return scaleCurve(c, decimal.NewFromInt(1), decimal.NewFromInt(10))
 }

@@ -33,6 +33,10 @@ func (a *Agent) watch(r *run) {
 		select {
 		case <-r.job.Done():
 			reason = protocol.ReasonCompleted
+			if r.terms.TimeLimit > 0 && a.now().Sub(r.started.At) >= r.terms.TimeLimit {
+				// A runner that enforces the limit itself stopped it.
+				reason = protocol.ReasonTimeLimit
+			}
 		case <-limit.C:
 			reason = protocol.ReasonTimeLimit
 		case <-r.ctx.Done():
@@ -58,11 +62,21 @@ func (a *Agent) watch(r *run) {
 
 // publishUntil publishes a reading that is not final, giving up after
 // every or when the run is halted: the next reading is cumulative and
-// carries its usage, and a stop must not wait for a slow stream.
+// carries its usage, and a stop must not wait for a slow stream. An outbox
+// keeps it meanwhile, for resend, until a newer reading replaces it.
 func (a *Agent) publishUntil(r *run, rd protocol.Reading, every time.Duration) {
+	a.keep(rd)
 	ctx, cancel := context.WithTimeout(r.ctx, every)
 	defer cancel()
-	if err := a.publish(ctx, rd); err != nil && r.ctx.Err() == nil {
+	err := a.publish(ctx, rd)
+	switch {
+	case err == nil:
+		a.sent(rd)
+	case r.ctx.Err() != nil:
+	case a.outbox != nil:
+		a.log.Warn("reading not acknowledged; the outbox keeps it", "contract", r.id, "seq", rd.Seq, "err", err)
+		a.kickResend()
+	default:
 		a.log.Warn("reading skipped", "contract", r.id, "seq", rd.Seq, "err", err)
 	}
 }
@@ -85,7 +99,8 @@ func (a *Agent) limitReached(r *run, m Measurement) protocol.Reason {
 }
 
 // finish stops the job, frees its GPUs and publishes the final reading,
-// retrying until JetStream has it or the agent gives up at shutdown.
+// retrying until JetStream has it or the agent gives up at shutdown; an
+// outbox then keeps it for the agent's next run.
 func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurement) {
 	r.halt(reason) // so that later controls find it stopped
 	if err := r.job.Stop(a.runCtx, reason); err != nil {
@@ -112,10 +127,15 @@ func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurem
 
 	rd := a.reading(r, seq, m)
 	rd.Final, rd.Reason, rd.ExitCode = true, reason, m.ExitCode
-	if err := a.publish(a.runCtx, rd); err != nil {
-		a.log.Error("final reading lost", "contract", r.id, "seq", seq, "reason", reason, "u", rd.U, "t", rd.T, "err", err)
-	} else {
+	a.keep(rd)
+	switch err := a.publish(a.runCtx, rd); {
+	case err == nil:
+		a.sent(rd)
 		a.log.Info("stopped", "contract", r.id, "reason", reason, "u", rd.U, "t", time.Duration(rd.T))
+	case a.outbox != nil:
+		a.log.Warn("final reading not acknowledged; the outbox keeps it for the next run", "contract", r.id, "seq", seq, "reason", reason, "err", err)
+	default:
+		a.log.Error("final reading lost", "contract", r.id, "seq", seq, "reason", reason, "u", rd.U, "t", rd.T, "err", err)
 	}
 	a.mu.Lock()
 	r.published = true
@@ -130,17 +150,9 @@ func (a *Agent) reading(r *run, seq uint64, m Measurement) protocol.Reading {
 // message id until JetStream acknowledges it or ctx ends. The id makes a
 // retry after a lost acknowledgement harmless: the stream drops the copy.
 func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
-	data, err := json.Marshal(rd)
-	if err != nil {
-		return fmt.Errorf("encode reading: %w", err)
-	}
 	wait := 50 * time.Millisecond
 	for {
-		msg := nats.NewMsg(protocol.UsageSubject(a.id, rd.Contract))
-		msg.Data = data
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err = a.js.PublishMsg(actx, msg, jetstream.WithMsgID(rd.MsgID()), jetstream.WithExpectStream(protocol.UsageStream))
-		cancel()
+		err := a.publishOnce(ctx, rd)
 		if err == nil {
 			return nil
 		}
@@ -153,5 +165,82 @@ func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
 			a.log.Warn("final reading not acknowledged; retrying", "contract", rd.Contract, "err", err)
 		}
 		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// publishOnce tries once to put a reading on the usage stream.
+func (a *Agent) publishOnce(ctx context.Context, rd protocol.Reading) error {
+	data, err := json.Marshal(rd)
+	if err != nil {
+		return fmt.Errorf("encode reading: %w", err)
+	}
+	msg := nats.NewMsg(protocol.UsageSubject(a.id, rd.Contract))
+	msg.Data = data
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(rd.MsgID()), jetstream.WithExpectStream(protocol.UsageStream))
+	return err
+}
+
+// keep writes a reading to the outbox, if there is one, before it is
+// published.
+func (a *Agent) keep(rd protocol.Reading) {
+	if a.outbox == nil {
+		return
+	}
+	if err := a.outbox.Append(rd); err != nil {
+		a.log.Error("outbox: the reading is kept in memory only", "contract", rd.Contract, "seq", rd.Seq, "final", rd.Final, "err", err)
+	}
+}
+
+// sent tells the outbox that JetStream has a reading.
+func (a *Agent) sent(rd protocol.Reading) {
+	if a.outbox == nil {
+		return
+	}
+	if err := a.outbox.Done(rd.Contract, rd.Seq); err != nil {
+		a.log.Warn("outbox", "err", err)
+	}
+}
+
+func (a *Agent) kickResend() {
+	select {
+	case a.resendKick <- struct{}{}:
+	default: // a pass is due already
+	}
+}
+
+// resend publishes what the outbox holds, oldest first, until ctx ends: at
+// once (what the agent's last run left), after a reconnect, when a reading
+// was not acknowledged, and every heartbeat while readings wait. A pass
+// stops at the first failure; the next tries again. Readings a job's
+// watch is publishing too may go twice: the message id makes that
+// harmless.
+func (a *Agent) resend(ctx context.Context) {
+	if a.outbox == nil {
+		return
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.resendKick:
+		case <-t.C:
+		}
+		for _, rd := range a.outbox.Pending() {
+			if err := a.publishOnce(ctx, rd); err != nil {
+				if ctx.Err() == nil {
+					a.log.Debug("outbox: not sent; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)
+				}
+				break
+			}
+			a.sent(rd)
+			if rd.Final {
+				a.log.Info("final reading sent from the outbox", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason)
+			}
+		}
+		t.Reset(a.heartbeatEvery())
 	}
 }

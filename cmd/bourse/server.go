@@ -70,6 +70,9 @@ type serverConfig struct {
 	Heartbeat    time.Duration `yaml:"heartbeat"`
 	ReadingEvery time.Duration `yaml:"reading_every"`
 	HoldFor      time.Duration `yaml:"hold_for"`
+	// OutboxDir keeps readings on disk until JetStream has them, across
+	// NATS outages and restarts; empty keeps them in memory only.
+	OutboxDir string `yaml:"outbox_dir"`
 }
 
 func newServerCmd() *cobra.Command {
@@ -120,6 +123,7 @@ final readings.`,
 	f.Int64Var(&fl.Runner.OutputCap, "output-cap", 0, "bytes of stdout and of stderr kept per job")
 	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
 	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
+	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them (default: in memory only)")
 	return cmd
 }
 
@@ -169,6 +173,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
 	str("runner", &c.Runner.Kind, fl.Runner.Kind)
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
+	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
 	if set("scale") {
 		c.Currency.Scale = fl.Currency.Scale
 	}
@@ -318,6 +323,13 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	default:
 		return fmt.Errorf("server config: runner %q: want synthetic or process", c.Runner.Kind)
 	}
+	if c.OutboxDir != "" {
+		// The agent opens it; a directory it cannot make is a mistake of
+		// the configuration, better said before anything starts.
+		if err := os.MkdirAll(c.OutboxDir, 0o750); err != nil {
+			return fmt.Errorf("server config: outbox_dir: %w", err)
+		}
+	}
 	gpus, meter, err := c.gpusAndMeter(openNVML, cmd.ErrOrStderr(), log)
 	if err != nil {
 		return err
@@ -349,13 +361,13 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	agent, err := server.New(server.Config{
 		URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
-		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, Logger: log,
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log,
 	})
 	if err != nil {
 		return err
 	}
 	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
-		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil)
+		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := agent.Run(ctx); err != nil {
 		return err
 	}

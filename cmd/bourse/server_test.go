@@ -54,6 +54,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"NoGPUs", "", []string{"--gpus", "0xH100:1"}, "bourse: server config: gpus[0]: want a count of at least 1, a model and memory_mib"},
 		{"BadGPUsFlag", "", []string{"--gpus", "H100"}, `bourse: --gpus "H100": want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920`},
 		{"NVMLRequired", "", []string{"--nvml", "required"}, "bourse: NVML is required: "},
+		{"BadOutbox", "", []string{"--outbox-dir", "/dev/null/outbox"}, "bourse: server config: outbox_dir: mkdir /dev/null: not a directory"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := []string{"server"}
@@ -145,7 +146,9 @@ func TestServerSettles(t *testing.T) {
 	}
 	defer stopMarket()
 
+	outbox := t.TempDir()
 	config := writeConfig(t, "server.yaml", `
+outbox_dir: `+outbox+`
 id: gpu-1
 nats: {url: `+m.URL()+`}
 currency: {code: CRED, scale: 2}
@@ -194,5 +197,8 @@ heartbeat: 200ms
 	rep, err := store.Ledger().Audit(ctx)
 	if err != nil || !rep.OK() {
 		t.Errorf("audit: %v\n%s", err, rep)
+	}
+	if _, err := os.Stat(filepath.Join(outbox, "readings.log")); err != nil {
+		t.Errorf("the readings went around the outbox: %v", err)
 	}
 }

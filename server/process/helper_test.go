@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/process"
 )
 
 // helperEnv makes the test binary act as a job: its value names the act.
@@ -31,6 +36,7 @@ func TestMain(m *testing.M) {
 //	checkpoint   on SIGTERM print "checkpointed" and exit 0
 //	count        print a number every 10ms until killed
 //	sleep        sleep until killed
+//	runner DIR   start /bin/sleep as a job of a Runner with output in DIR, print its pid, wait
 func helper(act string, args []string) int {
 	switch act {
 	case "env":
@@ -74,6 +80,21 @@ func helper(act string, args []string) int {
 			time.Sleep(10 * time.Millisecond)
 		}
 	case "sleep":
+		time.Sleep(time.Hour)
+		return 0
+	case "runner":
+		r, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, OutputDir: args[0], Logger: quiet()})
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		j, err := r.Start(context.Background(), server.Assignment{Contract: "orphan", GPUs: gpus(0),
+			Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"3600"}}})
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(j.(interface{ PID() int }).PID())
 		time.Sleep(time.Hour)
 		return 0
 	}

@@ -82,7 +82,7 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 		Dir:         dir,
 		Stdout:      writers[0],
 		Stderr:      writers[1],
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: sysProcAttr(),
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
