@@ -38,9 +38,16 @@ req() { # req CLIENT VERB BODY
   "$nats" -s "$url" --inbox-prefix "_INBOX_$1" req "bourse.v1.client.$1.$2" "$3" --raw --timeout 15s --no-templates
 }
 
-offer='{"request_id":"natscli-1","terms":{"currency":"CRED","gpus":1,"class":{"model":"H100"},"time_limit":"30s","prepayment":"5.00","p":[["0","0.50"]],"job":{"profile":{"utilization":"0.9","duration":"2s"}}}}'
-reply="$(req ada offer "$offer")" || fail "offer: $reply"
-echo "$reply" | grep -q '"contract"' || fail "the offer made no contract: $reply"
+# The demo's own bidders keep its servers busy: an offer may find every
+# matching GPU taken and be rejected, as in any market; try again shortly,
+# with a new request id each time (a request id keeps its first answer).
+for attempt in $(seq 1 20); do
+  offer='{"request_id":"natscli-1-'"$attempt"'","terms":{"currency":"CRED","gpus":1,"time_limit":"30s","prepayment":"5.00","p":[["0","0.50"]],"job":{"profile":{"utilization":"0.9","duration":"2s"}}}}'
+  reply="$(req ada offer "$offer")" || fail "offer: $reply"
+  echo "$reply" | grep -q '"contract"' && break
+  sleep 0.5
+done
+echo "$reply" | grep -q '"contract"' || fail "20 offers made no contract: $reply"
 echo "$reply" | grep -q '"client":"ada"' || fail "the contract is not ada's: $reply"
 id="$(echo "$reply" | grep -o '"id":"c-[0-9a-f]*"' | head -n1 | cut -d'"' -f4)"
 echo "natscli-e2e: nats req made contract $id"
@@ -49,9 +56,14 @@ again="$(req ada offer "$offer")" || fail "retried offer: $again"
 echo "$again" | grep -q "\"id\":\"$id\"" || fail "a retried request id made another contract: $again"
 echo "natscli-e2e: the retried request returned the same contract"
 
-low='{"request_id":"natscli-2","terms":{"currency":"CRED","gpus":1,"class":{"model":"H100"},"time_limit":"30s","prepayment":"0.03","p":[["0","0.001"]]}}'
-reply="$(req bea offer "$low")" || fail "low offer: $reply"
-echo "$reply" | grep -q '"counters"' || fail "a low offer got no counter-offers: $reply"
+# A server counters only while it has free GPUs: try again while all are busy.
+for attempt in $(seq 1 20); do
+  low='{"request_id":"natscli-2-'"$attempt"'","terms":{"currency":"CRED","gpus":1,"time_limit":"30s","prepayment":"0.03","p":[["0","0.001"]]}}'
+  reply="$(req bea offer "$low")" || fail "low offer: $reply"
+  echo "$reply" | grep -q '"counters"' && break
+  sleep 0.5
+done
+echo "$reply" | grep -q '"counters"' || fail "20 low offers got no counter-offers: $reply"
 echo "natscli-e2e: a low offer was answered with counter-offers"
 
 reply="$(req bea offer '{"request_id":' || true)"
