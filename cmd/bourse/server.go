@@ -55,6 +55,16 @@ type serverConfig struct {
 		K            string        `yaml:"k"`
 		MaxTimeLimit time.Duration `yaml:"max_time_limit"`
 		CounterTTL   time.Duration `yaml:"counter_ttl"`
+		// Preempt lets a guaranteed offer that pays more take the GPUs of
+		// running preemptible contracts.
+		Preempt bool `yaml:"preempt"`
+		// FairUse rules, each off when zero.
+		FairUse struct {
+			MinTimeLimit time.Duration `yaml:"min_time_limit"`
+			MaxTimeLimit time.Duration `yaml:"max_time_limit"`
+			MaxRunning   int           `yaml:"max_running"`
+			Cooldown     time.Duration `yaml:"cooldown"`
+		} `yaml:"fair_use"`
 	} `yaml:"policy"`
 	Runner struct {
 		Kind       string            `yaml:"kind"` // synthetic or process
@@ -246,20 +256,30 @@ func (c *serverConfig) policy() (server.Policy, error) {
 		return nil, err
 	}
 	reserve := server.Reserve{P: p, Q: q, MaxTimeLimit: c.Policy.MaxTimeLimit, CounterTTL: c.Policy.CounterTTL}
+	var pol server.Policy
 	switch c.Policy.Kind {
 	case "", "reserve":
 		if c.Policy.K != "" {
 			return nil, errors.New("server config: policy.k is for the utilisation policy")
 		}
-		return reserve, nil
+		pol = reserve
 	case "utilisation":
 		k, err := decimal.NewFromString(c.Policy.K)
 		if err != nil {
 			return nil, fmt.Errorf("server config: policy.k %q: want a decimal number", c.Policy.K)
 		}
-		return server.Utilisation{Base: reserve, K: k}, nil
+		pol = server.Utilisation{Base: reserve, K: k}
+	default:
+		return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
 	}
-	return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
+	// Preemption sees the base policy's decision; fair use has the last word.
+	if c.Policy.Preempt {
+		pol = server.Preempting{Base: pol}
+	}
+	if fu := c.Policy.FairUse; fu.MinTimeLimit != 0 || fu.MaxTimeLimit != 0 || fu.MaxRunning != 0 || fu.Cooldown != 0 {
+		pol = server.FairUse{Base: pol, MinTimeLimit: fu.MinTimeLimit, MaxTimeLimit: fu.MaxTimeLimit, MaxRunning: fu.MaxRunning, Cooldown: fu.Cooldown}
+	}
+	return pol, nil
 }
 
 // gpusAndMeter discovers the GPUs through NVML, or falls back to the

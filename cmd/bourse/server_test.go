@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bourse/bourse/server"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
@@ -47,6 +49,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
 		{"KWithReserve", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
 		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},
+		{"BadFairUse", "policy: {fair_use: {min_time_limit: 1h, max_time_limit: 1m}}\n", nil, "minimum time limit 1h0m0s is over the maximum"},
 		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
 		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
 		{"NoPrograms", "runner: {kind: process}\n", nil, "no allowed programs"},
@@ -200,5 +203,50 @@ heartbeat: 200ms
 	}
 	if _, err := os.Stat(filepath.Join(outbox, "readings.log")); err != nil {
 		t.Errorf("the readings went around the outbox: %v", err)
+	}
+}
+
+// TestServerPolicyLayers checks that preempt and fair_use wrap the base
+// policy in the documented order: preemption first, fair use outermost.
+func TestServerPolicyLayers(t *testing.T) {
+	c, err := parseServerConfig("server.yaml", []byte("policy: {kind: utilisation, k: '1', preempt: true, fair_use: {max_running: 2, cooldown: 1m}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := c.policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fu, ok := pol.(server.FairUse)
+	if !ok || fu.MaxRunning != 2 || fu.Cooldown != time.Minute {
+		t.Fatalf("outermost policy %#v, want FairUse{MaxRunning: 2, Cooldown: 1m}", pol)
+	}
+	pre, ok := fu.Base.(server.Preempting)
+	if !ok {
+		t.Fatalf("under fair use %#v, want Preempting", fu.Base)
+	}
+	if _, ok := pre.Base.(server.Utilisation); !ok {
+		t.Fatalf("under preemption %#v, want Utilisation", pre.Base)
+	}
+	plain, err := (&serverConfig{}).policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.(server.Reserve); !ok {
+		t.Fatalf("default policy %#v, want a bare Reserve", plain)
+	}
+}
+
+// TestServerExampleConfig keeps examples/server/gpu-node.yaml valid.
+func TestServerExampleConfig(t *testing.T) {
+	c, err := loadServerConfig(filepath.Join("..", "..", "examples", "server", "gpu-node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.policy(); err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 {
+		t.Errorf("the example reads as %+v", c)
 	}
 }
