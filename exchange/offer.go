@@ -296,8 +296,8 @@ func (s *Service) checkResume(ctx context.Context, client, id string) error {
 // scaleOf looks currencies up once; a currency's scale never changes.
 func (s *Service) scaleOf(ctx context.Context) func(string) (int32, bool) {
 	return func(code string) (int32, bool) {
-		if v, ok := s.scales.Load(code); ok {
-			return v.(int32), true
+		if scale, ok := s.cachedScale(code); ok {
+			return scale, true
 		}
 		c, err := s.store.Ledger().Currency(ctx, currency.Code(code))
 		if err != nil {
@@ -335,4 +335,13 @@ func underTerms(err error) error {
 		return &c
 	}
 	return err
+}
+
+// cachedScale is the scale of a currency looked up before, with no I/O.
+func (s *Service) cachedScale(code string) (int32, bool) {
+	v, ok := s.scales.Load(code)
+	if !ok {
+		return 0, false
+	}
+	return v.(int32), true
 }

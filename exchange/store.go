@@ -29,7 +29,9 @@ type Store interface {
 	// applied in the same transaction; an op that fails aborts both and its
 	// error is returned. If change returns an error, nothing is written and
 	// Update returns the stored contract with that error (ErrNoChange for
-	// "nothing to do").
+	// "nothing to do"). change runs inside the store's transaction, holding
+	// a connection and the contract's lock, and may run more than once
+	// (retries): it must do no I/O and have no effect outside c.
 	Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error)
 	// Stale lists up to limit contracts the watchdog must look at: running
 	// ones last seen before silentSince, and accepted ones whose start

@@ -129,7 +129,7 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 		return &bourse.Error{Code: bourse.EInvalid, Message: "negative reading"}
 	}
 	var settled bool
-	c, err := s.store.Update(ctx, r.Contract, func(c *protocol.Contract) ([]currency.Op, error) {
+	c, err := s.updatePriced(ctx, r.Contract, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
 		if c.Server != server {
 			return nil, &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
 		}
@@ -152,7 +152,7 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 		if reason == "" {
 			reason = protocol.ReasonCompleted
 		}
-		return s.settle(ctx, c, reason)
+		return s.settle(c, reason, scale)
 	})
 	if err != nil {
 		return err
@@ -171,12 +171,9 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 }
 
 // settle changes c to settled on its last reading and returns the capture
-// that pays the server and refunds the rest, to commit together.
-func (s *Service) settle(ctx context.Context, c *protocol.Contract, reason protocol.Reason) ([]currency.Op, error) {
-	scale, ok := s.scaleOf(ctx)(c.Terms.Currency)
-	if !ok {
-		return nil, fmt.Errorf("settle %s: currency %s unknown", c.ID, c.Terms.Currency)
-	}
+// that pays the server and refunds the rest, to commit together. scale is
+// the contract's currency's.
+func (s *Service) settle(c *protocol.Contract, reason protocol.Reason, scale int32) ([]currency.Op, error) {
 	var u contract.Usage
 	if c.Reading != nil {
 		u = c.Reading.Usage()
@@ -198,6 +195,33 @@ func (s *Service) settle(ctx context.Context, c *protocol.Contract, reason proto
 func (s *Service) void(c *protocol.Contract, reason protocol.Reason) []currency.Op {
 	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = protocol.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, s.cfg.Now().UTC()
 	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
+}
+
+// errNoScale stops an update whose currency's scale is not cached yet.
+var errNoScale = errors.New("currency scale not cached")
+
+// updatePriced is store.Update for changes that price the contract. The
+// currency's scale is looked up outside the store's transaction: a lookup
+// inside would hold one database connection while waiting for another,
+// and with every connection so held, wait for ever.
+func (s *Service) updatePriced(ctx context.Context, id string, change func(c *protocol.Contract, scale int32) ([]currency.Op, error)) (protocol.Contract, error) {
+	for attempt := 0; ; attempt++ {
+		var missing string
+		c, err := s.store.Update(ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+			scale, ok := s.cachedScale(c.Terms.Currency)
+			if !ok {
+				missing = c.Terms.Currency
+				return nil, errNoScale
+			}
+			return change(c, scale)
+		})
+		if !errors.Is(err, errNoScale) || attempt > 0 {
+			return c, err
+		}
+		if _, ok := s.scaleOf(ctx)(missing); !ok {
+			return c, fmt.Errorf("contract %s: currency %s unknown", id, missing)
+		}
+	}
 }
 
 // usageSubject parses bourse.v1.server.<server>.usage.<contract>.

@@ -48,11 +48,11 @@ func (s *Service) sweep(ctx context.Context) {
 	}
 	for _, c := range stale {
 		var typ protocol.EventType
-		got, err := s.store.Update(ctx, c.ID, func(c *protocol.Contract) ([]currency.Op, error) {
+		got, err := s.updatePriced(ctx, c.ID, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
 			switch {
 			case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince):
 				typ = protocol.EventSettled
-				return s.settle(ctx, c, protocol.ReasonServerLost)
+				return s.settle(c, protocol.ReasonServerLost, scale)
 			case c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
 				typ = protocol.EventVoided
 				return s.void(c, protocol.ReasonNotStarted), nil
