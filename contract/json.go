@@ -32,6 +32,7 @@ type termsJSON struct {
 	Preemptible bool       `json:"preemptible,omitempty"`
 	Server      string     `json:"server,omitempty"`
 	Job         *jobJSON   `json:"job,omitempty"`
+	StartAt     *string    `json:"start_at,omitempty"`
 }
 
 type classJSON struct {
@@ -101,6 +102,9 @@ func (w *termsJSON) terms(op string) (Terms, error) {
 	if t.Q, err = curveFrom(op, "q", w.Q); err != nil {
 		return Terms{}, err
 	}
+	if t.StartAt, err = timeFrom(op, "start_at", w.StartAt); err != nil {
+		return Terms{}, err
+	}
 	if j := w.Job; j != nil {
 		t.Job = &JobSpec{Command: j.Command, Args: j.Args, Env: j.Env}
 		if p := j.Profile; p != nil {
@@ -131,6 +135,9 @@ func (t Terms) MarshalJSON() ([]byte, error) {
 	}
 	if t.Class != (Class{}) {
 		w.Class = &classJSON{Model: t.Class.Model, MinMemoryMiB: t.Class.MinMemoryMiB}
+	}
+	if !t.StartAt.IsZero() {
+		w.StartAt = ptr(t.StartAt.UTC().Format(time.RFC3339Nano))
 	}
 	if j := t.Job; j != nil {
 		w.Job = &jobJSON{Command: j.Command, Args: j.Args, Env: j.Env}
@@ -236,6 +243,24 @@ func durationFrom(op, field string, s *string) (time.Duration, error) {
 		return 0, fail(bourse.EInvalid, op, field, "%q is not a duration like \"10m\" or \"480s\"", *s)
 	}
 	return d, nil
+}
+
+// timeFrom reads an RFC 3339 time with its offset ("2026-11-21T12:00:00Z",
+// "2026-11-21T13:00:00.5+01:00"): a time without one would mean the
+// reader's zone, which differs from the writer's.
+func timeFrom(op, field string, s *string) (time.Time, error) {
+	if s == nil {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return time.Time{}, fail(bourse.EInvalid, op, field, "%q is not an RFC 3339 time like \"2026-11-21T12:00:00Z\"", *s)
+	}
+	// MarshalJSON writes UTC, which must have a four-digit year too.
+	if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
+		return time.Time{}, fail(bourse.EInvalid, op, field, "%q is out of range: in UTC, years 0001..9999", *s)
+	}
+	return t, nil
 }
 
 // decodeError turns encoding/json's errors into *bourse.Error.

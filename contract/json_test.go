@@ -21,6 +21,7 @@ const fullJSON = `{
   "q": [["1", "0.001"]],
   "preemptible": true,
   "server": "node-7",
+  "start_at": "2026-11-21T13:00:00+01:00",
   "job": {
     "command": "python",
     "args": ["train.py", "--epochs=3"],
@@ -33,7 +34,7 @@ const fullJSON = `{
 const fullCanonical = `{"client":"alice","currency":"GPU","gpus":4,"class":{"model":"H100","min_memory_mib":81920},` +
 	`"time_limit":"10m0s","prepayment":"12.50","p":[["0.5","0"],["4","0.01"]],"q":[["1","0.001"]],` +
 	`"preemptible":true,"server":"node-7","job":{"command":"python","args":["train.py","--epochs=3"],` +
-	`"env":{"SEED":"42"},"profile":{"utilization":"0.85","duration":"8m0s"}}}`
+	`"env":{"SEED":"42"},"profile":{"utilization":"0.85","duration":"8m0s"}},"start_at":"2026-11-21T12:00:00Z"}`
 
 func fullTerms() Terms {
 	return Terms{
@@ -53,6 +54,7 @@ func fullTerms() Terms {
 			Env:     map[string]string{"SEED": "42"},
 			Profile: &Profile{Utilization: d("0.85"), Duration: 8 * time.Minute},
 		},
+		StartAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -180,6 +182,15 @@ func TestParseTermsErrors(t *testing.T) {
 		{"curve bad y", field("q", `[["0","1e5"]]`), "q[0].y"},
 		{"env value number", with(`"job":{"command":"x","env":{"A":1}}`), "job.env"},
 		{"utilisation bad", with(`"job":{"profile":{"utilization":"85%","duration":"1m"}}`), "job.profile.utilization"},
+		{"start_at as number", with(`"start_at":1795000000`), "start_at"},
+		{"start_at without offset", with(`"start_at":"2026-11-21T12:00:00"`), "start_at"},
+		{"start_at with a space", with(`"start_at":"2026-11-21 12:00:00Z"`), "start_at"},
+		{"start_at a date", with(`"start_at":"2026-11-21"`), "start_at"},
+		{"start_at empty", with(`"start_at":""`), "start_at"},
+		{"start_at null", with(`"start_at":null`), "start_at"},
+		{"start_at year 10000 in UTC", with(`"start_at":"9999-12-31T23:30:00-01:00"`), "start_at"},
+		{"start_at year 0 in UTC", with(`"start_at":"0001-01-01T00:30:00+01:00"`), "start_at"},
+		{"start_at duplicate", with(`"start_at":"2026-11-21T12:00:00Z","start_at":"2026-11-22T12:00:00Z"`), "start_at"},
 		{"profile duration bare", with(`"job":{"profile":{"utilization":"1","duration":"60"}}`), "job.profile.duration"},
 	}
 	for _, tt := range tests {
@@ -187,6 +198,43 @@ func TestParseTermsErrors(t *testing.T) {
 			_, err := ParseTerms([]byte(tt.in))
 			wantErr(t, err, bourse.EInvalid, tt.field)
 		})
+	}
+}
+
+// TestStartAt: start_at is optional, read with its offset, written in UTC
+// with the fraction it has, and compared as an instant.
+func TestStartAt(t *testing.T) {
+	for in, want := range map[string]string{
+		`"2026-11-21T12:00:00Z"`:           `"2026-11-21T12:00:00Z"`,
+		`"2026-11-21T13:30:00+01:30"`:      `"2026-11-21T12:00:00Z"`,
+		`"2026-11-21T12:00:00.250-00:00"`:  `"2026-11-21T12:00:00.25Z"`,
+		`"2026-11-21T12:00:00.000000001Z"`: `"2026-11-21T12:00:00.000000001Z"`,
+	} {
+		got, err := ParseTerms([]byte(offerWith("start_at", in)))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		out, _ := json.Marshal(got)
+		if !strings.Contains(string(out), `"start_at":`+want) {
+			t.Errorf("%s: MarshalJSON = %s, want start_at %s", in, out, want)
+		}
+		back, err := ParseTerms(out)
+		if err != nil || !back.Equal(got) {
+			t.Errorf("%s: round trip: %v, %v", in, err, back.StartAt)
+		}
+	}
+	a, b := validTerms(), validTerms()
+	a.StartAt = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	b.StartAt = a.StartAt.In(time.FixedZone("X", 3600))
+	if !a.Equal(b) {
+		t.Error("one instant in two zones differs")
+	}
+	if b.StartAt = b.StartAt.Add(time.Nanosecond); a.Equal(b) {
+		t.Error("different starts are equal")
+	}
+	if a.Equal(validTerms()) {
+		t.Error("a start and none are equal")
 	}
 }
 

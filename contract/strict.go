@@ -18,7 +18,7 @@ import (
 // objectKeys lists the exact keys of each object in an offer, by path.
 // Objects not listed (job.env) are maps and may have any key.
 var objectKeys = map[string][]string{
-	"":            {"client", "currency", "gpus", "class", "time_limit", "prepayment", "p", "q", "preemptible", "server", "job"},
+	"":            {"client", "currency", "gpus", "class", "time_limit", "prepayment", "p", "q", "preemptible", "server", "job", "start_at"},
 	"class":       {"model", "min_memory_mib"},
 	"job":         {"command", "args", "env", "profile"},
 	"job.profile": {"utilization", "duration"},

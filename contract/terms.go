@@ -35,6 +35,11 @@ type Terms struct {
 	Preemptible bool            // the server may suspend the job for a guaranteed offer
 	Server      string          // the one server the client names; empty for any that matches
 	Job         *JobSpec        // what to run; nil where the exchange carries it separately
+	// StartAt books the GPUs for a future slot: the job starts then, and
+	// TimeLimit counts from then. Zero starts the job as soon as the offer
+	// is accepted. Whether it is too far in the past or the future is for
+	// the exchange to judge, by its clock.
+	StartAt time.Time
 }
 
 // Class constrains which GPUs qualify; zero fields match any GPU.
@@ -108,6 +113,9 @@ func Validate(t Terms, scaleOf func(code string) (scale int32, ok bool)) error {
 	if max := MaxCharge(t, scale); t.Prepayment.GreaterThan(max) {
 		return offer("prepayment", "%s is more than the maximum charge %s", t.Prepayment, max)
 	}
+	if y := t.StartAt.UTC().Year(); !t.StartAt.IsZero() && (y < 1 || y > 9999) {
+		return offer("start_at", "year %d in UTC; want 1..9999", y)
+	}
 	if t.Job != nil {
 		return t.Job.validate(op)
 	}
@@ -164,7 +172,7 @@ func (t Terms) Equal(u Terms) bool {
 	return t.Client == u.Client && t.Currency == u.Currency && t.GPUs == u.GPUs &&
 		t.Class == u.Class && t.TimeLimit == u.TimeLimit && t.Prepayment.Equal(u.Prepayment) &&
 		t.P.Equal(u.P) && t.Q.Equal(u.Q) && t.Preemptible == u.Preemptible &&
-		t.Server == u.Server && t.Job.equal(u.Job)
+		t.Server == u.Server && t.Job.equal(u.Job) && t.StartAt.Equal(u.StartAt)
 }
 
 func (j *JobSpec) equal(k *JobSpec) bool {

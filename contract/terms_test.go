@@ -44,6 +44,10 @@ func TestValidate(t *testing.T) {
 		{"valid: no job", func(t *Terms) { t.Job = nil }, "", ""},
 		{"valid: currency of scale 0", func(t *Terms) { t.Currency, t.Prepayment = "WHOLE", d("19") }, "", ""},
 
+		{"valid: a start in the past (the exchange judges it)", func(t *Terms) { t.StartAt = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) }, "", ""},
+		{"valid: a start far ahead", func(t *Terms) { t.StartAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "", ""},
+
+		{"start in year 10000", func(t *Terms) { t.StartAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, bourse.EInvalidOffer, "start_at"},
 		{"no client", func(t *Terms) { t.Client = "" }, bourse.EInvalidOffer, "client"},
 		{"no currency", func(t *Terms) { t.Currency = "" }, bourse.EInvalidOffer, "currency"},
 		{"unknown currency", func(t *Terms) { t.Currency = "XYZ" }, bourse.EUnknownCurrency, "currency"},

@@ -38,6 +38,8 @@ type Config struct {
 	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
 	WatchdogEvery   time.Duration // 1s
 	MaxInFlight     int           // offers negotiated at once before "unavailable", 4096
+	// MaxBookAhead is how far ahead an offer's start_at may be, 30 days.
+	MaxBookAhead time.Duration
 
 	// StreamStorage is where JetStream keeps readings: file (default) or
 	// memory (the demo).
@@ -64,6 +66,7 @@ func (c *Config) defaults() error {
 	def(&c.Heartbeat, time.Second)
 	def(&c.ServerLostAfter, 10*time.Second)
 	def(&c.WatchdogEvery, time.Second)
+	def(&c.MaxBookAhead, 30*24*time.Hour)
 	if c.Name == "" {
 		c.Name = "bourse-exchange"
 	}

@@ -241,3 +241,88 @@ func TestWatchdog(t *testing.T) {
 	assert.True(t, m.balance(currency.WalletID(cred, "dave")).Available.Equal(d("99.7")))
 	m.audit()
 }
+
+// TestBooking: an offer with a future start_at is a booking. The exchange
+// escrows at once, leaves the contract accepted until the server reports
+// the start, and neither voids nor loses it before start_at plus the usual
+// deadlines.
+func TestBooking(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	m := newMarket(t, func(c *exchange.Config) {
+		c.ServerLostAfter, c.StartTimeout, c.WatchdogEvery = timeout, timeout, 20*time.Millisecond
+		c.MaxBookAhead = time.Hour
+	})
+	m.wallet("erin", "100")
+	srv := m.scriptedServer("gpu1", 2, accept)
+	srv.books.Store(true)
+	erin := m.client("erin")
+	ctx := context.Background()
+
+	t.Run("StartAtBounds", func(t *testing.T) {
+		for name, at := range map[string]time.Time{
+			"passed":  time.Now().Add(-2 * time.Minute),
+			"too-far": time.Now().Add(2 * time.Hour),
+		} {
+			tm := terms("erin")
+			tm.StartAt = at
+			_, err := erin.Offer(ctx, "bad-"+name, tm)
+			var e *bourse.Error
+			require.ErrorAs(t, err, &e, name)
+			assert.Equal(t, bourse.EInvalidOffer, e.Code, "%s: %v", name, err)
+			assert.Equal(t, "terms.start_at", e.Field, name)
+		}
+	})
+
+	tm := terms("erin")
+	tm.StartAt = time.Now().Add(4 * timeout).Truncate(time.Millisecond).UTC()
+	reply, err := erin.Offer(ctx, "book-1", tm)
+	require.NoError(t, err)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	c := *reply.Contract
+	assert.True(t, c.StartDeadline.Equal(tm.StartAt.Add(timeout)), "start deadline %v, start %v", c.StartDeadline, tm.StartAt)
+	st := <-srv.starts
+	assert.True(t, st.Contract.Terms.StartAt.Equal(tm.StartAt), "the start request carries start_at")
+	assert.True(t, m.balance(currency.WalletID(cred, "erin")).Held.Equal(d("6")), "escrowed at once")
+
+	// Past StartTimeout and ServerLostAfter from now, but before start_at.
+	time.Sleep(3 * timeout)
+	got, err := erin.Contract(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StateAccepted, got.State, "booked, not started: %s", got.Reason)
+
+	time.Sleep(time.Until(tm.StartAt))
+	got = srv.started(protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC()})
+	assert.Equal(t, protocol.StateRunning, got.State)
+	srv.publish(reading(c.ID, 1, "1", 1, true))
+	waitFor(t, "settlement", func() bool {
+		got, err := erin.Contract(ctx, c.ID)
+		return err == nil && got.State == protocol.StateSettled && got.Reason == protocol.ReasonCompleted
+	})
+
+	t.Run("NeverStarted", func(t *testing.T) {
+		srv := m.scriptedServer("gpu2", 2, accept) // gpu1 has no heartbeat: lost by now
+		srv.books.Store(true)
+		tm := terms("erin")
+		tm.StartAt = time.Now().Add(2 * timeout).UTC()
+		reply, err := erin.Offer(ctx, "book-2", tm)
+		require.NoError(t, err)
+		id := reply.Contract.ID
+		<-srv.starts
+		time.Sleep(2*timeout + timeout/2) // past start_at, not its deadline
+		got, err := erin.Contract(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, protocol.StateAccepted, got.State)
+		waitFor(t, "void", func() bool {
+			got, err := erin.Contract(ctx, id)
+			return err == nil && got.State == protocol.StateVoided
+		})
+		select {
+		case ctl := <-srv.ctrl:
+			assert.Equal(t, id, ctl.Contract, "the server is told to drop the booking")
+		case <-time.After(2 * time.Second):
+			t.Error("no control for the voided booking")
+		}
+	})
+	assert.True(t, m.balance(currency.WalletID(cred, "erin")).Held.IsZero())
+	m.audit()
+}

@@ -112,6 +112,9 @@ type scripted struct {
 	ctrl   chan protocol.Control
 	// muteStarts leaves start requests unanswered, like a server that hung.
 	muteStarts atomic.Bool
+	// books answers starts as a server taking bookings does: booked, to
+	// start at the terms' start_at.
+	books atomic.Bool
 }
 
 func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
@@ -143,7 +146,11 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 			return
 		}
 		s.starts <- st
-		reply, _ := json.Marshal(protocol.Started{Contract: st.Contract.ID, GPUs: []int{0}, At: time.Now().UTC()})
+		started := protocol.Started{Contract: st.Contract.ID, GPUs: []int{0}, At: time.Now().UTC()}
+		if s.books.Load() {
+			started.At, started.Booked = st.Contract.Terms.StartAt, true
+		}
+		reply, _ := json.Marshal(started)
 		_ = m.Respond(reply)
 	})
 	s.sub(protocol.DeliverControl, func(m *nats.Msg) {
@@ -160,6 +167,18 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 func (s *scripted) sub(verb string, h nats.MsgHandler) {
 	_, err := s.nc.Subscribe(protocol.DeliverSubject(s.id, verb), h)
 	require.NoError(s.t, err)
+}
+
+// started reports a job's start on the server's started subject.
+func (s *scripted) started(st protocol.Started) protocol.Contract {
+	s.t.Helper()
+	body, _ := json.Marshal(st)
+	msg, err := s.nc.Request(protocol.ServerSubject(s.id, protocol.VerbStarted), body, 2*time.Second)
+	require.NoError(s.t, err)
+	require.NoError(s.t, protocol.DecodeError(msg))
+	var c protocol.Contract
+	require.NoError(s.t, json.Unmarshal(msg.Data, &c))
+	return c
 }
 
 // publish sends a reading as a server must: to JetStream, with its msg id.

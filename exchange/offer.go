@@ -71,6 +71,9 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 	if err := contract.Validate(t, s.scaleOf(ctx)); err != nil {
 		return protocol.OfferReply{}, underTerms(err)
 	}
+	if err := s.checkStartAt(t.StartAt); err != nil {
+		return protocol.OfferReply{}, err
+	}
 	if req.Counter != "" && t.Server == "" {
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.server", Message: "taking a counter-offer needs the server that made it"}
 	}
@@ -115,9 +118,11 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.Terms, req protocol.OfferRequest) (protocol.Contract, error) {
 	now := s.cfg.Now().UTC()
 	t.Server = win
+	// A booking starts at its start_at; the deadline to start counts from
+	// then, and the hold's deadline with it.
 	c := protocol.Contract{
 		ID: id, Client: t.Client, Server: win, Terms: t, State: protocol.StateAccepted,
-		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: now.Add(s.cfg.StartTimeout),
+		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(s.cfg.StartTimeout),
 	}
 	// The key is the negotiation's, not the request's: an escrow that
 	// failed (insufficient funds) may be retried with the same request id
@@ -173,6 +178,11 @@ func (s *Service) start(ctx context.Context, offerID string, c protocol.Contract
 		s.log.Warn("server did not start contract", "contract", c.ID, "server", c.Server, "err", err)
 		return c
 	}
+	if st.Booked {
+		// The server starts it at start_at and says so then.
+		s.log.Debug("contract booked", "contract", c.ID, "server", c.Server, "at", st.At)
+		return c
+	}
 	got, err := s.markStarted(ctx, c.Server, st)
 	if err != nil {
 		s.log.Warn("mark started", "contract", st.Contract, "err", err)
@@ -188,6 +198,9 @@ func (s *Service) markStarted(ctx context.Context, server string, st protocol.St
 	c, err := s.store.Update(ctx, st.Contract, func(c *protocol.Contract) ([]currency.Op, error) {
 		if c.Server != server {
 			return nil, notFound
+		}
+		if st.Booked {
+			return nil, ErrNoChange // a booking confirmed; the start follows
 		}
 		if c.State != protocol.StateAccepted {
 			if c.GPUs == nil && c.State == protocol.StateRunning {
@@ -291,6 +304,35 @@ func (s *Service) checkResume(ctx context.Context, client, id string) error {
 			Message: fmt.Sprintf("contract %s is %s (%s), not suspended", id, old.State, old.Reason)}
 	}
 	return nil
+}
+
+// bookingSkew is how far in the past an offer's start_at may be: the
+// client's clock and the time its offer travels.
+const bookingSkew = time.Minute
+
+// checkStartAt refuses a start that has passed or is further ahead than
+// Config.MaxBookAhead. A start just past starts at once.
+func (s *Service) checkStartAt(at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	now := s.cfg.Now()
+	switch {
+	case at.Before(now.Add(-bookingSkew)):
+		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
+			Message: fmt.Sprintf("start %s has passed (it is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+	case at.After(now.Add(s.cfg.MaxBookAhead)):
+		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
+			Message: fmt.Sprintf("start %s is more than %v ahead", at.UTC().Format(time.RFC3339), s.cfg.MaxBookAhead)}
+	}
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // scaleOf looks currencies up once; a currency's scale never changes.

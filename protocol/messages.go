@@ -167,10 +167,16 @@ type Start struct {
 
 // Started is a server's report that a contract's job runs
 // (the reply to Start, or bourse.v1.server.<s>.started).
+//
+// For a booking (terms with a future start_at) the reply to Start has
+// Booked set: the server has reserved GPUs for the slot and starts the job
+// at At; the contract stays accepted until the server reports the start on
+// bourse.v1.server.<s>.started, without Booked.
 type Started struct {
 	Contract string    `json:"contract"`
 	GPUs     []int     `json:"gpus"`
 	At       time.Time `json:"at"`
+	Booked   bool      `json:"booked,omitempty"`
 }
 
 // Cancel releases an accept the exchange did not take.

@@ -107,6 +107,9 @@ type Agent struct {
 	ended     []*run          // ended runs, oldest first, to forget in time
 	recent    []contract.Terms
 	clients   clientBook
+	// bookings are accepted offers for a future slot, by offer, until
+	// their jobs start.
+	bookings map[string]*booking
 }
 
 // New checks cfg and fills in its defaults.
@@ -168,6 +171,7 @@ func New(cfg Config) (*Agent, error) {
 		counters:     map[string]issued{},
 		runs:         map[string]*run{},
 		active:       map[string]*run{},
+		bookings:     map[string]*booking{},
 		reconnected:  make(chan struct{}, 1),
 		resendKick:   make(chan struct{}, 1),
 	}, nil
@@ -333,6 +337,11 @@ func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc) {
 	a.mu.Lock()
 	a.closing = true
+	for _, b := range a.bookings {
+		if b.timer != nil {
+			b.timer.Stop()
+		}
+	}
 	running := make([]*run, 0, len(a.runs))
 	for _, r := range a.runs {
 		running = append(running, r)

@@ -83,5 +83,10 @@ func (a *Agent) clientUse(client string) ClientUse {
 			u.Running++
 		}
 	}
+	for _, b := range a.bookings {
+		if b.terms.Client == client && !b.starting {
+			u.Booked++
+		}
+	}
 	return u
 }

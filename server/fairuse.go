@@ -12,7 +12,7 @@ import (
 // booking system) before its base policy decides: bounds on a contract's
 // time limit, on how many contracts one client runs at once, and a
 // cooldown between the end of a client's contract and the start of its
-// next. Each rule is off at its zero value. The client's use comes from
+// next (a booking's start_at, for a booking). Each rule is off at its zero value. The client's use comes from
 // State.Client.
 type FairUse struct {
 	Base Policy
@@ -67,7 +67,8 @@ func (f FairUse) Decide(offer contract.Terms, st State) Decision {
 		return Decision{Reason: fmt.Sprintf("client %s has %d contracts here, the most one client may run at once", offer.Client, st.Client.Running)}
 	}
 	if f.Cooldown > 0 && !st.Client.LastEnd.IsZero() {
-		if next := st.Client.LastEnd.Add(f.Cooldown); st.Now.Before(next) {
+		// A booking's cooldown counts to its start.
+		if next := st.Client.LastEnd.Add(f.Cooldown); later(st.Now, offer.StartAt).Before(next) {
 			return Decision{Reason: fmt.Sprintf("client %s's last contract ended at %s; the next may start from %s (cooldown %v)",
 				offer.Client, st.Client.LastEnd.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339), f.Cooldown)}
 		}

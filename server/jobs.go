@@ -71,6 +71,9 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	if err := protocol.CheckID(id); err != nil {
 		return protocol.Started{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "contract.id", Err: err}
 	}
+	if started, ok, err := a.confirmBooking(s); ok {
+		return started, err
+	}
 	gpus, victims, already, err := a.claim(s)
 	switch {
 	case err != nil:
@@ -78,6 +81,14 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	case already != nil:
 		return *already, nil
 	}
+	return a.launch(id, t, s.Contract.Resumes, gpus, victims)
+}
+
+// launch starts a contract's job on gpus, which are the contract's in
+// a.owner, once the victims' jobs have stopped.
+func (a *Agent) launch(id string, t contract.Terms, resumes string, gpus []int, victims []*run) (protocol.Started, error) {
+	const op = "server.start"
+	var err error
 	assigned := make([]protocol.GPU, 0, len(gpus))
 	for _, g := range a.cfg.GPUs {
 		if slices.Contains(gpus, g.Index) {
@@ -87,7 +98,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	var job Job
 	if err = a.preempt(victims); err == nil {
 		job, err = a.runner.Start(a.runCtx, Assignment{Contract: id, Job: t.Job, GPUs: assigned,
-			TimeLimit: t.TimeLimit, Resumes: s.Contract.Resumes})
+			TimeLimit: t.TimeLimit, Resumes: resumes})
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -169,7 +180,7 @@ func (a *Agent) claim(s protocol.Start) (gpus []int, victims []*run, already *pr
 		delete(a.holds, s.Offer)
 	} else {
 		a.release(s.Offer)
-		if gpus = a.pick(t.Class, t.GPUs); gpus == nil {
+		if gpus = a.pickFor(t, a.now()); gpus == nil {
 			return nil, nil, nil, bourse.Errorf(bourse.ECapacityGone, op, "the reservation lapsed and %d GPUs of the class are not free", t.GPUs)
 		}
 	}
@@ -192,6 +203,10 @@ func (a *Agent) onControl(m *nats.Msg) {
 	}
 	if c.Action != protocol.ReasonSuspended && c.Action != protocol.ReasonKilled {
 		a.respondError(m, bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", c.Action, protocol.ReasonSuspended, protocol.ReasonKilled))
+		return
+	}
+	if a.cancelBooking(c.Contract, c.Action) {
+		a.respond(m, struct{}{})
 		return
 	}
 	a.mu.Lock()

@@ -67,6 +67,12 @@ func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
 	if h, ok := a.holds[so.Offer]; ok && h.terms.Equal(so.Terms) {
 		return protocol.Decision{Accept: true, HoldFor: protocol.Duration(h.until.Sub(now))}
 	}
+	if b, ok := a.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
+		return a.accepted()
+	}
+	if so.Terms.StartAt.After(now) {
+		return a.decideBooking(so, now)
+	}
 	if c, ok := a.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
 		// The agent promised these terms; only capacity can break it.
 		if a.reserve(so, now, nil) {
@@ -125,7 +131,7 @@ func (a *Agent) reserve(so protocol.ServerOffer, now time.Time, preempt []string
 		}
 		victims = append(victims, r)
 	}
-	gpus := a.pick(so.Terms.Class, so.Terms.GPUs, victims...)
+	gpus := a.pickFor(so.Terms, now, victims...)
 	if gpus == nil {
 		return false
 	}
@@ -140,15 +146,29 @@ func (a *Agent) reserve(so protocol.ServerOffer, now time.Time, preempt []string
 	return true
 }
 
+// pickFor chooses GPUs for terms that start now. A guaranteed job may not
+// have GPUs booked for a slot that begins before its time limit could end;
+// a preemptible one may, and gets them only when others are too few. a.mu
+// is held.
+func (a *Agent) pickFor(t contract.Terms, now time.Time, victims ...*run) []int {
+	booked := a.bookedDuring(now, now.Add(a.cfg.HoldFor+t.TimeLimit))
+	gpus := a.pick(t.Class, t.GPUs, booked, victims...)
+	if gpus == nil && t.Preemptible && len(booked) > 0 {
+		gpus = a.pick(t.Class, t.GPUs, nil, victims...)
+	}
+	return gpus
+}
+
 // pick chooses n free GPUs of the class, lowest indexes first, then GPUs
-// of the class that the runs of victims use, or returns nil. a.mu is held.
-func (a *Agent) pick(c contract.Class, n int, victims ...*run) []int {
+// of the class that the runs of victims use, or returns nil; never those
+// in avoid. a.mu is held.
+func (a *Agent) pick(c contract.Class, n int, avoid map[int]bool, victims ...*run) []int {
 	var out []int
 	for _, g := range a.cfg.GPUs {
 		if len(out) == n {
 			break
 		}
-		if _, used := a.owner[g.Index]; !used && Fits(c, g) {
+		if _, used := a.owner[g.Index]; !used && Fits(c, g) && !avoid[g.Index] {
 			out = append(out, g.Index)
 		}
 	}
@@ -156,7 +176,7 @@ func (a *Agent) pick(c contract.Class, n int, victims ...*run) []int {
 		if len(out) == n {
 			break
 		}
-		if Fits(c, g) && slices.ContainsFunc(victims, func(r *run) bool { return a.owner[g.Index] == "run "+r.id }) {
+		if Fits(c, g) && !avoid[g.Index] && slices.ContainsFunc(victims, func(r *run) bool { return a.owner[g.Index] == "run "+r.id }) {
 			out = append(out, g.Index)
 		}
 	}
@@ -176,6 +196,9 @@ func (a *Agent) onCancel(m *nats.Msg) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.release(c.Offer)
+	if b, ok := a.bookings[c.Offer]; ok && b.contract == "" {
+		delete(a.bookings, c.Offer)
+	}
 }
 
 // release drops an offer's hold. a.mu is held.
@@ -211,6 +234,11 @@ func (a *Agent) sweep(now time.Time) {
 	for id, c := range a.counters {
 		if !now.Before(c.until) {
 			delete(a.counters, id)
+		}
+	}
+	for id, b := range a.bookings {
+		if b.contract == "" && !now.Before(b.until) {
+			delete(a.bookings, id)
 		}
 	}
 	// Ended runs are kept in the order they ended, so the newly ended are
@@ -252,7 +280,13 @@ func (a *Agent) state(now time.Time, client string) State {
 			st.Running = append(st.Running, Run{ID: r.id, Terms: r.terms, GPUs: r.started.GPUs, Started: r.started.At})
 		}
 	}
+	for _, b := range a.bookings {
+		if !b.starting {
+			st.Bookings = append(st.Bookings, b.view())
+		}
+	}
 	// In a fixed order, so that a policy decides alike in alike states.
 	slices.SortFunc(st.Running, func(x, y Run) int { return strings.Compare(x.ID, y.ID) })
+	slices.SortFunc(st.Bookings, func(x, y Booking) int { return strings.Compare(x.ID, y.ID) })
 	return st
 }

@@ -32,6 +32,9 @@ type State struct {
 	// offer is to preempt: their GPUs are spoken for, like a hold's.
 	Running []Run
 	Recent  []contract.Terms // the terms of the last contracts started, oldest first
+	// Bookings are the contracts accepted here for a future slot and not
+	// started yet, by ID. Their GPUs are in Free until the slot begins.
+	Bookings []Booking
 
 	// Client is what the server knows of the offer's client.
 	Client ClientUse
@@ -42,6 +45,8 @@ type ClientUse struct {
 	// Running counts the client's contracts running, or held for an
 	// accepted offer.
 	Running int
+	// Booked counts its bookings here that have not started.
+	Booked int
 	// LastStart is when its last contract started, LastEnd when its last
 	// contract ended other than by preemption; zero where the server
 	// remembers none.
@@ -54,6 +59,56 @@ type Run struct {
 	Terms   contract.Terms
 	GPUs    []int // the indexes of its GPUs
 	Started time.Time
+}
+
+// Booking is a contract booked for a future slot, as a policy sees it.
+type Booking struct {
+	ID    string // the contract, or the offer before the exchange starts it
+	Terms contract.Terms
+	GPUs  []int // the indexes of the GPUs reserved for it
+}
+
+// End is when the booking's slot ends: its start plus its time limit.
+func (b Booking) End() time.Time { return b.Terms.StartAt.Add(b.Terms.TimeLimit) }
+
+// booked reports the GPUs of bookings whose slots overlap [from, to).
+func (st State) booked(from, to time.Time) map[int]bool {
+	out := map[int]bool{}
+	for _, b := range st.Bookings {
+		if b.Terms.StartAt.Before(to) && b.End().After(from) {
+			for _, i := range b.GPUs {
+				out[i] = true
+			}
+		}
+	}
+	return out
+}
+
+// FreeDuring lists the GPUs a booking of [from, to) may have: those no
+// other booking of an overlapping slot holds, and that are free now or
+// will be by from — running a preemptible job, which gives way when the
+// slot begins, or a guaranteed one whose time limit ends by then. GPUs held
+// for an accepted offer do not count, since its time limit is unknown here.
+func (st State) FreeDuring(from, to time.Time) []protocol.GPU {
+	booked := st.booked(from, to)
+	avail := map[int]bool{}
+	for _, g := range st.Free {
+		avail[g.Index] = true
+	}
+	for _, r := range st.Running {
+		if r.Terms.Preemptible || !r.Started.Add(r.Terms.TimeLimit).After(from) {
+			for _, i := range r.GPUs {
+				avail[i] = true
+			}
+		}
+	}
+	var out []protocol.GPU
+	for _, g := range st.GPUs {
+		if avail[g.Index] && !booked[g.Index] {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // FreeFor counts the free GPUs that satisfy c.
@@ -94,4 +149,10 @@ type Decision struct {
 	// suspend (reason preempted) for this offer: the agent takes their
 	// GPUs, and they stop before its job starts.
 	Preempt []string
+	// Book, with Accept, takes an offer that starts in the future as a
+	// booking: the agent reserves GPUs free for its whole slot
+	// (State.FreeDuring) and starts the job at its start_at. The agent
+	// refuses a future start accepted without Book: a policy that does not
+	// know of bookings would start the job at once.
+	Book bool
 }

@@ -58,6 +58,12 @@ type serverConfig struct {
 		// Preempt lets a guaranteed offer that pays more take the GPUs of
 		// running preemptible contracts.
 		Preempt bool `yaml:"preempt"`
+		// Bookings, when set, takes offers with a future start_at: the GPUs
+		// are reserved for that slot, preemptible work may use them until then.
+		Bookings *struct {
+			MaxAhead     time.Duration `yaml:"max_ahead"`
+			OnePerClient bool          `yaml:"one_per_client"`
+		} `yaml:"bookings"`
 		// FairUse rules, each off when zero.
 		FairUse struct {
 			MinTimeLimit time.Duration `yaml:"min_time_limit"`
@@ -272,9 +278,13 @@ func (c *serverConfig) policy() (server.Policy, error) {
 	default:
 		return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
 	}
-	// Preemption sees the base policy's decision; fair use has the last word.
+	// Preemption and bookings see the base policy's decision; fair use has
+	// the last word.
 	if c.Policy.Preempt {
 		pol = server.Preempting{Base: pol}
+	}
+	if b := c.Policy.Bookings; b != nil {
+		pol = server.Bookings{Base: pol, MaxAhead: b.MaxAhead, OnePerClient: b.OnePerClient}
 	}
 	if fu := c.Policy.FairUse; fu.MinTimeLimit != 0 || fu.MaxTimeLimit != 0 || fu.MaxRunning != 0 || fu.Cooldown != 0 {
 		pol = server.FairUse{Base: pol, MinTimeLimit: fu.MinTimeLimit, MaxTimeLimit: fu.MaxTimeLimit, MaxRunning: fu.MaxRunning, Cooldown: fu.Cooldown}

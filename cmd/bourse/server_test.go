@@ -209,7 +209,7 @@ heartbeat: 200ms
 // TestServerPolicyLayers checks that preempt and fair_use wrap the base
 // policy in the documented order: preemption first, fair use outermost.
 func TestServerPolicyLayers(t *testing.T) {
-	c, err := parseServerConfig("server.yaml", []byte("policy: {kind: utilisation, k: '1', preempt: true, fair_use: {max_running: 2, cooldown: 1m}}\n"))
+	c, err := parseServerConfig("server.yaml", []byte("policy: {kind: utilisation, k: '1', preempt: true, bookings: {max_ahead: 168h, one_per_client: true}, fair_use: {max_running: 2, cooldown: 1m}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +221,13 @@ func TestServerPolicyLayers(t *testing.T) {
 	if !ok || fu.MaxRunning != 2 || fu.Cooldown != time.Minute {
 		t.Fatalf("outermost policy %#v, want FairUse{MaxRunning: 2, Cooldown: 1m}", pol)
 	}
-	pre, ok := fu.Base.(server.Preempting)
+	bk, ok := fu.Base.(server.Bookings)
+	if !ok || bk.MaxAhead != 168*time.Hour || !bk.OnePerClient {
+		t.Fatalf("under fair use %#v, want Bookings{MaxAhead: 168h, OnePerClient: true}", fu.Base)
+	}
+	pre, ok := bk.Base.(server.Preempting)
 	if !ok {
-		t.Fatalf("under fair use %#v, want Preempting", fu.Base)
+		t.Fatalf("under bookings %#v, want Preempting", bk.Base)
 	}
 	if _, ok := pre.Base.(server.Utilisation); !ok {
 		t.Fatalf("under preemption %#v, want Utilisation", pre.Base)
