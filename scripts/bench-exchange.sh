@@ -33,7 +33,7 @@ raw() { # raw CLIENTS → "msgs/s avg-µs"
 }
 
 ours() { # ours STORE CLIENTS → "contracts/s p50 p99"
-  BOURSE_BENCH_NATS_URL="$NATS_URL" BOURSE_BENCH_STORE="$1" "$tmp/market.test" -test.run '^$' \
+  GOGC="${GOGC:-400}" BOURSE_BENCH_NATS_URL="$NATS_URL" BOURSE_BENCH_STORE="$1" "$tmp/market.test" -test.run '^$' \
     -test.bench "BenchmarkOffers/clients=$2\$" -test.benchtime "${N}x" >"$tmp/ours.$1.$2" 2>&1 || { cat "$tmp/ours.$1.$2" >&2; exit 1; }
   awk '/contracts\/s/ { for (i = 1; i < NF; i++) { if ($(i+1) == "contracts/s") c = $i; if ($(i+1) == "p50-µs") p = $i; if ($(i+1) == "p99-µs") q = $i } }
        END { printf "%s %s %s\n", c, p, q }' "$tmp/ours.$1.$2"
@@ -51,5 +51,5 @@ for c in 1 16; do
   done
 done
 echo
-echo "ours: go test -bench BenchmarkOffers ./market: bidder.Client offers, 2 server agents (64 GPUs each, jobs of 1 ms), exchange on the store"
+echo "ours: go test -bench BenchmarkOffers ./market with GOGC=${GOGC:-400} (as bourse exchange sets it): bidder.Client offers, 2 server agents (64 GPUs each, jobs of 1 ms), exchange on the store"
 echo "raw: nats bench service request (natscli v0.3.0) against nats bench service serve, 128 B, same nats-server"

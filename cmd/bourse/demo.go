@@ -36,6 +36,7 @@ a settlement summary and the ledger audit. The exit status is 1 if the audit
 finds a broken invariant.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			if duration <= 0 {
 				return fmt.Errorf("--duration must be positive, got %s", duration)
 			}

@@ -34,6 +34,7 @@ serves Prometheus metrics on --metrics, and on SIGTERM stops taking requests,
 finishes those in flight and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			ctx := cmd.Context()
 			log := slog.Default()
 			store, closeStore, err := openStore(ctx, dbURL, log)

@@ -111,6 +111,7 @@ meter. On SIGTERM it stops taking offers, stops its jobs and sends their
 final readings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			cfg, err := loadServerConfig(file)
 			if err != nil {
 				return err
