@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nuid"
-
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
@@ -61,18 +59,7 @@ func (a *Agent) decideBooking(so protocol.ServerOffer, now time.Time) protocol.D
 		}
 		return protocol.Decision{Reason: "not enough GPUs of the class free for the slot"}
 	}
-	reply := protocol.Decision{Reason: d.Reason, Code: d.Code}
-	until := d.ValidUntil
-	if !until.After(now) {
-		until = now.Add(DefaultCounterTTL)
-	}
-	for _, t := range d.Counters {
-		t.Server = a.id
-		c := protocol.Counter{ID: nuid.Next(), Server: a.id, Terms: t, ValidUntil: until, Note: d.Reason}
-		a.counters[c.ID] = issued{terms: t, until: until}
-		reply.Counters = append(reply.Counters, c)
-	}
-	return reply
+	return a.reject(d, now)
 }
 
 // book reserves GPUs free for the offer's slot, lowest indexes first, and

@@ -92,6 +92,12 @@ func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
 		}
 		return protocol.Decision{Reason: "not enough free GPUs of the class"}
 	}
+	return a.reject(d, now)
+}
+
+// reject answers a policy's no: its reason and code, and its counter-offers,
+// remembered so that the agent honours them when taken. a.mu is held.
+func (a *Agent) reject(d Decision, now time.Time) protocol.Decision {
 	reply := protocol.Decision{Reason: d.Reason, Code: d.Code}
 	until := d.ValidUntil
 	if !until.After(now) {
