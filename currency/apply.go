@@ -26,10 +26,8 @@ func Apply(ctx context.Context, s State, op Op) (Result, error) {
 		return Result{}, fmt.Errorf("read result of key %q: %w", key, err)
 	}
 	if found {
-		if print != op.fingerprint() {
-			return Result{Key: key, Op: name, Err: &bourse.Error{
-				Code: bourse.EIdempotencyConflict, Op: "currency." + name, Field: "key",
-				Message: fmt.Sprintf("key %q was used before for a different %s", key, stored.Op)}}, nil
+		if e := conflict(op.content(), key, stored, print); e != nil {
+			return Result{Key: key, Op: name, Err: e}, nil
 		}
 		return stored, nil
 	}
@@ -48,7 +46,7 @@ func Apply(ctx context.Context, s State, op Op) (Result, error) {
 		r = Result{Err: be}
 	}
 	r.Key, r.Op = key, name
-	if err := s.PutResult(ctx, r, op.fingerprint()); err != nil {
+	if err := s.PutResult(ctx, r, op.content().fingerprint()); err != nil {
 		return Result{}, fmt.Errorf("store result of key %q: %w", key, err)
 	}
 	return r, nil

@@ -2,24 +2,32 @@ package currency
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
 )
 
 // Op is one ledger operation under a caller-chosen idempotency key: the same
-// key with the same content returns the first result, the same key with other
-// content is an EIdempotencyConflict, and a key whose first attempt failed
-// for a business reason (insufficient funds, say) stays failed.
+// key with the same operation returns the first result, the same key with
+// another operation is an EIdempotencyConflict naming the first field that
+// differs, and a key whose first attempt failed for a business reason
+// (insufficient funds, say) stays failed.
+//
+// Two operations are the same when their kind and the fields that decide
+// what moves where are equal (see content); a memo is a note for the
+// statement and never makes two operations different.
 //
 // The operations are Transfer, Reserve, Capture, Void and Expire.
 type Op interface {
 	IdempotencyKey() string
-	// fingerprint is a canonical form of the content, compared on replay.
-	fingerprint() string
+	// content is what makes the operation what it is, compared on replay.
+	content() content
 }
 
 // Transfer moves Amount from one account to another of the same currency.
@@ -76,30 +84,123 @@ func (o Capture) IdempotencyKey() string  { return o.Key }
 func (o Void) IdempotencyKey() string     { return o.Key }
 func (o Expire) IdempotencyKey() string   { return o.Key }
 
-// Fingerprints hash the fields joined by a separator that names cannot
-// contain (checkName forbids control characters), with decimals in canonical
-// form so that "1.50" and "1.5" are the same request. A hash keeps stored
-// fingerprints short and storable whatever a memo holds.
-func fp(parts ...string) string {
+// content is an operation's kind and the fields that make it what it is,
+// in a fixed order: for a transfer from, to and amount; for a reserve
+// hold, from, amount and deadline; for a capture hold, to and amount; for a
+// void or an expire the hold. Decimals are in canonical form, so that
+// "1.50" and "1.5" are the same amount, and times are UTC nanoseconds.
+type content struct {
+	kind   string
+	fields []field
+	// memo is not content; it is kept only to compare with fingerprints
+	// written before the memo was left out of them (legacyFingerprint).
+	memo    string
+	hasMemo bool // whether such a fingerprint hashed a memo (all but expire)
+}
+
+type field struct{ name, value string }
+
+func (o Transfer) content() content {
+	return content{kind: "transfer", memo: o.Memo, hasMemo: true, fields: []field{
+		{"from", string(o.From)}, {"to", string(o.To)}, {"amount", o.Amount.String()}}}
+}
+
+func (o Reserve) content() content {
+	return content{kind: "reserve", memo: o.Memo, hasMemo: true, fields: []field{
+		{"hold", string(o.Hold)}, {"from", string(o.From)}, {"amount", o.Amount.String()},
+		{"deadline", fmt.Sprint(o.Deadline.UTC().UnixNano())}}}
+}
+
+func (o Capture) content() content {
+	return content{kind: "capture", memo: o.Memo, hasMemo: true, fields: []field{
+		{"hold", string(o.Hold)}, {"to", string(o.To)}, {"amount", o.Amount.String()}}}
+}
+
+func (o Void) content() content {
+	return content{kind: "void", memo: o.Memo, hasMemo: true, fields: []field{{"hold", string(o.Hold)}}}
+}
+
+func (o Expire) content() content {
+	return content{kind: "expire", fields: []field{{"hold", string(o.Hold)}}}
+}
+
+// A fingerprint is what the ledger stores beside a key's result to
+// recognise a replay: "v2", the kind, then name:hash for each field, joined
+// by spaces (which names, kinds and hashes never contain):
+//
+//	v2 transfer from:Xq0… to:3vP… amount:kT9…
+//
+// A hash is the first 16 bytes of the field value's SHA-256 in unpadded
+// base64url, 22 characters, so a fingerprint stays short whatever the
+// fields hold, and a comparison can still tell which field differs.
+const fingerprintVersion = "v2"
+
+func (c content) fingerprint() string {
+	var b strings.Builder
+	b.WriteString(fingerprintVersion + " " + c.kind)
+	for _, f := range c.fields {
+		b.WriteString(" " + f.name + ":" + fieldHash(f.value))
+	}
+	return b.String()
+}
+
+func fieldHash(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(h[:16])
+}
+
+// legacyFingerprint is the fingerprint ledgers stored before v2: one hash
+// of the kind, the fields and the memo (none for expire) joined by a
+// separator names cannot contain, as 32 hex digits. Rows written then are
+// still compared with it.
+func (c content) legacyFingerprint(memo string) string {
+	parts := []string{c.kind}
+	for _, f := range c.fields {
+		parts = append(parts, f.value)
+	}
+	if c.hasMemo {
+		parts = append(parts, memo)
+	}
 	h := sha256.Sum256([]byte(strings.Join(parts, "\x1f")))
 	return hex.EncodeToString(h[:16])
 }
 
-func (o Transfer) fingerprint() string {
-	return fp("transfer", string(o.From), string(o.To), o.Amount.String(), o.Memo)
+// conflict compares an operation with the fingerprint and the result stored
+// under its key: nil when they are the same operation, else the
+// EIdempotencyConflict that names the first field that differs ("key" when
+// the kind differs, or when an old fingerprint can say only that something
+// does).
+func conflict(c content, key string, stored Result, print string) *bourse.Error {
+	fail := func(field, format string, args ...any) *bourse.Error {
+		return &bourse.Error{Code: bourse.EIdempotencyConflict, Op: "currency." + c.kind, Field: field,
+			Message: fmt.Sprintf("key %q was used before for a ", key) + fmt.Sprintf(format, args...)}
+	}
+	parts := strings.Split(print, " ")
+	if parts[0] != fingerprintVersion || len(parts) < 2 {
+		// Written before v2, memo included: the memo the first operation
+		// had is in its movements, if it made any.
+		if print == c.legacyFingerprint(c.memo) {
+			return nil
+		}
+		if len(stored.Movements) > 0 && print == c.legacyFingerprint(stored.Movements[0].Memo) {
+			return nil
+		}
+		return fail("key", "%s with different content", stored.Op)
+	}
+	if kind := parts[1]; kind != c.kind {
+		return fail("key", "%s, not a %s", kind, c.kind)
+	}
+	had := parts[2:]
+	for i, f := range c.fields {
+		if i >= len(had) || had[i] != f.name+":"+fieldHash(f.value) {
+			return fail(f.name, "%s with another %s", c.kind, f.name)
+		}
+	}
+	if len(had) != len(c.fields) {
+		return fail("key", "%s with different content", c.kind)
+	}
+	return nil
 }
-
-func (o Reserve) fingerprint() string {
-	return fp("reserve", string(o.Hold), string(o.From), o.Amount.String(),
-		fmt.Sprint(o.Deadline.UTC().UnixNano()), o.Memo)
-}
-
-func (o Capture) fingerprint() string {
-	return fp("capture", string(o.Hold), string(o.To), o.Amount.String(), o.Memo)
-}
-
-func (o Void) fingerprint() string   { return fp("void", string(o.Hold), o.Memo) }
-func (o Expire) fingerprint() string { return fp("expire", string(o.Hold)) }
 
 // opName is the Result.Op of each operation.
 func opName(op Op) string {

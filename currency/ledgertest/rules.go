@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -176,6 +177,63 @@ func testIdempotency(t *testing.T, open Opener) {
 		f.fails(currency.Void{Key: "mint", Hold: "h"}, bourse.EIdempotencyConflict)
 		f.balance(alice, "10", "0")
 	})
+	// The error names the first field that differs, or the key when the
+	// kind of operation does.
+	t.Run("ConflictNamesField", func(t *testing.T) {
+		for _, c := range []struct {
+			op      currency.Op
+			field   string
+			message string
+		}{
+			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("11"), Memo: "x"}, "amount",
+				`key "mint" was used before for a transfer with another amount`},
+			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: bob, Amount: D("10")}, "to",
+				`key "mint" was used before for a transfer with another to`},
+			{currency.Transfer{Key: "mint", From: bob, To: alice, Amount: D("10")}, "from",
+				`key "mint" was used before for a transfer with another from`},
+			{currency.Void{Key: "mint", Hold: "h"}, "key", `key "mint" was used before for a transfer, not a void`},
+		} {
+			r := f.fails(c.op, bourse.EIdempotencyConflict)
+			assert.Equal(t, c.field, r.Err.Field, "%+v: %v", c.op, r.Err)
+			assert.Equal(t, c.message, r.Err.Message)
+		}
+		f.balance(alice, "10", "0")
+	})
+	// A memo is a note for the statement: the same operation with another
+	// memo, or none, is a replay and returns the first result, memo and all.
+	t.Run("MemoIsNotContent", func(t *testing.T) {
+		carol, srv := f.wallet("carol"), f.revenue("memo-srv")
+		g1 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30"), Memo: "November allocation"})
+		g2 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30.00")})
+		replayOf(t, g1, g2)
+		assert.Equal(t, "November allocation", g2.Movements[0].Memo)
+		f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30"), Memo: "another note"})
+		f.balance(carol, "30", "0")
+
+		dl := f.clock.Now().Add(time.Hour)
+		for i, memos := range [][2]string{{"prepayment", ""}, {"", "prepayment"}} {
+			hold := currency.HoldID(fmt.Sprintf("memo-h%d", i))
+			r1 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: D("5"), Deadline: dl, Memo: memos[0]})
+			r2 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: D("5"), Deadline: dl, Memo: memos[1]})
+			replayOf(t, r1, r2)
+		}
+		f.balance(carol, "20", "10")
+		c1 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("2"), Memo: "settled"})
+		c2 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("2")})
+		replayOf(t, c1, c2)
+		assert.Equal(t, "settled", c2.Movements[0].Memo)
+		v1 := f.ok(currency.Void{Key: "memo-v", Hold: "memo-h1"})
+		v2 := f.ok(currency.Void{Key: "memo-v", Hold: "memo-h1", Memo: "voided"})
+		replayOf(t, v1, v2)
+		f.balance(carol, "28", "0")
+		f.balance(srv, "2", "0")
+
+		// Still, the fields that move money are compared.
+		r := f.fails(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("3"), Memo: "settled"}, bourse.EIdempotencyConflict)
+		assert.Equal(t, "amount", r.Err.Field)
+		r = f.fails(currency.Reserve{Key: "memo-rmemo-h0", Hold: "memo-h0", From: carol, Amount: D("5"), Deadline: dl.Add(time.Second)}, bourse.EIdempotencyConflict)
+		assert.Equal(t, "deadline", r.Err.Field)
+	})
 	t.Run("FailedKeyStaysFailed", func(t *testing.T) {
 		f.fails(currency.Transfer{Key: "pay", From: bob, To: alice, Amount: D("5")}, bourse.EInsufficientFunds)
 		f.mint("fund-bob", bob, "50")
@@ -197,6 +255,19 @@ func testIdempotency(t *testing.T, open Opener) {
 		f.balance(srv, "7", "0")
 	})
 	f.audit()
+}
+
+// replayOf requires b to be a replay of a: the same movements, memos
+// included.
+func replayOf(t testing.TB, a, b currency.Result) {
+	t.Helper()
+	require.Equal(t, len(a.Movements), len(b.Movements))
+	for i, m := range a.Movements {
+		n := b.Movements[i]
+		assert.Equal(t, m.ID, n.ID)
+		assert.Equal(t, m.Memo, n.Memo, "%s keeps the first memo", m.ID)
+		assert.True(t, m.Amount.Equal(n.Amount) && m.At.Equal(n.At), "%s: %+v, replayed as %+v", m.ID, m, n)
+	}
 }
 
 func testHolds(t *testing.T, open Opener) {

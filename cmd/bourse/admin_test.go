@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/pgtest"
+)
+
+// admin runs `bourse admin --db URL args…`.
+func admin(t *testing.T, dbURL string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), append([]string{"admin", "--db", dbURL}, args...), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// TestAdminGrant is docs/operations.md's new deployment: a grant repeated
+// with its key grants once, with or without its memo, and a grant of
+// another amount under the key says which field differs.
+func TestAdminGrant(t *testing.T) {
+	dbURL := pgtest.FreshDB(t)
+	ok := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := admin(t, dbURL, args...)
+		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
+		return out
+	}
+	ok("currency", "CRED", "--scale", "2")
+	ok("open", "acme", "--currency", "CRED")
+	ok("open", "alice", "--currency", "CRED", "--parent", "acme")
+	first := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice", "--memo", "November allocation")
+	assert.Contains(t, first, "movement t/grant-2026-11-alice")
+
+	again := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
+	assert.Equal(t, first, again, "the first result, without the memo")
+	assert.Equal(t, first, ok("grant", "alice", "500.00", "--currency", "CRED", "--key", "grant-2026-11-alice", "--memo", "another note"))
+
+	_, errOut, code := admin(t, dbURL, "grant", "alice", "600", "--currency", "CRED", "--key", "grant-2026-11-alice")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `idempotency_conflict: amount: key "grant-2026-11-alice" was used before for a transfer with another amount`)
+	_, errOut, code = admin(t, dbURL, "grant", "acme", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "idempotency_conflict: to: ")
+
+	assert.Contains(t, ok("balance", "wallet/CRED/alice"), "available 500")
+	assert.Contains(t, ok("statement", "wallet/CRED/alice"), "grant-2026-11-alice")
+}
