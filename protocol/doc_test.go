@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"go/ast"
 	"go/parser"
@@ -94,7 +95,10 @@ func examples(t *testing.T) []example {
 	}
 	onGPU1 := terms
 	onGPU1.Server = "gpu1"
+	// The exchange's id of a negotiation: the contract id and when it
+	// began, in Unix nanoseconds. It keys the escrow (escrow/<offer>).
 	offerID := id + "-" + strconv.FormatInt(at(t, "4ms").UnixNano(), 10)
+	resumedOfferID := resumedID + "-" + strconv.FormatInt(at(t, "50m0.004s").UnixNano(), 10)
 
 	accepted := protocol.Contract{
 		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: protocol.StateAccepted,
@@ -176,13 +180,13 @@ func examples(t *testing.T) []example {
 		{Account: wallet, Seq: 1, Movement: "t/grant/alice/2026-11", Key: "grant/alice/2026-11",
 			Counterparty: currency.IssuanceID("CRED"), Amount: grant, Balance: grant,
 			Memo: "November allocation", At: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
-		{Account: wallet, Seq: 2, Movement: "h/" + id + "/reserve", Key: "escrow/" + id,
+		{Account: wallet, Seq: 2, Movement: "h/" + id + "/reserve", Key: "escrow/" + offerID,
 			Counterparty: escrow(id), Amount: terms.Prepayment.Neg(), Balance: afterEscrow, Hold: hold(id),
 			Memo: "prepayment of contract " + id, At: accepted.AcceptedAt},
 		{Account: wallet, Seq: 3, Movement: "h/" + id + "/resolve/1", Key: "settle/" + id,
 			Counterparty: escrow(id), Amount: st.Refund, Balance: afterRefund, Hold: hold(id),
 			Memo: "contract " + id + " suspended", At: settled.SettledAt},
-		{Account: wallet, Seq: 4, Movement: "h/" + resumedID + "/reserve", Key: "escrow/" + resumedID,
+		{Account: wallet, Seq: 4, Movement: "h/" + resumedID + "/reserve", Key: "escrow/" + resumedOfferID,
 			Counterparty: escrow(resumedID), Amount: terms.Prepayment.Neg(), Balance: afterResume, Hold: hold(resumedID),
 			Memo: "prepayment of contract " + resumedID, At: resumed.AcceptedAt},
 	}
@@ -401,6 +405,33 @@ func TestDocExampleIDs(t *testing.T) {
 		if !strings.Contains(doc, s) {
 			t.Errorf("%s does not mention %q", docPath, s)
 		}
+	}
+}
+
+// TestDocFieldPaths checks the field the doc quotes for a bad curve: the
+// exchange names every field by its path in the request, so a terms field
+// comes with "terms." before the name the contract package gives it
+// (exchange/badinput_test.go checks the exchange answers so).
+func TestDocFieldPaths(t *testing.T) {
+	doc := readDoc(t)
+	terms := contract.Terms{
+		Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: dec("1"),
+		P: contract.Curve{{X: dec("1"), Y: dec("0.01")}, {X: dec("0.5"), Y: dec("0.02")}},
+	}
+	err := contract.Validate(terms, func(string) (int32, bool) { return 2, true })
+	var e *bourse.Error
+	if !errors.As(err, &e) || e.Code != bourse.EInvalidCurve {
+		t.Fatalf("an unsorted curve: %v", err)
+	}
+	want := "| `invalid_curve` |"
+	row := ""
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, want) {
+			row = line
+		}
+	}
+	if !strings.Contains(row, "(`field` is e.g. `terms."+e.Field+"`)") {
+		t.Errorf("%s: the invalid_curve row should quote the field terms.%s as the exchange reports it:\n%s", docPath, e.Field, row)
 	}
 }
 
