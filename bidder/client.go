@@ -220,12 +220,13 @@ func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract,
 }
 
 // Balance reads the client's wallet in a currency, Config.Currency if cur
-// is empty.
-func (c *Client) Balance(ctx context.Context, cur string) (currency.Balance, error) {
+// is empty, with the currency's scale: the decimal places its amounts have
+// (a prepayment may have no more).
+func (c *Client) Balance(ctx context.Context, cur string) (protocol.BalanceReply, error) {
 	if cur == "" {
 		cur = c.cfg.Currency
 	}
-	var r currency.Balance
+	var r protocol.BalanceReply
 	err := c.request(ctx, protocol.VerbBalance, protocol.BalanceRequest{Currency: cur}, &r)
 	return r, err
 }

@@ -74,6 +74,7 @@ func TestClient(t *testing.T) {
 		b, err := ada.Balance(ctx, "")
 		require.NoError(t, err)
 		assert.Equal(t, currency.Code("CRED"), b.Currency)
+		assert.Equal(t, int32(2), b.Scale, "the currency's scale comes with the balance")
 		es, err := ada.Statement(ctx, "", 0, 10)
 		require.NoError(t, err)
 		require.NotEmpty(t, es)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
 )
 
 const (
@@ -102,4 +104,36 @@ func formatDecimal(d decimal.Decimal) string {
 		return d.StringFixed(-e)
 	}
 	return d.String()
+}
+
+// CheckQuantity checks a measured quantity (a reading's U, S or energy)
+// against the limits every number of an offer has: not negative, below
+// 10^MaxIntDigits, at most MaxPlaces decimal places, and an exponent that
+// exact arithmetic can afford. A quantity past them would be stored, then
+// fail every settlement that prices it; field names it in the EInvalid
+// error.
+func CheckQuantity(op, field string, d decimal.Decimal) error {
+	if why := checkNumber(d); why != "" {
+		return fail(bourse.EInvalid, op, field, "%s", why)
+	}
+	if d.Sign() < 0 {
+		return fail(bourse.EInvalid, op, field, "negative: %s", d)
+	}
+	return nil
+}
+
+// Check checks a usage as a server reports it, before anything stores it:
+// U and S pass CheckQuantity and T is not negative. Usage that passes can
+// always be priced by Charge on valid terms.
+func (u Usage) Check(op string) error {
+	if err := CheckQuantity(op, "u", u.U); err != nil {
+		return err
+	}
+	if err := CheckQuantity(op, "s", u.S); err != nil {
+		return err
+	}
+	if u.T < 0 {
+		return fail(bourse.EInvalid, op, "t", "negative: %v", u.T)
+	}
+	return nil
 }

@@ -136,9 +136,18 @@ func (s *Service) handleBalance(r micro.Request) {
 	if err == nil {
 		err = decode(r, &req)
 	}
-	var b currency.Balance
+	var b protocol.BalanceReply
 	if err == nil {
-		b, err = s.store.Ledger().Balance(context.Background(), currency.WalletID(currency.Code(req.Currency), client))
+		ctx := context.Background()
+		b.Balance, err = s.store.Ledger().Balance(ctx, currency.WalletID(currency.Code(req.Currency), client))
+		if err == nil {
+			// The wallet exists, so its currency does.
+			scale, ok := s.scaleOf(ctx)(string(b.Currency))
+			if !ok {
+				err = bourse.Errorf(bourse.EUnavailable, "exchange.balance", "currency %s: cannot read its scale", b.Currency)
+			}
+			b.Scale = scale
+		}
 	}
 	if err != nil {
 		_ = protocol.RespondError(r, err)

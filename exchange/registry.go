@@ -18,6 +18,11 @@ type registry struct {
 
 	mu      sync.Mutex
 	servers map[string]serverState
+	// known caches whether a server has registered in a currency (has
+	// its revenue account): true for good, false until the time stored
+	// in unknownUntil, after which the ledger is asked again.
+	known        map[string]bool // server + "/" + currency
+	unknownUntil map[string]time.Time
 }
 
 type serverState struct {
@@ -26,7 +31,34 @@ type serverState struct {
 }
 
 func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
-	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{}}
+	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{},
+		known: map[string]bool{}, unknownUntil: map[string]time.Time{}}
+}
+
+// registered says what the registry knows of whether server has
+// registered in cur: yes, no (lately), or nothing (ask the ledger).
+func (r *registry) registered(server, cur string) (yes, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := server + "/" + cur
+	if r.known[k] {
+		return true, true
+	}
+	return false, r.now().Before(r.unknownUntil[k])
+}
+
+// remember records whether server has registered in cur; a no is kept
+// for lostAfter.
+func (r *registry) remember(server, cur string, yes bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := server + "/" + cur
+	if yes {
+		r.known[k] = true
+		delete(r.unknownUntil, k)
+		return
+	}
+	r.unknownUntil[k] = r.now().Add(r.lostAfter)
 }
 
 func (r *registry) update(id string, h protocol.Hello) {
@@ -50,7 +82,7 @@ func (r *registry) match(t contract.Terms) []string {
 		}
 		n := 0
 		for _, g := range s.GPUs {
-			if (t.Class.Model == "" || g.Model == t.Class.Model) && g.MemoryMiB >= t.Class.MinMemoryMiB {
+			if t.Class.Fits(g.Model, g.MemoryMiB) {
 				n++
 			}
 		}

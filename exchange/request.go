@@ -2,8 +2,6 @@ package exchange
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go/micro"
@@ -24,36 +22,14 @@ func sender(r micro.Request, role string) (string, error) {
 	return id, nil
 }
 
-// decode reads a request body strictly: bounded, unknown fields refused,
-// nothing after the JSON value.
+// decode reads a request body strictly (protocol.Unmarshal); an empty body
+// is the empty object.
 func decode(r micro.Request, v any) error {
 	data := r.Data()
-	if len(data) > protocol.MaxMessage {
-		return &bourse.Error{Code: bourse.EInvalid, Message: fmt.Sprintf("request of %d bytes exceeds the limit of %d", len(data), protocol.MaxMessage)}
-	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badJSON(err)
-	}
-	if dec.More() {
-		return &bourse.Error{Code: bourse.EInvalid, Message: "data after the JSON value"}
-	}
-	return nil
-}
-
-// badJSON keeps a decoder's typed error (the contract package's strict
-// decoder returns *bourse.Error) or wraps a plain one.
-func badJSON(err error) error {
-	if bourse.ErrorCode(err) != bourse.EInternal {
-		return err
-	}
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "json: ")
-	return &bourse.Error{Code: bourse.EInvalid, Message: "malformed request: " + msg}
+	return protocol.Unmarshal(data, v)
 }
 
 func respond(r micro.Request, v any) {

@@ -33,6 +33,11 @@ const (
 	ReasonNotStarted Reason = "not_started"          // accepted but never started before its deadline
 	ReasonShutdown   Reason = "shutdown"             // the server shut down
 	ReasonFailed     Reason = "failed"               // the job could not be started or crashed
+	// ReasonExpired: the contract could not end by any other rule in time
+	// (its escrow's deadline passed, or it stayed stuck for the exchange's
+	// StuckLimit); settled on its last valid reading, or voided if it had
+	// none or that failed too.
+	ReasonExpired Reason = "expired"
 )
 
 // Contract is the exchange's record of an accepted offer.
@@ -61,41 +66,22 @@ type Contract struct {
 	// Set at settlement: Charge + Refund = Terms.Prepayment.
 	Charge decimal.Decimal `json:"charge"`
 	Refund decimal.Decimal `json:"refund"`
+
+	// Stuck is set while the exchange fails to settle or void the
+	// contract; it stays on the record afterwards, as history.
+	Stuck *Stuck `json:"stuck,omitempty"`
 }
 
-// Reading is a server's cumulative measurement of one contract. Readings of
-// a contract carry increasing sequence numbers; the exchange counts each
-// sequence number once and ignores stale ones. The final reading settles.
-type Reading struct {
-	Contract string          `json:"contract"`
-	Seq      uint64          `json:"seq"`
-	U        decimal.Decimal `json:"u"`      // GPU-seconds busy
-	T        Duration        `json:"t"`      // wall time since start
-	S        decimal.Decimal `json:"s"`      // minimum share, GPUs
-	EnergyJ  decimal.Decimal `json:"energy"` // joules, where the meter knows
-	At       time.Time       `json:"at"`
-	Final    bool            `json:"final,omitempty"`
-	Reason   Reason          `json:"reason,omitempty"` // with Final
-	ExitCode *int            `json:"exit_code,omitempty"`
+// Stuck records an exchange's failures to settle or void a contract. The
+// watchdog tries again at Retry, backing off, and ends the contract by a
+// fixed rule (ReasonExpired) once it has been stuck too long.
+type Stuck struct {
+	Since    time.Time `json:"since"`    // the first failure
+	Attempts int       `json:"attempts"` // failures so far
+	Retry    time.Time `json:"retry"`    // not tried again before then
+	Error    string    `json:"error"`    // the last failure
 }
 
-// Usage is the reading's quantities as the contract package prices them.
-func (r Reading) Usage() contract.Usage {
-	return contract.Usage{U: r.U, T: time.Duration(r.T), S: r.S}
-}
-
-// MsgID is the JetStream de-duplication id of a reading.
-func (r Reading) MsgID() string { return r.Contract + ":" + uitoa(r.Seq) }
-
-func uitoa(n uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
-}
+// HoldsEscrow reports whether the contract still holds its escrow:
+// accepted or running.
+func (c Contract) HoldsEscrow() bool { return c.State == StateAccepted || c.State == StateRunning }

@@ -219,7 +219,10 @@ func examples(t *testing.T) []example {
 		{"contracts.request", protocol.ContractsRequest{Limit: 1}},
 		{"contracts.reply", protocol.ContractsReply{Contracts: []protocol.Contract{resumed}}},
 		{"balance.request", protocol.BalanceRequest{Currency: "CRED"}},
-		{"balance.reply", currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment}},
+		{"balance.reply", protocol.BalanceReply{
+			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
+			Scale:   scale,
+		}},
 		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
 		{"statement.reply", protocol.StatementReply{Entries: entries}},
 

@@ -77,6 +77,16 @@ type BalanceRequest struct {
 	Currency string `json:"currency"`
 }
 
+// BalanceReply is the sender's wallet in a currency, and that currency's
+// scale: every amount of the currency is a multiple of 10^-Scale, so a
+// prepayment may have at most Scale decimal places, and a client writes
+// amounts with Scale places ("19.2" is 19.20 CRED at scale 2). Currency
+// (in the embedded Balance) is the currency's code.
+type BalanceReply struct {
+	currency.Balance
+	Scale int32 `json:"scale"`
+}
+
 // StatementRequest pages through the sender's wallet statement.
 type StatementRequest struct {
 	Currency string `json:"currency"`

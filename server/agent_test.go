@@ -245,7 +245,7 @@ func TestAgentFinalReadingRetried(t *testing.T) {
 	rd, id := rs.next()
 	assert.True(t, rd.Final, "only the final reading was kept")
 	assert.Equal(t, protocol.ReasonSuspended, rd.Reason)
-	assert.Equal(t, rd.MsgID(), id)
+	assert.Equal(t, rd.MsgID("gpu1"), id)
 	assert.Greater(t, rd.Seq, uint64(1))
 }
 
@@ -347,7 +347,7 @@ func TestAgentReconnects(t *testing.T) {
 	for !rd.Final {
 		next, id := rs.next()
 		require.Greater(t, next.Seq, rd.Seq)
-		require.Equal(t, next.MsgID(), id)
+		require.Equal(t, next.MsgID("gpu1"), id)
 		rd = next
 	}
 	assert.Equal(t, protocol.ReasonKilled, rd.Reason)

@@ -284,7 +284,7 @@ func (r *readings) final(after uint64) protocol.Reading {
 	for {
 		rd, id := r.next()
 		require.Equal(r.t, after+1, rd.Seq)
-		require.Equal(r.t, rd.MsgID(), id)
+		require.Equal(r.t, rd.MsgID("gpu1"), id)
 		after = rd.Seq
 		if rd.Final {
 			return rd

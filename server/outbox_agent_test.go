@@ -50,7 +50,7 @@ func (x *exchange) all(id, contractID string) []protocol.Reading {
 		}
 		var rd protocol.Reading
 		require.NoError(x.t, json.Unmarshal(m.Data(), &rd))
-		require.Equal(x.t, rd.MsgID(), m.Headers().Get(jetstream.MsgIDHeader))
+		require.Equal(x.t, rd.MsgID(id), m.Headers().Get(jetstream.MsgIDHeader))
 		out = append(out, rd)
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"time"
 
 	"github.com/bourse/bourse"
@@ -125,11 +124,8 @@ func (st State) FreeFor(c contract.Class) int {
 // Busy counts the GPUs that are not free.
 func (st State) Busy() int { return len(st.GPUs) - len(st.Free) }
 
-// Fits reports whether g satisfies the class. Models compare without case,
-// since "h100" and "H100" name the same card.
-func Fits(c contract.Class, g protocol.GPU) bool {
-	return (c.Model == "" || strings.EqualFold(c.Model, g.Model)) && g.MemoryMiB >= c.MinMemoryMiB
-}
+// Fits reports whether g satisfies the class (contract.Class.Fits).
+func Fits(c contract.Class, g protocol.GPU) bool { return c.Fits(g.Model, g.MemoryMiB) }
 
 // Decision is a policy's answer: accept, or reject with the reason and the
 // offers it would accept instead.

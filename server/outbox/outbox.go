@@ -209,7 +209,7 @@ func encode(rec record) ([]byte, error) {
 func (o *Outbox) Append(rd protocol.Reading) error {
 	line, err := encode(record{Reading: &rd})
 	if err != nil {
-		return fmt.Errorf("outbox: encode reading %s: %w", rd.MsgID(), err)
+		return fmt.Errorf("outbox: encode reading %s#%d: %w", rd.Contract, rd.Seq, err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -218,11 +218,11 @@ func (o *Outbox) Append(rd protocol.Reading) error {
 		return bourse.Errorf(bourse.EUnavailable, "outbox.Append", "the outbox is closed")
 	}
 	if err := o.write(line); err != nil {
-		return fmt.Errorf("outbox: append reading %s: %w", rd.MsgID(), err)
+		return fmt.Errorf("outbox: append reading %s#%d: %w", rd.Contract, rd.Seq, err)
 	}
 	if rd.Final {
 		if err := o.f.Sync(); err != nil {
-			return fmt.Errorf("outbox: sync final reading %s: %w", rd.MsgID(), err)
+			return fmt.Errorf("outbox: sync final reading %s#%d: %w", rd.Contract, rd.Seq, err)
 		}
 	}
 	return o.maybeCompact()

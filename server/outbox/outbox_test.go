@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -61,11 +62,11 @@ func reading(contract string, seq uint64, final bool) protocol.Reading {
 	return rd
 }
 
-// ids are the message ids of readings.
+// ids names readings "<contract>:<seq>".
 func ids(rds []protocol.Reading) []string {
 	out := []string{}
 	for _, rd := range rds {
-		out = append(out, rd.MsgID())
+		out = append(out, rd.Contract+":"+strconv.FormatUint(rd.Seq, 10))
 	}
 	return out
 }

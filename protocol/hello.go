@@ -1,0 +1,69 @@
+package protocol
+
+import (
+	"fmt"
+
+	"github.com/bourse/bourse"
+)
+
+// Limits of a hello or heartbeat: more than any one server has.
+const (
+	MaxServerGPUs = 4096
+	maxModel      = 64
+	maxPolicy     = 256
+)
+
+// Check checks what a hello or heartbeat says of the server itself: a
+// currency code, 1..MaxServerGPUs GPUs with distinct indexes, free GPUs
+// between none and all, running contracts that are ids. Whether the
+// currency exists, and whether the server registered in it, are the
+// exchange's to check.
+func (h Hello) Check() error {
+	const op = "protocol.Hello"
+	bad := func(field, format string, args ...any) error {
+		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if err := CheckID(h.Currency); err != nil {
+		return bad("currency", "%v", err)
+	}
+	if len(h.GPUs) == 0 || len(h.GPUs) > MaxServerGPUs || h.Free < 0 || h.Free > len(h.GPUs) {
+		return bad("gpus", "%d GPUs with %d free is not a server", len(h.GPUs), h.Free)
+	}
+	seen := make(map[int]bool, len(h.GPUs))
+	for i, g := range h.GPUs {
+		switch {
+		case g.Index < 0 || seen[g.Index]:
+			return bad(fmt.Sprintf("gpus[%d].index", i), "%d is negative or repeated", g.Index)
+		case g.Model == "" || len(g.Model) > maxModel:
+			return bad(fmt.Sprintf("gpus[%d].model", i), "want 1..%d characters", maxModel)
+		case g.MemoryMiB < 0:
+			return bad(fmt.Sprintf("gpus[%d].memory_mib", i), "negative: %d", g.MemoryMiB)
+		}
+		seen[g.Index] = true
+	}
+	if len(h.Running) > MaxServerGPUs {
+		return bad("running", "%d contracts on %d GPUs", len(h.Running), len(h.GPUs))
+	}
+	for i, id := range h.Running {
+		if err := CheckID(id); err != nil {
+			return bad(fmt.Sprintf("running[%d]", i), "%v", err)
+		}
+	}
+	if len(h.Policy) > maxPolicy {
+		return bad("policy", "longer than %d characters", maxPolicy)
+	}
+	return nil
+}
+
+// DecodeHello reads a hello or heartbeat strictly (Unmarshal) and checks
+// it.
+func DecodeHello(data []byte) (Hello, error) {
+	var h Hello
+	if err := Unmarshal(data, &h); err != nil {
+		return Hello{}, err
+	}
+	if err := h.Check(); err != nil {
+		return Hello{}, err
+	}
+	return h, nil
+}
