@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -37,9 +38,29 @@ type Config struct {
 	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
 	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
 	WatchdogEvery   time.Duration // 1s
-	MaxInFlight     int           // offers negotiated at once before "unavailable", 4096
+	// SweepBatch is how many contracts, and due holds, one watchdog sweep
+	// looks at, 500.
+	SweepBatch  int
+	MaxInFlight int // offers negotiated at once before "unavailable", 4096
 	// MaxBookAhead is how far ahead an offer's start_at may be, 30 days.
 	MaxBookAhead time.Duration
+	// ClockSkew is how far a server's clock, and the time its messages
+	// take, may put a reading off the exchange's own clock, 5s: a
+	// reading's T may exceed the time since the contract could have
+	// started by this much, and its "at" be this far ahead (usage.go,
+	// believable).
+	ClockSkew time.Duration
+	// AckWait is how long the usage stream waits for an instance to
+	// acknowledge a reading before it hands it out again,
+	// (ServerLostAfter − ReadingEvery)/2. It must be shorter than
+	// ServerLostAfter − ReadingEvery, so that a reading stranded on an
+	// instance that died comes back before any watchdog could judge its
+	// server lost.
+	AckWait time.Duration
+	// StuckLimit is how long a contract may keep failing to settle or
+	// void before the watchdog ends it by the fixed rule: settled on its
+	// last valid reading, else voided (ReasonExpired), 1h.
+	StuckLimit time.Duration
 
 	// StreamStorage is where JetStream keeps readings: file (default) or
 	// memory (the demo).
@@ -67,11 +88,23 @@ func (c *Config) defaults() error {
 	def(&c.ServerLostAfter, 10*time.Second)
 	def(&c.WatchdogEvery, time.Second)
 	def(&c.MaxBookAhead, 30*24*time.Hour)
+	def(&c.ClockSkew, 5*time.Second)
+	def(&c.StuckLimit, time.Hour)
+	if c.ServerLostAfter <= c.ReadingEvery {
+		return fmt.Errorf("exchange: ServerLostAfter %v must be longer than ReadingEvery %v", c.ServerLostAfter, c.ReadingEvery)
+	}
+	def(&c.AckWait, (c.ServerLostAfter-c.ReadingEvery)/2)
+	if c.AckWait >= c.ServerLostAfter-c.ReadingEvery {
+		return fmt.Errorf("exchange: AckWait %v must be shorter than ServerLostAfter %v less ReadingEvery %v", c.AckWait, c.ServerLostAfter, c.ReadingEvery)
+	}
 	if c.Name == "" {
 		c.Name = "bourse-exchange"
 	}
 	if c.Version == "" {
 		c.Version = "0.1.0"
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 500
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 4096
@@ -99,7 +132,15 @@ type Service struct {
 	scales   sync.Map // currency code → int32 scale; currencies never change scale
 	inflight chan struct{}
 	starts   sync.WaitGroup // start requests sent after their offer's answer
-	outage   time.Time      // the watchdog's last sight of a NATS outage
+
+	// The watchdog's: when it last saw NATS unreachable or itself not
+	// running (the instance's start counts), when it last swept, and
+	// when it last counted the stuck contracts.
+	outage, lastSweep, lastStuckCount time.Time
+	// retryHold spaces out attempts to end contracts whose hold is due,
+	// for contracts the store has no Stuck.Retry for (a hold without a
+	// contract). The watchdog's goroutine alone uses it.
+	retryHold map[currency.HoldID]time.Time
 
 	svc      micro.Service
 	subs     []*nats.Subscription
@@ -120,6 +161,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		metrics:  newMetrics(cfg.Metrics),
 		servers:  newRegistry(cfg.Now, cfg.ServerLostAfter),
 		inflight: make(chan struct{}, cfg.MaxInFlight),
+		// A new instance has heard nothing yet: readings may wait in the
+		// stream, some for AckWait. Its start is an outage to the watchdog.
+		outage: cfg.Now().UTC(), lastSweep: cfg.Now().UTC(),
+		retryHold: map[currency.HoldID]time.Time{},
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 
 	"testing"
@@ -26,33 +27,55 @@ import (
 
 const cred = "CRED"
 
-// market is an exchange on an embedded NATS server and an in-memory store.
+// market is an exchange on an embedded NATS server and a store.
 type market struct {
 	t      *testing.T
 	ns     *server.Server
-	ledger *mem.Ledger
-	store  *memstore.Store
+	ledger currency.Ledger
+	store  exchange.Store
+	cfg    exchange.Config
 	ex     *exchange.Service
+	exStop func() // stops ex
 }
 
+// newMarket is a market on an in-memory store.
 func newMarket(t *testing.T, tune func(*exchange.Config)) *market {
 	t.Helper()
-	m := &market{t: t, ns: natstest.Start(t), ledger: mem.New(mem.Options{})}
-	m.store = memstore.New(m.ledger)
+	return newMarketOn(t, memstore.New(mem.New(mem.Options{})), tune)
+}
+
+// newMarketOn is a market on store, whose ledger must be empty.
+func newMarketOn(t *testing.T, store exchange.Store, tune func(*exchange.Config)) *market {
+	t.Helper()
+	m := &market{t: t, ns: natstest.Start(t), ledger: store.Ledger(), store: store}
 	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
-	cfg := exchange.Config{
+	m.cfg = exchange.Config{
 		Conn: natstest.Connect(t, m.ns, ""), Store: m.store,
 		Negotiation: time.Second, ReadingEvery: 50 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
 		ServerLostAfter: 2 * time.Second, WatchdogEvery: 50 * time.Millisecond, StartTimeout: 2 * time.Second,
+		// The lifecycle tests publish readings of minutes right after the
+		// start; the adversarial suite tunes this back to the default.
+		ClockSkew: time.Hour,
 	}
 	if tune != nil {
-		tune(&cfg)
+		tune(&m.cfg)
 	}
-	ex, err := exchange.Start(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(ex.Stop)
-	m.ex = ex
+	m.startExchange()
 	return m
+}
+
+// startExchange starts an exchange instance on the market's store and
+// configuration, stopped when the test ends or when the caller calls the
+// function it returns, whichever comes first.
+func (m *market) startExchange() (stop func()) {
+	m.t.Helper()
+	ex, err := exchange.Start(context.Background(), m.cfg)
+	require.NoError(m.t, err)
+	var once sync.Once
+	stop = func() { once.Do(ex.Stop) }
+	m.t.Cleanup(stop)
+	m.ex, m.exStop = ex, stop
+	return stop
 }
 
 // wallet opens a funded wallet for client id.
@@ -185,7 +208,7 @@ func (s *scripted) started(st protocol.Started) protocol.Contract {
 func (s *scripted) publish(r protocol.Reading) {
 	s.t.Helper()
 	body, _ := json.Marshal(r)
-	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(r.MsgID()))
+	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(r.MsgID(s.id)))
 	require.NoError(s.t, err)
 }
 

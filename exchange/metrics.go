@@ -8,9 +8,12 @@ type metrics struct {
 	negotiation prometheus.Histogram   // seconds from offer to reply
 	settled     *prometheus.CounterVec // by reason
 	voided      prometheus.Counter
-	readings    *prometheus.CounterVec // by result: counted, stale, rejected
+	readings    *prometheus.CounterVec // by result: counted, stale, rejected, refused, foreign_id
 	escrowed    prometheus.Counter     // contracts opened
 	busy        prometheus.Counter     // offers refused for MaxInFlight
+	stuck       prometheus.Counter     // contracts that began to fail to settle or void
+	stuckNow    prometheus.Gauge       // contracts holding escrow that are stuck now
+	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,9 +32,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Contracts accepted and escrowed."}),
 		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
 			Help: "Requests refused because too many were in flight."}),
+		stuck: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stuck_total",
+			Help: "Contracts that began to fail to settle or void (each counted once)."}),
+		stuckNow: prometheus.NewGauge(prometheus.GaugeOpts{Name: "bourse_exchange_stuck_contracts",
+			Help: "Contracts that hold their escrow and have failed to settle or void, as the store says (the same on every instance)."}),
+		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
+			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed, m.busy)
+		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed, m.busy,
+			m.stuck, m.stuckNow, m.heartbeats)
 	}
 	return m
 }

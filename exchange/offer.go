@@ -94,6 +94,10 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 	}
 	servers := s.servers.match(t)
 	if len(servers) == 0 {
+		if s.servers.live() == 0 {
+			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
+				Message: "no server has registered with this exchange yet (servers speak every second once they run); try again shortly"}
+		}
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
 			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
 	}
@@ -128,12 +132,13 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 	// failed (insufficient funds) may be retried with the same request id
 	// after a top-up. The hold id is the contract id, so a second escrow of
 	// one contract is impossible all the same.
-	// The hold outlives any legitimate settlement; the watchdog settles or
-	// voids the contract long before, and an operator's audit finds holds
-	// left open past it.
+	// The hold's deadline is StuckLimit past the latest a legitimate
+	// contract ends (started by its deadline, run for its time limit,
+	// heard of within ServerLostAfter): the watchdog ends a contract whose
+	// hold is due by the fixed rule (watchdog.go, expireDue).
 	reserve := currency.Reserve{
 		Key: "escrow/" + offerID, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
-		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + s.cfg.ServerLostAfter + time.Hour),
+		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + s.cfg.ServerLostAfter + s.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
 	stored, created, err := s.store.Open(ctx, c, reserve)

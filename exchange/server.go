@@ -2,8 +2,6 @@ package exchange
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -32,6 +30,7 @@ func (s *Service) handleHello(r micro.Request) {
 		_ = protocol.RespondError(r, err)
 		return
 	}
+	s.servers.remember(id, h.Currency, true)
 	s.servers.update(id, h)
 	s.log.Info("server registered", "server", id, "gpus", len(h.GPUs), "currency", h.Currency, "policy", h.Policy)
 	respond(r, protocol.HelloReply{
@@ -41,25 +40,53 @@ func (s *Service) handleHello(r micro.Request) {
 	})
 }
 
+// checkHello checks a hello or heartbeat and that its currency exists.
 func (s *Service) checkHello(ctx context.Context, h protocol.Hello) error {
+	if err := h.Check(); err != nil {
+		return err
+	}
 	if _, ok := s.scaleOf(ctx)(h.Currency); !ok {
 		return &bourse.Error{Code: bourse.EUnknownCurrency, Field: "currency", Message: "no currency " + h.Currency}
-	}
-	if len(h.GPUs) == 0 || len(h.GPUs) > 4096 || h.Free < 0 || h.Free > len(h.GPUs) {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "gpus", Message: fmt.Sprintf("%d GPUs with %d free is not a server", len(h.GPUs), h.Free)}
 	}
 	return nil
 }
 
 // handleHeartbeat refreshes the registry. Every instance hears every
-// heartbeat; a malformed one is ignored.
+// heartbeat; a malformed one is ignored, and so is one in a currency the
+// server has not registered in with a hello: the server has no revenue
+// account there, and a contract it won would have nowhere to pay.
 func (s *Service) handleHeartbeat(m *nats.Msg) {
 	role, id, _, ok := protocol.Sender(m.Subject)
-	var h protocol.Hello
-	if !ok || role != protocol.RoleServer || json.Unmarshal(m.Data, &h) != nil || s.checkHello(context.Background(), h) != nil {
+	if !ok || role != protocol.RoleServer {
+		return
+	}
+	h, err := protocol.DecodeHello(m.Data)
+	if err == nil {
+		err = s.checkHello(context.Background(), h)
+	}
+	if err != nil {
+		s.metrics.heartbeats.WithLabelValues("malformed").Inc()
+		return
+	}
+	if !s.registered(context.Background(), id, h.Currency) {
+		s.metrics.heartbeats.WithLabelValues("unregistered").Inc()
+		s.log.Debug("heartbeat in a currency the server has not registered in", "server", id, "currency", h.Currency)
 		return
 	}
 	s.servers.update(id, h)
+}
+
+// registered reports whether server has said hello in currency cur. One
+// instance answers each hello but every instance hears every heartbeat,
+// so the ledger (the server's revenue account) is the record, which the
+// registry caches.
+func (s *Service) registered(ctx context.Context, server, cur string) bool {
+	if yes, known := s.servers.registered(server, cur); known {
+		return yes
+	}
+	_, err := s.store.Ledger().Account(ctx, currency.RevenueID(currency.Code(cur), server))
+	s.servers.remember(server, cur, err == nil)
+	return err == nil
 }
 
 // handleStarted is a server's report that a job started, for a start that

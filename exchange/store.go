@@ -35,8 +35,14 @@ type Store interface {
 	Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error)
 	// Stale lists up to limit contracts the watchdog must look at: running
 	// ones last seen before silentSince, and accepted ones whose start
-	// deadline is before now.
+	// deadline is before now; but none whose Stuck.Retry is after now. The
+	// contracts never stuck come first, then the stuck ones, each the
+	// earliest accepted first, so that contracts that keep failing never
+	// hide the others.
 	Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error)
+	// Stuck lists up to limit contracts that still hold their escrow and
+	// have failed to settle or void (Stuck set), the longest stuck first.
+	Stuck(ctx context.Context, limit int) ([]protocol.Contract, error)
 }
 
 // ErrNoChange is returned by an Update change function that finds nothing

@@ -41,7 +41,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       "exchange",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       s.cfg.AckWait,
 		MaxAckPending: 10000,
 	})
 	if err != nil {
@@ -94,17 +94,35 @@ func shardOf(subject string, n int) int {
 
 // handleReading counts one reading; the final one settles the contract.
 // It acknowledges once the reading is stored (or known to change nothing),
-// and asks for redelivery when the store fails.
+// asks for redelivery when the store fails, and drops for good what no
+// retry could make acceptable: a reading under another server's message
+// id, a malformed or unbelievable reading, one for another server's
+// contract.
 func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	server, id, ok := usageSubject(m.Subject())
-	var r protocol.Reading
-	if !ok || json.Unmarshal(m.Data(), &r) != nil || r.Contract != id {
+	if !ok {
 		s.metrics.readings.WithLabelValues("rejected").Inc()
-		s.log.Warn("malformed reading dropped", "subject", m.Subject())
+		s.log.Warn("reading on a malformed subject dropped", "subject", m.Subject())
 		_ = m.Term()
 		return
 	}
-	err := s.count(ctx, server, r)
+	// JetStream de-duplicates message ids across the stream, so a server
+	// that publishes under another's id spends it; the real server then
+	// publishes again under a fresh one (server.Agent). Such a reading is
+	// an attempt to block another server's: say so.
+	if msgID := m.Headers().Get(jetstream.MsgIDHeader); msgID != "" && !strings.HasPrefix(msgID, server+":") {
+		s.metrics.readings.WithLabelValues("foreign_id").Inc()
+		s.log.Warn("reading under another server's message id dropped", "server", server, "contract", id, "msg_id", msgID)
+		_ = m.Term()
+		return
+	}
+	r, err := protocol.DecodeReading(m.Data())
+	if err == nil && r.Contract != id {
+		err = &bourse.Error{Code: bourse.EInvalid, Field: "contract", Message: "a reading of " + r.Contract + " on the subject of " + id}
+	}
+	if err == nil {
+		err = s.count(ctx, server, r)
+	}
 	switch {
 	case err == nil:
 		s.metrics.readings.WithLabelValues("counted").Inc()
@@ -112,7 +130,7 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	case errors.Is(err, ErrNoChange):
 		s.metrics.readings.WithLabelValues("stale").Inc()
 		_ = m.Ack()
-	case bourse.ErrorCode(err) == bourse.EInternal || bourse.ErrorCode(err) == bourse.EUnavailable:
+	case transient(err):
 		s.log.Warn("reading not stored; redelivery asked", "contract", id, "seq", r.Seq, "err", err)
 		_ = m.NakWithDelay(time.Second)
 	default:
@@ -122,51 +140,95 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
-// count stores r as the contract's latest reading if it is newer, and
-// settles the contract if r is final.
+// transient reports whether err may pass if the same thing is tried again.
+func transient(err error) bool {
+	code := bourse.ErrorCode(err)
+	return code == bourse.EInternal || code == bourse.EUnavailable
+}
+
+// count stores r as the contract's latest reading if it is newer and
+// believable, and settles the contract if r is final.
 func (s *Service) count(ctx context.Context, server string, r protocol.Reading) error {
-	if r.U.IsNegative() || r.T < 0 || r.S.IsNegative() {
-		return &bourse.Error{Code: bourse.EInvalid, Message: "negative reading"}
-	}
-	var settled bool
-	c, err := s.updatePriced(ctx, r.Contract, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
+	now := s.cfg.Now().UTC()
+	var final bool
+	store := func(c *protocol.Contract) error {
 		if c.Server != server {
-			return nil, &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
+			return &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
 		}
-		if c.State == protocol.StateSettled || c.State == protocol.StateVoided {
-			return nil, ErrNoChange
+		if !c.HoldsEscrow() || (c.Reading != nil && r.Seq <= c.Reading.Seq) {
+			return ErrNoChange
 		}
-		if c.Reading != nil && r.Seq <= c.Reading.Seq {
-			return nil, ErrNoChange
+		if err := s.believable(c, r, now); err != nil {
+			return err
 		}
 		rr := r
-		c.Reading, c.LastSeen = &rr, s.cfg.Now().UTC()
+		c.Reading, c.LastSeen = &rr, now
 		if c.State == protocol.StateAccepted {
 			c.State, c.StartedAt = protocol.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
 		}
-		if !r.Final {
-			return nil, nil
+		return nil
+	}
+	c, err := s.updatePriced(ctx, r.Contract, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
+		if err := store(c); err != nil || !r.Final {
+			return nil, err
 		}
-		settled = true
-		reason := r.Reason
-		if reason == "" {
-			reason = protocol.ReasonCompleted
-		}
-		return s.settle(c, reason, scale)
+		final = true
+		return s.settle(c, finalReason(r), scale)
 	})
+	if err != nil && final && !transient(err) {
+		// The ledger refused the settlement. Keep the final reading all the
+		// same: the watchdog settles on it once the server falls silent,
+		// with backoff while it fails, and by the fixed rule in the end.
+		s.log.Error("a final reading does not settle; kept for the watchdog", "contract", r.Contract, "err", err)
+		final = false
+		c, err = s.store.Update(ctx, r.Contract, func(c *protocol.Contract) ([]currency.Op, error) { return nil, store(c) })
+	}
 	if err != nil {
 		return err
 	}
-	if settled {
+	if final {
 		s.metrics.settled.WithLabelValues(string(c.Reason)).Inc()
 		s.event(protocol.EventSettled, c)
 		return nil
 	}
-	ev := protocol.Event{Type: protocol.EventReading, Contract: c, At: s.cfg.Now().UTC()}
+	ev := protocol.Event{Type: protocol.EventReading, Contract: c, At: now}
 	if scale, ok := s.scaleOf(ctx)(c.Terms.Currency); ok {
 		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
 	}
 	s.publish(c.Client, ev)
+	return nil
+}
+
+// finalReason is why a final reading says its contract stopped.
+func finalReason(r protocol.Reading) protocol.Reason {
+	if r.Reason == "" {
+		return protocol.ReasonCompleted
+	}
+	return r.Reason
+}
+
+// believable judges a reading by the exchange's own clock, which is all
+// it trusts (docs/protocol.md, "What the exchange believes"). A job
+// cannot start before its contract was accepted, nor a booking before its
+// start_at, so a reading's T cannot exceed the time since then, nor its
+// "at" lie ahead of now, each but by ClockSkew. A reading's "at" may lie
+// far in the past: readings wait in outboxes and streams through outages.
+// U needs no bound of its own: pricing clamps it to gpus·T (and S to
+// gpus), T being bounded here.
+func (s *Service) believable(c *protocol.Contract, r protocol.Reading, now time.Time) error {
+	skew := s.cfg.ClockSkew
+	earliest := later(c.AcceptedAt, c.Terms.StartAt.UTC())
+	switch {
+	case r.At.After(now.Add(skew)):
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is ahead of the exchange's clock (%s) by more than %v", r.At.UTC().Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), skew)}
+	case r.At.Before(earliest.Add(-skew)):
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is before the contract could start (%s)", r.At.UTC().Format(time.RFC3339Nano), earliest.Format(time.RFC3339Nano))}
+	case time.Duration(r.T) > now.Sub(earliest)+skew:
+		return &bourse.Error{Code: bourse.EInvalid, Field: "t", Message: fmt.Sprintf(
+			"%v of wall time, but by the exchange's clock the contract can have run %v at most", time.Duration(r.T), now.Sub(earliest).Round(time.Millisecond))}
+	}
 	return nil
 }
 

@@ -3,9 +3,11 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,9 +72,9 @@ func (s *Store) Contracts(_ context.Context, client string, limit int) ([]protoc
 }
 
 // Update applies the ops through the in-memory ledger under the store's
-// lock. The exchange passes at most one op per change (a capture or a
-// void), and a single op is atomic in the ledger, so nothing is left half
-// done when it fails.
+// lock, all or none (mem.Ledger.ApplyAtomic): an op that fails leaves no
+// trace, not even its failure under its key, as a SQL transaction that
+// rolls back, so that the same change can succeed later.
 func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,12 +87,18 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.C
 	if err != nil {
 		return clone(cur), err
 	}
-	if len(ops) > 1 {
-		return clone(cur), fmt.Errorf("memstore: %d ledger ops in one update; at most one is atomic here", len(ops))
+	if next.ID != id {
+		return clone(cur), fmt.Errorf("memstore: change renamed contract %s to %s", id, next.ID)
 	}
-	if len(ops) == 1 {
-		if _, err := currency.Do(ctx, s.ledger, ops[0]); err != nil {
+	if len(ops) > 0 {
+		rs, err := s.ledger.ApplyAtomic(ctx, ops...)
+		if err != nil {
 			return clone(cur), err
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				return clone(cur), r.Err
+			}
 		}
 	}
 	s.contracts[id] = &next
@@ -102,17 +110,50 @@ func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) 
 	defer s.mu.Unlock()
 	var out []protocol.Contract
 	for _, c := range s.contracts {
+		if c.Stuck != nil && c.Stuck.Retry.After(now) {
+			continue
+		}
 		switch {
 		case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince),
 			c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
 			out = append(out, clone(c))
 		}
 	}
-	slices.SortFunc(out, func(a, b protocol.Contract) int { return a.AcceptedAt.Compare(b.AcceptedAt) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	slices.SortFunc(out, func(a, b protocol.Contract) int {
+		return cmp.Or(cmp.Compare(stuck(a), stuck(b)), a.AcceptedAt.Compare(b.AcceptedAt), strings.Compare(a.ID, b.ID))
+	})
+	return first(out, limit), nil
+}
+
+// stuck orders contracts never stuck before stuck ones.
+func stuck(c protocol.Contract) int {
+	if c.Stuck != nil {
+		return 1
 	}
-	return out, nil
+	return 0
+}
+
+func (s *Store) Stuck(_ context.Context, limit int) ([]protocol.Contract, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []protocol.Contract
+	for _, c := range s.contracts {
+		if c.Stuck != nil && c.HoldsEscrow() {
+			out = append(out, clone(c))
+		}
+	}
+	slices.SortFunc(out, func(a, b protocol.Contract) int {
+		return cmp.Or(a.Stuck.Since.Compare(b.Stuck.Since), strings.Compare(a.ID, b.ID))
+	})
+	return first(out, limit), nil
+}
+
+// first returns the first limit contracts of cs; all if limit ≤ 0.
+func first(cs []protocol.Contract, limit int) []protocol.Contract {
+	if limit > 0 && len(cs) > limit {
+		return cs[:limit]
+	}
+	return cs
 }
 
 // clone copies what a caller could change through pointers and slices.
@@ -123,5 +164,9 @@ func clone(c *protocol.Contract) protocol.Contract {
 		out.Reading = &r
 	}
 	out.GPUs = slices.Clone(c.GPUs)
+	if c.Stuck != nil {
+		st := *c.Stuck
+		out.Stuck = &st
+	}
 	return out
 }

@@ -132,22 +132,33 @@ func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]prot
 ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit(limit))
 }
 
-// Stale lists, the earliest accepted first, up to limit (0 or less: all)
-// running contracts last seen before silentSince and accepted ones whose
-// start deadline is before now. Each half is a range of a partial index
-// (migrations/0001_contracts.sql): the query reads the stale contracts,
-// not the table.
+// Stale lists up to limit (0 or less: all) running contracts last seen
+// before silentSince and accepted ones whose start deadline is before now,
+// skipping those whose retry_at is after now: those never stuck first,
+// each group the earliest accepted first. Each half is a range of a
+// partial index (migrations/0001_contracts.sql): the query reads and
+// sorts the stale contracts, not the table.
 func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error) {
 	silent, silentNS := splitTime(silentSince)
 	deadline, deadlineNS := splitTime(now)
 	return s.list(ctx, `SELECT id, record FROM (
-  SELECT id, record, accepted_at, accepted_ns FROM contracts
+  SELECT id, record, accepted_at, accepted_ns, retry_at FROM contracts
   WHERE state = 'running' AND last_seen <= $1 AND (last_seen < $1 OR last_seen_ns < $2)
+    AND (retry_at IS NULL OR retry_at <= $3)
   UNION ALL
-  SELECT id, record, accepted_at, accepted_ns FROM contracts
+  SELECT id, record, accepted_at, accepted_ns, retry_at FROM contracts
   WHERE state = 'accepted' AND start_deadline <= $3 AND (start_deadline < $3 OR start_deadline_ns < $4)
+    AND (retry_at IS NULL OR retry_at <= $3)
 ) AS stale
-ORDER BY accepted_at, accepted_ns, id LIMIT $5`, silent, silentNS, deadline, deadlineNS, rowLimit(limit))
+ORDER BY retry_at IS NOT NULL, accepted_at, accepted_ns, id LIMIT $5`, silent, silentNS, deadline, deadlineNS, rowLimit(limit))
+}
+
+// Stuck lists the contracts that hold their escrow and failed to settle or
+// void, the longest stuck first, from the partial index
+// migrations/0002_stuck.sql.
+func (s *Store) Stuck(ctx context.Context, limit int) ([]protocol.Contract, error) {
+	return s.list(ctx, `SELECT id, record FROM contracts WHERE stuck_since IS NOT NULL
+ORDER BY stuck_since, id LIMIT $1`, rowLimit(limit))
 }
 
 // list reads the contracts of a query that returns id and record.
@@ -318,19 +329,24 @@ func (r *row) args() []any {
 	acceptedAt, acceptedNS := splitTime(r.c.AcceptedAt)
 	deadline, deadlineNS := splitTime(r.c.StartDeadline)
 	lastSeen, lastSeenNS := splitTime(r.c.LastSeen)
+	var stuckSince, retryAt *time.Time
+	if st := r.c.Stuck; st != nil && r.c.HoldsEscrow() {
+		stuckSince, retryAt = &st.Since, &st.Retry
+	}
 	return []any{r.uid, r.c.ID, r.c.Client, r.c.Server, string(r.c.State), acceptedAt, acceptedNS,
-		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record)}
+		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record), stuckSince, retryAt}
 }
 
 func (r *row) queueInsert(t *sqlledger.Tx) {
 	t.Queue(`INSERT INTO contracts (uid, id, client, server, state, accepted_at, accepted_ns,
-  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, r.args()...).Exec(wroteOne)
+  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record, stuck_since, retry_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, r.args()...).Exec(wroteOne)
 }
 
 func (r *row) queueUpdate(t *sqlledger.Tx) {
 	t.Queue(`UPDATE contracts SET id = $2, client = $3, server = $4, state = $5, accepted_at = $6, accepted_ns = $7,
-  start_deadline = $8, start_deadline_ns = $9, last_seen = $10, last_seen_ns = $11, record = $12
+  start_deadline = $8, start_deadline_ns = $9, last_seen = $10, last_seen_ns = $11, record = $12,
+  stuck_since = $13, retry_at = $14
 WHERE uid = $1`, r.args()...).Exec(wroteOne)
 }
 

@@ -44,6 +44,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Copies", func(t *testing.T) { testCopies(t, open) })
 	t.Run("Contracts", func(t *testing.T) { testContracts(t, open) })
 	t.Run("Stale", func(t *testing.T) { testStale(t, open) })
+	t.Run("FailureNotKept", func(t *testing.T) { testFailureNotKept(t, open) })
+	t.Run("Stuck", func(t *testing.T) { testStuck(t, open) })
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testConcurrentUpdates(t, open) })
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// newStuckCmd lists the contracts that hold their escrow and that the
+// exchange's watchdog fails to settle or void (docs/protocol.md, "Stuck
+// contracts"): what an operator looks at when the gauge
+// bourse_exchange_stuck_contracts is not zero.
+func newStuckCmd() *cobra.Command {
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "stuck",
+		Short: "List contracts that hold their escrow and fail to settle",
+		Long: `stuck lists the contracts whose settlement or void keeps failing, the longest
+stuck first, with the last error. The exchange retries each with backoff and,
+after its --stuck-limit (1h) or when the escrow is due, ends it by the fixed
+rule: settled on its last valid reading, else voided with a full refund.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dbURL, _ := cmd.Flags().GetString("db")
+			if dbURL == "mem" {
+				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
+			}
+			store, closeStore, err := openStore(cmd.Context(), dbURL, slog.Default())
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			cs, err := store.Stuck(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, cs)
+			}
+			if len(cs) == 0 {
+				fmt.Fprintln(out, "no stuck contracts")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CONTRACT\tCLIENT\tSERVER\tSTATE\tPREPAYMENT\tSTUCK SINCE\tATTEMPTS\tNEXT TRY\tLAST ERROR")
+			for _, c := range cs {
+				st, amount := c.Stuck, c.Terms.Prepayment.String()
+				if cur, err := store.Ledger().Currency(cmd.Context(), currency.Code(c.Terms.Currency)); err == nil {
+					amount = c.Terms.Prepayment.StringFixed(cur.Scale)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\t%s\t%d\t%s\t%s\n", c.ID, c.Client, c.Server, c.State,
+					amount, c.Terms.Currency, st.Since.Format(time.RFC3339), st.Attempts, st.Retry.Format(time.RFC3339), st.Error)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts instead of a table")
+	cmd.Flags().IntVar(&limit, "limit", 1000, "most contracts to list (0 for all)")
+	return cmd
+}
