@@ -56,7 +56,10 @@ func (u Utilisation) ReserveAt(st State) Reserve {
 }
 
 // scaleCurve multiplies each y by num/den, rounding up. Rounding up is
-// monotone, so the curve stays non-decreasing.
+// monotone, so the curve stays non-decreasing. The quotient comes with
+// MaxPlaces decimal places, zeros included; they are dropped, exactly, so
+// that a counter-offer's price reads 0.2, not 0.200000000000000000
+// (terms keep the places their amounts are written with, on the wire too).
 func scaleCurve(c contract.Curve, num, den decimal.Decimal) contract.Curve {
 	if c == nil {
 		return nil
@@ -68,7 +71,7 @@ func scaleCurve(c contract.Curve, num, den decimal.Decimal) contract.Curve {
 		if rem.Sign() > 0 {
 			q = q.Add(ulp)
 		}
-		out[i] = contract.Point{X: p.X, Y: q}
+		out[i] = contract.Point{X: p.X, Y: decimal.RequireFromString(q.String())}
 	}
 	return out
 }

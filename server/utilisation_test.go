@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,6 +33,45 @@ func TestUtilisationReserveAt(t *testing.T) {
 			assert.True(t, tc.wantP.Equal(r.P), "p = %v", r.P)
 			assert.True(t, tc.wantQ.Equal(r.Q), "q = %v", r.Q)
 			require.NoError(t, r.Validate())
+		})
+	}
+}
+
+// TestUtilisationPlaces checks the scaled prices are written without the
+// zeros the division leaves: a counter-offer's terms keep the places of
+// their amounts, in JSON and in the client's table.
+func TestUtilisationPlaces(t *testing.T) {
+	u := Utilisation{Base: Reserve{P: contract.Flat(d("0.20")), Q: curve("0", "0.001", "2", "0.003")}, K: d("2")}
+	for _, tc := range []struct {
+		name        string
+		busy        []int
+		wantP       string
+		wantQ       string
+		wantCounter string
+	}{
+		{"idle", nil, `[["0","0.2"]]`, `[["0","0.001"],["2","0.003"]]`, `[["0","0.2"]]`},
+		// 3 of 6 busy, k = 2: × 2.
+		{"half busy", []int{0, 1, 2}, `[["0","0.4"]]`, `[["0","0.002"],["2","0.006"]]`, `[["0","0.4"]]`},
+		// 1 of 6 busy, k = 2: × 4/3, rounded up at the 18th place.
+		{"a sixth busy", []int{0}, `[["0","0.266666666666666667"]]`, `[["0","0.001333333333333334"],["2","0.004"]]`, `[["0","0.266666666666666667"]]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := testState(tc.busy...)
+			r := u.ReserveAt(st)
+			p, err := json.Marshal(r.P)
+			require.NoError(t, err)
+			q, err := json.Marshal(r.Q)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantP, string(p))
+			assert.Equal(t, tc.wantQ, string(q))
+
+			o := offer()
+			o.P = contract.Flat(d("0.01"))
+			got := u.Decide(o, st)
+			require.Len(t, got.Counters, 1)
+			c, err := json.Marshal(got.Counters[0].P)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantCounter, string(c))
 		})
 	}
 }
