@@ -65,6 +65,24 @@ type Market struct {
 	bidders   sync.WaitGroup
 	Clients   []ClientSpec
 	Servers   []ServerSpec
+
+	finalsMu sync.Mutex
+	finals   map[string]protocol.Reading // by contract: each server's own record
+}
+
+// Final is the final reading the server of a contract made of its job: what
+// the server itself says it ran, whatever the exchange counted.
+func (m *Market) Final(contract string) (protocol.Reading, bool) {
+	m.finalsMu.Lock()
+	defer m.finalsMu.Unlock()
+	r, ok := m.finals[contract]
+	return r, ok
+}
+
+func (m *Market) recordFinal(r protocol.Reading) {
+	m.finalsMu.Lock()
+	defer m.finalsMu.Unlock()
+	m.finals[r.Contract] = r
 }
 
 // Start builds the market and starts trading.
@@ -87,7 +105,8 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers}
+	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
+		finals: map[string]protocol.Reading{}}
 	if err := m.startNATS(); err != nil {
 		return nil, err
 	}
@@ -210,7 +229,8 @@ func (m *Market) startServers() error {
 		if err != nil {
 			return err
 		}
-		a, err := server.New(server.Config{Conn: nc, ID: s.ID, Currency: Currency, GPUs: s.GPUs(), Policy: s.Policy, Logger: m.log})
+		a, err := server.New(server.Config{Conn: nc, ID: s.ID, Currency: Currency, GPUs: s.GPUs(), Policy: s.Policy,
+			OnFinal: m.recordFinal, Logger: m.log})
 		if err != nil {
 			return fmt.Errorf("market: server %s: %w", s.ID, err)
 		}

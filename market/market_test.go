@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
@@ -32,34 +31,10 @@ func RunMarket(t *testing.T, store exchange.Store, d time.Duration) market.Snaps
 	snap := m.Tally.Snapshot()
 	t.Logf("%d offers, %d settled, %d voided, %d countered, %d rejected, errors %v", snap.Offers, snap.SettledTotal(), snap.Voided, snap.Countered, snap.Rejected, snap.Errors)
 
-	rep, err := store.Ledger().Audit(ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%s", rep)
-	assert.Zero(t, rep.OpenHolds, "every contract settled or voided")
 	assert.Positive(t, snap.SettledTotal(), "the market traded")
-
 	settled := 0
-	for _, c := range m.Clients {
-		cs, err := store.Contracts(ctx, c.ID, 1000)
-		require.NoError(t, err)
-		for _, k := range cs {
-			switch k.State {
-			case protocol.StateSettled:
-				settled++
-				var u contract.Usage
-				if k.Reading != nil {
-					u = k.Reading.Usage()
-				}
-				want, err := contract.Charge(k.Terms, u, market.Currency.Scale)
-				require.NoError(t, err)
-				assert.True(t, want.Charge.Equal(k.Charge), "%s: charged %s, terms say %s", k.ID, k.Charge, want.Charge)
-				assert.True(t, k.Charge.Add(k.Refund).Equal(k.Terms.Prepayment), "%s: charge + refund ≠ prepayment", k.ID)
-			case protocol.StateVoided:
-				assert.True(t, k.Refund.Equal(k.Terms.Prepayment))
-			default:
-				t.Errorf("contract %s left %s", k.ID, k.State)
-			}
-		}
+	for _, n := range checkContracts(t, m, store) {
+		settled += n
 	}
 	assert.Equal(t, snap.SettledTotal(), settled, "the bidders saw every settlement")
 	return snap
@@ -91,22 +66,6 @@ func TestNATSRestart(t *testing.T) {
 	assert.Greater(t, after.SettledTotal(), before.SettledTotal()+before.Running, "trading went on after the restart")
 	assert.Zero(t, after.Settled[protocol.ReasonServerLost], "a reading was lost")
 
-	rep, err := store.Ledger().Audit(ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%s", rep)
-	assert.Zero(t, rep.OpenHolds)
-	for _, c := range m.Clients {
-		cs, err := store.Contracts(ctx, c.ID, 1000)
-		require.NoError(t, err)
-		for _, k := range cs {
-			if k.State != protocol.StateSettled {
-				continue
-			}
-			require.NotNil(t, k.Reading, "%s settled without a reading", k.ID)
-			assert.True(t, k.Reading.Final, "%s settled on a reading that was not final", k.ID)
-			want, err := contract.Charge(k.Terms, k.Reading.Usage(), market.Currency.Scale)
-			require.NoError(t, err)
-			assert.True(t, want.Charge.Equal(k.Charge), "%s: charged %s, final reading says %s", k.ID, k.Charge, want.Charge)
-		}
-	}
+	reasons := checkContracts(t, m, store)
+	assert.Zero(t, reasons[protocol.ReasonServerLost], "a reading was lost")
 }

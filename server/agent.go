@@ -62,6 +62,12 @@ type Config struct {
 	// ShutdownTimeout is lost.
 	OutboxDir string
 
+	// OnFinal, if set, is called with each final reading as the agent is
+	// about to publish it: the server's own record of what its jobs ran,
+	// for its operator's books, and for tests that hold the exchange's
+	// charges to it. It must not block.
+	OnFinal func(protocol.Reading)
+
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
 }

@@ -128,6 +128,9 @@ func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurem
 
 	rd := a.reading(r, seq, m)
 	rd.Final, rd.Reason, rd.ExitCode = true, reason, m.ExitCode
+	if a.cfg.OnFinal != nil {
+		a.cfg.OnFinal(rd)
+	}
 	a.keep(rd)
 	switch err := a.publish(a.runCtx, rd); {
 	case err == nil:
