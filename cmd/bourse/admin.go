@@ -103,7 +103,12 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "granted %s %s to %s (movement %s); available %s, held %s\n", amount, cur, args[0], r.Movements[0].ID, b.Available, b.Held)
+			c, err := l.Currency(ctx, code)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "granted %s %s to %s (movement %s); available %s, held %s\n", amountText(r.Movements[0].Amount, c.Scale), cur, args[0],
+				r.Movements[0].ID, amountText(b.Available, c.Scale), amountText(b.Held, c.Scale))
 			return nil
 		}),
 	}
@@ -121,7 +126,11 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: available %s %s, held %s\n", b.Account, b.Available, b.Currency, b.Held)
+			c, err := l.Currency(ctx, b.Currency)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: available %s %s, held %s\n", b.Account, amountText(b.Available, c.Scale), b.Currency, amountText(b.Held, c.Scale))
 			return nil
 		}),
 	}
@@ -131,14 +140,23 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 		Short: "Show an account's statement with running balances",
 		Args:  cobra.ExactArgs(1),
 		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
-			es, err := l.Statement(ctx, currency.AccountID(args[0]), 0, 1000)
+			a, err := l.Account(ctx, currency.AccountID(args[0]))
+			if err != nil {
+				return err
+			}
+			c, err := l.Currency(ctx, a.Currency)
+			if err != nil {
+				return err
+			}
+			es, err := l.Statement(ctx, a.ID, 0, 1000)
 			if err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tKEY\t")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", e.Seq, e.At.Format(time.RFC3339), e.Amount, e.Balance, e.Counterparty, e.Key)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", e.Seq, e.At.Format(time.RFC3339), amountText(e.Amount, c.Scale),
+					amountText(e.Balance, c.Scale), e.Counterparty, e.Key)
 			}
 			return tw.Flush()
 		}),

@@ -22,7 +22,8 @@ func admin(t *testing.T, dbURL string, args ...string) (stdout, stderr string, c
 
 // TestAdminGrant is docs/operations.md's new deployment: a grant repeated
 // with its key grants once, with or without its memo, and a grant of
-// another amount under the key says which field differs.
+// another amount under the key says which field differs. Amounts print at
+// the currency's scale (the SQL ledger reads them with 18 places).
 func TestAdminGrant(t *testing.T) {
 	dbURL := pgtest.FreshDB(t)
 	ok := func(args ...string) string {
@@ -35,7 +36,7 @@ func TestAdminGrant(t *testing.T) {
 	ok("open", "acme", "--currency", "CRED")
 	ok("open", "alice", "--currency", "CRED", "--parent", "acme")
 	first := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice", "--memo", "November allocation")
-	assert.Contains(t, first, "movement t/grant-2026-11-alice")
+	assert.Equal(t, "granted 500.00 CRED to alice (movement t/grant-2026-11-alice); available 500.00, held 0.00\n", first, "amounts at CRED's scale")
 
 	again := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
 	assert.Equal(t, first, again, "the first result, without the memo")
@@ -48,6 +49,6 @@ func TestAdminGrant(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "idempotency_conflict: to: ")
 
-	assert.Contains(t, ok("balance", "wallet/CRED/alice"), "available 500")
-	assert.Contains(t, ok("statement", "wallet/CRED/alice"), "grant-2026-11-alice")
+	assert.Equal(t, "wallet/CRED/alice: available 500.00 CRED, held 0.00\n", ok("balance", "wallet/CRED/alice"))
+	assert.Regexp(t, ` 500\.00 +500\.00 +issuance/CRED +grant-2026-11-alice`, ok("statement", "wallet/CRED/alice"))
 }

@@ -149,14 +149,6 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// money formats an amount, "-" where it is not known yet.
-func money(d decimal.Decimal, known bool) string {
-	if !known {
-		return "-"
-	}
-	return d.String()
-}
-
 func ended(s protocol.State) bool { return s == protocol.StateSettled || s == protocol.StateVoided }
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
@@ -181,6 +173,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
 				return nil
 			}
+			sc := newScales(ctx, c)
 			tw := table(out)
 			fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
 			for _, k := range cs {
@@ -188,8 +181,9 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				if reason == "" {
 					reason = "-"
 				}
+				cur := k.Terms.Currency
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", k.ID, k.Server, k.State, reason, k.Terms.GPUs,
-					k.Terms.Prepayment, money(k.Charge, ended(k.State)), money(k.Refund, ended(k.State)), when(k.AcceptedAt))
+					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, ended(k.State)), sc.money(k.Refund, cur, ended(k.State)), when(k.AcceptedAt))
 			}
 			return tw.Flush()
 		}),
@@ -221,11 +215,12 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			if f.json {
 				return printJSON(out, k)
 			}
+			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
 			case k.State == protocol.StateSettled:
-				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, k.Reason, k.Charge, k.Refund, k.Terms.Currency)
+				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, k.Reason, sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
 			case k.State == protocol.StateVoided:
-				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, k.Refund, k.Terms.Currency)
+				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, sc.amount(k.Refund, cur), cur)
 			default:
 				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (bourse bid watch %s)\n", k.ID, verb, k.Server, k.ID)
 			}
@@ -237,7 +232,7 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "balance",
-		Short: "Show your wallet: available, and held in escrow for running contracts",
+		Short: "Show your wallet: available, and held in escrow for running contracts, and the currency's scale",
 		Args:  cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			b, err := c.Balance(ctx, "")
@@ -249,8 +244,9 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 				return printJSON(out, b)
 			}
 			tw := table(out)
-			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tAVAILABLE\tHELD\tTOTAL")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", b.Account, b.Currency, b.Available, b.Held, b.Available.Add(b.Held))
+			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Account, b.Currency, b.Scale,
+				amountText(b.Available, b.Scale), amountText(b.Held, b.Scale), amountText(b.Available.Add(b.Held), b.Scale))
 			return tw.Flush()
 		}),
 	}
@@ -277,10 +273,12 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 				}
 				return printJSON(out, es)
 			}
+			sc, cur := newScales(ctx, c), c.Currency()
 			tw := table(out)
 			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tMEMO")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, when(e.At), signed(e.Amount), e.Balance, e.Counterparty, oneLine(e.Memo))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, when(e.At), signed(e.Amount, sc.amount(e.Amount, cur)),
+					sc.amount(e.Balance, cur), e.Counterparty, oneLine(e.Memo))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -296,11 +294,12 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 	return cmd
 }
 
-func signed(d decimal.Decimal) string {
+// signed is text, the amount d written, with a + if d is positive.
+func signed(d decimal.Decimal, text string) string {
 	if d.Sign() > 0 {
-		return "+" + d.String()
+		return "+" + text
 	}
-	return d.String()
+	return text
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

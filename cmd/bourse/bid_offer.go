@@ -47,6 +47,10 @@ type offerFlags struct {
 	value    string
 	deadline string
 	rounds   int
+
+	// scales learns the currency's scale from the exchange, for the
+	// default prepayment (unless --scale gives it) and for printing.
+	scales *scales
 }
 
 // termFlags are the flags that shape terms, which -f replaces.
@@ -68,7 +72,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", 0, "synthetic job: how long it runs (default: the time limit)")
 	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one)")
 	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command (repeat for more)")
-	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment")
+	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
 	fs.IntVar(&o.take, "take", 0, "take counter-offer N without asking")
@@ -141,6 +145,11 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	}
 	if fs.Changed("server") {
 		t.Server = o.server
+	}
+	if !fs.Changed("scale") && o.scales != nil {
+		if scale, ok := o.scales.of(t.Currency); ok {
+			o.scale = scale
+		}
 	}
 	max := contract.MaxCharge(t, o.scale)
 	switch {
@@ -236,6 +245,7 @@ the same offer again with the same id returns the same contract and never
 escrows twice, so a timed-out offer is safe to retry.`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			o.scales = newScales(ctx, c)
 			base := contract.Terms{Currency: f.currency}
 			t, err := o.terms(cmd.Flags(), base, false)
 			if err != nil {
@@ -273,6 +283,7 @@ change them (e.g. --price, --time-limit, --server).`,
 			if err != nil {
 				return err
 			}
+			o.scales = newScales(ctx, c)
 			base := old.Terms
 			base.Client = ""
 			t, err := o.terms(cmd.Flags(), base, true)
@@ -311,7 +322,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			return printJSON(out, reply)
 		}
-		printContract(out, *reply.Contract)
+		printContract(out, *reply.Contract, o.scales)
 		return nil
 	}
 	if len(reply.Counters) == 0 {
@@ -327,7 +338,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	n := o.take
 	switch {
 	case n == 0 && !f.json && isTerminal(cmd.InOrStdin()):
-		printCounters(out, reply)
+		printCounters(out, reply, o.scales)
 		if n, err = ask(cmd.InOrStdin(), out, len(reply.Counters)); err != nil || n == 0 {
 			return err
 		}
@@ -335,11 +346,11 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			return printJSON(out, reply)
 		}
-		printCounters(out, reply)
+		printCounters(out, reply, o.scales)
 		fmt.Fprintf(out, "no contract; take one with: bourse bid offer … --take N (the same flags)\n")
 		return nil
 	case !f.json:
-		printCounters(out, reply)
+		printCounters(out, reply, o.scales)
 	}
 	if n < 1 || n > len(reply.Counters) {
 		return fmt.Errorf("--take %d: there are %d counter-offers, numbered from 1", n, len(reply.Counters))
@@ -357,7 +368,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	if f.json {
 		return printJSON(out, got)
 	}
-	printContract(out, *got.Contract)
+	printContract(out, *got.Contract, o.scales)
 	return nil
 }
 
@@ -397,24 +408,24 @@ func isTerminal(r io.Reader) bool {
 	return err != nil || !os.SameFile(st, null)
 }
 
-func printContract(w io.Writer, k protocol.Contract) {
+func printContract(w io.Writer, k protocol.Contract, sc *scales) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
-		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), t.Prepayment, t.Currency)
+		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
 	fmt.Fprintf(w, "watch it: bourse bid watch %s\n", k.ID)
 }
 
-func printCounters(w io.Writer, r protocol.OfferReply) {
+func printCounters(w io.Writer, r protocol.OfferReply, sc *scales) {
 	fmt.Fprintf(w, "No server accepted; %d counter-offer(s):\n", len(r.Counters))
 	tw := table(w)
 	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
 	for i, k := range r.Counters {
 		left := time.Until(k.ValidUntil).Round(time.Second)
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\t%s\n", i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-			k.Terms.TimeLimit, priceText(k.Terms), k.Terms.Prepayment, k.Terms.Currency, max(0, left), oneLine(k.Note))
+			k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency, max(0, left), oneLine(k.Note))
 	}
 	_ = tw.Flush()
 	for _, rj := range r.Rejections {
@@ -433,8 +444,8 @@ func classText(c contract.Class) string {
 	return s
 }
 
-// priceText describes the price curves: a flat price as one number, a
-// curve by its breakpoints.
+// priceText describes the price curves, exactly: a flat price as one
+// number, a curve by its breakpoints.
 func priceText(t contract.Terms) string {
 	s := curveText(t.P) + "/GPU-s"
 	if len(t.Q) > 0 {
@@ -445,11 +456,11 @@ func priceText(t contract.Terms) string {
 
 func curveText(c contract.Curve) string {
 	if len(c) == 1 && c[0].X.IsZero() {
-		return c[0].Y.String()
+		return exact(c[0].Y)
 	}
 	var ps []string
 	for _, p := range c {
-		ps = append(ps, p.X.String()+":"+p.Y.String())
+		ps = append(ps, exact(p.X)+":"+exact(p.Y))
 	}
 	return "[" + strings.Join(ps, ",") + "]"
 }

@@ -27,24 +27,27 @@ import (
 )
 
 // bidMarket is a market with one server (atlas: 16 H100 at a posted 0.30
-// per GPU-second) and two funded clients that trade only through `bourse
-// bid`.
+// per GPU-second, unless servers are given) and two funded clients that
+// trade only through `bourse bid`.
 type bidMarket struct {
 	t      *testing.T
 	m      *market.Market
 	ledger currency.Ledger
 }
 
-func startBidMarket(t *testing.T) *bidMarket {
+func startBidMarket(t *testing.T, servers ...market.ServerSpec) *bidMarket {
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
+	if servers == nil {
+		servers = []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
+			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}}
+	}
 	m, err := market.Start(ctx, market.Config{
 		Store:   store,
 		Clients: []market.ClientSpec{}, // no simulated bidders
-		Servers: []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
-			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Servers: servers,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -142,6 +145,7 @@ func TestBid(t *testing.T) {
 		out := b.ok("ada", append([]string{"offer"}, short("500ms")...)...)
 		assert.Contains(t, out, "contract c-")
 		assert.Contains(t, out, "with atlas: 1× H100")
+		assert.Contains(t, out, "at 0.4/GPU-s; prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale")
 		assert.Contains(t, out, "bourse bid watch c-")
 	})
 
@@ -181,7 +185,7 @@ func TestBid(t *testing.T) {
 		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 		out := b.ok("ada", low...)
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s`, out)
+		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +0\.30 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, out, "no contract; take one with")
 
@@ -217,7 +221,8 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "running")
 		assert.Contains(t, out, "due ")
 		assert.Contains(t, out, "settled   completed")
-		assert.Contains(t, out, "refunded")
+		assert.Regexp(t, `charged \d+\.\d\d, refunded \d+\.\d\d CRED`, out)
+		assert.Regexp(t, `due \d+\.\d\d of 24\.00 CRED`, out)
 
 		// Watched after the settlement: the final state, as JSON lines.
 		out = b.ok("ada", "--json", "watch", k.ID)
@@ -251,6 +256,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "ID")
 		assert.Contains(t, out, "PREPAYMENT")
 		assert.Contains(t, out, "settled")
+		assert.Regexp(t, `(?m) settled +\w+ +1 +24\.00 +\d+\.\d\d +\d+\.\d\d `, out, "amounts at CRED's scale")
 		var cs []protocol.Contract
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
 		assert.GreaterOrEqual(t, len(cs), 5)
@@ -261,16 +267,18 @@ func TestBid(t *testing.T) {
 		out := b.ok("ada", "balance")
 		assert.Contains(t, out, "wallet/CRED/ada")
 		assert.Contains(t, out, "AVAILABLE")
-		var bal currency.Balance
+		assert.Regexp(t, `wallet/CRED/ada +CRED +2 +\d+\.\d\d +\d+\.\d\d +\d+\.\d\d\n`, out, "the scale, and amounts at it")
+		var bal protocol.BalanceReply
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "balance")), &bal))
 		want := b.balance("ada")
 		assert.True(t, bal.Available.Equal(want.Available) && bal.Held.Equal(want.Held), "%+v, ledger says %+v", bal, want)
+		assert.Equal(t, int32(2), bal.Scale)
 	})
 
 	t.Run("Statement", func(t *testing.T) {
 		out := b.ok("ada", "statement")
 		assert.Contains(t, out, "BALANCE")
-		assert.Contains(t, out, "+100")
+		assert.Contains(t, out, "+100.00")
 		var es []currency.Entry
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "statement", "--limit", "3")), &es))
 		require.Len(t, es, 3)
@@ -340,6 +348,29 @@ func TestBid(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestBidCounterPrices takes counter-offers of a server that prices by
+// utilisation, whose scaled prices once carried 18 decimal places: the
+// table and the JSON show each price exactly, without trailing zeros, and
+// the prepayment at CRED's scale.
+func TestBidCounterPrices(t *testing.T) {
+	b := startBidMarket(t, market.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
+		Policy: server.Utilisation{Base: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
+	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
+	out := b.ok("ada", low...)
+	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +0\.30 CRED`, out)
+
+	raw := b.ok("ada", append([]string{"--json"}, low...)...)
+	assert.Contains(t, raw, `"0.2"`)
+	assert.NotContains(t, raw, "0.200000000000000000")
+	var r protocol.OfferReply
+	require.NoError(t, json.Unmarshal([]byte(raw), &r))
+	require.Len(t, r.Counters, 1)
+	assert.True(t, r.Counters[0].Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.2"))))
+
+	k := b.offerJSON("ada", append(low[1:], "--take", "1")...)
+	assert.Equal(t, "boreal", k.Server)
 }
 
 func TestBidUnavailable(t *testing.T) {

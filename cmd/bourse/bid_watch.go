@@ -29,6 +29,7 @@ with the charge and the refund. --json prints each event as a JSON line.`,
 			}
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
+			sc := newScales(ctx, c)
 			for ev := range events {
 				if f.json {
 					if err := enc.Encode(ev); err != nil {
@@ -36,29 +37,29 @@ with the charge and the refund. --json prints each event as a JSON line.`,
 					}
 					continue
 				}
-				printEvent(out, ev)
+				printEvent(out, ev, sc)
 			}
 			return nil // settled, voided, or interrupted
 		}),
 	}
 }
 
-// printEvent writes one line per event.
-func printEvent(w io.Writer, ev protocol.Event) {
+// printEvent writes one line per event, amounts at the currency's scale.
+func printEvent(w io.Writer, ev protocol.Event, sc *scales) {
 	k := ev.Contract
 	cur := k.Terms.Currency
 	at := ev.At.Local().Format("15:04:05")
 	switch ev.Type {
 	case protocol.EventAccepted:
-		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, k.Server, k.Terms.Prepayment, cur)
+		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, k.Server, sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventStarted:
 		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s\n", at, k.Server, k.GPUs, usage(k.Reading))
 	case protocol.EventReading:
-		fmt.Fprintf(w, "%s  running  %s  due %s of %s %s\n", at, usage(k.Reading), ev.Due, k.Terms.Prepayment, cur)
+		fmt.Fprintf(w, "%s  running  %s  due %s of %s %s\n", at, usage(k.Reading), sc.amount(ev.Due, cur), sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventSettled:
-		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, k.Reason, usage(k.Reading), k.Charge, k.Refund, cur)
+		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, k.Reason, usage(k.Reading), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
 	case protocol.EventVoided:
-		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, k.Reason, k.Refund, cur)
+		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, k.Reason, sc.amount(k.Refund, cur), cur)
 	default:
 		fmt.Fprintf(w, "%s  %s\n", at, ev.Type)
 	}

@@ -80,7 +80,11 @@ func (v *view) draw(ctx context.Context) {
 	fmt.Fprint(v.out, b.String())
 }
 
+// Money is written at the market's currency's scale, prices exactly
+// (amounts.go).
+
 func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
+	scale := market.Currency.Scale
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if final {
 		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tCONTRACTS\tGPU-SECONDS\tUTILISATION\tREVENUE")
@@ -96,22 +100,23 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 			if capacity.IsPositive() {
 				util = st.GPUSeconds.Div(capacity).Mul(decimal.NewFromInt(100))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), st.Revenue.StringFixed(2))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), amountText(st.Revenue, scale))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, st.LastPrice.StringFixed(4), st.Revenue.StringFixed(2))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, exact(st.LastPrice), amountText(st.Revenue, scale))
 	}
 	_ = tw.Flush()
 }
 
 func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
+	scale := market.Currency.Scale
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-S\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
 	for _, spec := range v.m.Clients {
 		ct := s.Clients[spec.ID]
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, market.StrategyName(spec.Strategy), spec.Value.StringFixed(2),
-			bal.Available.StringFixed(2), bal.Held.StringFixed(2), ct.Spent.StringFixed(2), ct.Refunded.StringFixed(2), ct.Contracts, ct.Done)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, market.StrategyName(spec.Strategy), exact(spec.Value),
+			amountText(bal.Available, scale), amountText(bal.Held, scale), amountText(ct.Spent, scale), amountText(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	_ = tw.Flush()
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/bidder"
+)
+
+// How the commands write numbers, never rounding one:
+//
+//   - money (prepayments, charges, refunds, balances) at its currency's
+//     scale: 19.2 CRED at scale 2 is 19.20;
+//   - prices and other quantities exactly, without trailing zeros: a
+//     price per GPU-second of 0.200000000000000000 is 0.2.
+
+// amountText writes an amount with its currency's scale of decimal places.
+// An amount with more places than the scale, which no ledger holds, is
+// written whole rather than rounded.
+func amountText(d decimal.Decimal, scale int32) string {
+	if scale < 0 || !d.Equal(d.Truncate(scale)) {
+		return exact(d)
+	}
+	return d.StringFixed(scale)
+}
+
+// exact writes a number as it is, without trailing zeros.
+func exact(d decimal.Decimal) string { return d.String() }
+
+// scales learns the scales of currencies from the exchange, whose balance
+// reply carries its currency's, once per currency for one command.
+type scales struct {
+	ctx   context.Context
+	c     *bidder.Client
+	known map[string]int32 // -1: the exchange did not say
+}
+
+func newScales(ctx context.Context, c *bidder.Client) *scales {
+	return &scales{ctx: ctx, c: c, known: map[string]int32{}}
+}
+
+// of is the scale of the currency code, if the exchange tells it (it does
+// not where the client has no wallet in it).
+func (s *scales) of(code string) (int32, bool) {
+	if v, ok := s.known[code]; ok {
+		return v, v >= 0
+	}
+	v := int32(-1)
+	if b, err := s.c.Balance(s.ctx, code); err == nil {
+		v = b.Scale
+	}
+	s.known[code] = v
+	return v, v >= 0
+}
+
+// amount writes an amount of the currency code at its scale, or exactly
+// where the scale is not known.
+func (s *scales) amount(d decimal.Decimal, code string) string {
+	scale, ok := s.of(code)
+	if !ok {
+		return exact(d)
+	}
+	return amountText(d, scale)
+}
+
+// money writes an amount, "-" where it is not known yet.
+func (s *scales) money(d decimal.Decimal, code string, known bool) string {
+	if !known {
+		return "-"
+	}
+	return s.amount(d, code)
+}

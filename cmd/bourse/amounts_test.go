@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/server"
+)
+
+func TestAmountText(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		scale int32
+		want  string
+	}{
+		{"19.2", 2, "19.20"},
+		{"500.000000000000000000", 2, "500.00"}, // as DECIMAL(38,18) reads
+		{"40", 2, "40.00"},
+		{"-40", 2, "-40.00"},
+		{"0", 2, "0.00"},
+		{"40", 0, "40"},
+		{"0.000000000000000001", 18, "0.000000000000000001"},
+		{"1.005", 2, "1.005"}, // more places than the scale: never rounded
+	} {
+		assert.Equal(t, tc.want, amountText(decimal.RequireFromString(tc.in), tc.scale), "%s at scale %d", tc.in, tc.scale)
+	}
+	assert.Equal(t, "0.2", exact(decimal.RequireFromString("0.200000000000000000")))
+	assert.Equal(t, "0.266666666666666667", exact(decimal.RequireFromString("0.266666666666666667")))
+}
+
+// TestViewNumbers draws the demo's tables: money at the market's scale,
+// prices exactly.
+func TestViewNumbers(t *testing.T) {
+	ctx := context.Background()
+	l := mem.New(mem.Options{})
+	require.NoError(t, l.CreateCurrency(ctx, market.Currency))
+	w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID(market.Currency.Code, "ada"), Currency: market.Currency.Code, Kind: currency.Wallet})
+	require.NoError(t, err)
+	_, err = currency.Do(ctx, l, currency.Transfer{Key: "g", From: currency.IssuanceID(market.Currency.Code), To: w.ID, Amount: decimal.RequireFromString("80.8")})
+	require.NoError(t, err)
+	d := decimal.RequireFromString
+	m := &market.Market{
+		Servers: []market.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Reserve{P: contract.Flat(d("0.20"))}}},
+		Clients: []market.ClientSpec{{ID: "ada", Strategy: bidder.Fixed{}, Value: d("0.40")}},
+	}
+	s := market.Snapshot{
+		Servers: map[string]market.ServerTally{"boreal": {Contracts: 1, Revenue: d("19.2"), LastPrice: d("0.200000000000000000"), GPUSeconds: d("1920")}},
+		Clients: map[string]market.ClientTally{"ada": {Contracts: 1, Spent: d("19.2"), Refunded: d("30.8")}},
+	}
+	var b bytes.Buffer
+	v := &view{out: &b, m: m, ledger: l}
+	v.servers(&b, s, false)
+	v.clients(ctx, &b, s)
+	out := b.String()
+	assert.Regexp(t, `boreal +reserve +4× H100 +0 +□□□□ +1 +0\.2 +19\.20\n`, out)
+	assert.Regexp(t, `ada +fixed +0\.4 +80\.80 +0\.00 +19\.20 +30\.80 +1 +0\n`, out)
+}
