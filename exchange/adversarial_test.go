@@ -193,7 +193,9 @@ func TestForeignMessageIDs(t *testing.T) {
 			for seq := uint64(1); seq <= 40; seq++ {
 				r := protocol.Reading{Contract: id, Seq: seq, U: d("0"), T: 0, S: d("0"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
-				for _, msgID := range []string{id + ":" + fmt.Sprint(seq), r.MsgID("gpu1")} {
+				// Every id the winner's readings could have, were ids
+				// predictable: today's form and the earlier ones.
+				for _, msgID := range []string{id + ":" + fmt.Sprint(seq), "gpu1:" + id + ":" + fmt.Sprint(seq), r.MsgID("gpu1")} {
 					attacker.publishRaw(id, msgID, body)
 				}
 			}

@@ -397,9 +397,12 @@ func TestDocCommands(t *testing.T) {
 // TestDocExampleIDs checks the identifiers the doc quotes in prose.
 func TestDocExampleIDs(t *testing.T) {
 	doc := readDoc(t)
-	r := protocol.Reading{Contract: contractID("alice", "train-81861"), Seq: 600}
+	r := protocol.Reading{ // the example reading of "usage readings"
+		Contract: contractID("alice", "train-81861"), Seq: 600, U: dec("1140.5"), T: protocol.Duration(10 * time.Minute),
+		S: dec("2"), EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
+	}
 	for _, s := range []string{
-		r.MsgID(), // the reading's Nats-Msg-Id
+		r.MsgID("gpu1"), // the reading's Nats-Msg-Id
 		protocol.UsageSubject("gpu1", r.Contract), // its subject
 		protocol.InboxPrefix("alice"),
 		protocol.UsageStream,

@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -33,14 +36,26 @@ func (r Reading) Usage() contract.Usage {
 }
 
 // MsgID is the JetStream de-duplication id of a reading that server
-// publishes: "<server>:<contract>:<seq>". JetStream de-duplicates ids
-// across the whole stream, and every server asked in a negotiation learns
-// the contract's id, so the id names the server: a server can spend only
-// ids of its own. (It can still publish a message under another server's
-// id on its own subject; see server.Agent's publish for how the real
-// server gets its reading through all the same.)
+// publishes: "<server>:<contract>:<seq>:<digest>", the digest a hash of
+// the reading's content. JetStream de-duplicates ids across the whole
+// stream, and every server asked in a negotiation learns the contract's
+// id: with an id anyone could work out, a losing server could spend the
+// winner's ids on its own subject and have the winner's readings dropped
+// as duplicates. No one who has not seen a reading can work out its
+// digest (its time is to the nanosecond, its quantities measured), while
+// the same reading, retried or replayed from an outbox, keeps its id and
+// is stored once.
 func (r Reading) MsgID(server string) string {
-	return server + ":" + r.Contract + ":" + strconv.FormatUint(r.Seq, 10)
+	code := ""
+	if r.ExitCode != nil {
+		code = strconv.Itoa(*r.ExitCode)
+	}
+	h := sha256.Sum256([]byte(strings.Join([]string{
+		r.Contract, strconv.FormatUint(r.Seq, 10), r.U.String(), strconv.FormatInt(int64(r.T), 10),
+		r.S.String(), r.EnergyJ.String(), strconv.FormatInt(r.At.UnixNano(), 10),
+		strconv.FormatBool(r.Final), string(r.Reason), code,
+	}, "\x1f")))
+	return server + ":" + r.Contract + ":" + strconv.FormatUint(r.Seq, 10) + ":" + hex.EncodeToString(h[:8])
 }
 
 // serverReasons are the reasons a server may give in a final reading; the

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,8 @@ func TestAgentLifecycle(t *testing.T) {
 	for seq := uint64(1); seq <= 3; seq++ {
 		rd, id := rs.next()
 		assert.Equal(t, seq, rd.Seq)
-		assert.Equal(t, "c1:"+string(rune('0'+seq)), id)
+		assert.Equal(t, rd.MsgID("gpu1"), id)
+		assert.True(t, strings.HasPrefix(id, "gpu1:c1:"+strconv.FormatUint(seq, 10)+":"), id)
 		assert.False(t, rd.Final)
 		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
 		// Two GPUs half busy: U is the wall time in seconds.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
@@ -173,30 +172,19 @@ func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
 }
 
 // publishOnce tries once to put a reading on the usage stream, under its
-// message id. JetStream answers "duplicate" both to a retry of a reading it
-// has and to a reading whose id somebody else spent first: a server asked
-// in the same negotiation knows the contract's id and may publish under
-// ours on its own subject, which the exchange drops. So on "duplicate" the
-// reading goes out once more under an id no one can guess; should it be a
-// true retry, the exchange counts the second copy as stale, since it
-// counts each sequence number of a contract once.
+// message id (protocol.Reading.MsgID: no other server can work it out, so
+// none can spend it first).
 func (a *Agent) publishOnce(ctx context.Context, rd protocol.Reading) error {
 	data, err := json.Marshal(rd)
 	if err != nil {
 		return fmt.Errorf("encode reading: %w", err)
 	}
+	msg := nats.NewMsg(protocol.UsageSubject(a.id, rd.Contract))
+	msg.Data = data
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	id := rd.MsgID(a.id)
-	for _, id := range []string{id, id + ":" + nuid.Next()} {
-		msg := nats.NewMsg(protocol.UsageSubject(a.id, rd.Contract))
-		msg.Data = data
-		ack, err := a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(protocol.UsageStream))
-		if err != nil || !ack.Duplicate {
-			return err
-		}
-	}
-	return nil
+	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(rd.MsgID(a.id)), jetstream.WithExpectStream(protocol.UsageStream))
+	return err
 }
 
 // keep writes a reading to the outbox, if there is one, before it is

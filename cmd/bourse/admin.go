@@ -178,6 +178,6 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit)
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd())
 	return cmd
 }

@@ -106,6 +106,9 @@ func advise(err error, f *bidFlags) error {
 	switch e.Code {
 	case bourse.ENoMatch:
 		hint = "no server has that class free: try fewer GPUs or another --model"
+		if e.Field == "" { // none registered at all: a fresh exchange
+			hint = "wait a few seconds for the servers to say hello, then offer again"
+		}
 	case bourse.EInsufficientFunds:
 		hint = fmt.Sprintf("offer a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
