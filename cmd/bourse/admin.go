@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
 )
 
 // newAdminCmd is the administrators' console: it works on the ledger's
@@ -26,7 +27,9 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	}
 	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
 	_ = cmd.MarkPersistentFlagRequired("db")
-	with := func(run func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error) func(*cobra.Command, []string) error {
+	// withStore runs a command on the exchange's store, opened for it;
+	// with on its ledger, which is what most commands need.
+	withStore := func(run func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			if dbURL == "mem" {
 				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
@@ -36,8 +39,13 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 				return err
 			}
 			defer closeStore()
-			return run(cmd.Context(), cmd, store.Ledger(), args)
+			return run(cmd.Context(), cmd, store, args)
 		}
+	}
+	with := func(run func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error) func(*cobra.Command, []string) error {
+		return withStore(func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error {
+			return run(ctx, cmd, s.Ledger(), args)
+		})
 	}
 
 	var scale int32
@@ -178,6 +186,6 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd())
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore))
 	return cmd
 }

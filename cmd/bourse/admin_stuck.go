@@ -1,21 +1,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
 )
 
 // newStuckCmd lists the contracts that hold their escrow and that the
 // exchange's watchdog fails to settle or void (docs/protocol.md, "Stuck
 // contracts"): what an operator looks at when the gauge
 // bourse_exchange_stuck_contracts is not zero.
-func newStuckCmd() *cobra.Command {
+func newStuckCmd(withStore func(func(context.Context, *cobra.Command, exchange.Store, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
 	var asJSON bool
 	var limit int
 	cmd := &cobra.Command{
@@ -26,17 +27,8 @@ stuck first, with the last error. The exchange retries each with backoff and,
 after its --stuck-limit (1h) or when the escrow is due, ends it by the fixed
 rule: settled on its last valid reading, else voided with a full refund.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dbURL, _ := cmd.Flags().GetString("db")
-			if dbURL == "mem" {
-				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
-			}
-			store, closeStore, err := openStore(cmd.Context(), dbURL, slog.Default())
-			if err != nil {
-				return err
-			}
-			defer closeStore()
-			cs, err := store.Stuck(cmd.Context(), limit)
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, store exchange.Store, _ []string) error {
+			cs, err := store.Stuck(ctx, limit)
 			if err != nil {
 				return err
 			}
@@ -52,14 +44,14 @@ rule: settled on its last valid reading, else voided with a full refund.`,
 			fmt.Fprintln(tw, "CONTRACT\tCLIENT\tSERVER\tSTATE\tPREPAYMENT\tSTUCK SINCE\tATTEMPTS\tNEXT TRY\tLAST ERROR")
 			for _, c := range cs {
 				st, amount := c.Stuck, c.Terms.Prepayment.String()
-				if cur, err := store.Ledger().Currency(cmd.Context(), currency.Code(c.Terms.Currency)); err == nil {
+				if cur, err := store.Ledger().Currency(ctx, currency.Code(c.Terms.Currency)); err == nil {
 					amount = c.Terms.Prepayment.StringFixed(cur.Scale)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\t%s\t%d\t%s\t%s\n", c.ID, c.Client, c.Server, c.State,
 					amount, c.Terms.Currency, st.Since.Format(time.RFC3339), st.Attempts, st.Retry.Format(time.RFC3339), st.Error)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts instead of a table")
 	cmd.Flags().IntVar(&limit, "limit", 1000, "most contracts to list (0 for all)")
