@@ -54,7 +54,8 @@ func (s *Service) sweep(ctx context.Context) {
 	if s.nc.Status() != nats.CONNECTED || now.Sub(s.lastSweep) > 2*s.cfg.WatchdogEvery+time.Second {
 		s.outage = now
 	}
-	s.lastSweep = now
+	// From the sweep's end: a sweep that takes long is no pause.
+	defer func() { s.lastSweep = s.cfg.Now().UTC() }()
 	silentSince := now.Add(-s.cfg.ServerLostAfter)
 	if s.outage.After(silentSince) {
 		return
