@@ -18,6 +18,8 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // DefaultCurrency is the currency Balance and Statement read when neither
@@ -144,7 +146,7 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 		}
 		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 	}
-	if err := protocol.DecodeError(msg); err != nil {
+	if err := natswire.DecodeError(msg); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(msg.Data, out); err != nil {
@@ -176,7 +178,7 @@ func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) 
 
 // Take takes a counter-offer; it fails with capacity_gone if the server's
 // GPUs were taken meanwhile.
-func (c *Client) Take(ctx context.Context, requestID string, k protocol.Counter) (protocol.OfferReply, error) {
+func (c *Client) Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error) {
 	t := k.Terms
 	t.Server = k.Server
 	var r protocol.OfferReply
@@ -192,28 +194,28 @@ func (c *Client) Resume(ctx context.Context, requestID, suspended string, t cont
 }
 
 // Kill stops a contract's job for good; the settlement follows as an event.
-func (c *Client) Kill(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Kill(ctx context.Context, id string) (trade.Contract, error) {
+	var r trade.Contract
 	err := c.request(ctx, protocol.VerbKill, protocol.ControlRequest{RequestID: "kill-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Suspend stops a contract's job so that it can resume under a new offer.
-func (c *Client) Suspend(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Suspend(ctx context.Context, id string) (trade.Contract, error) {
+	var r trade.Contract
 	err := c.request(ctx, protocol.VerbSuspend, protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Contract reads one of the client's contracts.
-func (c *Client) Contract(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Contract(ctx context.Context, id string) (trade.Contract, error) {
+	var r trade.Contract
 	err := c.request(ctx, protocol.VerbContract, protocol.ContractRequest{Contract: id}, &r)
 	return r, err
 }
 
 // Contracts lists the client's contracts, newest first.
-func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract, error) {
+func (c *Client) Contracts(ctx context.Context, limit int) ([]trade.Contract, error) {
 	var r protocol.ContractsReply
 	err := c.request(ctx, protocol.VerbContracts, protocol.ContractsRequest{Limit: limit}, &r)
 	return r.Contracts, err

@@ -22,6 +22,7 @@ import (
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // startMarket runs a market with one server (8 H100 at a posted 0.30 per
@@ -141,7 +142,7 @@ func TestClient(t *testing.T) {
 		}
 		assert.Contains(t, types, protocol.EventReading)
 		assert.Equal(t, protocol.EventSettled, last.Type)
-		assert.Equal(t, protocol.ReasonCompleted, last.Contract.Reason)
+		assert.Equal(t, trade.ReasonCompleted, last.Contract.Reason)
 
 		// A watcher that comes after the settlement sees it at once.
 		events, err = ada.Watch(ctx, r.Contract.ID)
@@ -179,7 +180,7 @@ func TestClient(t *testing.T) {
 		}
 		k, err := ada.Contract(ctx, id)
 		require.NoError(t, err)
-		assert.False(t, k.State == protocol.StateSettled || k.State == protocol.StateVoided, "bob stopped it: %s", k.State)
+		assert.False(t, k.State == trade.StateSettled || k.State == trade.StateVoided, "bob stopped it: %s", k.State)
 		_, err = ada.Kill(ctx, id)
 		require.NoError(t, err)
 	})

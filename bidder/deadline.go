@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Deadline pays more as the job's deadline nears. Its price is a fraction
@@ -59,7 +59,7 @@ func (d Deadline) Fraction(j Job, now time.Time) decimal.Decimal {
 	return decimal.Min(one, base.Add(one.Sub(base).Mul(elapsed)))
 }
 
-func (Deadline) Take(j Job, counters []protocol.Counter, now time.Time) *protocol.Counter {
+func (Deadline) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	return Cheapest{}.Take(j, counters, now)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // ErrGaveUp is the error of a negotiation that used up its rounds without a
@@ -40,7 +41,7 @@ type Round struct {
 	N     int
 	Terms contract.Terms
 	Reply protocol.OfferReply
-	Took  *protocol.Counter // the counter-offer the strategy took, if any
+	Took  *trade.Counter // the counter-offer the strategy took, if any
 	Err   error
 }
 
@@ -48,7 +49,7 @@ type Round struct {
 // cannot cure (no funds, no matching server, terms refused) ends it at
 // once; a counter-offer whose GPUs were taken meanwhile only ends its round.
 // After Rounds offers it fails with an error that wraps ErrGaveUp.
-func (c *Client) Negotiate(ctx context.Context, n Negotiation) (protocol.Contract, error) {
+func (c *Client) Negotiate(ctx context.Context, n Negotiation) (trade.Contract, error) {
 	if n.Rounds <= 0 {
 		n.Rounds = 6
 	}
@@ -79,7 +80,7 @@ func (c *Client) Negotiate(ctx context.Context, n Negotiation) (protocol.Contrac
 		r := Round{N: round, Terms: t, Reply: reply, Err: err}
 		if err != nil {
 			report(r)
-			return protocol.Contract{}, err
+			return trade.Contract{}, err
 		}
 		if reply.Contract != nil {
 			n.Strategy.Observe(true, n.Now().Sub(began))
@@ -101,7 +102,7 @@ func (c *Client) Negotiate(ctx context.Context, n Negotiation) (protocol.Contrac
 			case err != nil && bourse.ErrorCode(err) != bourse.ECapacityGone:
 				r.Err = err
 				report(r)
-				return protocol.Contract{}, err
+				return trade.Contract{}, err
 			}
 			r.Err = err
 		}
@@ -110,10 +111,10 @@ func (c *Client) Negotiate(ctx context.Context, n Negotiation) (protocol.Contrac
 		if round < n.Rounds-1 {
 			select {
 			case <-ctx.Done():
-				return protocol.Contract{}, ctx.Err()
+				return trade.Contract{}, ctx.Err()
 			case <-time.After(n.Pause * time.Duration(round+1)):
 			}
 		}
 	}
-	return protocol.Contract{}, fmt.Errorf("%w after %d offers (%d countered): raise the value or try again later", ErrGaveUp, n.Rounds, countered)
+	return trade.Contract{}, fmt.Errorf("%w after %d offers (%d countered): raise the value or try again later", ErrGaveUp, n.Rounds, countered)
 }

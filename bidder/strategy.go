@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Job is work a client wants done: what it needs and what it is worth.
@@ -36,7 +36,7 @@ type Strategy interface {
 	// rejections of it, at time now.
 	Bid(j Job, rejected int, now time.Time) contract.Terms
 	// Take picks the counter-offer to take, or nil to bid again later.
-	Take(j Job, counters []protocol.Counter, now time.Time) *protocol.Counter
+	Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter
 	// Observe learns how an offer fared: accepted, and how long it took.
 	Observe(accepted bool, waited time.Duration)
 }
@@ -48,7 +48,7 @@ type Fixed struct {
 }
 
 func (f Fixed) Bid(j Job, _ int, _ time.Time) contract.Terms { return terms(j, j.Value, f.Slack) }
-func (Fixed) Take(Job, []protocol.Counter, time.Time) *protocol.Counter {
+func (Fixed) Take(Job, []trade.Counter, time.Time) *trade.Counter {
 	return nil
 }
 func (Fixed) Observe(bool, time.Duration) {}
@@ -69,8 +69,8 @@ func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 	return terms(j, j.Value.Mul(start), c.Slack)
 }
 
-func (Cheapest) Take(j Job, counters []protocol.Counter, now time.Time) *protocol.Counter {
-	var best *protocol.Counter
+func (Cheapest) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
+	var best *trade.Counter
 	var bestPrice decimal.Decimal
 	full := decimal.NewFromInt(int64(j.GPUs))
 	for i := range counters {
@@ -135,7 +135,7 @@ func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) contract.Terms {
 	return terms(j, j.Value.Mul(f).Truncate(6), a.Slack)
 }
 
-func (a *Adaptive) Take(j Job, counters []protocol.Counter, now time.Time) *protocol.Counter {
+func (a *Adaptive) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	return Cheapest{}.Take(j, counters, now)
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 var job = Job{Name: "train", Currency: "CRED", GPUs: 2, Runtime: 10 * time.Second,
@@ -32,13 +32,13 @@ func TestTermsAreValid(t *testing.T) {
 
 func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	now := time.Now()
-	k := func(id, price string, gpus int, valid time.Duration) protocol.Counter {
+	k := func(id, price string, gpus int, valid time.Duration) trade.Counter {
 		tm := Fixed{}.Bid(job, 0, now)
 		tm.GPUs = gpus
 		tm.P = contract.Flat(decimal.RequireFromString(price))
-		return protocol.Counter{ID: id, Terms: tm, ValidUntil: now.Add(valid)}
+		return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(valid)}
 	}
-	counters := []protocol.Counter{
+	counters := []trade.Counter{
 		k("dear", "0.06", 2, time.Minute),   // above the value
 		k("ok", "0.04", 2, time.Minute),     // the one
 		k("ok2", "0.045", 2, time.Minute),   // dearer
@@ -132,12 +132,12 @@ func TestDeadline(t *testing.T) {
 	})
 
 	t.Run("TakesCheapestWithinValue", func(t *testing.T) {
-		k := func(id, p string) protocol.Counter {
+		k := func(id, p string) trade.Counter {
 			tm := Fixed{}.Bid(j, 0, now)
 			tm.P = contract.Flat(decimal.RequireFromString(p))
-			return protocol.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
+			return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
 		}
-		got := Deadline{}.Take(j, []protocol.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)
+		got := Deadline{}.Take(j, []trade.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)
 		require.NotNil(t, got)
 		assert.Equal(t, "a", got.ID)
 	})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // WatchPoll is how often Watch reads the contract record while it waits,
@@ -100,16 +101,16 @@ func rank(t protocol.EventType) int {
 }
 
 // eventOf names the event that brought a contract to its state.
-func eventOf(s protocol.State) protocol.EventType {
+func eventOf(s trade.State) protocol.EventType {
 	switch s {
-	case protocol.StateRunning:
+	case trade.StateRunning:
 		return protocol.EventStarted
-	case protocol.StateSettled:
+	case trade.StateSettled:
 		return protocol.EventSettled
-	case protocol.StateVoided:
+	case trade.StateVoided:
 		return protocol.EventVoided
 	}
 	return protocol.EventAccepted
 }
 
-func ended(s protocol.State) bool { return s == protocol.StateSettled || s == protocol.StateVoided }
+func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }

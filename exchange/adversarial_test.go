@@ -33,6 +33,7 @@ import (
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // onStores runs test once on a new in-memory store and once on a new
@@ -54,7 +55,7 @@ func onStores(t *testing.T, test func(t *testing.T, store exchange.Store)) {
 func honest(c *exchange.Config) { c.ClockSkew = 0 }
 
 // running offers alice's terms t and waits until the contract runs.
-func (m *market) running(client *bidder.Client, t contract.Terms) protocol.Contract {
+func (m *market) running(client *bidder.Client, t contract.Terms) trade.Contract {
 	m.t.Helper()
 	reply, err := client.Offer(context.Background(), fmt.Sprintf("job-%d", time.Now().UnixNano()), t)
 	require.NoError(m.t, err)
@@ -62,12 +63,12 @@ func (m *market) running(client *bidder.Client, t contract.Terms) protocol.Contr
 	id := reply.Contract.ID
 	waitFor(m.t, "the start", func() bool {
 		c, err := m.store.Contract(context.Background(), id)
-		return err == nil && c.State == protocol.StateRunning
+		return err == nil && c.State == trade.StateRunning
 	})
 	return m.contract(id)
 }
 
-func (m *market) contract(id string) protocol.Contract {
+func (m *market) contract(id string) trade.Contract {
 	m.t.Helper()
 	c, err := m.store.Contract(context.Background(), id)
 	require.NoError(m.t, err)
@@ -75,7 +76,7 @@ func (m *market) contract(id string) protocol.Contract {
 }
 
 // settled waits for contract id to settle or void and returns it.
-func (m *market) settled(id string, within time.Duration) protocol.Contract {
+func (m *market) settled(id string, within time.Duration) trade.Contract {
 	m.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -92,9 +93,9 @@ func (m *market) settled(id string, within time.Duration) protocol.Contract {
 
 // chargedFor requires c to be settled for reason at the charge of usage,
 // as the contract package prices it.
-func chargedFor(t *testing.T, c protocol.Contract, reason protocol.Reason, u contract.Usage) {
+func chargedFor(t *testing.T, c trade.Contract, reason trade.Reason, u contract.Usage) {
 	t.Helper()
-	require.Equal(t, protocol.StateSettled, c.State)
+	require.Equal(t, trade.StateSettled, c.State)
 	assert.Equal(t, reason, c.Reason)
 	want, err := contract.Charge(c.Terms, u, 2)
 	require.NoError(t, err)
@@ -121,8 +122,8 @@ func TestTakeAllForNothing(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 
-		greedy := protocol.Reading{Contract: c.ID, Seq: 1, U: d("600"), T: protocol.Duration(8760 * time.Hour), S: d("1"),
-			At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), Final: true, Reason: protocol.ReasonCompleted}
+		greedy := trade.Reading{Contract: c.ID, Seq: 1, U: d("600"), T: trade.Duration(8760 * time.Hour), S: d("1"),
+			At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(greedy)
 		nowish := greedy
 		nowish.Seq, nowish.At = 2, time.Now().UTC() // a year of wall time in a second, dated now
@@ -130,14 +131,14 @@ func TestTakeAllForNothing(t *testing.T) {
 		// Neither is stored; a believable reading is.
 		time.Sleep(200 * time.Millisecond)
 		got := m.contract(c.ID)
-		assert.Equal(t, protocol.StateRunning, got.State, "an unbelievable reading settled the contract")
+		assert.Equal(t, trade.StateRunning, got.State, "an unbelievable reading settled the contract")
 		assert.Nil(t, got.Reading, "an unbelievable reading was stored")
 
 		ran := time.Since(c.AcceptedAt)
-		honestFinal := protocol.Reading{Contract: c.ID, Seq: 3, U: d("0.5"), T: protocol.Duration(ran), S: d("1"),
-			At: time.Now().UTC(), Final: true, Reason: protocol.ReasonCompleted}
+		honestFinal := trade.Reading{Contract: c.ID, Seq: 3, U: d("0.5"), T: trade.Duration(ran), S: d("1"),
+			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(honestFinal)
-		chargedFor(t, m.settled(c.ID, 5*time.Second), protocol.ReasonCompleted, honestFinal.Usage())
+		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, honestFinal.Usage())
 		m.noOpenHold()
 	})
 }
@@ -167,10 +168,10 @@ func TestMalformedReadings(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		assert.Nil(t, m.contract(c.ID).Reading, "a malformed reading was stored")
 
-		final := protocol.Reading{Contract: c.ID, Seq: 6, U: d("0.2"), T: protocol.Duration(200 * time.Millisecond), S: d("1"),
-			At: time.Now().UTC(), Final: true, Reason: protocol.ReasonCompleted}
+		final := trade.Reading{Contract: c.ID, Seq: 6, U: d("0.2"), T: trade.Duration(200 * time.Millisecond), S: d("1"),
+			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(final)
-		chargedFor(t, m.settled(c.ID, 5*time.Second), protocol.ReasonCompleted, final.Usage())
+		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, final.Usage())
 		m.noOpenHold()
 	})
 }
@@ -191,11 +192,11 @@ func TestForeignMessageIDs(t *testing.T) {
 		attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
 			id := o.Offer[:strings.LastIndex(o.Offer, "-")] // the contract's id
 			for seq := uint64(1); seq <= 40; seq++ {
-				r := protocol.Reading{Contract: id, Seq: seq, U: d("0"), T: 0, S: d("0"), At: time.Now().UTC()}
+				r := trade.Reading{Contract: id, Seq: seq, U: d("0"), T: 0, S: d("0"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
 				// Every id the winner's readings could have, were ids
 				// predictable: today's form and the earlier ones.
-				for _, msgID := range []string{id + ":" + fmt.Sprint(seq), "gpu1:" + id + ":" + fmt.Sprint(seq), r.MsgID("gpu1")} {
+				for _, msgID := range []string{id + ":" + fmt.Sprint(seq), "gpu1:" + id + ":" + fmt.Sprint(seq), protocol.MsgID("gpu1", r)} {
 					attacker.publishRaw(id, msgID, body)
 				}
 			}
@@ -212,7 +213,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		c := m.settled(reply.Contract.ID, 10*time.Second)
 		require.NotNil(t, c.Reading)
 		assert.True(t, c.Reading.Final, "settled on a reading that was not final: the final one was blocked")
-		chargedFor(t, c, protocol.ReasonCompleted, c.Reading.Usage())
+		chargedFor(t, c, trade.ReasonCompleted, c.Reading.Usage())
 		assert.True(t, c.Reading.U.GreaterThanOrEqual(d("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
 		m.noOpenHold()
 	})
@@ -231,7 +232,7 @@ func TestUnregisteredCurrency(t *testing.T) {
 		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "grant/usd", From: currency.IssuanceID("USD"), To: w.ID, Amount: d("100")})
 		require.NoError(t, err)
 		srv := m.scriptedServer("gpu1", 1, accept)
-		beat := protocol.Hello{Currency: "USD", GPUs: []protocol.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
+		beat := protocol.Hello{Currency: "USD", GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
 		body, _ := json.Marshal(beat)
 		for range 5 {
 			require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
@@ -269,15 +270,15 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		m.wallet("alice", "100000")
 		past := time.Now().Add(-time.Hour).UTC()
 		for i := range stuck {
-			c := protocol.Contract{ID: fmt.Sprintf("ghost-%03d", i), Client: "alice", Server: "ghost", Terms: terms("alice"),
-				State: protocol.StateAccepted, AcceptedAt: past.Add(time.Duration(i) * time.Millisecond), StartDeadline: past.Add(time.Minute)}
+			c := trade.Contract{ID: fmt.Sprintf("ghost-%03d", i), Client: "alice", Server: "ghost", Terms: terms("alice"),
+				State: trade.StateAccepted, AcceptedAt: past.Add(time.Duration(i) * time.Millisecond), StartDeadline: past.Add(time.Minute)}
 			c.Terms.Server = "ghost"
 			_, _, err := store.Open(ctx, c, currency.Reserve{Key: "escrow/" + c.ID, Hold: currency.HoldID(c.ID),
 				From: currency.WalletID(cred, "alice"), Amount: c.Terms.Prepayment, Deadline: past.Add(24 * time.Hour)})
 			require.NoError(t, err)
-			_, err = store.Update(ctx, c.ID, func(c *protocol.Contract) ([]currency.Op, error) {
-				c.State, c.StartedAt, c.LastSeen = protocol.StateRunning, past, past
-				c.Reading = &protocol.Reading{Contract: c.ID, Seq: 1, U: d("10"), T: protocol.Duration(10 * time.Second), S: d("1"), At: past}
+			_, err = store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {
+				c.State, c.StartedAt, c.LastSeen = trade.StateRunning, past, past
+				c.Reading = &trade.Reading{Contract: c.ID, Seq: 1, U: d("10"), T: trade.Duration(10 * time.Second), S: d("1"), At: past}
 				return nil, nil
 			})
 			require.NoError(t, err)
@@ -287,10 +288,10 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 		r := reading(c.ID, 1, "0.1", 0, false)
-		r.T = protocol.Duration(100 * time.Millisecond)
+		r.T = trade.Duration(100 * time.Millisecond)
 		srv.publish(r)
 		got := m.settled(c.ID, 5*time.Second) // silent: settles within a few sweeps
-		chargedFor(t, got, protocol.ReasonServerLost, r.Usage())
+		chargedFor(t, got, trade.ReasonServerLost, r.Usage())
 
 		list, err := store.Stuck(ctx, 0)
 		require.NoError(t, err)
@@ -303,8 +304,8 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		// The fixed rule: voided, the whole prepayment back.
 		for i := range stuck {
 			g := m.settled(fmt.Sprintf("ghost-%03d", i), 15*time.Second)
-			assert.Equal(t, protocol.StateVoided, g.State)
-			assert.Equal(t, protocol.ReasonExpired, g.Reason)
+			assert.Equal(t, trade.StateVoided, g.State)
+			assert.Equal(t, trade.ReasonExpired, g.Reason)
 			assert.True(t, g.Refund.Equal(g.Terms.Prepayment))
 		}
 		list, err = store.Stuck(ctx, 0)
@@ -336,13 +337,13 @@ func TestHoldsExpire(t *testing.T) {
 
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
-		last := make(chan protocol.Reading, 1000)
+		last := make(chan trade.Reading, 1000)
 		go func() {
 			for seq := uint64(1); ctx.Err() == nil; seq++ {
-				r := protocol.Reading{Contract: c.ID, Seq: seq, U: d("0.5"), T: protocol.Duration(time.Since(c.AcceptedAt)),
+				r := trade.Reading{Contract: c.ID, Seq: seq, U: d("0.5"), T: trade.Duration(time.Since(c.AcceptedAt)),
 					S: d("1"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
-				if _, err := srv.js.Publish(ctx, protocol.UsageSubject(srv.id, c.ID), body, jetstream.WithMsgID(r.MsgID(srv.id))); err == nil {
+				if _, err := srv.js.Publish(ctx, protocol.UsageSubject(srv.id, c.ID), body, jetstream.WithMsgID(protocol.MsgID(srv.id, r))); err == nil {
 					last <- r
 				}
 				time.Sleep(100 * time.Millisecond)
@@ -351,7 +352,7 @@ func TestHoldsExpire(t *testing.T) {
 		got := m.settled(c.ID, 10*time.Second)
 		stop()
 		require.NotNil(t, got.Reading)
-		chargedFor(t, got, protocol.ReasonExpired, got.Reading.Usage())
+		chargedFor(t, got, trade.ReasonExpired, got.Reading.Usage())
 		assert.Greater(t, time.Duration(got.Reading.T), tm.TimeLimit, "it ran past its limit before the rule ended it")
 		m.noOpenHold()
 	})
@@ -375,7 +376,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 		first := reading(c.ID, 1, "0.1", 0, false)
-		first.T = protocol.Duration(100 * time.Millisecond)
+		first.T = trade.Duration(100 * time.Millisecond)
 		srv.publish(first)
 		waitFor(t, "the first reading", func() bool { return m.contract(c.ID).Reading != nil })
 
@@ -384,7 +385,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 		m.exStop()
 		time.Sleep(m.cfg.ServerLostAfter + 200*time.Millisecond)
 		final := reading(c.ID, 2, "0.3", 0, true)
-		final.T = protocol.Duration(300 * time.Millisecond)
+		final.T = trade.Duration(300 * time.Millisecond)
 		srv.publish(final)
 		zombie := natstest.Connect(t, m.ns, "")
 		js, err := jetstream.New(zombie)
@@ -399,7 +400,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 
 		m.startExchange()
 		got := m.settled(c.ID, 5*time.Second)
-		chargedFor(t, got, protocol.ReasonCompleted, final.Usage())
+		chargedFor(t, got, trade.ReasonCompleted, final.Usage())
 		m.noOpenHold()
 	})
 }
@@ -408,9 +409,9 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 // market's exchange until the test ends.
 func (m *market) agent(id string, n int) *server.Agent {
 	m.t.Helper()
-	var gpus []protocol.GPU
+	var gpus []trade.GPU
 	for i := range n {
-		gpus = append(gpus, protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+		gpus = append(gpus, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	a, err := server.New(server.Config{
 		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus,

@@ -11,17 +11,19 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // ownContract returns the sender's contract id. Another client's contract
 // is "not found", so that ids reveal nothing.
-func (s *Service) ownContract(ctx context.Context, client, id string) (protocol.Contract, error) {
+func (s *Service) ownContract(ctx context.Context, client, id string) (trade.Contract, error) {
 	c, err := s.store.Contract(ctx, id)
 	if err != nil || c.Client != client {
 		if err == nil || bourse.ErrorCode(err) == bourse.ENotFound {
-			return protocol.Contract{}, &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + id}
+			return trade.Contract{}, &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + id}
 		}
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	return c, nil
 }
@@ -30,36 +32,36 @@ func (s *Service) ownContract(ctx context.Context, client, id string) (protocol.
 // not started is voided here; a running one is stopped by its server, whose
 // final reading settles it. Either way the reply is the contract as it
 // stands; the settlement follows as an event.
-func (s *Service) handleControl(action protocol.Reason) micro.HandlerFunc {
+func (s *Service) handleControl(action trade.Reason) micro.HandlerFunc {
 	return func(r micro.Request) {
 		c, err := s.control(context.Background(), r, action)
 		if err != nil {
-			_ = protocol.RespondError(r, err)
+			_ = natswire.RespondError(r, err)
 			return
 		}
 		respond(r, c)
 	}
 }
 
-func (s *Service) control(ctx context.Context, r micro.Request, action protocol.Reason) (protocol.Contract, error) {
+func (s *Service) control(ctx context.Context, r micro.Request, action trade.Reason) (trade.Contract, error) {
 	client, err := sender(r, protocol.RoleClient)
 	if err != nil {
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	var req protocol.ControlRequest
 	if err := decode(r, &req); err != nil {
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	c, err := s.ownContract(ctx, client, req.Contract)
 	if err != nil {
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	switch c.State {
-	case protocol.StateSettled, protocol.StateVoided:
+	case trade.StateSettled, trade.StateVoided:
 		return c, nil
-	case protocol.StateAccepted:
-		voided, err := s.store.Update(ctx, c.ID, func(c *protocol.Contract) ([]currency.Op, error) {
-			if c.State != protocol.StateAccepted {
+	case trade.StateAccepted:
+		voided, err := s.store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {
+			if c.State != trade.StateAccepted {
 				return nil, ErrNoChange
 			}
 			return s.void(c, action), nil
@@ -71,24 +73,24 @@ func (s *Service) control(ctx context.Context, r micro.Request, action protocol.
 			return voided, nil
 		}
 		if !errors.Is(err, ErrNoChange) {
-			return protocol.Contract{}, err
+			return trade.Contract{}, err
 		}
 		c = voided // it started meanwhile: stop it below
 	}
 	if err := s.stopJob(ctx, c, action); err != nil {
-		return protocol.Contract{}, &bourse.Error{Code: bourse.EUnavailable, Field: "contract",
+		return trade.Contract{}, &bourse.Error{Code: bourse.EUnavailable, Field: "contract",
 			Message: fmt.Sprintf("server %s did not confirm; the contract settles on its last reading if the server stays silent", c.Server)}
 	}
 	return c, nil
 }
 
-func (s *Service) stopJob(ctx context.Context, c protocol.Contract, action protocol.Reason) error {
+func (s *Service) stopJob(ctx context.Context, c trade.Contract, action trade.Reason) error {
 	body, _ := json.Marshal(protocol.Control{Contract: c.ID, Action: action})
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Negotiation)
 	defer cancel()
 	msg, err := s.nc.RequestWithContext(ctx, protocol.DeliverSubject(c.Server, protocol.DeliverControl), body)
 	if err == nil {
-		err = protocol.DecodeError(msg)
+		err = natswire.DecodeError(msg)
 	}
 	return err
 }
@@ -99,12 +101,12 @@ func (s *Service) handleContract(r micro.Request) {
 	if err == nil {
 		err = decode(r, &req)
 	}
-	var c protocol.Contract
+	var c trade.Contract
 	if err == nil {
 		c, err = s.ownContract(context.Background(), client, req.Contract)
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	respond(r, c)
@@ -116,7 +118,7 @@ func (s *Service) handleContracts(r micro.Request) {
 	if err == nil {
 		err = decode(r, &req)
 	}
-	var cs []protocol.Contract
+	var cs []trade.Contract
 	if err == nil {
 		if req.Limit <= 0 || req.Limit > 1000 {
 			req.Limit = 100
@@ -124,7 +126,7 @@ func (s *Service) handleContracts(r micro.Request) {
 		cs, err = s.store.Contracts(context.Background(), client, req.Limit)
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	respond(r, protocol.ContractsReply{Contracts: cs})
@@ -150,7 +152,7 @@ func (s *Service) handleBalance(r micro.Request) {
 		}
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	respond(r, b)
@@ -170,7 +172,7 @@ func (s *Service) handleStatement(r micro.Request) {
 		es, err = s.store.Ledger().Statement(context.Background(), currency.WalletID(currency.Code(req.Currency), client), req.After, req.Limit)
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	respond(r, protocol.StatementReply{Entries: es})

@@ -21,6 +21,8 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // Config configures a Service. Conn and Store are required; every other zero
@@ -225,8 +227,8 @@ func (s *Service) startEndpoints() error {
 		h    micro.HandlerFunc
 	}{
 		{client, protocol.VerbOffer, s.async(s.handleOffer)},
-		{client, protocol.VerbSuspend, s.async(s.handleControl(protocol.ReasonSuspended))},
-		{client, protocol.VerbKill, s.async(s.handleControl(protocol.ReasonKilled))},
+		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
+		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},
 		{client, protocol.VerbContracts, s.handleContracts},
 		{client, protocol.VerbBalance, s.handleBalance},
@@ -263,7 +265,7 @@ func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 		case s.inflight <- struct{}{}:
 		default:
 			s.metrics.busy.Inc()
-			_ = protocol.RespondError(r, errBusy)
+			_ = natswire.RespondError(r, errBusy)
 			return
 		}
 		d := detached{Request: r, nc: s.nc, reply: r.Reply()}

@@ -15,6 +15,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func TestOfferEscrowSettle(t *testing.T) {
@@ -31,12 +32,12 @@ func TestOfferEscrowSettle(t *testing.T) {
 	require.NotNil(t, reply.Contract, "%+v", reply)
 	c := *reply.Contract
 	assert.Equal(t, "gpu1", c.Server)
-	assert.Equal(t, protocol.StateAccepted, c.State, "the answer comes with the escrow; the start follows")
+	assert.Equal(t, trade.StateAccepted, c.State, "the answer comes with the escrow; the start follows")
 	st := <-srv.starts
 	assert.Equal(t, c.ID, st.Contract.ID)
 	waitFor(t, "the start", func() bool {
 		got, err := alice.Contract(ctx, c.ID)
-		return err == nil && got.State == protocol.StateRunning && slices.Equal(got.GPUs, []int{0})
+		return err == nil && got.State == trade.StateRunning && slices.Equal(got.GPUs, []int{0})
 	})
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(d("94")))
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(d("6")))
@@ -58,7 +59,7 @@ func TestOfferEscrowSettle(t *testing.T) {
 	srv.publish(final)
 	waitFor(t, "settlement", func() bool {
 		got, err := alice.Contract(ctx, c.ID)
-		return err == nil && got.State == protocol.StateSettled
+		return err == nil && got.State == trade.StateSettled
 	})
 	got, err := alice.Contract(ctx, c.ID)
 	require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestOfferEscrowSettle(t *testing.T) {
 	assert.True(t, want.Charge.Equal(d("2.4")), "240 GPU-s at 0.01")
 	assert.True(t, got.Charge.Equal(want.Charge), "charge %s, want %s", got.Charge, want.Charge)
 	assert.True(t, got.Refund.Equal(d("3.6")))
-	assert.Equal(t, protocol.ReasonCompleted, got.Reason)
+	assert.Equal(t, trade.ReasonCompleted, got.Reason)
 	assert.Equal(t, uint64(4), got.Reading.Seq)
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(d("97.6")))
 	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(d("2.4")))
@@ -111,7 +112,7 @@ func TestCounterOffers(t *testing.T) {
 		}
 		ct := o.Terms
 		ct.P = reserve
-		return protocol.Decision{Reason: "below reserve", Counters: []protocol.Counter{{ID: "k1", Terms: ct, ValidUntil: time.Now().Add(time.Minute)}}}
+		return protocol.Decision{Reason: "below reserve", Counters: []trade.Counter{{ID: "k1", Terms: ct, ValidUntil: time.Now().Add(time.Minute)}}}
 	})
 	m.scriptedServer("gpu2", 2, func(protocol.ServerOffer) protocol.Decision {
 		return protocol.Decision{Reason: "closed for maintenance"}
@@ -166,18 +167,18 @@ func TestKillAndSuspend(t *testing.T) {
 
 	waitFor(t, "the start", func() bool {
 		c, err := carol.Contract(ctx, id)
-		return err == nil && c.State == protocol.StateRunning
+		return err == nil && c.State == trade.StateRunning
 	})
 	_, err = carol.Suspend(ctx, id)
 	require.NoError(t, err)
 	ctl := <-srv.ctrl
-	assert.Equal(t, protocol.Control{Contract: id, Action: protocol.ReasonSuspended}, ctl)
+	assert.Equal(t, protocol.Control{Contract: id, Action: trade.ReasonSuspended}, ctl)
 	r := reading(id, 1, "5", 5, true)
-	r.Reason = protocol.ReasonSuspended
+	r.Reason = trade.ReasonSuspended
 	srv.publish(r)
 	waitFor(t, "suspension settles", func() bool {
 		c, err := carol.Contract(ctx, id)
-		return err == nil && c.State == protocol.StateSettled && c.Reason == protocol.ReasonSuspended
+		return err == nil && c.State == trade.StateSettled && c.Reason == trade.ReasonSuspended
 	})
 
 	t.Run("Resume", func(t *testing.T) {
@@ -210,11 +211,11 @@ func TestWatchdog(t *testing.T) {
 	srv.publish(reading(id, 1, "30", 30, false))
 	waitFor(t, "server-lost settlement", func() bool {
 		c, err := dave.Contract(ctx, id)
-		return err == nil && c.State == protocol.StateSettled
+		return err == nil && c.State == trade.StateSettled
 	})
 	c, err := dave.Contract(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.ReasonServerLost, c.Reason)
+	assert.Equal(t, trade.ReasonServerLost, c.Reason)
 	assert.True(t, c.Charge.Equal(d("0.3")), "settled on the last reading: %s", c.Charge)
 
 	// A server that accepts but never starts the job nor reports.
@@ -224,18 +225,18 @@ func TestWatchdog(t *testing.T) {
 	t9.Server = "gpu9"
 	reply, err = dave.Offer(ctx, "w2", t9)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateAccepted, reply.Contract.State)
+	assert.Equal(t, trade.StateAccepted, reply.Contract.State)
 	time.Sleep(100 * time.Millisecond)
 	c, err = dave.Contract(ctx, reply.Contract.ID)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateAccepted, c.State, "no start confirmed")
+	assert.Equal(t, trade.StateAccepted, c.State, "no start confirmed")
 	waitFor(t, "void of a contract never started", func() bool {
 		c, err := dave.Contract(ctx, reply.Contract.ID)
-		return err == nil && c.State == protocol.StateVoided
+		return err == nil && c.State == trade.StateVoided
 	})
 	c, err = dave.Contract(ctx, reply.Contract.ID)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.ReasonNotStarted, c.Reason)
+	assert.Equal(t, trade.ReasonNotStarted, c.Reason)
 	assert.True(t, c.Refund.Equal(c.Terms.Prepayment))
 	assert.True(t, m.balance(currency.WalletID(cred, "dave")).Held.IsZero())
 	assert.True(t, m.balance(currency.WalletID(cred, "dave")).Available.Equal(d("99.7")))
@@ -288,15 +289,15 @@ func TestBooking(t *testing.T) {
 	time.Sleep(3 * timeout)
 	got, err := erin.Contract(ctx, c.ID)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateAccepted, got.State, "booked, not started: %s", got.Reason)
+	assert.Equal(t, trade.StateAccepted, got.State, "booked, not started: %s", got.Reason)
 
 	time.Sleep(time.Until(tm.StartAt))
 	got = srv.started(protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC()})
-	assert.Equal(t, protocol.StateRunning, got.State)
+	assert.Equal(t, trade.StateRunning, got.State)
 	srv.publish(reading(c.ID, 1, "1", 1, true))
 	waitFor(t, "settlement", func() bool {
 		got, err := erin.Contract(ctx, c.ID)
-		return err == nil && got.State == protocol.StateSettled && got.Reason == protocol.ReasonCompleted
+		return err == nil && got.State == trade.StateSettled && got.Reason == trade.ReasonCompleted
 	})
 
 	t.Run("NeverStarted", func(t *testing.T) {
@@ -311,10 +312,10 @@ func TestBooking(t *testing.T) {
 		time.Sleep(2*timeout + timeout/2) // past start_at, not its deadline
 		got, err := erin.Contract(ctx, id)
 		require.NoError(t, err)
-		assert.Equal(t, protocol.StateAccepted, got.State)
+		assert.Equal(t, trade.StateAccepted, got.State)
 		waitFor(t, "void", func() bool {
 			got, err := erin.Contract(ctx, id)
-			return err == nil && got.State == protocol.StateVoided
+			return err == nil && got.State == trade.StateVoided
 		})
 		select {
 		case ctl := <-srv.ctrl:

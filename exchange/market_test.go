@@ -23,6 +23,8 @@ import (
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 const cred = "CRED"
@@ -147,15 +149,15 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
-	var gs []protocol.GPU
+	var gs []trade.GPU
 	for i := range gpus {
-		gs = append(gs, protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+		gs = append(gs, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, protocol.DecodeError(msg))
+	require.NoError(t, natswire.DecodeError(msg))
 	s.sub(protocol.DeliverOffer, func(m *nats.Msg) {
 		var o protocol.ServerOffer
 		require.NoError(t, json.Unmarshal(m.Data, &o))
@@ -193,27 +195,27 @@ func (s *scripted) sub(verb string, h nats.MsgHandler) {
 }
 
 // started reports a job's start on the server's started subject.
-func (s *scripted) started(st protocol.Started) protocol.Contract {
+func (s *scripted) started(st protocol.Started) trade.Contract {
 	s.t.Helper()
 	body, _ := json.Marshal(st)
 	msg, err := s.nc.Request(protocol.ServerSubject(s.id, protocol.VerbStarted), body, 2*time.Second)
 	require.NoError(s.t, err)
-	require.NoError(s.t, protocol.DecodeError(msg))
-	var c protocol.Contract
+	require.NoError(s.t, natswire.DecodeError(msg))
+	var c trade.Contract
 	require.NoError(s.t, json.Unmarshal(msg.Data, &c))
 	return c
 }
 
 // publish sends a reading as a server must: to JetStream, with its msg id.
-func (s *scripted) publish(r protocol.Reading) {
+func (s *scripted) publish(r trade.Reading) {
 	s.t.Helper()
 	body, _ := json.Marshal(r)
-	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(r.MsgID(s.id)))
+	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(protocol.MsgID(s.id, r)))
 	require.NoError(s.t, err)
 }
 
 func accept(protocol.ServerOffer) protocol.Decision {
-	return protocol.Decision{Accept: true, HoldFor: protocol.Duration(5 * time.Second)}
+	return protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}
 }
 
 // waitFor polls until cond holds or fails the test after 5 seconds.
@@ -228,10 +230,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func reading(id string, seq uint64, u string, secs int, final bool) protocol.Reading {
-	r := protocol.Reading{Contract: id, Seq: seq, U: d(u), T: protocol.Duration(time.Duration(secs) * time.Second), S: d("1"), At: time.Now().UTC(), Final: final}
+func reading(id string, seq uint64, u string, secs int, final bool) trade.Reading {
+	r := trade.Reading{Contract: id, Seq: seq, U: d(u), T: trade.Duration(time.Duration(secs) * time.Second), S: d("1"), At: time.Now().UTC(), Final: final}
 	if final {
-		r.Reason = protocol.ReasonCompleted
+		r.Reason = trade.ReasonCompleted
 	}
 	return r
 }

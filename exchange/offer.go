@@ -16,6 +16,8 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // handleOffer turns an offer into a contract: validate, check funds, route
@@ -30,7 +32,7 @@ func (s *Service) handleOffer(r micro.Request) {
 		if bourse.ErrorCode(err) == bourse.EInternal {
 			s.log.Error("offer failed", "subject", r.Subject(), "err", err)
 		}
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	case reply.Contract != nil:
 		s.metrics.offers.WithLabelValues("contract").Inc()
@@ -119,13 +121,13 @@ func (s *Service) offer(ctx context.Context, r micro.Request) (protocol.OfferRep
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.Terms, req protocol.OfferRequest) (protocol.Contract, error) {
+func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := s.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
 	// then, and the hold's deadline with it.
-	c := protocol.Contract{
-		ID: id, Client: t.Client, Server: win, Terms: t, State: protocol.StateAccepted,
+	c := trade.Contract{
+		ID: id, Client: t.Client, Server: win, Terms: t, State: trade.StateAccepted,
 		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(s.cfg.StartTimeout),
 	}
 	// The key is the negotiation's, not the request's: an escrow that
@@ -143,7 +145,7 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 	}
 	stored, created, err := s.store.Open(ctx, c, reserve)
 	if err != nil {
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	if !created {
 		// A retry of this request won meanwhile: keep its contract and
@@ -167,13 +169,13 @@ func (s *Service) open(ctx context.Context, id, offerID, win string, t contract.
 // start tells the server to start the job. If it does not answer, the
 // contract stays accepted: a reading will show it running, or the watchdog
 // voids it at its start deadline.
-func (s *Service) start(ctx context.Context, offerID string, c protocol.Contract) protocol.Contract {
+func (s *Service) start(ctx context.Context, offerID string, c trade.Contract) trade.Contract {
 	body, _ := json.Marshal(protocol.Start{Offer: offerID, Contract: c})
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Negotiation)
 	defer cancel()
 	msg, err := s.nc.RequestWithContext(ctx, protocol.DeliverSubject(c.Server, protocol.DeliverStart), body)
 	if err == nil {
-		err = protocol.DecodeError(msg)
+		err = natswire.DecodeError(msg)
 	}
 	var st protocol.Started
 	if err == nil {
@@ -198,23 +200,23 @@ func (s *Service) start(ctx context.Context, offerID string, c protocol.Contract
 
 // markStarted records that server started the job of contract st.Contract.
 // Another server's contract is "not found", so that ids reveal nothing.
-func (s *Service) markStarted(ctx context.Context, server string, st protocol.Started) (protocol.Contract, error) {
+func (s *Service) markStarted(ctx context.Context, server string, st protocol.Started) (trade.Contract, error) {
 	notFound := &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + st.Contract + " on this server"}
-	c, err := s.store.Update(ctx, st.Contract, func(c *protocol.Contract) ([]currency.Op, error) {
+	c, err := s.store.Update(ctx, st.Contract, func(c *trade.Contract) ([]currency.Op, error) {
 		if c.Server != server {
 			return nil, notFound
 		}
 		if st.Booked {
 			return nil, ErrNoChange // a booking confirmed; the start follows
 		}
-		if c.State != protocol.StateAccepted {
-			if c.GPUs == nil && c.State == protocol.StateRunning {
+		if c.State != trade.StateAccepted {
+			if c.GPUs == nil && c.State == trade.StateRunning {
 				c.GPUs = st.GPUs
 				return nil, nil
 			}
 			return nil, ErrNoChange
 		}
-		c.State, c.StartedAt, c.GPUs, c.LastSeen = protocol.StateRunning, st.At.UTC(), st.GPUs, s.cfg.Now().UTC()
+		c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, s.cfg.Now().UTC()
 		return nil, nil
 	})
 	switch {
@@ -224,9 +226,9 @@ func (s *Service) markStarted(ctx context.Context, server string, st protocol.St
 	case errors.Is(err, ErrNoChange):
 		return c, nil
 	case bourse.ErrorCode(err) == bourse.ENotFound:
-		return protocol.Contract{}, notFound
+		return trade.Contract{}, notFound
 	}
-	return protocol.Contract{}, err
+	return trade.Contract{}, err
 }
 
 // negotiate sends the offer to every candidate at once. The first accept
@@ -247,7 +249,7 @@ func (s *Service) negotiate(ctx context.Context, offer protocol.ServerOffer, ser
 			msg, err := s.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, protocol.DeliverOffer), body)
 			a := answer{server: srv, err: err}
 			if err == nil {
-				if a.err = protocol.DecodeError(msg); a.err == nil {
+				if a.err = natswire.DecodeError(msg); a.err == nil {
 					a.err = json.Unmarshal(msg.Data, &a.d)
 				}
 			}
@@ -304,7 +306,7 @@ func (s *Service) checkResume(ctx context.Context, client, id string) error {
 	if err != nil || old.Client != client {
 		return &bourse.Error{Code: bourse.ENotFound, Field: "resumes", Message: "no contract " + id + " of yours to resume"}
 	}
-	if old.State != protocol.StateSettled || (old.Reason != protocol.ReasonSuspended && old.Reason != protocol.ReasonPreempted) {
+	if old.State != trade.StateSettled || (old.Reason != trade.ReasonSuspended && old.Reason != trade.ReasonPreempted) {
 		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "resumes",
 			Message: fmt.Sprintf("contract %s is %s (%s), not suspended", id, old.State, old.Reason)}
 	}

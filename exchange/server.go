@@ -9,6 +9,8 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // handleHello registers a server: its revenue account is opened (once) and
@@ -27,16 +29,16 @@ func (s *Service) handleHello(r micro.Request) {
 		_, err = s.store.Ledger().OpenAccount(context.Background(), currency.Account{ID: currency.RevenueID(cur, id), Currency: cur, Kind: currency.Revenue})
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	s.servers.remember(id, h.Currency, true)
 	s.servers.update(id, h)
 	s.log.Info("server registered", "server", id, "gpus", len(h.GPUs), "currency", h.Currency, "policy", h.Policy)
 	respond(r, protocol.HelloReply{
-		Heartbeat:       protocol.Duration(s.cfg.Heartbeat),
-		ReadingEvery:    protocol.Duration(s.cfg.ReadingEvery),
-		ServerLostAfter: protocol.Duration(s.cfg.ServerLostAfter),
+		Heartbeat:       trade.Duration(s.cfg.Heartbeat),
+		ReadingEvery:    trade.Duration(s.cfg.ReadingEvery),
+		ServerLostAfter: trade.Duration(s.cfg.ServerLostAfter),
 	})
 }
 
@@ -97,12 +99,12 @@ func (s *Service) handleStarted(r micro.Request) {
 	if err == nil {
 		err = decode(r, &st)
 	}
-	var c protocol.Contract
+	var c trade.Contract
 	if err == nil {
 		c, err = s.markStarted(context.Background(), id, st)
 	}
 	if err != nil {
-		_ = protocol.RespondError(r, err)
+		_ = natswire.RespondError(r, err)
 		return
 	}
 	respond(r, c)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Store keeps contracts with the ledger, so that a contract's change of
@@ -20,10 +20,10 @@ type Store interface {
 	// contract with c.ID exists it is returned with created=false and
 	// nothing is written. If the reserve fails its error is returned and no
 	// contract is recorded.
-	Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (stored protocol.Contract, created bool, err error)
-	Contract(ctx context.Context, id string) (protocol.Contract, error)
+	Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (stored trade.Contract, created bool, err error)
+	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
-	Contracts(ctx context.Context, client string, limit int) ([]protocol.Contract, error)
+	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)
 	// Update locks contract id and calls change with a copy of it. If change
 	// returns nil, the changed contract is written and the ledger ops are
 	// applied in the same transaction; an op that fails aborts both and its
@@ -32,17 +32,17 @@ type Store interface {
 	// "nothing to do"). change runs inside the store's transaction, holding
 	// a connection and the contract's lock, and may run more than once
 	// (retries): it must do no I/O and have no effect outside c.
-	Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error)
+	Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error)
 	// Stale lists up to limit contracts the watchdog must look at: running
 	// ones last seen before silentSince, and accepted ones whose start
 	// deadline is before now; but none whose Stuck.Retry is after now. The
 	// contracts never stuck come first, then the stuck ones, each the
 	// earliest accepted first, so that contracts that keep failing never
 	// hide the others.
-	Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error)
+	Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error)
 	// Stuck lists up to limit contracts that still hold their escrow and
 	// have failed to settle or void (Stuck set), the longest stuck first.
-	Stuck(ctx context.Context, limit int) ([]protocol.Contract, error)
+	Stuck(ctx context.Context, limit int) ([]trade.Contract, error)
 }
 
 // ErrNoChange is returned by an Update change function that finds nothing

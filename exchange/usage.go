@@ -16,6 +16,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // startUsage creates the usage stream (idempotently) and consumes it with a
@@ -148,10 +149,10 @@ func transient(err error) bool {
 
 // count stores r as the contract's latest reading if it is newer and
 // believable, and settles the contract if r is final.
-func (s *Service) count(ctx context.Context, server string, r protocol.Reading) error {
+func (s *Service) count(ctx context.Context, server string, r trade.Reading) error {
 	now := s.cfg.Now().UTC()
 	var final bool
-	store := func(c *protocol.Contract) error {
+	store := func(c *trade.Contract) error {
 		if c.Server != server {
 			return &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
 		}
@@ -163,12 +164,12 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 		}
 		rr := r
 		c.Reading, c.LastSeen = &rr, now
-		if c.State == protocol.StateAccepted {
-			c.State, c.StartedAt = protocol.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
+		if c.State == trade.StateAccepted {
+			c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
 		}
 		return nil
 	}
-	c, err := s.updatePriced(ctx, r.Contract, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
+	c, err := s.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
 		if err := store(c); err != nil || !r.Final {
 			return nil, err
 		}
@@ -181,7 +182,7 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 		// with backoff while it fails, and by the fixed rule in the end.
 		s.log.Error("a final reading does not settle; kept for the watchdog", "contract", r.Contract, "err", err)
 		final = false
-		c, err = s.store.Update(ctx, r.Contract, func(c *protocol.Contract) ([]currency.Op, error) { return nil, store(c) })
+		c, err = s.store.Update(ctx, r.Contract, func(c *trade.Contract) ([]currency.Op, error) { return nil, store(c) })
 	}
 	if err != nil {
 		return err
@@ -200,9 +201,9 @@ func (s *Service) count(ctx context.Context, server string, r protocol.Reading) 
 }
 
 // finalReason is why a final reading says its contract stopped.
-func finalReason(r protocol.Reading) protocol.Reason {
+func finalReason(r trade.Reading) trade.Reason {
 	if r.Reason == "" {
-		return protocol.ReasonCompleted
+		return trade.ReasonCompleted
 	}
 	return r.Reason
 }
@@ -215,7 +216,7 @@ func finalReason(r protocol.Reading) protocol.Reason {
 // far in the past: readings wait in outboxes and streams through outages.
 // U needs no bound of its own: pricing clamps it to gpus·T (and S to
 // gpus), T being bounded here.
-func (s *Service) believable(c *protocol.Contract, r protocol.Reading, now time.Time) error {
+func (s *Service) believable(c *trade.Contract, r trade.Reading, now time.Time) error {
 	skew := s.cfg.ClockSkew
 	earliest := later(c.AcceptedAt, c.Terms.StartAt.UTC())
 	switch {
@@ -235,7 +236,7 @@ func (s *Service) believable(c *protocol.Contract, r protocol.Reading, now time.
 // settle changes c to settled on its last reading and returns the capture
 // that pays the server and refunds the rest, to commit together. scale is
 // the contract's currency's.
-func (s *Service) settle(c *protocol.Contract, reason protocol.Reason, scale int32) ([]currency.Op, error) {
+func (s *Service) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
 	var u contract.Usage
 	if c.Reading != nil {
 		u = c.Reading.Usage()
@@ -244,7 +245,7 @@ func (s *Service) settle(c *protocol.Contract, reason protocol.Reason, scale int
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
 	}
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = protocol.StateSettled, reason, st.Charge, st.Refund, s.cfg.Now().UTC()
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, s.cfg.Now().UTC()
 	cur := currency.Code(c.Terms.Currency)
 	return []currency.Op{currency.Capture{
 		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
@@ -254,8 +255,8 @@ func (s *Service) settle(c *protocol.Contract, reason protocol.Reason, scale int
 
 // void changes an accepted contract to voided and returns the release of
 // its whole prepayment.
-func (s *Service) void(c *protocol.Contract, reason protocol.Reason) []currency.Op {
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = protocol.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, s.cfg.Now().UTC()
+func (s *Service) void(c *trade.Contract, reason trade.Reason) []currency.Op {
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, s.cfg.Now().UTC()
 	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
 }
 
@@ -266,10 +267,10 @@ var errNoScale = errors.New("currency scale not cached")
 // currency's scale is looked up outside the store's transaction: a lookup
 // inside would hold one database connection while waiting for another,
 // and with every connection so held, wait for ever.
-func (s *Service) updatePriced(ctx context.Context, id string, change func(c *protocol.Contract, scale int32) ([]currency.Op, error)) (protocol.Contract, error) {
+func (s *Service) updatePriced(ctx context.Context, id string, change func(c *trade.Contract, scale int32) ([]currency.Op, error)) (trade.Contract, error) {
 	for attempt := 0; ; attempt++ {
 		var missing string
-		c, err := s.store.Update(ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+		c, err := s.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 			scale, ok := s.cachedScale(c.Terms.Currency)
 			if !ok {
 				missing = c.Terms.Currency
@@ -296,7 +297,7 @@ func usageSubject(subj string) (server, id string, ok bool) {
 }
 
 // event tells the client about its contract.
-func (s *Service) event(typ protocol.EventType, c protocol.Contract) {
+func (s *Service) event(typ protocol.EventType, c trade.Contract) {
 	s.publish(c.Client, protocol.Event{Type: typ, Contract: c, At: s.cfg.Now().UTC()})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Contracts that fail to settle wait between attempts (Stuck.Retry),
@@ -80,16 +81,16 @@ func (s *Service) sweep(ctx context.Context) {
 // judge settles a silent running contract on its last reading and voids
 // an accepted one past its start deadline. A failure marks the contract
 // stuck, to be tried again later.
-func (s *Service) judge(ctx context.Context, c protocol.Contract, now, silentSince time.Time) {
+func (s *Service) judge(ctx context.Context, c trade.Contract, now, silentSince time.Time) {
 	var typ protocol.EventType
-	got, err := s.updatePriced(ctx, c.ID, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
+	got, err := s.updatePriced(ctx, c.ID, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
 		switch {
-		case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince):
+		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince):
 			typ = protocol.EventSettled
 			return s.settle(c, silentReason(c), scale)
-		case c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
+		case c.State == trade.StateAccepted && c.StartDeadline.Before(now):
 			typ = protocol.EventVoided
-			return s.void(c, protocol.ReasonNotStarted), nil
+			return s.void(c, trade.ReasonNotStarted), nil
 		}
 		return nil, ErrNoChange
 	})
@@ -106,15 +107,15 @@ func (s *Service) judge(ctx context.Context, c protocol.Contract, now, silentSin
 // silentReason is why a silent running contract settles: the reason of
 // its final reading if one was stored (its settlement failed when it
 // came), else server_lost.
-func silentReason(c *protocol.Contract) protocol.Reason {
+func silentReason(c *trade.Contract) trade.Reason {
 	if r := c.Reading; r != nil && r.Final {
 		return finalReason(*r)
 	}
-	return protocol.ReasonServerLost
+	return trade.ReasonServerLost
 }
 
 // ended reports a contract the watchdog settled or voided.
-func (s *Service) ended(ctx context.Context, typ protocol.EventType, c protocol.Contract) {
+func (s *Service) ended(ctx context.Context, typ protocol.EventType, c trade.Contract) {
 	if typ == protocol.EventVoided {
 		s.metrics.voided.Inc()
 	} else {
@@ -122,7 +123,7 @@ func (s *Service) ended(ctx context.Context, typ protocol.EventType, c protocol.
 	}
 	// Tell the server too: if it is alive but unheard (or started the job
 	// after all), the job must stop, since nobody pays for it now.
-	go func() { _ = s.stopJob(ctx, c, protocol.ReasonKilled) }()
+	go func() { _ = s.stopJob(ctx, c, trade.ReasonKilled) }()
 	s.log.Warn("watchdog", "contract", c.ID, "server", c.Server, "state", c.State, "reason", c.Reason, "charge", c.Charge)
 	s.event(typ, c)
 }
@@ -133,11 +134,11 @@ func (s *Service) ended(ctx context.Context, typ protocol.EventType, c protocol.
 // later ones only at debug level. A contract stuck for StuckLimit is
 // ended by the fixed rule (expire).
 func (s *Service) stuck(ctx context.Context, id string, now time.Time, cause error) {
-	got, err := s.store.Update(ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+	got, err := s.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 		if !c.HoldsEscrow() {
 			return nil, ErrNoChange
 		}
-		st := protocol.Stuck{Since: now}
+		st := trade.Stuck{Since: now}
 		if c.Stuck != nil {
 			st = *c.Stuck
 		}
@@ -222,25 +223,25 @@ func (s *Service) expireDue(ctx context.Context, now time.Time) {
 // to the void.
 func (s *Service) expire(ctx context.Context, id string) error {
 	var typ protocol.EventType
-	got, err := s.updatePriced(ctx, id, func(c *protocol.Contract, scale int32) ([]currency.Op, error) {
+	got, err := s.updatePriced(ctx, id, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
 		if !c.HoldsEscrow() {
 			return nil, ErrNoChange
 		}
 		if c.Reading == nil {
 			typ = protocol.EventVoided
-			return s.void(c, protocol.ReasonExpired), nil
+			return s.void(c, trade.ReasonExpired), nil
 		}
 		typ = protocol.EventSettled
-		return s.settle(c, protocol.ReasonExpired, scale)
+		return s.settle(c, trade.ReasonExpired, scale)
 	})
 	if err != nil && !errors.Is(err, ErrNoChange) && typ == protocol.EventSettled {
 		s.log.Warn("watchdog: the last reading does not settle; voiding", "contract", id, "err", err)
-		got, err = s.store.Update(ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+		got, err = s.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 			if !c.HoldsEscrow() {
 				return nil, ErrNoChange
 			}
 			typ = protocol.EventVoided
-			return s.void(c, protocol.ReasonExpired), nil
+			return s.void(c, trade.ReasonExpired), nil
 		})
 	}
 	switch {

@@ -26,6 +26,7 @@ import (
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // benchStore is the store BenchmarkOffers runs on; sql_bench_test.go
@@ -75,9 +76,9 @@ func benchOffers(b *testing.B, clients int) {
 	b.Cleanup(func() { stopAgents(); agents.Wait() })
 	for i := range 2 {
 		id := fmt.Sprintf("bench-%s-%d", run, i)
-		gpus := make([]protocol.GPU, 64)
+		gpus := make([]trade.GPU, 64)
 		for g := range gpus {
-			gpus[g] = protocol.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
+			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
 		a, err := server.New(server.Config{Conn: connect(id), ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
 		require.NoError(b, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // checkContracts holds every contract of the market's clients to what its
@@ -18,14 +18,14 @@ import (
 // count: a settled contract was settled on its server's own final reading
 // and charged its price, a voided one refunded whole. The audit must be
 // clean with no escrow open. It returns the settled contracts by reason.
-func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[protocol.Reason]int {
+func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[trade.Reason]int {
 	t.Helper()
 	ctx := context.Background()
 	rep, err := store.Ledger().Audit(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%s", rep)
 	assert.Zero(t, rep.OpenHolds, "an escrow leaked")
-	reasons := map[protocol.Reason]int{}
+	reasons := map[trade.Reason]int{}
 	n, unpaid := 0, 0
 	for _, c := range m.Clients {
 		cs, err := store.Contracts(ctx, c.ID, 0)
@@ -34,7 +34,7 @@ func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[pr
 			n++
 			final, ran := m.Final(k.ID)
 			switch k.State {
-			case protocol.StateSettled:
+			case trade.StateSettled:
 				reasons[k.Reason]++
 				assert.True(t, k.Charge.Add(k.Refund).Equal(k.Terms.Prepayment), "%s: charge + refund ≠ prepayment", k.ID)
 				if !ran {
@@ -50,7 +50,7 @@ func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[pr
 				require.NotNil(t, k.Reading, "%s", k.ID)
 				assert.Equal(t, final.Seq, k.Reading.Seq, "%s settled on another reading than its server's final one", k.ID)
 				assert.Equal(t, final.Reason, k.Reason, "%s", k.ID)
-			case protocol.StateVoided:
+			case trade.StateVoided:
 				assert.True(t, k.Refund.Equal(k.Terms.Prepayment), "%s voided without a full refund", k.ID)
 				if ran && final.U.IsPositive() {
 					unpaid++ // the server's loss, never the client's

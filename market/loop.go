@@ -13,6 +13,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // bidderLoop is one client trading: it makes up jobs, bids for them with
@@ -101,7 +102,7 @@ func (b *bidderLoop) trade(ctx context.Context, job bidder.Job) {
 
 // follow waits for the contract's settlement, from its events, or from the
 // record itself if an event was missed.
-func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
+func (b *bidderLoop) follow(ctx context.Context, c trade.Contract) {
 	t := b.m.Tally
 	t.opened(c)
 	ended := b.ends.wait(c.ID)
@@ -115,7 +116,7 @@ func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
 			t.closed(got)
 			return
 		case <-poll.C:
-			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == protocol.StateSettled || got.State == protocol.StateVoided) {
+			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == trade.StateSettled || got.State == trade.StateVoided) {
 				t.closed(got)
 				return
 			}
@@ -139,12 +140,12 @@ func (b *bidderLoop) sleep(ctx context.Context, d time.Duration) {
 // that follows the contract, whichever comes first.
 type endings struct {
 	mu      sync.Mutex
-	waiters map[string]chan protocol.Contract
-	early   map[string]protocol.Contract // ended before anyone waited
+	waiters map[string]chan trade.Contract
+	early   map[string]trade.Contract // ended before anyone waited
 }
 
 func newEndings(ctx context.Context, events <-chan protocol.Event) *endings {
-	e := &endings{waiters: map[string]chan protocol.Contract{}, early: map[string]protocol.Contract{}}
+	e := &endings{waiters: map[string]chan trade.Contract{}, early: map[string]trade.Contract{}}
 	go func() {
 		for ev := range events {
 			if ev.Type == protocol.EventSettled || ev.Type == protocol.EventVoided {
@@ -155,7 +156,7 @@ func newEndings(ctx context.Context, events <-chan protocol.Event) *endings {
 	return e
 }
 
-func (e *endings) end(c protocol.Contract) {
+func (e *endings) end(c trade.Contract) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if w, ok := e.waiters[c.ID]; ok {
@@ -168,10 +169,10 @@ func (e *endings) end(c protocol.Contract) {
 	e.early[c.ID] = c
 }
 
-func (e *endings) wait(id string) <-chan protocol.Contract {
+func (e *endings) wait(id string) <-chan trade.Contract {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := make(chan protocol.Contract, 1)
+	w := make(chan trade.Contract, 1)
 	if c, ok := e.early[id]; ok {
 		delete(e.early, id)
 		w <- c

@@ -23,6 +23,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // Currency is the market's money: credits with cents.
@@ -67,19 +68,19 @@ type Market struct {
 	Servers   []ServerSpec
 
 	finalsMu sync.Mutex
-	finals   map[string]protocol.Reading // by contract: each server's own record
+	finals   map[string]trade.Reading // by contract: each server's own record
 }
 
 // Final is the final reading the server of a contract made of its job: what
 // the server itself says it ran, whatever the exchange counted.
-func (m *Market) Final(contract string) (protocol.Reading, bool) {
+func (m *Market) Final(contract string) (trade.Reading, bool) {
 	m.finalsMu.Lock()
 	defer m.finalsMu.Unlock()
 	r, ok := m.finals[contract]
 	return r, ok
 }
 
-func (m *Market) recordFinal(r protocol.Reading) {
+func (m *Market) recordFinal(r trade.Reading) {
 	m.finalsMu.Lock()
 	defer m.finalsMu.Unlock()
 	m.finals[r.Contract] = r
@@ -106,7 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
-		finals: map[string]protocol.Reading{}}
+		finals: map[string]trade.Reading{}}
 	if err := m.startNATS(); err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // ServerSpec describes one simulated GPU server.
@@ -22,10 +22,10 @@ type ServerSpec struct {
 }
 
 // GPUs lists the server's devices.
-func (s ServerSpec) GPUs() []protocol.GPU {
-	gs := make([]protocol.GPU, s.Count)
+func (s ServerSpec) GPUs() []trade.GPU {
+	gs := make([]trade.GPU, s.Count)
 	for i := range gs {
-		gs[i] = protocol.GPU{Index: i, Model: s.Model, MemoryMiB: s.MemoryMiB}
+		gs[i] = trade.GPU{Index: i, Model: s.Model, MemoryMiB: s.MemoryMiB}
 	}
 	return gs
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // openSQL opens a store on dbURL, closed when the test ends.
@@ -152,7 +152,7 @@ func faultTest(t *testing.T, fault func(t *testing.T, ex *exchangeProcess)) {
 func check(t *testing.T, m *market.Market, store exchange.Store) {
 	t.Helper()
 	reasons := checkContracts(t, m, store)
-	assert.Zero(t, reasons[protocol.ReasonServerLost], "a contract settled as server lost while its server was up")
+	assert.Zero(t, reasons[trade.ReasonServerLost], "a contract settled as server lost while its server was up")
 }
 
 func waitNoOpenHolds(t *testing.T, store exchange.Store, d time.Duration) {

@@ -10,7 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Tally counts what the bidders saw, for the live view and the summary.
@@ -24,8 +24,8 @@ type Tally struct {
 	rejected  int
 	taken     int
 	errors    map[bourse.Code]int
-	running   map[string]protocol.Contract
-	settled   map[protocol.Reason]int
+	running   map[string]trade.Contract
+	settled   map[trade.Reason]int
 	voided    int
 	clients   map[string]*ClientTally
 	servers   map[string]*ServerTally
@@ -48,8 +48,8 @@ type ServerTally struct {
 }
 
 func newTally() *Tally {
-	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
-		settled: map[protocol.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
+	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]trade.Contract{},
+		settled: map[trade.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
 }
 
 func (t *Tally) client(id string) *ClientTally {
@@ -109,7 +109,7 @@ func (t *Tally) tookCounter(client string) {
 	t.note("%s took a counter-offer", client)
 }
 
-func (t *Tally) opened(c protocol.Contract) {
+func (t *Tally) opened(c trade.Contract) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running[c.ID] = c
@@ -121,7 +121,7 @@ func (t *Tally) opened(c protocol.Contract) {
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 
-func (t *Tally) closed(c protocol.Contract) {
+func (t *Tally) closed(c trade.Contract) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.running[c.ID]; !ok {
@@ -130,7 +130,7 @@ func (t *Tally) closed(c protocol.Contract) {
 	delete(t.running, c.ID)
 	cl, s := t.client(c.Client), t.server(c.Server)
 	s.BusyGPUs -= c.Terms.GPUs
-	if c.State == protocol.StateVoided {
+	if c.State == trade.StateVoided {
 		t.voided++
 		cl.Refunded = cl.Refunded.Add(c.Refund)
 		t.note("%s's contract on %s voided (%s)", c.Client, c.Server, c.Reason)
@@ -151,7 +151,7 @@ type Snapshot struct {
 	Elapsed                            time.Duration
 	Offers, Countered, Rejected, Taken int
 	Running, Voided                    int
-	Settled                            map[protocol.Reason]int
+	Settled                            map[trade.Reason]int
 	Errors                             map[bourse.Code]int
 	Clients                            map[string]ClientTally
 	Servers                            map[string]ServerTally
@@ -163,7 +163,7 @@ func (t *Tally) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := Snapshot{Elapsed: time.Since(t.started), Offers: t.offers, Countered: t.countered, Rejected: t.rejected, Taken: t.taken,
-		Running: len(t.running), Voided: t.voided, Settled: map[protocol.Reason]int{}, Errors: map[bourse.Code]int{},
+		Running: len(t.running), Voided: t.voided, Settled: map[trade.Reason]int{}, Errors: map[bourse.Code]int{},
 		Clients: map[string]ClientTally{}, Servers: map[string]ServerTally{}, Log: slices.Clone(t.log)}
 	for k, v := range t.settled {
 		s.Settled[k] = v

@@ -25,6 +25,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // docPath is the wire protocol reference whose examples these tests pin.
@@ -100,16 +101,16 @@ func examples(t *testing.T) []example {
 	offerID := id + "-" + strconv.FormatInt(at(t, "4ms").UnixNano(), 10)
 	resumedOfferID := resumedID + "-" + strconv.FormatInt(at(t, "50m0.004s").UnixNano(), 10)
 
-	accepted := protocol.Contract{
-		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: protocol.StateAccepted,
+	accepted := trade.Contract{
+		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateAccepted,
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
 	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms")}
 	running := accepted
-	running.State, running.GPUs, running.StartedAt, running.LastSeen = protocol.StateRunning, started.GPUs, started.At, at(t, "37ms")
+	running.State, running.GPUs, running.StartedAt, running.LastSeen = trade.StateRunning, started.GPUs, started.At, at(t, "37ms")
 
-	reading := protocol.Reading{
-		Contract: id, Seq: 600, U: dec("1140.5"), T: protocol.Duration(10 * time.Minute), S: dec("2"),
+	reading := trade.Reading{
+		Contract: id, Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute), S: dec("2"),
 		EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
 	}
 	withReading := running
@@ -119,42 +120,42 @@ func examples(t *testing.T) []example {
 		t.Fatal(err)
 	}
 
-	lastBeforeSuspend := protocol.Reading{
-		Contract: id, Seq: 2709, U: dec("5146.3"), T: protocol.Duration(45*time.Minute + 9*time.Second), S: dec("2"),
+	lastBeforeSuspend := trade.Reading{
+		Contract: id, Seq: 2709, U: dec("5146.3"), T: trade.Duration(45*time.Minute + 9*time.Second), S: dec("2"),
 		EnergyJ: dec("3522870"), At: at(t, "45m9.036s"),
 	}
 	beingSuspended := running
 	beingSuspended.Reading, beingSuspended.LastSeen = &lastBeforeSuspend, at(t, "45m9.040s")
 
-	final := protocol.Reading{
-		Contract: id, Seq: 2710, U: dec("5147.9"), T: protocol.Duration(45*time.Minute + 10476*time.Millisecond), S: dec("2"),
-		EnergyJ: dec("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: protocol.ReasonSuspended,
+	final := trade.Reading{
+		Contract: id, Seq: 2710, U: dec("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dec("2"),
+		EnergyJ: dec("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: trade.ReasonSuspended,
 	}
 	st, err := contract.Charge(terms, final.Usage(), scale)
 	if err != nil {
 		t.Fatal(err)
 	}
 	settled := running
-	settled.State, settled.Reason = protocol.StateSettled, protocol.ReasonSuspended
+	settled.State, settled.Reason = trade.StateSettled, trade.ReasonSuspended
 	settled.Reading, settled.LastSeen, settled.SettledAt = &final, at(t, "45m10.529s"), at(t, "45m10.529s")
 	settled.Charge, settled.Refund = st.Charge, st.Refund
 
-	resumed := protocol.Contract{
-		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: protocol.StateRunning,
+	resumed := trade.Contract{
+		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateRunning,
 		Resumes: id, GPUs: []int{2, 3},
 		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
 		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
-		Reading: &protocol.Reading{
-			Contract: resumedID, Seq: 299, U: dec("571.2"), T: protocol.Duration(4*time.Minute + 59*time.Second), S: dec("2"),
+		Reading: &trade.Reading{
+			Contract: resumedID, Seq: 299, U: dec("571.2"), T: trade.Duration(4*time.Minute + 59*time.Second), S: dec("2"),
 			EnergyJ: dec("389220"), At: at(t, "54m59.033s"),
 		},
 	}
 
 	voidedTerms := terms
 	voidedTerms.Server = "gpu2"
-	voided := protocol.Contract{
-		ID: voidedID, Client: "alice", Server: "gpu2", Terms: voidedTerms, State: protocol.StateVoided,
-		Reason:     protocol.ReasonNotStarted,
+	voided := trade.Contract{
+		ID: voidedID, Client: "alice", Server: "gpu2", Terms: voidedTerms, State: trade.StateVoided,
+		Reason:     trade.ReasonNotStarted,
 		AcceptedAt: at(t, "1h10m0.027s"), StartDeadline: at(t, "1h10m15.027s"), SettledAt: at(t, "1h10m15.9s"),
 		Charge: decimal.Zero, Refund: terms.Prepayment,
 	}
@@ -162,7 +163,7 @@ func examples(t *testing.T) []example {
 	// The countered offer: gpu1 wants up to 0.006, gpu2 has no room.
 	counterTerms := onGPU1
 	counterTerms.P = contract.Ramp(dec("0.5"), dec("2"), dec("0.006"))
-	counter := protocol.Counter{
+	counter := trade.Counter{
 		ID: "VbP3ZkQ8rT1nXw6YcJ2m4d", Server: "gpu1", Terms: counterTerms, ValidUntil: at(t, "20m10.004s"),
 		Note: "reserve price: 0.006 per GPU-second at full use",
 	}
@@ -191,9 +192,9 @@ func examples(t *testing.T) []example {
 			Memo: "prepayment of contract " + resumedID, At: resumed.AcceptedAt},
 	}
 
-	gpus := make([]protocol.GPU, 4)
+	gpus := make([]trade.GPU, 4)
 	for i := range gpus {
-		gpus[i] = protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
+		gpus[i] = trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
 	}
 
 	return []example{
@@ -205,7 +206,7 @@ func examples(t *testing.T) []example {
 		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},
 		{"offer.reply.contract", protocol.OfferReply{Contract: &accepted}},
 		{"offer.reply.counters", protocol.OfferReply{
-			Counters:   []protocol.Counter{counter},
+			Counters:   []trade.Counter{counter},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}},
 		}},
 		{"offer.request.counter", protocol.OfferRequest{RequestID: "train-81863", Terms: counterTerms, Counter: counter.ID}},
@@ -217,7 +218,7 @@ func examples(t *testing.T) []example {
 		{"contract.request", protocol.ContractRequest{Contract: id}},
 		{"contract.reply", settled},
 		{"contracts.request", protocol.ContractsRequest{Limit: 1}},
-		{"contracts.reply", protocol.ContractsReply{Contracts: []protocol.Contract{resumed}}},
+		{"contracts.reply", protocol.ContractsReply{Contracts: []trade.Contract{resumed}}},
 		{"balance.request", protocol.BalanceRequest{Currency: "CRED"}},
 		{"balance.reply", protocol.BalanceReply{
 			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
@@ -236,9 +237,9 @@ func examples(t *testing.T) []example {
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
-			Heartbeat:       protocol.Duration(time.Second),
-			ReadingEvery:    protocol.Duration(time.Second),
-			ServerLostAfter: protocol.Duration(10 * time.Second),
+			Heartbeat:       trade.Duration(time.Second),
+			ReadingEvery:    trade.Duration(time.Second),
+			ServerLostAfter: trade.Duration(10 * time.Second),
 		}},
 		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", At: at(t, "10m0.5s")}},
 		{"started", started},
@@ -248,12 +249,12 @@ func examples(t *testing.T) []example {
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
-		{"decision.accept", protocol.Decision{Accept: true, HoldFor: protocol.Duration(5 * time.Second)}},
-		{"decision.counter", protocol.Decision{Counters: []protocol.Counter{counter}, Reason: "below the reserve price"}},
+		{"decision.accept", protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}},
+		{"decision.counter", protocol.Decision{Counters: []trade.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
 		{"deliver.start", protocol.Start{Offer: offerID, Contract: accepted}},
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
-		{"deliver.control", protocol.Control{Contract: id, Action: protocol.ReasonSuspended}},
+		{"deliver.control", protocol.Control{Contract: id, Action: trade.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},
 	}
 }
@@ -342,7 +343,7 @@ func TestDocCommands(t *testing.T) {
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
-		"server.usage":     func() any { return new(protocol.Reading) },
+		"server.usage":     func() any { return new(trade.Reading) },
 		"deliver.offer":    func() any { return new(protocol.Decision) },
 		"deliver.start":    func() any { return new(protocol.Started) },
 		"deliver.control":  func() any { return new(struct{}) },
@@ -397,12 +398,12 @@ func TestDocCommands(t *testing.T) {
 // TestDocExampleIDs checks the identifiers the doc quotes in prose.
 func TestDocExampleIDs(t *testing.T) {
 	doc := readDoc(t)
-	r := protocol.Reading{ // the example reading of "usage readings"
-		Contract: contractID("alice", "train-81861"), Seq: 600, U: dec("1140.5"), T: protocol.Duration(10 * time.Minute),
+	r := trade.Reading{
+		Contract: contractID("alice", "train-81861"), Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute),
 		S: dec("2"), EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
 	}
 	for _, s := range []string{
-		r.MsgID("gpu1"), // the reading's Nats-Msg-Id
+		protocol.MsgID("gpu1", r),
 		protocol.UsageSubject("gpu1", r.Contract), // its subject
 		protocol.InboxPrefix("alice"),
 		protocol.UsageStream,
@@ -465,8 +466,8 @@ func TestDocSubjects(t *testing.T) {
 }
 
 // TestDocVocabulary checks that the doc explains every error code of
-// error.go (in its table) and every state, stop reason and event type of
-// package protocol, found by reading the source so that a new constant
+// error.go (in its table) and every state, stop reason (package trade)
+// and event type (package protocol), found by reading the source so that a new constant
 // cannot go undocumented.
 func TestDocVocabulary(t *testing.T) {
 	doc := readDoc(t)
@@ -476,7 +477,7 @@ func TestDocVocabulary(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"State", "Reason", "EventType"} {
-		consts := stringConsts(t, "contract.go", typ)
+		consts := stringConsts(t, "../trade/contract.go", typ)
 		consts = append(consts, stringConsts(t, "messages.go", typ)...)
 		if len(consts) == 0 {
 			t.Fatalf("no constants of type %s found", typ)

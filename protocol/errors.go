@@ -3,15 +3,13 @@ package protocol
 import (
 	"encoding/json"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
-
 	"github.com/bourse/bourse"
 )
 
-// ErrorReply is the body of every error reply. The same code travels in the
-// Nats-Service-Error-Code header and the message in Nats-Service-Error, the
-// convention of nats.go's micro framework, so that generic tools see them.
+// ErrorReply is the body of every error reply. On NATS the same code
+// travels in the Nats-Service-Error-Code header and the message in
+// Nats-Service-Error, the convention of nats.go's micro framework, so that
+// generic tools see them (package natswire).
 type ErrorReply struct {
 	Error *bourse.Error `json:"error"`
 }
@@ -29,26 +27,6 @@ func EncodeError(err error) (code, message string, body []byte) {
 	}
 	body, _ = json.Marshal(ErrorReply{Error: e})
 	return string(e.Code), e.Message, body
-}
-
-// RespondError answers a micro request with err.
-func RespondError(r micro.Request, err error) error {
-	code, msg, body := EncodeError(err)
-	return r.Error(code, msg, body)
-}
-
-// DecodeError returns the *bourse.Error of an error reply, or nil if msg is
-// not one.
-func DecodeError(msg *nats.Msg) error {
-	code := msg.Header.Get(micro.ErrorCodeHeader)
-	if code == "" {
-		return nil
-	}
-	var r ErrorReply
-	if json.Unmarshal(msg.Data, &r) == nil && r.Error != nil && r.Error.Code != "" {
-		return r.Error
-	}
-	return &bourse.Error{Code: bourse.Code(code), Message: msg.Header.Get(micro.ErrorHeader)}
 }
 
 func asError(err error, target **bourse.Error) bool {

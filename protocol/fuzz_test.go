@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // FuzzDecodeReading: whatever a server sends, DecodeReading either refuses
@@ -53,7 +54,7 @@ func FuzzDecodeReading(f *testing.F) {
 	})
 }
 
-func sameReading(a, b protocol.Reading) bool {
+func sameReading(a, b trade.Reading) bool {
 	return a.Contract == b.Contract && a.Seq == b.Seq && a.U.Equal(b.U) && a.T == b.T && a.S.Equal(b.S) &&
 		a.EnergyJ.Equal(b.EnergyJ) && a.At.Equal(b.At) && a.Final == b.Final && a.Reason == b.Reason &&
 		reflect.DeepEqual(a.ExitCode, b.ExitCode)

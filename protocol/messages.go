@@ -8,6 +8,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/trade"
 )
 
 // MaxMessage bounds every request body the exchange reads.
@@ -29,19 +30,10 @@ type OfferRequest struct {
 // OfferReply carries a contract, or, when no server accepted, every
 // counter-offer the matching servers made.
 type OfferReply struct {
-	Contract *Contract `json:"contract,omitempty"`
-	Counters []Counter `json:"counters,omitempty"`
+	Contract *trade.Contract `json:"contract,omitempty"`
+	Counters []trade.Counter `json:"counters,omitempty"`
 	// Rejections lists servers that rejected without a counter, and why.
 	Rejections []Rejection `json:"rejections,omitempty"`
-}
-
-// Counter is an offer a server would accept if made now, until ValidUntil.
-type Counter struct {
-	ID         string         `json:"id"`
-	Server     string         `json:"server"`
-	Terms      contract.Terms `json:"terms"`
-	ValidUntil time.Time      `json:"valid_until"`
-	Note       string         `json:"note,omitempty"`
 }
 
 // Rejection is a server's no.
@@ -69,7 +61,7 @@ type ContractsRequest struct {
 
 // ContractsReply is the answer to a ContractsRequest.
 type ContractsReply struct {
-	Contracts []Contract `json:"contracts"`
+	Contracts []trade.Contract `json:"contracts"`
 }
 
 // BalanceRequest reads the sender's wallet in a currency.
@@ -103,8 +95,8 @@ type StatementReply struct {
 // bourse.v1.deliver.<client>.event. Events are notifications; the contract
 // record is the truth.
 type Event struct {
-	Type     EventType `json:"type"`
-	Contract Contract  `json:"contract"`
+	Type     EventType      `json:"type"`
+	Contract trade.Contract `json:"contract"`
 	// Due is the running charge of the reading, for reading events.
 	Due decimal.Decimal `json:"due,omitzero"`
 	At  time.Time       `json:"at"`
@@ -121,19 +113,12 @@ const (
 	EventVoided   EventType = "voided"
 )
 
-// GPU is one device of a server.
-type GPU struct {
-	Index     int    `json:"index"`
-	Model     string `json:"model"`
-	MemoryMiB int    `json:"memory_mib"`
-}
-
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange
 // answers with HelloReply. Heartbeats carry the same fields.
 type Hello struct {
-	Currency string `json:"currency"`
-	GPUs     []GPU  `json:"gpus"`
-	Free     int    `json:"free"`
+	Currency string      `json:"currency"`
+	GPUs     []trade.GPU `json:"gpus"`
+	Free     int         `json:"free"`
 	// Running lists the contracts the server is running now.
 	Running []string  `json:"running,omitempty"`
 	Policy  string    `json:"policy,omitempty"`
@@ -142,11 +127,11 @@ type Hello struct {
 
 // HelloReply tells a server how often to speak.
 type HelloReply struct {
-	Heartbeat Duration `json:"heartbeat"`
+	Heartbeat trade.Duration `json:"heartbeat"`
 	// ReadingEvery is how often to publish a reading of each running
 	// contract; a contract silent for ServerLostAfter is settled as lost.
-	ReadingEvery    Duration `json:"reading_every"`
-	ServerLostAfter Duration `json:"server_lost_after"`
+	ReadingEvery    trade.Duration `json:"reading_every"`
+	ServerLostAfter trade.Duration `json:"server_lost_after"`
 }
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).
@@ -159,10 +144,10 @@ type ServerOffer struct {
 // Decision is a server's answer to a ServerOffer. An accept reserves the
 // GPUs until Start or Cancel, or until HoldFor passes.
 type Decision struct {
-	Accept   bool      `json:"accept"`
-	HoldFor  Duration  `json:"hold_for,omitempty"`
-	Counters []Counter `json:"counters,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
+	Accept   bool            `json:"accept"`
+	HoldFor  trade.Duration  `json:"hold_for,omitempty"`
+	Counters []trade.Counter `json:"counters,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
 	// Code is set when a rejection has a typed cause the client should see,
 	// such as capacity_gone for a counter-offer whose GPUs were taken.
 	Code bourse.Code `json:"code,omitempty"`
@@ -171,8 +156,8 @@ type Decision struct {
 // Start tells a server to start an accepted contract
 // (bourse.v1.deliver.<s>.start); it answers Started.
 type Start struct {
-	Offer    string   `json:"offer"`
-	Contract Contract `json:"contract"`
+	Offer    string         `json:"offer"`
+	Contract trade.Contract `json:"contract"`
 }
 
 // Started is a server's report that a contract's job runs
@@ -198,6 +183,6 @@ type Cancel struct {
 // (bourse.v1.deliver.<s>.control); the server then publishes the final
 // reading with the reason.
 type Control struct {
-	Contract string `json:"contract"`
-	Action   Reason `json:"action"` // ReasonSuspended or ReasonKilled
+	Contract string       `json:"contract"`
+	Action   trade.Reason `json:"action"` // ReasonSuspended or ReasonKilled
 }

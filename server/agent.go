@@ -18,6 +18,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server/outbox"
+	"github.com/bourse/bourse/trade"
 )
 
 // Defaults for the zero values of Config.
@@ -42,7 +43,7 @@ type Config struct {
 
 	ID       string
 	Currency currency.Currency // the prices it takes, and the scale of its charges
-	GPUs     []protocol.GPU
+	GPUs     []trade.GPU
 	Policy   Policy // nil: Reserve{}, which takes any offer that fits
 	Runner   Runner // nil: a Synthetic runner on Now
 
@@ -66,7 +67,7 @@ type Config struct {
 	// about to publish it: the server's own record of what its jobs ran,
 	// for its operator's books, and for tests that hold the exchange's
 	// charges to it. It must not block.
-	OnFinal func(protocol.Reading)
+	OnFinal func(trade.Reading)
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -106,7 +107,7 @@ type Agent struct {
 	counters     map[string]issued
 	// free caches the GPUs that owner does not hold, for the policy's
 	// State: rebuilding it for every offer cost more than deciding.
-	free      []protocol.GPU
+	free      []trade.GPU
 	freeValid bool
 	runs      map[string]*run // every run this agent remembers, by contract
 	active    map[string]*run // the runs whose jobs have not ended
@@ -162,7 +163,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.GPUs = slices.Clone(cfg.GPUs)
-	slices.SortFunc(cfg.GPUs, func(a, b protocol.GPU) int { return a.Index - b.Index })
+	slices.SortFunc(cfg.GPUs, func(a, b trade.GPU) int { return a.Index - b.Index })
 	return &Agent{
 		cfg:          cfg,
 		id:           cfg.ID,
@@ -360,7 +361,7 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 	}
 	a.handlers.Wait() // offers decided meanwhile were refused: closing is set
 	for _, r := range running {
-		r.halt(protocol.ReasonShutdown)
+		r.halt(trade.ReasonShutdown)
 	}
 	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun)
 	defer grace.Stop()

@@ -16,7 +16,9 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -51,7 +53,7 @@ func TestAgentLifecycle(t *testing.T) {
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "0.5", time.Hour)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, d.Accept, d.Reason)
-	assert.Equal(t, protocol.Duration(server.DefaultHoldFor), d.HoldFor)
+	assert.Equal(t, trade.Duration(server.DefaultHoldFor), d.HoldFor)
 	again := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, again.Accept, "a retried offer keeps its accept: %s", again.Reason)
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 2 })
@@ -70,7 +72,7 @@ func TestAgentLifecycle(t *testing.T) {
 	for seq := uint64(1); seq <= 3; seq++ {
 		rd, id := rs.next()
 		assert.Equal(t, seq, rd.Seq)
-		assert.Equal(t, rd.MsgID("gpu1"), id)
+		assert.Equal(t, protocol.MsgID("gpu1", rd), id)
 		assert.True(t, strings.HasPrefix(id, "gpu1:c1:"+strconv.FormatUint(seq, 10)+":"), id)
 		assert.False(t, rd.Final)
 		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
@@ -81,16 +83,16 @@ func TestAgentLifecycle(t *testing.T) {
 		last = rd.U
 	}
 
-	m := x.control("gpu1", "c1", protocol.ReasonKilled)
-	require.NoError(t, protocol.DecodeError(m))
+	m := x.control("gpu1", "c1", trade.ReasonKilled)
+	require.NoError(t, natswire.DecodeError(m))
 	assert.JSONEq(t, `{}`, string(m.Data))
 	final := rs.final(3)
-	assert.Equal(t, protocol.ReasonKilled, final.Reason)
+	assert.Equal(t, trade.ReasonKilled, final.Reason)
 	assert.Nil(t, final.ExitCode)
 	assert.True(t, final.U.Equal(seconds(time.Duration(final.T))), "u = %s, t = %v", final.U, final.T)
 
-	m = x.control("gpu1", "c1", protocol.ReasonKilled)
-	require.NoError(t, protocol.DecodeError(m), "killing a stopped contract is no error")
+	m = x.control("gpu1", "c1", trade.ReasonKilled)
+	require.NoError(t, natswire.DecodeError(m), "killing a stopped contract is no error")
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 4 && len(h.Running) == 0 })
 	require.NoError(t, ag.shutdown(t))
 }
@@ -163,7 +165,7 @@ func TestAgentStartWithoutHold(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, st.GPUs)
 
 	m := x.request(protocol.DeliverSubject("gpu1", protocol.DeliverStart),
-		protocol.Start{Offer: "o3", Contract: protocol.Contract{ID: "c2", Terms: tm}})
+		protocol.Start{Offer: "o3", Contract: trade.Contract{ID: "c2", Terms: tm}})
 	assert.Equal(t, string(bourse.ECapacityGone), m.Header.Get("Nats-Service-Error-Code"))
 	var reply protocol.ErrorReply
 	require.NoError(t, json.Unmarshal(m.Data, &reply))
@@ -176,23 +178,23 @@ func TestAgentStops(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		terms  contract.Terms
-		reason protocol.Reason
-		check  func(t *testing.T, final protocol.Reading, tm contract.Terms)
+		reason trade.Reason
+		check  func(t *testing.T, final trade.Reading, tm contract.Terms)
 	}{
-		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), protocol.ReasonCompleted,
-			func(t *testing.T, final protocol.Reading, _ contract.Terms) {
-				assert.Equal(t, protocol.Duration(150*time.Millisecond), final.T)
+		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), trade.ReasonCompleted,
+			func(t *testing.T, final trade.Reading, _ contract.Terms) {
+				assert.Equal(t, trade.Duration(150*time.Millisecond), final.T)
 				assert.True(t, dec("0.075").Equal(final.U), "u = %s", final.U) // 1 · 0.5 · 0.15
 				require.NotNil(t, final.ExitCode)
 				assert.Equal(t, 0, *final.ExitCode)
 			}},
-		{"time limit", terms(1, 200*time.Millisecond, "1", "0.20", "0.5", time.Hour), protocol.ReasonTimeLimit,
-			func(t *testing.T, final protocol.Reading, _ contract.Terms) {
+		{"time limit", terms(1, 200*time.Millisecond, "1", "0.20", "0.5", time.Hour), trade.ReasonTimeLimit,
+			func(t *testing.T, final trade.Reading, _ contract.Terms) {
 				assert.GreaterOrEqual(t, time.Duration(final.T), 200*time.Millisecond)
 				assert.Less(t, time.Duration(final.T), time.Second)
 			}},
-		{"prepayment exhausted", terms(1, 10*time.Second, "1", "0.10", "1", time.Hour), protocol.ReasonExhausted,
-			func(t *testing.T, final protocol.Reading, tm contract.Terms) {
+		{"prepayment exhausted", terms(1, 10*time.Second, "1", "0.10", "1", time.Hour), trade.ReasonExhausted,
+			func(t *testing.T, final trade.Reading, tm contract.Terms) {
 				due, err := contract.Due(tm, final.Usage(), 2)
 				require.NoError(t, err)
 				assert.True(t, due.GreaterThanOrEqual(tm.Prepayment), "due %s", due)
@@ -226,7 +228,7 @@ func TestAgentShutdown(t *testing.T) {
 
 	require.NoError(t, ag.shutdown(t))
 	final := rs.final(1)
-	assert.Equal(t, protocol.ReasonShutdown, final.Reason)
+	assert.Equal(t, trade.ReasonShutdown, final.Reason)
 	_, err = x.nc.Request(protocol.DeliverSubject("gpu1", protocol.DeliverOffer), []byte(`{}`), time.Second)
 	assert.ErrorIs(t, err, nats.ErrNoResponders, "a stopped agent takes no offers")
 }
@@ -239,15 +241,15 @@ func TestAgentFinalReadingRetried(t *testing.T) {
 	_, err := x.start("gpu1", "o1", "c1", terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour))
 	require.NoError(t, err)
 	time.Sleep(5 * every) // a few readings are lost: no stream
-	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonSuspended)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonSuspended)))
 	time.Sleep(300 * time.Millisecond)
 
 	x.createStream()
 	rs := x.readings("gpu1", "c1")
 	rd, id := rs.next()
 	assert.True(t, rd.Final, "only the final reading was kept")
-	assert.Equal(t, protocol.ReasonSuspended, rd.Reason)
-	assert.Equal(t, rd.MsgID("gpu1"), id)
+	assert.Equal(t, trade.ReasonSuspended, rd.Reason)
+	assert.Equal(t, protocol.MsgID("gpu1", rd), id)
 	assert.Greater(t, rd.Seq, uint64(1))
 }
 
@@ -279,11 +281,11 @@ func TestAgentRejects(t *testing.T) {
 		assert.Equal(t, bourse.EInvalid, d.Code, d.Reason)
 	})
 	t.Run("control unknown contract", func(t *testing.T) {
-		err := protocol.DecodeError(x.control("gpu1", "nope", protocol.ReasonKilled))
+		err := natswire.DecodeError(x.control("gpu1", "nope", trade.ReasonKilled))
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 	})
 	t.Run("control bad action", func(t *testing.T) {
-		err := protocol.DecodeError(x.control("gpu1", "nope", protocol.ReasonCompleted))
+		err := natswire.DecodeError(x.control("gpu1", "nope", trade.ReasonCompleted))
 		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err))
 	})
 }
@@ -345,14 +347,14 @@ func TestAgentReconnects(t *testing.T) {
 	for rd.Seq <= 2 {
 		rd, _ = rs.next()
 	}
-	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
 	for !rd.Final {
 		next, id := rs.next()
 		require.Greater(t, next.Seq, rd.Seq)
-		require.Equal(t, next.MsgID("gpu1"), id)
+		require.Equal(t, protocol.MsgID("gpu1", next), id)
 		rd = next
 	}
-	assert.Equal(t, protocol.ReasonKilled, rd.Reason)
+	assert.Equal(t, trade.ReasonKilled, rd.Reason)
 }
 
 // TestAgentShippedPermissions runs the agent as user gpu1 of
@@ -377,8 +379,8 @@ func TestAgentShippedPermissions(t *testing.T) {
 	require.NoError(t, err)
 	rd, _ := rs.next()
 	require.Equal(t, uint64(1), rd.Seq)
-	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
-	assert.Equal(t, protocol.ReasonKilled, rs.final(1).Reason)
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
+	assert.Equal(t, trade.ReasonKilled, rs.final(1).Reason)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -424,7 +426,7 @@ func TestAgentPreempts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, st1.GPUs, st2.GPUs, "the new job runs on the preempted one's GPUs")
 	final := rs1.final(rd.Seq)
-	assert.Equal(t, protocol.ReasonPreempted, final.Reason)
+	assert.Equal(t, trade.ReasonPreempted, final.Reason)
 	assert.False(t, st1.At.Add(time.Duration(final.T)).After(st2.At), "the preempted job stopped before the new one started")
 	rd2, _ := rs2.next()
 	assert.Equal(t, uint64(1), rd2.Seq)
@@ -477,8 +479,8 @@ func TestAgentFairUse(t *testing.T) {
 	assert.False(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: tm}).Accept, "alice runs one")
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o4", Terms: bob}).Accept, "bob runs none")
 
-	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
-	assert.Equal(t, protocol.ReasonKilled, rs.final(0).Reason)
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
+	assert.Equal(t, trade.ReasonKilled, rs.final(0).Reason)
 	require.Eventually(t, func() bool {
 		d = x.offer("gpu1", protocol.ServerOffer{Offer: "o5", Terms: tm})
 		return strings.Contains(d.Reason, "cooldown")

@@ -10,6 +10,8 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
 )
 
 // booking is an accepted offer for a future slot. Its GPUs are not owned
@@ -24,7 +26,7 @@ type booking struct {
 	resumes  string
 	timer    *time.Timer // starts the job at terms.StartAt, once confirmed
 	starting bool        // the timer fired: the job is being started
-	halt     protocol.Reason
+	halt     trade.Reason
 }
 
 func (b *booking) view() Booking {
@@ -200,7 +202,7 @@ func (a *Agent) startBooking(b *booking) {
 	defer cancel()
 	msg, err := a.nc.RequestWithContext(ctx, protocol.ServerSubject(a.id, protocol.VerbStarted), body)
 	if err == nil {
-		err = protocol.DecodeError(msg)
+		err = natswire.DecodeError(msg)
 	}
 	if err != nil {
 		a.log.Warn("report the start of a booked contract", "contract", b.contract, "err", err)
@@ -211,7 +213,7 @@ func (a *Agent) startBooking(b *booking) {
 // for a client's kill or suspend or the exchange's void, and reports
 // whether there was one. A booking whose job is starting stops with
 // action once it has.
-func (a *Agent) cancelBooking(contractID string, action protocol.Reason) bool {
+func (a *Agent) cancelBooking(contractID string, action trade.Reason) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for id, b := range a.bookings {

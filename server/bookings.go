@@ -7,7 +7,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Bookings lets clients book GPUs for a future slot, as a lab's GPU
@@ -74,7 +74,7 @@ func (b Bookings) Decide(offer contract.Terms, st State) Decision {
 			return b.Base.Decide(offer, st)
 		}
 		now := st
-		now.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g protocol.GPU) bool { return booked[g.Index] })
+		now.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g trade.GPU) bool { return booked[g.Index] })
 		return b.Base.Decide(offer, now)
 	}
 	start := offer.StartAt.UTC().Format(time.RFC3339)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // TestAgentBookings: a booking reserves GPUs for its slot, refuses the
@@ -73,7 +75,7 @@ func TestAgentBookings(t *testing.T) {
 	bookedRS := x.readings("gpu1", "c-booked")
 
 	final := lowRS.final(0)
-	assert.Equal(t, protocol.ReasonPreempted, final.Reason)
+	assert.Equal(t, trade.ReasonPreempted, final.Reason)
 	assert.False(t, final.At.Before(start), "preempted at %v, before the slot at %v", final.At, start)
 
 	select {
@@ -89,9 +91,9 @@ func TestAgentBookings(t *testing.T) {
 	assert.Equal(t, uint64(1), rd.Seq)
 	x.waitBeat(func(h protocol.Hello) bool { return len(h.Running) == 1 && h.Running[0] == "c-booked" })
 
-	m := x.control("gpu1", "c-booked", protocol.ReasonKilled)
-	require.NoError(t, protocol.DecodeError(m))
-	assert.Equal(t, protocol.ReasonKilled, bookedRS.final(rd.Seq).Reason)
+	m := x.control("gpu1", "c-booked", trade.ReasonKilled)
+	require.NoError(t, natswire.DecodeError(m))
+	assert.Equal(t, trade.ReasonKilled, bookedRS.final(rd.Seq).Reason)
 }
 
 // TestAgentBookingCancelled: a booking killed before its slot never starts.
@@ -104,7 +106,7 @@ func TestAgentBookingCancelled(t *testing.T) {
 	st, err := x.start("gpu1", "o1", "c1", tm)
 	require.NoError(t, err)
 	require.True(t, st.Booked)
-	require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
 	time.Sleep(500 * time.Millisecond)
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Empty(t, h.Running, "a cancelled booking started")

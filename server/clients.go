@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // clientMemory is how long the agent remembers a client with nothing
@@ -38,8 +38,8 @@ func (b *clientBook) started(client string, at time.Time) {
 
 // ended records a contract's end; preemption was not the client's doing,
 // and does not count.
-func (b *clientBook) ended(client string, at time.Time, reason protocol.Reason) {
-	if reason == protocol.ReasonPreempted {
+func (b *clientBook) ended(client string, at time.Time, reason trade.Reason) {
+	if reason == trade.ReasonPreempted {
 		return
 	}
 	u := b.get(client)

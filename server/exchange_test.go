@@ -21,7 +21,9 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // every is the interval the fake exchange asks servers to speak at.
@@ -105,8 +107,8 @@ func (x *exchange) answerHello() {
 		if json.Unmarshal(m.Data, &h) == nil {
 			x.hello <- h
 		}
-		x.respond(m, protocol.HelloReply{Heartbeat: protocol.Duration(every), ReadingEvery: protocol.Duration(every),
-			ServerLostAfter: protocol.Duration(10 * every)})
+		x.respond(m, protocol.HelloReply{Heartbeat: trade.Duration(every), ReadingEvery: trade.Duration(every),
+			ServerLostAfter: trade.Duration(10 * every)})
 	})
 	require.NoError(x.t, err)
 }
@@ -149,7 +151,7 @@ type agent struct {
 }
 
 // gpus are four H100s.
-var gpus = []protocol.GPU{
+var gpus = []trade.GPU{
 	{Index: 0, Model: "H100", MemoryMiB: 81920}, {Index: 1, Model: "H100", MemoryMiB: 81920},
 	{Index: 2, Model: "H100", MemoryMiB: 81920}, {Index: 3, Model: "H100", MemoryMiB: 81920},
 }
@@ -239,8 +241,8 @@ func (x *exchange) offer(id string, so protocol.ServerOffer) protocol.Decision {
 func (x *exchange) start(id, offer, contractID string, t contract.Terms) (protocol.Started, error) {
 	x.t.Helper()
 	m := x.request(protocol.DeliverSubject(id, protocol.DeliverStart),
-		protocol.Start{Offer: offer, Contract: protocol.Contract{ID: contractID, Client: t.Client, Server: id, Terms: t, State: protocol.StateAccepted}})
-	if err := protocol.DecodeError(m); err != nil {
+		protocol.Start{Offer: offer, Contract: trade.Contract{ID: contractID, Client: t.Client, Server: id, Terms: t, State: trade.StateAccepted}})
+	if err := natswire.DecodeError(m); err != nil {
 		return protocol.Started{}, err
 	}
 	var s protocol.Started
@@ -248,7 +250,7 @@ func (x *exchange) start(id, offer, contractID string, t contract.Terms) (protoc
 	return s, nil
 }
 
-func (x *exchange) control(id, contractID string, action protocol.Reason) *nats.Msg {
+func (x *exchange) control(id, contractID string, action trade.Reason) *nats.Msg {
 	x.t.Helper()
 	return x.request(protocol.DeliverSubject(id, protocol.DeliverControl), protocol.Control{Contract: contractID, Action: action})
 }
@@ -268,23 +270,23 @@ func (x *exchange) readings(id, contractID string) *readings {
 }
 
 // next returns the next reading and its message id.
-func (r *readings) next() (protocol.Reading, string) {
+func (r *readings) next() (trade.Reading, string) {
 	r.t.Helper()
 	m, err := r.cons.Next(jetstream.FetchMaxWait(3 * time.Second))
 	require.NoError(r.t, err, "no reading")
-	var rd protocol.Reading
+	var rd trade.Reading
 	require.NoError(r.t, json.Unmarshal(m.Data(), &rd))
 	return rd, m.Headers().Get(jetstream.MsgIDHeader)
 }
 
 // final skips to the final reading, checking that sequence numbers and
 // message ids follow each other on the way, and returns it.
-func (r *readings) final(after uint64) protocol.Reading {
+func (r *readings) final(after uint64) trade.Reading {
 	r.t.Helper()
 	for {
 		rd, id := r.next()
 		require.Equal(r.t, after+1, rd.Seq)
-		require.Equal(r.t, rd.MsgID("gpu1"), id)
+		require.Equal(r.t, protocol.MsgID("gpu1", rd), id)
 		after = rd.Seq
 		if rd.Final {
 			return rd

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 )
 
 // hello registers with the exchange, retrying until it answers or ctx ends,
@@ -21,7 +22,7 @@ func (a *Agent) hello(ctx context.Context) error {
 	for {
 		msg, err := a.request(ctx, protocol.ServerSubject(a.id, protocol.VerbHello), a.helloBody())
 		if err == nil {
-			if err = protocol.DecodeError(msg); err == nil {
+			if err = natswire.DecodeError(msg); err == nil {
 				var r protocol.HelloReply
 				if err = json.Unmarshal(msg.Data, &r); err == nil {
 					a.adopt(r)

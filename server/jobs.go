@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // recentMax is how many started contracts State.Recent remembers.
@@ -29,7 +30,7 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
-	reason protocol.Reason // set by halt, before ctx is cancelled
+	reason trade.Reason // set by halt, before ctx is cancelled
 
 	// Guarded by the agent's mu.
 	claimed   string // the offer whose hold took GPUs of this run, to preempt it
@@ -40,7 +41,7 @@ type run struct {
 }
 
 // halt asks the run to stop for reason; the first reason wins.
-func (r *run) halt(reason protocol.Reason) {
+func (r *run) halt(reason trade.Reason) {
 	r.once.Do(func() {
 		r.reason = reason
 		r.cancel()
@@ -89,7 +90,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 func (a *Agent) launch(id string, t contract.Terms, resumes string, gpus []int, victims []*run) (protocol.Started, error) {
 	const op = "server.start"
 	var err error
-	assigned := make([]protocol.GPU, 0, len(gpus))
+	assigned := make([]trade.GPU, 0, len(gpus))
 	for _, g := range a.cfg.GPUs {
 		if slices.Contains(gpus, g.Index) {
 			assigned = append(assigned, g)
@@ -105,7 +106,7 @@ func (a *Agent) launch(id string, t contract.Terms, resumes string, gpus []int, 
 	if err == nil && a.closing {
 		// Shutdown has already collected the runs to stop; this one would
 		// be missed, so it ends before it is reported started.
-		if serr := job.Stop(a.runCtx, protocol.ReasonShutdown); serr != nil {
+		if serr := job.Stop(a.runCtx, trade.ReasonShutdown); serr != nil {
 			a.log.Warn("stop", "contract", id, "err", serr)
 		}
 		err = bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
@@ -142,7 +143,7 @@ const preemptWait = 10 * time.Second
 // Their final readings settle them.
 func (a *Agent) preempt(victims []*run) error {
 	for _, r := range victims {
-		r.halt(protocol.ReasonPreempted)
+		r.halt(trade.ReasonPreempted)
 	}
 	timeout := time.NewTimer(preemptWait)
 	defer timeout.Stop()
@@ -201,8 +202,8 @@ func (a *Agent) onControl(m *nats.Msg) {
 		a.respondError(m, err)
 		return
 	}
-	if c.Action != protocol.ReasonSuspended && c.Action != protocol.ReasonKilled {
-		a.respondError(m, bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", c.Action, protocol.ReasonSuspended, protocol.ReasonKilled))
+	if c.Action != trade.ReasonSuspended && c.Action != trade.ReasonKilled {
+		a.respondError(m, bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", c.Action, trade.ReasonSuspended, trade.ReasonKilled))
 		return
 	}
 	if a.cancelBooking(c.Contract, c.Action) {

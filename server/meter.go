@@ -1,9 +1,8 @@
 package server
 
 import (
+	"github.com/bourse/bourse/trade"
 	"github.com/shopspring/decimal"
-
-	"github.com/bourse/bourse/protocol"
 )
 
 // Meter measures the GPU use of jobs that run as processes. The NVML meter
@@ -13,7 +12,7 @@ type Meter interface {
 	// Track starts measuring a job on its assigned GPUs. owns tells the
 	// job's processes from others on the same GPUs; a meter that reads
 	// whole devices need not call it.
-	Track(gpus []protocol.GPU, owns func(pid int) bool) (Gauge, error)
+	Track(gpus []trade.GPU, owns func(pid int) bool) (Gauge, error)
 }
 
 // Gauge is a Meter's running measurement of one job.

@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // hold is an accepted offer's GPUs, reserved until the exchange starts or
@@ -65,7 +66,7 @@ func (a *Agent) decide(so protocol.ServerOffer) protocol.Decision {
 	}
 	// A retried offer gets the answer it had.
 	if h, ok := a.holds[so.Offer]; ok && h.terms.Equal(so.Terms) {
-		return protocol.Decision{Accept: true, HoldFor: protocol.Duration(h.until.Sub(now))}
+		return protocol.Decision{Accept: true, HoldFor: trade.Duration(h.until.Sub(now))}
 	}
 	if b, ok := a.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
 		return a.accepted()
@@ -105,7 +106,7 @@ func (a *Agent) reject(d Decision, now time.Time) protocol.Decision {
 	}
 	for _, t := range d.Counters {
 		t.Server = a.id
-		c := protocol.Counter{ID: nuid.Next(), Server: a.id, Terms: t, ValidUntil: until, Note: d.Reason}
+		c := trade.Counter{ID: nuid.Next(), Server: a.id, Terms: t, ValidUntil: until, Note: d.Reason}
 		a.counters[c.ID] = issued{terms: t, until: until}
 		reply.Counters = append(reply.Counters, c)
 	}
@@ -119,7 +120,7 @@ func (a *Agent) scaleOf(code string) (int32, bool) {
 }
 
 func (a *Agent) accepted() protocol.Decision {
-	return protocol.Decision{Accept: true, HoldFor: protocol.Duration(a.cfg.HoldFor)}
+	return protocol.Decision{Accept: true, HoldFor: trade.Duration(a.cfg.HoldFor)}
 }
 
 // reserve holds free GPUs for the offer, and reports whether there were

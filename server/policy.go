@@ -5,7 +5,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Policy decides on offers. Decide must be pure: everything it may depend
@@ -21,11 +21,11 @@ type State struct {
 	Now   time.Time
 	Scale int32 // decimal places of the server's currency, for contract.MaxCharge
 
-	GPUs []protocol.GPU // every GPU of the server
+	GPUs []trade.GPU // every GPU of the server
 	// Free are the GPUs neither running a job nor held for an accepted
 	// offer. It is a list rather than a count because class constraints
 	// decide which of them an offer may use.
-	Free []protocol.GPU
+	Free []trade.GPU
 
 	// Running are the contracts running now, except those an accepted
 	// offer is to preempt: their GPUs are spoken for, like a hold's.
@@ -88,7 +88,7 @@ func (st State) booked(from, to time.Time) map[int]bool {
 // will be by from — running a preemptible job, which gives way when the
 // slot begins, or a guaranteed one whose time limit ends by then. GPUs held
 // for an accepted offer do not count, since its time limit is unknown here.
-func (st State) FreeDuring(from, to time.Time) []protocol.GPU {
+func (st State) FreeDuring(from, to time.Time) []trade.GPU {
 	booked := st.booked(from, to)
 	avail := map[int]bool{}
 	for _, g := range st.Free {
@@ -101,7 +101,7 @@ func (st State) FreeDuring(from, to time.Time) []protocol.GPU {
 			}
 		}
 	}
-	var out []protocol.GPU
+	var out []trade.GPU
 	for _, g := range st.GPUs {
 		if avail[g.Index] && !booked[g.Index] {
 			out = append(out, g)
@@ -125,7 +125,7 @@ func (st State) FreeFor(c contract.Class) int {
 func (st State) Busy() int { return len(st.GPUs) - len(st.Free) }
 
 // Fits reports whether g satisfies the class (contract.Class.Fits).
-func Fits(c contract.Class, g protocol.GPU) bool { return c.Fits(g.Model, g.MemoryMiB) }
+func Fits(c contract.Class, g trade.GPU) bool { return c.Fits(g.Model, g.MemoryMiB) }
 
 // Decision is a policy's answer: accept, or reject with the reason and the
 // offers it would accept instead.

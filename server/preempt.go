@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Preempting takes a guaranteed offer over running preemptible contracts
@@ -60,13 +60,13 @@ func (p Preempting) Decide(offer contract.Terms, st State) Decision {
 	if need <= 0 {
 		return d // rejected for its price or its limits, not for GPUs
 	}
-	gpu := make(map[int]protocol.GPU, len(st.GPUs))
+	gpu := make(map[int]trade.GPU, len(st.GPUs))
 	for _, g := range st.GPUs {
 		gpu[g.Index] = g
 	}
 	type victim struct {
 		run  Run
-		fits []protocol.GPU // its GPUs of the offer's class
+		fits []trade.GPU // its GPUs of the offer's class
 		rate fraction
 	}
 	rate := fullRate(offer)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // running is a contract on the given GPUs at price per GPU-second,
@@ -96,7 +96,7 @@ func TestPreemptingDecide(t *testing.T) {
 
 // without marks GPU i busy with no run: a hold.
 func (st State) without(i int) State {
-	st.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g protocol.GPU) bool { return g.Index == i })
+	st.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g trade.GPU) bool { return g.Index == i })
 	return st
 }
 

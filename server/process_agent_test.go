@@ -17,8 +17,10 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/trade"
 )
 
 // helperEnv makes the test binary act as a process job: its value names
@@ -86,9 +88,9 @@ func TestAgentProcessRunner(t *testing.T) {
 		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
 		assert.True(t, rd.U.IsZero(), "no meter, no use: u = %s", rd.U)
 
-		require.NoError(t, protocol.DecodeError(x.control("gpu1", "c1", protocol.ReasonKilled)))
+		require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
 		final := rs.final(rd.Seq)
-		assert.Equal(t, protocol.ReasonKilled, final.Reason)
+		assert.Equal(t, trade.ReasonKilled, final.Reason)
 		require.NotNil(t, final.ExitCode, "the exit code is reported")
 		assert.Equal(t, 3, *final.ExitCode, "the job exits as it chooses on SIGTERM")
 	})
@@ -98,7 +100,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		_, err := x.start("gpu1", "o2", "c2", tm)
 		require.NoError(t, err)
 		final := rs.final(0)
-		assert.Equal(t, protocol.ReasonTimeLimit, final.Reason)
+		assert.Equal(t, trade.ReasonTimeLimit, final.Reason)
 		assert.GreaterOrEqual(t, time.Duration(final.T), 300*time.Millisecond)
 		assert.Less(t, time.Duration(final.T), 3*time.Second)
 		require.NotNil(t, final.ExitCode)

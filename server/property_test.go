@@ -12,7 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // decideCase is a random policy, server state and valid offer.
@@ -29,7 +29,7 @@ func (c decideCase) String() string {
 // Generate implements quick.Generator.
 func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 	c := decideCase{State: State{Now: now.Add(time.Duration(r.Int63n(int64(time.Hour)))), Scale: int32(r.Intn(5))}}
-	models := []protocol.GPU{h100(0), a100(0), {Model: "L4", MemoryMiB: 24576}}
+	models := []trade.GPU{h100(0), a100(0), {Model: "L4", MemoryMiB: 24576}}
 	for i := range 1 + r.Intn(8) {
 		g := models[r.Intn(len(models))]
 		g.Index = i

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // watch publishes the run's readings every ReadingEvery until the job ends
@@ -27,18 +28,18 @@ func (a *Agent) watch(r *run) {
 	defer limit.Stop()
 
 	var seq uint64
-	var reason protocol.Reason
+	var reason trade.Reason
 	var last Measurement // the last good one, should the final measurement fail
 	for reason == "" {
 		select {
 		case <-r.job.Done():
-			reason = protocol.ReasonCompleted
+			reason = trade.ReasonCompleted
 			if r.terms.TimeLimit > 0 && a.now().Sub(r.started.At) >= r.terms.TimeLimit {
 				// A runner that enforces the limit itself stopped it.
-				reason = protocol.ReasonTimeLimit
+				reason = trade.ReasonTimeLimit
 			}
 		case <-limit.C:
-			reason = protocol.ReasonTimeLimit
+			reason = trade.ReasonTimeLimit
 		case <-r.ctx.Done():
 			reason = r.reason
 		case <-tick.C:
@@ -55,7 +56,7 @@ func (a *Agent) watch(r *run) {
 		}
 	}
 	if reason == "" { // the agent's context ended without a halt
-		reason = protocol.ReasonShutdown
+		reason = trade.ReasonShutdown
 	}
 	a.finish(r, seq+1, reason, last)
 }
@@ -64,7 +65,7 @@ func (a *Agent) watch(r *run) {
 // every or when the run is halted: the next reading is cumulative and
 // carries its usage, and a stop must not wait for a slow stream. An outbox
 // keeps it meanwhile, for resend, until a newer reading replaces it.
-func (a *Agent) publishUntil(r *run, rd protocol.Reading, every time.Duration) {
+func (a *Agent) publishUntil(r *run, rd trade.Reading, every time.Duration) {
 	a.keep(rd)
 	ctx, cancel := context.WithTimeout(r.ctx, every)
 	defer cancel()
@@ -83,9 +84,9 @@ func (a *Agent) publishUntil(r *run, rd protocol.Reading, every time.Duration) {
 
 // limitReached says why the terms end the job at this measurement, if they
 // do.
-func (a *Agent) limitReached(r *run, m Measurement) protocol.Reason {
+func (a *Agent) limitReached(r *run, m Measurement) trade.Reason {
 	if m.T >= r.terms.TimeLimit {
-		return protocol.ReasonTimeLimit
+		return trade.ReasonTimeLimit
 	}
 	due, err := contract.Due(r.terms, contract.Usage{U: m.U, T: m.T, S: m.S}, a.cfg.Currency.Scale)
 	if err != nil {
@@ -93,7 +94,7 @@ func (a *Agent) limitReached(r *run, m Measurement) protocol.Reason {
 		return ""
 	}
 	if due.GreaterThanOrEqual(r.terms.Prepayment) {
-		return protocol.ReasonExhausted
+		return trade.ReasonExhausted
 	}
 	return ""
 }
@@ -101,7 +102,7 @@ func (a *Agent) limitReached(r *run, m Measurement) protocol.Reason {
 // finish stops the job, frees its GPUs and publishes the final reading,
 // retrying until JetStream has it or the agent gives up at shutdown; an
 // outbox then keeps it for the agent's next run.
-func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurement) {
+func (a *Agent) finish(r *run, seq uint64, reason trade.Reason, last Measurement) {
 	r.halt(reason) // so that later controls find it stopped
 	if err := r.job.Stop(a.runCtx, reason); err != nil {
 		a.log.Warn("stop", "contract", r.id, "err", err)
@@ -145,14 +146,14 @@ func (a *Agent) finish(r *run, seq uint64, reason protocol.Reason, last Measurem
 	a.mu.Unlock()
 }
 
-func (a *Agent) reading(r *run, seq uint64, m Measurement) protocol.Reading {
-	return protocol.Reading{Contract: r.id, Seq: seq, U: m.U, T: protocol.Duration(m.T), S: m.S, EnergyJ: m.EnergyJ, At: a.now()}
+func (a *Agent) reading(r *run, seq uint64, m Measurement) trade.Reading {
+	return trade.Reading{Contract: r.id, Seq: seq, U: m.U, T: trade.Duration(m.T), S: m.S, EnergyJ: m.EnergyJ, At: a.now()}
 }
 
 // publish puts a reading on the usage stream, retrying with the same
 // message id until JetStream acknowledges it or ctx ends. The id makes a
 // retry after a lost acknowledgement harmless: the stream drops the copy.
-func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
+func (a *Agent) publish(ctx context.Context, rd trade.Reading) error {
 	wait := 50 * time.Millisecond
 	for {
 		err := a.publishOnce(ctx, rd)
@@ -161,7 +162,7 @@ func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("publish reading %s: %w", rd.MsgID(a.id), err)
+			return fmt.Errorf("publish reading %s: %w", protocol.MsgID(a.id, rd), err)
 		case <-time.After(wait):
 		}
 		if rd.Final {
@@ -174,7 +175,7 @@ func (a *Agent) publish(ctx context.Context, rd protocol.Reading) error {
 // publishOnce tries once to put a reading on the usage stream, under its
 // message id (protocol.Reading.MsgID: no other server can work it out, so
 // none can spend it first).
-func (a *Agent) publishOnce(ctx context.Context, rd protocol.Reading) error {
+func (a *Agent) publishOnce(ctx context.Context, rd trade.Reading) error {
 	data, err := json.Marshal(rd)
 	if err != nil {
 		return fmt.Errorf("encode reading: %w", err)
@@ -183,13 +184,13 @@ func (a *Agent) publishOnce(ctx context.Context, rd protocol.Reading) error {
 	msg.Data = data
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(rd.MsgID(a.id)), jetstream.WithExpectStream(protocol.UsageStream))
+	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(protocol.MsgID(a.id, rd)), jetstream.WithExpectStream(protocol.UsageStream))
 	return err
 }
 
 // keep writes a reading to the outbox, if there is one, before it is
 // published.
-func (a *Agent) keep(rd protocol.Reading) {
+func (a *Agent) keep(rd trade.Reading) {
 	if a.outbox == nil {
 		return
 	}
@@ -199,7 +200,7 @@ func (a *Agent) keep(rd protocol.Reading) {
 }
 
 // sent tells the outbox that JetStream has a reading.
-func (a *Agent) sent(rd protocol.Reading) {
+func (a *Agent) sent(rd trade.Reading) {
 	if a.outbox == nil {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -58,8 +58,8 @@ func TestCovers(t *testing.T) {
 }
 
 var (
-	h100 = func(i int) protocol.GPU { return protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81920} }
-	a100 = func(i int) protocol.GPU { return protocol.GPU{Index: i, Model: "A100", MemoryMiB: 40960} }
+	h100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920} }
+	a100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "A100", MemoryMiB: 40960} }
 	now  = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 

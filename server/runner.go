@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Runner starts the jobs of contracts. The Synthetic runner consumes a
@@ -35,7 +35,7 @@ type Checker interface {
 type Assignment struct {
 	Contract string
 	Job      *contract.JobSpec // nil where the contract carries no job
-	GPUs     []protocol.GPU
+	GPUs     []trade.GPU
 	// TimeLimit is the contract's; the agent stops the job then, and a
 	// runner may enforce it too, as a backstop. Zero for none.
 	TimeLimit time.Duration
@@ -54,7 +54,7 @@ type Job interface {
 	// Stop ends the job: reason is ReasonSuspended for a job that should
 	// checkpoint first, anything else to kill it. Stopping an ended job
 	// does nothing.
-	Stop(ctx context.Context, reason protocol.Reason) error
+	Stop(ctx context.Context, reason trade.Reason) error
 }
 
 // Measurement is what a meter has measured of a job, cumulatively.

@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse/trade"
 	"github.com/shopspring/decimal"
-
-	"github.com/bourse/bourse/protocol"
 )
 
 // defaultWatts is the draw of a busy GPU for the synthetic meter: about an
@@ -72,7 +71,7 @@ type syntheticJob struct {
 
 func (j *syntheticJob) Done() <-chan struct{} { return j.done }
 
-func (j *syntheticJob) Stop(context.Context, protocol.Reason) error {
+func (j *syntheticJob) Stop(context.Context, trade.Reason) error {
 	j.end(false)
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func TestSyntheticUsage(t *testing.T) {
@@ -67,7 +67,7 @@ func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *contract.Profile) J
 	}
 	j, err := r.Start(context.Background(), a)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = j.Stop(context.Background(), protocol.ReasonKilled) })
+	t.Cleanup(func() { _ = j.Stop(context.Background(), trade.ReasonKilled) })
 	return j
 }
 
@@ -96,14 +96,14 @@ func TestSyntheticStop(t *testing.T) {
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode)
 
-	require.NoError(t, j.Stop(context.Background(), protocol.ReasonKilled))
+	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled))
 	c.Add(time.Minute)
 	m = measure(t, j)
 	assert.True(t, d("6").Equal(m.U), "stopped: u = %s", m.U)
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode, "a stopped job did not exit by itself")
 	assert.True(t, closed(j.Done()), "done")
-	require.NoError(t, j.Stop(context.Background(), protocol.ReasonKilled), "a second stop does nothing")
+	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled), "a second stop does nothing")
 }
 
 func TestSyntheticCompletes(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // bidFlags are the flags every `bourse bid` command shares.
@@ -152,7 +153,7 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func ended(s protocol.State) bool { return s == protocol.StateSettled || s == protocol.StateVoided }
+func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
 	var limit int
@@ -168,7 +169,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if f.json {
 				if cs == nil {
-					cs = []protocol.Contract{}
+					cs = []trade.Contract{}
 				}
 				return printJSON(out, cs)
 			}
@@ -220,9 +221,9 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			}
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
-			case k.State == protocol.StateSettled:
+			case k.State == trade.StateSettled:
 				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, k.Reason, sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
-			case k.State == protocol.StateVoided:
+			case k.State == trade.StateVoided:
 				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, sc.amount(k.Refund, cur), cur)
 			default:
 				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (bourse bid watch %s)\n", k.ID, verb, k.Server, k.ID)

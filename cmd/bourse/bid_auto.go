@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // strategies are what --auto can name.
@@ -115,7 +116,7 @@ func printRound(w io.Writer, r bidder.Round) {
 	}
 }
 
-func cheapest(ks []protocol.Counter) protocol.Counter {
+func cheapest(ks []trade.Counter) trade.Counter {
 	best := ks[0]
 	for _, k := range ks[1:] {
 		g := decimal.NewFromInt(int64(k.Terms.GPUs))

@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // offerFlags shape an offer's terms; `offer` and `resume` share them.
@@ -408,7 +409,7 @@ func isTerminal(r io.Reader) bool {
 	return err != nil || !os.SameFile(st, null)
 }
 
-func printContract(w io.Writer, k protocol.Contract, sc *scales) {
+func printContract(w io.Writer, k trade.Contract, sc *scales) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)

@@ -24,6 +24,7 @@ import (
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // bidMarket is a market with one server (atlas: 16 H100 at a posted 0.30
@@ -83,7 +84,7 @@ func (b *bidMarket) ok(id string, args ...string) string {
 }
 
 // offerJSON makes an offer with --json and returns its contract.
-func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
+func (b *bidMarket) offerJSON(id string, args ...string) trade.Contract {
 	b.t.Helper()
 	var r protocol.OfferReply
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, append([]string{"--json", "offer"}, args...)...)), &r))
@@ -91,9 +92,9 @@ func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
 	return *r.Contract
 }
 
-func (b *bidMarket) contract(id, contractID string) protocol.Contract {
+func (b *bidMarket) contract(id, contractID string) trade.Contract {
 	b.t.Helper()
-	var cs []protocol.Contract
+	var cs []trade.Contract
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == contractID {
@@ -101,10 +102,10 @@ func (b *bidMarket) contract(id, contractID string) protocol.Contract {
 		}
 	}
 	b.t.Fatalf("%s has no contract %s", id, contractID)
-	return protocol.Contract{}
+	return trade.Contract{}
 }
 
-func (b *bidMarket) waitState(id, contractID string, want protocol.State) protocol.Contract {
+func (b *bidMarket) waitState(id, contractID string, want trade.State) trade.Contract {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -235,7 +236,7 @@ func TestBid(t *testing.T) {
 
 	t.Run("SuspendResume", func(t *testing.T) {
 		k := b.offerJSON("ada", short("1m")...)
-		b.waitState("ada", k.ID, protocol.StateRunning)
+		b.waitState("ada", k.ID, trade.StateRunning)
 		out := b.ok("ada", "suspend", k.ID)
 		assert.Contains(t, out, "suspend sent to atlas")
 		out = b.ok("ada", "watch", k.ID)
@@ -257,7 +258,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "PREPAYMENT")
 		assert.Contains(t, out, "settled")
 		assert.Regexp(t, `(?m) settled +\w+ +1 +24\.00 +\d+\.\d\d +\d+\.\d\d `, out, "amounts at CRED's scale")
-		var cs []protocol.Contract
+		var cs []trade.Contract
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
 		assert.GreaterOrEqual(t, len(cs), 5)
 		assert.Contains(t, b.ok("bob", "contracts"), "no contracts yet")
@@ -319,7 +320,7 @@ func TestBid(t *testing.T) {
 			assert.Contains(t, errOut, "no such contract of yours")
 		}
 		assert.NotContains(t, b.ok("bob", "contracts"), k.ID)
-		assert.Equal(t, protocol.StateRunning, b.contract("ada", k.ID).State, "bob's kill did nothing")
+		assert.Equal(t, trade.StateRunning, b.contract("ada", k.ID).State, "bob's kill did nothing")
 		b.ok("ada", "kill", k.ID)
 	})
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func newBidWatchCmd(f *bidFlags) *cobra.Command {
@@ -65,7 +66,7 @@ func printEvent(w io.Writer, ev protocol.Event, sc *scales) {
 	}
 }
 
-func usage(r *protocol.Reading) string {
+func usage(r *trade.Reading) string {
 	if r == nil {
 		return ""
 	}

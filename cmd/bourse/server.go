@@ -19,10 +19,10 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/trade"
 )
 
 // serverConfig is the server's configuration file, YAML or JSON (which
@@ -229,14 +229,14 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 }
 
 // declaredGPUs numbers the declared groups' GPUs from 0.
-func (c *serverConfig) declaredGPUs() ([]protocol.GPU, error) {
-	var out []protocol.GPU
+func (c *serverConfig) declaredGPUs() ([]trade.GPU, error) {
+	var out []trade.GPU
 	for i, g := range c.GPUs {
 		if g.Count < 1 || g.Model == "" || g.MemoryMiB < 0 {
 			return nil, fmt.Errorf("server config: gpus[%d]: want a count of at least 1, a model and memory_mib", i)
 		}
 		for range g.Count {
-			out = append(out, protocol.GPU{Index: len(out), Model: g.Model, MemoryMiB: g.MemoryMiB})
+			out = append(out, trade.GPU{Index: len(out), Model: g.Model, MemoryMiB: g.MemoryMiB})
 		}
 	}
 	return out, nil
@@ -296,12 +296,12 @@ func (c *serverConfig) policy() (server.Policy, error) {
 // gpusAndMeter discovers the GPUs through NVML, or falls back to the
 // declared ones where NVML is off or, with nvml auto, unavailable. It
 // returns a nil meter without NVML.
-func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, stderr io.Writer, log *slog.Logger) ([]protocol.GPU, *nvmlmeter.Meter, error) {
+func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, stderr io.Writer, log *slog.Logger) ([]trade.GPU, *nvmlmeter.Meter, error) {
 	declared, err := c.declaredGPUs()
 	if err != nil {
 		return nil, nil, err
 	}
-	fallback := func(why string) ([]protocol.GPU, *nvmlmeter.Meter, error) {
+	fallback := func(why string) ([]trade.GPU, *nvmlmeter.Meter, error) {
 		if len(declared) == 0 {
 			return nil, nil, fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", why)
 		}

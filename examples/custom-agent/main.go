@@ -23,6 +23,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // median is the strategy: any type with Bid, Take and Observe plugs in.
@@ -47,7 +48,7 @@ func (m *median) Bid(j bidder.Job, rejected int, _ time.Time) contract.Terms {
 	return t
 }
 
-func (m *median) Take(j bidder.Job, counters []protocol.Counter, now time.Time) *protocol.Counter {
+func (m *median) Take(j bidder.Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	m.mu.Lock()
 	for _, k := range counters {
 		m.seen = append(m.seen, k.Terms.P.Eval(decimal.NewFromInt(int64(k.Terms.GPUs))))
@@ -59,8 +60,8 @@ func (m *median) Take(j bidder.Job, counters []protocol.Counter, now time.Time) 
 
 func (m *median) Observe(bool, time.Duration) {}
 
-// trade runs jobs one after another with the strategy and prints how each fared.
-func trade(ctx context.Context, url, id string, jobs int, runtime time.Duration, out io.Writer) error {
+// runJobs runs jobs one after another with the strategy and prints how each fared.
+func runJobs(ctx context.Context, url, id string, jobs int, runtime time.Duration, out io.Writer) error {
 	c, err := bidder.Dial(bidder.Config{ID: id, URL: url})
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func main() {
 	jobs := flag.Int("jobs", 3, "jobs to run")
 	runtime := flag.Duration("runtime", 3*time.Second, "how long each job runs")
 	flag.Parse()
-	if err := trade(context.Background(), *url, *id, *jobs, *runtime, os.Stdout); err != nil {
+	if err := runJobs(context.Background(), *url, *id, *jobs, *runtime, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 var _ bidder.Strategy = (*median)(nil)
@@ -39,7 +39,7 @@ func TestTrade(t *testing.T) {
 	require.NoError(t, err)
 
 	var out bytes.Buffer
-	require.NoError(t, trade(ctx, m.URL(), "ada", 3, 300*time.Millisecond, &out))
+	require.NoError(t, runJobs(ctx, m.URL(), "ada", 3, 300*time.Millisecond, &out))
 	t.Log(out.String())
 	assert.Equal(t, 3, strings.Count(out.String(), "settled (completed)"), "%s", out.String())
 }
@@ -52,11 +52,11 @@ func TestMedianBidsTheMedian(t *testing.T) {
 	m := &median{}
 	price := func(rejected int) string { return m.Bid(j, rejected, now).P[0].Y.String() }
 	assert.Equal(t, "0.2", price(0))
-	var ks []protocol.Counter
+	var ks []trade.Counter
 	for _, p := range []string{"0.5", "0.3", "0.35"} {
 		tm := m.Bid(j, 0, now)
 		tm.P = contract.Flat(decimal.RequireFromString(p))
-		ks = append(ks, protocol.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
+		ks = append(ks, trade.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
 	}
 	took := m.Take(j, ks, now)
 	require.NotNil(t, took)

@@ -14,7 +14,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 var _ exchange.Store = (*Store)(nil)
@@ -24,25 +24,25 @@ type Store struct {
 	ledger *mem.Ledger
 
 	mu        sync.Mutex
-	contracts map[string]*protocol.Contract
+	contracts map[string]*trade.Contract
 	byClient  map[string][]string // contract IDs in the order opened
 }
 
 // New returns a store over l.
 func New(l *mem.Ledger) *Store {
-	return &Store{ledger: l, contracts: map[string]*protocol.Contract{}, byClient: map[string][]string{}}
+	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
 
-func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (protocol.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (trade.Contract, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
 		return clone(old), false, nil
 	}
 	if _, err := currency.Do(ctx, s.ledger, reserve); err != nil {
-		return protocol.Contract{}, false, err
+		return trade.Contract{}, false, err
 	}
 	cc := clone(&c)
 	s.contracts[c.ID] = &cc
@@ -50,21 +50,21 @@ func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.
 	return clone(&cc), true, nil
 }
 
-func (s *Store) Contract(_ context.Context, id string) (protocol.Contract, error) {
+func (s *Store) Contract(_ context.Context, id string) (trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.contracts[id]
 	if !ok {
-		return protocol.Contract{}, currency.NotFound("memstore.Contract", "contract "+id)
+		return trade.Contract{}, currency.NotFound("memstore.Contract", "contract "+id)
 	}
 	return clone(c), nil
 }
 
-func (s *Store) Contracts(_ context.Context, client string, limit int) ([]protocol.Contract, error) {
+func (s *Store) Contracts(_ context.Context, client string, limit int) ([]trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := s.byClient[client]
-	var out []protocol.Contract
+	var out []trade.Contract
 	for i := len(ids) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		out = append(out, clone(s.contracts[ids[i]]))
 	}
@@ -75,12 +75,12 @@ func (s *Store) Contracts(_ context.Context, client string, limit int) ([]protoc
 // lock, all or none (mem.Ledger.ApplyAtomic): an op that fails leaves no
 // trace, not even its failure under its key, as a SQL transaction that
 // rolls back, so that the same change can succeed later.
-func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error) {
+func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.contracts[id]
 	if !ok {
-		return protocol.Contract{}, currency.NotFound("memstore.Update", "contract "+id)
+		return trade.Contract{}, currency.NotFound("memstore.Update", "contract "+id)
 	}
 	next := clone(cur)
 	ops, err := change(&next)
@@ -105,51 +105,51 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.C
 	return clone(&next), nil
 }
 
-func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error) {
+func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []protocol.Contract
+	var out []trade.Contract
 	for _, c := range s.contracts {
 		if c.Stuck != nil && c.Stuck.Retry.After(now) {
 			continue
 		}
 		switch {
-		case c.State == protocol.StateRunning && c.LastSeen.Before(silentSince),
-			c.State == protocol.StateAccepted && c.StartDeadline.Before(now):
+		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince),
+			c.State == trade.StateAccepted && c.StartDeadline.Before(now):
 			out = append(out, clone(c))
 		}
 	}
-	slices.SortFunc(out, func(a, b protocol.Contract) int {
+	slices.SortFunc(out, func(a, b trade.Contract) int {
 		return cmp.Or(cmp.Compare(stuck(a), stuck(b)), a.AcceptedAt.Compare(b.AcceptedAt), strings.Compare(a.ID, b.ID))
 	})
 	return first(out, limit), nil
 }
 
 // stuck orders contracts never stuck before stuck ones.
-func stuck(c protocol.Contract) int {
+func stuck(c trade.Contract) int {
 	if c.Stuck != nil {
 		return 1
 	}
 	return 0
 }
 
-func (s *Store) Stuck(_ context.Context, limit int) ([]protocol.Contract, error) {
+func (s *Store) Stuck(_ context.Context, limit int) ([]trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []protocol.Contract
+	var out []trade.Contract
 	for _, c := range s.contracts {
 		if c.Stuck != nil && c.HoldsEscrow() {
 			out = append(out, clone(c))
 		}
 	}
-	slices.SortFunc(out, func(a, b protocol.Contract) int {
+	slices.SortFunc(out, func(a, b trade.Contract) int {
 		return cmp.Or(a.Stuck.Since.Compare(b.Stuck.Since), strings.Compare(a.ID, b.ID))
 	})
 	return first(out, limit), nil
 }
 
 // first returns the first limit contracts of cs; all if limit ≤ 0.
-func first(cs []protocol.Contract, limit int) []protocol.Contract {
+func first(cs []trade.Contract, limit int) []trade.Contract {
 	if limit > 0 && len(cs) > limit {
 		return cs[:limit]
 	}
@@ -157,7 +157,7 @@ func first(cs []protocol.Contract, limit int) []protocol.Contract {
 }
 
 // clone copies what a caller could change through pointers and slices.
-func clone(c *protocol.Contract) protocol.Contract {
+func clone(c *trade.Contract) trade.Contract {
 	out := *c
 	if c.Reading != nil {
 		r := *c.Reading

@@ -12,7 +12,7 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // BenchmarkOpenSettle measures a contract's whole life in the store: Open
@@ -43,9 +43,9 @@ func BenchmarkOpenSettle(b *testing.B) {
 				c, r := newContract(id, fmt.Sprint("w", i%wallets))
 				_, _, err := s.Open(f.ctx, c, r)
 				if err == nil {
-					_, err = s.Update(f.ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
+					_, err = s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 						runs.Add(1)
-						c.State, c.Reason, c.Charge, c.Refund = protocol.StateSettled, protocol.ReasonCompleted, charge, c.Terms.Prepayment.Sub(charge)
+						c.State, c.Reason, c.Charge, c.Refund = trade.StateSettled, trade.ReasonCompleted, charge, c.Terms.Prepayment.Sub(charge)
 						return []currency.Op{currency.Capture{Key: "settle/" + id, Hold: currency.HoldID(id),
 							To: currency.RevenueID("GPU", "srv"), Amount: charge}}, nil
 					})

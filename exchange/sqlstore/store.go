@@ -31,7 +31,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 var _ exchange.Store = (*Store)(nil)
@@ -70,10 +70,10 @@ func (s *Store) Ledger() currency.Ledger { return s.l }
 // contract exists, nothing is written. A reserve that fails for a business
 // reason leaves its failure under its key, as a failed Apply does, and no
 // contract.
-func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.Reserve) (protocol.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (trade.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
-		return protocol.Contract{}, false, err
+		return trade.Contract{}, false, err
 	}
 	var old record
 	var failed error
@@ -100,34 +100,34 @@ func (s *Store) Open(ctx context.Context, c protocol.Contract, reserve currency.
 	})
 	switch {
 	case err != nil:
-		return protocol.Contract{}, false, err
+		return trade.Contract{}, false, err
 	case old != nil:
 		stored, err := old.contract(c.ID)
 		return stored, false, err
 	case failed != nil:
-		return protocol.Contract{}, false, failed
+		return trade.Contract{}, false, failed
 	}
 	stored, err := r.record.contract(c.ID)
 	return stored, true, err
 }
 
 // Contract reads one contract.
-func (s *Store) Contract(ctx context.Context, id string) (protocol.Contract, error) {
+func (s *Store) Contract(ctx context.Context, id string) (trade.Contract, error) {
 	var rec record
 	b := &pgx.Batch{}
 	queueSelect(b, contractUID(id), false, &rec)
 	if err := s.l.Send(ctx, b); err != nil {
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	if rec == nil {
-		return protocol.Contract{}, currency.NotFound("sqlstore.Contract", "contract "+id)
+		return trade.Contract{}, currency.NotFound("sqlstore.Contract", "contract "+id)
 	}
 	return rec.contract(id)
 }
 
 // Contracts lists a client's contracts, the latest accepted first; a limit
 // of 0 or less means all.
-func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]protocol.Contract, error) {
+func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error) {
 	return s.list(ctx, `SELECT id, record FROM contracts WHERE client = $1
 ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit(limit))
 }
@@ -138,7 +138,7 @@ ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit
 // each group the earliest accepted first. Each half is a range of a
 // partial index (migrations/0001_contracts.sql): the query reads and
 // sorts the stale contracts, not the table.
-func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]protocol.Contract, error) {
+func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
 	silent, silentNS := splitTime(silentSince)
 	deadline, deadlineNS := splitTime(now)
 	return s.list(ctx, `SELECT id, record FROM (
@@ -156,14 +156,14 @@ ORDER BY retry_at IS NOT NULL, accepted_at, accepted_ns, id LIMIT $5`, silent, s
 // Stuck lists the contracts that hold their escrow and failed to settle or
 // void, the longest stuck first, from the partial index
 // migrations/0002_stuck.sql.
-func (s *Store) Stuck(ctx context.Context, limit int) ([]protocol.Contract, error) {
+func (s *Store) Stuck(ctx context.Context, limit int) ([]trade.Contract, error) {
 	return s.list(ctx, `SELECT id, record FROM contracts WHERE stuck_since IS NOT NULL
 ORDER BY stuck_since, id LIMIT $1`, rowLimit(limit))
 }
 
 // list reads the contracts of a query that returns id and record.
-func (s *Store) list(ctx context.Context, sql string, args ...any) ([]protocol.Contract, error) {
-	out := []protocol.Contract{}
+func (s *Store) list(ctx context.Context, sql string, args ...any) ([]trade.Contract, error) {
+	out := []trade.Contract{}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -203,12 +203,12 @@ func rowLimit(limit int) int64 {
 // runs inside the transaction, holding one of the pool's connections and
 // the contract's lock: it should decide from the contract alone, not wait
 // on the database or anything slow.
-func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.Contract) ([]currency.Op, error)) (protocol.Contract, error) {
+func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error) {
 	uid := contractUID(id)
-	var cur, next protocol.Contract
+	var cur, next trade.Contract
 	var changeErr error
 	err := s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
-		cur, next, changeErr = protocol.Contract{}, protocol.Contract{}, nil
+		cur, next, changeErr = trade.Contract{}, trade.Contract{}, nil
 		var rec record
 		b := &pgx.Batch{}
 		queueSelect(b, uid, true, &rec)
@@ -258,7 +258,7 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *protocol.C
 	case changeErr != nil:
 		return cur, changeErr
 	case err != nil:
-		return protocol.Contract{}, err
+		return trade.Contract{}, err
 	}
 	return next, nil
 }
@@ -278,10 +278,10 @@ func contractUID(id string) [16]byte {
 type record []byte
 
 // contract decodes the record of contract id.
-func (r record) contract(id string) (protocol.Contract, error) {
-	var c protocol.Contract
+func (r record) contract(id string) (trade.Contract, error) {
+	var c trade.Contract
 	if err := json.Unmarshal(r, &c); err != nil {
-		return protocol.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
+		return trade.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
 			Message: "stored contract " + id + " is unreadable", Err: err}
 	}
 	return c, nil
@@ -312,11 +312,11 @@ func queueSelect(b *pgx.Batch, uid [16]byte, forUpdate bool, rec *record) {
 // row is a contract's row, to write.
 type row struct {
 	uid    [16]byte
-	c      protocol.Contract
+	c      trade.Contract
 	record record
 }
 
-func newRow(c protocol.Contract) (*row, error) {
+func newRow(c trade.Contract) (*row, error) {
 	js, err := json.Marshal(c)
 	if err != nil {
 		return nil, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore", Message: "contract " + c.ID + " cannot be encoded", Err: err}

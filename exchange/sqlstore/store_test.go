@@ -20,7 +20,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/exchange/storetest"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func TestConformance(t *testing.T) {
@@ -104,15 +104,15 @@ func TestUpdateOpsAtomic(t *testing.T) {
 		currency.Capture{Key: "settle/c1", Hold: "c1", To: rev, Amount: decimal.NewFromInt(3)},
 		currency.Capture{Key: "settle/c2", Hold: "c2", To: rev, Amount: decimal.NewFromInt(11)}, // more than held
 	}
-	got, err := s.Update(ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
-		c.State = protocol.StateSettled
+	got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State = trade.StateSettled
 		return ops, nil
 	})
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
-	assert.Equal(t, protocol.StateAccepted, got.State)
+	assert.Equal(t, trade.StateAccepted, got.State)
 	c, err := s.Contract(ctx, "c1")
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateAccepted, c.State)
+	assert.Equal(t, trade.StateAccepted, c.State)
 	for _, id := range []currency.HoldID{"c1", "c2"} {
 		h, err := l.Hold(ctx, id)
 		require.NoError(t, err)
@@ -121,8 +121,8 @@ func TestUpdateOpsAtomic(t *testing.T) {
 	// Neither key was spent: the first capture applies now, and the
 	// second, corrected, too.
 	ops[1] = currency.Capture{Key: "settle/c2", Hold: "c2", To: rev, Amount: decimal.NewFromInt(4)}
-	_, err = s.Update(ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
-		c.State = protocol.StateSettled
+	_, err = s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State = trade.StateSettled
 		return ops, nil
 	})
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestUpdateRename(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, s)
 	f.open(t, "c1")
-	_, err := s.Update(ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+	_, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		c.ID = "c9"
 		return nil, nil
 	})
@@ -223,12 +223,12 @@ func (f *fixture) wallet(t testing.TB, client string) {
 }
 
 // open opens contract id of alice.
-func (f *fixture) open(t testing.TB, id string) protocol.Contract {
+func (f *fixture) open(t testing.TB, id string) trade.Contract {
 	t.Helper()
 	return f.openFor(t, id, "alice")
 }
 
-func (f *fixture) openFor(t testing.TB, id, client string) protocol.Contract {
+func (f *fixture) openFor(t testing.TB, id, client string) trade.Contract {
 	t.Helper()
 	c, r := newContract(id, client)
 	stored, created, err := f.s.Open(f.ctx, c, r)
@@ -237,10 +237,10 @@ func (f *fixture) openFor(t testing.TB, id, client string) protocol.Contract {
 	return stored
 }
 
-func newContract(id, client string) (protocol.Contract, currency.Reserve) {
+func newContract(id, client string) (trade.Contract, currency.Reserve) {
 	terms := contract.Terms{Client: client, Currency: "GPU", GPUs: 1, TimeLimit: time.Hour,
 		Prepayment: decimal.NewFromInt(10), P: contract.Flat(decimal.RequireFromString("0.01")), Server: "srv"}
-	c := protocol.Contract{ID: id, Client: client, Server: "srv", Terms: terms, State: protocol.StateAccepted,
+	c := trade.Contract{ID: id, Client: client, Server: "srv", Terms: terms, State: trade.StateAccepted,
 		AcceptedAt: t0, StartDeadline: t0.Add(time.Minute)}
 	r := currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID("GPU", client),
 		Amount: terms.Prepayment, Deadline: t0.Add(2 * time.Hour)}

@@ -24,7 +24,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Opener returns a new, empty store over a new, empty ledger. It registers
@@ -126,9 +126,9 @@ func (f *fixture) audit() {
 
 // newContract is an accepted contract of client with a prepayment of 10,
 // accepted at `at`.
-func newContract(id, client string, at time.Time) protocol.Contract {
-	return protocol.Contract{
-		ID: id, Client: client, Server: server, State: protocol.StateAccepted,
+func newContract(id, client string, at time.Time) trade.Contract {
+	return trade.Contract{
+		ID: id, Client: client, Server: server, State: trade.StateAccepted,
 		Terms: contract.Terms{
 			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dec("10"),
 			P: contract.Flat(dec("0.01")), Server: server,
@@ -138,7 +138,7 @@ func newContract(id, client string, at time.Time) protocol.Contract {
 }
 
 // reserve is c's escrow, under key.
-func reserve(c protocol.Contract, key string) currency.Reserve {
+func reserve(c trade.Contract, key string) currency.Reserve {
 	return currency.Reserve{
 		Key: key, Hold: currency.HoldID(c.ID), From: currency.WalletID(gpu, c.Client),
 		Amount: c.Terms.Prepayment, Deadline: c.StartDeadline.Add(24 * time.Hour), Memo: "prepayment of " + c.ID,
@@ -146,7 +146,7 @@ func reserve(c protocol.Contract, key string) currency.Reserve {
 }
 
 // open opens c and requires it to be created.
-func (f *fixture) open(c protocol.Contract) protocol.Contract {
+func (f *fixture) open(c trade.Contract) trade.Contract {
 	f.t.Helper()
 	stored, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/"+c.ID))
 	require.NoError(f.t, err)
@@ -156,7 +156,7 @@ func (f *fixture) open(c protocol.Contract) protocol.Contract {
 }
 
 // get requires contract id to be stored and returns it.
-func (f *fixture) get(id string) protocol.Contract {
+func (f *fixture) get(id string) trade.Contract {
 	f.t.Helper()
 	c, err := f.s.Contract(f.ctx, id)
 	require.NoError(f.t, err)
@@ -166,7 +166,7 @@ func (f *fixture) get(id string) protocol.Contract {
 // same requires two contracts to be equal as records: their JSON, which
 // is what a store keeps (decimals in shortest form, times to the
 // nanosecond without monotonic readings).
-func same(t testing.TB, want, got protocol.Contract) {
+func same(t testing.TB, want, got trade.Contract) {
 	t.Helper()
 	w, err := json.Marshal(want)
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func same(t testing.TB, want, got protocol.Contract) {
 	assert.JSONEq(t, string(w), string(g))
 }
 
-func ids(cs []protocol.Contract) []string {
+func ids(cs []trade.Contract) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID
@@ -184,10 +184,10 @@ func ids(cs []protocol.Contract) []string {
 }
 
 // run marks contract id running, last seen at `seen`, through Update.
-func (f *fixture) run(id string, seen time.Time) protocol.Contract {
+func (f *fixture) run(id string, seen time.Time) trade.Contract {
 	f.t.Helper()
-	c, err := f.s.Update(f.ctx, id, func(c *protocol.Contract) ([]currency.Op, error) {
-		c.State, c.StartedAt, c.LastSeen, c.GPUs = protocol.StateRunning, seen, seen, []int{0, 1}
+	c, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		c.State, c.StartedAt, c.LastSeen, c.GPUs = trade.StateRunning, seen, seen, []int{0, 1}
 		return nil, nil
 	})
 	require.NoError(f.t, err)
@@ -195,8 +195,8 @@ func (f *fixture) run(id string, seen time.Time) protocol.Contract {
 }
 
 // settle changes c to settled with charge and returns the capture.
-func settle(c *protocol.Contract, key, charge string, at time.Time) []currency.Op {
-	c.State, c.Reason, c.SettledAt = protocol.StateSettled, protocol.ReasonCompleted, at
+func settle(c *trade.Contract, key, charge string, at time.Time) []currency.Op {
+	c.State, c.Reason, c.SettledAt = trade.StateSettled, trade.ReasonCompleted, at
 	c.Charge, c.Refund = dec(charge), c.Terms.Prepayment.Sub(dec(charge))
 	return []currency.Op{currency.Capture{Key: key, Hold: currency.HoldID(c.ID), To: currency.RevenueID(gpu, server),
 		Amount: dec(charge), Memo: "contract " + c.ID}}
@@ -293,7 +293,7 @@ func testNotFound(t *testing.T, open Opener) {
 	_, err := f.s.Contract(f.ctx, "nope")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
 	called := false
-	_, err = f.s.Update(f.ctx, "nope", func(*protocol.Contract) ([]currency.Op, error) {
+	_, err = f.s.Update(f.ctx, "nope", func(*trade.Contract) ([]currency.Op, error) {
 		called = true
 		return nil, nil
 	})
@@ -317,14 +317,14 @@ func testUpdate(t *testing.T, open Opener) {
 	seen := t0.Add(3*time.Second + 7)
 	got := f.run("c1", seen)
 	want := c
-	want.State, want.StartedAt, want.LastSeen, want.GPUs = protocol.StateRunning, seen, seen, []int{0, 1}
+	want.State, want.StartedAt, want.LastSeen, want.GPUs = trade.StateRunning, seen, seen, []int{0, 1}
 	same(t, want, got)
 	same(t, want, f.get("c1"))
 
 	exit := 0
-	r := protocol.Reading{Contract: "c1", Seq: 1, U: dec("1.5"), T: protocol.Duration(time.Second),
+	r := trade.Reading{Contract: "c1", Seq: 1, U: dec("1.5"), T: trade.Duration(time.Second),
 		S: dec("0.25"), EnergyJ: dec("12.000001"), At: seen.Add(time.Nanosecond), ExitCode: &exit}
-	got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+	got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		same(t, want, *c)
 		rr := r
 		c.Reading, c.LastSeen = &rr, seen.Add(time.Second)
@@ -348,8 +348,8 @@ func testUpdateSettles(t *testing.T, open Opener) {
 	f.open(newContract("c2", "alice", t0.Add(time.Second)))
 	f.run("c1", t0.Add(time.Minute))
 
-	var want protocol.Contract
-	got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+	var want trade.Contract
+	got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		ops := settle(c, "settle/c1", "3.25", t0.Add(time.Hour))
 		want = *c
 		return ops, nil
@@ -362,13 +362,13 @@ func testUpdateSettles(t *testing.T, open Opener) {
 	assert.True(t, h.Captured.Equal(dec("3.25")), "captured %s", h.Captured)
 	f.balance(currency.RevenueID(gpu, server), "3.25", "0")
 
-	got, err = f.s.Update(f.ctx, "c2", func(c *protocol.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.Refund = protocol.StateVoided, protocol.ReasonNotStarted, c.Terms.Prepayment
+	got, err = f.s.Update(f.ctx, "c2", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.Refund = trade.StateVoided, trade.ReasonNotStarted, c.Terms.Prepayment
 		return []currency.Op{currency.Void{Key: "void/c2", Hold: "c2"}}, nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateVoided, got.State)
-	assert.Equal(t, protocol.StateVoided, f.get("c2").State)
+	assert.Equal(t, trade.StateVoided, got.State)
+	assert.Equal(t, trade.StateVoided, f.get("c2").State)
 	assert.Equal(t, currency.HoldVoided, f.hold("c2").Status)
 	f.balance(w, "96.75", "0")
 }
@@ -383,22 +383,22 @@ func testUpdateOpFails(t *testing.T, open Opener) {
 
 	for _, tc := range []struct {
 		name string
-		op   func(c *protocol.Contract) currency.Op
+		op   func(c *trade.Contract) currency.Op
 		code bourse.Code
 	}{
-		{"MoreThanHeld", func(c *protocol.Contract) currency.Op { return settle(c, "settle/c1/a", "10.01", t0)[0] }, bourse.EInvalid},
-		{"NoRevenueAccount", func(c *protocol.Contract) currency.Op {
+		{"MoreThanHeld", func(c *trade.Contract) currency.Op { return settle(c, "settle/c1/a", "10.01", t0)[0] }, bourse.EInvalid},
+		{"NoRevenueAccount", func(c *trade.Contract) currency.Op {
 			op := settle(c, "settle/c1/b", "1", t0)[0].(currency.Capture)
 			op.To = currency.RevenueID(gpu, "elsewhere")
 			return op
 		}, bourse.ENotFound},
-		{"NoHold", func(c *protocol.Contract) currency.Op {
+		{"NoHold", func(c *trade.Contract) currency.Op {
 			settle(c, "", "1", t0)
 			return currency.Void{Key: "void/other", Hold: "other"}
 		}, bourse.ENotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+			got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 				return []currency.Op{tc.op(c)}, nil
 			})
 			var be *bourse.Error
@@ -413,11 +413,11 @@ func testUpdateOpFails(t *testing.T, open Opener) {
 	}
 
 	// The contract settles afterwards as if nothing had happened.
-	_, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+	_, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/c1", "4", t0.Add(time.Hour)), nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, protocol.StateSettled, f.get("c1").State)
+	assert.Equal(t, trade.StateSettled, f.get("c1").State)
 	f.balance(w, "96", "0")
 	f.balance(currency.RevenueID(gpu, server), "4", "0")
 }
@@ -431,7 +431,7 @@ func testNoChange(t *testing.T, open Opener) {
 	c := f.run("c1", t0.Add(time.Minute))
 
 	for _, want := range []error{exchange.ErrNoChange, &bourse.Error{Code: bourse.EPermission, Message: "not yours"}} {
-		got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+		got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 			settle(c, "settle/c1", "5", t0)
 			c.GPUs[0] = 7
 			return nil, want
@@ -441,7 +441,7 @@ func testNoChange(t *testing.T, open Opener) {
 		same(t, c, f.get("c1"))
 	}
 	// ErrNoChange with an op: the op is not applied.
-	_, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+	_, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/c1", "5", t0), exchange.ErrNoChange
 	})
 	assert.ErrorIs(t, err, exchange.ErrNoChange)
@@ -464,8 +464,8 @@ func testCopies(t *testing.T, open Opener) {
 	got.GPUs[0] = 9
 	assert.Equal(t, []int{1, 2}, f.get("c1").GPUs)
 
-	updated, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
-		c.Reading = &protocol.Reading{Contract: "c1", Seq: 1, At: t0}
+	updated, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		c.Reading = &trade.Reading{Contract: "c1", Seq: 1, At: t0}
 		return nil, nil
 	})
 	require.NoError(t, err)
@@ -525,23 +525,23 @@ func testStale(t *testing.T, open Opener) {
 
 	type setup struct {
 		id    string
-		state protocol.State
+		state trade.State
 		seen  time.Time // running: last seen
 		start time.Time // accepted: start deadline
 		stale bool
 	}
 	setups := []setup{
-		{id: "silent", state: protocol.StateRunning, seen: silentSince.Add(-time.Nanosecond), stale: true},
-		{id: "heard", state: protocol.StateRunning, seen: silentSince},
-		{id: "lively", state: protocol.StateRunning, seen: now},
-		{id: "never-seen", state: protocol.StateRunning, stale: true},
-		{id: "late", state: protocol.StateAccepted, start: now.Add(-time.Nanosecond), stale: true},
-		{id: "due-now", state: protocol.StateAccepted, start: now},
-		{id: "waiting", state: protocol.StateAccepted, start: now.Add(time.Minute)},
-		{id: "settled", state: protocol.StateSettled, seen: t0, start: t0},
-		{id: "voided", state: protocol.StateVoided, start: t0},
-		{id: "long-late", state: protocol.StateAccepted, start: t0, stale: true},
-		{id: "long-silent", state: protocol.StateRunning, seen: t0, stale: true},
+		{id: "silent", state: trade.StateRunning, seen: silentSince.Add(-time.Nanosecond), stale: true},
+		{id: "heard", state: trade.StateRunning, seen: silentSince},
+		{id: "lively", state: trade.StateRunning, seen: now},
+		{id: "never-seen", state: trade.StateRunning, stale: true},
+		{id: "late", state: trade.StateAccepted, start: now.Add(-time.Nanosecond), stale: true},
+		{id: "due-now", state: trade.StateAccepted, start: now},
+		{id: "waiting", state: trade.StateAccepted, start: now.Add(time.Minute)},
+		{id: "settled", state: trade.StateSettled, seen: t0, start: t0},
+		{id: "voided", state: trade.StateVoided, start: t0},
+		{id: "long-late", state: trade.StateAccepted, start: t0, stale: true},
+		{id: "long-silent", state: trade.StateRunning, seen: t0, stale: true},
 	}
 	// Accepted in an order of their own, that Stale must follow.
 	order := []int{6, 3, 9, 0, 10, 1, 4, 7, 2, 8, 5}
@@ -564,7 +564,7 @@ func testStale(t *testing.T, open Opener) {
 	assert.Equal(t, want[:3], ids(cs))
 
 	// Settling one takes it off the list.
-	_, err = f.s.Update(f.ctx, "silent", func(c *protocol.Contract) ([]currency.Op, error) {
+	_, err = f.s.Update(f.ctx, "silent", func(c *trade.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/silent", "1", now), nil
 	})
 	require.NoError(t, err)
@@ -581,7 +581,7 @@ func testConcurrentUpdates(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	f.wallet("alice", "100")
 	c := newContract("c1", "alice", t0)
-	c.Reading = &protocol.Reading{Contract: "c1", At: t0}
+	c.Reading = &trade.Reading{Contract: "c1", At: t0}
 	f.open(c)
 
 	const n = 16
@@ -589,9 +589,9 @@ func testConcurrentUpdates(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			got, err := f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
+			got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 				c.Reading.Seq++
-				c.State = protocol.StateRunning
+				c.State = trade.StateRunning
 				return nil, nil
 			})
 			assert.NoError(t, err)
@@ -623,8 +623,8 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = f.s.Update(f.ctx, "c1", func(c *protocol.Contract) ([]currency.Op, error) {
-				if c.State == protocol.StateSettled {
+			_, errs[i] = f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+				if c.State == trade.StateSettled {
 					return nil, exchange.ErrNoChange
 				}
 				return settle(c, fmt.Sprint("settle/c1/", i), "2.5", t0.Add(time.Hour)), nil
@@ -643,7 +643,7 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 		}
 	}
 	assert.Equal(t, 1, settled, "exactly one settles")
-	assert.Equal(t, protocol.StateSettled, f.get("c1").State)
+	assert.Equal(t, trade.StateSettled, f.get("c1").State)
 	h := f.hold("c1")
 	assert.Equal(t, currency.HoldCaptured, h.Status)
 	f.balance(currency.RevenueID(gpu, server), "2.5", "0")

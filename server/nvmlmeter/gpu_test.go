@@ -12,10 +12,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/trade"
 )
 
 // loadSeconds is how long the load keeps GPU 0 busy.
@@ -80,7 +80,7 @@ func runLoad(t *testing.T, device bool) {
 	select {
 	case <-j.Done():
 	case <-time.After(2 * time.Minute):
-		_ = j.Stop(context.Background(), protocol.ReasonKilled)
+		_ = j.Stop(context.Background(), trade.ReasonKilled)
 		t.Fatal("the load did not end")
 	}
 	meas, _ := j.Measure()

@@ -15,7 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -107,7 +107,7 @@ func TestDiscover(t *testing.T) {
 		t.Fatalf("%d GPUs, want 7 whole and 2 slices: %+v", len(gpus), gpus)
 	}
 	for i, g := range gpus {
-		want := protocol.GPU{Index: i, Model: "A100", MemoryMiB: 40960}
+		want := trade.GPU{Index: i, Model: "A100", MemoryMiB: 40960}
 		if i == 1 || i == 2 {
 			want.Model, want.MemoryMiB = "A100 MIG 3g.20gb", 20480
 		}
@@ -358,7 +358,7 @@ func TestTrack(t *testing.T) {
 	}
 	g.Stop() // twice is harmless
 
-	if _, err := m.Track([]protocol.GPU{{Index: 5}}, nil); bourse.ErrorCode(err) != bourse.EInvalid {
+	if _, err := m.Track([]trade.GPU{{Index: 5}}, nil); bourse.ErrorCode(err) != bourse.EInvalid {
 		t.Errorf("Track of an unknown GPU = %v, want invalid", err)
 	}
 }

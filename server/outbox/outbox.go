@@ -32,7 +32,7 @@ import (
 	"syscall"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Defaults for the zero values of Config.
@@ -76,14 +76,14 @@ type Outbox struct {
 }
 
 type entry struct {
-	rd   protocol.Reading
+	rd   trade.Reading
 	size int64
 }
 
 // record is one line of the log: a reading, or Done.
 type record struct {
-	Reading *protocol.Reading `json:"reading,omitempty"`
-	Done    *done             `json:"done,omitempty"`
+	Reading *trade.Reading `json:"reading,omitempty"`
+	Done    *done          `json:"done,omitempty"`
 }
 
 // done says that the contract's readings up to Seq need no sending.
@@ -206,7 +206,7 @@ func encode(rec record) ([]byte, error) {
 // Append writes rd to the log before it is published, with an fsync when
 // it is final, and keeps it in place of the contract's older reading. An
 // error means rd is not durable; it is still kept in memory.
-func (o *Outbox) Append(rd protocol.Reading) error {
+func (o *Outbox) Append(rd trade.Reading) error {
 	line, err := encode(record{Reading: &rd})
 	if err != nil {
 		return fmt.Errorf("outbox: encode reading %s#%d: %w", rd.Contract, rd.Seq, err)
@@ -268,10 +268,10 @@ const compactSlack = 64 << 10
 
 // Pending returns the readings not yet acknowledged, oldest first: the
 // latest of each contract.
-func (o *Outbox) Pending() []protocol.Reading {
+func (o *Outbox) Pending() []trade.Reading {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]protocol.Reading, len(o.pending))
+	out := make([]trade.Reading, len(o.pending))
 	for i, e := range o.pending {
 		out[i] = e.rd
 	}
@@ -310,7 +310,7 @@ func (o *Outbox) Close() error {
 
 // add keeps rd as its contract's latest reading, unless a newer one is
 // kept, and drops the oldest non-final readings beyond the bounds.
-func (o *Outbox) add(rd protocol.Reading, size int64) {
+func (o *Outbox) add(rd trade.Reading, size int64) {
 	for i, e := range o.pending {
 		if e.rd.Contract != rd.Contract {
 			continue

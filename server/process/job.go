@@ -7,8 +7,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // job is a contract's run of a process group. The group may outlive it:
@@ -18,7 +18,7 @@ type job struct {
 	runner    *Runner
 	contract  string
 	proc      *proc
-	gpus      []protocol.GPU
+	gpus      []trade.GPU
 	canFreeze bool // the job cannot checkpoint: suspend freezes it
 	started   time.Time
 	gauge     server.Gauge // nil without a meter
@@ -69,7 +69,7 @@ func (j *job) end(exitCode *int) {
 // checkpoint freezes its group with SIGSTOP and keeps it for a resume;
 // every other stop is SIGTERM to the group, the grace period (cut short
 // when ctx ends), then SIGKILL. Stop returns once the job has ended.
-func (j *job) Stop(ctx context.Context, reason protocol.Reason) error {
+func (j *job) Stop(ctx context.Context, reason trade.Reason) error {
 	j.stopping.Lock()
 	defer j.stopping.Unlock()
 	j.mu.Lock()
@@ -78,7 +78,7 @@ func (j *job) Stop(ctx context.Context, reason protocol.Reason) error {
 	if ended {
 		return nil
 	}
-	if j.canFreeze && (reason == protocol.ReasonSuspended || reason == protocol.ReasonPreempted) {
+	if j.canFreeze && (reason == trade.ReasonSuspended || reason == trade.ReasonPreempted) {
 		j.proc.freeze()
 		j.proc.gpus = j.gpus
 		j.end(nil)

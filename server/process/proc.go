@@ -16,14 +16,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // proc is a job's process group: its leader's pid is the group's id.
 type proc struct {
 	pid  int
-	gpus []protocol.GPU // set while the group is frozen, for its resume
-	ttl  *time.Timer    // kills a frozen group nobody resumed
+	gpus []trade.GPU // set while the group is frozen, for its resume
+	ttl  *time.Timer // kills a frozen group nobody resumed
 	log  *slog.Logger
 
 	exited chan struct{} // closed once the leader has exited and been reaped
@@ -254,6 +254,6 @@ func (c *capped) close() {
 	}
 }
 
-func sameGPUs(a, b []protocol.GPU) bool {
-	return slices.EqualFunc(a, b, func(x, y protocol.GPU) bool { return x.Index == y.Index })
+func sameGPUs(a, b []trade.GPU) bool {
+	return slices.EqualFunc(a, b, func(x, y trade.GPU) bool { return x.Index == y.Index })
 }

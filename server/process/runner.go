@@ -26,8 +26,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
 )
 
 // Defaults for the zero values of Config.
@@ -294,7 +294,7 @@ func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (ser
 	if a.TimeLimit > 0 {
 		j.limit = time.AfterFunc(a.TimeLimit, func() {
 			r.log.Warn("time limit reached; stopping the job", "contract", a.Contract)
-			_ = j.Stop(context.Background(), protocol.ReasonTimeLimit)
+			_ = j.Stop(context.Background(), trade.ReasonTimeLimit)
 		})
 	}
 	go j.watch()

@@ -19,9 +19,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/trade"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -49,10 +49,10 @@ func newRunner(t *testing.T, edit func(*process.Config)) (*process.Runner, strin
 	return r, dir
 }
 
-func gpus(idx ...int) []protocol.GPU {
-	var out []protocol.GPU
+func gpus(idx ...int) []trade.GPU {
+	var out []trade.GPU
 	for _, i := range idx {
-		out = append(out, protocol.GPU{Index: i, Model: "H100", MemoryMiB: 81559})
+		out = append(out, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559})
 	}
 	return out
 }
@@ -70,7 +70,7 @@ func start(t *testing.T, r *process.Runner, a server.Assignment) server.Job {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() { _ = j.Stop(context.Background(), protocol.ReasonKilled) })
+	t.Cleanup(func() { _ = j.Stop(context.Background(), trade.ReasonKilled) })
 	return j
 }
 
@@ -257,7 +257,7 @@ func TestExitStatus(t *testing.T) {
 		t.Errorf("exit status %d, want 3", c)
 	}
 	// Stopping an ended job does nothing.
-	if err := j.Stop(context.Background(), protocol.ReasonKilled); err != nil {
+	if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
 		t.Errorf("Stop after the end: %v", err)
 	}
 }
@@ -267,7 +267,7 @@ func TestKill(t *testing.T) {
 		r, _ := newRunner(t, nil)
 		j := start(t, r, server.Assignment{Contract: "c1", Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
 		t0 := time.Now()
-		if err := j.Stop(context.Background(), protocol.ReasonKilled); err != nil {
+		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(t0); d > 2*time.Second {
@@ -286,7 +286,7 @@ func TestKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		if err := j.Stop(context.Background(), protocol.ReasonKilled); err != nil {
+		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(t0); d < grace || d > grace+3*time.Second {
@@ -305,7 +305,7 @@ func TestKill(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		t0 := time.Now()
-		_ = j.Stop(ctx, protocol.ReasonKilled)
+		_ = j.Stop(ctx, trade.ReasonKilled)
 		if d := time.Since(t0); d < 200*time.Millisecond || d > 5*time.Second {
 			t.Errorf("Stop took %s; want the context's 200ms", d)
 		}
@@ -319,7 +319,7 @@ func TestSuspend(t *testing.T) {
 		if got := firstLine(t, filepath.Join(dir, "c1", "stdout")); got != "ready" {
 			t.Fatalf("first line %q", got)
 		}
-		if err := j.Stop(context.Background(), protocol.ReasonSuspended); err != nil {
+		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
 			t.Fatal(err)
 		}
 		if c := exitCode(t, waitDone(t, j, time.Second)); c != 0 {
@@ -337,7 +337,7 @@ func TestSuspend(t *testing.T) {
 		out := filepath.Join(dir, "c1", "stdout")
 		firstLine(t, out)
 		pid := jobPID(t, r, j)
-		if err := j.Stop(context.Background(), protocol.ReasonSuspended); err != nil {
+		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
 			t.Fatal(err)
 		}
 		m := waitDone(t, j, time.Second)
@@ -367,7 +367,7 @@ func TestSuspend(t *testing.T) {
 		if len(readFile(t, out)) == frozen {
 			t.Error("the thawed job writes nothing")
 		}
-		if err := j2.Stop(context.Background(), protocol.ReasonKilled); err != nil {
+		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		waitDone(t, j2, time.Second)
@@ -380,7 +380,7 @@ func TestSuspend(t *testing.T) {
 		j := start(t, r, server.Assignment{Contract: "c1", Job: job})
 		firstLine(t, filepath.Join(dir, "c1", "stdout"))
 		pid := jobPID(t, r, j)
-		_ = j.Stop(context.Background(), protocol.ReasonSuspended)
+		_ = j.Stop(context.Background(), trade.ReasonSuspended)
 		// Another GPU: the resume starts afresh, and the frozen job dies in time.
 		j2 := start(t, r, server.Assignment{Contract: "c2", Job: job, GPUs: gpus(5), Resumes: "c1"})
 		if jobPID(t, r, j2) == pid {
@@ -434,7 +434,7 @@ type fakeMeter struct {
 	failed  bool
 }
 
-func (f *fakeMeter) Track(_ []protocol.GPU, owns func(int) bool) (server.Gauge, error) {
+func (f *fakeMeter) Track(_ []trade.GPU, owns func(int) bool) (server.Gauge, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed {
@@ -483,7 +483,7 @@ func TestMeter(t *testing.T) {
 	if !m.EnergyJ.Equal(decimal.NewFromInt(7)) {
 		t.Errorf("energy %s, want the meter's 7", m.EnergyJ)
 	}
-	_ = j.Stop(context.Background(), protocol.ReasonKilled)
+	_ = j.Stop(context.Background(), trade.ReasonKilled)
 	meter.mu.Lock()
 	stopped := meter.stopped
 	meter.mu.Unlock()

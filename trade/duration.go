@@ -1,4 +1,4 @@
-package protocol
+package trade
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 )
 
 // Duration is a time.Duration written in JSON as a string with units
-// ("1m30s", "250ms"), as everywhere in the protocol.
+// ("1m30s", "250ms"), as everywhere in the wire protocol.
 type Duration time.Duration
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
