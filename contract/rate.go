@@ -1,0 +1,89 @@
+package contract
+
+import (
+	"github.com/shopspring/decimal"
+)
+
+// Rate is an exact non-negative price, num/den with den > 0: interpolating
+// a curve divides, and comparing by cross-multiplying keeps comparisons of
+// prices exact, so that a server's reserve and a client's bid never
+// disagree by a rounding.
+type Rate struct{ num, den decimal.Decimal }
+
+// Cmp compares two rates exactly: -1, 0 or +1.
+func (r Rate) Cmp(s Rate) int { return r.num.Mul(s.den).Cmp(s.num.Mul(r.den)) }
+
+// Decimal is the rate rounded half up at places decimal places, for
+// showing and for arithmetic that may round.
+func (r Rate) Decimal(places int32) decimal.Decimal {
+	if r.den.Equal(one) {
+		return r.num
+	}
+	return r.num.DivRound(r.den, places)
+}
+
+// At is the curve's value at x, exactly.
+func (c Curve) At(x decimal.Decimal) Rate {
+	num, den := c.at(x, one)
+	return Rate{num, den}
+}
+
+// below is the limit of the curve's value as its argument rises to x:
+// the value at x, except at or below the first breakpoint, where the curve
+// is zero just left of its jump.
+func (c Curve) below(x decimal.Decimal) Rate {
+	if len(c) == 0 || x.LessThanOrEqual(c[0].X) {
+		return Rate{decimal.Zero, one}
+	}
+	return c.At(x)
+}
+
+// Covers reports whether c(x) ≥ reserve(x) for every x in [0, g], exactly:
+// whether an offer's curve pays at least a reserve wherever a job of g
+// GPUs can be. Both curves are linear between the union of their
+// breakpoints and right-continuous, with one jump each (up from zero at
+// the first breakpoint), so the difference is smallest at 0, at g, or at a
+// breakpoint between, approached from the right (the value) or from the
+// left.
+func (c Curve) Covers(reserve Curve, g decimal.Decimal) bool {
+	xs := []decimal.Decimal{decimal.Zero, g}
+	for _, k := range []Curve{c, reserve} {
+		for _, p := range k {
+			if p.X.Sign() > 0 && p.X.LessThan(g) {
+				xs = append(xs, p.X)
+			}
+		}
+	}
+	for _, x := range xs {
+		if c.At(x).Cmp(reserve.At(x)) < 0 {
+			return false
+		}
+		if x.Sign() > 0 && c.below(x).Cmp(reserve.below(x)) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// FullUseRate is what the terms pay per GPU-second when all g GPUs are
+// busy for the whole time: (P(g)·g + Q(g))/g, exactly. It is the one
+// price by which offers, counters and running contracts are compared: what
+// a server earns per GPU it gives, and what a client pays per GPU it gets.
+func (t Terms) FullUseRate() Rate {
+	g := decimal.NewFromInt(int64(max(t.GPUs, 1)))
+	p, q := t.P.At(g), t.Q.At(g)
+	return Rate{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
+}
+
+// CappedPrepayment is the prepayment the terms may carry at the currency's
+// scale: the maximum charge (MaxCharge) where the prepayment is not
+// positive or is more than that, else the prepayment. An offer that names
+// no prepayment escrows what full use for the whole time limit costs; one
+// that names more escrows no more than it could ever be charged.
+func (t Terms) CappedPrepayment(scale int32) decimal.Decimal {
+	m := MaxCharge(t, scale)
+	if !t.Prepayment.IsPositive() || t.Prepayment.GreaterThan(m) {
+		return m
+	}
+	return t.Prepayment
+}
