@@ -10,7 +10,6 @@ type metrics struct {
 	voided      prometheus.Counter
 	readings    *prometheus.CounterVec // by result: counted, stale, rejected, refused, foreign_id
 	escrowed    prometheus.Counter     // contracts opened
-	busy        prometheus.Counter     // offers refused for MaxInFlight
 	stuck       prometheus.Counter     // contracts that began to fail to settle or void
 	stuckNow    prometheus.Gauge       // contracts holding escrow that are stuck now
 	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
@@ -30,8 +29,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Usage readings received, by result."}, []string{"result"}),
 		escrowed: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_contracts_opened_total",
 			Help: "Contracts accepted and escrowed."}),
-		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
-			Help: "Requests refused because too many were in flight."}),
 		stuck: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stuck_total",
 			Help: "Contracts that began to fail to settle or void (each counted once)."}),
 		stuckNow: prometheus.NewGauge(prometheus.GaugeOpts{Name: "bourse_exchange_stuck_contracts",
@@ -40,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed, m.busy,
+		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
 			m.stuck, m.stuckNow, m.heartbeats)
 	}
 	return m

@@ -3,109 +3,71 @@ package exchange
 import (
 	"context"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
-
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/trade"
 )
 
-// handleHello registers a server: its revenue account is opened (once) and
-// it learns how often to speak.
-func (s *Service) handleHello(r micro.Request) {
-	id, err := sender(r, protocol.RoleServer)
-	var h protocol.Hello
-	if err == nil {
-		err = decode(r, &h)
+// Hello registers server: its revenue account in the hello's currency is
+// opened (once), it is offered work while it keeps speaking, and it learns
+// how often to speak.
+func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) (protocol.HelloReply, error) {
+	if err := h.checkHello(ctx, hello); err != nil {
+		return protocol.HelloReply{}, err
 	}
-	if err == nil {
-		err = s.checkHello(context.Background(), h)
+	cur := currency.Code(hello.Currency)
+	if _, err := h.store.Ledger().OpenAccount(ctx, currency.Account{ID: currency.RevenueID(cur, server), Currency: cur, Kind: currency.Revenue}); err != nil {
+		return protocol.HelloReply{}, err
 	}
-	if err == nil {
-		cur := currency.Code(h.Currency)
-		_, err = s.store.Ledger().OpenAccount(context.Background(), currency.Account{ID: currency.RevenueID(cur, id), Currency: cur, Kind: currency.Revenue})
-	}
-	if err != nil {
-		_ = natswire.RespondError(r, err)
-		return
-	}
-	s.servers.remember(id, h.Currency, true)
-	s.servers.update(id, h)
-	s.log.Info("server registered", "server", id, "gpus", len(h.GPUs), "currency", h.Currency, "policy", h.Policy)
-	respond(r, protocol.HelloReply{
-		Heartbeat:       trade.Duration(s.cfg.Heartbeat),
-		ReadingEvery:    trade.Duration(s.cfg.ReadingEvery),
-		ServerLostAfter: trade.Duration(s.cfg.ServerLostAfter),
-	})
+	h.servers.remember(server, hello.Currency, true)
+	h.servers.update(server, hello)
+	h.log.Info("server registered", "server", server, "gpus", len(hello.GPUs), "currency", hello.Currency, "policy", hello.Policy)
+	return protocol.HelloReply{
+		Heartbeat:       trade.Duration(h.cfg.Heartbeat),
+		ReadingEvery:    trade.Duration(h.cfg.ReadingEvery),
+		ServerLostAfter: trade.Duration(h.cfg.ServerLostAfter),
+	}, nil
 }
 
-// checkHello checks a hello or heartbeat and that its currency exists.
-func (s *Service) checkHello(ctx context.Context, h protocol.Hello) error {
-	if err := h.Check(); err != nil {
+// Heartbeat keeps server offered work. A malformed heartbeat is refused,
+// and so is one in a currency the server has not registered in with a
+// hello: it has no revenue account there, and a contract it won would
+// have nowhere to pay.
+func (h *House) Heartbeat(ctx context.Context, server string, hello protocol.Hello) error {
+	if err := h.checkHello(ctx, hello); err != nil {
+		h.metrics.heartbeats.WithLabelValues("malformed").Inc()
 		return err
 	}
-	if _, ok := s.scaleOf(ctx)(h.Currency); !ok {
-		return &bourse.Error{Code: bourse.EUnknownCurrency, Field: "currency", Message: "no currency " + h.Currency}
+	if !h.registered(ctx, server, hello.Currency) {
+		h.metrics.heartbeats.WithLabelValues("unregistered").Inc()
+		h.log.Debug("heartbeat in a currency the server has not registered in", "server", server, "currency", hello.Currency)
+		return &bourse.Error{Code: bourse.EPermission, Field: "currency", Message: "server " + server + " has not said hello in " + hello.Currency}
 	}
+	h.servers.update(server, hello)
 	return nil
 }
 
-// handleHeartbeat refreshes the registry. Every instance hears every
-// heartbeat; a malformed one is ignored, and so is one in a currency the
-// server has not registered in with a hello: the server has no revenue
-// account there, and a contract it won would have nowhere to pay.
-func (s *Service) handleHeartbeat(m *nats.Msg) {
-	role, id, _, ok := protocol.Sender(m.Subject)
-	if !ok || role != protocol.RoleServer {
-		return
+// checkHello checks a hello or heartbeat and that its currency exists.
+func (h *House) checkHello(ctx context.Context, hello protocol.Hello) error {
+	if err := hello.Check(); err != nil {
+		return err
 	}
-	h, err := protocol.DecodeHello(m.Data)
-	if err == nil {
-		err = s.checkHello(context.Background(), h)
+	if _, ok := h.scaleOf(ctx)(hello.Currency); !ok {
+		return &bourse.Error{Code: bourse.EUnknownCurrency, Field: "currency", Message: "no currency " + hello.Currency}
 	}
-	if err != nil {
-		s.metrics.heartbeats.WithLabelValues("malformed").Inc()
-		return
-	}
-	if !s.registered(context.Background(), id, h.Currency) {
-		s.metrics.heartbeats.WithLabelValues("unregistered").Inc()
-		s.log.Debug("heartbeat in a currency the server has not registered in", "server", id, "currency", h.Currency)
-		return
-	}
-	s.servers.update(id, h)
+	return nil
 }
 
 // registered reports whether server has said hello in currency cur. One
 // instance answers each hello but every instance hears every heartbeat,
 // so the ledger (the server's revenue account) is the record, which the
 // registry caches.
-func (s *Service) registered(ctx context.Context, server, cur string) bool {
-	if yes, known := s.servers.registered(server, cur); known {
+func (h *House) registered(ctx context.Context, server, cur string) bool {
+	if yes, known := h.servers.registered(server, cur); known {
 		return yes
 	}
-	_, err := s.store.Ledger().Account(ctx, currency.RevenueID(currency.Code(cur), server))
-	s.servers.remember(server, cur, err == nil)
+	_, err := h.store.Ledger().Account(ctx, currency.RevenueID(currency.Code(cur), server))
+	h.servers.remember(server, cur, err == nil)
 	return err == nil
-}
-
-// handleStarted is a server's report that a job started, for a start that
-// was not confirmed in the reply to Start.
-func (s *Service) handleStarted(r micro.Request) {
-	id, err := sender(r, protocol.RoleServer)
-	var st protocol.Started
-	if err == nil {
-		err = decode(r, &st)
-	}
-	var c trade.Contract
-	if err == nil {
-		c, err = s.markStarted(context.Background(), id, st)
-	}
-	if err != nil {
-		_ = natswire.RespondError(r, err)
-		return
-	}
-	respond(r, c)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
@@ -67,7 +68,7 @@ func benchOffers(b *testing.B, clients int) {
 	l := store.Ledger()
 	run := fmt.Sprint(time.Now().UnixNano())
 	require.NoError(b, l.CreateCurrency(ctx, market.Currency))
-	ex, err := exchange.Start(ctx, exchange.Config{Conn: connect(""), Store: store, Logger: quiet})
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect(""), Config: exchange.Config{Store: store, Logger: quiet}})
 	require.NoError(b, err)
 	b.Cleanup(ex.Stop)
 

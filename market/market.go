@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -58,7 +59,7 @@ type Market struct {
 	ns        *natsserver.Server
 	conns     []*nats.Conn
 	url       string
-	exchanges []*exchange.Service
+	exchanges []*natsvc.Service
 	Tally     *Tally
 	cancelA   context.CancelFunc // agents
 	cancelB   context.CancelFunc // bidders
@@ -142,7 +143,7 @@ func (m *Market) startNATS() error {
 
 // AddExchange starts an exchange instance on store, in the queue group of
 // those running already: the way to scale out.
-func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*exchange.Service, error) {
+func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc.Service, error) {
 	nc, err := m.connect("")
 	if err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*exchan
 	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" {
 		storage = jetstream.MemoryStorage
 	}
-	ex, err := exchange.Start(ctx, exchange.Config{Conn: nc, Store: store, Logger: m.log, StreamStorage: storage})
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log}, StreamStorage: storage})
 	if err != nil {
 		return nil, err
 	}

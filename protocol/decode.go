@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -35,4 +36,17 @@ func badJSON(err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return &bourse.Error{Code: bourse.EInvalid, Message: "malformed message: " + msg}
+}
+
+// UnderTerms names a field of an offer's terms by its path in the request
+// ("terms.gpus"), where the terms' own checks name it from the terms' root
+// ("gpus").
+func UnderTerms(err error) error {
+	var e *bourse.Error
+	if errors.As(err, &e) && e.Field != "" && !strings.HasPrefix(e.Field, "terms.") {
+		c := *e
+		c.Field = "terms." + e.Field
+		return &c
+	}
+	return err
 }

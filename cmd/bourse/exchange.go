@@ -9,19 +9,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-
-	"github.com/bourse/bourse/exchange"
 )
 
 func newExchangeCmd() *cobra.Command {
 	var (
 		natsURL, user, password, creds, dbURL, metricsAddr string
-		cfg                                                exchange.Config
+		cfg                                                natsvc.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -60,7 +59,7 @@ finishes those in flight and exits.`,
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Conn, cfg.Store, cfg.Logger, cfg.Metrics = nc, store, log, reg
-			svc, err := exchange.Start(ctx, cfg)
+			svc, err := natsvc.Start(ctx, cfg)
 			if err != nil {
 				return err
 			}

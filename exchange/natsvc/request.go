@@ -1,8 +1,7 @@
-package exchange
+package natsvc
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -34,12 +33,4 @@ func decode(r micro.Request, v any) error {
 
 func respond(r micro.Request, v any) {
 	_ = r.RespondJSON(v)
-}
-
-// checkRequestID accepts ids a client can reuse on retries.
-func checkRequestID(id string) error {
-	if id == "" || len(id) > 128 || strings.ContainsAny(id, " \t\r\n\x00") {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "request_id", Message: "a request id of 1-128 characters without spaces is required"}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package exchange_test
+package natsvc_test
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ import (
 // another's deliveries, while its own requests get through.
 func TestShippedPermissions(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	opts, err := server.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "docs", "nats-server.conf"))
+	opts, err := server.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
 	require.NoError(t, err)
 	opts.Port, opts.StoreDir = server.RANDOM_PORT, t.TempDir()
 	ns := natstest.StartWith(t, opts)

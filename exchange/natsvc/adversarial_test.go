@@ -1,4 +1,4 @@
-package exchange_test
+package natsvc_test
 
 // The adversarial suite: servers that lie about usage or attack each
 // other, and contracts that cannot settle, against the exchange on the

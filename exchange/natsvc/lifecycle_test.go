@@ -1,4 +1,4 @@
-package exchange_test
+package natsvc_test
 
 import (
 	"context"
@@ -250,7 +250,7 @@ func TestWatchdog(t *testing.T) {
 func TestBooking(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	m := newMarket(t, func(c *exchange.Config) {
-		c.ServerLostAfter, c.StartTimeout, c.WatchdogEvery = timeout, timeout, 20*time.Millisecond
+		c.ServerLostAfter, c.StartTimeout, c.SweepEvery = timeout, timeout, 20*time.Millisecond
 		c.MaxBookAhead = time.Hour
 	})
 	m.wallet("erin", "100")

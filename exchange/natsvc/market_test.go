@@ -1,4 +1,4 @@
-package exchange_test
+package natsvc_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
@@ -35,8 +36,8 @@ type market struct {
 	ns     *server.Server
 	ledger currency.Ledger
 	store  exchange.Store
-	cfg    exchange.Config
-	ex     *exchange.Service
+	cfg    natsvc.Config
+	ex     *natsvc.Service
 	exStop func() // stops ex
 }
 
@@ -51,16 +52,16 @@ func newMarketOn(t *testing.T, store exchange.Store, tune func(*exchange.Config)
 	t.Helper()
 	m := &market{t: t, ns: natstest.Start(t), ledger: store.Ledger(), store: store}
 	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
-	m.cfg = exchange.Config{
-		Conn: natstest.Connect(t, m.ns, ""), Store: m.store,
+	m.cfg = natsvc.Config{Conn: natstest.Connect(t, m.ns, ""), Config: exchange.Config{
+		Store:       m.store,
 		Negotiation: time.Second, ReadingEvery: 50 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
-		ServerLostAfter: 2 * time.Second, WatchdogEvery: 50 * time.Millisecond, StartTimeout: 2 * time.Second,
+		ServerLostAfter: 2 * time.Second, SweepEvery: 50 * time.Millisecond, StartTimeout: 2 * time.Second,
 		// The lifecycle tests publish readings of minutes right after the
 		// start; the adversarial suite tunes this back to the default.
 		ClockSkew: time.Hour,
-	}
+	}}
 	if tune != nil {
-		tune(&m.cfg)
+		tune(&m.cfg.Config)
 	}
 	m.startExchange()
 	return m
@@ -71,7 +72,7 @@ func newMarketOn(t *testing.T, store exchange.Store, tune func(*exchange.Config)
 // function it returns, whichever comes first.
 func (m *market) startExchange() (stop func()) {
 	m.t.Helper()
-	ex, err := exchange.Start(context.Background(), m.cfg)
+	ex, err := natsvc.Start(context.Background(), m.cfg)
 	require.NoError(m.t, err)
 	var once sync.Once
 	stop = func() { once.Do(ex.Stop) }

@@ -1,4 +1,4 @@
-package exchange_test
+package natsvc_test
 
 import (
 	"context"

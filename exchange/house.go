@@ -1,0 +1,150 @@
+// Package exchange is the clearinghouse between clients and GPU servers:
+// the market's rules, without NATS, goroutines or the wall clock. A House
+// validates offers, routes them to matching servers through a Router,
+// escrows the prepayment of the accepted one, follows the contract through
+// its usage readings, settles it, and sweeps for contracts that can no
+// longer end by themselves. Every contract's change of state happens in
+// one store transaction with the money it moves.
+//
+// exchange/natsvc serves a House over NATS; the simulator drives one in
+// process on a virtual clock. Both pass the same Store and the same rules.
+package exchange
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// Config configures a House. Store, Router and Notifier are required;
+// every other zero value takes the default in its comment.
+type Config struct {
+	Store    Store
+	Router   Router
+	Notifier Notifier
+
+	Negotiation     time.Duration // how long servers have to answer an offer, 2s
+	StartTimeout    time.Duration // accepted contracts not started by then are voided, 15s
+	ReadingEvery    time.Duration // how often servers publish readings, 1s
+	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
+	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
+	// SweepEvery is how often the House's driver calls Sweep, 1s: a sweep
+	// that comes much later than that tells the House it was not running.
+	SweepEvery time.Duration
+	// SweepBatch is how many contracts, and due holds, one sweep looks
+	// at, 500.
+	SweepBatch int
+	// MaxBookAhead is how far ahead an offer's start_at may be, 30 days.
+	MaxBookAhead time.Duration
+	// ClockSkew is how far a server's clock, and the time its messages
+	// take, may put a reading off the House's own clock, 5s: a reading's
+	// T may exceed the time since the contract could have started by this
+	// much, and its "at" be this far ahead (reading.go, believable).
+	ClockSkew time.Duration
+	// AckWait is how long a reading handed to one instance may go
+	// unacknowledged before the stream hands it to another,
+	// (ServerLostAfter − ReadingEvery)/2. It must be shorter than
+	// ServerLostAfter − ReadingEvery, so that a reading stranded on an
+	// instance that died comes back before any sweep could judge its
+	// server lost. The House only checks it; its driver uses it.
+	AckWait time.Duration
+	// StuckLimit is how long a contract may keep failing to settle or
+	// void before a sweep ends it by the fixed rule: settled on its last
+	// valid reading, else voided (ReasonExpired), 1h.
+	StuckLimit time.Duration
+
+	Logger  *slog.Logger          // slog.Default() if nil
+	Metrics prometheus.Registerer // nil: metrics are kept but not registered
+	Now     func() time.Time      // time.Now if nil
+}
+
+func (c *Config) defaults() error {
+	if c.Store == nil || c.Router == nil || c.Notifier == nil {
+		return errors.New("exchange: Config.Store, Router and Notifier are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Negotiation, 2*time.Second)
+	def(&c.StartTimeout, 15*time.Second)
+	def(&c.ReadingEvery, time.Second)
+	def(&c.Heartbeat, time.Second)
+	def(&c.ServerLostAfter, 10*time.Second)
+	def(&c.SweepEvery, time.Second)
+	def(&c.MaxBookAhead, 30*24*time.Hour)
+	def(&c.ClockSkew, 5*time.Second)
+	def(&c.StuckLimit, time.Hour)
+	if c.ServerLostAfter <= c.ReadingEvery {
+		return fmt.Errorf("exchange: ServerLostAfter %v must be longer than ReadingEvery %v", c.ServerLostAfter, c.ReadingEvery)
+	}
+	def(&c.AckWait, (c.ServerLostAfter-c.ReadingEvery)/2)
+	if c.AckWait >= c.ServerLostAfter-c.ReadingEvery {
+		return fmt.Errorf("exchange: AckWait %v must be shorter than ServerLostAfter %v less ReadingEvery %v", c.AckWait, c.ServerLostAfter, c.ReadingEvery)
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 500
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// House is the exchange's rules over a Store. It is safe for concurrent
+// use, and it calls its Router and Notifier holding no lock of its own, so
+// that they may call back into it.
+type House struct {
+	cfg     Config
+	store   Store
+	router  Router
+	notify  Notifier
+	log     *slog.Logger
+	metrics *metrics
+	servers *registry
+	scales  sync.Map // currency code → int32 scale; currencies never change scale
+
+	// The sweep's own state (Sweep is called by one caller at a time):
+	// when it last saw the House cut off or not running (its start
+	// counts), when it last swept, and when it last counted the stuck
+	// contracts.
+	sweepMu                         sync.Mutex
+	outage, lastSweep, stuckCounted time.Time
+	// retryHold spaces out attempts to end contracts whose hold is due,
+	// for contracts the store has no Stuck.Retry for (a hold without a
+	// contract).
+	retryHold map[currency.HoldID]time.Time
+}
+
+// New checks cfg and returns a House.
+func New(cfg Config) (*House, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	now := cfg.Now().UTC()
+	return &House{
+		cfg: cfg, store: cfg.Store, router: cfg.Router, notify: cfg.Notifier, log: cfg.Logger,
+		metrics: newMetrics(cfg.Metrics),
+		servers: newRegistry(cfg.Now, cfg.ServerLostAfter),
+		// A new House has heard nothing yet: readings may wait in the
+		// stream, some for AckWait. Its start is an outage to the sweep.
+		outage: now, lastSweep: now,
+		retryHold: map[currency.HoldID]time.Time{},
+	}, nil
+}
+
+// Config returns the House's configuration, defaults filled in.
+func (h *House) Config() Config { return h.cfg }
+
+// LiveServers counts the servers this House has heard from recently.
+func (h *House) LiveServers() int { return h.servers.live() }

@@ -1,0 +1,270 @@
+// Package natsvc serves an exchange.House over NATS: the micro service
+// "bourse-exchange" for the requests of clients and servers, the
+// heartbeat subscription, the JetStream consumer of usage readings, the
+// sweep's ticker, and a Router and Notifier that reach servers and clients
+// over NATS. It holds none of the market's rules: those are the House's.
+// Instances are stateless: several in one queue group share one Store.
+package natsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
+)
+
+// Config configures a Service: the House's rules and timings, and how it
+// is served. Conn and Config.Store are required; Config.Router and
+// Config.Notifier are the Service's own. Every other zero value takes the
+// default in its comment.
+type Config struct {
+	exchange.Config
+	Conn *nats.Conn
+
+	Name    string // micro service name, "bourse-exchange"
+	Version string // micro service version, "0.1.0"
+	// MaxInFlight bounds the offers, suspends and kills handled at once
+	// before "unavailable", 4096.
+	MaxInFlight int
+	// StreamStorage is where JetStream keeps readings: file (default) or
+	// memory (the demo).
+	StreamStorage  jetstream.StorageType
+	StreamReplicas int // 1; 3 on a NATS cluster
+}
+
+func (c *Config) defaults() error {
+	if c.Conn == nil {
+		return errors.New("natsvc: Config.Conn is required")
+	}
+	if c.Name == "" {
+		c.Name = "bourse-exchange"
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4096
+	}
+	if c.StreamReplicas <= 0 {
+		c.StreamReplicas = 1
+	}
+	return nil
+}
+
+// Service is a running exchange instance.
+type Service struct {
+	cfg      exchange.Config // as the House filled it in
+	serve    Config
+	nc       *nats.Conn
+	house    *exchange.House
+	busy     prometheus.Counter
+	inflight chan struct{}
+	requests sync.WaitGroup // requests to servers sent on the House's behalf
+
+	svc      micro.Service
+	subs     []*nats.Subscription
+	consumer jetstream.ConsumeContext
+	readers  sync.WaitGroup // the reading workers
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// Start validates cfg, creates the usage stream if needed and starts
+// serving. Stop it with Stop.
+func Start(ctx context.Context, cfg Config) (*Service, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Service{serve: cfg, nc: cfg.Conn, inflight: make(chan struct{}, cfg.MaxInFlight),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
+			Help: "Requests refused because too many were in flight."})}
+	hc := cfg.Config
+	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
+	house, err := exchange.New(hc)
+	if err != nil {
+		return nil, err
+	}
+	s.house, s.cfg = house, house.Config()
+	if hc.Metrics != nil {
+		if err := hc.Metrics.Register(s.busy); err != nil {
+			return nil, fmt.Errorf("natsvc: register metrics: %w", err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if err := s.startUsage(ctx, runCtx); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.startEndpoints(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sweep(runCtx)
+	}()
+	return s, nil
+}
+
+// House is the rules this Service serves.
+func (s *Service) House() *exchange.House { return s.house }
+
+// LiveServers counts the servers this instance has heard from recently.
+func (s *Service) LiveServers() int { return s.house.LiveServers() }
+
+// Stop stops taking requests, lets handlers in flight finish, and stops the
+// usage consumer and the sweep. Unacknowledged readings are redelivered
+// to another instance.
+func (s *Service) Stop() {
+	if s.svc != nil {
+		_ = s.svc.Stop()
+	}
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	if s.consumer != nil {
+		s.consumer.Stop()
+	}
+	for range cap(s.inflight) { // wait for offers in negotiation
+		s.inflight <- struct{}{}
+	}
+	s.requests.Wait()
+	s.cancel()
+	s.wg.Wait()
+	s.readers.Wait()
+}
+
+// sweep calls the House's Sweep every SweepEvery, and tells it when this
+// instance is cut off from NATS, where the readings wait.
+func (s *Service) sweep(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.nc.Status() != nats.CONNECTED {
+				s.house.Disconnected()
+			}
+			s.house.Sweep(ctx)
+		}
+	}
+}
+
+func (s *Service) startEndpoints() error {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        s.serve.Name,
+		Version:     s.serve.Version,
+		Description: "Bourse GPU compute exchange",
+		QueueGroup:  "bourse-exchange",
+	})
+	if err != nil {
+		return fmt.Errorf("natsvc: add micro service: %w", err)
+	}
+	s.svc = svc
+	client := svc.AddGroup(protocol.Prefix + ".client")
+	server := svc.AddGroup(protocol.Prefix + ".server")
+	endpoints := []struct {
+		g    micro.Group
+		verb string
+		h    micro.HandlerFunc
+	}{
+		{client, protocol.VerbOffer, s.async(s.handleOffer)},
+		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
+		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
+		{client, protocol.VerbContract, s.handleContract},
+		{client, protocol.VerbContracts, s.handleContracts},
+		{client, protocol.VerbBalance, s.handleBalance},
+		{client, protocol.VerbStatement, s.handleStatement},
+		{server, protocol.VerbHello, s.handleHello},
+		{server, protocol.VerbStarted, s.handleStarted},
+	}
+	for _, e := range endpoints {
+		if err := e.g.AddEndpoint(e.verb, e.h, micro.WithEndpointSubject("*."+e.verb)); err != nil {
+			return fmt.Errorf("natsvc: add endpoint %s: %w", e.verb, err)
+		}
+	}
+	// Every instance hears every heartbeat, so each can route.
+	sub, err := s.nc.Subscribe(protocol.ServerSubject("*", protocol.VerbHeartbeat), s.handleHeartbeat)
+	if err != nil {
+		return fmt.Errorf("natsvc: subscribe to heartbeats: %w", err)
+	}
+	s.subs = append(s.subs, sub)
+	// Make the subscriptions known to the server before Start returns, so
+	// that a request sent right after Start finds a responder.
+	if err := s.nc.Flush(); err != nil {
+		return fmt.Errorf("natsvc: flush subscriptions: %w", err)
+	}
+	return nil
+}
+
+// async runs a slow handler off the subscription's goroutine, so that one
+// negotiation does not hold up the next; MaxInFlight bounds them. The
+// handler answers through a detached request: micro's own must not be used
+// after its handler returns.
+func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
+	return func(r micro.Request) {
+		select {
+		case s.inflight <- struct{}{}:
+		default:
+			s.busy.Inc()
+			_ = natswire.RespondError(r, errBusy)
+			return
+		}
+		d := detached{Request: r, nc: s.nc, reply: r.Reply()}
+		go func() {
+			defer func() { <-s.inflight }()
+			h(d)
+		}()
+	}
+}
+
+// detached answers a micro request by publishing to its reply subject
+// itself. micro's statistics then count the request but not its errors or
+// its time; the exchange's Prometheus metrics do.
+type detached struct {
+	micro.Request
+	nc    *nats.Conn
+	reply string
+}
+
+func (d detached) Respond(data []byte, _ ...micro.RespondOpt) error {
+	if d.reply == "" {
+		return nil
+	}
+	return d.nc.Publish(d.reply, data)
+}
+
+func (d detached) RespondJSON(v any, _ ...micro.RespondOpt) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("natsvc: encode reply: %w", err)
+	}
+	return d.Respond(data)
+}
+
+func (d detached) Error(code, description string, data []byte, _ ...micro.RespondOpt) error {
+	if d.reply == "" {
+		return nil
+	}
+	m := nats.NewMsg(d.reply)
+	m.Header.Set(micro.ErrorHeader, description)
+	m.Header.Set(micro.ErrorCodeHeader, code)
+	m.Data = data
+	return d.nc.PublishMsg(m)
+}

@@ -1,0 +1,124 @@
+package natsvc
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
+)
+
+// router is the Service as the House's Router and Notifier: requests to
+// servers and events to clients, over NATS.
+type router Service
+
+var (
+	_ exchange.Router   = (*router)(nil)
+	_ exchange.Notifier = (*router)(nil)
+)
+
+// Ask sends the offer to every server at once and yields the answers as
+// they arrive, within the negotiation time. Should the House stop at an
+// accept, the answers still to come are read off in the background and
+// every later accept is cancelled.
+func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return func(yield func(exchange.Answer) bool) {
+		body, _ := json.Marshal(offer)
+		ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
+		answers := make(chan exchange.Answer, len(servers))
+		for _, srv := range servers {
+			go func() {
+				a := exchange.Answer{Server: srv}
+				msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, protocol.DeliverOffer), body)
+				if err == nil {
+					if err = natswire.DecodeError(msg); err == nil {
+						err = json.Unmarshal(msg.Data, &a.Decision)
+					}
+				}
+				a.Err = err
+				answers <- a
+			}()
+		}
+		for i := range servers {
+			if !yield(<-answers) {
+				left := len(servers) - i - 1
+				go func() { // cancel the accepts that arrive after the winner
+					defer cancel()
+					for range left {
+						if late := <-answers; late.Err == nil && late.Decision.Accept {
+							r.Cancel(late.Server, offer.Offer)
+						}
+					}
+				}()
+				return
+			}
+		}
+		cancel()
+	}
+}
+
+// Start sends the start request after the House has answered the offer,
+// and tells done what the server said.
+func (r *router) Start(ctx context.Context, start protocol.Start, done func(protocol.Started, error)) {
+	r.requests.Add(1)
+	go func() {
+		defer r.requests.Done()
+		var st protocol.Started
+		msg, err := r.request(context.WithoutCancel(ctx), start.Contract.Server, protocol.DeliverStart, start)
+		if err == nil {
+			err = json.Unmarshal(msg, &st)
+		}
+		done(st, err)
+	}()
+}
+
+// Cancel publishes the cancel of an accept not taken.
+func (r *router) Cancel(server, offerID string) {
+	body, _ := json.Marshal(protocol.Cancel{Offer: offerID})
+	_ = r.nc.Publish(protocol.DeliverSubject(server, protocol.DeliverCancel), body)
+}
+
+// Control asks the server to stop a job: in the caller's goroutine when
+// done waits for the answer, in the background when nobody does.
+func (r *router) Control(ctx context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+	req := protocol.Control{Contract: c.ID, Action: action}
+	if done != nil {
+		_, err := r.request(ctx, c.Server, protocol.DeliverControl, req)
+		done(err)
+		return
+	}
+	r.requests.Add(1)
+	go func() {
+		defer r.requests.Done()
+		_, _ = r.request(context.WithoutCancel(ctx), c.Server, protocol.DeliverControl, req)
+	}()
+}
+
+// request sends v to server's delivery subject verb and returns the
+// answer's body, waiting at most the negotiation time.
+func (r *router) request(ctx context.Context, server, verb string, v any) ([]byte, error) {
+	body, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
+	defer cancel()
+	msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(server, verb), body)
+	if err == nil {
+		err = natswire.DecodeError(msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return msg.Data, nil
+}
+
+// Notify publishes an event to the client's delivery subject.
+func (r *router) Notify(client string, ev protocol.Event) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		r.house.Config().Logger.Error("encode event", "err", err)
+		return
+	}
+	_ = r.nc.Publish(protocol.DeliverSubject(client, protocol.DeliverEvent), body)
+}

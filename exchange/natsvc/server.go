@@ -1,0 +1,63 @@
+package natsvc
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/trade"
+)
+
+// handleHello registers a server (bourse.v1.server.<s>.hello).
+func (s *Service) handleHello(r micro.Request) {
+	id, err := sender(r, protocol.RoleServer)
+	var h protocol.Hello
+	if err == nil {
+		err = decode(r, &h)
+	}
+	var reply protocol.HelloReply
+	if err == nil {
+		reply, err = s.house.Hello(context.Background(), id, h)
+	}
+	if err != nil {
+		_ = natswire.RespondError(r, err)
+		return
+	}
+	respond(r, reply)
+}
+
+// handleHeartbeat passes a heartbeat to the House; every instance hears
+// every heartbeat, so each can route, and none answers.
+func (s *Service) handleHeartbeat(m *nats.Msg) {
+	role, id, _, ok := protocol.Sender(m.Subject)
+	if !ok || role != protocol.RoleServer {
+		return
+	}
+	h, err := protocol.DecodeHello(m.Data)
+	if err != nil {
+		return
+	}
+	_ = s.house.Heartbeat(context.Background(), id, h)
+}
+
+// handleStarted is a server's report that a job started, for a start that
+// was not confirmed in the reply to Start (bourse.v1.server.<s>.started).
+func (s *Service) handleStarted(r micro.Request) {
+	id, err := sender(r, protocol.RoleServer)
+	var st protocol.Started
+	if err == nil {
+		err = decode(r, &st)
+	}
+	var c trade.Contract
+	if err == nil {
+		c, err = s.house.Started(context.Background(), id, st)
+	}
+	if err != nil {
+		_ = natswire.RespondError(r, err)
+		return
+	}
+	respond(r, c)
+}

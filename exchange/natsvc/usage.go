@@ -1,0 +1,119 @@
+package natsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// startUsage creates the usage stream (idempotently) and consumes it with a
+// durable consumer that all instances share: each reading goes to one
+// instance, and is redelivered if that instance dies before acknowledging.
+func (s *Service) startUsage(ctx, runCtx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("natsvc: jetstream: %w", err)
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        protocol.UsageStream,
+		Description: "Bourse usage readings, de-duplicated by Nats-Msg-Id",
+		Subjects:    []string{protocol.UsageSubjects},
+		Storage:     s.serve.StreamStorage,
+		Replicas:    s.serve.StreamReplicas,
+		Duplicates:  10 * time.Minute,
+		MaxAge:      7 * 24 * time.Hour,
+	})
+	if err != nil {
+		return fmt.Errorf("natsvc: create stream %s: %w", protocol.UsageStream, err)
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       "exchange",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		MaxAckPending: 10000,
+	})
+	if err != nil {
+		return fmt.Errorf("natsvc: create usage consumer: %w", err)
+	}
+	// Readings are counted by a few workers at once, each contract always by
+	// the same one: contracts settle in parallel (on SQL, in parallel
+	// transactions) and one contract's readings still arrive in order.
+	shards := make([]chan jetstream.Msg, readingWorkers)
+	for i := range shards {
+		shards[i] = make(chan jetstream.Msg, 256)
+		s.readers.Add(1)
+		go func() {
+			defer s.readers.Done()
+			for {
+				select {
+				case m := <-shards[i]:
+					s.handleReading(runCtx, m)
+				case <-runCtx.Done():
+					return // unacknowledged readings are redelivered
+				}
+			}
+		}()
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case shards[shardOf(m.Subject(), len(shards))] <- m:
+		case <-runCtx.Done():
+		}
+	},
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			s.house.Config().Logger.Debug("usage consumer", "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("natsvc: consume usage: %w", err)
+	}
+	s.consumer = cc
+	return nil
+}
+
+// readingWorkers is how many readings are counted at once.
+const readingWorkers = 8
+
+// shardOf picks a reading's worker by its subject, which names the contract.
+func shardOf(subject string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(subject))
+	return int(h.Sum32() % uint32(n))
+}
+
+// handleReading passes one reading to the House and acknowledges it once
+// it is stored (or known to change nothing), asks for it again a second
+// later when the House could not store it, and drops it for good when the
+// House refuses it.
+func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
+	server, id, ok := usageSubject(m.Subject())
+	if !ok {
+		s.house.Config().Logger.Warn("reading on a malformed subject dropped", "subject", m.Subject())
+		_ = m.Term()
+		return
+	}
+	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data())
+	switch {
+	case err == nil, errors.Is(err, exchange.ErrNoChange):
+		_ = m.Ack()
+	case exchange.Transient(err):
+		_ = m.NakWithDelay(time.Second)
+	default:
+		_ = m.Term()
+	}
+}
+
+// usageSubject parses bourse.v1.server.<server>.usage.<contract>.
+func usageSubject(subj string) (server, id string, ok bool) {
+	t := strings.Split(subj, ".")
+	if len(t) != 6 || t[0]+"."+t[1] != protocol.Prefix || t[2] != protocol.RoleServer || t[4] != protocol.VerbUsage {
+		return "", "", false
+	}
+	return t[3], t[5], true
+}

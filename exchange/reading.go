@@ -1,0 +1,213 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Reading takes a reading as it travels: published by server on the
+// usage subject of contract id, under message id msgID (empty if it had
+// none), with body data. It refuses for good, counting why, what no retry
+// could make acceptable: a message id that names another server (an
+// attempt to spend that server's ids and have its readings dropped as
+// duplicates), a malformed reading, one for another contract than its
+// subject's; the rest is Count's.
+func (h *House) Reading(ctx context.Context, server, id, msgID string, data []byte) error {
+	if msgID != "" && !strings.HasPrefix(msgID, server+":") {
+		h.metrics.readings.WithLabelValues("foreign_id").Inc()
+		h.log.Warn("reading under another server's message id dropped", "server", server, "contract", id, "msg_id", msgID)
+		return &bourse.Error{Code: bourse.EPermission, Field: "msg_id", Message: "message id " + msgID + " names another server than " + server}
+	}
+	r, err := protocol.DecodeReading(data)
+	if err == nil && r.Contract != id {
+		err = &bourse.Error{Code: bourse.EInvalid, Field: "contract", Message: "a reading of " + r.Contract + " on the subject of " + id}
+	}
+	if err != nil {
+		h.metrics.readings.WithLabelValues("rejected").Inc()
+		h.log.Warn("malformed reading dropped", "server", server, "contract", id, "err", err)
+		return err
+	}
+	return h.Count(ctx, server, r)
+}
+
+// Count takes a reading that server published: it stores r as the
+// contract's latest reading if it is newer and believable, and settles the
+// contract if r is final. ErrNoChange says r changed nothing (stale, or
+// for a contract that ended); a transient error (Transient) says to
+// deliver r again later; any other error refuses r for good.
+func (h *House) Count(ctx context.Context, server string, r trade.Reading) error {
+	err := h.count(ctx, server, r)
+	switch {
+	case err == nil:
+		h.metrics.readings.WithLabelValues("counted").Inc()
+	case errors.Is(err, ErrNoChange):
+		h.metrics.readings.WithLabelValues("stale").Inc()
+	case Transient(err):
+		h.log.Warn("reading not stored", "contract", r.Contract, "seq", r.Seq, "err", err)
+	default:
+		h.metrics.readings.WithLabelValues("rejected").Inc()
+		h.log.Warn("reading rejected", "contract", r.Contract, "server", server, "seq", r.Seq, "err", err)
+	}
+	return err
+}
+
+func (h *House) count(ctx context.Context, server string, r trade.Reading) error {
+	now := h.cfg.Now().UTC()
+	var final bool
+	store := func(c *trade.Contract) error {
+		if c.Server != server {
+			return &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
+		}
+		if !c.HoldsEscrow() || (c.Reading != nil && r.Seq <= c.Reading.Seq) {
+			return ErrNoChange
+		}
+		if err := h.believable(c, r, now); err != nil {
+			return err
+		}
+		rr := r
+		c.Reading, c.LastSeen = &rr, now
+		if c.State == trade.StateAccepted {
+			c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
+		}
+		return nil
+	}
+	c, err := h.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+		if err := store(c); err != nil || !r.Final {
+			return nil, err
+		}
+		final = true
+		return h.settle(c, finalReason(r), scale)
+	})
+	if err != nil && final && !Transient(err) {
+		// The ledger refused the settlement. Keep the final reading all the
+		// same: the watchdog settles on it once the server falls silent,
+		// with backoff while it fails, and by the fixed rule in the end.
+		h.log.Error("a final reading does not settle; kept for the watchdog", "contract", r.Contract, "err", err)
+		final = false
+		c, err = h.store.Update(ctx, r.Contract, func(c *trade.Contract) ([]currency.Op, error) { return nil, store(c) })
+	}
+	if err != nil {
+		return err
+	}
+	if final {
+		h.metrics.settled.WithLabelValues(string(c.Reason)).Inc()
+		h.event(protocol.EventSettled, c)
+		return nil
+	}
+	ev := protocol.Event{Type: protocol.EventReading, Contract: c, At: now}
+	if scale, ok := h.scaleOf(ctx)(c.Terms.Currency); ok {
+		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
+	}
+	h.notify.Notify(c.Client, ev)
+	return nil
+}
+
+// finalReason is why a final reading says its contract stopped.
+func finalReason(r trade.Reading) trade.Reason {
+	if r.Reason == "" {
+		return trade.ReasonCompleted
+	}
+	return r.Reason
+}
+
+// believable judges a reading by the exchange's own clock, which is all
+// it trusts (docs/protocol.md, "What the exchange believes"). A job
+// cannot start before its contract was accepted, nor a booking before its
+// start_at, so a reading's T cannot exceed the time since then, nor its
+// "at" lie ahead of now, each but by ClockSkew. A reading's "at" may lie
+// far in the past: readings wait in outboxes and streams through outages.
+// U needs no bound of its own: pricing clamps it to gpus·T (and S to
+// gpus), T being bounded here.
+func (h *House) believable(c *trade.Contract, r trade.Reading, now time.Time) error {
+	skew := h.cfg.ClockSkew
+	earliest := later(c.AcceptedAt, c.Terms.StartAt.UTC())
+	switch {
+	case r.At.After(now.Add(skew)):
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is ahead of the exchange's clock (%s) by more than %v", r.At.UTC().Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), skew)}
+	case r.At.Before(earliest.Add(-skew)):
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is before the contract could start (%s)", r.At.UTC().Format(time.RFC3339Nano), earliest.Format(time.RFC3339Nano))}
+	case time.Duration(r.T) > now.Sub(earliest)+skew:
+		return &bourse.Error{Code: bourse.EInvalid, Field: "t", Message: fmt.Sprintf(
+			"%v of wall time, but by the exchange's clock the contract can have run %v at most", time.Duration(r.T), now.Sub(earliest).Round(time.Millisecond))}
+	}
+	return nil
+}
+
+// settle changes c to settled on its last reading and returns the capture
+// that pays the server and refunds the rest, to commit together. scale is
+// the contract's currency's.
+func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
+	var u contract.Usage
+	if c.Reading != nil {
+		u = c.Reading.Usage()
+	}
+	st, err := contract.Charge(c.Terms, u, scale)
+	if err != nil {
+		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
+	}
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, h.cfg.Now().UTC()
+	cur := currency.Code(c.Terms.Currency)
+	return []currency.Op{currency.Capture{
+		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
+		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
+	}}, nil
+}
+
+// void changes an accepted contract to voided and returns the release of
+// its whole prepayment.
+func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
+	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
+}
+
+// errNoScale stops an update whose currency's scale is not cached yet.
+var errNoScale = errors.New("currency scale not cached")
+
+// updatePriced is store.Update for changes that price the contract. The
+// currency's scale is looked up outside the store's transaction: a lookup
+// inside would hold one database connection while waiting for another,
+// and with every connection so held, wait for ever.
+func (h *House) updatePriced(ctx context.Context, id string, change func(c *trade.Contract, scale int32) ([]currency.Op, error)) (trade.Contract, error) {
+	for attempt := 0; ; attempt++ {
+		var missing string
+		c, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+			scale, ok := h.cachedScale(c.Terms.Currency)
+			if !ok {
+				missing = c.Terms.Currency
+				return nil, errNoScale
+			}
+			return change(c, scale)
+		})
+		if !errors.Is(err, errNoScale) || attempt > 0 {
+			return c, err
+		}
+		if _, ok := h.scaleOf(ctx)(missing); !ok {
+			return c, fmt.Errorf("contract %s: currency %s unknown", id, missing)
+		}
+	}
+}
+
+// event tells the client about its contract.
+func (h *House) event(typ protocol.EventType, c trade.Contract) {
+	h.notify.Notify(c.Client, protocol.Event{Type: typ, Contract: c, At: h.cfg.Now().UTC()})
+}
+
+// Transient reports whether err may pass if the same thing is tried again
+// (the database was unavailable, say), as opposed to a refusal.
+func Transient(err error) bool {
+	code := bourse.ErrorCode(err)
+	return code == bourse.EInternal || code == bourse.EUnavailable
+}

@@ -1,0 +1,251 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Contracts that fail to settle wait between attempts (Stuck.Retry),
+// from minBackoff (or SweepEvery, if longer), doubling, up to
+// maxBackoff; the store lists them after all others meanwhile, so that a
+// sweep always makes progress.
+const (
+	minBackoff = time.Second
+	maxBackoff = 5 * time.Minute
+)
+
+// stuckCountEvery is how often the sweep refreshes the stuck gauge.
+const stuckCountEvery = 10 * time.Second
+
+// Sweep settles running contracts whose server went silent, on their last
+// reading (exposure is bounded by the reading interval), voids accepted
+// contracts that never started, and ends contracts whose escrow is due or
+// that stayed stuck too long. Its driver calls it every SweepEvery; every
+// instance of the exchange sweeps, and the store's Update makes their
+// actions exclusive and the ledger keys make them idempotent.
+func (h *House) Sweep(ctx context.Context) {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	now := h.cfg.Now().UTC()
+	// While the House has not been running (just started, or its process
+	// stopped by SIGSTOP, a VM pause or starvation: its sweeps come late),
+	// or its driver was cut off (Disconnected), silence proves nothing:
+	// readings wait in the stream, and those handed to an instance that
+	// died come back after AckWait. Judge silence only once a whole
+	// ServerLostAfter has passed since.
+	if now.Sub(h.lastSweep) > 2*h.cfg.SweepEvery+time.Second {
+		h.outage = now
+	}
+	// From the sweep's end: a sweep that takes long is no pause.
+	defer func() { h.lastSweep = h.cfg.Now().UTC() }()
+	silentSince := now.Add(-h.cfg.ServerLostAfter)
+	if h.outage.After(silentSince) {
+		return
+	}
+	stale, err := h.store.Stale(ctx, now, silentSince, h.cfg.SweepBatch)
+	if err != nil {
+		h.log.Warn("sweep: list stale contracts", "err", err)
+		return
+	}
+	for _, c := range stale {
+		h.judge(ctx, c, now, silentSince)
+	}
+	h.expireDue(ctx, now)
+	if now.Sub(h.stuckCounted) >= stuckCountEvery {
+		h.stuckCounted = now
+		if cs, err := h.store.Stuck(ctx, 0); err == nil {
+			h.metrics.stuckNow.Set(float64(len(cs)))
+		}
+	}
+}
+
+// Disconnected tells the House that its driver cannot reach the servers'
+// readings now (NATS is down): the sweep judges no silence until a whole
+// ServerLostAfter after the last call.
+func (h *House) Disconnected() {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	h.outage = h.cfg.Now().UTC()
+}
+
+// judge settles a silent running contract on its last reading and voids
+// an accepted one past its start deadline. A failure marks the contract
+// stuck, to be tried again later.
+func (h *House) judge(ctx context.Context, c trade.Contract, now, silentSince time.Time) {
+	var typ protocol.EventType
+	got, err := h.updatePriced(ctx, c.ID, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+		switch {
+		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince):
+			typ = protocol.EventSettled
+			return h.settle(c, silentReason(c), scale)
+		case c.State == trade.StateAccepted && c.StartDeadline.Before(now):
+			typ = protocol.EventVoided
+			return h.void(c, trade.ReasonNotStarted), nil
+		}
+		return nil, ErrNoChange
+	})
+	switch {
+	case errors.Is(err, ErrNoChange):
+		return
+	case err != nil:
+		h.stuck(ctx, c.ID, now, err)
+		return
+	}
+	h.ended(ctx, typ, got)
+}
+
+// silentReason is why a silent running contract settles: the reason of
+// its final reading if one was stored (its settlement failed when it
+// came), else server_lost.
+func silentReason(c *trade.Contract) trade.Reason {
+	if r := c.Reading; r != nil && r.Final {
+		return finalReason(*r)
+	}
+	return trade.ReasonServerLost
+}
+
+// ended reports a contract the sweep settled or voided.
+func (h *House) ended(ctx context.Context, typ protocol.EventType, c trade.Contract) {
+	if typ == protocol.EventVoided {
+		h.metrics.voided.Inc()
+	} else {
+		h.metrics.settled.WithLabelValues(string(c.Reason)).Inc()
+	}
+	// Tell the server too: if it is alive but unheard (or started the job
+	// after all), the job must stop, since nobody pays for it now.
+	h.router.Control(ctx, c, trade.ReasonKilled, nil)
+	h.log.Warn("sweep ended a contract", "contract", c.ID, "server", c.Server, "state", c.State, "reason", c.Reason, "charge", c.Charge)
+	h.event(typ, c)
+}
+
+// stuck records that contract id failed to settle or void with cause, and
+// when to try it again: the wait doubles from minBackoff (or
+// SweepEvery) up to maxBackoff. The first failure is logged as an error and counted; the
+// later ones only at debug level. A contract stuck for StuckLimit is
+// ended by the fixed rule (expire).
+func (h *House) stuck(ctx context.Context, id string, now time.Time, cause error) {
+	got, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		if !c.HoldsEscrow() {
+			return nil, ErrNoChange
+		}
+		st := trade.Stuck{Since: now}
+		if c.Stuck != nil {
+			st = *c.Stuck
+		}
+		st.Attempts++
+		st.Retry = now.Add(backoff(max(minBackoff, h.cfg.SweepEvery), st.Attempts))
+		st.Error = bourse.ErrorMessage(cause)
+		c.Stuck = &st
+		return nil, nil
+	})
+	if err != nil {
+		if !errors.Is(err, ErrNoChange) {
+			h.log.Warn("sweep: cannot record a stuck contract", "contract", id, "cause", cause, "err", err)
+		}
+		return
+	}
+	st := got.Stuck
+	if st.Attempts == 1 {
+		h.metrics.stuck.Inc()
+		h.log.Error("sweep: contract stuck: it holds its escrow and does not settle; retrying with backoff",
+			"contract", id, "server", got.Server, "state", got.State, "err", cause, "ends_by_rule_at", st.Since.Add(h.cfg.StuckLimit))
+	} else {
+		h.log.Debug("sweep: contract still stuck", "contract", id, "attempts", st.Attempts, "retry", st.Retry, "err", cause)
+	}
+	if now.Sub(st.Since) >= h.cfg.StuckLimit {
+		if err := h.expire(ctx, id); err != nil {
+			h.log.Warn("sweep: cannot end a stuck contract by the rule either; trying again later", "contract", id, "err", err)
+		}
+	}
+}
+
+func backoff(first time.Duration, attempts int) time.Duration {
+	d := first
+	for i := 1; i < attempts && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// expireDue ends the contracts whose escrow's deadline has passed by the
+// ledger's clock: no legitimate contract lives that long (the deadline is
+// its start deadline plus its time limit, ServerLostAfter and StuckLimit),
+// so one that does, whatever the cause (a server that keeps reading but
+// never ends it, a settlement that keeps failing), ends by the fixed rule.
+// A hold without a contract, which no exchange opens, is expired in the
+// ledger alone.
+func (h *House) expireDue(ctx context.Context, now time.Time) {
+	due, err := h.store.Ledger().DueHolds(ctx, h.cfg.SweepBatch)
+	if err != nil {
+		h.log.Warn("sweep: list due holds", "err", err)
+		return
+	}
+	for _, hold := range due {
+		if h.retryHold[hold.ID].After(now) {
+			continue
+		}
+		id := string(hold.ID)
+		c, err := h.store.Contract(ctx, id)
+		switch {
+		case bourse.ErrorCode(err) == bourse.ENotFound:
+			_, err = currency.Do(ctx, h.store.Ledger(), currency.Expire{Key: "expire/" + id, Hold: hold.ID})
+			h.log.Warn("sweep: expired a hold that no contract owns", "hold", id, "amount", hold.Amount, "err", err)
+		case err != nil:
+		case c.Stuck != nil && c.Stuck.Retry.After(now):
+			continue
+		default:
+			if err = h.expire(ctx, id); err != nil {
+				h.stuck(ctx, id, now, err)
+			}
+		}
+		if err != nil {
+			h.retryHold[hold.ID] = now.Add(maxBackoff)
+		} else {
+			delete(h.retryHold, hold.ID)
+		}
+	}
+}
+
+// expire ends contract id by the fixed rule: settled on its last valid
+// reading with reason expired, or, when it has none or that settlement
+// fails, voided with a full refund. Stored readings passed every check on
+// the way in, so only a ledger that refuses the capture (or a bug) gets
+// to the void.
+func (h *House) expire(ctx context.Context, id string) error {
+	var typ protocol.EventType
+	got, err := h.updatePriced(ctx, id, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+		if !c.HoldsEscrow() {
+			return nil, ErrNoChange
+		}
+		if c.Reading == nil {
+			typ = protocol.EventVoided
+			return h.void(c, trade.ReasonExpired), nil
+		}
+		typ = protocol.EventSettled
+		return h.settle(c, trade.ReasonExpired, scale)
+	})
+	if err != nil && !errors.Is(err, ErrNoChange) && typ == protocol.EventSettled {
+		h.log.Warn("sweep: the last reading does not settle; voiding", "contract", id, "err", err)
+		got, err = h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+			if !c.HoldsEscrow() {
+				return nil, ErrNoChange
+			}
+			typ = protocol.EventVoided
+			return h.void(c, trade.ReasonExpired), nil
+		})
+	}
+	switch {
+	case errors.Is(err, ErrNoChange):
+		return nil
+	case err != nil:
+		return err
+	}
+	h.ended(ctx, typ, got)
+	return nil
+}
