@@ -15,7 +15,7 @@ import (
 // every backend. A business failure comes back in Result.Err and is stored
 // under the key like a success; the returned error is only for s failing,
 // and then the backend must discard everything s wrote.
-func Apply(ctx context.Context, s State, op Op) (Result, error) {
+func Apply(ctx context.Context, s Books, op Op) (Result, error) {
 	key := op.IdempotencyKey()
 	name := opName(op)
 	if err := checkName("currency."+name, "key", key); err != nil {
@@ -62,7 +62,7 @@ func asError(err error) *bourse.Error {
 }
 
 type applier struct {
-	s   State
+	s   Books
 	now time.Time
 }
 

@@ -9,7 +9,7 @@ import (
 
 // CreateCurrency adds c and its issuance account to s. Creating the same
 // currency again is a no-op; the same code with another scale is EConflict.
-func CreateCurrency(ctx context.Context, s State, c Currency) error {
+func CreateCurrency(ctx context.Context, s Books, c Currency) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func CreateCurrency(ctx context.Context, s State, c Currency) error {
 // OpenAccount adds a wallet or revenue account to s and returns it. Opening
 // the same account again returns the existing one; the same ID with other
 // content is EConflict.
-func OpenAccount(ctx context.Context, s State, a Account) (Account, error) {
+func OpenAccount(ctx context.Context, s Books, a Account) (Account, error) {
 	const op = "currency.OpenAccount"
 	if err := a.validate(op); err != nil {
 		return Account{}, err

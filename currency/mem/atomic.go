@@ -42,7 +42,7 @@ type journal struct {
 	undo []func()
 }
 
-var _ currency.State = (*journal)(nil)
+var _ currency.Books = (*journal)(nil)
 
 func (j *journal) rollback() {
 	for i := len(j.undo) - 1; i >= 0; i-- {

@@ -13,7 +13,7 @@ import (
 // state is the Ledger seen by currency.Apply; its caller holds l.mu.
 type state struct{ l *Ledger }
 
-var _ currency.State = state{}
+var _ currency.Books = state{}
 
 func (s state) Now() time.Time { return s.l.now() }
 

@@ -2,7 +2,7 @@
 // through pgx.
 //
 // The ledger's rules are not here: every write runs currency.Apply,
-// currency.CreateCurrency or currency.OpenAccount over a currency.State bound
+// currency.CreateCurrency or currency.OpenAccount over a currency.Books bound
 // to one SERIALIZABLE transaction (state.go). That state reads the rows the
 // operations need in one pipelined batch that starts with BEGIN, locking
 // them (SELECT … FOR UPDATE) in key order, keeps them in memory while the

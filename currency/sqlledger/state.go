@@ -13,7 +13,7 @@ import (
 	"github.com/bourse/bourse/currency"
 )
 
-// state is the currency.State of one transaction attempt. It reads rows in
+// state is the currency.Books of one transaction attempt. It reads rows in
 // batches (load), locking accounts and holds until commit, and keeps them:
 // the rules then run on memory. Writes change the kept rows and queue new
 // ones; flush sends them all, with COMMIT, in one batch.
@@ -65,7 +65,7 @@ type entryRow struct {
 	balance  decimal.Decimal
 }
 
-var _ currency.State = (*state)(nil)
+var _ currency.Books = (*state)(nil)
 
 func (l *Ledger) newState(t *tx) *state {
 	return &state{

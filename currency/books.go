@@ -7,13 +7,13 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// State is what applying operations needs from a backend, inside one of its
+// Books is what applying operations needs from a backend, inside one of its
 // transactions. Reads that return found=false mean "no such row"; any error
 // is an infrastructure failure that aborts the backend's transaction, so
 // nothing of it is kept and the caller may retry with the same keys.
 //
 // A backend that locks (SQL) locks the rows it reads here until commit.
-type State interface {
+type Books interface {
 	Now() time.Time
 	Currency(ctx context.Context, c Code) (Currency, bool, error)
 	Account(ctx context.Context, id AccountID) (Account, bool, error)
