@@ -218,3 +218,11 @@ func opName(op Op) string {
 	}
 	return "unknown"
 }
+
+// Grant is the transfer that mints amount into owner's wallet: money out
+// of the currency's issuance account, the only account that may go below
+// zero, so that the supply grows by amount. An administrator's grant, a
+// demo's budget and a simulation's endowment are all this one operation.
+func Grant(cur Code, owner string, amount decimal.Decimal, key, memo string) Transfer {
+	return Transfer{Key: key, From: IssuanceID(cur), To: WalletID(cur, owner), Amount: amount, Memo: memo}
+}

@@ -212,11 +212,11 @@ func (m *Market) fund(ctx context.Context) error {
 		return fmt.Errorf("market: create currency: %w", err)
 	}
 	for _, c := range m.cfg.Clients {
-		w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID(Currency.Code, c.ID), Currency: Currency.Code, Kind: currency.Wallet})
+		_, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID(Currency.Code, c.ID), Currency: Currency.Code, Kind: currency.Wallet})
 		if err != nil {
 			return fmt.Errorf("market: open wallet of %s: %w", c.ID, err)
 		}
-		if _, err := currency.Do(ctx, l, currency.Transfer{Key: "grant/" + c.ID, From: currency.IssuanceID(Currency.Code), To: w.ID, Amount: c.Budget, Memo: "demo budget"}); err != nil {
+		if _, err := currency.Do(ctx, l, currency.Grant(Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget")); err != nil {
 			return fmt.Errorf("market: fund %s: %w", c.ID, err)
 		}
 	}

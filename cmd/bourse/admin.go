@@ -103,7 +103,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
 			}
 			code := currency.Code(cur)
-			r, err := currency.Do(ctx, l, currency.Transfer{Key: key, From: currency.IssuanceID(code), To: currency.WalletID(code, args[0]), Amount: amount, Memo: memo})
+			r, err := currency.Do(ctx, l, currency.Grant(code, args[0], amount, key, memo))
 			if err != nil {
 				return err
 			}
