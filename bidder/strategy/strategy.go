@@ -1,7 +1,16 @@
-package bidder
+// Package strategy is what a bidding agent decides, and the rules of a
+// negotiation, without NATS, goroutines or the wall clock: a Job, the
+// Strategy that prices it and answers counter-offers (Fixed, Cheapest,
+// Adaptive, Deadline, or one of your own), and a Negotiator, the
+// negotiation's rules as a state machine that says what to do next and is
+// told what the exchange answered. Negotiate drives one over an Exchange,
+// which the NATS client (package bidder) and an in-process exchange both
+// are; the simulator steps Negotiators on its virtual clock. Strategies
+// and Negotiators read the time only from the now they are given, so the
+// same answers at the same times make the same offers.
+package strategy
 
 import (
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -9,25 +18,6 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/trade"
 )
-
-// Job is work a client wants done: what it needs and what it is worth.
-type Job struct {
-	Name     string
-	Currency string
-	GPUs     int
-	Class    contract.Class
-	// Runtime is the expected run time at full use; the time limit is
-	// Runtime·Slack.
-	Runtime     time.Duration
-	Utilization decimal.Decimal // expected busy fraction of each GPU, 0..1
-	// Value is the most the client will pay per GPU-second of use.
-	Value decimal.Decimal
-	// Deadline is when the job must be done, zero for none.
-	Deadline    time.Time
-	Preemptible bool
-	// Scale is the currency's decimal places, for the prepayment.
-	Scale int32
-}
 
 // Strategy decides what a bidding agent offers for a job and how it answers
 // counter-offers. The simulator runs the same strategies.
@@ -108,56 +98,4 @@ func terms(j Job, price decimal.Decimal, slack float64) contract.Terms {
 	}
 	t.Prepayment = contract.MaxCharge(t, j.Scale)
 	return t
-}
-
-// Adaptive opens low and raises its price by Step of the value after each
-// rejection of a job, up to the value; a quick acceptance lowers its next
-// opening bid by Step, a slow one raises it.
-type Adaptive struct {
-	Step  decimal.Decimal // 0.1 by default
-	Quick time.Duration   // acceptances faster than this were too generous, 100ms
-	Slack float64
-
-	mu    sync.Mutex
-	level decimal.Decimal // opening fraction of the value
-}
-
-func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) contract.Terms {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.level.IsZero() {
-		a.level = decimal.RequireFromString("0.4")
-	}
-	f := a.level.Add(a.step().Mul(decimal.NewFromInt(int64(rejected))))
-	if f.GreaterThan(decimal.NewFromInt(1)) {
-		f = decimal.NewFromInt(1)
-	}
-	return terms(j, j.Value.Mul(f).Truncate(6), a.Slack)
-}
-
-func (a *Adaptive) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
-	return Cheapest{}.Take(j, counters, now)
-}
-
-func (a *Adaptive) Observe(accepted bool, waited time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	quick := a.Quick
-	if quick <= 0 {
-		quick = 100 * time.Millisecond
-	}
-	min, max := decimal.RequireFromString("0.1"), decimal.NewFromInt(1)
-	switch {
-	case accepted && waited < quick:
-		a.level = decimal.Max(min, a.level.Sub(a.step()))
-	case !accepted:
-		a.level = decimal.Min(max, a.level.Add(a.step()))
-	}
-}
-
-func (a *Adaptive) step() decimal.Decimal {
-	if a.Step.IsZero() {
-		return decimal.RequireFromString("0.1")
-	}
-	return a.Step
 }

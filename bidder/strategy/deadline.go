@@ -1,4 +1,4 @@
-package bidder
+package strategy
 
 import (
 	"time"
