@@ -1,7 +1,8 @@
-// Package bidder is the client side of the market: a Client that makes
-// offers, takes counter-offers, watches contract events, stops contracts and
-// reads balances and statements over NATS, and the strategies that decide
-// what to offer.
+// Package bidder is the client side of the market over NATS: a Client that
+// makes offers, takes counter-offers, watches contract events, stops
+// contracts and reads balances and statements. What to offer is decided
+// in package strategy, which links no NATS: a Client is the
+// strategy.Exchange that strategy.Negotiate trades a job on.
 package bidder
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
@@ -74,6 +76,8 @@ type Client struct {
 	nc  *nats.Conn
 	own bool
 }
+
+var _ strategy.Exchange = (*Client)(nil)
 
 // Dial connects a client.
 func Dial(cfg Config) (*Client, error) {

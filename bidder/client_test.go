@@ -14,6 +14,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
@@ -61,8 +62,8 @@ func dial(t *testing.T, m *market.Market, id string) *bidder.Client {
 	return c
 }
 
-func job(name string, runtime time.Duration) bidder.Job {
-	return bidder.Job{Name: name, Currency: "CRED", Scale: 2, GPUs: 1, Runtime: runtime,
+func job(name string, runtime time.Duration) strategy.Job {
+	return strategy.Job{Name: name, Currency: "CRED", Scale: 2, GPUs: 1, Runtime: runtime,
 		Utilization: decimal.NewFromInt(1), Value: decimal.RequireFromString("0.40")}
 }
 
@@ -83,14 +84,14 @@ func TestClient(t *testing.T) {
 	})
 
 	t.Run("Strategies", func(t *testing.T) {
-		for name, s := range map[string]bidder.Strategy{
-			"Fixed": bidder.Fixed{}, "Cheapest": bidder.Cheapest{}, "Adaptive": &bidder.Adaptive{}, "Deadline": bidder.Deadline{},
+		for name, s := range map[string]strategy.Strategy{
+			"Fixed": strategy.Fixed{}, "Cheapest": strategy.Cheapest{}, "Adaptive": &strategy.Adaptive{}, "Deadline": strategy.Deadline{},
 		} {
 			t.Run(name, func(t *testing.T) {
 				j := job("strategy-"+name, 300*time.Millisecond)
 				j.Deadline = time.Now().Add(time.Minute)
-				var rounds []bidder.Round
-				k, err := ada.Negotiate(ctx, bidder.Negotiation{Strategy: s, Job: j, Report: func(r bidder.Round) { rounds = append(rounds, r) }})
+				var rounds []strategy.Round
+				k, err := strategy.Negotiate(ctx, ada, strategy.Negotiation{Strategy: s, Job: j, Report: func(r strategy.Round) { rounds = append(rounds, r) }})
 				require.NoError(t, err)
 				assert.Equal(t, "atlas", k.Server)
 				require.NotEmpty(t, rounds)
@@ -102,15 +103,15 @@ func TestClient(t *testing.T) {
 		t.Run("GivesUp", func(t *testing.T) {
 			j := job("give-up", 300*time.Millisecond)
 			j.Value = decimal.RequireFromString("0.10")
-			_, err := ada.Negotiate(ctx, bidder.Negotiation{Strategy: bidder.Fixed{}, Job: j, Rounds: 2, Pause: time.Millisecond})
-			assert.ErrorIs(t, err, bidder.ErrGaveUp)
+			_, err := strategy.Negotiate(ctx, ada, strategy.Negotiation{Strategy: strategy.Fixed{}, Job: j, Rounds: 2, Pause: time.Millisecond})
+			assert.ErrorIs(t, err, strategy.ErrGaveUp)
 		})
 	})
 
 	t.Run("RetryEscrowsOnce", func(t *testing.T) {
 		before, err := ada.Balance(ctx, "")
 		require.NoError(t, err)
-		terms := bidder.Fixed{}.Bid(job("retry", time.Minute), 0, time.Now())
+		terms := strategy.Fixed{}.Bid(job("retry", time.Minute), 0, time.Now())
 		first, err := ada.Offer(ctx, "retry-1", terms)
 		require.NoError(t, err)
 		require.NotNil(t, first.Contract)
@@ -128,7 +129,7 @@ func TestClient(t *testing.T) {
 	})
 
 	t.Run("Watch", func(t *testing.T) {
-		r, err := ada.Offer(ctx, "watch-1", bidder.Fixed{}.Bid(job("watch", 1500*time.Millisecond), 0, time.Now()))
+		r, err := ada.Offer(ctx, "watch-1", strategy.Fixed{}.Bid(job("watch", 1500*time.Millisecond), 0, time.Now()))
 		require.NoError(t, err)
 		require.NotNil(t, r.Contract)
 		events, err := ada.Watch(ctx, r.Contract.ID)
@@ -156,7 +157,7 @@ func TestClient(t *testing.T) {
 	})
 
 	t.Run("OtherClients", func(t *testing.T) {
-		r, err := ada.Offer(ctx, "private-1", bidder.Fixed{}.Bid(job("private", time.Minute), 0, time.Now()))
+		r, err := ada.Offer(ctx, "private-1", strategy.Fixed{}.Bid(job("private", time.Minute), 0, time.Now()))
 		require.NoError(t, err)
 		id := r.Contract.ID
 		notFound := func(err error) {
@@ -171,7 +172,7 @@ func TestClient(t *testing.T) {
 		notFound(err)
 		_, err = bob.Kill(ctx, id)
 		notFound(err)
-		_, err = bob.Resume(ctx, "steal", id, bidder.Fixed{}.Bid(job("steal", time.Minute), 0, time.Now()))
+		_, err = bob.Resume(ctx, "steal", id, strategy.Fixed{}.Bid(job("steal", time.Minute), 0, time.Now()))
 		notFound(err)
 		cs, err := bob.Contracts(ctx, 100)
 		require.NoError(t, err)

@@ -10,17 +10,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
 
 // strategies are what --auto can name.
-var strategies = map[string]func() bidder.Strategy{
-	"fixed":    func() bidder.Strategy { return bidder.Fixed{} },
-	"cheapest": func() bidder.Strategy { return bidder.Cheapest{} },
-	"adaptive": func() bidder.Strategy { return &bidder.Adaptive{} },
-	"deadline": func() bidder.Strategy { return bidder.Deadline{} },
+var strategies = map[string]func() strategy.Strategy{
+	"fixed":    func() strategy.Strategy { return strategy.Fixed{} },
+	"cheapest": func() strategy.Strategy { return strategy.Cheapest{} },
+	"adaptive": func() strategy.Strategy { return &strategy.Adaptive{} },
+	"deadline": func() strategy.Strategy { return strategy.Deadline{} },
 }
 
 // negotiate lets the --auto strategy price t and answer counter-offers
@@ -48,7 +49,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if err != nil {
 		return err
 	}
-	job := bidder.Job{
+	job := strategy.Job{
 		Name: o.requestID, Currency: t.Currency, GPUs: t.GPUs, Class: t.Class, Runtime: t.TimeLimit,
 		Utilization: decimal.NewFromInt(1), Value: value, Deadline: deadline, Preemptible: t.Preemptible, Scale: o.scale,
 	}
@@ -56,7 +57,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 		job.Runtime, job.Utilization = t.Job.Profile.Duration, t.Job.Profile.Utilization
 	}
 	out := cmd.OutOrStdout()
-	k, err := c.Negotiate(ctx, bidder.Negotiation{
+	k, err := strategy.Negotiate(ctx, c, strategy.Negotiation{
 		Strategy: newStrategy(), Job: job, RequestID: o.requestID, Rounds: o.rounds,
 		Adjust: func(b *contract.Terms) {
 			b.TimeLimit, b.Job, b.Server, b.Q, b.Class = t.TimeLimit, t.Job, t.Server, t.Q, t.Class
@@ -65,7 +66,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 				b.Prepayment = t.Prepayment
 			}
 		},
-		Report: func(r bidder.Round) {
+		Report: func(r strategy.Round) {
 			if !f.json {
 				printRound(out, r)
 			}
@@ -98,7 +99,7 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 }
 
 // printRound tells one round of an --auto negotiation.
-func printRound(w io.Writer, r bidder.Round) {
+func printRound(w io.Writer, r strategy.Round) {
 	fmt.Fprintf(w, "offer %d at %s: ", r.N+1, priceText(r.Terms))
 	switch {
 	case r.Reply.Contract != nil && r.Took != nil:

@@ -21,6 +21,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -32,7 +33,7 @@ type median struct {
 	seen []decimal.Decimal // recent counter-offer prices per GPU-second, at full use
 }
 
-func (m *median) Bid(j bidder.Job, rejected int, _ time.Time) contract.Terms {
+func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
 	m.mu.Lock()
 	price := j.Value.Div(decimal.NewFromInt(2)) // until it has seen the market
 	if n := len(m.seen); n > 0 {
@@ -48,14 +49,14 @@ func (m *median) Bid(j bidder.Job, rejected int, _ time.Time) contract.Terms {
 	return t
 }
 
-func (m *median) Take(j bidder.Job, counters []trade.Counter, now time.Time) *trade.Counter {
+func (m *median) Take(j strategy.Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	m.mu.Lock()
 	for _, k := range counters {
 		m.seen = append(m.seen, k.Terms.P.Eval(decimal.NewFromInt(int64(k.Terms.GPUs))))
 	}
 	m.seen = m.seen[max(0, len(m.seen)-20):]
 	m.mu.Unlock()
-	return bidder.Cheapest{}.Take(j, counters, now)
+	return strategy.Cheapest{}.Take(j, counters, now)
 }
 
 func (m *median) Observe(bool, time.Duration) {}
@@ -69,9 +70,9 @@ func runJobs(ctx context.Context, url, id string, jobs int, runtime time.Duratio
 	defer c.Close()
 	s := &median{}
 	for i := range jobs {
-		job := bidder.Job{Name: fmt.Sprintf("median-%d-%d", time.Now().UnixNano(), i), Currency: "CRED", Scale: 2,
+		job := strategy.Job{Name: fmt.Sprintf("median-%d-%d", time.Now().UnixNano(), i), Currency: "CRED", Scale: 2,
 			GPUs: 1 + i%2, Runtime: runtime, Utilization: decimal.RequireFromString("0.9"), Value: decimal.RequireFromString("0.40")}
-		k, err := c.Negotiate(ctx, bidder.Negotiation{Strategy: s, Job: job, Report: func(r bidder.Round) {
+		k, err := strategy.Negotiate(ctx, c, strategy.Negotiation{Strategy: s, Job: job, Report: func(r strategy.Round) {
 			if r.Reply.Contract == nil {
 				fmt.Fprintf(out, "job %d offer %d at %s/GPU-s: no contract, %d counter-offer(s)\n", i+1, r.N+1, r.Terms.P[0].Y, len(r.Reply.Counters))
 			}

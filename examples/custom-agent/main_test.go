@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
@@ -22,7 +22,7 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-var _ bidder.Strategy = (*median)(nil)
+var _ strategy.Strategy = (*median)(nil)
 
 // TestTrade runs the agent against the demo's servers, with only ada
 // bidding.
@@ -48,7 +48,7 @@ func TestTrade(t *testing.T) {
 // first, then the median counter-offer, never beyond the value.
 func TestMedianBidsTheMedian(t *testing.T) {
 	now := time.Now()
-	j := bidder.Job{Currency: "CRED", Scale: 2, GPUs: 1, Runtime: time.Second, Utilization: decimal.NewFromInt(1), Value: decimal.RequireFromString("0.40")}
+	j := strategy.Job{Currency: "CRED", Scale: 2, GPUs: 1, Runtime: time.Second, Utilization: decimal.NewFromInt(1), Value: decimal.RequireFromString("0.40")}
 	m := &median{}
 	price := func(rejected int) string { return m.Bid(j, rejected, now).P[0].Y.String() }
 	assert.Equal(t, "0.2", price(0))
