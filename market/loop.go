@@ -2,15 +2,18 @@ package market
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -41,63 +44,55 @@ func (b *bidderLoop) run(ctx context.Context) {
 	}
 }
 
-func (b *bidderLoop) nextJob() bidder.Job {
+func (b *bidderLoop) nextJob() strategy.Job {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.jobs++
 	s := b.spec
 	half := float64(s.Runtime) / 2 * b.m.cfg.JobScale
 	runtime := time.Duration(half + b.rng.Float64()*half).Round(10 * time.Millisecond)
-	return bidder.Job{
+	return strategy.Job{
 		Name: fmt.Sprintf("%s-job%d", s.ID, b.jobs), Currency: string(Currency.Code), Scale: Currency.Scale,
 		GPUs: 1 + b.rng.IntN(s.MaxGPUs), Class: contract.Class{Model: s.Model},
 		Runtime: runtime, Utilization: decimal.New(int64(50+b.rng.IntN(51)), -2), Value: s.Value,
 	}
 }
 
-// trade bids for one job until a contract runs it or the strategy has
-// been turned down too often.
-func (b *bidderLoop) trade(ctx context.Context, job bidder.Job) {
-	t := b.m.Tally
-	for rejected := 0; rejected < 6 && !t.closing.Load(); rejected++ {
-		terms := b.spec.Strategy.Bid(job, rejected, time.Now())
-		reqID := fmt.Sprintf("%s-%d", job.Name, rejected)
-		began := time.Now()
-		reply, err := b.client.Offer(ctx, reqID, terms)
-		t.offered(b.spec.ID)
-		if err != nil {
-			t.failed(b.spec.ID, err)
-			switch bourse.ErrorCode(err) {
-			case bourse.EInsufficientFunds:
-				b.sleep(ctx, time.Second) // broke for this job; maybe a smaller one fits
-				return
-			case bourse.EInvalidOffer, bourse.EInvalidCurve, bourse.ENoMatch:
-				return // this job cannot be offered as the strategy sees it
+// trade negotiates one job with the client's strategy, and follows its
+// contract to the settlement. A client without the money for this job
+// pauses before the next, which may be smaller.
+func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) {
+	k, err := strategy.Negotiate(ctx, open{b.client, &b.m.Tally.closing}, strategy.Negotiation{
+		Strategy: b.spec.Strategy, Job: job, Pause: 150 * time.Millisecond,
+		Report: func(r strategy.Round) {
+			if !errors.Is(r.Err, errClosed) {
+				b.m.Tally.round(b.spec.ID, r)
 			}
-			b.sleep(ctx, 200*time.Millisecond)
-			continue
-		}
-		if reply.Contract != nil {
-			b.spec.Strategy.Observe(true, time.Since(began))
-			b.follow(ctx, *reply.Contract)
-			return
-		}
-		if k := b.spec.Strategy.Take(job, reply.Counters, time.Now()); k != nil {
-			got, err := b.client.Take(ctx, reqID+"-take", *k)
-			if err == nil && got.Contract != nil {
-				t.tookCounter(b.spec.ID)
-				b.spec.Strategy.Observe(true, time.Since(began))
-				b.follow(ctx, *got.Contract)
-				return
-			}
-			if err != nil {
-				t.failed(b.spec.ID, err)
-			}
-		}
-		t.rejectedOffer(b.spec.ID, len(reply.Counters) > 0)
-		b.spec.Strategy.Observe(false, time.Since(began))
-		b.sleep(ctx, time.Duration(150*(rejected+1))*time.Millisecond)
+		},
+	})
+	switch {
+	case err == nil:
+		b.follow(ctx, k)
+	case bourse.ErrorCode(err) == bourse.EInsufficientFunds:
+		b.sleep(ctx, time.Second)
 	}
+}
+
+// errClosed ends a negotiation once the market closes.
+var errClosed = errors.New("market: closed to new offers")
+
+// open is the exchange while the market trades: once closing is set, it
+// makes no new offer, though a counter-offer may still be taken.
+type open struct {
+	strategy.Exchange
+	closing *atomic.Bool
+}
+
+func (o open) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
+	if o.closing.Load() {
+		return protocol.OfferReply{}, errClosed
+	}
+	return o.Exchange.Offer(ctx, requestID, t)
 }
 
 // follow waits for the contract's settlement, from its events, or from the

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -78,35 +79,38 @@ func (t *Tally) note(format string, args ...any) {
 	}
 }
 
-func (t *Tally) offered(client string) {
+// round counts one round of a client's negotiation: the offer, the
+// error that ended it if any, the counter-offer taken for a contract, or,
+// for a round without a contract, whether it drew counter-offers.
+func (t *Tally) round(client string, r strategy.Round) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.offers++
 	t.client(client).Offers++
+	if r.Err != nil {
+		t.errors[bourse.ErrorCode(r.Err)]++
+		t.note("%s: %s", client, bourse.ErrorMessage(r.Err))
+	}
+	switch {
+	case r.Reply.Contract != nil && r.Took != nil:
+		t.taken++
+		t.note("%s took a counter-offer", client)
+	case r.Reply.Contract != nil:
+	case r.Err != nil && r.Took == nil:
+		// The offer itself failed: neither countered nor rejected.
+	case len(r.Reply.Counters) > 0:
+		t.countered++
+	default:
+		t.rejected++
+	}
 }
 
+// failed counts an error outside the negotiation.
 func (t *Tally) failed(client string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.errors[bourse.ErrorCode(err)]++
 	t.note("%s: %s", client, bourse.ErrorMessage(err))
-}
-
-func (t *Tally) rejectedOffer(client string, countered bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if countered {
-		t.countered++
-	} else {
-		t.rejected++
-	}
-}
-
-func (t *Tally) tookCounter(client string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.taken++
-	t.note("%s took a counter-offer", client)
 }
 
 func (t *Tally) opened(c trade.Contract) {
