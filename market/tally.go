@@ -45,7 +45,7 @@ type ServerTally struct {
 	BusyGPUs   int
 	Revenue    decimal.Decimal
 	GPUSeconds decimal.Decimal // U settled
-	LastPrice  decimal.Decimal // per GPU-second at full use, of the latest contract
+	LastPrice  decimal.Decimal // per GPU-second at full use (P and Q), of the latest contract, to 6 places
 }
 
 func newTally() *Tally {
@@ -121,7 +121,7 @@ func (t *Tally) opened(c trade.Contract) {
 	s := t.server(c.Server)
 	s.Contracts++
 	s.BusyGPUs += c.Terms.GPUs
-	s.LastPrice = c.Terms.P.Eval(decimal.NewFromInt(int64(c.Terms.GPUs)))
+	s.LastPrice = c.Terms.FullUseRate().Decimal(6)
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 

@@ -3,10 +3,12 @@ package market
 import (
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -17,14 +19,14 @@ import (
 func TestTallyRounds(t *testing.T) {
 	k := &trade.Counter{ID: "c", Server: "atlas"}
 	counters := protocol.OfferReply{Counters: []trade.Counter{*k}}
-	contract := protocol.OfferReply{Contract: &trade.Contract{ID: "k", Client: "ada", Server: "atlas"}}
+	accepted := protocol.OfferReply{Contract: &trade.Contract{ID: "k", Client: "ada", Server: "atlas"}}
 	gone := &bourse.Error{Code: bourse.ECapacityGone, Message: "gone"}
 	funds := &bourse.Error{Code: bourse.EInsufficientFunds, Message: "broke"}
 
 	tl := newTally()
 	for _, r := range []strategy.Round{
-		{Reply: contract},                      // accepted
-		{Reply: contract, Took: k},             // a counter-offer taken
+		{Reply: accepted},                      // accepted
+		{Reply: accepted, Took: k},             // a counter-offer taken
 		{Reply: counters},                      // countered, none taken
 		{Reply: counters, Took: k, Err: gone},  // countered, taken, gone
 		{Reply: protocol.OfferReply{}},         // rejected outright
@@ -40,4 +42,14 @@ func TestTallyRounds(t *testing.T) {
 	assert.Equal(t, 3, s.Countered)
 	assert.Equal(t, 1, s.Rejected)
 	assert.Equal(t, map[bourse.Code]int{bourse.ECapacityGone: 1, bourse.EInsufficientFunds: 2}, s.Errors)
+}
+
+// TestTallyLastPrice shows a server's latest price at full use, Q
+// included: P(g) + Q(g)/g per GPU-second.
+func TestTallyLastPrice(t *testing.T) {
+	tl := newTally()
+	d := decimal.RequireFromString
+	tl.opened(trade.Contract{ID: "k", Client: "ada", Server: "atlas", Terms: contract.Terms{
+		GPUs: 2, P: contract.Flat(d("0.20")), Q: contract.Flat(d("0.10"))}})
+	assert.Equal(t, "0.25", tl.Snapshot().Servers["atlas"].LastPrice.String())
 }

@@ -44,7 +44,9 @@ func (Fixed) Take(Job, []trade.Counter, time.Time) *trade.Counter {
 func (Fixed) Observe(bool, time.Duration) {}
 
 // Cheapest offers a share of the job's value (at most all of it) and takes
-// the cheapest counter-offer whose full-use price stays within the value.
+// the cheapest counter-offer whose price at full use
+// (contract.Terms.FullUseRate: P and Q with all the job's GPUs busy, per
+// GPU-second) stays within the value.
 type Cheapest struct {
 	Start decimal.Decimal // fraction of the value to open with, 0.5 by default
 	Slack float64
@@ -59,21 +61,23 @@ func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 	return terms(j, j.Value.Mul(start), c.Slack)
 }
 
+// Take compares prices exactly, so a counter-offer at the value is within
+// it however its curves divide.
 func (Cheapest) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
+	value := contract.Flat(j.Value).At(decimal.Zero) // the value as an exact rate
 	var best *trade.Counter
-	var bestPrice decimal.Decimal
-	full := decimal.NewFromInt(int64(j.GPUs))
+	var bestRate contract.Rate
 	for i := range counters {
 		k := &counters[i]
 		if k.ValidUntil.Before(now) || k.Terms.GPUs != j.GPUs {
 			continue
 		}
-		p := k.Terms.P.Eval(full)
-		if p.GreaterThan(j.Value) {
+		r := k.Terms.FullUseRate()
+		if r.Cmp(value) > 0 {
 			continue
 		}
-		if best == nil || p.LessThan(bestPrice) {
-			best, bestPrice = k, p
+		if best == nil || r.Cmp(bestRate) < 0 {
+			best, bestRate = k, r
 		}
 	}
 	return best
@@ -81,8 +85,8 @@ func (Cheapest) Take(j Job, counters []trade.Counter, now time.Time) *trade.Coun
 
 func (Cheapest) Observe(bool, time.Duration) {}
 
-// terms builds a flat-price offer for j with a prepayment that covers full
-// use for the whole time limit.
+// terms builds a flat-price offer for j whose prepayment is the maximum
+// charge: full use for the whole time limit.
 func terms(j Job, price decimal.Decimal, slack float64) contract.Terms {
 	if slack <= 1 {
 		slack = 1.5
@@ -96,6 +100,6 @@ func terms(j Job, price decimal.Decimal, slack float64) contract.Terms {
 		P: contract.Flat(price), Preemptible: j.Preemptible,
 		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}},
 	}
-	t.Prepayment = contract.MaxCharge(t, j.Scale)
+	t.Prepayment = t.CappedPrepayment(j.Scale)
 	return t
 }

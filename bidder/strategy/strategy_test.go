@@ -25,7 +25,7 @@ func TestTermsAreValid(t *testing.T) {
 			tm.Client = "alice"
 			require.NoError(t, contract.Validate(tm, scale), "%T after %d rejections", s, rejected)
 			assert.Equal(t, 15*time.Second, tm.TimeLimit)
-			assert.True(t, tm.Prepayment.Equal(contract.MaxCharge(tm, 2)))
+			assert.True(t, tm.Prepayment.Equal(contract.MaxCharge(tm, 2)), "the maximum charge")
 		}
 	}
 }
@@ -50,6 +50,39 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	assert.Equal(t, "ok", got.ID)
 	assert.Nil(t, Cheapest{}.Take(job, counters[:1], now))
 	assert.Nil(t, Fixed{}.Take(job, counters, now))
+
+	// The price compared is contract.Terms.FullUseRate: P(g) + Q(g)/g per
+	// GPU-second, exactly.
+	withQ := func(id, p, q string) trade.Counter {
+		k := k(id, p, 2, time.Minute)
+		k.Terms.Q = contract.Flat(decimal.RequireFromString(q))
+		return k
+	}
+	t.Run("CountsQ", func(t *testing.T) {
+		// 0.04 + 0.03/2 = 0.055 is above the value 0.05, though P alone is not.
+		assert.Nil(t, Cheapest{}.Take(job, []trade.Counter{withQ("q", "0.04", "0.03")}, now))
+		// 0.03 + 0.012/2 = 0.036 is dearer than a flat 0.035.
+		got := Cheapest{}.Take(job, []trade.Counter{withQ("q", "0.03", "0.012"), k("flat", "0.035", 2, time.Minute)}, now)
+		require.NotNil(t, got)
+		assert.Equal(t, "flat", got.ID)
+	})
+	t.Run("Exact", func(t *testing.T) {
+		// P and Q ramps to 0.05 at 3 GPUs are 0.1/3 each at 2: the rate
+		// 0.1/3 + 0.1/6 is 0.05, exactly the value, though neither part
+		// has a finite decimal. It is taken, and ties with a flat 0.05,
+		// where the first counter-offer stays.
+		thirds := k("thirds", "0", 2, time.Minute)
+		thirds.Terms.P = contract.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
+		thirds.Terms.Q = thirds.Terms.P
+		for _, ks := range [][]trade.Counter{{thirds}, {thirds, k("flat", "0.05", 2, time.Minute)}} {
+			got := Cheapest{}.Take(job, ks, now)
+			require.NotNil(t, got)
+			assert.Equal(t, "thirds", got.ID)
+		}
+		got := Cheapest{}.Take(job, []trade.Counter{k("flat", "0.05", 2, time.Minute), thirds}, now)
+		require.NotNil(t, got)
+		assert.Equal(t, "flat", got.ID)
+	})
 }
 
 func TestAdaptiveRaisesAfterRejection(t *testing.T) {

@@ -56,15 +56,17 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if t.Job != nil && t.Job.Profile != nil {
 		job.Runtime, job.Utilization = t.Job.Profile.Duration, t.Job.Profile.Utilization
 	}
+	prepayment, err := o.prepaymentFlag()
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	k, err := strategy.Negotiate(ctx, c, strategy.Negotiation{
 		Strategy: newStrategy(), Job: job, RequestID: o.requestID, Rounds: o.rounds,
 		Adjust: func(b *contract.Terms) {
 			b.TimeLimit, b.Job, b.Server, b.Q, b.Class = t.TimeLimit, t.Job, t.Server, t.Q, t.Class
-			b.Prepayment = contract.MaxCharge(*b, o.scale)
-			if o.prepayment != "" {
-				b.Prepayment = t.Prepayment
-			}
+			b.Prepayment = prepayment
+			b.Prepayment = b.CappedPrepayment(o.scale)
 		},
 		Report: func(r strategy.Round) {
 			if !f.json {
@@ -117,11 +119,12 @@ func printRound(w io.Writer, r strategy.Round) {
 	}
 }
 
+// cheapest is the counter-offer with the lowest price at full use, the
+// first of those that tie.
 func cheapest(ks []trade.Counter) trade.Counter {
 	best := ks[0]
 	for _, k := range ks[1:] {
-		g := decimal.NewFromInt(int64(k.Terms.GPUs))
-		if k.Terms.P.Eval(g).LessThan(best.Terms.P.Eval(g)) {
+		if k.Terms.FullUseRate().Cmp(best.Terms.FullUseRate()) < 0 {
 			best = k
 		}
 	}

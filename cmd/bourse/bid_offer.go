@@ -63,7 +63,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "GPU model, e.g. H100 (default any)")
 	fs.IntVar(&o.minMemory, "min-memory", 0, "least memory per GPU, MiB")
 	fs.DurationVar(&o.timeLimit, "time-limit", 10*time.Minute, "wall-clock limit of the job")
-	fs.StringVar(&o.prepayment, "prepayment", "", "amount to escrow (default: the maximum charge, full use for the whole time limit)")
+	fs.StringVar(&o.prepayment, "prepayment", "", "amount to escrow, at most the maximum charge (default: the maximum charge, full use for the whole time limit)")
 	fs.StringVar(&o.price, "price", "", "flat price per GPU-second of use, e.g. 0.30")
 	fs.StringVar(&o.p, "p", "", "price per GPU-second by rate of use, as x:y breakpoints: '0.5:0,2:0.004'")
 	fs.StringVar(&o.q, "q", "", "price per second by guaranteed GPUs, as x:y breakpoints (default none)")
@@ -152,20 +152,33 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 			o.scale = scale
 		}
 	}
-	max := contract.MaxCharge(t, o.scale)
-	switch {
-	case o.prepayment != "":
-		d, err := amount("--prepayment", o.prepayment)
-		if err != nil {
-			return t, err
-		}
-		t.Prepayment = d
-	case !resume && (o.file == "" || t.Prepayment.IsZero()):
-		t.Prepayment = max
-	case t.Prepayment.GreaterThan(max) || t.Prepayment.IsZero():
-		t.Prepayment = max
+	p, err := o.prepaymentFlag()
+	if err != nil {
+		return t, err
+	}
+	if p.IsPositive() {
+		t.Prepayment = p
+	}
+	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
+		t.Prepayment = t.CappedPrepayment(o.scale)
 	}
 	return t, nil
+}
+
+// prepaymentFlag is --prepayment, zero if not given: escrow the maximum
+// charge. More than the maximum charge escrows the maximum charge.
+func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
+	if o.prepayment == "" {
+		return decimal.Zero, nil
+	}
+	d, err := amount("--prepayment", o.prepayment)
+	if err != nil {
+		return d, err
+	}
+	if !d.IsPositive() {
+		return d, fmt.Errorf("--prepayment %s: want more than 0, or leave it out to escrow the maximum charge", d)
+	}
+	return d, nil
 }
 
 func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {

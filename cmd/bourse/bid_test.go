@@ -157,6 +157,20 @@ func TestBid(t *testing.T) {
 		assert.True(t, k.Terms.Prepayment.Equal(decimal.RequireFromString("21")), "the maximum charge 2·30·0.35: %s", k.Terms.Prepayment)
 	})
 
+	t.Run("Prepayment", func(t *testing.T) {
+		terms := []string{"--price", "0.40", "--duration", "100ms", "--time-limit", "5s"} // the maximum charge 5·0.40 = 2
+		for _, tt := range []struct{ flag, want string }{{"1.5", "1.5"}, {"2", "2"}, {"50", "2"}} {
+			k := b.offerJSON("ada", append(terms, "--prepayment", tt.flag)...)
+			assert.True(t, k.Terms.Prepayment.Equal(decimal.RequireFromString(tt.want)),
+				"--prepayment %s escrows %s, at most the maximum charge: %s", tt.flag, tt.want, k.Terms.Prepayment)
+		}
+		k := b.offerJSON("ada", append(terms[2:], "--auto", "fixed", "--value", "0.40", "--prepayment", "50")...)
+		assert.True(t, k.Terms.Prepayment.Equal(decimal.NewFromInt(2)), "--auto caps it at each bid's maximum charge: %s", k.Terms.Prepayment)
+		_, errOut, code := b.bid("ada", append([]string{"offer", "--prepayment", "0"}, terms...)...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "--prepayment 0: want more than 0")
+	})
+
 	t.Run("RetryEscrowsOnce", func(t *testing.T) {
 		before := b.balance("ada")
 		args := append([]string{"--request-id", "retry-1"}, short("1m")...)

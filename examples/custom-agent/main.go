@@ -30,7 +30,7 @@ import (
 // median is the strategy: any type with Bid, Take and Observe plugs in.
 type median struct {
 	mu   sync.Mutex
-	seen []decimal.Decimal // recent counter-offer prices per GPU-second, at full use
+	seen []decimal.Decimal // recent counter-offer prices per GPU-second at full use, P and Q
 }
 
 func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
@@ -45,14 +45,14 @@ func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
 	t := contract.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime,
 		P:   contract.Flat(decimal.Min(j.Value, price.Add(step)).Truncate(6)),
 		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
-	t.Prepayment = contract.MaxCharge(t, j.Scale)
+	t.Prepayment = t.CappedPrepayment(j.Scale) // none named: the maximum charge
 	return t
 }
 
 func (m *median) Take(j strategy.Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	m.mu.Lock()
 	for _, k := range counters {
-		m.seen = append(m.seen, k.Terms.P.Eval(decimal.NewFromInt(int64(k.Terms.GPUs))))
+		m.seen = append(m.seen, k.Terms.FullUseRate().Decimal(6))
 	}
 	m.seen = m.seen[max(0, len(m.seen)-20):]
 	m.mu.Unlock()
