@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
@@ -74,8 +75,14 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 			}
 		},
 	})
-	if err != nil {
-		return retryHint(err, o.requestID)
+	switch bourse.ErrorCode(err) {
+	case "":
+	case bourse.EUnavailable, bourse.EDeadlineExceeded:
+		// Negotiating again, even under the same --request-id, offers the
+		// earlier rounds afresh, and one may get a contract of its own.
+		return fmt.Errorf("%w; the last offer may have gone through: see bourse bid contracts before offering again", err)
+	default:
+		return err
 	}
 	if f.json {
 		return printJSON(out, protocol.OfferReply{Contract: &k})

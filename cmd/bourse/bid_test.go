@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
@@ -398,6 +399,20 @@ func TestBidUnavailable(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "(code unavailable)")
 	assert.Contains(t, errOut.String(), "is NATS running")
+}
+
+// TestBidAutoNoExchange negotiates where no exchange answers: the
+// negotiation ends at the first offer, and says to look before bidding
+// again rather than retry.
+func TestBidAutoNoExchange(t *testing.T) {
+	ns := natstest.Start(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"bid", "--nats", ns.ClientURL(), "--id", "ada", "offer",
+		"--auto", "cheapest", "--value", "0.40", "--time-limit", "20s", "--scale", "2"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "(code unavailable)")
+	assert.Contains(t, errOut.String(), "see bourse bid contracts before offering again")
+	assert.Equal(t, 1, strings.Count(out.String(), "offer "), "one offer, no second round: %s", out.String())
 }
 
 func TestYAMLToJSON(t *testing.T) {
