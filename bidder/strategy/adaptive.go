@@ -11,8 +11,12 @@ import (
 )
 
 // Adaptive opens low and raises its price by Step of the value after each
-// rejection of a job, up to the value; a quick acceptance lowers its next
-// opening bid by Step, a slow one raises it.
+// rejection of a job, up to the value. Across jobs it learns an opening
+// bid: a quick acceptance lowers it by Step, a rejection raises it, a slow
+// acceptance leaves it. Quick is judged by the latency Observe is told,
+// which a Negotiator measures on the clock that drives it (virtual in the
+// simulator), not by reading the wall clock. It is safe for concurrent use
+// by several negotiations.
 type Adaptive struct {
 	Step  decimal.Decimal // 0.1 by default
 	Quick time.Duration   // acceptances faster than this were too generous, 100ms

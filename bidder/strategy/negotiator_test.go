@@ -341,3 +341,23 @@ func TestNegotiate(t *testing.T) {
 		assert.GreaterOrEqual(t, time.Since(began), 10*ms, "slept the pause in real time")
 	})
 }
+
+// TestAdaptiveOnTheGivenClock: Adaptive judges an acceptance quick or not
+// by the latency the Negotiator measures on the clock it is driven by,
+// here a virtual one: 50ms is quick (below Quick, 100ms) and lowers its
+// next opening bid; 150ms is not and leaves it.
+func TestAdaptiveOnTheGivenClock(t *testing.T) {
+	a := &Adaptive{}
+	opening := func() string { return a.Bid(job, 0, t0).P[0].Y.String() }
+	accept := func(latency time.Duration) {
+		g := NewNegotiator(Negotiation{Strategy: a, Job: job})
+		g.Next(t0)
+		g.Answer(t0.Add(latency), contractOf("k"), nil)
+		require.Equal(t, Done, g.Next(t0.Add(latency)).Op)
+	}
+	assert.Equal(t, "0.02", opening(), "0.4 of the value 0.05")
+	accept(150 * time.Millisecond)
+	assert.Equal(t, "0.02", opening())
+	accept(50 * time.Millisecond)
+	assert.Equal(t, "0.015", opening(), "0.3 of the value")
+}

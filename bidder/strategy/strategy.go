@@ -20,14 +20,17 @@ import (
 )
 
 // Strategy decides what a bidding agent offers for a job and how it answers
-// counter-offers. The simulator runs the same strategies.
+// counter-offers. The simulator runs the same strategies, so a strategy
+// takes the time only from what it is given (now, and the latency Observe
+// is told), never from time.Now.
 type Strategy interface {
 	// Bid returns the terms to offer for j, after `rejected` earlier
 	// rejections of it, at time now.
 	Bid(j Job, rejected int, now time.Time) contract.Terms
 	// Take picks the counter-offer to take, or nil to bid again later.
 	Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter
-	// Observe learns how an offer fared: accepted, and how long it took.
+	// Observe learns how a round fared: accepted, and how long it took
+	// from the offer to the answer that ended it.
 	Observe(accepted bool, waited time.Duration)
 }
 
