@@ -49,3 +49,38 @@ func TestRate(t *testing.T) {
 		assert.True(t, tm.CappedPrepayment(2).Equal(dd("0.4")))
 	})
 }
+
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		offer, reserve Curve
+		g              int64
+		want           bool
+	}{
+		{"both empty", nil, nil, 4, true},
+		{"empty reserve", pts("1", "0"), nil, 4, true},
+		{"empty offer", nil, pts("0", "0.01"), 4, false},
+		{"dearer flat", pts("0", "2"), pts("0", "1"), 4, true},
+		{"equal", pts("0", "1", "2", "3"), pts("0", "1", "2", "3"), 4, true},
+		{"cheaper flat", pts("0", "1"), pts("0", "2"), 4, false},
+		{"ramp starts below", pts("0", "0", "4", "4"), pts("0", "1"), 4, false},
+		{"offer jumps late", pts("1", "5"), pts("0", "1"), 4, false},
+		{"reserve jumps late", pts("0", "1"), pts("1", "1"), 4, true},
+		// The offer is zero just left of its jump at 1, where the reserve
+		// has risen to almost 1: only the left limit shows it.
+		{"left of the offer's jump", pts("1", "5"), pts("0.5", "0", "1", "1"), 2, false},
+		{"left of the offer's jump, reserve zero", pts("1", "5"), pts("0.5", "0", "1", "0"), 2, true},
+		{"short only beyond g", pts("0", "1", "2", "3", "3", "3"), pts("0", "1", "2", "3", "3", "4"), 2, true},
+		{"short at g", pts("0", "1", "2", "3", "3", "3"), pts("0", "1", "2", "3", "3", "4"), 3, false},
+		{"crossing between breakpoints", pts("0", "1", "4", "2"), pts("0", "0.5", "4", "2.5"), 4, false},
+		{"crossing beyond g", pts("0", "1", "4", "2"), pts("0", "0.5", "4", "2.5"), 2, true},
+		// The offer at 1 is exactly 1/3, which no decimal writes.
+		{"a third above", pts("0", "0", "3", "1"), pts("1", "0.333333333333333333"), 1, true},
+		{"a third below", pts("0", "0", "3", "1"), pts("1", "0.333333333333333334"), 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.offer.Covers(tc.reserve, decimal.NewFromInt(tc.g)))
+		})
+	}
+}
+

@@ -26,7 +26,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -81,7 +81,7 @@ func benchOffers(b *testing.B, clients int) {
 		for g := range gpus {
 			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
-		a, err := server.New(server.Config{Conn: connect(id), ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
+		a, err := agent.New(agent.Config{Conn: connect(id), ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
 		require.NoError(b, err)
 		agents.Add(1)
 		go func() { defer agents.Done(); _ = a.Run(agentCtx) }()

@@ -23,7 +23,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -231,7 +231,7 @@ func (m *Market) startServers() error {
 		if err != nil {
 			return err
 		}
-		a, err := server.New(server.Config{Conn: nc, ID: s.ID, Currency: Currency, GPUs: s.GPUs(), Policy: s.Policy,
+		a, err := agent.New(agent.Config{Conn: nc, ID: s.ID, Currency: Currency, GPUs: s.GPUs(), Policy: s.Policy,
 			OnFinal: m.recordFinal, Logger: m.log})
 		if err != nil {
 			return fmt.Errorf("market: server %s: %w", s.ID, err)

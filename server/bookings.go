@@ -14,7 +14,7 @@ import (
 // booking system does: an offer whose start_at is in the future is
 // accepted when GPUs of its class are free for the whole slot
 // [start_at, start_at + time limit] given the other bookings (see
-// State.FreeDuring), and Base accepts it on those GPUs. The agent then
+// View.FreeDuring), and Base accepts it on those GPUs. The agent then
 // reserves them and starts the job at start_at.
 //
 // Until a booking's slot begins its GPUs serve preemptible work, which is
@@ -64,7 +64,7 @@ func (b Bookings) Validate() error {
 
 // Decide books a future-start offer as the type's comment says, and
 // otherwise decides as Base on the GPUs the offer may use.
-func (b Bookings) Decide(offer contract.Terms, st State) Decision {
+func (b Bookings) Decide(offer contract.Terms, st View) Decision {
 	if !offer.StartAt.After(st.Now) {
 		if offer.Preemptible {
 			return b.Base.Decide(offer, st)

@@ -6,13 +6,13 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// clientMemory is how long the agent remembers a client with nothing
+// clientMemory is how long the node remembers a client with nothing
 // running: longer than any sensible fair-use cooldown. The memory does not
-// survive a restart of the agent.
+// survive a restart of the node.
 const clientMemory = 32 * 24 * time.Hour
 
 // clientBook remembers when each client's contracts last started and ended,
-// for State.Client. Guarded by the agent's mu.
+// for View.Client. Guarded by the node's mu.
 type clientBook struct {
 	last   map[string]*ClientUse // Running unused
 	pruned time.Time
@@ -66,24 +66,24 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// clientUse is what State.Client says of client. a.mu is held.
-func (a *Agent) clientUse(client string) ClientUse {
+// clientUse is what View.Client says of client. n.mu is held.
+func (n *Node) clientUse(client string) ClientUse {
 	var u ClientUse
-	if l, ok := a.clients.last[client]; ok {
+	if l, ok := n.clients.last[client]; ok {
 		u = *l
 	}
 	u.Running = 0
-	for _, r := range a.active {
+	for _, r := range n.active {
 		if r.terms.Client == client && r.claimed == "" {
 			u.Running++
 		}
 	}
-	for _, h := range a.holds {
+	for _, h := range n.claims {
 		if h.terms.Client == client {
 			u.Running++
 		}
 	}
-	for _, b := range a.bookings {
+	for _, b := range n.bookings {
 		if b.terms.Client == client && !b.starting {
 			u.Booked++
 		}

@@ -1,10 +1,13 @@
-// Package server is the agent on a GPU node. It registers with the exchange,
+// Package server is a GPU server's rules: the Node, which owns the GPUs and
 // decides on the offers the exchange routes to it with a pluggable Policy,
-// runs accepted jobs with a Runner, and reports their cumulative usage to
-// JetStream until a final reading settles each contract.
+// claims GPUs for accepts, honours its counter-offers, keeps bookings,
+// chooses what to preempt, starts jobs with a Runner and says when each
+// job's reading is due and when a job must stop; and the policies.
 //
-// Policies are pure: they read the clock and the server's state from their
-// arguments, so the simulator runs the same code without NATS or sleeping.
-// The agent is the only part that talks to NATS; the Synthetic runner stands
-// in for real processes and NVML in the demo and in tests.
+// Nothing here reads the wall clock, starts a goroutine or talks to NATS:
+// every Node method takes the time, and policies read it from their View.
+// The NATS agent (server/agent) drives a Node in production; the simulator
+// drives the same Node on a virtual clock. The Synthetic runner stands in
+// for real processes (server/process) and NVML (server/nvmlmeter) in the
+// demo, the simulator and tests.
 package server

@@ -13,7 +13,7 @@ import (
 // time limit, on how many contracts one client runs at once, and a
 // cooldown between the end of a client's contract and the start of its
 // next (a booking's start_at, for a booking). Each rule is off at its zero value. The client's use comes from
-// State.Client.
+// View.Client.
 type FairUse struct {
 	Base Policy
 	// MinTimeLimit and MaxTimeLimit bound an offer's time limit. An offer
@@ -62,7 +62,7 @@ func (f FairUse) Validate() error {
 // Decide rejects an offer that breaks a rule, counters one whose time limit
 // is too long, and otherwise decides as Base, keeping only the counters
 // that follow the rules.
-func (f FairUse) Decide(offer contract.Terms, st State) Decision {
+func (f FairUse) Decide(offer contract.Terms, st View) Decision {
 	if f.MaxRunning > 0 && st.Client.Running >= f.MaxRunning {
 		return Decision{Reason: fmt.Sprintf("client %s has %d contracts here, the most one client may run at once", offer.Client, st.Client.Running)}
 	}
@@ -79,9 +79,7 @@ func (f FairUse) Decide(offer contract.Terms, st State) Decision {
 	if f.MaxTimeLimit > 0 && offer.TimeLimit > f.MaxTimeLimit {
 		c := offer
 		c.TimeLimit = f.MaxTimeLimit
-		if max := contract.MaxCharge(c, st.Scale); c.Prepayment.GreaterThan(max) {
-			c.Prepayment = max
-		}
+		c.Prepayment = c.CappedPrepayment(st.Scale)
 		d := Decision{Reason: fmt.Sprintf("time limit %v is over the maximum %v", offer.TimeLimit, f.MaxTimeLimit)}
 		if !c.Prepayment.IsPositive() {
 			return d // nothing valid to propose

@@ -11,15 +11,15 @@ import (
 )
 
 func TestFairUseDecide(t *testing.T) {
-	base := Reserve{P: contract.Flat(d("0.001"))}
+	base := Posted{P: contract.Flat(d("0.001"))}
 	rules := FairUse{Base: base, MinTimeLimit: 10 * time.Minute, MaxTimeLimit: time.Hour, MaxRunning: 2, Cooldown: 24 * time.Hour}
 	with := func(f func(*contract.Terms)) contract.Terms { o := offer(); f(&o); return o }
-	client := func(u ClientUse) State { st := testState(); st.Client = u; return st }
+	client := func(u ClientUse) View { st := testView(); st.Client = u; return st }
 	for _, tc := range []struct {
 		name    string
 		policy  FairUse
 		offer   contract.Terms
-		st      State
+		st      View
 		accept  bool
 		reason  string
 		counter func(*contract.Terms) // how the counter differs from the offer; nil for none
@@ -48,7 +48,7 @@ func TestFairUseDecide(t *testing.T) {
 				c.TimeLimit, c.P, c.Prepayment = time.Hour, contract.Flat(d("0.001")), d("3.60")
 			}},
 		{name: "base counters under the minimum are dropped", st: client(ClientUse{}),
-			policy: FairUse{Base: Reserve{P: base.P, MaxTimeLimit: 5 * time.Minute}, MinTimeLimit: 10 * time.Minute},
+			policy: FairUse{Base: Posted{P: base.P, MaxTimeLimit: 5 * time.Minute}, MinTimeLimit: 10 * time.Minute},
 			offer:  offer(), reason: "over 5m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,9 +73,9 @@ func TestFairUseDecide(t *testing.T) {
 
 func TestFairUseValidate(t *testing.T) {
 	assert.Error(t, FairUse{}.Validate())
-	assert.NoError(t, FairUse{Base: Reserve{}}.Validate())
-	assert.Error(t, FairUse{Base: Reserve{}, MinTimeLimit: time.Hour, MaxTimeLimit: time.Minute}.Validate())
-	assert.Error(t, FairUse{Base: Reserve{}, MaxRunning: -1}.Validate())
-	assert.Error(t, FairUse{Base: Reserve{MaxTimeLimit: -1}}.Validate())
-	assert.Equal(t, "fair-use preempting reserve", FairUse{Base: Preempting{Base: Reserve{}}}.String())
+	assert.NoError(t, FairUse{Base: Posted{}}.Validate())
+	assert.Error(t, FairUse{Base: Posted{}, MinTimeLimit: time.Hour, MaxTimeLimit: time.Minute}.Validate())
+	assert.Error(t, FairUse{Base: Posted{}, MaxRunning: -1}.Validate())
+	assert.Error(t, FairUse{Base: Posted{MaxTimeLimit: -1}}.Validate())
+	assert.Equal(t, "fair-use preempting reserve", FairUse{Base: Preempting{Base: Posted{}}}.String())
 }

@@ -9,15 +9,15 @@ import (
 )
 
 // Policy decides on offers. Decide must be pure: everything it may depend
-// on, the clock included, is in State, so that the simulator can run it
+// on, the clock included, is in View, so that the simulator can run it
 // deterministically. The agent checks the offer's form (contract.Validate)
 // and honours its own counter-offers before it asks the policy.
 type Policy interface {
-	Decide(offer contract.Terms, st State) Decision
+	Decide(offer contract.Terms, st View) Decision
 }
 
-// State is what a policy sees of the server when an offer arrives.
-type State struct {
+// View is what a policy sees of the server when an offer arrives.
+type View struct {
 	Now   time.Time
 	Scale int32 // decimal places of the server's currency, for contract.MaxCharge
 
@@ -71,7 +71,7 @@ type Booking struct {
 func (b Booking) End() time.Time { return b.Terms.StartAt.Add(b.Terms.TimeLimit) }
 
 // booked reports the GPUs of bookings whose slots overlap [from, to).
-func (st State) booked(from, to time.Time) map[int]bool {
+func (st View) booked(from, to time.Time) map[int]bool {
 	out := map[int]bool{}
 	for _, b := range st.Bookings {
 		if b.Terms.StartAt.Before(to) && b.End().After(from) {
@@ -88,7 +88,7 @@ func (st State) booked(from, to time.Time) map[int]bool {
 // will be by from — running a preemptible job, which gives way when the
 // slot begins, or a guaranteed one whose time limit ends by then. GPUs held
 // for an accepted offer do not count, since its time limit is unknown here.
-func (st State) FreeDuring(from, to time.Time) []trade.GPU {
+func (st View) FreeDuring(from, to time.Time) []trade.GPU {
 	booked := st.booked(from, to)
 	avail := map[int]bool{}
 	for _, g := range st.Free {
@@ -111,10 +111,10 @@ func (st State) FreeDuring(from, to time.Time) []trade.GPU {
 }
 
 // FreeFor counts the free GPUs that satisfy c.
-func (st State) FreeFor(c contract.Class) int {
+func (st View) FreeFor(c contract.Class) int {
 	n := 0
 	for _, g := range st.Free {
-		if Fits(c, g) {
+		if c.Fits(g.Model, g.MemoryMiB) {
 			n++
 		}
 	}
@@ -122,10 +122,7 @@ func (st State) FreeFor(c contract.Class) int {
 }
 
 // Busy counts the GPUs that are not free.
-func (st State) Busy() int { return len(st.GPUs) - len(st.Free) }
-
-// Fits reports whether g satisfies the class (contract.Class.Fits).
-func Fits(c contract.Class, g trade.GPU) bool { return c.Fits(g.Model, g.MemoryMiB) }
+func (st View) Busy() int { return len(st.GPUs) - len(st.Free) }
 
 // Decision is a policy's answer: accept, or reject with the reason and the
 // offers it would accept instead.
@@ -147,7 +144,7 @@ type Decision struct {
 	Preempt []string
 	// Book, with Accept, takes an offer that starts in the future as a
 	// booking: the agent reserves GPUs free for its whole slot
-	// (State.FreeDuring) and starts the job at its start_at. The agent
+	// (View.FreeDuring) and starts the job at its start_at. The agent
 	// refuses a future start accepted without Book: a policy that does not
 	// know of bookings would start the job at once.
 	Book bool

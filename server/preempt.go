@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/trade"
 )
@@ -51,7 +49,7 @@ func (p Preempting) Validate() error {
 
 // Decide accepts what Base accepts, and otherwise preempts as the type's
 // comment says.
-func (p Preempting) Decide(offer contract.Terms, st State) Decision {
+func (p Preempting) Decide(offer contract.Terms, st View) Decision {
 	d := p.Base.Decide(offer, st)
 	if d.Accept || offer.Preemptible {
 		return d
@@ -67,21 +65,21 @@ func (p Preempting) Decide(offer contract.Terms, st State) Decision {
 	type victim struct {
 		run  Run
 		fits []trade.GPU // its GPUs of the offer's class
-		rate fraction
+		rate contract.Rate
 	}
-	rate := fullRate(offer)
+	rate := offer.FullUseRate()
 	var vs []victim
 	for _, r := range st.Running {
 		if !r.Terms.Preemptible {
 			continue
 		}
-		v := victim{run: r, rate: fullRate(r.Terms)}
+		v := victim{run: r, rate: r.Terms.FullUseRate()}
 		for _, i := range r.GPUs {
-			if g, ok := gpu[i]; ok && Fits(offer.Class, g) {
+			if g, ok := gpu[i]; ok && offer.Class.Fits(g.Model, g.MemoryMiB) {
 				v.fits = append(v.fits, g)
 			}
 		}
-		if len(v.fits) > 0 && less(v.rate, rate) {
+		if len(v.fits) > 0 && v.rate.Cmp(rate) < 0 {
 			vs = append(vs, v)
 		}
 	}
@@ -89,9 +87,9 @@ func (p Preempting) Decide(offer contract.Terms, st State) Decision {
 	// the latest started (the least work lost) and, for determinism, by id.
 	slices.SortFunc(vs, func(a, b victim) int {
 		switch {
-		case less(a.rate, b.rate):
+		case a.rate.Cmp(b.rate) < 0:
 			return -1
-		case less(b.rate, a.rate):
+		case b.rate.Cmp(a.rate) < 0:
 			return 1
 		}
 		return cmp.Or(cmp.Compare(len(a.fits), len(b.fits)), b.run.Started.Compare(a.run.Started), cmp.Compare(a.run.ID, b.run.ID))
@@ -126,12 +124,4 @@ func (p Preempting) Decide(offer contract.Terms, st State) Decision {
 		return d
 	}
 	return Decision{Accept: true, Preempt: preempt}
-}
-
-// fullRate is what terms pay per GPU-second at full use, (P(g)·g + Q(g))/g,
-// as an exact fraction.
-func fullRate(t contract.Terms) fraction {
-	g := decimal.NewFromInt(int64(max(t.GPUs, 1)))
-	p, q := valueAt(t.P, g), valueAt(t.Q, g)
-	return fraction{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
 }

@@ -21,22 +21,22 @@ func running(id string, preemptible bool, price string, ago time.Duration, gpus 
 }
 
 func TestPreemptingDecide(t *testing.T) {
-	base := Reserve{P: contract.Flat(d("0.001")), MaxTimeLimit: time.Hour}
+	base := Posted{P: contract.Flat(d("0.001")), MaxTimeLimit: time.Hour}
 	policy := Preempting{Base: base}
 	with := func(f func(*contract.Terms)) contract.Terms { o := offer(); f(&o); return o }
-	busy := func(runs ...Run) State {
+	busy := func(runs ...Run) View {
 		var idx []int
 		for _, r := range runs {
 			idx = append(idx, r.GPUs...)
 		}
-		st := testState(idx...)
+		st := testView(idx...)
 		st.Running = runs
 		return st
 	}
 	for _, tc := range []struct {
 		name    string
 		offer   contract.Terms
-		st      State
+		st      View
 		accept  bool
 		preempt []string
 		counter bool
@@ -95,24 +95,24 @@ func TestPreemptingDecide(t *testing.T) {
 }
 
 // without marks GPU i busy with no run: a hold.
-func (st State) without(i int) State {
+func (st View) without(i int) View {
 	st.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g trade.GPU) bool { return g.Index == i })
 	return st
 }
 
 // with marks more GPUs busy with no run.
-func (st State) with(is ...int) State {
+func (st View) with(is ...int) View {
 	for _, i := range is {
 		st = st.without(i)
 	}
 	return st
 }
 
-func TestPreemptingUtilisation(t *testing.T) {
-	// Utilisation prices the server as it will be once the preempted job
+func TestPreemptingUtilization(t *testing.T) {
+	// Utilization prices the server as it will be once the preempted job
 	// stops: the offer pays that price, not the full server's.
-	u := Utilisation{Base: Reserve{P: contract.Flat(d("0.001"))}, K: d("1")}
-	st := testState(0, 1, 2, 3)
+	u := Utilization{Base: Posted{P: contract.Flat(d("0.001"))}, K: d("1")}
+	st := testView(0, 1, 2, 3)
 	st.Running = []Run{running("p1", true, "0.0001", time.Minute, 0, 1, 2, 3)}
 	o := offer() // 0.0012: less than the busy server's 0.001·(1 + 4/6), more than the idle one's
 	o.P = contract.Flat(d("0.0012"))
@@ -125,7 +125,7 @@ func TestPreemptingUtilisation(t *testing.T) {
 
 func TestPreemptingValidate(t *testing.T) {
 	assert.Error(t, Preempting{}.Validate())
-	assert.NoError(t, Preempting{Base: Reserve{}}.Validate())
-	assert.Error(t, Preempting{Base: Reserve{MaxTimeLimit: -1}}.Validate())
-	assert.Equal(t, "preempting reserve", Preempting{Base: Reserve{}}.String())
+	assert.NoError(t, Preempting{Base: Posted{}}.Validate())
+	assert.Error(t, Preempting{Base: Posted{MaxTimeLimit: -1}}.Validate())
+	assert.Equal(t, "preempting reserve", Preempting{Base: Posted{}}.String())
 }

@@ -18,37 +18,37 @@ import (
 // decideCase is a random policy, server state and valid offer.
 type decideCase struct {
 	Policy Policy
-	State  State
+	View   View
 	Offer  contract.Terms
 }
 
 func (c decideCase) String() string {
-	return fmt.Sprintf("policy %+v\nfree %d of %d\nrunning %+v\noffer %+v", c.Policy, len(c.State.Free), len(c.State.GPUs), c.State.Running, c.Offer)
+	return fmt.Sprintf("policy %+v\nfree %d of %d\nrunning %+v\noffer %+v", c.Policy, len(c.View.Free), len(c.View.GPUs), c.View.Running, c.Offer)
 }
 
 // Generate implements quick.Generator.
 func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
-	c := decideCase{State: State{Now: now.Add(time.Duration(r.Int63n(int64(time.Hour)))), Scale: int32(r.Intn(5))}}
+	c := decideCase{View: View{Now: now.Add(time.Duration(r.Int63n(int64(time.Hour)))), Scale: int32(r.Intn(5))}}
 	models := []trade.GPU{h100(0), a100(0), {Model: "L4", MemoryMiB: 24576}}
 	for i := range 1 + r.Intn(8) {
 		g := models[r.Intn(len(models))]
 		g.Index = i
-		c.State.GPUs = append(c.State.GPUs, g)
+		c.View.GPUs = append(c.View.GPUs, g)
 		switch {
 		case r.Intn(3) > 0:
-			c.State.Free = append(c.State.Free, g)
-		case len(c.State.Running) > 0 && r.Intn(2) == 0:
+			c.View.Free = append(c.View.Free, g)
+		case len(c.View.Running) > 0 && r.Intn(2) == 0:
 			// Busy with the last run, which is not always of one model.
-			last := &c.State.Running[len(c.State.Running)-1]
+			last := &c.View.Running[len(c.View.Running)-1]
 			last.GPUs = append(last.GPUs, i)
 			last.Terms.GPUs++
 		case r.Intn(4) > 0:
-			c.State.Running = append(c.State.Running, Run{ID: fmt.Sprintf("r%d", i), GPUs: []int{i},
-				Started: c.State.Now.Add(-time.Duration(r.Intn(3600)) * time.Second),
+			c.View.Running = append(c.View.Running, Run{ID: fmt.Sprintf("r%d", i), GPUs: []int{i},
+				Started: c.View.Now.Add(-time.Duration(r.Intn(3600)) * time.Second),
 				Terms:   contract.Terms{GPUs: 1, Preemptible: r.Intn(3) > 0, P: cheap(randCurve(r, 3)), Q: cheap(randCurve(r, 2))}})
 		} // else held for an offer
 	}
-	reserve := Reserve{P: randCurve(r, 4), Q: randCurve(r, 3)}
+	reserve := Posted{P: randCurve(r, 4), Q: randCurve(r, 3)}
 	if r.Intn(2) == 0 {
 		reserve.MaxTimeLimit = time.Duration(1+r.Intn(120)) * time.Minute
 	}
@@ -57,7 +57,7 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 	}
 	c.Policy = reserve
 	if r.Intn(2) == 0 {
-		c.Policy = Utilisation{Base: reserve, K: decimal.New(r.Int63n(300), -2)}
+		c.Policy = Utilization{Base: reserve, K: decimal.New(r.Int63n(300), -2)}
 	}
 	if r.Intn(2) == 0 {
 		c.Policy = Preempting{Base: c.Policy}
@@ -75,7 +75,7 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 			f.MinTimeLimit = time.Duration(r.Int63n(int64(longest)))
 		}
 		c.Policy = f
-		c.State.Client = ClientUse{Running: r.Intn(3), LastEnd: c.State.Now.Add(-time.Duration(r.Intn(7200)) * time.Second)}
+		c.View.Client = ClientUse{Running: r.Intn(3), LastEnd: c.View.Now.Add(-time.Duration(r.Intn(7200)) * time.Second)}
 	}
 
 	o := contract.Terms{Client: "c", Currency: "GPU", GPUs: 1 + r.Intn(8), Preemptible: r.Intn(4) == 0,
@@ -93,13 +93,13 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 		o.P, o.Q = randCurve(r, 4), randCurve(r, 3)
 	}
 	// A prepayment of at least one unit of the scale, up to the maximum.
-	unit := decimal.New(1, -c.State.Scale)
-	max := contract.MaxCharge(o, c.State.Scale)
+	unit := decimal.New(1, -c.View.Scale)
+	max := contract.MaxCharge(o, c.View.Scale)
 	if max.LessThan(unit) { // no valid prepayment: make the offer dearer
 		o.P = contract.Flat(decimal.NewFromInt(1))
-		max = contract.MaxCharge(o, c.State.Scale)
+		max = contract.MaxCharge(o, c.View.Scale)
 	}
-	o.Prepayment = decimal.Max(unit, max.Mul(decimal.New(1+r.Int63n(100), -2)).Truncate(c.State.Scale))
+	o.Prepayment = decimal.Max(unit, max.Mul(decimal.New(1+r.Int63n(100), -2)).Truncate(c.View.Scale))
 	c.Offer = o
 	return reflect.ValueOf(c)
 }
@@ -134,12 +134,12 @@ func nudge(r *rand.Rand, c contract.Curve) contract.Curve {
 // more GPUs or time than asked; and there is none when nothing is free.
 // It also checks accepted offers against the reserve at sample points.
 func TestCountersAccepted(t *testing.T) {
-	scaleOf := func(st State) func(string) (int32, bool) {
+	scaleOf := func(st View) func(string) (int32, bool) {
 		return func(string) (int32, bool) { return st.Scale, true }
 	}
 	accepted, countered, preempted := 0, 0, 0
 	check := func(c decideCase) bool {
-		if err := contract.Validate(c.Offer, scaleOf(c.State)); err != nil {
+		if err := contract.Validate(c.Offer, scaleOf(c.View)); err != nil {
 			t.Fatalf("generated an invalid offer: %v\n%v", err, c)
 		}
 		if v, ok := c.Policy.(interface{ Validate() error }); ok {
@@ -147,7 +147,7 @@ func TestCountersAccepted(t *testing.T) {
 				t.Fatalf("generated an invalid policy: %v\n%v", err, c)
 			}
 		}
-		got := c.Policy.Decide(c.Offer, c.State)
+		got := c.Policy.Decide(c.Offer, c.View)
 		if got.Accept {
 			accepted++
 			if len(got.Preempt) > 0 {
@@ -156,21 +156,21 @@ func TestCountersAccepted(t *testing.T) {
 			}
 			return len(got.Counters) == 0 && paysReserve(t, c)
 		}
-		if c.State.FreeFor(c.Offer.Class) == 0 && len(got.Counters) > 0 {
+		if c.View.FreeFor(c.Offer.Class) == 0 && len(got.Counters) > 0 {
 			t.Logf("counter with nothing free: %v", c)
 			return false
 		}
 		for _, counter := range got.Counters {
 			countered++
-			if err := contract.Validate(counter, scaleOf(c.State)); err != nil {
+			if err := contract.Validate(counter, scaleOf(c.View)); err != nil {
 				t.Logf("invalid counter %+v: %v\n%v", counter, err, c)
 				return false
 			}
-			if counter.GPUs > c.Offer.GPUs || counter.TimeLimit > c.Offer.TimeLimit || !got.ValidUntil.After(c.State.Now) {
+			if counter.GPUs > c.Offer.GPUs || counter.TimeLimit > c.Offer.TimeLimit || !got.ValidUntil.After(c.View.Now) {
 				t.Logf("counter %+v asks for more, or lapsed\n%v", counter, c)
 				return false
 			}
-			if again := c.Policy.Decide(counter, c.State); !again.Accept {
+			if again := c.Policy.Decide(counter, c.View); !again.Accept {
 				t.Logf("counter %+v rejected: %s\n%v", counter, again.Reason, c)
 				return false
 			}
@@ -191,24 +191,24 @@ func TestCountersAccepted(t *testing.T) {
 // few GPUs of its class are free, and the runs it preempts are
 // preemptible, pay less per GPU, and free enough GPUs of the class.
 func preemptsFairly(t *testing.T, c decideCase, preempt []string) bool {
-	free := c.State.FreeFor(c.Offer.Class)
+	free := c.View.FreeFor(c.Offer.Class)
 	if c.Offer.Preemptible || free >= c.Offer.GPUs {
 		t.Logf("preempts %v needlessly\n%v", preempt, c)
 		return false
 	}
 	for _, id := range preempt {
-		i := slices.IndexFunc(c.State.Running, func(r Run) bool { return r.ID == id })
+		i := slices.IndexFunc(c.View.Running, func(r Run) bool { return r.ID == id })
 		if i < 0 {
 			t.Logf("preempts %s, which does not run\n%v", id, c)
 			return false
 		}
-		r := c.State.Running[i]
-		if !r.Terms.Preemptible || !less(fullRate(r.Terms), fullRate(c.Offer)) {
+		r := c.View.Running[i]
+		if !r.Terms.Preemptible || r.Terms.FullUseRate().Cmp(c.Offer.FullUseRate()) >= 0 {
 			t.Logf("preempts %s, which is guaranteed or pays as much\n%v", id, c)
 			return false
 		}
-		for _, g := range c.State.GPUs {
-			if slices.Contains(r.GPUs, g.Index) && Fits(c.Offer.Class, g) {
+		for _, g := range c.View.GPUs {
+			if slices.Contains(r.GPUs, g.Index) && c.Offer.Class.Fits(g.Model, g.MemoryMiB) {
 				free++
 			}
 		}
@@ -221,7 +221,7 @@ func preemptsFairly(t *testing.T, c decideCase, preempt []string) bool {
 }
 
 // paysReserve samples an accepted offer's curves against the reserve on a
-// grid of [0, g] and at every breakpoint, as a second opinion on covers.
+// grid of [0, g] and at every breakpoint, as a second opinion on contract.Curve.Covers.
 func paysReserve(t *testing.T, c decideCase) bool {
 	policy := c.Policy
 	if f, isF := policy.(FairUse); isF {
@@ -230,9 +230,9 @@ func paysReserve(t *testing.T, c decideCase) bool {
 	if p, isP := policy.(Preempting); isP {
 		policy = p.Base
 	}
-	r, ok := policy.(Reserve)
-	if u, isU := policy.(Utilisation); isU {
-		r, ok = u.ReserveAt(c.State), true
+	r, ok := policy.(Posted)
+	if u, isU := policy.(Utilization); isU {
+		r, ok = u.ReserveAt(c.View), true
 	}
 	if !ok {
 		return true

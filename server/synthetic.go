@@ -43,12 +43,15 @@ func (s *Synthetic) Start(_ context.Context, a Assignment) (Job, error) {
 	}
 	if a.Job != nil && a.Job.Profile != nil && a.Job.Profile.Duration > 0 {
 		j.util, j.length = a.Job.Profile.Utilization, a.Job.Profile.Duration
-		// A real timer ends the job for agents on the real clock; Measure
-		// also ends it once the injected clock has passed Duration, so that
-		// tests can drive a job without sleeping.
-		j.mu.Lock() // the timer may fire before it is stored
-		j.timer = time.AfterFunc(j.length, func() { j.end(true) })
-		j.mu.Unlock()
+		// On the wall clock a timer ends the job, so that Done tells at
+		// once. On an injected clock (a test's, the simulator's) nothing
+		// runs behind the caller's back: Measure ends the job once the
+		// clock has passed Duration.
+		if s.Now == nil {
+			j.mu.Lock() // the timer may fire before it is stored
+			j.timer = time.AfterFunc(j.length, func() { j.end(true) })
+			j.mu.Unlock()
+		}
 	}
 	return j, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/trade"
@@ -262,7 +263,7 @@ func (c *serverConfig) policy() (server.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	reserve := server.Reserve{P: p, Q: q, MaxTimeLimit: c.Policy.MaxTimeLimit, CounterTTL: c.Policy.CounterTTL}
+	reserve := server.Posted{P: p, Q: q, MaxTimeLimit: c.Policy.MaxTimeLimit, CounterTTL: c.Policy.CounterTTL}
 	var pol server.Policy
 	switch c.Policy.Kind {
 	case "", "reserve":
@@ -275,7 +276,7 @@ func (c *serverConfig) policy() (server.Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server config: policy.k %q: want a decimal number", c.Policy.K)
 		}
-		pol = server.Utilisation{Base: reserve, K: k}
+		pol = server.Utilization{Base: reserve, K: k}
 	default:
 		return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
 	}
@@ -390,7 +391,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if c.NATS.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.NATS.Creds))
 	}
-	agent, err := server.New(server.Config{
+	ag, err := agent.New(agent.Config{
 		URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
 		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log,
 	})
@@ -399,7 +400,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
 		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
-	if err := agent.Run(ctx); err != nil {
+	if err := ag.Run(ctx); err != nil {
 		return err
 	}
 	log.Info("server stopped", "id", c.ID)

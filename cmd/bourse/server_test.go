@@ -229,14 +229,14 @@ func TestServerPolicyLayers(t *testing.T) {
 	if !ok {
 		t.Fatalf("under bookings %#v, want Preempting", bk.Base)
 	}
-	if _, ok := pre.Base.(server.Utilisation); !ok {
+	if _, ok := pre.Base.(server.Utilization); !ok {
 		t.Fatalf("under preemption %#v, want Utilisation", pre.Base)
 	}
 	plain, err := (&serverConfig{}).policy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := plain.(server.Reserve); !ok {
+	if _, ok := plain.(server.Posted); !ok {
 		t.Fatalf("default policy %#v, want a bare Reserve", plain)
 	}
 }

@@ -32,7 +32,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -407,13 +407,13 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 
 // agent runs a real GPU server agent with n synthetic GPUs against the
 // market's exchange until the test ends.
-func (m *market) agent(id string, n int) *server.Agent {
+func (m *market) agent(id string, n int) *agent.Agent {
 	m.t.Helper()
 	var gpus []trade.GPU
 	for i := range n {
 		gpus = append(gpus, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
-	a, err := server.New(server.Config{
+	a, err := agent.New(agent.Config{
 		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus,
 		Conn:   natstest.Connect(m.t, m.ns, protocol.InboxPrefix(id)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -11,7 +11,7 @@ import (
 )
 
 func TestUtilisationReserveAt(t *testing.T) {
-	base := Reserve{P: curve("0", "0.001", "2", "0.003"), Q: contract.Flat(d("0.01"))}
+	base := Posted{P: curve("0", "0.001", "2", "0.003"), Q: contract.Flat(d("0.01"))}
 	for _, tc := range []struct {
 		name  string
 		k     string
@@ -29,7 +29,7 @@ func TestUtilisationReserveAt(t *testing.T) {
 		{"full", "2", []int{0, 1, 2, 3, 4, 5}, curve("0", "0.003", "2", "0.009"), contract.Flat(d("0.03"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Utilisation{Base: base, K: d(tc.k)}.ReserveAt(testState(tc.busy...))
+			r := Utilization{Base: base, K: d(tc.k)}.ReserveAt(testView(tc.busy...))
 			assert.True(t, tc.wantP.Equal(r.P), "p = %v", r.P)
 			assert.True(t, tc.wantQ.Equal(r.Q), "q = %v", r.Q)
 			require.NoError(t, r.Validate())
@@ -41,7 +41,7 @@ func TestUtilisationReserveAt(t *testing.T) {
 // zeros the division leaves: a counter-offer's terms keep the places of
 // their amounts, in JSON and in the client's table.
 func TestUtilisationPlaces(t *testing.T) {
-	u := Utilisation{Base: Reserve{P: contract.Flat(d("0.20")), Q: curve("0", "0.001", "2", "0.003")}, K: d("2")}
+	u := Utilization{Base: Posted{P: contract.Flat(d("0.20")), Q: curve("0", "0.001", "2", "0.003")}, K: d("2")}
 	for _, tc := range []struct {
 		name        string
 		busy        []int
@@ -56,7 +56,7 @@ func TestUtilisationPlaces(t *testing.T) {
 		{"a sixth busy", []int{0}, `[["0","0.266666666666666667"]]`, `[["0","0.001333333333333334"],["2","0.004"]]`, `[["0","0.266666666666666667"]]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := testState(tc.busy...)
+			st := testView(tc.busy...)
 			r := u.ReserveAt(st)
 			p, err := json.Marshal(r.P)
 			require.NoError(t, err)
@@ -77,16 +77,16 @@ func TestUtilisationPlaces(t *testing.T) {
 }
 
 func TestUtilisationDecide(t *testing.T) {
-	u := Utilisation{Base: Reserve{P: contract.Flat(d("0.002"))}, K: d("1")}
+	u := Utilization{Base: Posted{P: contract.Flat(d("0.002"))}, K: d("1")}
 	o := offer() // pays 0.002 per GPU-second: the base reserve
-	assert.True(t, u.Decide(o, testState()).Accept, "idle: the base price is enough")
+	assert.True(t, u.Decide(o, testView()).Accept, "idle: the base price is enough")
 
-	got := u.Decide(o, testState(4, 5)) // 2 of 6 busy: the reserve is 4/3 of the base
+	got := u.Decide(o, testView(4, 5)) // 2 of 6 busy: the reserve is 4/3 of the base
 	require.False(t, got.Accept)
 	require.Len(t, got.Counters, 1)
 	assert.True(t, contract.Flat(d("0.002666666666666667")).Equal(got.Counters[0].P), "counter p = %v", got.Counters[0].P)
-	assert.True(t, u.Decide(got.Counters[0], testState(4, 5)).Accept)
+	assert.True(t, u.Decide(got.Counters[0], testView(4, 5)).Accept)
 
 	require.NoError(t, u.Validate())
-	require.Error(t, Utilisation{K: d("-1")}.Validate())
+	require.Error(t, Utilization{K: d("-1")}.Validate())
 }

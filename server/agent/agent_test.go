@@ -1,4 +1,4 @@
-package server_test
+package agent_test
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -44,7 +45,7 @@ func (x *exchange) waitBeat(ok func(protocol.Hello) bool) protocol.Hello {
 
 func TestAgentLifecycle(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", server.Config{Policy: server.Reserve{P: contract.Flat(dec("0.001"))}})
+	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: contract.Flat(dec("0.001"))}})
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Equal(t, 4, h.Free)
 	assert.Equal(t, gpus, h.GPUs)
@@ -100,7 +101,7 @@ func TestAgentLifecycle(t *testing.T) {
 func TestAgentCounterOffers(t *testing.T) {
 	x := newExchange(t, setup{})
 	reserve := contract.Flat(dec("0.002"))
-	x.startAgent("gpu1", server.Config{GPUs: gpus[:2], Policy: server.Reserve{P: reserve}})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Posted{P: reserve}})
 
 	low := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: low})
@@ -150,7 +151,7 @@ func TestAgentCounterOffers(t *testing.T) {
 
 func TestAgentStartWithoutHold(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond})
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
@@ -174,7 +175,7 @@ func TestAgentStartWithoutHold(t *testing.T) {
 
 func TestAgentStops(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", server.Config{})
+	ag := x.startAgent("gpu1", agent.Config{})
 	for _, tc := range []struct {
 		name   string
 		terms  contract.Terms
@@ -218,7 +219,7 @@ func TestAgentStops(t *testing.T) {
 
 func TestAgentShutdown(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", server.Config{})
+	ag := x.startAgent("gpu1", agent.Config{})
 	tm := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
 	rs := x.readings("gpu1", "c1")
 	_, err := x.start("gpu1", "o1", "c1", tm)
@@ -237,7 +238,7 @@ func TestAgentShutdown(t *testing.T) {
 // final reading is retried until the stream is back.
 func TestAgentFinalReadingRetried(t *testing.T) {
 	x := newExchange(t, setup{noStream: true})
-	x.startAgent("gpu1", server.Config{})
+	x.startAgent("gpu1", agent.Config{})
 	_, err := x.start("gpu1", "o1", "c1", terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour))
 	require.NoError(t, err)
 	time.Sleep(5 * every) // a few readings are lost: no stream
@@ -255,7 +256,7 @@ func TestAgentFinalReadingRetried(t *testing.T) {
 
 func TestAgentRejects(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{})
+	x.startAgent("gpu1", agent.Config{})
 	good := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
 	with := func(f func(*contract.Terms)) contract.Terms { t := good; f(&t); return t }
 	for _, tc := range []struct {
@@ -292,7 +293,7 @@ func TestAgentRejects(t *testing.T) {
 
 func TestAgentHelloRetried(t *testing.T) {
 	x := newExchange(t, setup{noHello: true})
-	x.runAgent("gpu1", server.Config{})
+	x.runAgent("gpu1", agent.Config{})
 	time.Sleep(300 * time.Millisecond) // no exchange yet: the hello finds no responder
 	x.answerHello()
 	select {
@@ -314,7 +315,7 @@ func TestAgentHelloRefused(t *testing.T) {
 		_ = m.RespondMsg(r)
 	})
 	require.NoError(t, err)
-	ag := x.runAgent("gpu1", server.Config{})
+	ag := x.runAgent("gpu1", agent.Config{})
 	select {
 	case err := <-ag.done:
 		ag.done <- err
@@ -328,7 +329,7 @@ func TestAgentHelloRefused(t *testing.T) {
 // reconnects, says hello again, and its readings carry on to the final one.
 func TestAgentReconnects(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{NATSOptions: []nats.Option{nats.ReconnectWait(20 * time.Millisecond)}})
+	x.startAgent("gpu1", agent.Config{NATSOptions: []nats.Option{nats.ReconnectWait(20 * time.Millisecond)}})
 	rs := x.readings("gpu1", "c1")
 	_, err := x.start("gpu1", "o1", "c1", terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour))
 	require.NoError(t, err)
@@ -364,7 +365,7 @@ func TestAgentShippedPermissions(t *testing.T) {
 	x := newExchange(t, setup{shipped: true})
 	var mu sync.Mutex
 	var violations []string
-	x.startAgent("gpu1", server.Config{NATSOptions: []nats.Option{
+	x.startAgent("gpu1", agent.Config{NATSOptions: []nats.Option{
 		nats.UserInfo("gpu1", "gpu1-secret"),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			mu.Lock()
@@ -392,8 +393,8 @@ func TestAgentShippedPermissions(t *testing.T) {
 // preempted, and the new one starts on its GPUs.
 func TestAgentPreempts(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{GPUs: gpus[:2],
-		Policy: server.Preempting{Base: server.Reserve{P: contract.Flat(dec("0.001"))}}})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2],
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dec("0.001"))}}})
 	x.waitBeat(func(h protocol.Hello) bool { return h.Policy == "preempting reserve" })
 
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -438,8 +439,8 @@ func TestAgentPreempts(t *testing.T) {
 // job keeps its GPUs and runs on.
 func TestAgentPreemptionLapses(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond,
-		Policy: server.Preempting{Base: server.Reserve{P: contract.Flat(dec("0.001"))}}})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond,
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dec("0.001"))}}})
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	cheap.Preemptible = true
 	rs := x.readings("gpu1", "c1")
@@ -464,7 +465,7 @@ func TestAgentPreemptionLapses(t *testing.T) {
 // running contracts, holds and last end.
 func TestAgentFairUse(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{Policy: server.FairUse{Base: server.Reserve{}, MaxRunning: 1, Cooldown: time.Hour}})
+	x.startAgent("gpu1", agent.Config{Policy: server.FairUse{Base: server.Posted{}, MaxRunning: 1, Cooldown: time.Hour}})
 	tm := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
 	bob := tm
 	bob.Client = "bob"

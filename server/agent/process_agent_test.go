@@ -1,4 +1,4 @@
-package server_test
+package agent_test
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/trade"
 )
@@ -60,7 +60,7 @@ func TestAgentProcessRunner(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pr.Close)
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{Runner: pr})
+	x.startAgent("gpu1", agent.Config{Runner: pr})
 	job := func(act string) *contract.JobSpec {
 		return &contract.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
 	}

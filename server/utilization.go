@@ -9,25 +9,25 @@ import (
 	"github.com/bourse/bourse/contract"
 )
 
-// Utilisation prices by how full the server is: the base reserve curves are
+// Utilization prices by how full the server is: the base reserve curves are
 // multiplied by 1 + K·busy/total, so the last free GPUs cost the most and an
 // idle server takes the base price.
-type Utilisation struct {
-	Base Reserve
+type Utilization struct {
+	Base Posted
 	// K is how much dearer a full server is than an idle one: with K = 1
 	// the reserve doubles as the GPUs fill. Zero is the base reserve.
 	K decimal.Decimal
 }
 
-var _ Policy = Utilisation{}
+var _ Policy = Utilization{}
 
 // String names the policy in the server's heartbeats.
-func (u Utilisation) String() string { return "utilisation" }
+func (u Utilization) String() string { return "utilisation" }
 
 // Validate checks the base reserve and K.
-func (u Utilisation) Validate() error {
+func (u Utilization) Validate() error {
 	if u.K.IsNegative() {
-		return bourse.Errorf(bourse.EInvalid, "server.Utilisation.Validate", "k is negative: %s", u.K)
+		return bourse.Errorf(bourse.EInvalid, "server.Utilization.Validate", "k is negative: %s", u.K)
 	}
 	if err := u.Base.Validate(); err != nil {
 		return fmt.Errorf("utilisation base: %w", err)
@@ -36,14 +36,14 @@ func (u Utilisation) Validate() error {
 }
 
 // Decide decides as the reserve of the moment, ReserveAt(st).
-func (u Utilisation) Decide(offer contract.Terms, st State) Decision {
+func (u Utilization) Decide(offer contract.Terms, st View) Decision {
 	return u.ReserveAt(st).Decide(offer, st)
 }
 
 // ReserveAt is the base reserve scaled for st's utilisation. Scaled prices
 // are rounded up at contract.MaxPlaces, so that they remain valid offer
 // curves (and still at least the exact price).
-func (u Utilisation) ReserveAt(st State) Reserve {
+func (u Utilization) ReserveAt(st View) Posted {
 	total := len(st.GPUs)
 	if total == 0 || u.K.IsZero() {
 		return u.Base

@@ -1,4 +1,4 @@
-package server_test
+package agent_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/outbox"
 	"github.com/bourse/bourse/trade"
 )
@@ -81,7 +81,7 @@ func TestAgentOutbox(t *testing.T) {
 	x := newExchange(t, setup{})
 	dir := t.TempDir()
 	var logs syncBuffer
-	cfg := server.Config{OutboxDir: dir, ShutdownTimeout: 300 * time.Millisecond,
+	cfg := agent.Config{OutboxDir: dir, ShutdownTimeout: 300 * time.Millisecond,
 		NATSOptions: []nats.Option{nats.ReconnectWait(20 * time.Millisecond)},
 		Logger:      slog.New(slog.NewTextHandler(&logs, nil))}
 	ag := x.startAgent("gpu1", cfg)

@@ -1,4 +1,4 @@
-package server_test
+package agent_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -66,7 +66,7 @@ func newExchange(t testing.TB, s setup) *exchange {
 	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond)}
 	if s.shipped {
 		_, file, _, _ := runtime.Caller(0)
-		conf, err := natsserver.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "docs", "nats-server.conf"))
+		conf, err := natsserver.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
 		require.NoError(t, err)
 		conf.Port, conf.StoreDir, conf.NoLog = natsserver.RANDOM_PORT, store, true
 		ns = natstest.StartWith(t, conf)
@@ -143,8 +143,8 @@ func (x *exchange) respond(m *nats.Msg, v any) {
 	}
 }
 
-// agent is a running server agent and the way to stop it.
-type agent struct {
+// running is a running server agent and the way to stop it.
+type running struct {
 	id   string
 	stop context.CancelFunc
 	done chan error
@@ -159,7 +159,7 @@ var gpus = []trade.GPU{
 // startAgent runs an agent named id with cfg's policy and GPUs (four H100s
 // by default) and waits for its hello and its first heartbeat, which
 // follows the agent's adopting the intervals of the hello's reply.
-func (x *exchange) startAgent(id string, cfg server.Config) *agent {
+func (x *exchange) startAgent(id string, cfg agent.Config) *running {
 	x.t.Helper()
 	ag := x.runAgent(id, cfg)
 	select {
@@ -177,7 +177,7 @@ func (x *exchange) startAgent(id string, cfg server.Config) *agent {
 }
 
 // runAgent runs an agent without waiting for its hello.
-func (x *exchange) runAgent(id string, cfg server.Config) *agent {
+func (x *exchange) runAgent(id string, cfg agent.Config) *running {
 	x.t.Helper()
 	cfg.URL, cfg.ID = x.url, id
 	cfg.Currency = currency.Currency{Code: "GPU", Scale: 2}
@@ -190,10 +190,10 @@ func (x *exchange) runAgent(id string, cfg server.Config) *agent {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
 	}
-	a, err := server.New(cfg)
+	a, err := agent.New(cfg)
 	require.NoError(x.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	ag := &agent{id: id, stop: cancel, done: make(chan error, 1)}
+	ag := &running{id: id, stop: cancel, done: make(chan error, 1)}
 	go func() { ag.done <- a.Run(ctx) }()
 	x.t.Cleanup(func() {
 		cancel()
@@ -207,7 +207,7 @@ func (x *exchange) runAgent(id string, cfg server.Config) *agent {
 }
 
 // shutdown stops the agent and returns what Run returned.
-func (ag *agent) shutdown(t testing.TB) error {
+func (ag *running) shutdown(t testing.TB) error {
 	t.Helper()
 	ag.stop()
 	select {

@@ -1,11 +1,16 @@
-package server
+// Package agent is the GPU server's agent on NATS: it drives a
+// server.Node, the server's admission and bookkeeping, from the exchange's
+// requests, a ticker and its jobs, and carries out what the node asks —
+// stopping and starting jobs, publishing readings to JetStream (through a
+// disk outbox), saying hello and heartbeats. The rules are the node's;
+// this package is the wires.
+package agent
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,19 +19,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/outbox"
 	"github.com/bourse/bourse/trade"
 )
 
-// Defaults for the zero values of Config.
-const (
-	DefaultEvery           = time.Second
-	DefaultHoldFor         = 5 * time.Second
-	DefaultShutdownTimeout = 10 * time.Second
-)
+// DefaultShutdownTimeout is the zero value of Config.ShutdownTimeout.
+const DefaultShutdownTimeout = 10 * time.Second
 
 // Config configures an Agent. Its zero values work, except ID, Currency and
 // GPUs, which name the server.
@@ -44,14 +45,14 @@ type Config struct {
 	ID       string
 	Currency currency.Currency // the prices it takes, and the scale of its charges
 	GPUs     []trade.GPU
-	Policy   Policy // nil: Reserve{}, which takes any offer that fits
-	Runner   Runner // nil: a Synthetic runner on Now
+	Policy   server.Policy // nil: server.Posted{}, which takes any offer that fits
+	Runner   server.Runner // nil: a server.Synthetic runner on Now
 
 	// ReadingEvery and Heartbeat are used until the exchange's HelloReply
-	// says otherwise; zero means DefaultEvery.
+	// says otherwise; zero means server.DefaultEvery.
 	ReadingEvery, Heartbeat time.Duration
-	// HoldFor is how long an accept reserves its GPUs for the exchange's
-	// start; zero means DefaultHoldFor.
+	// HoldFor is how long an accept claims its GPUs for the exchange's
+	// start; zero means server.DefaultHoldFor.
 	HoldFor time.Duration
 	// ShutdownTimeout bounds how long a stopping agent keeps trying to
 	// publish its final readings; zero means DefaultShutdownTimeout.
@@ -62,7 +63,6 @@ type Config struct {
 	// keeps them in memory only: a final reading not sent by the end of
 	// ShutdownTimeout is lost.
 	OutboxDir string
-
 	// OnFinal, if set, is called with each final reading as the agent is
 	// about to publish it: the server's own record of what its jobs ran,
 	// for its operator's books, and for tests that hold the exchange's
@@ -75,12 +75,11 @@ type Config struct {
 
 // Agent is a GPU server's agent. Make one with New, then call Run once.
 type Agent struct {
-	cfg    Config
-	id     string
-	log    *slog.Logger
-	now    func() time.Time
-	policy Policy
-	runner Runner
+	cfg  Config
+	id   string
+	node *server.Node
+	log  *slog.Logger
+	now  func() time.Time
 
 	nc *nats.Conn
 	js jetstream.JetStream
@@ -91,98 +90,58 @@ type Agent struct {
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
 	// readings of stopped jobs still go out.
 	runCtx   context.Context
-	jobs     sync.WaitGroup // one per watched run
+	work     sync.WaitGroup // stops, launches and publications under way
 	handlers sync.WaitGroup // offers being decided
 	ran      atomic.Bool
 	// reconnected asks for a new hello; the agent's own connection
 	// signals it, a Config.Conn does not.
 	reconnected chan struct{}
+	// stopped tells the ticker to tick now: a job's stop is done.
+	tickKick chan struct{}
 
-	mu           sync.Mutex
-	readingEvery time.Duration
-	heartbeat    time.Duration
-	closing      bool
-	owner        map[int]string // GPU index → the hold or run using it
-	holds        map[string]*hold
-	counters     map[string]issued
-	// free caches the GPUs that owner does not hold, for the policy's
-	// State: rebuilding it for every offer cost more than deciding.
-	free      []trade.GPU
-	freeValid bool
-	runs      map[string]*run // every run this agent remembers, by contract
-	active    map[string]*run // the runs whose jobs have not ended
-	ended     []*run          // ended runs, oldest first, to forget in time
-	recent    []contract.Terms
-	clients   clientBook
-	// bookings are accepted offers for a future slot, by offer, until
-	// their jobs start.
-	bookings map[string]*booking
+	mu        sync.Mutex
+	heartbeat time.Duration
+	closing   bool
 }
 
 // New checks cfg and fills in its defaults.
 func New(cfg Config) (*Agent, error) {
-	const op = "server.New"
-	if err := protocol.CheckID(cfg.ID); err != nil {
-		return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "id", Err: err}
-	}
-	if err := cfg.Currency.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: currency: %w", op, err)
-	}
-	if len(cfg.GPUs) == 0 {
-		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs")
-	}
-	seen := map[int]bool{}
-	for _, g := range cfg.GPUs {
-		if seen[g.Index] || g.Index < 0 {
-			return nil, bourse.Errorf(bourse.EInvalid, op, "GPU index %d is negative or repeated", g.Index)
-		}
-		seen[g.Index] = true
-	}
 	if cfg.Conn == nil && cfg.URL == "" {
 		cfg.URL = nats.DefaultURL
+	}
+	if cfg.Runner == nil {
+		// On the wall clock the synthetic runner ends jobs by timers, so
+		// that their ends are reported at once.
+		cfg.Runner = &server.Synthetic{Now: cfg.Now}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Policy == nil {
-		cfg.Policy = Reserve{}
-	}
-	if v, ok := cfg.Policy.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: policy: %w", op, err)
-		}
-	}
-	if cfg.Runner == nil {
-		cfg.Runner = &Synthetic{Now: cfg.Now}
-	}
-	cfg.ReadingEvery = orDefault(cfg.ReadingEvery, DefaultEvery)
-	cfg.Heartbeat = orDefault(cfg.Heartbeat, DefaultEvery)
-	cfg.HoldFor = orDefault(cfg.HoldFor, DefaultHoldFor)
+	cfg.Heartbeat = orDefault(cfg.Heartbeat, server.DefaultEvery)
 	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.GPUs = slices.Clone(cfg.GPUs)
-	slices.SortFunc(cfg.GPUs, func(a, b trade.GPU) int { return a.Index - b.Index })
+	node, err := server.NewNode(server.NodeConfig{ID: cfg.ID, Currency: cfg.Currency, GPUs: cfg.GPUs, Policy: cfg.Policy,
+		Runner: cfg.Runner, ReadingEvery: cfg.ReadingEvery, HoldFor: cfg.HoldFor, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	return &Agent{
-		cfg:          cfg,
-		id:           cfg.ID,
-		log:          cfg.Logger.With("server", cfg.ID),
-		now:          cfg.Now,
-		policy:       cfg.Policy,
-		runner:       cfg.Runner,
-		readingEvery: cfg.ReadingEvery,
-		heartbeat:    cfg.Heartbeat,
-		owner:        map[int]string{},
-		holds:        map[string]*hold{},
-		counters:     map[string]issued{},
-		runs:         map[string]*run{},
-		active:       map[string]*run{},
-		bookings:     map[string]*booking{},
-		reconnected:  make(chan struct{}, 1),
-		resendKick:   make(chan struct{}, 1),
+		cfg:         cfg,
+		id:          cfg.ID,
+		node:        node,
+		log:         cfg.Logger.With("server", cfg.ID),
+		now:         cfg.Now,
+		heartbeat:   cfg.Heartbeat,
+		reconnected: make(chan struct{}, 1),
+		resendKick:  make(chan struct{}, 1),
+		tickKick:    make(chan struct{}, 1),
 	}, nil
 }
+
+// Node is the server's admission and bookkeeping, which the agent drives.
+func (a *Agent) Node() *server.Node { return a.node }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -225,6 +184,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	resendCtx, stopResend := context.WithCancel(runCtx)
 	resent := make(chan struct{})
 	go func() { defer close(resent); a.resend(resendCtx) }()
+	tickCtx, stopTicks := context.WithCancel(runCtx)
+	ticked := make(chan struct{})
+	go func() { defer close(ticked); a.ticks(tickCtx) }()
 	subs, err := a.subscribe()
 	if err == nil {
 		err = a.hello(ctx)
@@ -233,6 +195,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.beat(ctx)
 	}
 	a.shutdown(subs, cancelRun)
+	stopTicks()
+	<-ticked
 	stopResend()
 	<-resent
 	if a.cfg.Conn == nil {
@@ -344,26 +308,23 @@ func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc) {
 	a.mu.Lock()
 	a.closing = true
-	for _, b := range a.bookings {
-		if b.timer != nil {
-			b.timer.Stop()
-		}
-	}
-	running := make([]*run, 0, len(a.runs))
-	for _, r := range a.runs {
-		running = append(running, r)
-	}
 	a.mu.Unlock()
 	for _, s := range subs {
 		if err := s.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			a.log.Warn("unsubscribe", "subject", s.Subject, "err", err)
 		}
 	}
-	a.handlers.Wait() // offers decided meanwhile were refused: closing is set
-	for _, r := range running {
-		r.halt(trade.ReasonShutdown)
-	}
+	a.handlers.Wait() // offers decided meanwhile were refused: the node is closed
+	a.node.Close()
 	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun)
 	defer grace.Stop()
-	a.jobs.Wait()
+	for a.node.Running() > 0 && a.runCtx.Err() == nil {
+		a.tick()
+		select {
+		case <-a.runCtx.Done():
+		case <-a.tickKick:
+		case <-time.After(tickEvery):
+		}
+	}
+	a.work.Wait()
 }

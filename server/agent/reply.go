@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"encoding/json"

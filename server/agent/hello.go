@@ -1,10 +1,9 @@
-package server
+package agent
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,15 +59,13 @@ func (a *Agent) request(ctx context.Context, subject string, body any) (*nats.Ms
 }
 
 func (a *Agent) adopt(r protocol.HelloReply) {
+	a.node.Adopt(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Heartbeat > 0 {
 		a.heartbeat = time.Duration(r.Heartbeat)
 	}
-	if r.ReadingEvery > 0 {
-		a.readingEvery = time.Duration(r.ReadingEvery)
-	}
-	a.log.Info("registered", "heartbeat", a.heartbeat, "reading_every", a.readingEvery)
+	a.log.Info("registered", "heartbeat", a.heartbeat, "reading_every", a.node.ReadingEvery())
 }
 
 // beat publishes a heartbeat now and every Heartbeat until ctx ends. A
@@ -105,23 +102,4 @@ func (a *Agent) heartbeatEvery() time.Duration {
 	return a.heartbeat
 }
 
-func (a *Agent) helloBody() protocol.Hello {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.now()
-	a.sweep(now)
-	h := protocol.Hello{
-		Currency: string(a.cfg.Currency.Code),
-		GPUs:     a.cfg.GPUs,
-		Free:     len(a.cfg.GPUs) - len(a.owner),
-		At:       now,
-	}
-	for id := range a.active {
-		h.Running = append(h.Running, id)
-	}
-	slices.Sort(h.Running)
-	if s, ok := a.policy.(fmt.Stringer); ok {
-		h.Policy = s.String()
-	}
-	return h
-}
+func (a *Agent) helloBody() protocol.Hello { return a.node.Hello(a.now()) }

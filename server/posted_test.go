@@ -23,49 +23,15 @@ func curve(xy ...string) contract.Curve {
 	return c
 }
 
-func TestCovers(t *testing.T) {
-	for _, tc := range []struct {
-		name           string
-		offer, reserve contract.Curve
-		g              int64
-		want           bool
-	}{
-		{"both empty", nil, nil, 4, true},
-		{"empty reserve", curve("1", "0"), nil, 4, true},
-		{"empty offer", nil, curve("0", "0.01"), 4, false},
-		{"dearer flat", curve("0", "2"), curve("0", "1"), 4, true},
-		{"equal", curve("0", "1", "2", "3"), curve("0", "1", "2", "3"), 4, true},
-		{"cheaper flat", curve("0", "1"), curve("0", "2"), 4, false},
-		{"ramp starts below", curve("0", "0", "4", "4"), curve("0", "1"), 4, false},
-		{"offer jumps late", curve("1", "5"), curve("0", "1"), 4, false},
-		{"reserve jumps late", curve("0", "1"), curve("1", "1"), 4, true},
-		// The offer is zero just left of its jump at 1, where the reserve
-		// has risen to almost 1: only the left limit shows it.
-		{"left of the offer's jump", curve("1", "5"), curve("0.5", "0", "1", "1"), 2, false},
-		{"left of the offer's jump, reserve zero", curve("1", "5"), curve("0.5", "0", "1", "0"), 2, true},
-		{"short only beyond g", curve("0", "1", "2", "3", "3", "3"), curve("0", "1", "2", "3", "3", "4"), 2, true},
-		{"short at g", curve("0", "1", "2", "3", "3", "3"), curve("0", "1", "2", "3", "3", "4"), 3, false},
-		{"crossing between breakpoints", curve("0", "1", "4", "2"), curve("0", "0.5", "4", "2.5"), 4, false},
-		{"crossing beyond g", curve("0", "1", "4", "2"), curve("0", "0.5", "4", "2.5"), 2, true},
-		// The offer at 1 is exactly 1/3, which no decimal writes.
-		{"a third above", curve("0", "0", "3", "1"), curve("1", "0.333333333333333333"), 1, true},
-		{"a third below", curve("0", "0", "3", "1"), curve("1", "0.333333333333333334"), 1, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, covers(tc.offer, tc.reserve, decimal.NewFromInt(tc.g)))
-		})
-	}
-}
-
 var (
 	h100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920} }
 	a100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "A100", MemoryMiB: 40960} }
 	now  = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-// testState is a server of four H100s and two A100s, the given ones busy.
-func testState(busy ...int) State {
-	st := State{Now: now, Scale: 2}
+// testView is a server of four H100s and two A100s, the given ones busy.
+func testView(busy ...int) View {
+	st := View{Now: now, Scale: 2}
 	for i := range 6 {
 		g := h100(i)
 		if i >= 4 {
@@ -93,46 +59,46 @@ func offer() contract.Terms {
 }
 
 func TestReserveDecide(t *testing.T) {
-	reserve := Reserve{P: contract.Flat(d("0.001")), MaxTimeLimit: time.Hour, CounterTTL: time.Minute}
+	reserve := Posted{P: contract.Flat(d("0.001")), MaxTimeLimit: time.Hour, CounterTTL: time.Minute}
 	with := func(f func(*contract.Terms)) contract.Terms { o := offer(); f(&o); return o }
 	for _, tc := range []struct {
 		name    string
-		reserve Reserve
+		reserve Posted
 		offer   contract.Terms
-		st      State
+		st      View
 		accept  bool
 		counter func(*contract.Terms) // how the counter differs from the offer; nil for none
 	}{
-		{name: "pays the reserve", reserve: reserve, offer: offer(), st: testState(), accept: true},
-		{name: "pays exactly the reserve", reserve: reserve, st: testState(), accept: true,
+		{name: "pays the reserve", reserve: reserve, offer: offer(), st: testView(), accept: true},
+		{name: "pays exactly the reserve", reserve: reserve, st: testView(), accept: true,
 			offer: with(func(o *contract.Terms) { o.P = contract.Flat(d("0.001")); o.Prepayment = d("3.60") })},
 		{name: "any class", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class = contract.Class{}; o.GPUs = 6 }),
-			st: testState(), accept: true},
-		{name: "cheap p", reserve: reserve, st: testState(),
+			st: testView(), accept: true},
+		{name: "cheap p", reserve: reserve, st: testView(),
 			offer:   with(func(o *contract.Terms) { o.P = contract.Flat(d("0.0005")); o.Prepayment = d("1.80") }),
 			counter: func(c *contract.Terms) { c.P = contract.Flat(d("0.001")) }},
-		{name: "no q against a q reserve", st: testState(),
-			reserve: Reserve{P: reserve.P, Q: contract.Flat(d("0.01"))}, offer: offer(),
+		{name: "no q against a q reserve", st: testView(),
+			reserve: Posted{P: reserve.P, Q: contract.Flat(d("0.01"))}, offer: offer(),
 			counter: func(c *contract.Terms) { c.Q = contract.Flat(d("0.01")) }},
-		{name: "too long, prepayment lowered", reserve: reserve, st: testState(),
+		{name: "too long, prepayment lowered", reserve: reserve, st: testView(),
 			offer:   with(func(o *contract.Terms) { o.TimeLimit = 2 * time.Hour; o.Prepayment = d("28.80") }),
 			counter: func(c *contract.Terms) { c.TimeLimit = time.Hour; c.Prepayment = d("14.40") }},
-		{name: "no maximum time limit", reserve: Reserve{P: reserve.P}, st: testState(), accept: true,
+		{name: "no maximum time limit", reserve: Posted{P: reserve.P}, st: testView(), accept: true,
 			offer: with(func(o *contract.Terms) { o.TimeLimit = 300 * time.Hour; o.Prepayment = d("1") })},
-		{name: "more GPUs than free", reserve: reserve, st: testState(0, 1, 2),
+		{name: "more GPUs than free", reserve: reserve, st: testView(0, 1, 2),
 			offer:   with(func(o *contract.Terms) { o.GPUs = 3; o.Prepayment = d("10.80") }),
 			counter: func(c *contract.Terms) { c.GPUs = 1; c.Prepayment = d("3.60") }},
-		{name: "more GPUs than the server has", reserve: reserve, st: testState(),
+		{name: "more GPUs than the server has", reserve: reserve, st: testView(),
 			offer:   with(func(o *contract.Terms) { o.GPUs = 5; o.Prepayment = d("1") }),
 			counter: func(c *contract.Terms) { c.GPUs = 4 }},
-		{name: "everything at once", reserve: reserve, st: testState(3),
+		{name: "everything at once", reserve: reserve, st: testView(3),
 			offer: with(func(o *contract.Terms) {
 				o.GPUs, o.TimeLimit, o.P, o.Prepayment = 4, 3*time.Hour, contract.Flat(d("0.0001")), d("4.32")
 			}),
 			counter: func(c *contract.Terms) { c.GPUs, c.TimeLimit, c.P = 3, time.Hour, contract.Flat(d("0.001")) }},
-		{name: "class busy", reserve: reserve, offer: offer(), st: testState(0, 1, 2, 3)},
-		{name: "class absent", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class.Model = "B200" }), st: testState()},
-		{name: "memory too small", reserve: reserve, st: testState(0, 1, 2, 3),
+		{name: "class busy", reserve: reserve, offer: offer(), st: testView(0, 1, 2, 3)},
+		{name: "class absent", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class.Model = "B200" }), st: testView()},
+		{name: "memory too small", reserve: reserve, st: testView(0, 1, 2, 3),
 			offer: with(func(o *contract.Terms) { o.Class = contract.Class{MinMemoryMiB: 50000} })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,9 +127,9 @@ func TestReserveDecide(t *testing.T) {
 }
 
 func TestReserveValidate(t *testing.T) {
-	require.NoError(t, Reserve{}.Validate())
-	require.NoError(t, Reserve{P: contract.Flat(d("1")), MaxTimeLimit: time.Hour}.Validate())
-	require.Error(t, Reserve{P: curve("1", "2", "0.5", "3")}.Validate())
-	require.Error(t, Reserve{Q: curve("0", "2", "1", "1")}.Validate())
-	require.Error(t, Reserve{MaxTimeLimit: -1}.Validate())
+	require.NoError(t, Posted{}.Validate())
+	require.NoError(t, Posted{P: contract.Flat(d("1")), MaxTimeLimit: time.Hour}.Validate())
+	require.Error(t, Posted{P: curve("1", "2", "0.5", "3")}.Validate())
+	require.Error(t, Posted{Q: curve("0", "2", "1", "1")}.Validate())
+	require.Error(t, Posted{MaxTimeLimit: -1}.Validate())
 }

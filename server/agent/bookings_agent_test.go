@@ -1,4 +1,4 @@
-package server_test
+package agent_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -31,8 +32,8 @@ func TestAgentBookings(t *testing.T) {
 		x.respond(m, struct{}{})
 	})
 	require.NoError(t, err)
-	reserve := server.Reserve{P: contract.Flat(dec("0.001"))}
-	x.startAgent("gpu1", server.Config{GPUs: gpus[:2], Policy: server.Bookings{Base: reserve, OnePerClient: true}})
+	reserve := server.Posted{P: contract.Flat(dec("0.001"))}
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Bookings{Base: reserve, OnePerClient: true}})
 
 	start := time.Now().Add(500 * time.Millisecond).UTC()
 	booked := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -99,7 +100,7 @@ func TestAgentBookings(t *testing.T) {
 // TestAgentBookingCancelled: a booking killed before its slot never starts.
 func TestAgentBookingCancelled(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{Policy: server.Bookings{Base: server.Reserve{}}})
+	x.startAgent("gpu1", agent.Config{Policy: server.Bookings{Base: server.Posted{}}})
 	tm := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
 	tm.StartAt = time.Now().Add(300 * time.Millisecond).UTC()
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
@@ -116,7 +117,7 @@ func TestAgentBookingCancelled(t *testing.T) {
 // TestAgentNoBookings: by default a server takes no bookings.
 func TestAgentNoBookings(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", server.Config{})
+	x.startAgent("gpu1", agent.Config{})
 	tm := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
 	tm.StartAt = time.Now().Add(time.Hour).UTC()
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})

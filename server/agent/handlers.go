@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// onOffer decides on a protocol.ServerOffer and answers a protocol.Decision.
+func (a *Agent) onOffer(m *nats.Msg) {
+	var so protocol.ServerOffer
+	if err := decode(m, &so); err != nil {
+		a.respond(m, protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)})
+		return
+	}
+	d := a.node.Decide(a.now(), so)
+	a.log.Debug("offer", "offer", so.Offer, "client", so.Terms.Client, "accept", d.Accept,
+		"counters", len(d.Counters), "reason", d.Reason)
+	a.respond(m, d)
+}
+
+// onStart starts an accepted contract's job and answers protocol.Started,
+// or an error reply: the jobs it preempts are stopped first. The start
+// subscription delivers one message at a time, so two starts of one
+// contract never race.
+func (a *Agent) onStart(m *nats.Msg) {
+	var s protocol.Start
+	if err := decode(m, &s); err != nil {
+		a.respondError(m, err)
+		return
+	}
+	started, err := a.start(s)
+	if err != nil {
+		a.log.Warn("start", "contract", s.Contract.ID, "offer", s.Offer, "err", err)
+		a.respondError(m, err)
+		return
+	}
+	a.respond(m, started)
+}
+
+func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
+	plan, err := a.node.Start(a.now(), s)
+	switch {
+	case err != nil:
+		return protocol.Started{}, err
+	case plan.Started != nil:
+		return *plan.Started, nil
+	}
+	a.stopAll(plan.Stops, preemptWait)
+	return a.node.Launch(a.runCtx, a.now(), s.Contract.ID)
+}
+
+// preemptWait bounds how long a start waits for the jobs it preempts to
+// stop.
+const preemptWait = 10 * time.Second
+
+// onCancel releases the claim of an accept the exchange did not take.
+func (a *Agent) onCancel(m *nats.Msg) {
+	var c protocol.Cancel
+	if err := decode(m, &c); err != nil {
+		a.log.Warn("cancel", "err", err)
+		return
+	}
+	a.node.Cancel(a.now(), c.Offer)
+}
+
+// onControl stops a contract's job for the client (suspended or killed)
+// and answers {}; the final reading follows. Stopping a stopped contract
+// answers {} again.
+func (a *Agent) onControl(m *nats.Msg) {
+	var c protocol.Control
+	if err := decode(m, &c); err != nil {
+		a.respondError(m, err)
+		return
+	}
+	if err := a.node.Control(a.now(), c.Contract, c.Action); err != nil {
+		a.respondError(m, err)
+		return
+	}
+	a.kickTick()
+	a.respond(m, struct{}{})
+}
+
+// stopAll stops the jobs at once and waits, at most wait, until each has
+// stopped and its final reading is handed over (the publication goes on
+// in the background).
+func (a *Agent) stopAll(stops []server.Stop, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(a.runCtx, wait)
+	defer cancel()
+	done := make(chan struct{}, len(stops))
+	for _, s := range stops {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			a.stopJob(ctx, s)
+		}()
+	}
+	for range stops {
+		<-done
+	}
+}

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
+)
+
+// tickEvery is how often the agent asks its node what is due: readings are
+// due every ReadingEvery, but a job's end and a client's stop are carried
+// out within tickEvery.
+const tickEvery = 50 * time.Millisecond
+
+// ticks asks the node what is due every tickEvery, and at once when a
+// control or a stop asks, until ctx ends.
+func (a *Agent) ticks(ctx context.Context) {
+	t := time.NewTicker(min(tickEvery, a.node.ReadingEvery()))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.tickKick:
+		}
+		a.tick()
+	}
+}
+
+func (a *Agent) kickTick() {
+	select {
+	case a.tickKick <- struct{}{}:
+	default: // a tick is due already
+	}
+}
+
+// tick carries out what the node says is due: readings go out, jobs stop,
+// booked jobs start. Slow work goes on in the background, so that one
+// job's stop holds up no other's reading.
+func (a *Agent) tick() {
+	due := a.node.Tick(a.now())
+	every := a.node.ReadingEvery()
+	for _, rd := range due.Readings {
+		a.work.Add(1)
+		go func() {
+			defer a.work.Done()
+			a.publishUntil(rd, every)
+		}()
+	}
+	if len(due.Stops) == 0 && len(due.Launch) == 0 {
+		return
+	}
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		a.stopAll(due.Stops, preemptWait)
+		for _, id := range due.Launch {
+			a.launchBooked(id)
+		}
+	}()
+}
+
+// stopJob stops a job, and publishes its final reading, retrying until
+// JetStream has it or the agent gives up at shutdown; an outbox then keeps
+// it for the agent's next run.
+func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
+	if err := s.Job.Stop(ctx, s.Reason); err != nil {
+		a.log.Warn("stop", "contract", s.Contract, "err", err)
+	}
+	rd, err := a.node.Stopped(a.now(), s.Contract)
+	if err != nil {
+		a.log.Error("stopped", "contract", s.Contract, "err", err)
+		return
+	}
+	if a.cfg.OnFinal != nil {
+		a.cfg.OnFinal(rd)
+	}
+	a.keep(rd)
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		a.publishFinal(rd)
+	}()
+}
+
+// publishFinal publishes a final reading until JetStream acknowledges it
+// or the agent's run ends.
+func (a *Agent) publishFinal(rd trade.Reading) {
+	switch err := a.publish(a.runCtx, rd); {
+	case err == nil:
+		a.sent(rd)
+		a.log.Info("final reading sent", "contract", rd.Contract, "reason", rd.Reason, "u", rd.U, "t", time.Duration(rd.T))
+	case a.outbox != nil:
+		a.log.Warn("final reading not acknowledged; the outbox keeps it for the next run", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason, "err", err)
+	default:
+		a.log.Error("final reading lost", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason, "u", rd.U, "t", rd.T, "err", err)
+	}
+}
+
+// launchBooked starts a booked job whose slot has begun and reports the
+// start on the server's started subject. If this report is lost, the
+// first reading tells the exchange.
+func (a *Agent) launchBooked(id string) {
+	started, err := a.node.Launch(a.runCtx, a.now(), id)
+	if err != nil {
+		a.log.Warn("start booked contract", "contract", id, "err", err)
+		return
+	}
+	body, _ := json.Marshal(started)
+	ctx, cancel := context.WithTimeout(a.runCtx, 2*time.Second)
+	defer cancel()
+	msg, err := a.nc.RequestWithContext(ctx, protocol.ServerSubject(a.id, protocol.VerbStarted), body)
+	if err == nil {
+		err = natswire.DecodeError(msg)
+	}
+	if err != nil {
+		a.log.Warn("report the start of a booked contract", "contract", id, "err", err)
+	}
+}

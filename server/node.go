@@ -1,0 +1,212 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Defaults for the zero values of NodeConfig.
+const (
+	DefaultEvery   = time.Second
+	DefaultHoldFor = 5 * time.Second
+)
+
+// NodeConfig configures a Node. ID, Currency and GPUs name the server; the
+// other zero values take the defaults in their comments.
+type NodeConfig struct {
+	ID       string
+	Currency currency.Currency // the prices it takes, and the scale of its charges
+	GPUs     []trade.GPU
+	Policy   Policy // Posted{}, which takes any offer that fits
+	Runner   Runner // a Synthetic runner on the wall clock
+	// ReadingEvery is how often a running contract's reading is due, until
+	// the exchange says otherwise (Adopt); DefaultEvery.
+	ReadingEvery time.Duration
+	// HoldFor is how long an accept claims its GPUs for the exchange's
+	// start; DefaultHoldFor.
+	HoldFor time.Duration
+	// NewID names counter-offers; random ones if nil. The simulator
+	// passes a deterministic one.
+	NewID  func() string
+	Logger *slog.Logger // slog.Default()
+}
+
+// Node is a GPU server's admission and bookkeeping: it owns the GPUs,
+// decides offers with its Policy, claims GPUs for accepts, honours its
+// counter-offers, keeps bookings, chooses what to preempt, starts jobs
+// through its Runner and says when each job's reading is due and when a
+// job must stop. It reads no clock (every method takes now), starts no
+// goroutine and does no I/O but what its Runner and the Jobs do; the NATS
+// agent (package server/agent) and the simulator drive it. It is safe for
+// concurrent use.
+type Node struct {
+	cfg    NodeConfig
+	log    *slog.Logger
+	policy Policy
+	runner Runner
+
+	mu           sync.Mutex
+	readingEvery time.Duration
+	closing      bool
+	owner        map[int]string // GPU index → "claim <offer>" or "run <contract>"
+	claims       map[string]*claim
+	counters     map[string]issued
+	// free caches the GPUs that owner does not hold, for the policy's
+	// View: rebuilding it for every offer cost more than deciding.
+	free      []trade.GPU
+	freeValid bool
+	runs      map[string]*run // every run the node remembers, by contract
+	active    map[string]*run // the runs whose jobs have not ended
+	ended     []*run          // ended runs, oldest first, to forget in time
+	recent    []contract.Terms
+	clients   clientBook
+	// bookings are accepted offers for a future slot, by offer, until
+	// their jobs start.
+	bookings map[string]*booking
+}
+
+// NewNode checks cfg and fills in its defaults.
+func NewNode(cfg NodeConfig) (*Node, error) {
+	const op = "server.NewNode"
+	if err := protocol.CheckID(cfg.ID); err != nil {
+		return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "id", Err: err}
+	}
+	if err := cfg.Currency.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: currency: %w", op, err)
+	}
+	if len(cfg.GPUs) == 0 {
+		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs")
+	}
+	seen := map[int]bool{}
+	for _, g := range cfg.GPUs {
+		if seen[g.Index] || g.Index < 0 {
+			return nil, bourse.Errorf(bourse.EInvalid, op, "GPU index %d is negative or repeated", g.Index)
+		}
+		seen[g.Index] = true
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = Posted{}
+	}
+	if v, ok := cfg.Policy.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: policy: %w", op, err)
+		}
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = &Synthetic{}
+	}
+	cfg.ReadingEvery = orDefault(cfg.ReadingEvery, DefaultEvery)
+	cfg.HoldFor = orDefault(cfg.HoldFor, DefaultHoldFor)
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.GPUs = slices.Clone(cfg.GPUs)
+	slices.SortFunc(cfg.GPUs, func(a, b trade.GPU) int { return a.Index - b.Index })
+	return &Node{
+		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner,
+		readingEvery: cfg.ReadingEvery,
+		owner:        map[int]string{},
+		claims:       map[string]*claim{},
+		counters:     map[string]issued{},
+		runs:         map[string]*run{},
+		active:       map[string]*run{},
+		bookings:     map[string]*booking{},
+	}, nil
+}
+
+// randomID is a counter-offer's id: 96 random bits, so that no one can
+// guess another client's counters.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// ID is the server's name.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Currency is the currency the server takes.
+func (n *Node) Currency() currency.Currency { return n.cfg.Currency }
+
+// Hello is the body of the server's hello and heartbeats at now.
+func (n *Node) Hello(now time.Time) protocol.Hello {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sweep(now)
+	h := protocol.Hello{
+		Currency: string(n.cfg.Currency.Code),
+		GPUs:     n.cfg.GPUs,
+		Free:     len(n.cfg.GPUs) - len(n.owner),
+		At:       now,
+	}
+	for id := range n.active {
+		h.Running = append(h.Running, id)
+	}
+	slices.Sort(h.Running)
+	if s, ok := n.policy.(fmt.Stringer); ok {
+		h.Policy = s.String()
+	}
+	return h
+}
+
+// Adopt takes the reading interval the exchange asks for in its answer to
+// a hello.
+func (n *Node) Adopt(r protocol.HelloReply) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r.ReadingEvery > 0 {
+		n.readingEvery = time.Duration(r.ReadingEvery)
+	}
+}
+
+// ReadingEvery is how often a running contract's reading is due.
+func (n *Node) ReadingEvery() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.readingEvery
+}
+
+// Close stops the node taking offers and starts, and halts every job with
+// reason shutdown: the next Tick asks for them to be stopped.
+func (n *Node) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closing = true
+	for _, r := range n.runs {
+		r.stop(trade.ReasonShutdown)
+	}
+}
+
+// Running counts the jobs that have not ended.
+func (n *Node) Running() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.active)
+}
+
+// scaleOf knows one currency, the server's: offers in others are invalid
+// here.
+func (n *Node) scaleOf(code string) (int32, bool) {
+	return n.cfg.Currency.Scale, code == string(n.cfg.Currency.Code)
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// testNode is a node of four H100s on a clock the test moves, with
+// counter ids that count.
+type testNode struct {
+	t   *testing.T
+	now time.Time
+	n   *Node
+	ids int
+}
+
+func newTestNode(t *testing.T, policy Policy) *testNode {
+	tn := &testNode{t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	var gpus []trade.GPU
+	for i := range 4 {
+		gpus = append(gpus, h100(i))
+	}
+	n, err := NewNode(NodeConfig{ID: "gpu1", Currency: currency.Currency{Code: "GPU", Scale: 2}, GPUs: gpus, Policy: policy,
+		Runner: &Synthetic{Now: func() time.Time { return tn.now }}, ReadingEvery: time.Second, HoldFor: 5 * time.Second,
+		NewID:  func() string { tn.ids++; return fmt.Sprintf("k%d", tn.ids) },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	tn.n = n
+	return tn
+}
+
+func (tn *testNode) advance(d time.Duration) { tn.now = tn.now.Add(d) }
+
+// job is terms for g H100s running a synthetic job of util for d, within
+// limit, prepaying the maximum.
+func job(g int, util string, d, limit time.Duration) contract.Terms {
+	t := contract.Terms{Client: "alice", Currency: "GPU", GPUs: g, Class: contract.Class{Model: "h100"}, TimeLimit: limit,
+		P: contract.Flat(dec("0.002")), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dec(util), Duration: d}}}
+	t.Prepayment = t.CappedPrepayment(2)
+	return t
+}
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// start decides, starts and launches an offer as the exchange and a driver
+// would, stopping what it preempts, and returns the finals of those.
+func (tn *testNode) start(offer, id string, t contract.Terms) (protocol.Started, []trade.Reading) {
+	tn.t.Helper()
+	d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: offer, Terms: t})
+	require.True(tn.t, d.Accept, "%+v", d)
+	plan, err := tn.n.Start(tn.now, protocol.Start{Offer: offer, Contract: trade.Contract{ID: id, Client: t.Client, Server: "gpu1", Terms: t}})
+	require.NoError(tn.t, err)
+	if plan.Started != nil {
+		return *plan.Started, nil
+	}
+	finals := tn.stop(plan.Stops)
+	st, err := tn.n.Launch(context.Background(), tn.now, id)
+	require.NoError(tn.t, err)
+	return st, finals
+}
+
+// stop does a driver's part of stops: stop each job, then Stopped.
+func (tn *testNode) stop(stops []Stop) []trade.Reading {
+	tn.t.Helper()
+	var finals []trade.Reading
+	for _, s := range stops {
+		require.NoError(tn.t, s.Job.Stop(context.Background(), s.Reason))
+		rd, err := tn.n.Stopped(tn.now, s.Contract)
+		require.NoError(tn.t, err)
+		finals = append(finals, rd)
+	}
+	return finals
+}
+
+// run ticks every second for d and returns the readings and finals.
+func (tn *testNode) run(d time.Duration) []trade.Reading {
+	tn.t.Helper()
+	var out []trade.Reading
+	for end := tn.now.Add(d); tn.now.Before(end); {
+		tn.advance(time.Second)
+		due := tn.n.Tick(tn.now)
+		out = append(out, due.Readings...)
+		out = append(out, tn.stop(due.Stops)...)
+		for _, id := range due.Launch {
+			_, err := tn.n.Launch(context.Background(), tn.now, id)
+			require.NoError(tn.t, err)
+		}
+	}
+	return out
+}
+
+func TestNodeRunsAJob(t *testing.T) {
+	tn := newTestNode(t, Posted{})
+	st, _ := tn.start("o1", "c1", job(2, "0.5", 3500*time.Millisecond, time.Minute))
+	assert.Equal(t, []int{0, 1}, st.GPUs, "lowest indexes first; models match without case")
+	assert.Equal(t, 2, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free)
+
+	rs := tn.run(5 * time.Second)
+	require.Len(t, rs, 4, "three readings, then the final one: %+v", rs)
+	for i, r := range rs[:3] {
+		assert.Equal(t, uint64(i+1), r.Seq)
+		assert.False(t, r.Final)
+		assert.True(t, r.U.Equal(seconds(time.Duration(r.T))), "two GPUs half busy: U is the wall time")
+	}
+	final := rs[3]
+	assert.True(t, final.Final)
+	assert.Equal(t, uint64(4), final.Seq)
+	assert.Equal(t, trade.ReasonCompleted, final.Reason)
+	assert.Equal(t, 3500*time.Millisecond, time.Duration(final.T))
+	assert.True(t, final.U.Equal(dec("3.5")), "u %s", final.U)
+	assert.Equal(t, 0, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free, "the GPUs are free again")
+
+	t.Run("RepeatedStart", func(t *testing.T) {
+		plan, err := tn.n.Start(tn.now, protocol.Start{Offer: "o1", Contract: trade.Contract{ID: "c1", Terms: job(2, "0.5", time.Second, time.Minute)}})
+		require.NoError(t, err)
+		require.NotNil(t, plan.Started)
+		assert.Equal(t, st, *plan.Started)
+	})
+}
+
+func TestNodeLimits(t *testing.T) {
+	t.Run("TimeLimit", func(t *testing.T) {
+		tn := newTestNode(t, Posted{})
+		tm := job(1, "1", time.Hour, 3*time.Second)
+		tm.P = contract.Flat(dec("0.01"))
+		tm.Prepayment = tm.CappedPrepayment(2)
+		tn.start("o1", "c1", tm)
+		rs := tn.run(5 * time.Second)
+		final := rs[len(rs)-1]
+		assert.Equal(t, trade.ReasonTimeLimit, final.Reason)
+		assert.Equal(t, 3*time.Second, time.Duration(final.T))
+	})
+	t.Run("PrepaymentExhausted", func(t *testing.T) {
+		tn := newTestNode(t, Posted{})
+		tm := job(1, "1", time.Hour, time.Hour)
+		tm.Prepayment = dec("0.01") // five GPU-seconds at 0.002
+		tn.start("o1", "c1", tm)
+		rs := tn.run(10 * time.Second)
+		final := rs[len(rs)-1]
+		assert.Equal(t, trade.ReasonExhausted, final.Reason)
+		assert.Equal(t, 5*time.Second, time.Duration(final.T))
+	})
+	t.Run("Killed", func(t *testing.T) {
+		tn := newTestNode(t, Posted{})
+		tn.start("o1", "c1", job(1, "1", time.Hour, time.Hour))
+		tn.run(2 * time.Second)
+		require.NoError(t, tn.n.Control(tn.now, "c1", trade.ReasonKilled))
+		rs := tn.run(time.Second)
+		require.Len(t, rs, 1)
+		assert.Equal(t, trade.ReasonKilled, rs[0].Reason)
+		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(tn.n.Control(tn.now, "nope", trade.ReasonKilled)))
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(tn.n.Control(tn.now, "c1", trade.ReasonCompleted)))
+	})
+}
+
+func TestNodeClaims(t *testing.T) {
+	t.Run("Lapse", func(t *testing.T) {
+		tn := newTestNode(t, Posted{})
+		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: job(4, "1", time.Second, time.Minute)})
+		require.True(t, d.Accept)
+		assert.False(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: job(1, "1", time.Second, time.Minute)}).Accept,
+			"all four GPUs are claimed")
+		tn.advance(5 * time.Second)
+		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: job(1, "1", time.Second, time.Minute)}).Accept,
+			"the claim lapsed after HoldFor")
+		tn.n.Cancel(tn.now, "o2")
+		assert.Equal(t, 4, tn.n.Hello(tn.now).Free, "a cancel frees the claim")
+	})
+	t.Run("CounterHonoured", func(t *testing.T) {
+		tn := newTestNode(t, Posted{P: contract.Flat(dec("0.003"))})
+		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: job(1, "1", time.Second, time.Minute)})
+		require.False(t, d.Accept)
+		require.Len(t, d.Counters, 1)
+		k := d.Counters[0]
+		assert.Equal(t, "k1", k.ID, "ids from the node's source")
+		assert.True(t, k.Terms.P.Equal(contract.Flat(dec("0.003"))))
+		tn.advance(time.Second)
+		d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: k.Terms, Counter: k.ID})
+		assert.True(t, d.Accept, "%+v", d)
+	})
+}
+
+func TestNodePreempts(t *testing.T) {
+	tn := newTestNode(t, Preempting{Base: Posted{}})
+	cheap := job(4, "1", time.Hour, time.Hour)
+	cheap.Preemptible, cheap.P = true, contract.Flat(dec("0.001"))
+	cheap.Prepayment = cheap.CappedPrepayment(2)
+	tn.start("o1", "low", cheap)
+	tn.run(2 * time.Second)
+	st, finals := tn.start("o2", "high", job(2, "1", time.Hour, time.Hour))
+	require.Len(t, finals, 1)
+	assert.Equal(t, "low", finals[0].Contract)
+	assert.Equal(t, trade.ReasonPreempted, finals[0].Reason)
+	assert.Equal(t, []int{0, 1}, st.GPUs)
+	assert.Equal(t, 2, tn.n.Hello(tn.now).Free, "the preempted job's other GPUs are free")
+}
+
+func TestNodeBookings(t *testing.T) {
+	tn := newTestNode(t, Bookings{Base: Posted{}})
+	tm := job(2, "1", 2*time.Second, time.Hour)
+	tm.StartAt = tn.now.Add(10 * time.Second)
+	st, _ := tn.start("o1", "c1", tm)
+	assert.True(t, st.Booked)
+	assert.Equal(t, tm.StartAt, st.At)
+	assert.Empty(t, tn.run(9*time.Second), "nothing before its slot")
+	due := tn.n.Tick(tn.now.Add(time.Second))
+	tn.advance(time.Second)
+	require.Equal(t, []string{"c1"}, due.Launch)
+	started, err := tn.n.Launch(context.Background(), tn.now, "c1")
+	require.NoError(t, err)
+	assert.False(t, started.Booked)
+	assert.Equal(t, tm.StartAt, started.At)
+	rs := tn.run(4 * time.Second)
+	assert.Equal(t, trade.ReasonCompleted, rs[len(rs)-1].Reason)
+}
+
+// TestNodeDeterministic: the same calls at the same times give the same
+// readings, byte for byte.
+func TestNodeDeterministic(t *testing.T) {
+	once := func() string {
+		tn := newTestNode(t, Preempting{Base: Posted{P: contract.Flat(dec("0.0015"))}})
+		var b strings.Builder
+		for i := range 12 {
+			tm := job(1+i%3, "0.75", time.Duration(1+i%5)*time.Second, time.Minute)
+			tm.Preemptible = i%4 == 0
+			d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: fmt.Sprint("o", i), Terms: tm})
+			js, _ := json.Marshal(d)
+			b.Write(js)
+			if d.Accept {
+				plan, err := tn.n.Start(tn.now, protocol.Start{Offer: fmt.Sprint("o", i), Contract: trade.Contract{ID: fmt.Sprint("c", i), Terms: tm}})
+				if err == nil {
+					for _, r := range tn.stop(plan.Stops) {
+						fmt.Fprintln(&b, "preempted", r.Contract)
+					}
+					_, err = tn.n.Launch(context.Background(), tn.now, fmt.Sprint("c", i))
+				}
+				fmt.Fprintln(&b, err)
+			}
+			js, _ = json.Marshal(tn.run(time.Second))
+			b.Write(js)
+		}
+		js, _ := json.Marshal(tn.run(10 * time.Second))
+		b.Write(js)
+		return b.String()
+	}
+	assert.Equal(t, once(), once())
+}
+
+// TestLinksNoNATS: the node and its policies are the simulator's too; they
+// must not drag NATS in.
+func TestLinksNoNATS(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	require.NoError(t, err)
+	for _, dep := range strings.Fields(string(out)) {
+		assert.False(t, strings.HasPrefix(dep, "github.com/nats-io/"), "package server links %s", dep)
+	}
+}
