@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +12,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/nats-io/nats.go"
-	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -49,30 +46,7 @@ type serverConfig struct {
 		Model     string `yaml:"model"`
 		MemoryMiB int    `yaml:"memory_mib"`
 	} `yaml:"gpus"`
-	Policy struct {
-		Kind         string        `yaml:"kind"` // reserve or utilisation
-		P            [][]string    `yaml:"p"`
-		Q            [][]string    `yaml:"q"`
-		K            string        `yaml:"k"`
-		MaxTimeLimit time.Duration `yaml:"max_time_limit"`
-		CounterTTL   time.Duration `yaml:"counter_ttl"`
-		// Preempt lets a guaranteed offer that pays more take the GPUs of
-		// running preemptible contracts.
-		Preempt bool `yaml:"preempt"`
-		// Bookings, when set, takes offers with a future start_at: the GPUs
-		// are reserved for that slot, preemptible work may use them until then.
-		Bookings *struct {
-			MaxAhead     time.Duration `yaml:"max_ahead"`
-			OnePerClient bool          `yaml:"one_per_client"`
-		} `yaml:"bookings"`
-		// FairUse rules, each off when zero.
-		FairUse struct {
-			MinTimeLimit time.Duration `yaml:"min_time_limit"`
-			MaxTimeLimit time.Duration `yaml:"max_time_limit"`
-			MaxRunning   int           `yaml:"max_running"`
-			Cooldown     time.Duration `yaml:"cooldown"`
-		} `yaml:"fair_use"`
-	} `yaml:"policy"`
+	Policy server.PolicyConfig `yaml:"policy"`
 	Runner struct {
 		Kind       string            `yaml:"kind"` // synthetic or process
 		Allowed    []string          `yaml:"allowed"`
@@ -244,52 +218,9 @@ func (c *serverConfig) declaredGPUs() ([]trade.GPU, error) {
 }
 
 func (c *serverConfig) policy() (server.Policy, error) {
-	curve := func(name string, pairs [][]string) (contract.Curve, error) {
-		if pairs == nil {
-			return nil, nil
-		}
-		data, _ := json.Marshal(pairs)
-		var cv contract.Curve
-		if err := json.Unmarshal(data, &cv); err != nil {
-			return nil, fmt.Errorf("server config: policy.%s: %w", name, err)
-		}
-		return cv, nil
-	}
-	p, err := curve("p", c.Policy.P)
+	pol, err := c.Policy.Build()
 	if err != nil {
-		return nil, err
-	}
-	q, err := curve("q", c.Policy.Q)
-	if err != nil {
-		return nil, err
-	}
-	reserve := server.Posted{P: p, Q: q, MaxTimeLimit: c.Policy.MaxTimeLimit, CounterTTL: c.Policy.CounterTTL}
-	var pol server.Policy
-	switch c.Policy.Kind {
-	case "", "reserve":
-		if c.Policy.K != "" {
-			return nil, errors.New("server config: policy.k is for the utilisation policy")
-		}
-		pol = reserve
-	case "utilisation":
-		k, err := decimal.NewFromString(c.Policy.K)
-		if err != nil {
-			return nil, fmt.Errorf("server config: policy.k %q: want a decimal number", c.Policy.K)
-		}
-		pol = server.Utilization{Base: reserve, K: k}
-	default:
-		return nil, fmt.Errorf("server config: policy %q: want reserve or utilisation", c.Policy.Kind)
-	}
-	// Preemption and bookings see the base policy's decision; fair use has
-	// the last word.
-	if c.Policy.Preempt {
-		pol = server.Preempting{Base: pol}
-	}
-	if b := c.Policy.Bookings; b != nil {
-		pol = server.Bookings{Base: pol, MaxAhead: b.MaxAhead, OnePerClient: b.OnePerClient}
-	}
-	if fu := c.Policy.FairUse; fu.MinTimeLimit != 0 || fu.MaxTimeLimit != 0 || fu.MaxRunning != 0 || fu.Cooldown != 0 {
-		pol = server.FairUse{Base: pol, MinTimeLimit: fu.MinTimeLimit, MaxTimeLimit: fu.MaxTimeLimit, MaxRunning: fu.MaxRunning, Cooldown: fu.Cooldown}
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	return pol, nil
 }
