@@ -22,6 +22,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
@@ -33,9 +34,9 @@ func startMarket(t *testing.T) (*market.Market, currency.Ledger) {
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
 	m, err := market.Start(ctx, market.Config{
-		Store: store, Clients: []market.ClientSpec{},
-		Servers: []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8,
-			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
+		Store: store, Clients: []scenario.ClientSpec{},
+		Servers: []scenario.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8,
+			Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

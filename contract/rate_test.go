@@ -83,4 +83,3 @@ func TestCovers(t *testing.T) {
 		})
 	}
 }
-

@@ -9,13 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -23,7 +22,7 @@ import (
 // its strategy, and follows each contract to its settlement.
 type bidderLoop struct {
 	m      *Market
-	spec   ClientSpec
+	spec   scenario.ClientSpec
 	client *bidder.Client
 	ends   *endings
 
@@ -48,14 +47,7 @@ func (b *bidderLoop) nextJob() strategy.Job {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.jobs++
-	s := b.spec
-	half := float64(s.Runtime) / 2 * b.m.cfg.JobScale
-	runtime := time.Duration(half + b.rng.Float64()*half).Round(10 * time.Millisecond)
-	return strategy.Job{
-		Name: fmt.Sprintf("%s-job%d", s.ID, b.jobs), Currency: string(Currency.Code), Scale: Currency.Scale,
-		GPUs: 1 + b.rng.IntN(s.MaxGPUs), Class: contract.Class{Model: s.Model},
-		Runtime: runtime, Utilization: decimal.New(int64(50+b.rng.IntN(51)), -2), Value: s.Value,
-	}
+	return b.spec.Job(b.rng, b.jobs, b.m.cfg.JobScale)
 }
 
 // trade negotiates one job with the client's strategy, and follows its

@@ -23,19 +23,20 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
 
 // Currency is the market's money: credits with cents.
-var Currency = currency.Currency{Code: "CRED", Scale: 2}
+var Currency = scenario.Currency
 
 // Config sizes a market. Store is required; the rest have defaults.
 type Config struct {
 	Store   exchange.Store
-	Servers []ServerSpec // nil: DefaultServers
-	Clients []ClientSpec // nil: DefaultClients
-	Seed    uint64       // job generation; 1 by default
+	Servers []scenario.ServerSpec // nil: DefaultServers
+	Clients []scenario.ClientSpec // nil: DefaultClients
+	Seed    uint64                // job generation; 1 by default
 	// JobScale stretches job run times (1 by default); tests shrink them.
 	JobScale float64
 	Logger   *slog.Logger
@@ -65,8 +66,8 @@ type Market struct {
 	cancelB   context.CancelFunc // bidders
 	agents    sync.WaitGroup
 	bidders   sync.WaitGroup
-	Clients   []ClientSpec
-	Servers   []ServerSpec
+	Clients   []scenario.ClientSpec
+	Servers   []scenario.ServerSpec
 
 	finalsMu sync.Mutex
 	finals   map[string]trade.Reading // by contract: each server's own record
@@ -93,10 +94,10 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		return nil, errors.New("market: Config.Store is required")
 	}
 	if cfg.Servers == nil {
-		cfg.Servers = DefaultServers()
+		cfg.Servers = scenario.DefaultServers()
 	}
 	if cfg.Clients == nil {
-		cfg.Clients = DefaultClients()
+		cfg.Clients = scenario.DefaultClients()
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1

@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 )
 
@@ -50,8 +51,8 @@ func TestViewNumbers(t *testing.T) {
 	require.NoError(t, err)
 	d := decimal.RequireFromString
 	m := &market.Market{
-		Servers: []market.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Reserve{P: contract.Flat(d("0.20"))}}},
-		Clients: []market.ClientSpec{{ID: "ada", Strategy: bidder.Fixed{}, Value: d("0.40")}},
+		Servers: []scenario.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Posted{P: contract.Flat(d("0.20"))}}},
+		Clients: []scenario.ClientSpec{{ID: "ada", Strategy: strategy.Fixed{}, Value: d("0.40")}},
 	}
 	s := market.Snapshot{
 		Servers: map[string]market.ServerTally{"boreal": {Contracts: 1, Revenue: d("19.2"), LastPrice: d("0.200000000000000000"), GPUSeconds: d("1920")}},

@@ -24,6 +24,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
@@ -37,17 +38,17 @@ type bidMarket struct {
 	ledger currency.Ledger
 }
 
-func startBidMarket(t *testing.T, servers ...market.ServerSpec) *bidMarket {
+func startBidMarket(t *testing.T, servers ...scenario.ServerSpec) *bidMarket {
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
 	if servers == nil {
-		servers = []market.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
-			Policy: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.30"))}}}
+		servers = []scenario.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
+			Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.30"))}}}
 	}
 	m, err := market.Start(ctx, market.Config{
 		Store:   store,
-		Clients: []market.ClientSpec{}, // no simulated bidders
+		Clients: []scenario.ClientSpec{},
 		Servers: servers,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -371,8 +372,8 @@ func TestBid(t *testing.T) {
 // table and the JSON show each price exactly, without trailing zeros, and
 // the prepayment at CRED's scale.
 func TestBidCounterPrices(t *testing.T) {
-	b := startBidMarket(t, market.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
-		Policy: server.Utilisation{Base: server.Reserve{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
+	b := startBidMarket(t, scenario.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
+		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out := b.ok("ada", low...)
 	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +0\.30 CRED`, out)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -132,8 +133,8 @@ func TestNoDriver(t *testing.T) {
 func TestServerSettles(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
-	clients := market.DefaultClients()[:1] // ada: H100s
-	m, err := market.Start(ctx, market.Config{Store: store, Servers: []market.ServerSpec{}, Clients: clients,
+	clients := scenario.DefaultClients()[:1] // ada: H100s
+	m, err := market.Start(ctx, market.Config{Store: store, Servers: []scenario.ServerSpec{}, Clients: clients,
 		JobScale: 0.3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/scenario"
 )
 
 // view draws the demo's live screen: redrawn in place on a terminal, a
@@ -115,7 +116,7 @@ func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 	for _, spec := range v.m.Clients {
 		ct := s.Clients[spec.ID]
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, market.StrategyName(spec.Strategy), exact(spec.Value),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), exact(spec.Value),
 			amountText(bal.Available, scale), amountText(bal.Held, scale), amountText(ct.Spent, scale), amountText(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	_ = tw.Flush()

@@ -19,6 +19,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -29,7 +30,7 @@ var _ strategy.Strategy = (*median)(nil)
 func TestTrade(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
-	m, err := market.Start(ctx, market.Config{Store: store, Clients: []market.ClientSpec{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m, err := market.Start(ctx, market.Config{Store: store, Clients: []scenario.ClientSpec{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	defer m.Stop(ctx)
 	l := store.Ledger()
