@@ -1,0 +1,104 @@
+// Package sim runs the market offline: the exchange's House, GPU server
+// nodes and bidding strategies, the same code as production, in one
+// goroutine on a virtual clock. No NATS, no sleeping, no wall clock: the
+// same scenario and seed give the same contracts, byte for byte.
+package sim
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Engine is a discrete-event simulation: a virtual clock and one queue of
+// events, each run at its time, in the order they were scheduled where
+// times tie. It is not safe for concurrent use; nothing in a simulation
+// needs it to be.
+type Engine struct {
+	now    time.Time
+	queue  events
+	seq    uint64
+	ran    uint64
+	halted bool
+}
+
+// NewEngine returns an engine whose clock reads start.
+func NewEngine(start time.Time) *Engine { return &Engine{now: start} }
+
+// Now is the virtual time: the time of the event running.
+func (e *Engine) Now() time.Time { return e.now }
+
+// At schedules f at t; a time in the past runs it next, at now.
+func (e *Engine) At(t time.Time, f func()) {
+	if t.Before(e.now) {
+		t = e.now
+	}
+	e.seq++
+	heap.Push(&e.queue, event{at: t, seq: e.seq, run: f})
+}
+
+// After schedules f d from now.
+func (e *Engine) After(d time.Duration, f func()) { e.At(e.now.Add(d), f) }
+
+// Every runs f every d from now on, until f returns false.
+func (e *Engine) Every(d time.Duration, f func() bool) {
+	var tick func()
+	tick = func() {
+		if f() {
+			e.After(d, tick)
+		}
+	}
+	e.After(d, tick)
+}
+
+// Run runs the events due by until, in order, and leaves the clock at
+// until; Halt stops it early, the clock at the time of the event that
+// called it.
+func (e *Engine) Run(until time.Time) {
+	e.halted = false
+	for len(e.queue) > 0 && !e.halted {
+		next := e.queue[0]
+		if next.at.After(until) {
+			break
+		}
+		heap.Pop(&e.queue)
+		e.now = next.at
+		e.ran++
+		next.run()
+	}
+	if !e.halted && e.now.Before(until) {
+		e.now = until
+	}
+}
+
+// Halt stops Run after the event running.
+func (e *Engine) Halt() { e.halted = true }
+
+// Events is how many events have run.
+func (e *Engine) Events() uint64 { return e.ran }
+
+type event struct {
+	at  time.Time
+	seq uint64
+	run func()
+}
+
+// events is a min-heap by time, then by the order of scheduling.
+type events []event
+
+func (q events) Len() int { return len(q) }
+func (q events) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *events) Pop() any {
+	old := *q
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = event{}
+	*q = old[:n-1]
+	return x
+}

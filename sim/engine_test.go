@@ -1,0 +1,35 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestEngine(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := NewEngine(t0)
+	var got []string
+	note := func(s string) func() { return func() { got = append(got, s+"@"+e.Now().Sub(t0).String()) } }
+	e.After(2*time.Second, note("b"))
+	e.After(time.Second, note("a"))
+	e.After(2*time.Second, note("c")) // ties run in the order scheduled
+	n := 0
+	e.Every(1500*time.Millisecond, func() bool {
+		n++
+		note("tick")()
+		return n < 3
+	})
+	e.After(time.Second, func() { e.After(0, note("now")) })
+	e.Run(t0.Add(time.Hour))
+	assert.Equal(t, []string{"a@1s", "now@1s", "tick@1.5s", "b@2s", "c@2s", "tick@3s", "tick@4.5s"}, got)
+	assert.Equal(t, t0.Add(time.Hour), e.Now(), "the clock stops at until")
+
+	e.After(time.Minute, note("late"))
+	e.Run(t0.Add(time.Hour + 30*time.Second))
+	assert.Equal(t, t0.Add(time.Hour+30*time.Second), e.Now())
+	assert.Len(t, got, 7, "the late event is after until")
+	e.Run(t0.Add(2 * time.Hour))
+	assert.Equal(t, "late@1h1m0s", got[7])
+}

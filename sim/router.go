@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"context"
+	"iter"
+	"math/rand/v2"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// router is the House's Router inside a simulation: it calls the server
+// nodes directly, at the engine's time. Over NATS every server is asked at
+// once and the first accept to arrive wins; here every server is asked,
+// and the answers arrive in an order drawn from the router's random
+// stream, so that no server wins by its name.
+type router struct {
+	m   *Market
+	rng *rand.Rand
+}
+
+var _ exchange.Router = (*router)(nil)
+
+func (r *router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return func(yield func(exchange.Answer) bool) {
+		now := r.m.e.Now()
+		answers := make([]exchange.Answer, len(servers))
+		for i, s := range servers {
+			answers[i] = exchange.Answer{Server: s, Decision: r.m.nodes[s].Decide(now, offer)}
+		}
+		r.rng.Shuffle(len(answers), func(i, j int) { answers[i], answers[j] = answers[j], answers[i] })
+		for i, a := range answers {
+			if !yield(a) {
+				for _, late := range answers[i+1:] {
+					if late.Decision.Accept {
+						r.Cancel(late.Server, offer.Offer)
+					}
+				}
+				return
+			}
+		}
+	}
+}
+
+// Start starts the job as the agent would: the jobs it preempts stop (their
+// final readings go to the House), then it launches.
+func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {
+	id := s.Contract.Server
+	n, now := r.m.nodes[id], r.m.e.Now()
+	plan, err := n.Start(now, s)
+	switch {
+	case err != nil:
+		done(protocol.Started{}, err)
+		return
+	case plan.Started != nil:
+		done(*plan.Started, nil)
+		return
+	}
+	r.m.stop(id, plan.Stops)
+	done(n.Launch(ctx, now, s.Contract.ID))
+}
+
+func (r *router) Cancel(server, offer string) { r.m.nodes[server].Cancel(r.m.e.Now(), offer) }
+
+func (r *router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+	err := r.m.nodes[c.Server].Control(r.m.e.Now(), c.ID, action)
+	if done != nil {
+		done(err)
+	}
+}
