@@ -177,6 +177,18 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	return r.started, nil
 }
 
+// Done is closed when contract id's job has ended, by itself or stopped; nil
+// for a contract with no job here. A driver that waits on it can Tick at
+// once rather than at its next turn.
+func (n *Node) Done(id string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r, ok := n.runs[id]; ok && r.job != nil {
+		return r.job.Done()
+	}
+	return nil
+}
+
 // abandon forgets a run whose job did not start and frees its GPUs, which
 // go back to a preempted run still holding them. n.mu is held.
 func (n *Node) abandon(r *run) {

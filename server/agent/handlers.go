@@ -52,7 +52,29 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 		return *plan.Started, nil
 	}
 	a.stopAll(plan.Stops, preemptWait)
-	return a.node.Launch(a.runCtx, a.now(), s.Contract.ID)
+	started, err := a.node.Launch(a.runCtx, a.now(), s.Contract.ID)
+	if err == nil {
+		a.watch(s.Contract.ID)
+	}
+	return started, err
+}
+
+// watch ticks as soon as the contract's job ends, so that its final
+// reading goes out at once and its GPUs come free for the next offer.
+func (a *Agent) watch(id string) {
+	done := a.node.Done(id)
+	if done == nil {
+		return
+	}
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		select {
+		case <-done:
+			a.kickTick()
+		case <-a.runCtx.Done():
+		}
+	}()
 }
 
 // preemptWait bounds how long a start waits for the jobs it preempts to

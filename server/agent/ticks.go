@@ -111,6 +111,7 @@ func (a *Agent) launchBooked(id string) {
 		a.log.Warn("start booked contract", "contract", id, "err", err)
 		return
 	}
+	a.watch(id)
 	body, _ := json.Marshal(started)
 	ctx, cancel := context.WithTimeout(a.runCtx, 2*time.Second)
 	defer cancel()
