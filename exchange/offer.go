@@ -178,15 +178,7 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 		if st.Booked {
 			return nil, ErrNoChange // a booking confirmed; the start follows
 		}
-		if c.State != trade.StateAccepted {
-			if c.GPUs == nil && c.State == trade.StateRunning {
-				c.GPUs = st.GPUs
-				return nil, nil
-			}
-			return nil, ErrNoChange
-		}
-		c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, h.cfg.Now().UTC()
-		return nil, nil
+		return nil, h.started(c, st)
 	})
 	switch {
 	case err == nil:

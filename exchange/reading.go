@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
@@ -75,11 +73,7 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading) error
 		if err := h.believable(c, r, now); err != nil {
 			return err
 		}
-		rr := r
-		c.Reading, c.LastSeen = &rr, now
-		if c.State == trade.StateAccepted {
-			c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
-		}
+		h.record(c, r, now)
 		return nil
 	}
 	c, err := h.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
@@ -144,33 +138,6 @@ func (h *House) believable(c *trade.Contract, r trade.Reading, now time.Time) er
 			"%v of wall time, but by the exchange's clock the contract can have run %v at most", time.Duration(r.T), now.Sub(earliest).Round(time.Millisecond))}
 	}
 	return nil
-}
-
-// settle changes c to settled on its last reading and returns the capture
-// that pays the server and refunds the rest, to commit together. scale is
-// the contract's currency's.
-func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
-	var u contract.Usage
-	if c.Reading != nil {
-		u = c.Reading.Usage()
-	}
-	st, err := contract.Charge(c.Terms, u, scale)
-	if err != nil {
-		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
-	}
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, h.cfg.Now().UTC()
-	cur := currency.Code(c.Terms.Currency)
-	return []currency.Op{currency.Capture{
-		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
-		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
-	}}, nil
-}
-
-// void changes an accepted contract to voided and returns the release of
-// its whole prepayment.
-func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
-	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
 }
 
 // errNoScale stops an update whose currency's scale is not cached yet.

@@ -124,24 +124,16 @@ func (h *House) ended(ctx context.Context, typ protocol.EventType, c trade.Contr
 	h.event(typ, c)
 }
 
-// stuck records that contract id failed to settle or void with cause, and
-// when to try it again: the wait doubles from minBackoff (or
-// SweepEvery) up to maxBackoff. The first failure is logged as an error and counted; the
-// later ones only at debug level. A contract stuck for StuckLimit is
-// ended by the fixed rule (expire).
+// stuck records that contract id failed to settle or void with cause
+// (markStuck). The first failure is logged as an error and counted; the
+// later ones only at debug level. A contract stuck for StuckLimit is ended
+// by the fixed rule (expire).
 func (h *House) stuck(ctx context.Context, id string, now time.Time, cause error) {
 	got, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 		if !c.HoldsEscrow() {
 			return nil, ErrNoChange
 		}
-		st := trade.Stuck{Since: now}
-		if c.Stuck != nil {
-			st = *c.Stuck
-		}
-		st.Attempts++
-		st.Retry = now.Add(backoff(max(minBackoff, h.cfg.SweepEvery), st.Attempts))
-		st.Error = bourse.ErrorMessage(cause)
-		c.Stuck = &st
+		h.markStuck(c, now, cause)
 		return nil, nil
 	})
 	if err != nil {

@@ -1,0 +1,93 @@
+package exchange
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Every change of a contract's record is one of the functions of this
+// file, and each runs inside a Store.Update (or Open), which writes the
+// record and applies the ledger operations it returns in one transaction:
+//
+//	accepted  → running   started (the server says so), record (a first reading)
+//	running   → running   record (a newer, believable reading)
+//	accepted, running → settled   settle (the capture: charge to the server, the rest back)
+//	accepted, running → voided    void (the whole prepayment back)
+//	accepted, running             markStuck (a failure to settle or void, and when to retry)
+//
+// Opening a contract (accepted, with its escrow) is Store.Open's, in
+// offer.go.
+
+// started records that the server started the job: accepted → running.
+// A start reported again changes nothing but the GPUs, if a reading came
+// first and left them unknown.
+func (h *House) started(c *trade.Contract, st protocol.Started) error {
+	if c.State != trade.StateAccepted {
+		if c.GPUs == nil && c.State == trade.StateRunning {
+			c.GPUs = st.GPUs
+			return nil
+		}
+		return ErrNoChange
+	}
+	c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, h.cfg.Now().UTC()
+	return nil
+}
+
+// record makes r, checked and believed, the contract's latest reading; a
+// first reading of a contract still accepted shows it running, started at
+// at − t.
+func (h *House) record(c *trade.Contract, r trade.Reading, now time.Time) {
+	c.Reading, c.LastSeen = &r, now
+	if c.State == trade.StateAccepted {
+		c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
+	}
+}
+
+// settle changes c to settled on its last reading and returns the capture
+// that pays the server and refunds the rest, to commit together. scale is
+// the contract's currency's.
+func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
+	var u contract.Usage
+	if c.Reading != nil {
+		u = c.Reading.Usage()
+	}
+	st, err := contract.Charge(c.Terms, u, scale)
+	if err != nil {
+		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
+	}
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, h.cfg.Now().UTC()
+	cur := currency.Code(c.Terms.Currency)
+	return []currency.Op{currency.Capture{
+		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
+		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
+	}}, nil
+}
+
+// void changes an accepted contract to voided and returns the release of
+// its whole prepayment.
+func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
+	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
+	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
+}
+
+// markStuck records a failure to settle or void c with cause, and when to
+// try again: the wait doubles from minBackoff (or SweepEvery) up to
+// maxBackoff.
+func (h *House) markStuck(c *trade.Contract, now time.Time, cause error) {
+	st := trade.Stuck{Since: now}
+	if c.Stuck != nil {
+		st = *c.Stuck
+	}
+	st.Attempts++
+	st.Retry = now.Add(backoff(max(minBackoff, h.cfg.SweepEvery), st.Attempts))
+	st.Error = bourse.ErrorMessage(cause)
+	c.Stuck = &st
+}
