@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -133,7 +134,7 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 // dropped, and the exchange voids its contract at its start deadline.
 // n.mu is held.
 func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
-	for _, offer := range sortedKeys(n.bookings) {
+	for _, offer := range slices.Sorted(maps.Keys(n.bookings)) {
 		b := n.bookings[offer]
 		if b.contract == "" || b.starting || b.terms.StartAt.After(now) || n.closing {
 			continue
@@ -178,7 +179,7 @@ func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
 // a client's kill or suspend or the exchange's void, and reports whether
 // there was one. n.mu is held.
 func (n *Node) cancelBooking(contractID string, action trade.Reason) bool {
-	for _, id := range sortedKeys(n.bookings) {
+	for _, id := range slices.Sorted(maps.Keys(n.bookings)) {
 		if b := n.bookings[id]; b.contract == contractID {
 			delete(n.bookings, id)
 			n.log.Info("booking cancelled", "contract", contractID, "action", action)

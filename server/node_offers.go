@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ func (n *Node) release(offer string) {
 // sweep drops lapsed claims and counters, and forgets runs that ended long
 // ago. n.mu is held.
 func (n *Node) sweep(now time.Time) {
-	for _, id := range sortedKeys(n.claims) {
+	for _, id := range slices.Sorted(maps.Keys(n.claims)) {
 		if !now.Before(n.claims[id].until) {
 			n.release(id)
 		}
@@ -282,16 +283,4 @@ func (n *Node) view(now time.Time, client string) View {
 	slices.SortFunc(v.Running, func(x, y Run) int { return strings.Compare(x.ID, y.ID) })
 	slices.SortFunc(v.Bookings, func(x, y Booking) int { return strings.Compare(x.ID, y.ID) })
 	return v
-}
-
-// sortedKeys are a map's keys in order: the node walks maps in a fixed
-// order where the walk decides anything, so that the same calls give the
-// same results.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -245,7 +246,7 @@ func (n *Node) Tick(now time.Time) Due {
 	n.sweep(now)
 	var due Due
 	due.Stops, due.Launch = n.dueBookings(now)
-	for _, id := range sortedKeys(n.active) {
+	for _, id := range slices.Sorted(maps.Keys(n.active)) {
 		r := n.active[id]
 		if r.stopping {
 			continue

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/bourse/bourse/bidder/strategy"
@@ -80,14 +79,4 @@ func (c *client) step() {
 			return
 		}
 	}
-}
-
-// sortedKeys are a map's keys in order, for a walk that decides anything.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -151,7 +152,7 @@ func (m *Market) Run(limit time.Duration) Stats {
 		}
 		return true
 	})
-	for i, key := range sortedKeys(m.clients) {
+	for i, key := range slices.Sorted(maps.Keys(m.clients)) {
 		m.e.After(time.Duration(i)*time.Millisecond, m.clients[key].nextJob)
 	}
 	m.e.Run(m.cfg.Start.Add(limit))
