@@ -22,14 +22,18 @@ const (
 	DefaultHoldFor = 5 * time.Second
 )
 
-// NodeConfig configures a Node. ID, Currency and GPUs name the server; the
-// other zero values take the defaults in their comments.
+// NodeConfig configures a Node. ID, Currency and GPUs name the server and
+// Runner runs its jobs; the other zero values take the defaults in their
+// comments.
 type NodeConfig struct {
 	ID       string
 	Currency currency.Currency // the prices it takes, and the scale of its charges
 	GPUs     []trade.GPU
 	Policy   Policy // Posted{}, which takes any offer that fits
-	Runner   Runner // a Synthetic runner on the wall clock
+	// Runner starts the jobs; required, for the node has no clock of its
+	// own to give a default one: a Synthetic runner takes the driver's
+	// (the agent's wall clock, the simulator's virtual one).
+	Runner Runner
 	// ReadingEvery is how often a running contract's reading is due, until
 	// the exchange says otherwise (Adopt); DefaultEvery.
 	ReadingEvery time.Duration
@@ -104,7 +108,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 	}
 	if cfg.Runner == nil {
-		cfg.Runner = &Synthetic{}
+		return nil, bourse.Errorf(bourse.EInvalid, op, "no runner")
 	}
 	cfg.ReadingEvery = orDefault(cfg.ReadingEvery, DefaultEvery)
 	cfg.HoldFor = orDefault(cfg.HoldFor, DefaultHoldFor)

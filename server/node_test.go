@@ -106,6 +106,26 @@ func (tn *testNode) run(d time.Duration) []trade.Reading {
 	return out
 }
 
+func TestNewNode(t *testing.T) {
+	ok := NodeConfig{ID: "gpu1", Currency: currency.Currency{Code: "GPU", Scale: 2}, GPUs: []trade.GPU{h100(0)}, Runner: &Synthetic{}}
+	_, err := NewNode(ok)
+	require.NoError(t, err)
+	for name, change := range map[string]func(*NodeConfig){
+		"NoID":        func(c *NodeConfig) { c.ID = "" },
+		"NoGPUs":      func(c *NodeConfig) { c.GPUs = nil },
+		"RepeatedGPU": func(c *NodeConfig) { c.GPUs = []trade.GPU{h100(0), h100(0)} },
+		// The node has no clock to give a default runner.
+		"NoRunner": func(c *NodeConfig) { c.Runner = nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := ok
+			change(&c)
+			_, err := NewNode(c)
+			assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
+		})
+	}
+}
+
 func TestNodeRunsAJob(t *testing.T) {
 	tn := newTestNode(t, Posted{})
 	st, _ := tn.start("o1", "c1", job(2, "0.5", 3500*time.Millisecond, time.Minute))
