@@ -21,7 +21,7 @@ type FairUse struct {
 	// lowered where it then exceeds the maximum charge); one under the
 	// minimum is rejected, since a counter asks for no more than the offer.
 	MinTimeLimit, MaxTimeLimit time.Duration
-	// MaxRunning is the most contracts a client may run (or hold) here at
+	// MaxRunning is the most contracts a client may run (or claim for an accept) here at
 	// once.
 	MaxRunning int
 	// Cooldown is how long after a client's contract ends (other than by

@@ -22,13 +22,13 @@ type View struct {
 	Scale int32 // decimal places of the server's currency, for contract.MaxCharge
 
 	GPUs []trade.GPU // every GPU of the server
-	// Free are the GPUs neither running a job nor held for an accepted
-	// offer. It is a list rather than a count because class constraints
+	// Free are the GPUs neither running a job nor claimed for an
+	// accepted offer. It is a list rather than a count because class constraints
 	// decide which of them an offer may use.
 	Free []trade.GPU
 
 	// Running are the contracts running now, except those an accepted
-	// offer is to preempt: their GPUs are spoken for, like a hold's.
+	// offer is to preempt: their GPUs are spoken for, like a claim's.
 	Running []Run
 	Recent  []contract.Terms // the terms of the last contracts started, oldest first
 	// Bookings are the contracts accepted here for a future slot and not
@@ -41,8 +41,8 @@ type View struct {
 
 // ClientUse is a client's use of the server, for fair-use rules.
 type ClientUse struct {
-	// Running counts the client's contracts running, or held for an
-	// accepted offer.
+	// Running counts the client's contracts running, or its accepted
+	// offers' claims.
 	Running int
 	// Booked counts its bookings here that have not started.
 	Booked int
@@ -86,8 +86,8 @@ func (st View) booked(from, to time.Time) map[int]bool {
 // FreeDuring lists the GPUs a booking of [from, to) may have: those no
 // other booking of an overlapping slot holds, and that are free now or
 // will be by from — running a preemptible job, which gives way when the
-// slot begins, or a guaranteed one whose time limit ends by then. GPUs held
-// for an accepted offer do not count, since its time limit is unknown here.
+// slot begins, or a guaranteed one whose time limit ends by then. GPUs
+// claimed for an accepted offer do not count, since its time limit is unknown here.
 func (st View) FreeDuring(from, to time.Time) []trade.GPU {
 	booked := st.booked(from, to)
 	avail := map[int]bool{}

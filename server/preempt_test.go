@@ -45,9 +45,9 @@ func TestPreemptingDecide(t *testing.T) {
 			accept: true},
 		{name: "preempts the cheaper", offer: offer(), accept: true, preempt: []string{"p1"},
 			st: busy(running("p1", true, "0.0005", time.Minute, 0, 1), running("p2", true, "0.001", time.Minute, 2, 3))},
-		{name: "held GPUs are not preempted", offer: offer(),
+		{name: "claimed GPUs are not preempted", offer: offer(),
 			st: busy(running("g", false, "0.001", time.Minute, 0, 1), running("p1", true, "0.0005", time.Minute, 3)).without(2),
-			// GPU 2 is held for an offer.
+			// GPU 2 is claimed for an offer.
 		},
 		{name: "one GPU short, one free", offer: offer(), accept: true, preempt: []string{"p1"},
 			st: busy(running("g", false, "0.001", time.Minute, 0, 1), running("p1", true, "0.0005", time.Minute, 2))},
@@ -94,7 +94,7 @@ func TestPreemptingDecide(t *testing.T) {
 	}
 }
 
-// without marks GPU i busy with no run: a hold.
+// without marks GPU i busy with no run: a claim.
 func (st View) without(i int) View {
 	st.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g trade.GPU) bool { return g.Index == i })
 	return st

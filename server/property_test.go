@@ -46,7 +46,7 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 			c.View.Running = append(c.View.Running, Run{ID: fmt.Sprintf("r%d", i), GPUs: []int{i},
 				Started: c.View.Now.Add(-time.Duration(r.Intn(3600)) * time.Second),
 				Terms:   contract.Terms{GPUs: 1, Preemptible: r.Intn(3) > 0, P: cheap(randCurve(r, 3)), Q: cheap(randCurve(r, 2))}})
-		} // else held for an offer
+		} // else claimed for an offer
 	}
 	reserve := Posted{P: randCurve(r, 4), Q: randCurve(r, 3)}
 	if r.Intn(2) == 0 {
@@ -232,7 +232,7 @@ func paysReserve(t *testing.T, c decideCase) bool {
 	}
 	r, ok := policy.(Posted)
 	if u, isU := policy.(Utilization); isU {
-		r, ok = u.ReserveAt(c.View), true
+		r, ok = u.PostedAt(c.View), true
 	}
 	if !ok {
 		return true

@@ -35,15 +35,15 @@ func (u Utilization) Validate() error {
 	return nil
 }
 
-// Decide decides as the reserve of the moment, ReserveAt(st).
+// Decide decides as the posted price of the moment, PostedAt(st).
 func (u Utilization) Decide(offer contract.Terms, st View) Decision {
-	return u.ReserveAt(st).Decide(offer, st)
+	return u.PostedAt(st).Decide(offer, st)
 }
 
-// ReserveAt is the base reserve scaled for st's utilisation. Scaled prices
-// are rounded up at contract.MaxPlaces, so that they remain valid offer
-// curves (and still at least the exact price).
-func (u Utilization) ReserveAt(st View) Posted {
+// PostedAt is the base posted price scaled for st's utilization. Scaled
+// prices are rounded up at contract.MaxPlaces, so that they remain valid
+// offer curves (and still at least the exact price).
+func (u Utilization) PostedAt(st View) Posted {
 	total := len(st.GPUs)
 	if total == 0 || u.K.IsZero() {
 		return u.Base

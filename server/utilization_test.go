@@ -10,7 +10,7 @@ import (
 	"github.com/bourse/bourse/contract"
 )
 
-func TestUtilisationReserveAt(t *testing.T) {
+func TestUtilizationPostedAt(t *testing.T) {
 	base := Posted{P: curve("0", "0.001", "2", "0.003"), Q: contract.Flat(d("0.01"))}
 	for _, tc := range []struct {
 		name  string
@@ -29,7 +29,7 @@ func TestUtilisationReserveAt(t *testing.T) {
 		{"full", "2", []int{0, 1, 2, 3, 4, 5}, curve("0", "0.003", "2", "0.009"), contract.Flat(d("0.03"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Utilization{Base: base, K: d(tc.k)}.ReserveAt(testView(tc.busy...))
+			r := Utilization{Base: base, K: d(tc.k)}.PostedAt(testView(tc.busy...))
 			assert.True(t, tc.wantP.Equal(r.P), "p = %v", r.P)
 			assert.True(t, tc.wantQ.Equal(r.Q), "q = %v", r.Q)
 			require.NoError(t, r.Validate())
@@ -37,10 +37,10 @@ func TestUtilisationReserveAt(t *testing.T) {
 	}
 }
 
-// TestUtilisationPlaces checks the scaled prices are written without the
+// TestUtilizationPlaces checks the scaled prices are written without the
 // zeros the division leaves: a counter-offer's terms keep the places of
 // their amounts, in JSON and in the client's table.
-func TestUtilisationPlaces(t *testing.T) {
+func TestUtilizationPlaces(t *testing.T) {
 	u := Utilization{Base: Posted{P: contract.Flat(d("0.20")), Q: curve("0", "0.001", "2", "0.003")}, K: d("2")}
 	for _, tc := range []struct {
 		name        string
@@ -57,7 +57,7 @@ func TestUtilisationPlaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := testView(tc.busy...)
-			r := u.ReserveAt(st)
+			r := u.PostedAt(st)
 			p, err := json.Marshal(r.P)
 			require.NoError(t, err)
 			q, err := json.Marshal(r.Q)
@@ -76,7 +76,7 @@ func TestUtilisationPlaces(t *testing.T) {
 	}
 }
 
-func TestUtilisationDecide(t *testing.T) {
+func TestUtilizationDecide(t *testing.T) {
 	u := Utilization{Base: Posted{P: contract.Flat(d("0.002"))}, K: d("1")}
 	o := offer() // pays 0.002 per GPU-second: the base reserve
 	assert.True(t, u.Decide(o, testView()).Accept, "idle: the base price is enough")

@@ -231,7 +231,7 @@ func TestServerPolicyLayers(t *testing.T) {
 		t.Fatalf("under bookings %#v, want Preempting", bk.Base)
 	}
 	if _, ok := pre.Base.(server.Utilization); !ok {
-		t.Fatalf("under preemption %#v, want Utilisation", pre.Base)
+		t.Fatalf("under preemption %#v, want Utilization", pre.Base)
 	}
 	plain, err := (&serverConfig{}).policy()
 	if err != nil {

@@ -149,20 +149,20 @@ func TestAgentCounterOffers(t *testing.T) {
 	})
 }
 
-func TestAgentStartWithoutHold(t *testing.T) {
+func TestAgentStartWithoutClaim(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond})
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
-	time.Sleep(150 * time.Millisecond) // o1's hold lapses
-	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: tm}).Accept, "the lapsed hold freed its GPUs")
+	time.Sleep(150 * time.Millisecond) // o1's claim lapses
+	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: tm}).Accept, "the lapsed claim freed its GPUs")
 	_, err := x.start("gpu1", "o1", "c1", tm)
-	assert.Equal(t, bourse.ECapacityGone, bourse.ErrorCode(err), "o2 holds the GPUs: %v", err)
+	assert.Equal(t, bourse.ECapacityGone, bourse.ErrorCode(err), "o2 claims the GPUs: %v", err)
 
-	time.Sleep(150 * time.Millisecond) // o2's hold lapses too
+	time.Sleep(150 * time.Millisecond) // o2's claim lapses too
 	st, err := x.start("gpu1", "o1", "c1", tm)
-	require.NoError(t, err, "started on free GPUs without a hold")
+	require.NoError(t, err, "started on free GPUs without a claim")
 	assert.Equal(t, []int{0, 1}, st.GPUs)
 
 	m := x.request(protocol.DeliverSubject("gpu1", protocol.DeliverStart),
@@ -449,7 +449,7 @@ func TestAgentPreemptionLapses(t *testing.T) {
 
 	dear := terms(1, 10*time.Second, "0.002", "0.02", "1", time.Hour)
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: dear}).Accept)
-	time.Sleep(150 * time.Millisecond) // o2's hold lapses
+	time.Sleep(150 * time.Millisecond) // o2's claim lapses
 	_, err = x.start("gpu1", "o2", "c2", dear)
 	assert.Equal(t, bourse.ECapacityGone, bourse.ErrorCode(err), "%v", err)
 	rd, _ := rs.next()
@@ -462,7 +462,7 @@ func TestAgentPreemptionLapses(t *testing.T) {
 }
 
 // TestAgentFairUse checks that the agent tells the policy of the client's
-// running contracts, holds and last end.
+// running contracts, claims and last end.
 func TestAgentFairUse(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{Policy: server.FairUse{Base: server.Posted{}, MaxRunning: 1, Cooldown: time.Hour}})
@@ -472,7 +472,7 @@ func TestAgentFairUse(t *testing.T) {
 
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: tm})
-	assert.False(t, d.Accept, "alice holds one already")
+	assert.False(t, d.Accept, "alice has claimed one already")
 	assert.Contains(t, d.Reason, "1 contracts")
 	rs := x.readings("gpu1", "c1")
 	_, err := x.start("gpu1", "o1", "c1", tm)

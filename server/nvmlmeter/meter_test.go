@@ -204,9 +204,9 @@ func check(t *testing.T, g *gauge, step string, wantU, wantE string) {
 	}
 }
 
-// TestProcessUtilisation integrates scripted per-process samples and
+// TestProcessUtilization integrates scripted per-process samples and
 // energy readings; the comments give the hand computation.
-func TestProcessUtilisation(t *testing.T) {
+func TestProcessUtilization(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	us := func(d time.Duration) uint64 { return uint64(t0.Add(d).UnixMicro()) }
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
@@ -269,7 +269,7 @@ func TestProcessUtilisation(t *testing.T) {
 	}
 }
 
-func TestDeviceUtilisation(t *testing.T) {
+func TestDeviceUtilization(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	s := &script{
 		// Not supported per process: the device's figures from then on.
