@@ -14,7 +14,7 @@ import (
 // booking system does: an offer whose start_at is in the future is
 // accepted when GPUs of its class are free for the whole slot
 // [start_at, start_at + time limit] given the other bookings (see
-// View.FreeDuring), and Base accepts it on those GPUs. The agent then
+// View.FreeDuring), and Base accepts it on those GPUs. The node then
 // reserves them and starts the job at start_at.
 //
 // Until a booking's slot begins its GPUs serve preemptible work, which is

@@ -12,8 +12,8 @@ import (
 // booking system) before its base policy decides: bounds on a contract's
 // time limit, on how many contracts one client runs at once, and a
 // cooldown between the end of a client's contract and the start of its
-// next (a booking's start_at, for a booking). Each rule is off at its zero value. The client's use comes from
-// View.Client.
+// next (a booking's start_at, for a booking). Each rule is off at its zero
+// value. The client's use comes from View.Client.
 type FairUse struct {
 	Base Policy
 	// MinTimeLimit and MaxTimeLimit bound an offer's time limit. An offer

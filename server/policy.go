@@ -10,7 +10,7 @@ import (
 
 // Policy decides on offers. Decide must be pure: everything it may depend
 // on, the clock included, is in View, so that the simulator can run it
-// deterministically. The agent checks the offer's form (contract.Validate)
+// deterministically. The node checks the offer's form (contract.Validate)
 // and honours its own counter-offers before it asks the policy.
 type Policy interface {
 	Decide(offer contract.Terms, st View) Decision
@@ -139,12 +139,12 @@ type Decision struct {
 	// typed error; most rejections have none.
 	Code bourse.Code
 	// Preempt, with Accept, names the running preemptible contracts to
-	// suspend (reason preempted) for this offer: the agent takes their
+	// suspend (reason preempted) for this offer: the node takes their
 	// GPUs, and they stop before its job starts.
 	Preempt []string
 	// Book, with Accept, takes an offer that starts in the future as a
-	// booking: the agent reserves GPUs free for its whole slot
-	// (View.FreeDuring) and starts the job at its start_at. The agent
+	// booking: the node reserves GPUs free for its whole slot
+	// (View.FreeDuring) and starts the job at its start_at. The node
 	// refuses a future start accepted without Book: a policy that does not
 	// know of bookings would start the job at once.
 	Book bool

@@ -15,7 +15,7 @@ import (
 // JobSpec.Command with CUDA_VISIBLE_DEVICES set to the assigned GPUs, its
 // jobs measured by a Meter.
 //
-// A runner may also implement Checker; the agent then refuses offers whose
+// A runner may also implement Checker; the node then refuses offers whose
 // job it could not start before it asks the policy.
 type Runner interface {
 	// Start starts the job on the assigned GPUs. ctx bounds the start,
@@ -36,7 +36,7 @@ type Assignment struct {
 	Contract string
 	Job      *contract.JobSpec // nil where the contract carries no job
 	GPUs     []trade.GPU
-	// TimeLimit is the contract's; the agent stops the job then, and a
+	// TimeLimit is the contract's; the node stops the job then, and a
 	// runner may enforce it too, as a backstop. Zero for none.
 	TimeLimit time.Duration
 	// Resumes names the suspended contract whose job this one continues,

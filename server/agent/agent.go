@@ -157,7 +157,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // cannot connect or the exchange refuses it.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.ran.CompareAndSwap(false, true) {
-		return bourse.Errorf(bourse.EInvalid, "server.Agent.Run", "Run was called already")
+		return bourse.Errorf(bourse.EInvalid, "agent.Run", "Run was called already")
 	}
 	if a.cfg.OutboxDir != "" {
 		ob, err := outbox.Open(outbox.Config{Dir: a.cfg.OutboxDir, Logger: a.log})
@@ -260,8 +260,6 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 	return closed, nil
 }
 
-// subscribe listens before the hello, so that the first offer the exchange
-// routes after registering finds the agent.
 // concurrently runs h on its own goroutine, at most maxOffersInFlight at
 // once; beyond that the subscription's goroutine waits, which is NATS's
 // own back-pressure.
@@ -279,13 +277,15 @@ func (a *Agent) concurrently(h nats.MsgHandler) nats.MsgHandler {
 
 const maxOffersInFlight = 64
 
+// subscribe listens before the hello, so that the first offer the exchange
+// routes after registering finds the agent.
 func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 	handlers := []struct {
 		verb string
 		h    nats.MsgHandler
 	}{
 		// Offers are decided concurrently: decoding and validating them is
-		// most of the work, and only the decision itself needs a.mu. Starts
+		// most of the work, and only the decision itself takes the node's lock. Starts
 		// stay in order, so that a repeated start cannot start a job twice.
 		{protocol.DeliverOffer, a.concurrently(a.onOffer)},
 		{protocol.DeliverStart, a.onStart},
