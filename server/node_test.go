@@ -215,6 +215,35 @@ func TestNodeClaims(t *testing.T) {
 		d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: k.Terms, Counter: k.ID})
 		assert.True(t, d.Accept, "%+v", d)
 	})
+	t.Run("CounterHonouredWhenPricesRise", func(t *testing.T) {
+		// Half a busy server costs half as much again: the counter made on
+		// an idle one is below the price of the moment, and honoured.
+		tn := newTestNode(t, Utilization{Base: Posted{P: contract.Flat(dec("0.002"))}, K: dec("1")})
+		cheap := job(1, "1", time.Hour, time.Hour)
+		cheap.P = contract.Flat(dec("0.001"))
+		cheap.Prepayment = cheap.CappedPrepayment(2)
+		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: cheap})
+		require.Len(t, d.Counters, 1)
+		k := d.Counters[0]
+		require.True(t, k.Terms.P.Equal(contract.Flat(dec("0.002"))), "%v", k.Terms.P)
+
+		dear := job(2, "1", time.Hour, time.Hour)
+		dear.P = contract.Flat(dec("0.004"))
+		dear.Prepayment = dear.CappedPrepayment(2)
+		tn.start("o2", "c2", dear)
+		tn.advance(time.Second)
+		fresh := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: k.Terms})
+		require.False(t, fresh.Accept, "without the counter the price is now 0.003")
+		require.Len(t, fresh.Counters, 1)
+		assert.True(t, fresh.Counters[0].Terms.P.Equal(contract.Flat(dec("0.003"))), "%v", fresh.Counters[0].Terms.P)
+		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o4", Terms: k.Terms, Counter: k.ID}).Accept,
+			"the counter is honoured at its own price")
+		tn.n.Cancel(tn.now, "o4")
+
+		tn.now = k.ValidUntil
+		assert.False(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o5", Terms: k.Terms, Counter: k.ID}).Accept,
+			"a lapsed counter is an offer like any other")
+	})
 }
 
 func TestNodePreempts(t *testing.T) {

@@ -58,7 +58,7 @@ func offer() contract.Terms {
 	}
 }
 
-func TestReserveDecide(t *testing.T) {
+func TestPostedDecide(t *testing.T) {
 	reserve := Posted{P: contract.Flat(d("0.001")), MaxTimeLimit: time.Hour, CounterTTL: time.Minute}
 	with := func(f func(*contract.Terms)) contract.Terms { o := offer(); f(&o); return o }
 	for _, tc := range []struct {
@@ -126,7 +126,7 @@ func TestReserveDecide(t *testing.T) {
 	}
 }
 
-func TestReserveValidate(t *testing.T) {
+func TestPostedValidate(t *testing.T) {
 	require.NoError(t, Posted{}.Validate())
 	require.NoError(t, Posted{P: contract.Flat(d("1")), MaxTimeLimit: time.Hour}.Validate())
 	require.Error(t, Posted{P: curve("1", "2", "0.5", "3")}.Validate())
