@@ -72,7 +72,20 @@ type syntheticJob struct {
 	exitCode *int
 }
 
-func (j *syntheticJob) Done() <-chan struct{} { return j.done }
+// Done is closed when the job has ended. On an injected clock nothing
+// ends the job behind the caller's back, so Done looks at the clock
+// itself: a caller that asks at the moment the profile runs out (the
+// simulator ticks the node then) sees it done without a measurement.
+func (j *syntheticJob) Done() <-chan struct{} {
+	if j.length > 0 {
+		j.mu.Lock()
+		if j.timer == nil && !j.ended && !j.now().Before(j.started.Add(j.length)) {
+			j.endLocked(true)
+		}
+		j.mu.Unlock()
+	}
+	return j.done
+}
 
 func (j *syntheticJob) Stop(context.Context, trade.Reason) error {
 	j.end(false)

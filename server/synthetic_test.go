@@ -119,6 +119,22 @@ func TestSyntheticCompletes(t *testing.T) {
 	assert.True(t, closed(j.Done()), "done")
 }
 
+// TestSyntheticDoneOnTime: on an injected clock the job is done the moment
+// its profile runs out, before anything measures it, and charges its
+// whole profile; a moment earlier it is not.
+func TestSyntheticDoneOnTime(t *testing.T) {
+	c := &clock{t: now}
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: d("1"), Duration: time.Minute})
+	c.Add(time.Minute - time.Nanosecond)
+	assert.False(t, closed(j.Done()), "not yet")
+	c.Add(time.Nanosecond)
+	assert.True(t, closed(j.Done()), "done at its length")
+	c.Add(time.Hour)
+	m := measure(t, j)
+	require.NotNil(t, m.ExitCode)
+	assert.True(t, d("120").Equal(m.U), "u = %s", m.U)
+}
+
 func TestSyntheticNoProfile(t *testing.T) {
 	c := &clock{t: now}
 	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, nil)
