@@ -45,7 +45,7 @@ func TestFairUseDecide(t *testing.T) {
 				o.TimeLimit, o.P, o.Prepayment = 2*time.Hour, contract.Flat(d("0.0005")), d("7.20")
 			}),
 			counter: func(c *contract.Terms) {
-				c.TimeLimit, c.P, c.Prepayment = time.Hour, contract.Flat(d("0.001")), d("3.60")
+				c.TimeLimit, c.P, c.Prepayment = time.Hour, contract.Flat(d("0.001")), d("7.20")
 			}},
 		{name: "base counters under the minimum are dropped", st: client(ClientUse{}),
 			policy: FairUse{Base: Posted{P: base.P, MaxTimeLimit: 5 * time.Minute}, MinTimeLimit: 10 * time.Minute},

@@ -49,7 +49,9 @@ func (r Posted) Validate() error {
 // Decide accepts the offer or makes one counter-offer: the offer with its
 // GPUs cut to those free, its time limit cut to the maximum, and each curve
 // that falls short of the reserve replaced by the reserve, with the
-// prepayment lowered where it now exceeds the maximum charge. There is no
+// prepayment scaled with the maximum charge where the prices rose (so that
+// it still covers the job the client sized it for) and lowered where it
+// now exceeds the maximum charge. There is no
 // counter when no GPU of the class is free.
 func (r Posted) Decide(offer contract.Terms, st View) Decision {
 	free := st.FreeFor(offer.Class)
@@ -69,18 +71,29 @@ func (r Posted) Decide(offer contract.Terms, st View) Decision {
 	// Prices matter only where the job can run: rates and shares up to the
 	// GPUs it gets, which for the counter may be fewer than it asked for.
 	g := decimal.NewFromInt(int64(c.GPUs))
+	repriced := false
 	if !offer.P.Covers(r.P, g) {
-		c.P = slices.Clone(r.P)
+		c.P, repriced = slices.Clone(r.P), true
 		why = append(why, "p is below the reserve")
 	}
 	if !offer.Q.Covers(r.Q, g) {
-		c.Q = slices.Clone(r.Q)
+		c.Q, repriced = slices.Clone(r.Q), true
 		why = append(why, "q is below the reserve")
 	}
 	if len(why) == 0 {
 		return Decision{Accept: true}
 	}
 	d := Decision{Reason: strings.Join(why, "; ")}
+	if repriced {
+		// The offer's prepayment was sized for its own prices: at the
+		// reserve it would run out before the job is done, and the taker
+		// would pay for work cut short. The counter keeps the offer's
+		// prepayment in proportion to what its terms can cost at most.
+		was, now := contract.MaxCharge(offer, st.Scale), contract.MaxCharge(c, st.Scale)
+		if was.IsPositive() {
+			c.Prepayment = offer.Prepayment.Mul(now).Div(was).Truncate(st.Scale)
+		}
+	}
 	if c.Prepayment = c.CappedPrepayment(st.Scale); !c.Prepayment.IsPositive() {
 		// Nothing valid to propose: an offer's prepayment must be positive
 		// and at most its maximum charge.

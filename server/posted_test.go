@@ -76,10 +76,10 @@ func TestPostedDecide(t *testing.T) {
 			st: testView(), accept: true},
 		{name: "cheap p", reserve: reserve, st: testView(),
 			offer:   with(func(o *contract.Terms) { o.P = contract.Flat(d("0.0005")); o.Prepayment = d("1.80") }),
-			counter: func(c *contract.Terms) { c.P = contract.Flat(d("0.001")) }},
+			counter: func(c *contract.Terms) { c.P, c.Prepayment = contract.Flat(d("0.001")), d("3.60") }}, // still all of the maximum
 		{name: "no q against a q reserve", st: testView(),
 			reserve: Posted{P: reserve.P, Q: contract.Flat(d("0.01"))}, offer: offer(),
-			counter: func(c *contract.Terms) { c.Q = contract.Flat(d("0.01")) }},
+			counter: func(c *contract.Terms) { c.Q, c.Prepayment = contract.Flat(d("0.01")), d("25.20") }},
 		{name: "too long, prepayment lowered", reserve: reserve, st: testView(),
 			offer:   with(func(o *contract.Terms) { o.TimeLimit = 2 * time.Hour; o.Prepayment = d("28.80") }),
 			counter: func(c *contract.Terms) { c.TimeLimit = time.Hour; c.Prepayment = d("14.40") }},
@@ -95,7 +95,12 @@ func TestPostedDecide(t *testing.T) {
 			offer: with(func(o *contract.Terms) {
 				o.GPUs, o.TimeLimit, o.P, o.Prepayment = 4, 3*time.Hour, contract.Flat(d("0.0001")), d("4.32")
 			}),
-			counter: func(c *contract.Terms) { c.GPUs, c.TimeLimit, c.P = 3, time.Hour, contract.Flat(d("0.001")) }},
+			counter: func(c *contract.Terms) {
+				c.GPUs, c.TimeLimit, c.P, c.Prepayment = 3, time.Hour, contract.Flat(d("0.001")), d("10.80")
+			}},
+		{name: "cheap p, half the maximum prepaid: half the counter's", reserve: reserve, st: testView(),
+			offer:   with(func(o *contract.Terms) { o.P = contract.Flat(d("0.0005")); o.Prepayment = d("0.90") }),
+			counter: func(c *contract.Terms) { c.P, c.Prepayment = contract.Flat(d("0.001")), d("1.80") }},
 		{name: "class busy", reserve: reserve, offer: offer(), st: testView(0, 1, 2, 3)},
 		{name: "class absent", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class.Model = "B200" }), st: testView()},
 		{name: "memory too small", reserve: reserve, st: testView(0, 1, 2, 3),

@@ -116,7 +116,7 @@ func TestAgentCounterOffers(t *testing.T) {
 
 	t.Run("changed terms are a new offer", func(t *testing.T) {
 		changed := c.Terms
-		changed.P = low.P
+		changed.P, changed.Prepayment = low.P, low.Prepayment
 		d := x.offer("gpu1", protocol.ServerOffer{Offer: "o2", Terms: changed, Counter: c.ID})
 		assert.False(t, d.Accept)
 		assert.Empty(t, d.Code)
