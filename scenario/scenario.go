@@ -53,6 +53,10 @@ type ClientSpec struct {
 	MaxGPUs  int           // jobs ask for 1..MaxGPUs GPUs
 	Parallel int           // jobs it runs at once, 1 by default
 	Runtime  time.Duration // jobs run for Runtime/2..Runtime at full scale
+	// Patience is how long, in a simulation, a job waits for capacity
+	// before its client gives up on it (a day if zero); a job with a
+	// deadline waits only while it could still finish in time.
+	Patience time.Duration
 }
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }

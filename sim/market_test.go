@@ -16,17 +16,20 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim"
+	"github.com/bourse/bourse/sim/metrics"
 	"github.com/bourse/bourse/trade"
 )
 
-// market is the demo's scenario with budgets for a long run.
-func market(t testing.TB, seed uint64, offers int, log *bytes.Buffer) *sim.Market {
+// market is the demo's scenario with budgets for a long run, trading
+// jobs jobs.
+func market(t testing.TB, seed uint64, jobs int, log *bytes.Buffer) *sim.Market {
 	t.Helper()
 	clients := scenario.DefaultClients()
 	for i := range clients {
-		clients[i].Budget = clients[i].Budget.Mul(decimal.NewFromInt(1000))
+		clients[i].Budget = clients[i].Budget.Mul(decimal.NewFromInt(100000))
 	}
-	cfg := sim.Config{Servers: scenario.DefaultServers(), Clients: clients, Seed: seed, Offers: offers}
+	cfg := sim.Config{Scenario: "demo", Servers: scenario.DefaultServers(), Clients: clients, Seed: seed,
+		Workload: newDemoJobs(seed, jobs, 30*time.Second), KeepFinals: true}
 	if log != nil {
 		cfg.Log = log
 	}
@@ -35,27 +38,37 @@ func market(t testing.TB, seed uint64, offers int, log *bytes.Buffer) *sim.Marke
 	return m
 }
 
-// TestInProcessMarket drives 10,000 offers through the exchange's House,
+// TestInProcessMarket drives 10,000 jobs through the exchange's House,
 // the server nodes and the bidding strategies in one goroutine on a
-// virtual clock, twice with one seed: the contract logs are the same bytes,
-// the audit passes with no escrow open, and every contract is charged what
-// its server says it ran.
+// virtual clock, twice with one seed: the contract logs and results are
+// the same bytes, the audit passes with no escrow open, every job is
+// counted once, and every contract is charged what its server says it
+// ran.
 func TestInProcessMarket(t *testing.T) {
-	const offers = 10000
-	run := func(seed uint64) (*sim.Market, sim.Stats, []byte) {
+	const jobs = 10000
+	run := func(seed uint64) (*sim.Market, metrics.Result, []byte) {
 		var log bytes.Buffer
-		m := market(t, seed, offers, &log)
-		st := m.Run(7 * 24 * time.Hour)
+		m := market(t, seed, jobs, &log)
+		r, err := m.Run()
+		require.NoError(t, err)
 		dump, err := m.Contracts(context.Background())
 		require.NoError(t, err)
 		js, err := json.Marshal(dump)
 		require.NoError(t, err)
-		return m, st, append(log.Bytes(), js...)
+		rs, err := json.Marshal(r)
+		require.NoError(t, err)
+		return m, r, append(append(log.Bytes(), js...), rs...)
 	}
-	m, st, first := run(1)
-	t.Logf("%+v in %v of virtual time, %d events", st, m.Engine().Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), m.Engine().Events())
-	assert.GreaterOrEqual(t, st.Offers, offers)
-	assert.Greater(t, st.Contracts, offers/10, "the market traded")
+	m, r, first := run(1)
+	s := r.Summary
+	t.Logf("%+v in %v of virtual time, %d events", s, m.Engine().Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), m.Engine().Events())
+	assert.Equal(t, jobs, s.Jobs)
+	assert.Equal(t, jobs, s.Completed+s.Rejected, "every job completed or not, once")
+	assert.Greater(t, s.Completed, jobs/2, "the market traded")
+	assert.GreaterOrEqual(t, s.Contracts, s.Completed)
+	assert.Greater(t, s.Utilization, 0.0)
+	assert.Positive(t, s.Revenue)
+	assert.GreaterOrEqual(t, s.Welfare, s.Revenue*0.5, "completed jobs were worth something")
 
 	ctx := context.Background()
 	rep, err := m.Store().Ledger().Audit(ctx)
@@ -81,7 +94,8 @@ func TestInProcessMarket(t *testing.T) {
 			t.Fatalf("contract %s left %s", c.ID, c.State)
 		}
 	}
-	assert.Equal(t, st.Settled, settled)
+	assert.Equal(t, s.Contracts, len(cs))
+	assert.Greater(t, settled, s.Completed-1)
 
 	_, _, again := run(1)
 	require.True(t, bytes.Equal(first, again), "the same seed must give the same contract log")

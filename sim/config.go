@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/sim/workload"
+)
+
+// Config is a market to simulate: a scenario's servers and clients, and
+// the workload they trade. Servers and Workload are required.
+type Config struct {
+	// Scenario and Policy name the run in its Result.
+	Scenario, Policy string
+	Servers          []scenario.ServerSpec
+	// Clients are the clients the scenario describes. A job whose client
+	// is not among them is submitted by a client made from Default under
+	// the job's client id (a trace's users); without Default it is an
+	// error.
+	Clients []scenario.ClientSpec
+	Default *scenario.ClientSpec
+	// Workload streams the jobs, in order of arrival.
+	Workload workload.Source
+	Seed     uint64
+	// Start is the virtual time the market opens, 2026-01-01 UTC if zero.
+	Start time.Time
+	// Horizon, if set, is when arrivals stop being submitted; the market
+	// then runs on until every job has ended or given up.
+	Horizon time.Duration
+	// Limit is the virtual time after which the run stops whatever is
+	// still under way (counted as not completed), Horizon + 30 days or a
+	// year if zero.
+	Limit time.Duration
+	// Sample is the series' interval, an hour if zero.
+	Sample time.Duration
+	// ReadingEvery is how often servers send readings, heartbeats and the
+	// House sweeps, a minute if zero: jobs end at their exact time
+	// whatever it is, so it only sets how much work the run does.
+	ReadingEvery time.Duration
+	// Exchange tunes the House; its Store, Router, Notifier and Now are
+	// the simulation's, and its intervals follow ReadingEvery unless set.
+	Exchange exchange.Config
+	// Log, if set, gets one JSON line per contract event, in order: the
+	// contract log, the same bytes for the same Config.
+	Log io.Writer
+	// KeepFinals keeps every job's final reading as its server made it,
+	// for Final: a test checks each charge against what ran. It costs
+	// memory for every contract of the run.
+	KeepFinals bool
+	// Progress, if set, is told every ProgressEvery jobs how many have
+	// arrived so far.
+	Progress func(jobs int)
+}
+
+// ProgressEvery is how many arrivals pass between Progress calls.
+const ProgressEvery = 1000
+
+func (c *Config) defaults() error {
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("sim: a market needs servers")
+	}
+	if c.Workload == nil {
+		return fmt.Errorf("sim: a market needs a workload")
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if c.Limit <= 0 {
+		c.Limit = 365 * 24 * time.Hour
+		if c.Horizon > 0 {
+			c.Limit = c.Horizon + 30*24*time.Hour
+		}
+	}
+	if c.Sample <= 0 {
+		c.Sample = time.Hour
+	}
+	if c.ReadingEvery <= 0 {
+		c.ReadingEvery = time.Minute
+	}
+	x := &c.Exchange
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&x.ReadingEvery, c.ReadingEvery)
+	def(&x.Heartbeat, c.ReadingEvery)
+	def(&x.SweepEvery, c.ReadingEvery)
+	def(&x.ServerLostAfter, 3*c.ReadingEvery)
+	def(&x.StuckLimit, max(time.Hour, 10*c.ReadingEvery))
+	return nil
+}

@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/sim/workload"
+)
+
+// client is a bidding client: its spec and its own random stream.
+type client struct {
+	spec scenario.ClientSpec
+	rng  *rand.Rand
+}
+
+// job is a workload job on its way through the market: negotiating,
+// waiting for capacity, or running under a contract, perhaps several in
+// turn (a preempted job waits and runs again for what it has left).
+type job struct {
+	w         workload.Job
+	c         *client
+	arrived   time.Time
+	giveUp    time.Time     // leaves the queue after this
+	remaining time.Duration // of its run, at full speed
+	firstRun  time.Time     // when it first started
+	used      decimal.Decimal
+	neg       *strategy.Negotiator
+	contract  string // the contract it holds, if any
+	tries     int
+}
+
+// Rounds is how many offers a negotiation makes before the job waits in
+// the queue for capacity to free.
+const rounds = 2
+
+// arrive submits the job read ahead and reads the next.
+func (m *Market) arrive() {
+	w := *m.next
+	m.next = nil
+	m.arrived++
+	if m.cfg.Progress != nil && m.arrived%ProgressEvery == 0 {
+		m.cfg.Progress(m.arrived)
+	}
+	defer m.pull()
+	c, err := m.client(w.Client)
+	if err != nil {
+		m.srcErr = err
+		m.e.Halt()
+		return
+	}
+	m.m.Arrive(w.Client)
+	now := m.e.Now()
+	j := &job{w: w, c: c, arrived: now, remaining: w.Duration}
+	patience := c.spec.Patience
+	if patience <= 0 {
+		patience = 24 * time.Hour
+	}
+	j.giveUp = now.Add(patience)
+	if w.Deadline > 0 {
+		j.giveUp = now.Add(w.Deadline - w.Duration) // it cannot finish in time after that
+	}
+	m.live[j] = struct{}{}
+	m.negotiate(j)
+}
+
+// negotiate starts a negotiation for what is left of the job.
+func (m *Market) negotiate(j *job) {
+	j.tries++
+	util := decimal.NewFromFloat(j.w.Utilization).Round(3)
+	if util.Sign() <= 0 {
+		util = decimal.NewFromInt(1)
+	}
+	sj := strategy.Job{
+		Name: fmt.Sprintf("%s-%d", j.w.ID, j.tries), Currency: string(scenario.Currency.Code), Scale: scenario.Currency.Scale,
+		GPUs: j.w.GPUs, Class: contract.Class{Model: j.w.Model}, Runtime: j.remaining.Round(time.Second),
+		Utilization: util, Value: j.c.spec.Value, Preemptible: j.w.Preemptible,
+	}
+	if sj.Runtime < time.Second {
+		sj.Runtime = time.Second
+	}
+	if j.w.Deadline > 0 {
+		sj.Deadline = j.arrived.Add(j.w.Deadline)
+	}
+	j.neg = strategy.NewNegotiator(strategy.Negotiation{Strategy: j.c.spec.Strategy, Job: sj, Rounds: rounds,
+		Pause: 10 * time.Second})
+	m.busy++
+	m.step(j)
+}
+
+// step carries the negotiation on until it must wait or is over. Offers
+// are answered at once: the House runs in this goroutine.
+func (m *Market) step(j *job) {
+	ctx := context.Background()
+	for {
+		a := j.neg.Next(m.e.Now())
+		switch a.Op {
+		case strategy.Offer, strategy.Take:
+			req := protocol.OfferRequest{RequestID: a.RequestID, Terms: a.Terms}
+			if a.Op == strategy.Take {
+				req.Terms, req.Counter = a.Counter.Terms, a.Counter.ID
+				req.Terms.Server = a.Counter.Server
+			}
+			m.offerer = j
+			reply, err := m.house.Offer(ctx, j.w.Client, req)
+			m.offerer = nil
+			j.neg.Answer(m.e.Now(), reply, err)
+		case strategy.Wait:
+			m.e.After(a.Wait, func() { m.step(j) })
+			return
+		case strategy.Done:
+			m.busy--
+			return
+		default: // strategy.Failed
+			m.busy--
+			m.failed(j, a.Err)
+			return
+		}
+	}
+}
+
+// failed decides what becomes of a job whose negotiation got no contract:
+// one the market could take later waits for capacity; one it never can
+// (no server of its kind, terms refused) is rejected.
+func (m *Market) failed(j *job, err error) {
+	code := bourse.ErrorCode(err)
+	later := errors.Is(err, strategy.ErrGaveUp) || code == bourse.EInsufficientFunds || code == bourse.ECapacityGone
+	if !later {
+		m.reject(j)
+		return
+	}
+	m.requeue(j)
+}
+
+// requeue puts a job in the queue for capacity, unless it is past its
+// patience.
+func (m *Market) requeue(j *job) {
+	if !m.e.Now().Before(j.giveUp) {
+		m.reject(j)
+		return
+	}
+	m.waiting.push(j)
+}
+
+func (m *Market) reject(j *job) {
+	delete(m.live, j)
+	m.m.Reject(j.w.Deadline > 0)
+}
+
+// wake lets up to n waiting jobs try again, oldest first; those past their
+// patience leave the queue without counting.
+func (m *Market) wake(n int) {
+	for n > 0 && m.waiting.len() > 0 {
+		j := m.waiting.pop()
+		if !m.e.Now().Before(j.giveUp) {
+			m.reject(j)
+			continue
+		}
+		n--
+		m.negotiate(j)
+	}
+}
+

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
+)
+
+// Notify is the House's Notifier: the contract log, the metrics, and what
+// becomes of the contract's job. It is called in the middle of the
+// House's work (a preemption settles one contract inside another's
+// start), so what it sets going runs as events of its own.
+func (m *Market) Notify(client string, ev protocol.Event) {
+	m.log.write(ev)
+	c := &ev.Contract
+	switch ev.Type {
+	case protocol.EventAccepted:
+		m.open++
+		m.m.Contract()
+		if j := m.offerer; j != nil {
+			j.contract = c.ID
+			m.jobs[c.ID] = j
+		}
+	case protocol.EventStarted:
+		j := m.jobs[c.ID]
+		if j == nil {
+			return
+		}
+		now := m.e.Now()
+		if j.firstRun.IsZero() {
+			j.firstRun = now
+		}
+		m.m.Allocate(now, c.Terms.GPUs)
+		// The node ends the job when its tick sees the profile run out:
+		// tick it then, whatever the reading interval.
+		id := c.Server
+		m.e.After(j.remaining, func() { m.tick(id) })
+	case protocol.EventSettled, protocol.EventVoided:
+		m.open--
+		j := m.jobs[c.ID]
+		delete(m.jobs, c.ID)
+		if j == nil {
+			return
+		}
+		j.contract = ""
+		m.ended(j, c)
+		m.e.After(0, func() { m.wake(c.Terms.GPUs + 1) })
+	}
+}
+
+// ended settles the accounts of a job whose contract ended: done, or
+// back to the queue for what is left of it.
+func (m *Market) ended(j *job, c *trade.Contract) {
+	now := m.e.Now()
+	if !c.StartedAt.IsZero() {
+		m.m.Release(now, c.Terms.GPUs)
+	}
+	if c.State == trade.StateSettled {
+		var u decimal.Decimal
+		if c.Reading != nil {
+			u = c.Reading.U
+			j.remaining -= time.Duration(c.Reading.T)
+		}
+		j.used = j.used.Add(u)
+		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64())
+	}
+	switch {
+	case c.Reason == trade.ReasonCompleted:
+		delete(m.live, j)
+		missed := j.w.Deadline > 0 && now.Sub(j.arrived) > j.w.Deadline
+		value := j.c.spec.Value.Mul(j.used).InexactFloat64()
+		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, value, missed)
+	case c.Reason == trade.ReasonTimeLimit || c.Reason == trade.ReasonExhausted || c.Reason == trade.ReasonKilled:
+		m.reject(j) // its terms ran out before the job did: it is not done
+	default: // preempted, its server lost or shut down, never started
+		if c.Reason == trade.ReasonPreempted {
+			m.m.Preempt()
+		}
+		if j.remaining < time.Second {
+			j.remaining = time.Second // a job cut off at its very end still has to finish
+		}
+		m.e.After(0, func() { m.requeue(j) })
+	}
+}
+
+// stop stops the jobs and hands their final readings to the House.
+func (m *Market) stop(id string, stops []server.Stop) {
+	ctx := context.Background()
+	n := m.nodes[id]
+	for _, s := range stops {
+		_ = s.Job.Stop(ctx, s.Reason)
+		r, err := n.Stopped(m.e.Now(), s.Contract)
+		if err != nil {
+			continue
+		}
+		if m.cfg.KeepFinals {
+			m.finals[r.Contract] = r
+		}
+		_ = m.house.Count(ctx, id, r)
+	}
+}

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"fmt"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// welfareVsRevenue is a scatter with one labelled point per run, so that
+// a seed far from its policy's others stands out.
+func welfareVsRevenue(gs []group) (*plot.Plot, error) {
+	p := newPlot("Welfare and revenue", "revenue", "welfare")
+	for i, g := range gs {
+		pts := plotter.XYLabels{XYs: make(plotter.XYs, len(g.Runs)), Labels: make([]string, len(g.Runs))}
+		for j, r := range g.Runs {
+			pts.XYs[j].X, pts.XYs[j].Y = r.Summary.Revenue, r.Summary.Welfare
+			pts.Labels[j] = fmt.Sprintf("%s/%d", g.Policy, r.Seed)
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		_, s.GlyphStyle = style(i)
+		labels, err := plotter.NewLabels(pts)
+		if err != nil {
+			return nil, err
+		}
+		labels.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
+		p.Add(s, labels)
+		p.Legend.Add(g.Policy, s)
+	}
+	return p, nil
+}
+
+// fairness is a grouped bar chart: for each policy, Jain's index of
+// GPU-seconds beside Jain's index per unit of funding.
+func fairness(gs []group) (*plot.Plot, error) {
+	p := newPlot("Fairness (Jain's index)", "", "index (1 = even)")
+	gpu := make(plotter.Values, len(gs))
+	funding := make(plotter.Values, len(gs))
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		var a, b []float64
+		for _, r := range g.Runs {
+			a = append(a, r.Summary.JainGPU)
+			b = append(b, r.Summary.JainFunding)
+		}
+		gpu[i], funding[i] = spreadOf(a).Mean, spreadOf(b).Mean
+		names[i] = g.Policy
+	}
+	w := vg.Points(18)
+	for k, bar := range []struct {
+		name string
+		vs   plotter.Values
+	}{{"GPU-seconds", gpu}, {"per funding", funding}} {
+		b, err := plotter.NewBarChart(bar.vs, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = plotutil.Color(k)
+		b.LineStyle.Width = 0
+		b.Offset = vg.Length(2*k-1) * w / 2
+		p.Add(b)
+		p.Legend.Add(bar.name, b)
+	}
+	p.NominalX(names...)
+	p.Y.Min, p.Y.Max = 0, 1.15 // room above the bars for the legend
+	p.Legend.Left = false
+	return p, nil
+}
+
+// clientShares plots each client's share of the GPU-seconds against its
+// share of the funding, with the diagonal where the two are equal.
+func clientShares(gs []group) (*plot.Plot, error) {
+	p := newPlot("Clients: GPU-seconds against funding", "share of funding (%)", "share of GPU-seconds (%)")
+	top := 0.0
+	for i, g := range gs {
+		var pts plotter.XYs
+		for _, r := range g.Runs {
+			var funding, gpu float64
+			for _, c := range r.Clients {
+				funding += c.Funding
+				gpu += c.GPUSeconds
+			}
+			if funding == 0 || gpu == 0 {
+				continue // no share to speak of
+			}
+			for _, c := range r.Clients {
+				x, y := 100*c.Funding/funding, 100*c.GPUSeconds/gpu
+				pts = append(pts, plotter.XY{X: x, Y: y})
+				top = max(top, x, y)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		_, s.GlyphStyle = style(i)
+		p.Add(s)
+		p.Legend.Add(g.Policy, s)
+	}
+	if top > 0 {
+		diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: top, Y: top}})
+		if err != nil {
+			return nil, err
+		}
+		diag.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+		diag.LineStyle.Color = plotutil.DarkColors[len(plotutil.DarkColors)-1]
+		p.Add(diag)
+		p.Legend.Add("share = funding", diag)
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p, nil
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bourse/bourse/sim/metrics"
+)
+
+// Run trades the workload: each job is submitted at its arrival, the
+// market runs until every job has ended or given up (or Limit), and the
+// result sums it up.
+func (m *Market) Run() (metrics.Result, error) {
+	hc := m.house.Config()
+	ctx := context.Background()
+	// One event a reading interval per server: its readings, stops and
+	// heartbeat, as its agent's tick loop would.
+	for _, id := range m.ids {
+		n := m.nodes[id]
+		m.e.Every(hc.ReadingEvery, func() bool {
+			m.tick(id)
+			_ = m.house.Heartbeat(ctx, id, n.Hello(m.e.Now()))
+			return true
+		})
+	}
+	m.e.Every(hc.SweepEvery, func() bool {
+		m.house.Sweep(ctx)
+		m.wake(1) // prices and budgets move without a contract ending
+		if m.done() {
+			m.e.Halt()
+		}
+		return true
+	})
+	m.e.At(m.m.Due(), m.sample)
+	m.pull()
+	m.e.Run(m.cfg.Start.Add(m.cfg.Limit))
+	if m.srcErr != nil {
+		return metrics.Result{}, fmt.Errorf("sim: workload: %w", m.srcErr)
+	}
+	m.finish()
+	r := m.m.Result(m.e.Now())
+	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
+	return r, nil
+}
+
+// pull reads the workload's next job and schedules its arrival.
+func (m *Market) pull() {
+	j, err := m.cfg.Workload.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		m.eof = true
+		return
+	case err != nil:
+		m.srcErr = err
+		m.eof = true
+		m.e.Halt()
+		return
+	}
+	if m.cfg.Horizon > 0 && j.Arrival > m.cfg.Horizon {
+		m.eof = true
+		return
+	}
+	m.next = &j
+	m.e.At(m.cfg.Start.Add(j.Arrival), m.arrive)
+}
+
+// sample records the series at its interval.
+func (m *Market) sample() {
+	m.m.Sample(m.open, m.waiting.len()+m.busy)
+	m.e.At(m.m.Due(), m.sample)
+}
+
+// done reports that the market has nothing left to do.
+func (m *Market) done() bool {
+	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0
+}
+
+// finish counts the jobs the run's limit cut off, waiting, negotiating
+// or running, as not completed. Jobs that had not arrived by then are not
+// counted at all.
+func (m *Market) finish() {
+	for j := range m.live {
+		m.m.Reject(j.w.Deadline > 0)
+	}
+	clear(m.live)
+}
+
+// tick carries out what a node says is due, as the agent would: readings
+// to the House, jobs stopped (their finals to the House), booked jobs
+// launched and their starts reported.
+func (m *Market) tick(id string) {
+	ctx := context.Background()
+	n := m.nodes[id]
+	due := n.Tick(m.e.Now())
+	for _, r := range due.Readings {
+		_ = m.house.Count(ctx, id, r)
+	}
+	m.stop(id, due.Stops)
+	for _, c := range due.Launch {
+		if st, err := n.Launch(ctx, m.e.Now(), c); err == nil {
+			_, _ = m.house.Started(ctx, id, st)
+		}
+	}
+}
