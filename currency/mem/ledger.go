@@ -5,7 +5,6 @@ package mem
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ type Ledger struct {
 	accounts   map[currency.AccountID]*account
 	holds      map[currency.HoldID]currency.Hold
 	held       map[currency.AccountID]decimal.Decimal // open holds per wallet
+	due        dueIndex                               // open holds by deadline
 	results    map[string]stored
 	movements  []currency.Movement
 	moveIDs    map[string]struct{}
@@ -146,23 +146,7 @@ func (l *Ledger) Hold(_ context.Context, id currency.HoldID) (currency.Hold, err
 func (l *Ledger) DueHolds(_ context.Context, limit int) ([]currency.Hold, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	var due []currency.Hold
-	for _, h := range l.holds {
-		if h.Status == currency.HoldOpen && !now.Before(h.Deadline) {
-			due = append(due, h)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool {
-		if !due[i].Deadline.Equal(due[j].Deadline) {
-			return due[i].Deadline.Before(due[j].Deadline)
-		}
-		return due[i].ID < due[j].ID
-	})
-	if limit > 0 && len(due) > limit {
-		due = due[:limit]
-	}
-	return due, nil
+	return l.dueHolds(l.now(), limit), nil
 }
 
 func (l *Ledger) Statement(_ context.Context, id currency.AccountID, after int64, limit int) ([]currency.Entry, error) {

@@ -73,6 +73,9 @@ func (s state) PutHold(_ context.Context, h currency.Hold) error {
 		s.l.held[h.From] = s.l.held[h.From].Sub(old.Amount)
 	}
 	s.l.holds[h.ID] = h
+	if isOpen && (!wasOpen || !old.Deadline.Equal(h.Deadline)) {
+		s.l.opened(h)
+	}
 	return nil
 }
 

@@ -26,11 +26,15 @@ type Store struct {
 	mu        sync.Mutex
 	contracts map[string]*trade.Contract
 	byClient  map[string][]string // contract IDs in the order opened
+	// live are the contracts that hold their escrow (accepted or
+	// running), the only ones Stale and Stuck can list: a sweep looks at
+	// these every second, not at every contract ever made.
+	live map[string]*trade.Contract
 }
 
 // New returns a store over l.
 func New(l *mem.Ledger) *Store {
-	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}}
+	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
@@ -45,7 +49,7 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 		return trade.Contract{}, false, err
 	}
 	cc := clone(&c)
-	s.contracts[c.ID] = &cc
+	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
 	return clone(&cc), true, nil
 }
@@ -101,15 +105,25 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Cont
 			}
 		}
 	}
-	s.contracts[id] = &next
+	s.put(&next)
 	return clone(&next), nil
+}
+
+// put records c, and whether it is live. s.mu is held.
+func (s *Store) put(c *trade.Contract) {
+	s.contracts[c.ID] = c
+	if c.HoldsEscrow() {
+		s.live[c.ID] = c
+	} else {
+		delete(s.live, c.ID)
+	}
 }
 
 func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []trade.Contract
-	for _, c := range s.contracts {
+	for _, c := range s.live {
 		if c.Stuck != nil && c.Stuck.Retry.After(now) {
 			continue
 		}
@@ -137,8 +151,8 @@ func (s *Store) Stuck(_ context.Context, limit int) ([]trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []trade.Contract
-	for _, c := range s.contracts {
-		if c.Stuck != nil && c.HoldsEscrow() {
+	for _, c := range s.live {
+		if c.Stuck != nil {
 			out = append(out, clone(c))
 		}
 	}
