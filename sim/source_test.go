@@ -41,3 +41,17 @@ func (d *demoJobs) Next() (workload.Job, error) {
 	j.Preemptible = d.rng.IntN(5) == 0
 	return j, nil
 }
+
+// jobList is a workload written out.
+type jobList struct {
+	jobs []workload.Job
+	i    int
+}
+
+func (l *jobList) Next() (workload.Job, error) {
+	if l.i == len(l.jobs) {
+		return workload.Job{}, io.EOF
+	}
+	l.i++
+	return l.jobs[l.i-1], nil
+}
