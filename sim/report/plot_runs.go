@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -32,7 +33,22 @@ func welfareVsRevenue(gs []group) (*plot.Plot, error) {
 		p.Add(s, labels)
 		p.Legend.Add(g.Policy, s)
 	}
+	pad(p, 0.08)
 	return p, nil
+}
+
+// pad widens both axes by frac of their data range on each side, so that
+// points at the edge, and their labels, are not cut off by the axes.
+func pad(p *plot.Plot, frac float64) {
+	dx, dy := (p.X.Max-p.X.Min)*frac, (p.Y.Max-p.Y.Min)*frac
+	if dx == 0 {
+		dx = 1
+	}
+	if dy == 0 {
+		dy = 1
+	}
+	p.X.Min, p.X.Max = p.X.Min-dx, p.X.Max+dx
+	p.Y.Min, p.Y.Max = p.Y.Min-dy, p.Y.Max+dy
 }
 
 // fairness is a grouped bar chart: for each policy, Jain's index of
@@ -51,7 +67,7 @@ func fairness(gs []group) (*plot.Plot, error) {
 		gpu[i], funding[i] = spreadOf(a).Mean, spreadOf(b).Mean
 		names[i] = g.Policy
 	}
-	w := vg.Points(18)
+	w := vg.Points(24)
 	for k, bar := range []struct {
 		name string
 		vs   plotter.Values
@@ -67,6 +83,8 @@ func fairness(gs []group) (*plot.Plot, error) {
 		p.Legend.Add(bar.name, b)
 	}
 	p.NominalX(names...)
+	// Half a slot either side, or the outer bars are cut by the axes.
+	p.X.Min, p.X.Max = -0.5, float64(len(gs))-0.5
 	p.Y.Min, p.Y.Max = 0, 1.15 // room above the bars for the legend
 	p.Legend.Left = false
 	return p, nil
@@ -111,7 +129,7 @@ func clientShares(gs []group) (*plot.Plot, error) {
 			return nil, err
 		}
 		diag.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-		diag.LineStyle.Color = plotutil.DarkColors[len(plotutil.DarkColors)-1]
+		diag.LineStyle.Color = color.Gray{Y: 128}
 		p.Add(diag)
 		p.Legend.Add("share = funding", diag)
 	}

@@ -25,6 +25,7 @@ func utilizationOverTime(gs []group) (*plot.Plot, error) {
 // virtual times, so this is a mean of like with like; a seed that ran
 // shorter simply stops contributing.
 func addSeries(p *plot.Plot, gs []group, y func(metrics.Point) float64) error {
+	p.Add(plotter.NewGrid())
 	for i, g := range gs {
 		sum := map[float64]float64{}
 		n := map[float64]int{}
