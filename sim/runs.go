@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse/sim/metrics"
+)
+
+// Plan is one run of a comparison: a policy and a seed, and how to build
+// its market. Build is called in the run's own goroutine, so each run
+// reads its own workload; close, if not nil, is called when it is done.
+type Plan struct {
+	Policy string
+	Seed   uint64
+	Build  func() (cfg Config, close func() error, err error)
+}
+
+// RunAll runs the plans on up to workers goroutines (all cores if zero),
+// each market in one goroutine of its own, and returns their results in
+// the plans' order whatever order they finish in: the same plans give the
+// same results. progress, if set, hears each run's arrivals; it is called
+// from the runs' goroutines. The first error stops the runs not yet
+// started and is returned.
+func RunAll(ctx context.Context, plans []Plan, workers int, progress func(plan, jobs int)) ([]metrics.Result, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	results := make([]metrics.Result, len(plans))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(plans)) {
+		wg.Go(func() {
+			for i := range next {
+				r, err := runPlan(plans[i], func(jobs int) {
+					if progress != nil {
+						progress(i, jobs)
+					}
+				})
+				if err != nil {
+					cancel(fmt.Errorf("sim: %s, seed %d: %w", plans[i].Policy, plans[i].Seed, err))
+					continue
+				}
+				results[i] = r
+			}
+		})
+	}
+feed:
+	for i := range plans {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func runPlan(p Plan, progress func(int)) (metrics.Result, error) {
+	cfg, closeFn, err := p.Build()
+	if err != nil {
+		return metrics.Result{}, err
+	}
+	if closeFn != nil {
+		defer closeFn()
+	}
+	cfg.Policy, cfg.Seed = p.Policy, p.Seed
+	cfg.Progress = progress
+	began := time.Now()
+	m, err := New(cfg)
+	if err != nil {
+		return metrics.Result{}, err
+	}
+	r, err := m.Run()
+	if err != nil {
+		return metrics.Result{}, err
+	}
+	r.Summary.Wall = time.Since(began).Seconds()
+	if r.Summary.Wall > 0 {
+		r.Summary.JobsPerSec = float64(r.Summary.Jobs) / r.Summary.Wall
+	}
+	return r, nil
+}
