@@ -75,9 +75,14 @@ func MaxCharge(t Terms, scale int32) decimal.Decimal {
 	if t.GPUs < 1 || t.TimeLimit <= 0 {
 		return decimal.Zero
 	}
-	g := decimal.NewFromInt(int64(t.GPUs))
-	l := seconds(t.TimeLimit)
-	return due(t, Usage{U: g.Mul(l), T: t.TimeLimit, S: g}, scale)
+	g := fixInt(int64(t.GPUs))
+	if u, ok := g.mul(fixSeconds(t.TimeLimit)); ok {
+		if d, ok := fixedDue(t, u, t.TimeLimit, g, scale); ok {
+			return d
+		}
+	}
+	gd := decimal.NewFromInt(int64(t.GPUs))
+	return dueDecimal(t, Usage{U: gd.Mul(seconds(t.TimeLimit)), T: t.TimeLimit, S: gd}, scale)
 }
 
 // due evaluates the formula on clamped usage as one exact fraction,
@@ -85,7 +90,24 @@ func MaxCharge(t Terms, scale int32) decimal.Decimal {
 //	U·nP/dP + T·nQ/dQ = (U·nP·dQ + T·nQ·dP) / (dP·dQ),
 //
 // and truncates it toward zero, in the client's favour, to scale places.
+// It computes on fixed numbers where they do not overflow (exact.go),
+// else on decimals: the same value either way.
 func due(t Terms, u Usage, scale int32) decimal.Decimal {
+	if u.T <= 0 {
+		return decimal.Zero
+	}
+	if U, ok := fix(u.U); ok {
+		if S, ok := fix(u.S); ok {
+			if d, ok := fixedDue(t, U, u.T, S, scale); ok {
+				return d
+			}
+		}
+	}
+	return dueDecimal(t, u, scale)
+}
+
+// dueDecimal is due on decimals, for any size of number.
+func dueDecimal(t Terms, u Usage, scale int32) decimal.Decimal {
 	if u.T <= 0 {
 		return decimal.Zero
 	}

@@ -55,14 +55,28 @@ func (c Curve) Covers(reserve Curve, g decimal.Decimal) bool {
 		}
 	}
 	for _, x := range xs {
-		if c.At(x).Cmp(reserve.At(x)) < 0 {
-			return false
-		}
-		if x.Sign() > 0 && c.below(x).Cmp(reserve.below(x)) < 0 {
+		if !coversAt(c, reserve, x) {
 			return false
 		}
 	}
 	return true
+}
+
+// coversAt reports whether c(x) ≥ reserve(x) and, for x > 0, whether
+// the same holds of their limits from the left: on fixed numbers where
+// they do not overflow (exact.go), else on decimals.
+func coversAt(c, reserve Curve, x decimal.Decimal) bool {
+	if fx, ok := fix(x); ok {
+		at, ok := fixedRateCmp(c, reserve, fx, false)
+		below, okBelow := 0, true
+		if ok && x.Sign() > 0 {
+			below, okBelow = fixedRateCmp(c, reserve, fx, true)
+		}
+		if ok && okBelow {
+			return at >= 0 && below >= 0
+		}
+	}
+	return c.At(x).Cmp(reserve.At(x)) >= 0 && (x.Sign() <= 0 || c.below(x).Cmp(reserve.below(x)) >= 0)
 }
 
 // FullUseRate is what the terms pay per GPU-second when all g GPUs are
