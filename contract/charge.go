@@ -168,12 +168,32 @@ func clamp(op string, t Terms, u Usage) (Usage, error) {
 		}
 	}
 	T := min(u.T, t.TimeLimit)
+	if c, ok := clampFixed(t.GPUs, u, T); ok {
+		return c, nil
+	}
 	g := decimal.NewFromInt(int64(t.GPUs))
 	return Usage{
 		U: decimal.Min(u.U, g.Mul(seconds(T))).Truncate(MaxPlaces),
 		T: T,
 		S: decimal.Min(u.S, g).Truncate(MaxPlaces),
 	}, nil
+}
+
+// clampFixed is clamp's bounds on U and S compared on fixed numbers
+// (exact.go); it gives up where they overflow or a bound would be made.
+func clampFixed(gpus int, u Usage, T time.Duration) (Usage, bool) {
+	U, ok1 := fix(u.U)
+	S, ok2 := fix(u.S)
+	gT, ok3 := fixInt(int64(gpus)).mul(fixSeconds(T))
+	if !ok1 || !ok2 || !ok3 {
+		return Usage{}, false
+	}
+	cu, ok1 := U.cmp(gT)
+	cs, ok2 := S.cmp(fixInt(int64(gpus)))
+	if !ok1 || !ok2 || cu > 0 || cs > 0 {
+		return Usage{}, false
+	}
+	return Usage{U: u.U.Truncate(MaxPlaces), T: T, S: u.S.Truncate(MaxPlaces)}, true
 }
 
 // seconds converts a duration to decimal seconds, exactly.

@@ -86,16 +86,18 @@ func (c Curve) validate(op, field string) error {
 		return fail(bourse.EInvalidCurve, op, field, "%d points; at most MaxPoints (%d)", len(c), MaxPoints)
 	}
 	for i, p := range c {
-		at := fmt.Sprintf("%s[%d]", field, i)
+		// The field's name is made only for an error: curves are checked
+		// on every offer, by the exchange and by every server.
+		at := func() string { return fmt.Sprintf("%s[%d]", field, i) }
 		for _, v := range []struct {
 			name string
 			d    decimal.Decimal
 		}{{".x", p.X}, {".y", p.Y}} {
 			if why := checkNumber(v.d); why != "" {
-				return fail(bourse.EInvalidCurve, op, at+v.name, "%s", why)
+				return fail(bourse.EInvalidCurve, op, at()+v.name, "%s", why)
 			}
 			if v.d.Sign() < 0 {
-				return fail(bourse.EInvalidCurve, op, at+v.name, "negative: %s", v.d)
+				return fail(bourse.EInvalidCurve, op, at()+v.name, "negative: %s", v.d)
 			}
 		}
 		if i == 0 {
@@ -103,11 +105,11 @@ func (c Curve) validate(op, field string) error {
 		}
 		switch prev := c[i-1]; {
 		case p.X.Equal(prev.X):
-			return fail(bourse.EInvalidCurve, op, at+".x", "duplicate x %s", p.X)
+			return fail(bourse.EInvalidCurve, op, at()+".x", "duplicate x %s", p.X)
 		case p.X.LessThan(prev.X):
-			return fail(bourse.EInvalidCurve, op, at+".x", "unsorted: x %s after %s", p.X, prev.X)
+			return fail(bourse.EInvalidCurve, op, at()+".x", "unsorted: x %s after %s", p.X, prev.X)
 		case p.Y.LessThan(prev.Y):
-			return fail(bourse.EInvalidCurve, op, at+".y", "decreasing: y %s after %s", p.Y, prev.Y)
+			return fail(bourse.EInvalidCurve, op, at()+".y", "decreasing: y %s after %s", p.Y, prev.Y)
 		}
 	}
 	return nil

@@ -171,6 +171,41 @@ func TestDiv128(t *testing.T) {
 	}
 }
 
+// TestBelowMax: counting digits says what comparing with 10^18 does.
+func TestBelowMax(t *testing.T) {
+	limit := decimal.New(1, MaxIntDigits)
+	r := rand.New(rand.NewSource(1))
+	cases := []decimal.Decimal{decimal.Zero, decimal.New(0, 30), decimal.New(1, 18), decimal.New(-1, 18),
+		decimal.New(999999999999999999, 0), decimal.New(-999999999999999999, 0), decimal.RequireFromString("999999999999999999.9"), decimal.RequireFromString("-12345678901234567890123"),
+		decimal.New(1, 17), decimal.New(10, 17), decimal.New(1, -64), decimal.RequireFromString("999999999999999999.999999999999999999999")}
+	for range 10000 {
+		cases = append(cases, decimal.New(r.Int63()>>r.Intn(63)-r.Int63()>>r.Intn(63), int32(r.Intn(41)-20)))
+	}
+	for _, d := range cases {
+		if got, want := belowMax(d), d.Abs().Cmp(limit) < 0; got != want {
+			t.Errorf("belowMax(%s) = %v; |d| < 10^18 is %v", d, got, want)
+		}
+	}
+}
+
+// TestClampFixed: where clampFixed answers, clamp's decimal bounds answer
+// the same, to the representation.
+func TestClampFixed(t *testing.T) {
+	f := func(w wide) bool {
+		T := min(w.Use.T, w.Terms.TimeLimit)
+		got, ok := clampFixed(w.Terms.GPUs, w.Use, T)
+		if !ok {
+			return true
+		}
+		g := decimal.NewFromInt(int64(w.Terms.GPUs))
+		want := Usage{U: decimal.Min(w.Use.U, g.Mul(seconds(T))).Truncate(MaxPlaces), T: T, S: decimal.Min(w.Use.S, g).Truncate(MaxPlaces)}
+		return reflect.DeepEqual(got, want)
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 20000, Rand: rand.New(rand.NewSource(1))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // xs are the curve's breakpoints' x.
 func (c Curve) xs() []decimal.Decimal {
 	out := make([]decimal.Decimal, len(c))

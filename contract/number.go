@@ -25,23 +25,28 @@ const (
 // as their difference, so decimal.New(1, -2e9) would take gigabytes.
 const maxExp = 64
 
-var (
-	one      = decimal.NewFromInt(1)
-	maxValue = decimal.New(1, MaxIntDigits) // exclusive
-)
+var one = decimal.NewFromInt(1)
 
 // checkNumber says why d may not appear in an offer, or returns "".
 func checkNumber(d decimal.Decimal) string {
 	if e := d.Exponent(); e < -maxExp || e > maxExp {
 		return fmt.Sprintf("exponent %d is out of range", e)
 	}
-	if d.Abs().Cmp(maxValue) >= 0 {
+	if !belowMax(d) {
 		return fmt.Sprintf("%s is not below 10^%d", d, MaxIntDigits)
 	}
 	if !hasPlaces(d, MaxPlaces) {
 		return fmt.Sprintf("%s has more than %d decimal places", d, MaxPlaces)
 	}
 	return ""
+}
+
+// belowMax reports whether |d| < 10^MaxIntDigits. A coefficient of k
+// digits times 10^e is at least 10^(k−1+e) and below 10^(k+e), so it is
+// below the bound exactly when k + e ≤ MaxIntDigits; counting digits
+// allocates nothing where comparing with the bound would.
+func belowMax(d decimal.Decimal) bool {
+	return d.IsZero() || int64(d.NumDigits())+int64(d.Exponent()) <= MaxIntDigits
 }
 
 // hasPlaces reports whether d is a multiple of 10^-places. It compares

@@ -139,9 +139,11 @@ func (j *JobSpec) validate(op string) error {
 			return offer(fmt.Sprintf("job.args[%d]", i), "contains NUL")
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(j.Env[k], 0) {
-			return offer("job.env", "bad variable %q: empty, or contains = or NUL", k)
+	if len(j.Env) > 0 { // sorted, so that the first bad one is always the same
+		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(j.Env[k], 0) {
+				return offer("job.env", "bad variable %q: empty, or contains = or NUL", k)
+			}
 		}
 	}
 	if p := j.Profile; p != nil {
