@@ -72,6 +72,7 @@ type Node struct {
 	freeValid bool
 	runs      map[string]*run // every run the node remembers, by contract
 	active    map[string]*run // the runs whose jobs have not ended
+	ids       []string        // Tick's own: the active runs' ids, sorted
 	ended     []*run          // ended runs, oldest first, to forget in time
 	recent    []contract.Terms
 	clients   clientBook

@@ -134,9 +134,20 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 // dropped, and the exchange voids its contract at its start deadline.
 // n.mu is held.
 func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
+	waiting := func(b *booking) bool {
+		return b.contract == "" || b.starting || b.terms.StartAt.After(now) || n.closing
+	}
+	// Most ticks start no booking: sort the offers only when one is due.
+	ready := false
+	for _, b := range n.bookings {
+		ready = ready || !waiting(b)
+	}
+	if !ready {
+		return nil, nil
+	}
 	for _, offer := range slices.Sorted(maps.Keys(n.bookings)) {
 		b := n.bookings[offer]
-		if b.contract == "" || b.starting || b.terms.StartAt.After(now) || n.closing {
+		if waiting(b) {
 			continue
 		}
 		var victims []*run

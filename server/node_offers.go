@@ -220,9 +220,17 @@ func (n *Node) release(offer string) {
 // sweep drops lapsed claims and counters, and forgets runs that ended long
 // ago. n.mu is held.
 func (n *Node) sweep(now time.Time) {
-	for _, id := range slices.Sorted(maps.Keys(n.claims)) {
-		if !now.Before(n.claims[id].until) {
-			n.release(id)
+	// Released in order of offer id, so that GPUs taken back from
+	// preempted runs go back alike in alike states; sorted only when one
+	// has lapsed, since the sweep runs before every decision.
+	for _, c := range n.claims {
+		if !now.Before(c.until) {
+			for _, id := range slices.Sorted(maps.Keys(n.claims)) {
+				if !now.Before(n.claims[id].until) {
+					n.release(id)
+				}
+			}
+			break
 		}
 	}
 	for id, c := range n.counters {
