@@ -27,4 +27,5 @@ func BenchmarkMarket(b *testing.B) {
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/job")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/job")
 	b.ReportMetric(float64(r.Summary.Contracts)/n, "contracts/job")
+	b.ReportMetric(float64(m.Offers())/n, "offers/job")
 }

@@ -39,8 +39,10 @@ type job struct {
 	tries     int
 }
 
-// Rounds is how many offers a negotiation makes before the job waits in
-// the queue for capacity to free.
+// rounds is how many offers a job's first negotiation makes before it
+// waits in the queue; woken from the queue, it makes one: it was woken
+// because something changed, and a second round 10s later would find the
+// same market.
 const rounds = 2
 
 // arrive submits the job read ahead and reads the next.
@@ -91,7 +93,11 @@ func (m *Market) negotiate(j *job) {
 	if j.w.Deadline > 0 {
 		sj.Deadline = j.arrived.Add(j.w.Deadline)
 	}
-	j.neg = strategy.NewNegotiator(strategy.Negotiation{Strategy: j.c.spec.Strategy, Job: sj, Rounds: rounds,
+	r := rounds
+	if j.tries > 1 {
+		r = 1
+	}
+	j.neg = strategy.NewNegotiator(strategy.Negotiation{Strategy: j.c.spec.Strategy, Job: sj, Rounds: r,
 		Pause: 10 * time.Second})
 	m.busy++
 	m.step(j)
@@ -111,6 +117,7 @@ func (m *Market) step(j *job) {
 				req.Terms.Server = a.Counter.Server
 			}
 			m.offerer = j
+			m.offers++
 			reply, err := m.house.Offer(ctx, j.w.Client, req)
 			m.offerer = nil
 			j.neg.Answer(m.e.Now(), reply, err)
@@ -156,17 +163,29 @@ func (m *Market) reject(j *job) {
 	m.m.Reject(j.w.Deadline > 0)
 }
 
-// wake lets up to n waiting jobs try again, oldest first; those past their
-// patience leave the queue without counting.
+// wakeScan is how far down the queue wake looks for jobs that fit: far
+// enough that a big job at the head does not idle GPUs a small one could
+// use, near enough that a long queue costs little per contract's end.
+const wakeScan = 64
+
+// wake lets up to n waiting jobs that some server has room for try again,
+// oldest first; jobs past their patience leave the queue. The others keep
+// their place.
 func (m *Market) wake(n int) {
-	for n > 0 && m.waiting.len() > 0 {
-		j := m.waiting.pop()
-		if !m.e.Now().Before(j.giveUp) {
+	now := m.e.Now()
+	var retry []*job
+	m.waiting.scan(wakeScan, func(j *job) bool {
+		switch {
+		case !now.Before(j.giveUp):
 			m.reject(j)
-			continue
+			return false
+		case len(retry) < n && m.free.fits(&j.w):
+			retry = append(retry, j)
+			return false
 		}
-		n--
+		return true
+	})
+	for _, j := range retry {
 		m.negotiate(j)
 	}
 }
-

@@ -43,11 +43,13 @@ type Market struct {
 	eof     bool          // the workload has no more jobs
 	srcErr  error
 	arrived int
+	offers  int
 
 	live    map[*job]struct{} // arrived, neither completed nor given up
 	jobs    map[string]*job   // by contract, while it holds escrow
 	offerer *job              // the job whose offer the House is handling
 	waiting queue             // jobs waiting for capacity, oldest first
+	free    capacity          // the servers' free GPUs, as their heartbeats say
 	busy    int               // jobs negotiating
 	open    int               // contracts holding escrow
 	finals  map[string]trade.Reading
@@ -117,6 +119,7 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 	}
 	m.nodes[s.ID] = n
 	m.ids = append(m.ids, s.ID)
+	m.free.add(s.ID, s.Model, s.Count)
 	if _, err := m.house.Hello(ctx, s.ID, n.Hello(m.e.Now())); err != nil {
 		return fmt.Errorf("sim: server %s: hello: %w", s.ID, err)
 	}
@@ -197,3 +200,6 @@ func own(s strategy.Strategy) strategy.Strategy {
 
 // Engine is the market's clock and event queue.
 func (m *Market) Engine() *Engine { return m.e }
+
+// Offers is how many offers the clients made.
+func (m *Market) Offers() int { return m.offers }

@@ -36,6 +36,7 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 			j.firstRun = now
 		}
 		m.m.Allocate(now, c.Terms.GPUs)
+		m.free.take(c.Server, c.Terms.GPUs, c.Terms.Preemptible)
 		// The node ends the job when its tick sees the profile run out:
 		// tick it then, whatever the reading interval.
 		id := c.Server
@@ -59,6 +60,7 @@ func (m *Market) ended(j *job, c *trade.Contract) {
 	now := m.e.Now()
 	if !c.StartedAt.IsZero() {
 		m.m.Release(now, c.Terms.GPUs)
+		m.free.give(c.Server, c.Terms.GPUs, c.Terms.Preemptible)
 	}
 	if c.State == trade.StateSettled {
 		var u decimal.Decimal
