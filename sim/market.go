@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -67,7 +66,7 @@ func New(cfg Config) (*Market, error) {
 	m.log = &eventLog{w: cfg.Log}
 	m.ledger = mem.New(mem.Options{Now: m.e.Now})
 	m.store = memstore.New(m.ledger)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	hc := cfg.Exchange
 	hc.Store, hc.Now = m.store, m.e.Now
 	hc.Router = &router{m: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0))}
