@@ -26,6 +26,9 @@ func Apply(ctx context.Context, s Books, op Op) (Result, error) {
 		return Result{}, fmt.Errorf("read result of key %q: %w", key, err)
 	}
 	if found {
+		if print == ForgottenFingerprint {
+			return Result{Key: key, Op: name, Err: forgottenKey(name, key)}, nil
+		}
 		if e := conflict(op.content(), key, stored, print); e != nil {
 			return Result{Key: key, Op: name, Err: e}, nil
 		}

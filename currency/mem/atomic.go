@@ -96,6 +96,8 @@ func (j *journal) Post(ctx context.Context, m currency.Movement) error {
 	from, to := j.l.accounts[m.From], j.l.accounts[m.To]
 	j.undo = append(j.undo, func() {
 		delete(j.l.moveIDs, m.ID)
+		j.l.posted--
+		j.l.movements[len(j.l.movements)-1] = nil
 		j.l.movements = j.l.movements[:len(j.l.movements)-1]
 		from.balance = from.balance.Add(m.Amount)
 		from.entries = from.entries[:len(from.entries)-1]

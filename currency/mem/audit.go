@@ -3,21 +3,48 @@ package mem
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/currency"
 )
 
-// Audit rebuilds every balance from the movements and checks the invariants
-// of currency/audit.go.
+// Audit rebuilds every balance from its carried-forward figure and the
+// movements still kept, and checks the invariants of currency/audit.go.
+// What Compact forgot is checked through what it left: each side of a
+// kept movement is on its account's statement or was carried forward
+// (its number is at most the account's last carried one); each balance is
+// its carried-forward figure plus its entries; every currency sums to
+// zero; the held sums equal the open holds; and the compacted holds'
+// captures and releases add up to what they held.
 func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := currency.Report{Currencies: len(l.currencies), Accounts: len(l.accounts), Movements: len(l.movements), Holds: len(l.holds)}
 	add := func(v currency.Violation) { r.Violations = append(r.Violations, v) }
 
-	sums := map[currency.Code]decimal.Decimal{}
+	// The entries of each movement on each side, as the statements hold them.
+	type sides struct{ from, to int }
+	onBooks := map[*movement]*sides{}
+	for id, a := range l.accounts {
+		for _, e := range a.entries {
+			s := onBooks[e.m]
+			if s == nil {
+				s = &sides{}
+				onBooks[e.m] = s
+			}
+			switch id {
+			case e.m.From:
+				s.from++
+			case e.m.To:
+				s.to++
+			default:
+				add(currency.Violation{Rule: currency.RuleDoubleEntry, Currency: a.Currency, Account: id, Detail: "an entry of movement " + e.m.ID + ", which does not touch this account"})
+			}
+		}
+	}
+
 	rebuilt := map[currency.AccountID]decimal.Decimal{}
 	seen := map[string]bool{}
 	for _, m := range l.movements {
@@ -25,35 +52,71 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 			add(currency.Violation{Rule: currency.RuleAppliedOnce, Currency: m.Currency, Detail: "movement " + m.ID + " posted twice"})
 		}
 		seen[m.ID] = true
-		from, to := l.accounts[m.From], l.accounts[m.To]
-		if from == nil || to == nil || from.Currency != m.Currency || to.Currency != m.Currency {
-			add(currency.Violation{Rule: currency.RuleDoubleEntry, Currency: m.Currency, Detail: "movement " + m.ID + " joins accounts of another currency or none"})
+		s := onBooks[m]
+		if s == nil {
+			s = &sides{}
 		}
-		rebuilt[m.From] = rebuilt[m.From].Sub(m.Amount)
-		rebuilt[m.To] = rebuilt[m.To].Add(m.Amount)
+		delete(onBooks, m)
+		for _, side := range []struct {
+			id    currency.AccountID
+			kept  bool
+			n     int
+			delta decimal.Decimal
+		}{{m.From, m.from, s.from, m.Amount.Neg()}, {m.To, m.to, s.to, m.Amount}} {
+			a := l.accounts[side.id]
+			var bad string
+			switch {
+			case a == nil && (side.kept || !l.compactedEscrow(side.id)):
+				bad = "joins " + string(side.id) + ", which does not exist"
+			case a == nil:
+			case a.Currency != m.Currency:
+				bad = "joins " + string(side.id) + " of another currency"
+			case side.kept && side.n != 1:
+				bad = fmt.Sprintf("has %d entries on %s", side.n, side.id)
+			case !side.kept && (side.n != 0 || m.seq > a.upTo):
+				bad = fmt.Sprintf("has %d entries on %s, which carried forward up to movement %d, not %d", side.n, side.id, a.upTo, m.seq)
+			}
+			if bad != "" {
+				add(currency.Violation{Rule: currency.RuleDoubleEntry, Currency: m.Currency, Account: side.id, Detail: "movement " + m.ID + " " + bad})
+			}
+			if a != nil && side.kept {
+				rebuilt[side.id] = rebuilt[side.id].Add(side.delta)
+			}
+		}
 	}
+	for m := range onBooks {
+		add(currency.Violation{Rule: currency.RuleDoubleEntry, Currency: m.Currency, Detail: "movement " + m.ID + " is on a statement but not in the ledger"})
+	}
+
+	sums := map[currency.Code]decimal.Decimal{}
 	for id, a := range l.accounts {
 		sums[a.Currency] = sums[a.Currency].Add(a.balance)
 		if a.balance.IsNegative() && a.Kind != currency.Issuance {
 			add(currency.Violation{Rule: currency.RuleNonNegative, Currency: a.Currency, Account: id, Detail: "balance " + a.balance.String()})
 		}
-		running := decimal.Zero
+		if a.base == 0 && !a.carried.IsZero() {
+			add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id, Detail: "carries " + a.carried.String() + " forward from no entries"})
+		}
+		running := a.carried
 		for i, e := range a.entries {
-			m := l.movements[e.mov]
-			if m.To == id {
-				running = running.Add(m.Amount)
+			if e.m.To == id {
+				running = running.Add(e.m.Amount)
 			} else {
-				running = running.Sub(m.Amount)
+				running = running.Sub(e.m.Amount)
 			}
 			if !running.Equal(e.balance) {
 				add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id,
-					Detail: fmt.Sprintf("entry %d says balance %s, entries add up to %s", i+1, e.balance, running)})
+					Detail: fmt.Sprintf("entry %d says balance %s, entries add up to %s", a.base+int64(i+1), e.balance, running)})
 				running = e.balance
 			}
+			if i == 0 && e.m.seq <= a.upTo {
+				add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id,
+					Detail: fmt.Sprintf("entry %d is movement %d, carried forward already", a.base+1, e.m.seq)})
+			}
 		}
-		if !a.balance.Equal(rebuilt[id]) || !a.balance.Equal(running) {
+		if want := a.carried.Add(rebuilt[id]); !a.balance.Equal(want) || !a.balance.Equal(running) {
 			add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id,
-				Detail: fmt.Sprintf("balance %s, movements sum to %s, entries to %s", a.balance, rebuilt[id], running)})
+				Detail: fmt.Sprintf("balance %s, carried forward %s and movements sum to %s, entries to %s", a.balance, a.carried, want, running)})
 		}
 	}
 	for code := range l.currencies {
@@ -61,6 +124,8 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 			add(currency.Violation{Rule: currency.RuleZeroSum, Currency: code, Detail: "balances sum to " + s.String()})
 		}
 	}
+
+	open := map[currency.AccountID]decimal.Decimal{}
 	for id, h := range l.holds {
 		escrow := decimal.Zero
 		if a := l.accounts[h.Escrow()]; a != nil {
@@ -68,6 +133,7 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 		}
 		if h.Status == currency.HoldOpen {
 			r.OpenHolds++
+			open[h.From] = open[h.From].Add(h.Amount)
 			if !escrow.Equal(h.Amount) {
 				add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: h.Currency, Hold: id, Detail: fmt.Sprintf("open hold of %s has %s in escrow", h.Amount, escrow)})
 			}
@@ -78,5 +144,30 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 				Detail: fmt.Sprintf("%s hold of %s: captured %s + released %s, %s left in escrow", h.Status, h.Amount, h.Captured, h.Released, escrow)})
 		}
 	}
+	for id := range l.held {
+		open[id] = open[id].Add(decimal.Zero)
+	}
+	for id, want := range open {
+		if got := l.held[id]; !got.Equal(want) {
+			add(currency.Violation{Rule: currency.RuleHoldBalanced, Account: id, Detail: fmt.Sprintf("held %s, open holds sum to %s", got, want)})
+		}
+	}
+	for code, t := range l.compacted {
+		if !t.captured.Add(t.released).Equal(t.amount) {
+			add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: code,
+				Detail: fmt.Sprintf("%d compacted holds of %s: captured %s + released %s", t.n, t.amount, t.captured, t.released)})
+		}
+	}
 	return r, nil
+}
+
+// compactedEscrow reports whether id may be the escrow account of a hold
+// that Compact forgot (escrow accounts go with their holds).
+func (l *Ledger) compactedEscrow(id currency.AccountID) bool {
+	h, ok := strings.CutPrefix(string(id), "escrow/")
+	if !ok {
+		return false
+	}
+	_, kept := l.holds[currency.HoldID(h)]
+	return !kept
 }

@@ -5,6 +5,7 @@ package mem
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 var _ currency.Ledger = (*Ledger)(nil)
 
 // Ledger is safe for concurrent use. Its zero value is not; use New.
+//
+// A ledger keeps every movement until Compact folds the finished ones
+// into per-account carried-forward figures (compact.go).
 type Ledger struct {
 	now func() time.Time
 
@@ -27,31 +31,63 @@ type Ledger struct {
 	held       map[currency.AccountID]decimal.Decimal // open holds per wallet
 	due        dueIndex                               // open holds by deadline
 	results    map[string]stored
-	movements  []currency.Movement
-	moveIDs    map[string]struct{}
+	// movements are those still on a statement, in the order posted.
+	movements []*movement
+	moveIDs   map[string]struct{}
+	posted    uint64 // movements ever posted: the last one's seq
+	// forgotten are the idempotency keys and hold ids Compact forgot.
+	forgotten *Names
+	// compacted sums the holds Compact forgot, per currency.
+	compacted map[currency.Code]*holdTotals
 }
+
+// Kinds of names in Ledger.forgotten.
+const (
+	forgottenKey  = 'k'
+	forgottenHold = 'h'
+)
 
 type account struct {
 	currency.Account
 	balance decimal.Decimal
 	entries []entry
+	// Compact folds a prefix of the entries into carried, the balance
+	// before entries[0]: base entries (so entries[i] has Seq base+i+1),
+	// the last of them at carriedAt and of movement seq upTo.
+	carried   decimal.Decimal
+	base      int64
+	upTo      uint64
+	carriedAt time.Time
 }
 
-// entry is one side of movements[mov], with the balance after it.
+// entry is one side of a movement, with the balance after it.
 type entry struct {
-	mov     int
+	m       *movement
 	balance decimal.Decimal
+}
+
+// movement is a posted movement, numbered from 1 in the order posted;
+// from and to say whether each side's entry is still on its statement.
+type movement struct {
+	currency.Movement
+	seq      uint64
+	from, to bool
 }
 
 type stored struct {
 	r           currency.Result
 	fingerprint string
+	at          time.Time
 }
 
 // Options configure a Ledger; the zero value uses the wall clock.
 type Options struct {
 	// Now is the ledger's clock (the simulator passes its virtual one).
 	Now func() time.Time
+	// Remember is how long after Compact forgets an idempotency key or a
+	// hold id the ledger still recognises it (and refuses it); zero is
+	// for ever, at about 30 bytes a name. See Compact.
+	Remember time.Duration
 }
 
 // New returns an empty ledger.
@@ -68,6 +104,8 @@ func New(opts Options) *Ledger {
 		held:       map[currency.AccountID]decimal.Decimal{},
 		results:    map[string]stored{},
 		moveIDs:    map[string]struct{}{},
+		forgotten:  NewNames(opts.Remember),
+		compacted:  map[currency.Code]*holdTotals{},
 	}
 }
 
@@ -133,11 +171,17 @@ func (l *Ledger) Balance(_ context.Context, id currency.AccountID) (currency.Bal
 	return currency.Balance{Account: id, Currency: a.Currency, Available: a.balance, Held: l.held[id]}, nil
 }
 
+// Hold returns hold id; one that Compact forgot is ENotFound wrapping
+// currency.ErrForgotten.
 func (l *Ledger) Hold(_ context.Context, id currency.HoldID) (currency.Hold, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.holds[id]
 	if !ok {
+		if l.forgotten.Has(forgottenHold, string(id)) {
+			return currency.Hold{}, &bourse.Error{Code: bourse.ENotFound, Op: "mem.Hold",
+				Message: "hold " + string(id) + " was resolved and compacted", Err: currency.ErrForgotten}
+		}
 		return currency.Hold{}, currency.NotFound("mem.Hold", "hold "+string(id))
 	}
 	return h, nil
@@ -149,6 +193,10 @@ func (l *Ledger) DueHolds(_ context.Context, limit int) ([]currency.Hold, error)
 	return l.dueHolds(l.now(), limit), nil
 }
 
+// Statement lists an account's entries with Seq > after. Once Compact has
+// folded its first entries into a carried-forward figure, a statement
+// that starts before them begins with one line for them all
+// (currency.CarriedForward), whose Seq is the last of them.
 func (l *Ledger) Statement(_ context.Context, id currency.AccountID, after int64, limit int) ([]currency.Entry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,22 +204,24 @@ func (l *Ledger) Statement(_ context.Context, id currency.AccountID, after int64
 	if !ok {
 		return nil, currency.NotFound("mem.Statement", "account "+string(id))
 	}
-	if after < 0 {
-		after = 0
-	}
+	after = max(after, 0)
 	var out []currency.Entry
-	for i := int(min(after, int64(len(a.entries)))); i < len(a.entries); i++ {
+	if a.base > 0 && after < a.base {
+		out = append(out, currency.Entry{Account: id, Seq: a.base, Movement: currency.CarriedForward,
+			Amount: a.carried, Balance: a.carried, At: a.carriedAt,
+			Memo: fmt.Sprintf("%d entries carried forward", a.base)})
+	}
+	for i := int(min(max(after-a.base, 0), int64(len(a.entries)))); i < len(a.entries); i++ {
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		e := a.entries[i]
-		out = append(out, l.entryOf(id, int64(i+1), e))
+		out = append(out, entryOf(id, a.base+int64(i+1), a.entries[i]))
 	}
 	return out, nil
 }
 
-func (l *Ledger) entryOf(id currency.AccountID, seq int64, e entry) currency.Entry {
-	m := l.movements[e.mov]
+func entryOf(id currency.AccountID, seq int64, e entry) currency.Entry {
+	m := e.m
 	out := currency.Entry{Account: id, Seq: seq, Movement: m.ID, Key: m.Key, Amount: m.Amount,
 		Balance: e.balance, Hold: m.Hold, Memo: m.Memo, At: m.At, Counterparty: m.To}
 	if m.To == id {

@@ -14,3 +14,7 @@ func open(_ testing.TB, now func() time.Time) currency.Ledger {
 }
 
 func TestConformance(t *testing.T) { ledgertest.Run(t, open) }
+
+func TestCompaction(t *testing.T) {
+	ledgertest.RunCompaction(t, open, func(l currency.Ledger, before time.Time) { l.(*mem.Ledger).Compact(before) })
+}

@@ -38,13 +38,23 @@ func (s state) Balance(_ context.Context, id currency.AccountID) (decimal.Decima
 	return a.balance, nil
 }
 
+// Hold finds a hold that Compact forgot as resolved, so that a reserve
+// of its id is EConflict and a capture, void or expire EHoldResolved.
 func (s state) Hold(_ context.Context, id currency.HoldID) (currency.Hold, bool, error) {
 	h, ok := s.l.holds[id]
+	if !ok && s.l.forgotten.Has(forgottenHold, string(id)) {
+		return currency.Hold{ID: id, Status: "resolved and compacted"}, true, nil
+	}
 	return h, ok, nil
 }
 
+// Result finds a key that Compact forgot with currency.ForgottenFingerprint,
+// so that Apply refuses it rather than applying it twice.
 func (s state) Result(_ context.Context, key string) (currency.Result, string, bool, error) {
 	r, ok := s.l.results[key]
+	if !ok && s.l.forgotten.Has(forgottenKey, key) {
+		return currency.Result{Key: key}, currency.ForgottenFingerprint, true, nil
+	}
 	return r.r, r.fingerprint, ok, nil
 }
 
@@ -88,16 +98,17 @@ func (s state) Post(_ context.Context, m currency.Movement) error {
 		return fmt.Errorf("mem: movement %s posted twice", m.ID)
 	}
 	s.l.moveIDs[m.ID] = struct{}{}
-	i := len(s.l.movements)
-	s.l.movements = append(s.l.movements, m)
+	s.l.posted++
+	mv := &movement{Movement: m, seq: s.l.posted, from: true, to: true}
+	s.l.movements = append(s.l.movements, mv)
 	from.balance = from.balance.Sub(m.Amount)
-	from.entries = append(from.entries, entry{mov: i, balance: from.balance})
+	from.entries = append(from.entries, entry{m: mv, balance: from.balance})
 	to.balance = to.balance.Add(m.Amount)
-	to.entries = append(to.entries, entry{mov: i, balance: to.balance})
+	to.entries = append(to.entries, entry{m: mv, balance: to.balance})
 	return nil
 }
 
 func (s state) PutResult(_ context.Context, r currency.Result, fingerprint string) error {
-	s.l.results[r.Key] = stored{r: r, fingerprint: fingerprint}
+	s.l.results[r.Key] = stored{r: r, fingerprint: fingerprint, at: s.l.now()}
 	return nil
 }
