@@ -22,7 +22,8 @@ var _ currency.Ledger = (*Ledger)(nil)
 // A ledger keeps every movement until Compact folds the finished ones
 // into per-account carried-forward figures (compact.go).
 type Ledger struct {
-	now func() time.Time
+	now      func() time.Time
+	remember time.Duration
 
 	mu         sync.Mutex
 	currencies map[currency.Code]currency.Currency
@@ -98,6 +99,7 @@ func New(opts Options) *Ledger {
 	}
 	return &Ledger{
 		now:        now,
+		remember:   opts.Remember,
 		currencies: map[currency.Code]currency.Currency{},
 		accounts:   map[currency.AccountID]*account{},
 		holds:      map[currency.HoldID]currency.Hold{},
@@ -108,6 +110,10 @@ func New(opts Options) *Ledger {
 		compacted:  map[currency.Code]*holdTotals{},
 	}
 }
+
+// Remember is Options.Remember, for stores beside the ledger that forget
+// their records in step with it.
+func (l *Ledger) Remember() time.Duration { return l.remember }
 
 func (l *Ledger) CreateCurrency(ctx context.Context, c currency.Currency) error {
 	l.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -30,11 +31,15 @@ type Store struct {
 	// running), the only ones Stale and Stuck can list: a sweep looks at
 	// these every second, not at every contract ever made.
 	live map[string]*trade.Contract
+	// forgotten are the ids of the contracts Forget dropped.
+	forgotten *mem.Names
 }
 
-// New returns a store over l.
+// New returns a store over l. It remembers the ids of the contracts it
+// forgets as long as l remembers keys (mem.Options.Remember).
 func New(l *mem.Ledger) *Store {
-	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{}}
+	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{},
+		forgotten: mem.NewNames(l.Remember())}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
@@ -45,6 +50,10 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 	if old, ok := s.contracts[c.ID]; ok {
 		return clone(old), false, nil
 	}
+	if s.forgotten.Has(0, c.ID) {
+		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
+			Message: "contract " + c.ID + " ended and was forgotten", Err: currency.ErrForgotten}
+	}
 	if _, err := currency.Do(ctx, s.ledger, reserve); err != nil {
 		return trade.Contract{}, false, err
 	}
@@ -54,12 +63,14 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 	return clone(&cc), true, nil
 }
 
+// Contract returns contract id; one that Forget dropped is ENotFound
+// wrapping currency.ErrForgotten.
 func (s *Store) Contract(_ context.Context, id string) (trade.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.contracts[id]
 	if !ok {
-		return trade.Contract{}, currency.NotFound("memstore.Contract", "contract "+id)
+		return trade.Contract{}, s.notFound("memstore.Contract", id)
 	}
 	return clone(c), nil
 }
@@ -84,7 +95,7 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Cont
 	defer s.mu.Unlock()
 	cur, ok := s.contracts[id]
 	if !ok {
-		return trade.Contract{}, currency.NotFound("memstore.Update", "contract "+id)
+		return trade.Contract{}, s.notFound("memstore.Update", id)
 	}
 	next := clone(cur)
 	ops, err := change(&next)
@@ -107,6 +118,70 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Cont
 	}
 	s.put(&next)
 	return clone(&next), nil
+}
+
+// notFound is the error for a contract id not kept. s.mu is held.
+func (s *Store) notFound(op, id string) error {
+	if s.forgotten.Has(0, id) {
+		return &bourse.Error{Code: bourse.ENotFound, Op: op, Message: "contract " + id + " ended and was forgotten", Err: currency.ErrForgotten}
+	}
+	return currency.NotFound(op, "contract "+id)
+}
+
+// Forget drops the contracts that ended (settled or voided, so that
+// their escrow is resolved) before `before`, and their places in their
+// clients' lists, so that the store keeps memory in proportion to the
+// contracts that are live or ended recently. It returns how many it
+// dropped. Contracts then lists only what is kept; Contract and Update of
+// a dropped one are ENotFound, and Open of its id again EConflict (no
+// second escrow under an old contract's id), both wrapping
+// currency.ErrForgotten for as long as the ledger remembers keys
+// (mem.Options.Remember), after which the id is unknown. Forget leaves
+// the ledger alone: compact it with the same horizon
+// (mem.Ledger.Compact).
+func (s *Store) Forget(before time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgotten.Begin(before)
+	clients := map[string]bool{}
+	for id, c := range s.contracts {
+		if (c.State != trade.StateSettled && c.State != trade.StateVoided) || !c.SettledAt.Before(before) {
+			continue
+		}
+		delete(s.contracts, id)
+		s.forgotten.Add(0, id)
+		clients[c.Client] = true
+	}
+	n := 0
+	for client := range clients {
+		ids := s.byClient[client]
+		var kept []string
+		for _, id := range ids {
+			if _, ok := s.contracts[id]; ok {
+				kept = append(kept, id)
+			}
+		}
+		n += len(ids) - len(kept)
+		if len(kept) == 0 {
+			delete(s.byClient, client)
+		} else {
+			s.byClient[client] = kept
+		}
+	}
+	if n > len(s.contracts) {
+		s.contracts = shrink(s.contracts)
+		s.byClient = shrink(s.byClient)
+	}
+	return n
+}
+
+// shrink copies m into a map of its size (a map never shrinks).
+func shrink[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // put records c, and whether it is live. s.mu is held.
