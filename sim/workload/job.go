@@ -1,9 +1,3 @@
-// Package workload is the jobs a simulated market trades: made up by
-// seeded generators (Poisson or bursty arrivals, heavy-tailed run times,
-// GPU counts, utilisation, deadlines) or read, one line at a time, from
-// published cluster traces (Alibaba cluster-trace-gpu-v2023, Helios and
-// Philly). A Source streams jobs in order of arrival, so that ten million
-// of them never sit in memory at once.
 package workload
 
 import "time"
