@@ -78,7 +78,7 @@ type arrivals struct {
 // holds (some 292 years).
 func (a *arrivals) next(rng *rand.Rand) (time.Duration, bool) {
 	if a.spec.Process != "bursty" {
-		a.now += rng.ExpFloat64() / a.spec.Rate * float64(time.Second)
+		a.now += float64(rng.ExpFloat64() / a.spec.Rate * float64(time.Second)) // float64(): see spell
 		return a.at()
 	}
 	if !a.started {
@@ -97,7 +97,7 @@ func (a *arrivals) next(rng *rand.Rand) (time.Duration, bool) {
 		if rate > 0 {
 			// Gaps are memoryless: a gap that runs past the spell's end
 			// is dropped and drawn again at the new rate from there.
-			gap := rng.ExpFloat64() / rate * float64(time.Second)
+			gap := float64(rng.ExpFloat64() / rate * float64(time.Second))
 			if a.now+gap < a.switchAt {
 				a.now += gap
 				return a.at()
@@ -110,13 +110,15 @@ func (a *arrivals) next(rng *rand.Rand) (time.Duration, bool) {
 	return 0, false
 }
 
-// spell is how long the spell just begun lasts.
+// spell is how long the spell just begun lasts. The float64() keeps the
+// product rounded: without it a compiler may fuse it with the sum it goes
+// into (arm64 does), and the same seed would give other times there.
 func (a *arrivals) spell(rng *rand.Rand) float64 {
 	mean := a.spec.MeanOff
 	if a.on {
 		mean = a.spec.MeanOn
 	}
-	return rng.ExpFloat64() * float64(mean)
+	return float64(rng.ExpFloat64() * float64(mean))
 }
 
 func (a *arrivals) at() (time.Duration, bool) {
