@@ -52,7 +52,7 @@ func (a *alibabaRows) next() (row, error) {
 	if err != nil {
 		return row{line: line}, err
 	}
-	rw := row{line: line, raw: "creation_time " + field(rec, a.creation)}
+	rw := row{line: line, raw: field(rec, a.creation)}
 	if rw.at, err = a.t.seconds(rec, a.creation); err != nil {
 		return rw, err
 	}
@@ -112,17 +112,20 @@ func (a *alibabaRows) next() (row, error) {
 // requests they were scheduled with, and Kubernetes evicts best-effort
 // pods before them, so they count as guaranteed.
 func qosClass(s string) (class string, preemptible, ok bool) {
-	switch strings.ToLower(s) {
-	case "ls":
-		return "LS", false, true
-	case "guaranteed":
-		return "Guaranteed", false, true
-	case "burstable":
-		return "Burstable", false, true
-	case "be", "besteffort", "best-effort":
-		return "BE", true, true
+	for _, c := range qosClasses {
+		if strings.EqualFold(s, c.name) {
+			return c.class, c.preemptible, true
+		}
 	}
 	return "", false, false
+}
+
+var qosClasses = []struct {
+	name, class string
+	preemptible bool
+}{
+	{"LS", "LS", false}, {"BE", "BE", true}, {"Burstable", "Burstable", false}, {"Guaranteed", "Guaranteed", false},
+	{"BestEffort", "BE", true}, {"best-effort", "BE", true},
 }
 
 // firstModel is the first of gpu_spec's '|'-separated models, "" (any)

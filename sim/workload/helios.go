@@ -56,7 +56,7 @@ func (h *heliosRows) next() (row, error) {
 	if err != nil {
 		return row{line: line}, err
 	}
-	rw := row{line: line, raw: "submit_time " + field(rec, h.submit)}
+	rw := row{line: line, raw: field(rec, h.submit)}
 	if rw.at, err = h.datetime(rec, h.submit); err != nil {
 		return rw, err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -79,7 +78,6 @@ func (l *jsonlRows) next() (row, error) {
 	}
 	var err error
 	j := Job{ID: jj.ID, Client: jj.Client, GPUs: jj.GPUs, Model: jj.Model, Utilization: jj.Utilization, Preemptible: jj.Preemptible}
-	rw.raw = "arrival_s " + strconv.FormatFloat(jj.Arrival, 'f', -1, 64)
 	for _, t := range []struct {
 		col string
 		s   float64

@@ -42,7 +42,7 @@ type ReadOptions struct {
 type row struct {
 	line int
 	at   time.Duration
-	raw  string // the time as written, for messages
+	raw  string // the time as written, for messages; "" to print at
 	job  Job
 	drop bool
 }
@@ -126,8 +126,8 @@ func (r *Reader) Next() (Job, error) {
 			}
 			col, how := r.rows.order()
 			return Job{}, &LineError{Line: rw.line, Column: col, Err: fmt.Errorf(
-				"%w: %s is before the %s of line %d; a trace streams in order of arrival, sort it first: %s",
-				ErrOutOfOrder, rw.raw, r.last.raw, r.last.line, how)}
+				"%w: %s %s is before the %s %s of line %d; a trace streams in order of arrival, sort it first: %s",
+				ErrOutOfOrder, col, rw.written(), col, r.last.written(), r.last.line, how)}
 		}
 		r.last = rw
 		r.last.job = Job{} // hold no more than the time
@@ -148,6 +148,14 @@ func (r *Reader) Next() (Job, error) {
 		}
 		return j, nil
 	}
+}
+
+// written is the row's time as the trace wrote it.
+func (rw row) written() string {
+	if rw.raw != "" {
+		return rw.raw
+	}
+	return strconv.FormatFloat(rw.at.Seconds(), 'f', -1, 64)
 }
 
 // Skipped is how many bad rows were skipped so far (SkipBadRows).
