@@ -62,7 +62,7 @@ func startBidMarket(t *testing.T, servers ...scenario.ServerSpec) *bidMarket {
 	for _, id := range []string{"ada", "bob"} {
 		w, err := b.ledger.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", id), Currency: "CRED", Kind: currency.Wallet})
 		require.NoError(t, err)
-		_, err = currency.Do(ctx, b.ledger, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(100)})
+		_, err = currency.Do(ctx, b.ledger, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(1000)})
 		require.NoError(t, err)
 	}
 	return b
@@ -202,7 +202,7 @@ func TestBid(t *testing.T) {
 		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 		out := b.ok("ada", low...)
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +0\.30 CRED`, out)
+		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, out, "no contract; take one with")
 
@@ -295,11 +295,11 @@ func TestBid(t *testing.T) {
 	t.Run("Statement", func(t *testing.T) {
 		out := b.ok("ada", "statement")
 		assert.Contains(t, out, "BALANCE")
-		assert.Contains(t, out, "+100.00")
+		assert.Contains(t, out, "+1000.00")
 		var es []currency.Entry
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "statement", "--limit", "3")), &es))
 		require.Len(t, es, 3)
-		assert.True(t, es[0].Balance.Equal(decimal.NewFromInt(100)))
+		assert.True(t, es[0].Balance.Equal(decimal.NewFromInt(1000)))
 		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid statement --after 3")
 	})
 
@@ -347,7 +347,7 @@ func TestBid(t *testing.T) {
 			want []string
 		}{
 			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
-			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40"}, []string{"(code insufficient_funds)", "bourse admin grant --currency CRED ada"}},
+			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "bourse admin grant --currency CRED ada"}},
 			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
 			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
 			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},
@@ -376,7 +376,7 @@ func TestBidCounterPrices(t *testing.T) {
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out := b.ok("ada", low...)
-	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +0\.30 CRED`, out)
+	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
 
 	raw := b.ok("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
