@@ -19,13 +19,24 @@ type Plan struct {
 	Build  func() (cfg Config, close func() error, err error)
 }
 
+// Progress hears how the runs of RunAll go. The calls for one plan come
+// from one goroutine, those for different plans from several.
+type Progress interface {
+	// Arrived says how many jobs have arrived in a plan's run so far,
+	// every ProgressEvery.
+	Arrived(plan, jobs int)
+	// Finished says a plan's run has ended, after jobs arrivals (0 if it
+	// failed).
+	Finished(plan, jobs int)
+}
+
 // RunAll runs the plans on up to workers goroutines (all cores if zero),
 // each market in one goroutine of its own, and returns their results in
 // the plans' order whatever order they finish in: the same plans give the
-// same results. progress, if set, hears each run's arrivals; it is called
-// from the runs' goroutines. The first error stops the runs not yet
-// started and is returned.
-func RunAll(ctx context.Context, plans []Plan, workers int, progress func(plan, jobs int)) ([]metrics.Result, error) {
+// same results. progress, if set, hears each run's arrivals, from the
+// runs' goroutines. The first error stops the runs not yet started and is
+// returned.
+func RunAll(ctx context.Context, plans []Plan, workers int, progress Progress) ([]metrics.Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -39,9 +50,12 @@ func RunAll(ctx context.Context, plans []Plan, workers int, progress func(plan, 
 			for i := range next {
 				r, err := runPlan(plans[i], func(jobs int) {
 					if progress != nil {
-						progress(i, jobs)
+						progress.Arrived(i, jobs)
 					}
 				})
+				if progress != nil {
+					progress.Finished(i, r.Summary.Jobs)
+				}
 				if err != nil {
 					cancel(fmt.Errorf("sim: %s, seed %d: %w", plans[i].Policy, plans[i].Seed, err))
 					continue

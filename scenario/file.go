@@ -1,0 +1,306 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gopkg.in/yaml.v3"
+
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/sim/workload"
+)
+
+// File is a scenario as its YAML file writes it: the market (servers,
+// clients), the policies to compare, the workload and the run's length.
+// examples/sim holds two; docs/sim.md describes every field.
+type File struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Seeds are the runs' seeds, [1] if empty.
+	Seeds []uint64 `yaml:"seeds"`
+	// Horizon stops arrivals; Limit stops the run (see sim.Config).
+	Horizon      time.Duration `yaml:"horizon"`
+	Limit        time.Duration `yaml:"limit"`
+	Sample       time.Duration `yaml:"sample"`
+	ReadingEvery time.Duration `yaml:"reading_every"`
+	// Policies are named server policies; a server's policy may name one,
+	// and `bourse sim compare --policy NAME` gives it to every server.
+	Policies map[string]server.PolicyConfig `yaml:"policies"`
+	Servers  []ServerFile                   `yaml:"servers"`
+	Clients  []ClientFile                   `yaml:"clients"`
+	// DefaultClient submits the jobs of clients not listed (a trace's
+	// users), each under its own id with its own wallet.
+	DefaultClient *ClientFile   `yaml:"default_client"`
+	Workload      workload.Spec `yaml:"workload"`
+
+	// Dir is the folder of the file, against which the workload's trace
+	// path is read.
+	Dir string `yaml:"-"`
+}
+
+// ServerFile is a kind of server and how many of it there are.
+type ServerFile struct {
+	ID        string `yaml:"id"`
+	Model     string `yaml:"model"`
+	MemoryMiB int    `yaml:"memory_mib"`
+	GPUs      int    `yaml:"gpus"`
+	// Replicas makes that many servers id-1..id-N, 1 if zero.
+	Replicas int       `yaml:"replicas"`
+	Policy   PolicyRef `yaml:"policy"`
+}
+
+// PolicyRef is a server's policy: the name of one of the file's policies,
+// or one written out.
+type PolicyRef struct {
+	Name   string
+	Inline *server.PolicyConfig
+}
+
+// strictAs is what Parse checks a written-out policy's keys against.
+func (*PolicyRef) strictAs() reflect.Type { return reflect.TypeFor[server.PolicyConfig]() }
+
+func (p *PolicyRef) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&p.Name)
+	}
+	p.Inline = new(server.PolicyConfig)
+	return n.Decode(p.Inline)
+}
+
+// ClientFile is a bidding client.
+type ClientFile struct {
+	ID     string          `yaml:"id"`
+	Budget decimal.Decimal `yaml:"budget"`
+	// Value is what a GPU-second of its jobs' use is worth to it.
+	Value    decimal.Decimal `yaml:"value"`
+	Strategy StrategyRef     `yaml:"strategy"`
+	Patience time.Duration   `yaml:"patience"`
+}
+
+// StrategyRef is a client's strategy: its kind alone (fixed, cheapest,
+// adaptive, deadline) or its kind with parameters.
+type StrategyRef struct {
+	Kind   string          `yaml:"kind"`
+	Start  decimal.Decimal `yaml:"start"`  // cheapest: opening share of the value
+	Step   decimal.Decimal `yaml:"step"`   // adaptive: rise per rejection
+	Base   decimal.Decimal `yaml:"base"`   // deadline: opening share
+	Window time.Duration   `yaml:"window"` // deadline: how long the price rises
+	Slack  float64         `yaml:"slack"`  // time limit = run time · slack
+}
+
+// strictAs is what Parse checks a strategy's keys against.
+func (*StrategyRef) strictAs() reflect.Type { return reflect.TypeFor[strategyFields]() }
+
+func (s *StrategyRef) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&s.Kind)
+	}
+	var f strategyFields
+	if err := n.Decode(&f); err != nil {
+		return err
+	}
+	*s = StrategyRef(f)
+	return nil
+}
+
+// strategyFields is StrategyRef without its decoder, to decode into.
+type strategyFields StrategyRef
+
+// Load reads and checks a scenario file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	f, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	f.Dir = filepath.Dir(path)
+	return f, nil
+}
+
+// Parse reads a scenario from YAML, strictly: unknown or repeated keys,
+// values of the wrong type and settings that make no sense are errors
+// that give the line (name is the file's, for the messages).
+func Parse(data []byte, name string) (*File, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, &LineError{File: name, Err: err}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &LineError{File: name, Line: extra.Line, Err: errors.New("one scenario per file: a second document starts here")}
+	}
+	if err := strict(&root, reflect.TypeFor[File](), ""); err != nil {
+		return nil, located(name, &root, err)
+	}
+	var f File
+	if err := root.Decode(&f); err != nil {
+		return nil, &LineError{File: name, Err: err}
+	}
+	if err := f.check(); err != nil {
+		return nil, located(name, &root, err)
+	}
+	return &f, nil
+}
+
+// check finds what decoding cannot: missing and impossible settings.
+func (f *File) check() error {
+	if f.Name == "" {
+		return fieldErr("name", "a scenario needs a name (it titles the report)")
+	}
+	for _, d := range []struct {
+		path string
+		v    time.Duration
+	}{{"horizon", f.Horizon}, {"limit", f.Limit}, {"sample", f.Sample}, {"reading_every", f.ReadingEvery}} {
+		if d.v < 0 {
+			return fieldErr(d.path, "%v is negative", d.v)
+		}
+	}
+	for name, p := range f.Policies {
+		if _, err := p.Build(); err != nil {
+			return fieldErr("policies."+name, "%v", err)
+		}
+	}
+	if len(f.Servers) == 0 {
+		return fieldErr("servers", "a scenario needs servers")
+	}
+	ids := map[string]bool{}
+	for i, s := range f.Servers {
+		at := fmt.Sprintf("servers[%d]", i)
+		switch {
+		case s.ID == "":
+			return fieldErr(at+".id", "every server needs an id")
+		case ids[s.ID]:
+			return fieldErr(at+".id", "%q is another server's id", s.ID)
+		case s.GPUs < 1:
+			return fieldErr(at+".gpus", "a server needs at least one GPU")
+		case s.Replicas < 0:
+			return fieldErr(at+".replicas", "negative")
+		}
+		ids[s.ID] = true
+		if _, err := f.policy(s.Policy, ""); err != nil {
+			return fieldErr(at+".policy", "%v", err)
+		}
+	}
+	clients := map[string]bool{}
+	for i, c := range f.Clients {
+		at := fmt.Sprintf("clients[%d]", i)
+		if c.ID == "" {
+			return fieldErr(at+".id", "every client needs an id")
+		}
+		if clients[c.ID] {
+			return fieldErr(at+".id", "%q is another client's id", c.ID)
+		}
+		clients[c.ID] = true
+		if err := c.check(at); err != nil {
+			return err
+		}
+	}
+	if f.DefaultClient != nil {
+		if err := f.DefaultClient.check("default_client"); err != nil {
+			return err
+		}
+	}
+	if len(f.Clients) == 0 && f.DefaultClient == nil {
+		return fieldErr("clients", "a scenario needs clients, or a default_client for the workload's")
+	}
+	if err := f.Workload.Validate(); err != nil {
+		var fe *workload.FieldError
+		if errors.As(err, &fe) {
+			return fieldErr("workload."+fe.Path, "%v", fe.Err)
+		}
+		return fieldErr("workload", "%v", err)
+	}
+	return nil
+}
+
+func (c ClientFile) check(at string) error {
+	switch {
+	case c.Budget.Sign() < 0:
+		return fieldErr(at+".budget", "negative")
+	case c.Value.Sign() <= 0:
+		return fieldErr(at+".value", "a client needs a positive value per GPU-second")
+	case c.Patience < 0:
+		return fieldErr(at+".patience", "negative")
+	}
+	if _, err := c.Strategy.Build(); err != nil {
+		return fieldErr(at+".strategy", "%v", err)
+	}
+	return nil
+}
+
+// PolicyNames lists the file's named policies, sorted.
+func (f *File) PolicyNames() []string { return slices.Sorted(maps.Keys(f.Policies)) }
+
+// policy builds a server's policy; override, if set, names the policy
+// every server gets instead.
+func (f *File) policy(ref PolicyRef, override string) (server.Policy, error) {
+	name := ref.Name
+	if override != "" {
+		name = override
+	}
+	if name == "" {
+		if ref.Inline == nil {
+			return nil, errors.New("a server needs a policy: a name from policies, or one written out")
+		}
+		return ref.Inline.Build()
+	}
+	p, ok := f.Policies[name]
+	if !ok {
+		return nil, fmt.Errorf("no policy %q in policies (there are: %v)", name, f.PolicyNames())
+	}
+	return p.Build()
+}
+
+// Market builds the servers and clients of the scenario, each server with
+// its own policy, or with the named policy if override is set.
+func (f *File) Market(override string) (servers []ServerSpec, clients []ClientSpec, def *ClientSpec, err error) {
+	for _, s := range f.Servers {
+		pol, err := f.policy(s.Policy, override)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("server %s: %w", s.ID, err)
+		}
+		n := max(1, s.Replicas)
+		for i := range n {
+			id := s.ID
+			if n > 1 {
+				id = fmt.Sprintf("%s-%d", s.ID, i+1)
+			}
+			servers = append(servers, ServerSpec{ID: id, Model: s.Model, MemoryMiB: s.MemoryMiB, Count: s.GPUs, Policy: pol})
+		}
+	}
+	for _, c := range f.Clients {
+		spec, err := c.spec()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		clients = append(clients, spec)
+	}
+	if f.DefaultClient != nil {
+		spec, err := f.DefaultClient.spec()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		def = &spec
+	}
+	return servers, clients, def, nil
+}
+
+func (c ClientFile) spec() (ClientSpec, error) {
+	s, err := c.Strategy.Build()
+	if err != nil {
+		return ClientSpec{}, fmt.Errorf("client %s: %w", c.ID, err)
+	}
+	return ClientSpec{ID: c.ID, Budget: c.Budget, Value: c.Value, Strategy: s, Patience: c.Patience}, nil
+}

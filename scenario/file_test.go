@@ -1,0 +1,110 @@
+package scenario_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/scenario"
+)
+
+// valid is a small scenario; the tests below break one line of it.
+const valid = `name: t
+policies:
+  posted:
+    p: [["0", "0.001"]]
+  surge: {kind: utilisation, p: [["0", "0.001"]], k: "2"}
+servers:
+  - {id: s, model: H100, gpus: 8, replicas: 2, policy: posted}
+  - id: t
+    gpus: 4
+    policy: {p: [["0", "0.002"]], preempt: true}
+clients:
+  - {id: ada, budget: "100", value: "0.004", strategy: fixed}
+  - {id: bea, budget: "50", value: "0.002", strategy: {kind: cheapest, start: "0.5"}, patience: 1h}
+workload:
+  jobs: 10
+  generator:
+    arrivals: {process: poisson, rate: 0.1}
+    durations: {dist: exponential, mean: 10m}
+    clients: {ada: 1, bea: 1}
+`
+
+func TestParse(t *testing.T) {
+	f, err := scenario.Parse([]byte(valid), "t.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"posted", "surge"}, f.PolicyNames())
+
+	servers, clients, def, err := f.Market("")
+	require.NoError(t, err)
+	require.Len(t, servers, 3, "two replicas of s and t")
+	assert.Equal(t, []string{"s-1", "s-2", "t"}, []string{servers[0].ID, servers[1].ID, servers[2].ID})
+	assert.Equal(t, "reserve", fmt.Sprint(servers[0].Policy))
+	assert.Len(t, clients, 2)
+	assert.Nil(t, def)
+	assert.Equal(t, "cheapest", scenario.StrategyName(clients[1].Strategy))
+
+	servers, _, _, err = f.Market("surge")
+	require.NoError(t, err)
+	for _, s := range servers {
+		assert.Equal(t, "utilisation", fmt.Sprint(s.Policy), "every server gets the policy compared")
+	}
+	_, _, _, err = f.Market("nope")
+	assert.ErrorContains(t, err, `no policy "nope"`)
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		want           string // in the message, after file:line:
+	}{
+		{"UnknownKey", "  jobs: 10", "  jobz: 10", `15: workload.jobz: no such field (want one of generator, horizon, jobs, trace)`},
+		{"UnknownKeyDeep", "    arrivals: {process: poisson, rate: 0.1}", "    arrivals: {process: poisson, rat: 0.1}", `17: workload.generator.arrivals.rat: no such field`},
+		{"UnknownPolicyKey", `    p: [["0", "0.001"]]`, `    price: [["0", "0.001"]]`, `4: policies.posted.price: no such field`},
+		{"UnknownPolicyName", "replicas: 2, policy: posted}", "replicas: 2, policy: postd}", `7: servers[0].policy: no policy "postd"`},
+		{"BadPolicy", `k: "2"}`, `k: "-2"}`, `5: policies.surge: `},
+		{"BadStrategy", "strategy: fixed}", "strategy: greedy}", `12: clients[0].strategy: no strategy "greedy"`},
+		{"StrategyKey", `start: "0.5"}`, `begin: "0.5"}`, `13: clients[1].strategy.begin: no such field (want one of base, kind, slack, start, step, window)`},
+		{"NoValue", `value: "0.004"`, `value: "0"`, `12: clients[0].value: a client needs a positive value`},
+		{"SameClient", "{id: bea,", "{id: ada,", `13: clients[1].id: "ada" is another client's id`},
+		{"InlinePolicyKey", "preempt: true}", "preemptt: true}", `10: servers[1].policy.preemptt: no such field`},
+		{"NoGPUs", "    gpus: 4", "    gpus: 0", `9: servers[1].gpus: a server needs at least one GPU`},
+		{"WorkloadField", "rate: 0.1}", "rate: -1}", `17: workload.generator.arrivals.rate`},
+		{"BadDuration", "mean: 10m}", "mean: ten}", `t.yaml:`},
+		{"NoName", "name: t", "name: \"\"", `1: name: a scenario needs a name`},
+		{"DuplicateKey", "  jobs: 10", "  jobs: 10\n  jobs: 20", `already defined`},
+		{"SecondDocument", "    clients: {ada: 1, bea: 1}", "    clients: {ada: 1, bea: 1}\n---\nname: u", `20: one scenario per file`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, 1, strings.Count(valid, tt.old), "the test breaks one line: %q", tt.old)
+			_, err := scenario.Parse([]byte(strings.Replace(valid, tt.old, tt.new, 1)), "t.yaml")
+			require.Error(t, err)
+			var le *scenario.LineError
+			require.True(t, errors.As(err, &le), "%T %v", err, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "t.yaml:"), err.Error())
+		})
+	}
+}
+
+// TestExamples loads every scenario under examples/sim: they are what a
+// new user runs first.
+func TestExamples(t *testing.T) {
+	paths, err := filepath.Glob("../examples/sim/*.yaml")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(paths), 2)
+	for _, p := range paths {
+		f, err := scenario.Load(p)
+		require.NoError(t, err, p)
+		for _, pol := range append([]string{""}, f.PolicyNames()...) {
+			_, _, _, err := f.Market(pol)
+			assert.NoError(t, err, "%s under %q", p, pol)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/sim/workload"
+)
+
+// PlanOptions are the command line's say in a scenario's runs.
+type PlanOptions struct {
+	// Seeds override the file's seeds.
+	Seeds []uint64
+	// Log, if set, opens the contract log of a run (policy, seed).
+	Log func(policy string, seed uint64) (io.WriteCloser, error)
+}
+
+// Plans makes the runs of a scenario: each seed under each policy. A
+// policy of "" gives every server its own policy from the file (the
+// policy is then named "scenario" in the results); a name gives every
+// server that named policy.
+func Plans(f *scenario.File, policies []string, opt PlanOptions) ([]Plan, error) {
+	seeds := opt.Seeds
+	if len(seeds) == 0 {
+		seeds = f.Seeds
+	}
+	if len(seeds) == 0 {
+		seeds = []uint64{1}
+	}
+	if len(policies) == 0 {
+		policies = []string{""}
+	}
+	var plans []Plan
+	for _, pol := range policies {
+		// Fail before any run starts if a policy is unknown.
+		if _, _, _, err := f.Market(pol); err != nil {
+			return nil, err
+		}
+		label := pol
+		if label == "" {
+			label = "scenario"
+		}
+		for _, seed := range seeds {
+			plans = append(plans, Plan{Policy: label, Seed: seed, Build: func() (Config, func() error, error) {
+				return configFor(f, pol, seed, opt)
+			}})
+		}
+	}
+	return plans, nil
+}
+
+func configFor(f *scenario.File, policy string, seed uint64, opt PlanOptions) (Config, func() error, error) {
+	servers, clients, def, err := f.Market(policy)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	src, closer, err := workload.Open(f.Workload, f.Dir, seed)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("workload: %w", err)
+	}
+	closeSrc := closer.Close
+	cfg := Config{Scenario: f.Name, Servers: servers, Clients: clients, Default: def, Workload: src,
+		Horizon: f.Horizon, Limit: f.Limit, Sample: f.Sample, ReadingEvery: f.ReadingEvery}
+	closeAll := closeSrc
+	if opt.Log != nil {
+		label := policy
+		if label == "" {
+			label = "scenario"
+		}
+		w, err := opt.Log(label, seed)
+		if err != nil {
+			closeSrc()
+			return Config{}, nil, err
+		}
+		cfg.Log = w
+		closeAll = func() error {
+			errW := w.Close()
+			if err := closeSrc(); err != nil {
+				return err
+			}
+			return errW
+		}
+	}
+	return cfg, closeAll, nil
+}
