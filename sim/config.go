@@ -50,6 +50,14 @@ type Config struct {
 	// for Final: a test checks each charge against what ran. It costs
 	// memory for every contract of the run.
 	KeepFinals bool
+	// Forget, if positive, is how long ended contracts and the ledger's
+	// finished movements are kept: older ones are forgotten (the store's
+	// Forget, the ledger's Compact) every Forget/2, so that a run of ten
+	// million jobs holds memory for those live or recently ended, not for
+	// every one. Contracts then lists only what is kept; the audit still
+	// balances. Zero keeps everything, which tests that check every
+	// contract's charge need.
+	Forget time.Duration
 	// Progress, if set, is told every ProgressEvery jobs how many have
 	// arrived so far.
 	Progress func(jobs int)

@@ -64,7 +64,7 @@ func New(cfg Config) (*Market, error) {
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
 		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}}
 	m.log = &eventLog{w: cfg.Log}
-	m.ledger = mem.New(mem.Options{Now: m.e.Now})
+	m.ledger = mem.New(mem.Options{Now: m.e.Now, Remember: cfg.Forget})
 	m.store = memstore.New(m.ledger)
 	quiet := slog.New(slog.DiscardHandler)
 	hc := cfg.Exchange

@@ -113,3 +113,41 @@ func TestLinksNoNATS(t *testing.T) {
 		assert.False(t, strings.HasPrefix(dep, "github.com/nats-io/"), "links %s", dep)
 	}
 }
+
+// TestForget: a run that forgets ended contracts and compacts its ledger
+// as it goes gives the same results and contract log as one that keeps
+// everything, its audit still balances, and it keeps only what ended
+// recently.
+func TestForget(t *testing.T) {
+	const jobs = 3000
+	run := func(forget time.Duration) (*sim.Market, []byte) {
+		var log bytes.Buffer
+		clients := scenario.DefaultClients()
+		for i := range clients {
+			clients[i].Budget = clients[i].Budget.Mul(decimal.NewFromInt(100000))
+		}
+		m, err := sim.New(sim.Config{Scenario: "demo", Servers: scenario.DefaultServers(), Clients: clients, Seed: 1,
+			Workload: newDemoJobs(1, jobs, 30*time.Second), Log: &log, Forget: forget})
+		require.NoError(t, err)
+		r, err := m.Run()
+		require.NoError(t, err)
+		rs, err := json.Marshal(r)
+		require.NoError(t, err)
+		return m, append(log.Bytes(), rs...)
+	}
+	all, kept := run(0)
+	some, forgot := run(time.Hour)
+	require.True(t, bytes.Equal(kept, forgot), "forgetting what ended an hour ago changes nothing of the market")
+
+	ctx := context.Background()
+	rep, err := some.Store().Ledger().Audit(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%s", rep)
+	assert.Zero(t, rep.OpenHolds)
+	every, err := all.Contracts(ctx)
+	require.NoError(t, err)
+	recent, err := some.Contracts(ctx)
+	require.NoError(t, err)
+	assert.Less(t, len(recent), len(every)/4, "a day of jobs, an hour of them kept")
+	t.Logf("kept %d of %d contracts", len(recent), len(every))
+}

@@ -3,10 +3,14 @@ package sim
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim/workload"
 )
+
+// ForgetAfter is how long a scenario's runs keep ended contracts (Config.Forget).
+const ForgetAfter = 6 * time.Hour
 
 // PlanOptions are the command line's say in a scenario's runs.
 type PlanOptions struct {
@@ -61,7 +65,8 @@ func configFor(f *scenario.File, policy string, seed uint64, opt PlanOptions) (C
 	}
 	closeSrc := closer.Close
 	cfg := Config{Scenario: f.Name, Servers: servers, Clients: clients, Default: def, Workload: src,
-		Horizon: f.Horizon, Limit: f.Limit, Sample: f.Sample, ReadingEvery: f.ReadingEvery}
+		Horizon: f.Horizon, Limit: f.Limit, Sample: f.Sample, ReadingEvery: f.ReadingEvery,
+		Forget: ForgetAfter}
 	closeAll := closeSrc
 	if opt.Log != nil {
 		label := policy

@@ -33,6 +33,14 @@ func (m *Market) Run() (metrics.Result, error) {
 		}
 		return true
 	})
+	if f := m.cfg.Forget; f > 0 {
+		m.e.Every(f/2, func() bool {
+			before := m.e.Now().Add(-f)
+			m.store.Forget(before)
+			m.ledger.Compact(before)
+			return true
+		})
+	}
 	m.e.At(m.m.Due(), m.sample)
 	m.pull()
 	m.e.Run(m.cfg.Start.Add(m.cfg.Limit))
