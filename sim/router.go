@@ -12,12 +12,16 @@ import (
 
 // router is the House's Router inside a simulation: it calls the server
 // nodes directly, at the engine's time. Over NATS every server is asked at
-// once and the first accept to arrive wins; here every server is asked,
-// and the answers arrive in an order drawn from the router's random
-// stream, so that no server wins by its name.
+// once and the first accept to arrive wins, the later ones cancelled;
+// here the servers are asked one at a time in an order drawn from the
+// router's random stream, so that no server wins by its name, and those
+// after the first accept are not asked at all: what they would have said
+// is never heard, and asking sixteen servers to hear one is most of what
+// an offer costs.
 type router struct {
-	m   *Market
-	rng *rand.Rand
+	m     *Market
+	rng   *rand.Rand
+	order []string
 }
 
 var _ exchange.Router = (*router)(nil)
@@ -25,18 +29,13 @@ var _ exchange.Router = (*router)(nil)
 func (r *router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
 	return func(yield func(exchange.Answer) bool) {
 		now := r.m.e.Now()
-		answers := make([]exchange.Answer, len(servers))
-		for i, s := range servers {
-			answers[i] = exchange.Answer{Server: s, Decision: r.m.nodes[s].Decide(now, offer)}
-		}
-		r.rng.Shuffle(len(answers), func(i, j int) { answers[i], answers[j] = answers[j], answers[i] })
-		for i, a := range answers {
-			if !yield(a) {
-				for _, late := range answers[i+1:] {
-					if late.Decision.Accept {
-						r.Cancel(late.Server, offer.Offer)
-					}
-				}
+		// The House's slice is its own; the order is the router's. Ask is
+		// not called again before this one ends (one goroutine), so one
+		// slice serves every offer.
+		r.order = append(r.order[:0], servers...)
+		r.rng.Shuffle(len(r.order), func(i, j int) { r.order[i], r.order[j] = r.order[j], r.order[i] })
+		for _, s := range r.order {
+			if !yield(exchange.Answer{Server: s, Decision: r.m.nodes[s].Decide(now, offer)}) {
 				return
 			}
 		}
