@@ -7,7 +7,7 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange gpu-meter lint fuzz clean demo
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim gpu-meter lint fuzz clean demo
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -36,6 +36,10 @@ bench-ledger:
 ## bench-exchange: contracts/s and negotiation latency beside raw NATS request/reply
 bench-exchange:
 	$(PGRUN) bash scripts/nats-server.sh run -- bash scripts/bench-exchange.sh
+
+## bench-sim: a million simulated jobs, their jobs/s beside making the jobs alone
+bench-sim:
+	bash scripts/bench-sim.sh
 
 ## gpu-meter: the NVML meter against a real load on GPU 0 (needs an NVIDIA GPU,
 ## its driver and python3 with torch, or BOURSE_GPU_LOAD; not part of make test)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,7 @@ type simFlags struct {
 	asJSON  bool
 	logs    bool
 	workers int
+	cpuprof string
 }
 
 func (f *simFlags) add(cmd *cobra.Command) {
@@ -47,6 +49,7 @@ func (f *simFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the results as JSON instead of a table")
 	cmd.Flags().BoolVar(&f.logs, "contract-log", false, "also write each run's contract log (one JSON line per contract event) to the report folder")
 	cmd.Flags().IntVar(&f.workers, "parallel", 0, "runs at once (default: all cores)")
+	cmd.Flags().StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
 }
 
 func newSimRunCmd() *cobra.Command {
@@ -125,6 +128,17 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 	plans, err := sim.Plans(sc, policies, opt)
 	if err != nil {
 		return err
+	}
+	if f.cpuprof != "" {
+		pf, err := os.Create(f.cpuprof)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	prog := report.NewProgress(stderr, report.ProgressConfig{Terminal: report.IsTerminal(stderr)})
 	bars := simBars{seen: make([]int, len(plans))}
