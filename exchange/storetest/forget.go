@@ -181,7 +181,6 @@ type work struct {
 	opened    map[string][]string // by client, oldest first
 	forgotten map[string]bool     // ended before a horizon Forget was given
 	ended     map[string]time.Time
-	horizon   time.Time
 	forgets   int
 }
 
@@ -209,7 +208,7 @@ func newWork(t testing.TB, open ClockedOpener, seed uint64) *work {
 func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 	t, f := w.f.t, w.f
 	client := w.clients[g]
-	wallet := currency.WalletID(gpu, client)
+	var wallet currency.AccountID
 	rev := currency.RevenueID(gpu, server)
 	var live []string
 	for i := range n {
