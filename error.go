@@ -30,6 +30,7 @@ const (
 	EPermission          Code = "permission_denied"    // the sender may not do this
 	EDeadlineExceeded    Code = "deadline_exceeded"    // no answer in time
 	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
+	ERateLimited         Code = "rate_limited"         // too many requests from one party; retry after RetryAfterMS
 )
 
 // Error is the one error type that carries a Code. Op names the operation
@@ -40,7 +41,10 @@ type Error struct {
 	Op      string `json:"op,omitempty"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message,omitempty"`
-	Err     error  `json:"-"`
+	// RetryAfterMS, on rate_limited and unavailable, is how many
+	// milliseconds to wait before the request may succeed.
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
+	Err          error `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -66,7 +70,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // errors.Is(err, &bourse.Error{Code: bourse.ENotFound}) works through wrapping.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code && t.Op == "" && t.Field == "" && t.Message == "" && t.Err == nil
+	return ok && t.Code == e.Code && t.Op == "" && t.Field == "" && t.Message == "" && t.RetryAfterMS == 0 && t.Err == nil
 }
 
 // Errorf builds an *Error with a formatted message.

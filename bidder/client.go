@@ -46,7 +46,9 @@ type Config struct {
 	// start too (2s + 2s by default), so 10s.
 	Timeout time.Duration
 	// Retries is how often a request that got no answer is sent again with
-	// the same request id, which makes it safe. 2 if zero; negative for none.
+	// the same request id, which makes it safe, and how often one refused
+	// as rate_limited is sent again after the wait the exchange gave. 2 if
+	// zero; negative for none.
 	Retries int
 }
 
@@ -143,14 +145,30 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 		msg, err = c.nc.RequestWithContext(rctx, subj, data)
 		cancel()
 		if err == nil {
-			break
+			// Rate limited, nothing was done: wait as long as the exchange
+			// says and ask again, within the retries and ctx's deadline.
+			var be *bourse.Error
+			err = natswire.DecodeError(msg)
+			if !errors.As(err, &be) || be.Code != bourse.ERateLimited || attempt >= c.cfg.Retries {
+				break
+			}
+			wait := time.Duration(be.RetryAfterMS) * time.Millisecond
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+				return err
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return err
+			}
+			continue
 		}
 		if ctx.Err() != nil || attempt >= c.cfg.Retries || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
 			return wireError(verb, err)
 		}
 		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 	}
-	if err := natswire.DecodeError(msg); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(msg.Data, out); err != nil {

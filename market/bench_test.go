@@ -68,7 +68,9 @@ func benchOffers(b *testing.B, clients int) {
 	l := store.Ledger()
 	run := fmt.Sprint(time.Now().UnixNano())
 	require.NoError(b, l.CreateCurrency(ctx, market.Currency))
-	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect(""), Config: exchange.Config{Store: store, Logger: quiet}})
+	// No rate limits: the benchmark is one client as fast as it can go.
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect(""), Config: exchange.Config{Store: store, Logger: quiet},
+		Limits: natsvc.Limits{Rate: -1, Readings: -1, InFlight: 1 << 20}})
 	require.NoError(b, err)
 	b.Cleanup(ex.Stop)
 

@@ -20,7 +20,7 @@ func EncodeError(err error) (code, message string, body []byte) {
 	e := &bourse.Error{Code: bourse.ErrorCode(err), Message: bourse.ErrorMessage(err)}
 	var be *bourse.Error
 	if asError(err, &be) {
-		e.Field, e.Op = be.Field, be.Op
+		e.Field, e.Op, e.RetryAfterMS = be.Field, be.Op, be.RetryAfterMS
 	}
 	if e.Code == bourse.EInternal {
 		e.Message, e.Op = "internal error", ""

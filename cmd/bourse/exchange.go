@@ -95,6 +95,11 @@ finishes those in flight and exits.`,
 	f.DurationVar(&cfg.AckWait, "ack-wait", 0, "how long the usage stream waits for an acknowledgement before it redelivers a reading (default (server-lost-after − reading-every)/2)")
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")
 	f.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the usage stream (3 on a NATS cluster)")
+	f.Float64Var(&cfg.Limits.Rate, "party-rate", 100, "requests a second one client or server may make on average, per instance (-1: no limit)")
+	f.IntVar(&cfg.Limits.Burst, "party-burst", 200, "requests one client or server may make at once after a quiet spell")
+	f.IntVar(&cfg.Limits.InFlight, "client-in-flight", 64, "offers, suspends and kills of one client in negotiation at once, per instance")
+	f.Float64Var(&cfg.Limits.Readings, "server-reading-rate", 200, "usage readings a second one server may send on average (-1: no limit)")
+	f.IntVar(&cfg.Limits.ReadingBurst, "server-reading-burst", 2000, "usage readings one server may send at once")
 	_ = cmd.MarkFlagRequired("db")
 	return cmd
 }

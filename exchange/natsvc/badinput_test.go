@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,13 @@ func TestBadInput(t *testing.T) {
 	m.wallet("poor", "1")
 	m.scriptedServer("gpu1", 2, accept)
 	before := m.audit()
-	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("eve"))
+	conns := map[string]*nats.Conn{}
+	conn := func(id string) *nats.Conn { // each client asks from its own inbox
+		if conns[id] == nil {
+			conns[id] = natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
+		}
+		return conns[id]
+	}
 	offer := func(terms string) string {
 		return `{"request_id":"r1","terms":` + terms + `}`
 	}
@@ -57,7 +64,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			msg, err := nc.Request(protocol.ClientSubject(c.client, protocol.VerbOffer), []byte(c.body), 3*time.Second)
+			msg, err := conn(c.client).Request(protocol.ClientSubject(c.client, protocol.VerbOffer), []byte(c.body), 3*time.Second)
 			require.NoError(t, err)
 			assert.Equal(t, string(c.code), msg.Header.Get(micro.ErrorCodeHeader), "body %s", msg.Data)
 			assert.NotEmpty(t, msg.Header.Get(micro.ErrorHeader))

@@ -134,10 +134,14 @@ type scripted struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	decide func(protocol.ServerOffer) protocol.Decision
+	gpus   []trade.GPU
 	starts chan protocol.Start
 	ctrl   chan protocol.Control
 	// muteStarts leaves start requests unanswered, like a server that hung.
 	muteStarts atomic.Bool
+	// muteOffers leaves offers unanswered, like a server that never
+	// decides: each holds a negotiation until it times out.
+	muteOffers atomic.Bool
 	// books answers starts as a server taking bookings does: booked, to
 	// start at the terms' start_at.
 	books atomic.Bool
@@ -149,11 +153,11 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
 	var gs []trade.GPU
 	for i := range gpus {
 		gs = append(gs, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
+	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
 	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
@@ -162,6 +166,9 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 	s.sub(protocol.DeliverOffer, func(m *nats.Msg) {
 		var o protocol.ServerOffer
 		require.NoError(t, json.Unmarshal(m.Data, &o))
+		if s.muteOffers.Load() {
+			return
+		}
 		reply, _ := json.Marshal(s.decide(o))
 		_ = m.Respond(reply)
 	})

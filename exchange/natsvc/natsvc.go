@@ -38,6 +38,8 @@ type Config struct {
 	// MaxInFlight bounds the offers, suspends and kills handled at once
 	// before "unavailable", 4096.
 	MaxInFlight int
+	// Limits bound what one client or server can take of the instance.
+	Limits Limits
 	// StreamStorage is where JetStream keeps readings: file (default) or
 	// memory (the demo).
 	StreamStorage  jetstream.StorageType
@@ -60,6 +62,7 @@ func (c *Config) defaults() error {
 	if c.StreamReplicas <= 0 {
 		c.StreamReplicas = 1
 	}
+	c.Limits.defaults()
 	return nil
 }
 
@@ -70,7 +73,11 @@ type Service struct {
 	nc       *nats.Conn
 	house    *exchange.House
 	busy     prometheus.Counter
+	refused  *prometheus.CounterVec
 	inflight chan struct{}
+	perParty counts         // each client's requests among inflight
+	limiter  *buckets       // each party's request rate
+	readings *buckets       // each server's reading rate
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
 	svc      micro.Service
@@ -89,7 +96,13 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{serve: cfg, nc: cfg.Conn, inflight: make(chan struct{}, cfg.MaxInFlight),
 		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
-			Help: "Requests refused because too many were in flight."})}
+			Help: "Requests refused because too many were in flight."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_refused_total",
+			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
+			[]string{"reason"}),
+		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
+		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
+		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	house, err := exchange.New(hc)
@@ -98,8 +111,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.house, s.cfg = house, house.Config()
 	if hc.Metrics != nil {
-		if err := hc.Metrics.Register(s.busy); err != nil {
-			return nil, fmt.Errorf("natsvc: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{s.busy, s.refused} {
+			if err := hc.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("natsvc: register metrics: %w", err)
+			}
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -162,6 +177,9 @@ func (s *Service) sweep(ctx context.Context) {
 				s.house.Disconnected()
 			}
 			s.house.Sweep(ctx)
+			now := s.cfg.Now()
+			s.limiter.sweep(now)
+			s.readings.sweep(now)
 		}
 	}
 }
@@ -195,7 +213,7 @@ func (s *Service) startEndpoints() error {
 		{server, protocol.VerbStarted, s.handleStarted},
 	}
 	for _, e := range endpoints {
-		if err := e.g.AddEndpoint(e.verb, e.h, micro.WithEndpointSubject("*."+e.verb)); err != nil {
+		if err := e.g.AddEndpoint(e.verb, s.guard(e.h), micro.WithEndpointSubject("*."+e.verb)); err != nil {
 			return fmt.Errorf("natsvc: add endpoint %s: %w", e.verb, err)
 		}
 	}
@@ -214,21 +232,35 @@ func (s *Service) startEndpoints() error {
 }
 
 // async runs a slow handler off the subscription's goroutine, so that one
-// negotiation does not hold up the next; MaxInFlight bounds them. The
-// handler answers through a detached request: micro's own must not be used
-// after its handler returns.
+// negotiation does not hold up the next. MaxInFlight bounds them in all,
+// Limits.InFlight for each client, so that a client whose negotiations
+// hang (offers naming a server that never answers) uses up its own share
+// and no one else's. The handler answers through a detached request:
+// micro's own must not be used after its handler returns.
 func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 	return func(r micro.Request) {
+		_, party, _, _ := protocol.Sender(r.Subject()) // guard has checked it
+		if !s.perParty.acquire(party) {
+			s.refused.WithLabelValues("in_flight").Inc()
+			// A slot frees when a negotiation ends, at most Negotiation on.
+			wait := max(100*time.Millisecond, s.cfg.Negotiation/4)
+			_ = natswire.RespondError(r, rateLimited(party, fmt.Sprintf("%d requests in negotiation already, the most one client may have", s.serve.Limits.InFlight), wait))
+			return
+		}
 		select {
 		case s.inflight <- struct{}{}:
 		default:
+			s.perParty.release(party)
 			s.busy.Inc()
 			_ = natswire.RespondError(r, errBusy)
 			return
 		}
 		d := detached{Request: r, nc: s.nc, reply: r.Reply()}
 		go func() {
-			defer func() { <-s.inflight }()
+			defer func() {
+				<-s.inflight
+				s.perParty.release(party)
+			}()
 			h(d)
 		}()
 	}

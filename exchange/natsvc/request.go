@@ -2,11 +2,14 @@ package natsvc
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 )
 
 var errBusy = &bourse.Error{Code: bourse.EUnavailable, Message: "the exchange is busy; retry shortly"}
@@ -33,4 +36,30 @@ func decode(r micro.Request, v any) error {
 
 func respond(r micro.Request, v any) {
 	_ = r.RespondJSON(v)
+}
+
+// guard checks a request before its handler sees it. Its reply subject,
+// if it has one, must be under the sender's own inbox (_INBOX_<id>.):
+// the exchange may publish anywhere, and answering elsewhere would let a
+// client have the exchange deliver its words to another party's events
+// or a server's control subject. Such a request is not handled and gets
+// no answer; it is counted and logged. Then the sender must be within its
+// rate (Limits), or it gets rate_limited and nothing is done.
+func (s *Service) guard(h micro.HandlerFunc) micro.HandlerFunc {
+	return func(r micro.Request) {
+		role, id, _, ok := protocol.Sender(r.Subject())
+		reply := r.Reply()
+		if !ok || (reply != "" && !strings.HasPrefix(reply, protocol.InboxPrefix(id)+".")) {
+			s.refused.WithLabelValues("reply_subject").Inc()
+			s.cfg.Logger.Warn("request with a reply subject outside the sender's inbox refused, not answered",
+				"subject", r.Subject(), "reply", reply)
+			return
+		}
+		if ok, wait := s.limiter.take(role+"."+id, s.cfg.Now()); !ok {
+			s.refused.WithLabelValues("rate").Inc()
+			_ = natswire.RespondError(r, rateLimited(id, fmt.Sprintf("more than %g requests a second", s.serve.Limits.Rate), wait))
+			return
+		}
+		h(r)
+	}
 }

@@ -98,6 +98,16 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	// Over its rate a server's readings are refused, counted and logged:
+	// readings are cumulative, so an honest server's next one carries what
+	// a refused one said, and a flood cannot hold the consumer's pending
+	// acknowledgements that every server shares.
+	if ok, _ := s.readings.take(server, s.cfg.Now()); !ok {
+		s.refused.WithLabelValues("readings").Inc()
+		s.house.Config().Logger.Warn("reading over the server's rate refused", "server", server, "contract", id)
+		_ = m.Term()
+		return
+	}
 	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data())
 	switch {
 	case err == nil, errors.Is(err, exchange.ErrNoChange):

@@ -1,0 +1,206 @@
+package natsvc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
+)
+
+// limitedMarket is newMarket with the exchange restarted under lim, its
+// metrics in reg.
+func limitedMarket(t *testing.T, maxInFlight int, lim natsvc.Limits) (*market, *prometheus.Registry) {
+	t.Helper()
+	m := newMarket(t, nil)
+	m.exStop()
+	reg := prometheus.NewRegistry()
+	m.cfg.MaxInFlight, m.cfg.Limits, m.cfg.Metrics = maxInFlight, lim, reg
+	m.startExchange()
+	return m, reg
+}
+
+func refused(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "bourse_exchange_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestReplySubjectChecked: a request whose reply subject is not under the
+// sender's own inbox is neither handled nor answered, so that alice
+// cannot have the exchange publish into bob's events, a server's control
+// subject or bob's inbox.
+func TestReplySubjectChecked(t *testing.T) {
+	m, reg := limitedMarket(t, 0, natsvc.Limits{})
+	m.wallet("alice", "100")
+	m.wallet("bob", "100")
+	alice := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
+	bob := natstest.Connect(t, m.ns, protocol.InboxPrefix("bob"))
+
+	var heard atomic.Int32
+	for _, subj := range []string{"bourse.v1.deliver.bob.>", "bourse.v1.deliver.gpu1.>", "_INBOX_bob.>", "_INBOX_alicex.>"} {
+		sub, err := bob.Subscribe(subj, func(*nats.Msg) { heard.Add(1) })
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	require.NoError(t, bob.Flush())
+
+	body := []byte(`{"currency":"CRED"}`)
+	for _, reply := range []string{"bourse.v1.deliver.bob.event", "bourse.v1.deliver.gpu1.control", "_INBOX_bob.stolen", "_INBOX_alicex.x", "_INBOX_alice"} {
+		require.NoError(t, alice.PublishRequest(protocol.ClientSubject("alice", protocol.VerbBalance), reply, body))
+	}
+	// An offer under a foreign reply subject is not made either.
+	offer, _ := json.Marshal(protocol.OfferRequest{RequestID: "hijack", Terms: terms("alice")})
+	require.NoError(t, alice.PublishRequest(protocol.ClientSubject("alice", protocol.VerbOffer), "bourse.v1.deliver.bob.event", offer))
+	require.NoError(t, alice.Flush())
+
+	// The same request from alice's own inbox is answered: the refusals
+	// above were not for want of an exchange.
+	msg, err := alice.Request(protocol.ClientSubject("alice", protocol.VerbBalance), body, 2*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, natswire.DecodeError(msg))
+	waitFor(t, "six refusals counted", func() bool { return refused(t, reg, "reply_subject") == 6 })
+	assert.Zero(t, heard.Load(), "nothing reached another party's subjects")
+	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.IsZero(), "no escrow for the hijacked offer")
+	assert.Equal(t, 0, m.audit().Holds)
+}
+
+// TestRateLimited: over its rate a client gets rate_limited with the time
+// to wait, and nothing is done; after that wait it is served again.
+func TestRateLimited(t *testing.T) {
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 5, Burst: 5})
+	m.wallet("alice", "100")
+	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
+	ask := func() error {
+		msg, err := nc.Request(protocol.ClientSubject("alice", protocol.VerbBalance), []byte(`{"currency":"CRED"}`), 2*time.Second)
+		require.NoError(t, err)
+		return natswire.DecodeError(msg)
+	}
+	for i := range 5 {
+		require.NoError(t, ask(), "request %d of a burst of 5", i)
+	}
+	err := ask()
+	require.Error(t, err)
+	var be *bourse.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, bourse.ERateLimited, be.Code)
+	assert.Greater(t, be.RetryAfterMS, int64(0))
+	assert.LessOrEqual(t, be.RetryAfterMS, int64(200), "one token at 5 a second")
+	assert.Contains(t, be.Message, "retry after")
+	assert.Equal(t, 1.0, refused(t, reg, "rate"))
+
+	time.Sleep(time.Duration(be.RetryAfterMS) * time.Millisecond)
+	assert.NoError(t, ask(), "served again after the wait it was told")
+}
+
+// TestFloodLeavesOthersAlone is the flood the issue describes: mallory
+// fires hundreds of offers naming a registered server that never answers,
+// each holding a negotiation for a second. Her share of the slots runs out
+// (rate_limited, with a retry-after) and alice's offers all become
+// contracts, though the slots in all are fewer than mallory's offers.
+func TestFloodLeavesOthersAlone(t *testing.T) {
+	m, reg := limitedMarket(t, 64, natsvc.Limits{Rate: 10000, Burst: 10000, InFlight: 16})
+	m.wallet("alice", "1000")
+	m.wallet("mallory", "1000")
+	gpu1 := m.scriptedServer("gpu1", 64, accept)
+	mute := m.scriptedServer("mute", 64, accept)
+	mute.muteOffers.Store(true)
+
+	// The servers speak every 100 ms, as a running agent does, so that
+	// neither is lost while the test runs.
+	beat := make(chan struct{})
+	var beats sync.WaitGroup
+	for _, s := range []*scripted{gpu1, mute} {
+		beats.Go(func() {
+			body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus)})
+			for {
+				select {
+				case <-beat:
+					return
+				case <-time.After(100 * time.Millisecond):
+					_ = s.nc.Publish(protocol.ServerSubject(s.id, protocol.VerbHeartbeat), body)
+				}
+			}
+		})
+	}
+	defer func() { close(beat); beats.Wait() }()
+
+	// Mallory fires her offers without waiting for answers, which come to
+	// her inbox.
+	mal := natstest.Connect(t, m.ns, protocol.InboxPrefix("mallory"))
+	var limited, unavailable atomic.Int32
+	answers, err := mal.Subscribe("_INBOX_mallory.flood", func(msg *nats.Msg) {
+		var be *bourse.Error
+		if errors.As(natswire.DecodeError(msg), &be) {
+			switch be.Code {
+			case bourse.ERateLimited:
+				if be.RetryAfterMS > 0 {
+					limited.Add(1)
+				}
+			case bourse.EUnavailable:
+				unavailable.Add(1)
+			}
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = answers.Unsubscribe() })
+	flood := terms("mallory")
+	flood.Server = "mute"
+	for i := range 300 {
+		body, _ := json.Marshal(protocol.OfferRequest{RequestID: fmt.Sprintf("flood-%d", i), Terms: flood})
+		require.NoError(t, mal.PublishRequest(protocol.ClientSubject("mallory", protocol.VerbOffer), "_INBOX_mallory.flood", body))
+	}
+	require.NoError(t, mal.Flush())
+	waitFor(t, "mallory rate limited", func() bool { return limited.Load() > 0 })
+
+	alice := m.client("alice")
+	var failed []error
+	var mu sync.Mutex
+	var offers sync.WaitGroup
+	for i := range 40 {
+		offers.Go(func() {
+			r, err := alice.Offer(context.Background(), fmt.Sprintf("honest-%d", i), terms("alice"))
+			if err == nil && r.Contract == nil {
+				err = fmt.Errorf("no contract: %+v", r)
+			}
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, err)
+				mu.Unlock()
+			}
+		})
+	}
+	offers.Wait()
+	assert.Empty(t, failed, "alice's offers under mallory's flood")
+	assert.Greater(t, refused(t, reg, "in_flight"), 250.0, "mallory's share is 16 of 300")
+	assert.Zero(t, unavailable.Load(), "mallory never filled the exchange's 64 slots")
+	t.Logf("mallory: %d rate limited", limited.Load())
+}
