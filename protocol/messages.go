@@ -14,6 +14,11 @@ import (
 // MaxMessage bounds every request body the exchange reads.
 const MaxMessage = 64 << 10
 
+// MaxReading is the most bytes a usage reading may have: the usage stream
+// refuses larger ones. A reading is a few hundred bytes; the rest is room
+// for what readings may come to carry (a server's signature).
+const MaxReading = 8 << 10
+
 // OfferRequest is a client's offer (bourse.v1.client.<c>.offer). A retried
 // request with the same RequestID returns the first answer's contract.
 // Terms.Client may be empty; it is the sender, and another name is refused.

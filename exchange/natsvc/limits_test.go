@@ -5,18 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
@@ -203,4 +208,89 @@ func TestFloodLeavesOthersAlone(t *testing.T) {
 	assert.Greater(t, refused(t, reg, "in_flight"), 250.0, "mallory's share is 16 of 300")
 	assert.Zero(t, unavailable.Load(), "mallory never filled the exchange's 64 slots")
 	t.Logf("mallory: %d rate limited", limited.Load())
+}
+
+// TestUsageStreamBounded: the usage stream is a bounded queue. A reading
+// over 8 KiB is refused at the publish; readings for a made-up contract
+// are counted, refused and gone, not kept for days; and while no
+// exchange reads, one contract's readings past their bound are refused
+// to the publisher, who keeps them, while another contract's still go in.
+func TestUsageStreamBounded(t *testing.T) {
+	m := newMarket(t, nil)
+	srv := m.scriptedServer("gpu1", 1, accept)
+	ctx := context.Background()
+	stream, err := srv.js.Stream(ctx, protocol.UsageStream)
+	require.NoError(t, err)
+	info, err := stream.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, jetstream.InterestPolicy, info.Config.Retention)
+	assert.Equal(t, jetstream.DiscardNew, info.Config.Discard)
+	assert.Equal(t, int32(protocol.MaxReading), info.Config.MaxMsgSize)
+	assert.Equal(t, int64(1<<30), info.Config.MaxBytes)
+
+	publish := func(contract, msgID string, body []byte) error {
+		msg := nats.NewMsg(protocol.UsageSubject(srv.id, contract))
+		msg.Data = body
+		_, err := srv.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
+		return err
+	}
+	huge := []byte(`{"contract":"c-made-up","seq":1,"energy":"` + strings.Repeat("9", 900<<10) + `"}`)
+	assert.Error(t, publish("c-made-up", "gpu1:huge", huge), "a 900 KB reading is not stored")
+
+	for i := range 50 {
+		r := reading("c-made-up", uint64(i+1), "1", 1, false)
+		body, _ := json.Marshal(r)
+		require.NoError(t, publish("c-made-up", protocol.MsgID(srv.id, r), body))
+	}
+	waitFor(t, "the made-up contract's readings consumed and gone", func() bool {
+		info, err := stream.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
+
+	// No exchange reads now; the bound per contract is 5.
+	m.exStop()
+	m.cfg.StreamPerContract = 5
+	m.startExchange()
+	m.exStop()
+	for i := range 5 {
+		r := reading("c-waiting", uint64(i+1), "1", 1, false)
+		body, _ := json.Marshal(r)
+		require.NoError(t, publish("c-waiting", protocol.MsgID(srv.id, r), body))
+	}
+	info, err = stream.Info(ctx)
+	require.NoError(t, err)
+	t.Logf("%d bytes stored a reading", info.State.Bytes/info.State.Msgs) // docs/operations.md's disk figure
+	r := reading("c-waiting", 6, "1", 1, false)
+	body, _ := json.Marshal(r)
+	assert.Error(t, publish("c-waiting", protocol.MsgID(srv.id, r), body), "the sixth waiting reading of one contract is refused to its server")
+	r = reading("c-other", 1, "1", 1, false)
+	body, _ = json.Marshal(r)
+	assert.NoError(t, publish("c-other", protocol.MsgID(srv.id, r), body), "another contract's reading still goes in")
+}
+
+// TestUsageStreamUpgrade: a stream an earlier exchange made (limits
+// retention, kept 7 days, unbounded) is switched to the bounded queue
+// when an exchange starts on it, with what it held kept.
+func TestUsageStreamUpgrade(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns, "")
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: protocol.UsageStream, Subjects: []string{protocol.UsageSubjects},
+		Duplicates: 10 * time.Minute, MaxAge: 7 * 24 * time.Hour})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, protocol.UsageSubject("gpu1", "c-1"), []byte(`{}`))
+	require.NoError(t, err)
+
+	store := memstore.New(mem.New(mem.Options{}))
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store}})
+	require.NoError(t, err, "an exchange starts on the stream an earlier one made")
+	t.Cleanup(ex.Stop)
+	s, err := js.Stream(ctx, protocol.UsageStream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, jetstream.InterestPolicy, info.Config.Retention)
+	assert.Equal(t, int64(1<<30), info.Config.MaxBytes)
 }

@@ -44,6 +44,12 @@ type Config struct {
 	// memory (the demo).
 	StreamStorage  jetstream.StorageType
 	StreamReplicas int // 1; 3 on a NATS cluster
+	// StreamMaxBytes bounds the readings waiting in the usage stream, 1 GiB
+	// by default; StreamPerContract the readings waiting for one contract,
+	// 100,000 (a day of readings every second while no exchange runs).
+	// Past either the stream refuses new readings, and servers keep them.
+	StreamMaxBytes    int64
+	StreamPerContract int64
 }
 
 func (c *Config) defaults() error {
@@ -61,6 +67,12 @@ func (c *Config) defaults() error {
 	}
 	if c.StreamReplicas <= 0 {
 		c.StreamReplicas = 1
+	}
+	if c.StreamMaxBytes <= 0 {
+		c.StreamMaxBytes = 1 << 30
+	}
+	if c.StreamPerContract <= 0 {
+		c.StreamPerContract = 100_000
 	}
 	c.Limits.defaults()
 	return nil

@@ -21,15 +21,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("natsvc: jetstream: %w", err)
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        protocol.UsageStream,
-		Description: "Bourse usage readings, de-duplicated by Nats-Msg-Id",
-		Subjects:    []string{protocol.UsageSubjects},
-		Storage:     s.serve.StreamStorage,
-		Replicas:    s.serve.StreamReplicas,
-		Duplicates:  10 * time.Minute,
-		MaxAge:      7 * 24 * time.Hour,
-	})
+	stream, err := js.CreateOrUpdateStream(ctx, usageStream(s.serve))
 	if err != nil {
 		return fmt.Errorf("natsvc: create stream %s: %w", protocol.UsageStream, err)
 	}
@@ -75,6 +67,33 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	}
 	s.consumer = cc
 	return nil
+}
+
+// usageStream is the usage stream's configuration. The stream is a queue
+// for the exchange, not a record: a reading is kept until the exchange's
+// consumer has counted it or refused it (interest retention), so readings
+// for contracts that are not the sender's, or made up, do not stay for
+// days. What waits is bounded: by bytes in all, by message size, and by
+// readings per contract. A full stream refuses new readings (discard new)
+// rather than drop old ones: the publishing server sees the refusal and
+// its outbox keeps the reading on disk and tries again, so an honest
+// reading is never dropped unseen.
+func usageStream(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:                 protocol.UsageStream,
+		Description:          "Bourse usage readings waiting for the exchange, de-duplicated by Nats-Msg-Id",
+		Subjects:             []string{protocol.UsageSubjects},
+		Storage:              c.StreamStorage,
+		Replicas:             c.StreamReplicas,
+		Retention:            jetstream.InterestPolicy,
+		Duplicates:           10 * time.Minute,
+		MaxAge:               7 * 24 * time.Hour,
+		MaxBytes:             c.StreamMaxBytes,
+		MaxMsgSize:           protocol.MaxReading,
+		MaxMsgsPerSubject:    c.StreamPerContract,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+	}
 }
 
 // readingWorkers is how many readings are counted at once.
