@@ -30,7 +30,7 @@ import (
 
 // limitedMarket is newMarket with the exchange restarted under lim, its
 // metrics in reg.
-func limitedMarket(t *testing.T, maxInFlight int, lim natsvc.Limits) (*market, *prometheus.Registry) {
+func limitedMarket(t testing.TB, maxInFlight int, lim natsvc.Limits) (*market, *prometheus.Registry) {
 	t.Helper()
 	m := newMarket(t, nil)
 	m.exStop()
@@ -40,7 +40,7 @@ func limitedMarket(t *testing.T, maxInFlight int, lim natsvc.Limits) (*market, *
 	return m, reg
 }
 
-func refused(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+func refused(t testing.TB, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -57,6 +57,27 @@ func refused(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 		}
 	}
 	return 0
+}
+
+// heartbeats has the servers speak every 100 ms, as running agents do, so
+// that none is lost while a test runs, until the returned stop.
+func heartbeats(servers ...*scripted) (stop func()) {
+	done := make(chan struct{})
+	var beats sync.WaitGroup
+	for _, s := range servers {
+		beats.Go(func() {
+			body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus)})
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+					_ = s.nc.Publish(protocol.ServerSubject(s.id, protocol.VerbHeartbeat), body)
+				}
+			}
+		})
+	}
+	return func() { close(done); beats.Wait() }
 }
 
 // TestReplySubjectChecked: a request whose reply subject is not under the
@@ -124,6 +145,19 @@ func TestRateLimited(t *testing.T) {
 
 	time.Sleep(time.Duration(be.RetryAfterMS) * time.Millisecond)
 	assert.NoError(t, ask(), "served again after the wait it was told")
+
+	// Past its rate of answers too, a flood is dropped unanswered.
+	var answered, unanswered int
+	for range 20 {
+		_, err := nc.Request(protocol.ClientSubject("alice", protocol.VerbBalance), []byte(`{"currency":"CRED"}`), 100*time.Millisecond)
+		if err != nil {
+			unanswered++
+		} else {
+			answered++
+		}
+	}
+	assert.Greater(t, unanswered, 5, "answered %d", answered)
+	assert.Equal(t, float64(unanswered), refused(t, reg, "dropped"))
 }
 
 // TestFloodLeavesOthersAlone is the flood the issue describes: mallory
@@ -139,24 +173,7 @@ func TestFloodLeavesOthersAlone(t *testing.T) {
 	mute := m.scriptedServer("mute", 64, accept)
 	mute.muteOffers.Store(true)
 
-	// The servers speak every 100 ms, as a running agent does, so that
-	// neither is lost while the test runs.
-	beat := make(chan struct{})
-	var beats sync.WaitGroup
-	for _, s := range []*scripted{gpu1, mute} {
-		beats.Go(func() {
-			body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus)})
-			for {
-				select {
-				case <-beat:
-					return
-				case <-time.After(100 * time.Millisecond):
-					_ = s.nc.Publish(protocol.ServerSubject(s.id, protocol.VerbHeartbeat), body)
-				}
-			}
-		})
-	}
-	defer func() { close(beat); beats.Wait() }()
+	defer heartbeats(gpu1, mute)()
 
 	// Mallory fires her offers without waiting for answers, which come to
 	// her inbox.

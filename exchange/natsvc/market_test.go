@@ -32,7 +32,7 @@ const cred = "CRED"
 
 // market is an exchange on an embedded NATS server and a store.
 type market struct {
-	t      *testing.T
+	t      testing.TB
 	ns     *server.Server
 	ledger currency.Ledger
 	store  exchange.Store
@@ -42,13 +42,13 @@ type market struct {
 }
 
 // newMarket is a market on an in-memory store.
-func newMarket(t *testing.T, tune func(*exchange.Config)) *market {
+func newMarket(t testing.TB, tune func(*exchange.Config)) *market {
 	t.Helper()
 	return newMarketOn(t, memstore.New(mem.New(mem.Options{})), tune)
 }
 
 // newMarketOn is a market on store, whose ledger must be empty.
-func newMarketOn(t *testing.T, store exchange.Store, tune func(*exchange.Config)) *market {
+func newMarketOn(t testing.TB, store exchange.Store, tune func(*exchange.Config)) *market {
 	t.Helper()
 	m := &market{t: t, ns: natstest.Start(t), ledger: store.Ledger(), store: store}
 	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
@@ -129,7 +129,7 @@ func terms(client string) contract.Terms {
 // scripted is a GPU server played by the test over the raw protocol, so
 // that the exchange is tested through its wire and nothing else.
 type scripted struct {
-	t      *testing.T
+	t      testing.TB
 	id     string
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -227,7 +227,7 @@ func accept(protocol.ServerOffer) protocol.Decision {
 }
 
 // waitFor polls until cond holds or fails the test after 5 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {

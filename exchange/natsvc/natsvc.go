@@ -89,6 +89,7 @@ type Service struct {
 	inflight chan struct{}
 	perParty counts         // each client's requests among inflight
 	limiter  *buckets       // each party's request rate
+	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
@@ -110,10 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
 			Help: "Requests refused because too many were in flight."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_refused_total",
-			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
+			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
+		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
@@ -191,6 +193,7 @@ func (s *Service) sweep(ctx context.Context) {
 			s.house.Sweep(ctx)
 			now := s.cfg.Now()
 			s.limiter.sweep(now)
+			s.answers.sweep(now)
 			s.readings.sweep(now)
 		}
 	}

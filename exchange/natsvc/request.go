@@ -55,7 +55,15 @@ func (s *Service) guard(h micro.HandlerFunc) micro.HandlerFunc {
 				"subject", r.Subject(), "reply", reply)
 			return
 		}
-		if ok, wait := s.limiter.take(role+"."+id, s.cfg.Now()); !ok {
+		party, now := role+"."+id, s.cfg.Now()
+		if ok, wait := s.limiter.take(party, now); !ok {
+			// Refusals are answered at the party's own rate; a flood
+			// past that is dropped unanswered, so that answering it does
+			// not cost the exchange what serving it would have.
+			if ok, _ := s.answers.take(party, now); !ok {
+				s.refused.WithLabelValues("dropped").Inc()
+				return
+			}
 			s.refused.WithLabelValues("rate").Inc()
 			_ = natswire.RespondError(r, rateLimited(id, fmt.Sprintf("more than %g requests a second", s.serve.Limits.Rate), wait))
 			return
