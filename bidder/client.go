@@ -101,6 +101,11 @@ func Dial(cfg Config) (*Client, error) {
 		cfg.Retries = 2
 	}
 	c := &Client{cfg: cfg, nc: cfg.Conn}
+	if c.nc != nil {
+		if err := protocol.CheckInbox(c.nc.NewRespInbox(), cfg.ID); err != nil {
+			return nil, &bourse.Error{Code: bourse.EInvalid, Op: "bidder.Dial", Field: "Conn", Message: err.Error()}
+		}
+	}
 	if c.nc == nil {
 		opts := append([]nats.Option{
 			nats.Name("bourse-bidder-" + cfg.ID),

@@ -207,3 +207,18 @@ func TestDialCredentials(t *testing.T) {
 	_, err = bidder.Dial(bidder.Config{ID: "ada", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "ada", Password: "wrong"}})
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err))
 }
+
+// TestDialWrongInbox: a connection whose replies would come to another
+// inbox than the client's gets no answers from the exchange, so Dial
+// refuses it and says how to connect.
+func TestDialWrongInbox(t *testing.T) {
+	ns := natstest.Start(t)
+	_, err := bidder.Dial(bidder.Config{ID: "ada", Conn: natstest.Connect(t, ns, "")})
+	require.Error(t, err)
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err))
+	assert.Contains(t, err.Error(), `nats.CustomInboxPrefix("_INBOX_ada")`)
+	_, err = bidder.Dial(bidder.Config{ID: "ada", Conn: natstest.Connect(t, ns, protocol.InboxPrefix("bob"))})
+	assert.Error(t, err)
+	_, err = bidder.Dial(bidder.Config{ID: "ada", Conn: natstest.Connect(t, ns, protocol.InboxPrefix("ada"))})
+	assert.NoError(t, err)
+}

@@ -85,6 +85,16 @@ func DeliverSubject(p, verb string) string { return Prefix + ".deliver." + p + "
 // InboxPrefix is party p's inbox prefix: connect with nats.CustomInboxPrefix.
 func InboxPrefix(p string) string { return "_INBOX_" + p }
 
+// CheckInbox says whether reply, a reply subject a connection makes
+// (nats.Conn.NewRespInbox), is under party p's inbox: the exchange answers
+// no other.
+func CheckInbox(reply, p string) error {
+	if !strings.HasPrefix(reply, InboxPrefix(p)+".") {
+		return fmt.Errorf("the connection's replies come to %s, which the exchange does not answer for %s: connect with nats.CustomInboxPrefix(%q)", reply, p, InboxPrefix(p))
+	}
+	return nil
+}
+
 // Sender returns the role and id of a request subject
 // bourse.v1.<role>.<id>.<verb>[.…], and whether it has that form.
 func Sender(subject string) (role, id, verb string, ok bool) {

@@ -218,6 +218,9 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 	var js jetstream.JetStream
 	if a.cfg.Conn != nil {
 		a.nc = a.cfg.Conn
+		if err := protocol.CheckInbox(a.nc.NewRespInbox(), a.id); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	} else {
 		opts := append([]nats.Option{
 			nats.Name("bourse server " + a.id),
