@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
@@ -25,12 +26,14 @@ func newAdminCmd() *cobra.Command {
 		Long: `admin works on the ledger's database directly, through the same rules as the
 exchange: every movement is a double-entry transfer under an idempotency key.`,
 	}
-	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
-	_ = cmd.MarkPersistentFlagRequired("db")
+	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB); every command but nats-config needs it")
 	// withStore runs a command on the exchange's store, opened for it;
 	// with on its ledger, which is what most commands need.
 	withStore := func(run func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
+			if dbURL == "" {
+				return errors.New(`required flag(s) "db" not set`)
+			}
 			if dbURL == "mem" {
 				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
 			}
@@ -186,6 +189,6 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore))
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd())
 	return cmd
 }

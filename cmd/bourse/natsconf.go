@@ -1,0 +1,145 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// natsParty is a NATS user of the market: the exchange, a client or a
+// GPU server.
+type natsParty struct {
+	id, role, password string
+}
+
+func newNATSConfigCmd() *cobra.Command {
+	var (
+		clients, servers []string
+		exchangeUser     string
+		host             string
+		port             int
+		example          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "nats-config --client ID … --server ID …",
+		Short: "Print a nats-server configuration with a user per client and server, each held to its own subjects",
+		Long: `nats-config prints a nats-server configuration for a market whose parties
+log in with passwords: the exchange's user, which may publish and subscribe
+anywhere, and a user per client and per GPU server that may publish only
+under its own prefix and read only its own deliveries and inbox (the rules
+of docs/protocol.md, "Identity"). Each password is made at random and
+stored as a bcrypt hash; the passwords are printed once to stderr, as
+"user password" lines, for you to hand out. --example-passwords writes
+"<id>-secret" in the clear instead, as docs/nats-server.conf does.
+
+The file enables JetStream without a store directory: give it on the
+command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			parties := []natsParty{{id: exchangeUser, role: "exchange"}}
+			for _, id := range clients {
+				parties = append(parties, natsParty{id: id, role: protocol.RoleClient})
+			}
+			for _, id := range servers {
+				parties = append(parties, natsParty{id: id, role: protocol.RoleServer})
+			}
+			seen := map[string]bool{}
+			for _, p := range parties {
+				if err := protocol.CheckID(p.id); err != nil {
+					return fmt.Errorf("%s %q: %w", p.role, p.id, err)
+				}
+				if seen[p.id] {
+					return fmt.Errorf("%q twice: every party is one NATS user", p.id)
+				}
+				seen[p.id] = true
+			}
+			for i := range parties {
+				if example {
+					parties[i].password = parties[i].id + "-secret"
+					continue
+				}
+				pw := rand.Text()
+				hash, err := bcrypt.GenerateFromPassword([]byte(pw), 11)
+				if err != nil {
+					return fmt.Errorf("bcrypt: %w", err)
+				}
+				parties[i].password = string(hash)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s %s\n", parties[i].id, pw)
+			}
+			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, exchangeUser, example)...), " "))
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&clients, "client", nil, "a client's id (repeat)")
+	f.StringArrayVar(&servers, "server", nil, "a GPU server's id (repeat)")
+	f.StringVar(&exchangeUser, "exchange-user", "exchange", "the exchange's NATS user")
+	f.StringVar(&host, "host", "127.0.0.1", "the address nats-server listens on")
+	f.IntVar(&port, "port", 4222, "the port nats-server listens on")
+	f.BoolVar(&example, "example-passwords", false, `write "<id>-secret" passwords in the clear (examples and tests only)`)
+	return cmd
+}
+
+func generatedBy(clients, servers []string, exchangeUser string, example bool) []string {
+	var args []string
+	if exchangeUser != "exchange" {
+		args = append(args, "--exchange-user", exchangeUser)
+	}
+	for _, c := range clients {
+		args = append(args, "--client", c)
+	}
+	for _, s := range servers {
+		args = append(args, "--server", s)
+	}
+	if example {
+		args = append(args, "--example-passwords")
+	}
+	return args
+}
+
+// writeNATSConfig writes the configuration; docs/nats-server.conf is its
+// output for alice, bob, gpu1 and gpu2 (a test keeps them equal).
+func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, command string) error {
+	var b strings.Builder
+	b.WriteString(`# nats-server configuration for a Bourse market: identity by subject.
+#
+# Each client and each GPU server is a NATS user that may publish only under
+# its own prefix (bourse.v1.client.<id>.> or bourse.v1.server.<id>.>) and
+# subscribe only to its own deliveries (bourse.v1.deliver.<id>.>) and its own
+# inbox (_INBOX_<id>.>, set with nats.CustomInboxPrefix). allow_responses
+# lets a server answer the exchange's requests. The exchange trusts the
+# subject token as the sender, so these permissions are what make identity
+# hold.
+#
+# Made by:
+#   ` + command + `
+# Without --example-passwords the passwords are random and stored as
+# bcrypt hashes. Use TLS in production (docs/operations.md). Run, with the
+# JetStream store given on the command line:
+#   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
+`)
+	fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n\nauthorization {\n  users = [\n", port, host)
+	for _, p := range parties {
+		switch p.role {
+		case "exchange":
+			b.WriteString("    # The exchange: everything, including JetStream and micro ($SRV) APIs.\n")
+			fmt.Fprintf(&b, "    { user: %s, password: %q }\n", p.id, p.password)
+		default:
+			fmt.Fprintf(&b, "\n    { user: %s, password: %q, permissions: {\n", p.id, p.password)
+			fmt.Fprintf(&b, "        publish: [%q]\n", fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, p.role, p.id))
+			fmt.Fprintf(&b, "        subscribe: [%q, %q]\n", protocol.InboxPrefix(p.id)+".>", protocol.DeliverSubject(p.id, ">"))
+			if p.role == protocol.RoleServer {
+				b.WriteString("        allow_responses: true\n")
+			}
+			b.WriteString("    }}\n")
+		}
+	}
+	b.WriteString("  ]\n}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
