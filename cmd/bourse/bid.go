@@ -29,6 +29,7 @@ type bidFlags struct {
 	currency              string
 	json                  bool
 	timeout               time.Duration
+	tls                   natsTLS
 }
 
 // newBidCmd is the client's console: offers, contracts, events, wallet.
@@ -57,6 +58,7 @@ fen, gus and hal:
 	pf.StringVar(&f.user, "nats-user", "", "NATS user")
 	pf.StringVar(&f.password, "nats-password", "", "NATS password")
 	pf.StringVar(&f.creds, "nats-creds", "", "NATS credentials file")
+	f.tls.addFlags(pf)
 	pf.StringVar(&f.currency, "currency", bidder.DefaultCurrency, "currency of offers, balance and statement")
 	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
@@ -81,12 +83,20 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 		if f.id == "" {
 			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_CLIENT)")
 		}
+		tlsOpts, err := f.tls.options()
+		if err != nil {
+			return err
+		}
 		c, err := bidder.Dial(bidder.Config{
 			ID: f.id, URL: f.natsURL, Currency: f.currency, Timeout: f.timeout,
 			Credentials: bidder.Credentials{File: f.creds, User: f.user, Password: f.password},
+			Options:     tlsOpts,
 		})
 		if err != nil {
 			if bourse.ErrorCode(err) == bourse.EUnavailable {
+				if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
+					return fmt.Errorf("%w; NATS refused the TLS handshake: --nats-ca must be the CA that signed its certificate, and where it verifies clients give --nats-cert and --nats-key", err)
+				}
 				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
 			}
 			return err

@@ -21,6 +21,7 @@ func newExchangeCmd() *cobra.Command {
 	var (
 		natsURL, user, password, creds, dbURL, metricsAddr string
 		cfg                                                natsvc.Config
+		tls                                                natsTLS
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -50,7 +51,11 @@ finishes those in flight and exits.`,
 			if creds != "" {
 				opts = append(opts, nats.UserCredentials(creds))
 			}
-			nc, err := nats.Connect(natsURL, opts...)
+			tlsOpts, err := tls.options()
+			if err != nil {
+				return err
+			}
+			nc, err := nats.Connect(natsURL, append(opts, tlsOpts...)...)
 			if err != nil {
 				return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
 			}
@@ -85,6 +90,7 @@ finishes those in flight and exits.`,
 	f.StringVar(&user, "nats-user", "", "NATS user")
 	f.StringVar(&password, "nats-password", "", "NATS password")
 	f.StringVar(&creds, "nats-creds", "", "NATS credentials file")
+	tls.addFlags(f)
 	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")

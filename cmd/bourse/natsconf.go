@@ -25,6 +25,7 @@ func newNATSConfigCmd() *cobra.Command {
 		host             string
 		port             int
 		example          bool
+		tls              natsServerTLS
 	)
 	cmd := &cobra.Command{
 		Use:   "nats-config --client ID … --server ID …",
@@ -72,7 +73,10 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 				parties[i].password = string(hash)
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s %s\n", parties[i].id, pw)
 			}
-			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, exchangeUser, example)...), " "))
+			if (tls.cert == "") != (tls.key == "") || (tls.verify && tls.ca == "") || (tls.cert == "" && (tls.ca != "" || tls.verify)) {
+				return fmt.Errorf("TLS needs --tls-cert and --tls-key together, and --tls-verify needs --tls-ca")
+			}
+			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, exchangeUser, example, tls)...), " "))
 		},
 	}
 	f := cmd.Flags()
@@ -82,10 +86,14 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 	f.StringVar(&host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&port, "port", 4222, "the port nats-server listens on")
 	f.BoolVar(&example, "example-passwords", false, `write "<id>-secret" passwords in the clear (examples and tests only)`)
+	f.StringVar(&tls.cert, "tls-cert", "", "the NATS server's certificate (PEM): clients must then connect with TLS")
+	f.StringVar(&tls.key, "tls-key", "", "the NATS server's private key (PEM)")
+	f.StringVar(&tls.ca, "tls-ca", "", "the CA (PEM) whose client certificates --tls-verify accepts")
+	f.BoolVar(&tls.verify, "tls-verify", false, "accept only clients with a certificate --tls-ca signed")
 	return cmd
 }
 
-func generatedBy(clients, servers []string, exchangeUser string, example bool) []string {
+func generatedBy(clients, servers []string, exchangeUser string, example bool, tls natsServerTLS) []string {
 	var args []string
 	if exchangeUser != "exchange" {
 		args = append(args, "--exchange-user", exchangeUser)
@@ -99,12 +107,26 @@ func generatedBy(clients, servers []string, exchangeUser string, example bool) [
 	if example {
 		args = append(args, "--example-passwords")
 	}
+	for _, f := range [][2]string{{"--tls-cert", tls.cert}, {"--tls-key", tls.key}, {"--tls-ca", tls.ca}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	if tls.verify {
+		args = append(args, "--tls-verify")
+	}
 	return args
+}
+
+// natsServerTLS is the tls block of the configuration; empty for none.
+type natsServerTLS struct {
+	cert, key, ca string
+	verify        bool
 }
 
 // writeNATSConfig writes the configuration; docs/nats-server.conf is its
 // output for alice, bob, gpu1 and gpu2 (a test keeps them equal).
-func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, command string) error {
+func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tls natsServerTLS, command string) error {
 	var b strings.Builder
 	b.WriteString(`# nats-server configuration for a Bourse market: identity by subject.
 #
@@ -123,7 +145,20 @@ func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, co
 # JetStream store given on the command line:
 #   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
 `)
-	fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n\nauthorization {\n  users = [\n", port, host)
+	fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n", port, host)
+	if tls.cert != "" {
+		// Every connection is TLS; with verify, only clients whose
+		// certificate the CA signed get to the password check.
+		fmt.Fprintf(&b, "\ntls {\n  cert_file: %q\n  key_file: %q\n", tls.cert, tls.key)
+		if tls.ca != "" {
+			fmt.Fprintf(&b, "  ca_file: %q\n", tls.ca)
+		}
+		if tls.verify {
+			b.WriteString("  verify: true\n")
+		}
+		b.WriteString("  timeout: 2\n}\n")
+	}
+	b.WriteString("\nauthorization {\n  users = [\n")
 	for _, p := range parties {
 		switch p.role {
 		case "exchange":

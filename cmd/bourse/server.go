@@ -32,6 +32,7 @@ type serverConfig struct {
 		User     string `yaml:"user"`
 		Password string `yaml:"password"`
 		Creds    string `yaml:"creds"`
+		natsTLS  `yaml:",inline"`
 	} `yaml:"nats"`
 	Currency struct {
 		Code  string `yaml:"code"`
@@ -104,6 +105,7 @@ final readings.`,
 	f.StringVar(&fl.NATS.User, "nats-user", "", "NATS user")
 	f.StringVar(&fl.NATS.Password, "nats-password", "", "NATS password")
 	f.StringVar(&fl.NATS.Creds, "nats-creds", "", "NATS credentials file")
+	fl.NATS.addFlags(f)
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
 	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
@@ -160,6 +162,9 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("nats-user", &c.NATS.User, fl.NATS.User)
 	str("nats-password", &c.NATS.Password, fl.NATS.Password)
 	str("nats-creds", &c.NATS.Creds, fl.NATS.Creds)
+	str("nats-ca", &c.NATS.CA, fl.NATS.CA)
+	str("nats-cert", &c.NATS.Cert, fl.NATS.Cert)
+	str("nats-key", &c.NATS.Key, fl.NATS.Key)
 	str("currency", &c.Currency.Code, fl.Currency.Code)
 	str("nvml", &c.NVML, fl.NVML)
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
@@ -322,6 +327,11 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if c.NATS.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.NATS.Creds))
 	}
+	tlsOpts, err := c.NATS.options()
+	if err != nil {
+		return fmt.Errorf("server config: nats: %w", err)
+	}
+	opts = append(opts, tlsOpts...)
 	ag, err := agent.New(agent.Config{
 		URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
 		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log,
