@@ -1,0 +1,277 @@
+// Package natsauth makes the keys and JWTs of a market run in NATS's
+// operator mode (decentralized authentication): an operator, a system
+// account, the market's account with its JetStream limits, and a user per
+// party whose permissions are those docs/protocol.md gives its role. nsc
+// does this for NATS in general; this package does it for a Bourse market
+// alone, so that an operator needs nothing but the bourse binary.
+//
+// Everything lives in one folder: the seeds (*.nk), which are secrets, the
+// JWTs, each party's credentials file (<id>.creds) and the nats-server
+// configuration (nats-server.conf) that trusts the operator and preloads
+// the accounts.
+package natsauth
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// Roles a user can have.
+const (
+	RoleExchange = "exchange"
+	RoleClient   = protocol.RoleClient
+	RoleServer   = protocol.RoleServer
+)
+
+// Options are the settings of a new market's keys.
+type Options struct {
+	Operator string // the operator's name, "bourse"
+	Account  string // the market's account, "BOURSE"
+	// JetStream limits of the market's account: bytes on disk and in
+	// memory across its streams, 10 GiB and 1 GiB by default (the usage
+	// stream takes up to 1 GiB, docs/operations.md).
+	DiskBytes, MemoryBytes int64
+	// Resolver is how nats-server learns accounts: "memory" (preloaded
+	// from the configuration; the account's JWT never changes here) or
+	// "full" (NATS's own resolver, kept in ResolverDir on each server).
+	Resolver    string
+	ResolverDir string
+	Host        string // nats-server's address, 127.0.0.1
+	Port        int    // 4222
+}
+
+func (o *Options) defaults() error {
+	if o.Operator == "" {
+		o.Operator = "bourse"
+	}
+	if o.Account == "" {
+		o.Account = "BOURSE"
+	}
+	if o.DiskBytes == 0 {
+		o.DiskBytes = 10 << 30
+	}
+	if o.MemoryBytes == 0 {
+		o.MemoryBytes = 1 << 30
+	}
+	if o.Resolver == "" {
+		o.Resolver = "memory"
+	}
+	if o.Resolver != "memory" && o.Resolver != "full" {
+		return fmt.Errorf("resolver %q: want memory or full", o.Resolver)
+	}
+	if o.ResolverDir == "" {
+		o.ResolverDir = "/var/lib/bourse/nats-jwt"
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = 4222
+	}
+	return nil
+}
+
+// Init makes the operator, the system account, the market's account and
+// the exchange's user in dir, which must not hold a market already, and
+// writes nats-server.conf. It returns the files it wrote.
+func Init(dir string, o Options) ([]string, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "operator.nk")); err == nil {
+		return nil, fmt.Errorf("%s holds a market's keys already: making new ones would lock out every party", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	w := writer{dir: dir}
+	op, err := nkeys.CreateOperator()
+	if err != nil {
+		return nil, err
+	}
+	opPub, _ := op.PublicKey()
+	sys, sysJWT, err := account(op, "SYS", nil)
+	if err != nil {
+		return nil, err
+	}
+	sysPub, _ := sys.PublicKey()
+	oc := jwt.NewOperatorClaims(opPub)
+	oc.Name = o.Operator
+	oc.SystemAccount = sysPub
+	opJWT, err := oc.Encode(op)
+	if err != nil {
+		return nil, fmt.Errorf("operator jwt: %w", err)
+	}
+	acc, accJWT, err := account(op, o.Account, &jwt.JetStreamLimits{DiskStorage: o.DiskBytes, MemoryStorage: o.MemoryBytes, Streams: -1, Consumer: -1})
+	if err != nil {
+		return nil, err
+	}
+	accPub, _ := acc.PublicKey()
+	w.seed("operator.nk", op)
+	w.seed("sys.nk", sys)
+	w.seed("account.nk", acc)
+	w.file("operator.jwt", opJWT, 0o644)
+	w.file("sys.jwt", sysJWT, 0o644)
+	w.file("account.jwt", accJWT, 0o644)
+	if w.err != nil {
+		return nil, w.err
+	}
+	var conf strings.Builder
+	fmt.Fprintf(&conf, `# nats-server in operator mode for a Bourse market, made by bourse admin
+# nats-auth init. Every party connects with its own credentials file
+# (bourse admin nats-auth user), whose permissions hold it to its own
+# subjects. Run, with the JetStream store on the command line:
+#   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
+port: %d
+host: %s
+jetstream: enabled
+
+operator: %q
+system_account: %s
+`, o.Port, o.Host, opJWT, sysPub)
+	if o.Resolver == "full" {
+		fmt.Fprintf(&conf, `
+# NATS's own resolver: accounts live in dir on every server, and account
+# JWTs pushed to the system account spread across the cluster.
+resolver: {
+  type: full
+  dir: %q
+  allow_delete: false
+  interval: "2m"
+}
+`, o.ResolverDir)
+	} else {
+		conf.WriteString("\nresolver: MEMORY\n")
+	}
+	fmt.Fprintf(&conf, "\nresolver_preload: {\n  %s: %q\n  %s: %q\n}\n", sysPub, sysJWT, accPub, accJWT)
+	w.file("nats-server.conf", conf.String(), 0o644)
+	if w.err != nil {
+		return nil, w.err
+	}
+	creds, err := User(dir, RoleExchange, "exchange")
+	if err != nil {
+		return nil, err
+	}
+	return append(w.wrote, creds), nil
+}
+
+// User makes the credentials file of a party of role in dir, signed by
+// the market's account: a client or server held to its own subjects, or
+// the exchange, which may use every subject of the account. It returns the
+// file's path.
+func User(dir, role, id string) (string, error) {
+	if err := protocol.CheckID(id); err != nil {
+		return "", fmt.Errorf("%s %q: %w", role, id, err)
+	}
+	accSeed, err := os.ReadFile(filepath.Join(dir, "account.nk"))
+	if err != nil {
+		return "", fmt.Errorf("the market's account key: %w (run bourse admin nats-auth init first)", err)
+	}
+	acc, err := nkeys.FromSeed(bytesTrim(accSeed))
+	if err != nil {
+		return "", fmt.Errorf("account.nk: %w", err)
+	}
+	accPub, _ := acc.PublicKey()
+	u, err := nkeys.CreateUser()
+	if err != nil {
+		return "", err
+	}
+	uPub, _ := u.PublicKey()
+	uc := jwt.NewUserClaims(uPub)
+	uc.Name = id
+	uc.IssuerAccount = accPub
+	if err := permit(&uc.Permissions, role, id); err != nil {
+		return "", err
+	}
+	token, err := uc.Encode(acc)
+	if err != nil {
+		return "", fmt.Errorf("user jwt: %w", err)
+	}
+	seed, _ := u.Seed()
+	creds, err := jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, id+".creds")
+	if _, err := os.Stat(path); err == nil {
+		return "", fmt.Errorf("%s exists: a party has one credentials file (remove it to issue a new one)", path)
+	}
+	if err := os.WriteFile(path, creds, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// permit writes role's permissions, docs/protocol.md's "Identity".
+func permit(p *jwt.Permissions, role, id string) error {
+	switch role {
+	case RoleExchange:
+		return nil // everything in the account: JetStream's API, micro's $SRV, every party's deliveries
+	case RoleClient, RoleServer:
+		p.Pub.Allow.Add(fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, role, id))
+		p.Sub.Allow.Add(protocol.InboxPrefix(id)+".>", protocol.DeliverSubject(id, ">"))
+		if role == RoleServer {
+			p.Resp = &jwt.ResponsePermission{MaxMsgs: 1} // it answers the exchange's offers, starts and controls
+		}
+		return nil
+	}
+	return fmt.Errorf("role %q: want exchange, client or server", role)
+}
+
+// account makes an account signed by op, with JetStream limits if js is
+// set.
+func account(op nkeys.KeyPair, name string, js *jwt.JetStreamLimits) (nkeys.KeyPair, string, error) {
+	kp, err := nkeys.CreateAccount()
+	if err != nil {
+		return nil, "", err
+	}
+	pub, _ := kp.PublicKey()
+	ac := jwt.NewAccountClaims(pub)
+	ac.Name = name
+	if js != nil {
+		ac.Limits.JetStreamLimits = *js
+	}
+	token, err := ac.Encode(op)
+	if err != nil {
+		return nil, "", fmt.Errorf("account %s jwt: %w", name, err)
+	}
+	return kp, token, nil
+}
+
+// writer writes files into dir until the first error.
+type writer struct {
+	dir   string
+	wrote []string
+	err   error
+}
+
+func (w *writer) seed(name string, kp nkeys.KeyPair) {
+	seed, err := kp.Seed()
+	if err != nil {
+		w.err = errors.Join(w.err, err)
+		return
+	}
+	w.file(name, string(seed)+"\n", 0o600)
+}
+
+func (w *writer) file(name, content string, mode os.FileMode) {
+	if w.err != nil {
+		return
+	}
+	path := filepath.Join(w.dir, name)
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		w.err = err
+		return
+	}
+	w.wrote = append(w.wrote, path)
+}
+
+func bytesTrim(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }
