@@ -345,7 +345,17 @@ func TestSuspend(t *testing.T) {
 			t.Errorf("a frozen job has no exit status, got %d", *m.ExitCode)
 		}
 		waitState(t, pid, func(s string) bool { return s == "T" }, "stopped (T)")
+		// What the job wrote just before it stopped may still be on its
+		// way from the pipe to the file: wait for the copy to settle.
 		frozen := len(readFile(t, out))
+		for settle := time.Now().Add(time.Second); time.Now().Before(settle); {
+			time.Sleep(50 * time.Millisecond)
+			n := len(readFile(t, out))
+			if n == frozen {
+				break
+			}
+			frozen = n
+		}
 		time.Sleep(100 * time.Millisecond)
 		if n := len(readFile(t, out)); n != frozen {
 			t.Errorf("a frozen job wrote %d bytes", n-frozen)
