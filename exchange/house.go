@@ -22,6 +22,11 @@ import (
 	"github.com/bourse/bourse/currency"
 )
 
+// Verifier checks that sig is server's own signature of data.
+type Verifier interface {
+	Verify(server string, data []byte, sig string) error
+}
+
 // Config configures a House. Store, Router and Notifier are required;
 // every other zero value takes the default in its comment.
 type Config struct {
@@ -61,7 +66,11 @@ type Config struct {
 
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
-	Now     func() time.Time      // time.Now if nil
+	// Verifier, if set, requires every reading that travels (Reading) to
+	// carry its server's signature, and keeps it on the contract; nil
+	// takes readings on NATS's word alone (signing.Keys is one).
+	Verifier Verifier
+	Now      func() time.Time // time.Now if nil
 }
 
 func (c *Config) defaults() error {

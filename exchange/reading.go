@@ -19,13 +19,24 @@ import (
 // none), with body data. It refuses for good, counting why, what no retry
 // could make acceptable: a message id that names another server (an
 // attempt to spend that server's ids and have its readings dropped as
-// duplicates), a malformed reading, one for another contract than its
-// subject's; the rest is Count's.
-func (h *House) Reading(ctx context.Context, server, id, msgID string, data []byte) error {
+// duplicates), a reading without the server's signature where
+// Config.Verifier requires one, a malformed reading, one for another
+// contract than its subject's; the rest is Count's. A signed reading
+// counted is kept on the contract as its server sent it (Contract.Signed).
+func (h *House) Reading(ctx context.Context, server, id, msgID string, data []byte, sig string) error {
 	if msgID != "" && !strings.HasPrefix(msgID, server+":") {
 		h.metrics.readings.WithLabelValues("foreign_id").Inc()
 		h.log.Warn("reading under another server's message id dropped", "server", server, "contract", id, "msg_id", msgID)
 		return &bourse.Error{Code: bourse.EPermission, Field: "msg_id", Message: "message id " + msgID + " names another server than " + server}
+	}
+	var signed *trade.Signed
+	if v := h.cfg.Verifier; v != nil {
+		if err := v.Verify(server, data, sig); err != nil {
+			h.metrics.readings.WithLabelValues("bad_signature").Inc()
+			h.log.Warn("reading without its server's signature dropped", "server", server, "contract", id, "err", err)
+			return &bourse.Error{Code: bourse.EPermission, Field: "sig", Message: "reading of " + id + ": " + err.Error()}
+		}
+		signed = &trade.Signed{Body: data, Sig: sig}
 	}
 	r, err := protocol.DecodeReading(data)
 	if err == nil && r.Contract != id {
@@ -36,7 +47,7 @@ func (h *House) Reading(ctx context.Context, server, id, msgID string, data []by
 		h.log.Warn("malformed reading dropped", "server", server, "contract", id, "err", err)
 		return err
 	}
-	return h.Count(ctx, server, r)
+	return h.counted(h.count(ctx, server, r, signed), server, r)
 }
 
 // Count takes a reading that server published: it stores r as the
@@ -45,7 +56,11 @@ func (h *House) Reading(ctx context.Context, server, id, msgID string, data []by
 // for a contract that ended); a transient error (Transient) says to
 // deliver r again later; any other error refuses r for good.
 func (h *House) Count(ctx context.Context, server string, r trade.Reading) error {
-	err := h.count(ctx, server, r)
+	return h.counted(h.count(ctx, server, r, nil), server, r)
+}
+
+// counted counts and logs what became of a reading.
+func (h *House) counted(err error, server string, r trade.Reading) error {
 	switch {
 	case err == nil:
 		h.metrics.readings.WithLabelValues("counted").Inc()
@@ -60,7 +75,7 @@ func (h *House) Count(ctx context.Context, server string, r trade.Reading) error
 	return err
 }
 
-func (h *House) count(ctx context.Context, server string, r trade.Reading) error {
+func (h *House) count(ctx context.Context, server string, r trade.Reading, signed *trade.Signed) error {
 	now := h.cfg.Now().UTC()
 	var final bool
 	store := func(c *trade.Contract) error {
@@ -74,6 +89,7 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading) error
 			return err
 		}
 		h.record(c, r, now)
+		c.Signed = signed
 		return nil
 	}
 	c, err := h.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {

@@ -207,7 +207,32 @@ func User(dir, role, id string) (string, error) {
 	if err := os.WriteFile(path, creds, 0o600); err != nil {
 		return "", err
 	}
+	if role == RoleServer {
+		// Its user key signs its readings too: the exchange reads this
+		// file with --server-keys.
+		if err := appendKey(filepath.Join(dir, ServerKeys), id, uPub); err != nil {
+			return "", err
+		}
+	}
 	return path, nil
+}
+
+// ServerKeys is the file in dir of the servers' public keys, for
+// bourse exchange --server-keys (package signing reads it).
+const ServerKeys = "server-keys"
+
+func appendKey(path, id, pub string) error {
+	_, err := os.Stat(path)
+	fresh := errors.Is(err, os.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		fmt.Fprintln(f, "# GPU servers' public keys, for bourse exchange --server-keys: readings must carry their server's signature")
+	}
+	_, err = fmt.Fprintf(f, "%s %s\n", id, pub)
+	return errors.Join(err, f.Close())
 }
 
 // permit writes role's permissions, docs/protocol.md's "Identity".

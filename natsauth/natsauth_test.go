@@ -27,6 +27,7 @@ import (
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
+	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -60,21 +61,28 @@ func operatorMarket(t *testing.T) (dir string, ns *natsserver.Server, ledger cur
 		require.NoError(t, err)
 	}
 	nc := natstest.Connect(t, ns, "", nats.UserCredentials(filepath.Join(dir, "exchange.creds")))
-	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond}})
+	keys, err := signing.LoadKeys(filepath.Join(dir, natsauth.ServerKeys))
+	require.NoError(t, err)
+	require.Len(t, keys, 2, "gpu1 and gpu2")
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Verifier: keys,
+		ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond}})
 	require.NoError(t, err)
 	t.Cleanup(ex.Stop)
 	return dir, ns, ledger
 }
 
 // TestOperatorMarket: a market in operator mode trades end to end, each
-// party on its own credentials: a GPU server agent and a client that
-// offers and gets its contract settled, the usage stream under the
-// account's JetStream limits.
+// party on its own credentials: a GPU server agent that signs its
+// readings with its credentials' key, an exchange that requires it, and a
+// client that offers and gets its contract settled, the usage stream
+// under the account's JetStream limits.
 func TestOperatorMarket(t *testing.T) {
 	dir, ns, ledger := operatorMarket(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserCredentials(filepath.Join(dir, "gpu1.creds"))},
+	signer, err := signing.LoadSigner(filepath.Join(dir, "gpu1.creds"))
+	require.NoError(t, err)
+	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserCredentials(filepath.Join(dir, "gpu1.creds"))}, Signer: signer,
 		ID: "gpu1", Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
 		Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
@@ -105,6 +113,12 @@ func TestOperatorMarket(t *testing.T) {
 		if got.State == trade.StateSettled {
 			assert.Equal(t, trade.ReasonCompleted, got.Reason)
 			assert.True(t, got.Charge.IsPositive(), "charged for what gpu1 measured")
+			// The exchange took only readings gpu1 signed with the key of
+			// its credentials, and keeps the proof.
+			require.NotNil(t, got.Signed)
+			keys, err := signing.LoadKeys(filepath.Join(dir, natsauth.ServerKeys))
+			require.NoError(t, err)
+			assert.NoError(t, keys.Verify("gpu1", got.Signed.Body, got.Signed.Sig))
 			break
 		}
 		require.True(t, time.Now().Before(deadline.Add(5*time.Second)), "not settled: %+v", got)

@@ -53,6 +53,10 @@ const (
 	DeliverEvent   = "event"   // to a client, publish: a contract event
 )
 
+// SigHeader carries a server's signature of a message's body (package
+// signing): on usage readings, where the exchange requires it.
+const SigHeader = "Bourse-Sig"
+
 // UsageStream is the JetStream stream that carries usage readings.
 const UsageStream = "BOURSE_USAGE"
 

@@ -63,6 +63,10 @@ type Contract struct {
 
 	// The last reading counted, cumulative since the start.
 	Reading *Reading `json:"reading,omitempty"`
+	// Signed is that reading as its server sent and signed it, where the
+	// exchange requires signatures: the proof of the charge in the
+	// server's own words, checkable with its public key alone.
+	Signed *Signed `json:"signed,omitempty"`
 	// Set at settlement: Charge + Refund = Terms.Prepayment.
 	Charge decimal.Decimal `json:"charge"`
 	Refund decimal.Decimal `json:"refund"`
@@ -70,6 +74,13 @@ type Contract struct {
 	// Stuck is set while the exchange fails to settle or void the
 	// contract; it stays on the record afterwards, as history.
 	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// Signed is a message exactly as a server sent it, and the server's
+// signature of those bytes (package signing).
+type Signed struct {
+	Body []byte `json:"body"` // base64 in JSON: the bytes signed, unchanged
+	Sig  string `json:"sig"`
 }
 
 // Stuck records an exchange's failures to settle or void a contract. The

@@ -189,6 +189,6 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd())
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd())
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/signing"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,6 +23,7 @@ func newExchangeCmd() *cobra.Command {
 		natsURL, user, password, creds, dbURL, metricsAddr string
 		cfg                                                natsvc.Config
 		tls                                                natsTLS
+		serverKeys                                         string
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -54,6 +56,14 @@ finishes those in flight and exits.`,
 			tlsOpts, err := tls.options()
 			if err != nil {
 				return err
+			}
+			if serverKeys != "" {
+				keys, err := signing.LoadKeys(serverKeys)
+				if err != nil {
+					return err
+				}
+				cfg.Verifier = keys
+				log.Info("readings must be signed", "servers", len(keys), "keys", serverKeys)
 			}
 			nc, err := nats.Connect(natsURL, append(opts, tlsOpts...)...)
 			if err != nil {
@@ -91,6 +101,7 @@ finishes those in flight and exits.`,
 	f.StringVar(&password, "nats-password", "", "NATS password")
 	f.StringVar(&creds, "nats-creds", "", "NATS credentials file")
 	tls.addFlags(f)
+	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
 	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")

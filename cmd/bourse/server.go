@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -61,7 +63,11 @@ type serverConfig struct {
 	SampleEvery  time.Duration `yaml:"sample_every"`
 	Heartbeat    time.Duration `yaml:"heartbeat"`
 	ReadingEvery time.Duration `yaml:"reading_every"`
-	HoldFor      time.Duration `yaml:"hold_for"`
+	// SigningKey signs every reading (a seed file, bourse admin
+	// signing-key, or a credentials file); empty signs with nats.creds
+	// where there is one, and otherwise not at all.
+	SigningKey string        `yaml:"signing_key"`
+	HoldFor    time.Duration `yaml:"hold_for"`
 	// OutboxDir keeps readings on disk until JetStream has them, across
 	// NATS outages and restarts; empty keeps them in memory only.
 	OutboxDir string `yaml:"outbox_dir"`
@@ -106,6 +112,7 @@ final readings.`,
 	f.StringVar(&fl.NATS.Password, "nats-password", "", "NATS password")
 	f.StringVar(&fl.NATS.Creds, "nats-creds", "", "NATS credentials file")
 	fl.NATS.addFlags(f)
+	f.StringVar(&fl.SigningKey, "signing-key", "", "sign readings with this key (seed or credentials file; default: nats creds, if any)")
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
 	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
@@ -165,6 +172,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("nats-ca", &c.NATS.CA, fl.NATS.CA)
 	str("nats-cert", &c.NATS.Cert, fl.NATS.Cert)
 	str("nats-key", &c.NATS.Key, fl.NATS.Key)
+	str("signing-key", &c.SigningKey, fl.SigningKey)
 	str("currency", &c.Currency.Code, fl.Currency.Code)
 	str("nvml", &c.NVML, fl.NVML)
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
@@ -332,8 +340,18 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return fmt.Errorf("server config: nats: %w", err)
 	}
 	opts = append(opts, tlsOpts...)
+	var signer *signing.Signer
+	if key := cmp.Or(c.SigningKey, c.NATS.Creds); key != "" {
+		s, err := signing.LoadSigner(key)
+		if err != nil {
+			return fmt.Errorf("server config: signing_key: %w", err)
+		}
+		signer = &s
+		log.Info("signing readings", "key", s.PublicKey())
+	}
 	ag, err := agent.New(agent.Config{
-		URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
+		Signer: signerOrNil(signer),
+		URL:    c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
 		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log,
 	})
 	if err != nil {
@@ -346,4 +364,12 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	log.Info("server stopped", "id", c.ID)
 	return nil
+}
+
+// signerOrNil keeps a nil *Signer from becoming a non-nil interface.
+func signerOrNil(s *signing.Signer) interface{ Sign([]byte) (string, error) } {
+	if s == nil {
+		return nil
+	}
+	return *s
 }

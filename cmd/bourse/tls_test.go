@@ -68,8 +68,15 @@ func TestMarketOverTLS(t *testing.T) {
 		})
 		return &out, done, status
 	}
+	// gpu-tls signs its readings with a key of its own; the exchange
+	// requires it.
+	seedFile := filepath.Join(t.TempDir(), "gpu-tls.nk")
+	keyLine := execute(t, nil, "admin", "signing-key", "gpu-tls", "--out", seedFile)
+	require.True(t, strings.HasPrefix(keyLine, "gpu-tls N"), keyLine)
+	keysFile := filepath.Join(t.TempDir(), "server-keys")
+	require.NoError(t, os.WriteFile(keysFile, []byte(keyLine), 0o644))
 	exchangeLog, exchangeExited, exchangeCode := start("exchange", append([]string{"exchange", "--db", db, "--metrics", "", "--reading-every", "200ms",
-		"--nats-user", "exchange", "--nats-password", "exchange-secret"}, tlsFlags...)...)
+		"--nats-user", "exchange", "--nats-password", "exchange-secret", "--server-keys", keysFile}, tlsFlags...)...)
 	config := writeConfig(t, "server.yaml", `
 id: gpu-tls
 nats: {url: "`+url+`", user: gpu-tls, password: gpu-tls-secret, ca: "`+files.CA+`", cert: "`+files.ClientCert+`", key: "`+files.ClientKey+`"}
@@ -80,6 +87,7 @@ policy: {kind: reserve, p: [["0", "0.01"]]}
 runner: {kind: synthetic}
 heartbeat: 200ms
 reading_every: 200ms
+signing_key: `+seedFile+`
 `)
 	serverLog, serverExited, serverCode := start("server", "server", "--config", config)
 
@@ -110,12 +118,19 @@ reading_every: 200ms
 	out, errOut, code := bid("watch", id)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "settled   completed")
+	out, errOut, code = bid("--json", "contracts")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `"signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "the settled contract keeps gpu-tls's signed reading")
+
+	_, errOut, code = run2("admin", "signing-key", "gpu-tls", "--out", seedFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a key is never overwritten")
 
 	// A party without a client certificate is turned away at the handshake;
 	// one without the CA cannot trust the server.
 	_, errOut, code = bid("--nats-cert", "", "--nats-key", "", "balance")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "certificate required")
+	assert.Contains(t, errOut, "tls", "the handshake failed, with the remote's words or a closed connection, as the race goes")
 	assert.Contains(t, errOut, "give --nats-cert and --nats-key")
 	_, errOut, code = bid("--nats-ca", "", "balance")
 	assert.Equal(t, 1, code)
@@ -124,4 +139,11 @@ reading_every: 200ms
 	_, errOut, code = bid("--nats-key", "", "balance")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--nats-cert and --nats-key go together")
+}
+
+// run2 runs the command line and returns its output, errors and status.
+func run2(args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
 }

@@ -127,7 +127,7 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data())
+	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data(), m.Headers().Get(protocol.SigHeader))
 	switch {
 	case err == nil, errors.Is(err, exchange.ErrNoChange):
 		_ = m.Ack()

@@ -69,6 +69,12 @@ type Config struct {
 	// charges to it. It must not block.
 	OnFinal func(trade.Reading)
 
+	// Signer, if set, signs every usage reading (the Bourse-Sig header),
+	// as exchanges that require signatures ask; signing.Signer is one.
+	Signer interface {
+		Sign(data []byte) (string, error)
+	}
+
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
 }

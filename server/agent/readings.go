@@ -66,6 +66,13 @@ func (a *Agent) publishOnce(ctx context.Context, rd trade.Reading) error {
 	}
 	msg := nats.NewMsg(protocol.UsageSubject(a.id, rd.Contract))
 	msg.Data = data
+	if a.cfg.Signer != nil {
+		sig, err := a.cfg.Signer.Sign(data)
+		if err != nil {
+			return err
+		}
+		msg.Header.Set(protocol.SigHeader, sig)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(protocol.MsgID(a.id, rd)), jetstream.WithExpectStream(protocol.UsageStream))

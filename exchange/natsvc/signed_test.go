@@ -1,0 +1,99 @@
+package natsvc_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/signing"
+	"github.com/bourse/bourse/trade"
+)
+
+// signer makes a signing key in a file and loads it.
+func signer(t *testing.T) signing.Signer {
+	t.Helper()
+	seed, _, err := signing.NewKey()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "key.nk")
+	require.NoError(t, os.WriteFile(path, seed, 0o600))
+	s, err := signing.LoadSigner(path)
+	require.NoError(t, err)
+	return s
+}
+
+// publishSigned publishes r with sig in its Bourse-Sig header ("" for
+// none).
+func (s *scripted) publishSigned(r trade.Reading, sig func([]byte) string) {
+	s.t.Helper()
+	body, _ := json.Marshal(r)
+	msg := nats.NewMsg(protocol.UsageSubject(s.id, r.Contract))
+	msg.Data = body
+	if v := sig(body); v != "" {
+		msg.Header.Set(protocol.SigHeader, v)
+	}
+	_, err := s.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(protocol.MsgID(s.id, r)))
+	require.NoError(s.t, err)
+}
+
+// TestSignedReadings: where the exchange requires signatures, a reading
+// unsigned or signed with another key is refused, even a final one that
+// would charge the client more, and the contract settles from the good
+// ones; its record keeps the final reading's bytes and signature, which
+// check out with the server's public key alone.
+func TestSignedReadings(t *testing.T) {
+	gpu1Key, forger := signer(t), signer(t)
+	keys, err := signing.ReadKeys(strings.NewReader("# server keys\ngpu1 " + gpu1Key.PublicKey() + "\n"))
+	require.NoError(t, err)
+	m := newMarket(t, func(c *exchange.Config) { honest(c); c.Verifier = keys })
+	m.wallet("alice", "100")
+	srv := m.scriptedServer("gpu1", 1, accept)
+	c := m.running(m.client("alice"), terms("alice"))
+
+	sign := func(s signing.Signer) func([]byte) string {
+		return func(b []byte) string {
+			sig, err := s.Sign(b)
+			require.NoError(t, err)
+			return sig
+		}
+	}
+	none := func([]byte) string { return "" }
+	at := time.Now().UTC()
+	read := func(seq uint64, u string, final bool) trade.Reading {
+		r := trade.Reading{Contract: c.ID, Seq: seq, U: d(u), T: trade.Duration(200 * time.Millisecond), S: d("1"), At: at, Final: final}
+		if final {
+			r.Reason = trade.ReasonCompleted
+		}
+		return r
+	}
+	srv.publishSigned(read(1, "0.1", false), sign(gpu1Key))
+	waitFor(t, "the signed reading counted", func() bool { r := m.contract(c.ID).Reading; return r != nil && r.Seq == 1 })
+	srv.publishSigned(read(2, "0.2", false), none)
+	srv.publishSigned(read(3, "0.2", true), sign(forger)) // a forged final, for more than ran
+	time.Sleep(200 * time.Millisecond)
+	got := m.contract(c.ID)
+	assert.Equal(t, uint64(1), got.Reading.Seq, "the unsigned and the forged readings were counted")
+	assert.Equal(t, trade.StateRunning, got.State)
+
+	final := read(4, "0.15", true)
+	srv.publishSigned(final, sign(gpu1Key))
+	settled := m.settled(c.ID, 5*time.Second)
+	chargedFor(t, settled, trade.ReasonCompleted, final.Usage())
+	require.NotNil(t, settled.Signed)
+	require.NoError(t, keys.Verify("gpu1", settled.Signed.Body, settled.Signed.Sig), "the record's proof checks out")
+	var proved trade.Reading
+	require.NoError(t, json.Unmarshal(settled.Signed.Body, &proved))
+	assert.True(t, proved.U.Equal(settled.Reading.U), "the signed bytes say the U charged for")
+	assert.ErrorIs(t, keys.Verify("gpu1", append([]byte(" "), settled.Signed.Body...), settled.Signed.Sig), signing.ErrBadSignature)
+	m.noOpenHold()
+}
