@@ -94,7 +94,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
 	}
 	offerID := id + "-" + fmt.Sprint(h.cfg.Now().UnixNano())
-	win, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
+	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
 	if win == "" {
 		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
@@ -102,7 +102,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, offerID, win, t, req)
+	c, err := h.open(ctx, id, offerID, win, signed, t, req)
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -111,7 +111,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, offerID, win string, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -119,6 +119,7 @@ func (h *House) open(ctx context.Context, id, offerID, win string, t contract.Te
 	c := trade.Contract{
 		ID: id, Client: t.Client, Server: win, Terms: t, State: trade.StateAccepted,
 		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
+		AcceptSigned: signed,
 	}
 	// The key is the negotiation's, not the request's: an escrow that
 	// failed (insufficient funds) may be retried with the same request id
@@ -195,14 +196,23 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 // negotiate offers to every candidate at once. The first accept wins (the
 // router cancels any accept that comes after); with none, the reply
 // gathers every counter-offer and rejection that came in time.
-func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, protocol.OfferReply) {
+func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *trade.Signed, protocol.OfferReply) {
 	var reply protocol.OfferReply
 	for a := range h.router.Ask(ctx, offer, servers) {
 		switch {
 		case a.Err != nil:
 			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
+		case a.Decision.Accept && h.cfg.Verifier != nil:
+			if err := h.verifyAccept(a); err != nil {
+				h.metrics.offers.WithLabelValues("accept_unsigned").Inc()
+				h.log.Warn("accept without its server's signature refused", "server", a.Server, "offer", offer.Offer, "err", err)
+				h.router.Cancel(a.Server, offer.Offer)
+				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "accept refused: " + err.Error()})
+				continue
+			}
+			return a.Server, a.Signed, protocol.OfferReply{}
 		case a.Decision.Accept:
-			return a.Server, protocol.OfferReply{}
+			return a.Server, nil, protocol.OfferReply{}
 		default:
 			for _, c := range a.Decision.Counters {
 				c.Server = a.Server
@@ -218,7 +228,15 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 			}
 		}
 	}
-	return "", reply
+	return "", nil, reply
+}
+
+// verifyAccept checks an accept's signature, where one is required.
+func (h *House) verifyAccept(a Answer) error {
+	if a.Signed == nil {
+		return errors.New("the accept came without the offer it answers")
+	}
+	return h.cfg.Verifier.Verify(a.Server, a.Signed.Body, a.Signed.Sig)
 }
 
 // checkResume accepts an offer that resumes a suspended or preempted

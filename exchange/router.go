@@ -35,6 +35,10 @@ type Answer struct {
 	Server   string
 	Decision protocol.Decision
 	Err      error // no answer: the server is silent or failed
+	// Signed, where the router has it, is the offer as sent and the
+	// answer as received, with the server's signature of both
+	// (protocol.AcceptSigned): what Config.Verifier checks of an accept.
+	Signed *trade.Signed
 }
 
 // Notifier tells clients what happened to their contracts. Events are

@@ -119,6 +119,8 @@ func TestOperatorMarket(t *testing.T) {
 			keys, err := signing.LoadKeys(filepath.Join(dir, natsauth.ServerKeys))
 			require.NoError(t, err)
 			assert.NoError(t, keys.Verify("gpu1", got.Signed.Body, got.Signed.Sig))
+			require.NotNil(t, got.AcceptSigned, "and its signed accept of the terms")
+			assert.NoError(t, keys.Verify("gpu1", got.AcceptSigned.Body, got.AcceptSigned.Sig))
 			break
 		}
 		require.True(t, time.Now().Before(deadline.Add(5*time.Second)), "not settled: %+v", got)

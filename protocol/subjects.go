@@ -57,6 +57,15 @@ const (
 // signing): on usage readings, where the exchange requires it.
 const SigHeader = "Bourse-Sig"
 
+// AcceptSigned is what a server signs when it accepts an offer: the offer
+// exactly as it was delivered, a newline, and the answer exactly as it is
+// sent (neither has a newline of its own: both are compact JSON). It binds
+// the accept to the very terms it accepted.
+func AcceptSigned(offer, answer []byte) []byte {
+	b := make([]byte, 0, len(offer)+1+len(answer))
+	return append(append(append(b, offer...), '\n'), answer...)
+}
+
 // UsageStream is the JetStream stream that carries usage readings.
 const UsageStream = "BOURSE_USAGE"
 

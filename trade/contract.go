@@ -67,6 +67,10 @@ type Contract struct {
 	// exchange requires signatures: the proof of the charge in the
 	// server's own words, checkable with its public key alone.
 	Signed *Signed `json:"signed,omitempty"`
+	// AcceptSigned is the server's signed accept, where the exchange
+	// requires signatures: the offer as delivered and the accept, a
+	// newline between (protocol.AcceptSigned), and its signature.
+	AcceptSigned *Signed `json:"accept_signed,omitempty"`
 	// Set at settlement: Charge + Refund = Terms.Prepayment.
 	Charge decimal.Decimal `json:"charge"`
 	Refund decimal.Decimal `json:"refund"`

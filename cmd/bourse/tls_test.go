@@ -121,6 +121,7 @@ signing_key: `+seedFile+`
 	out, errOut, code = bid("--json", "contracts")
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `"signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "the settled contract keeps gpu-tls's signed reading")
+	assert.Regexp(t, `"accept_signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "and its signed accept")
 
 	_, errOut, code = run2("admin", "signing-key", "gpu-tls", "--out", seedFile)
 	assert.Equal(t, 1, code)

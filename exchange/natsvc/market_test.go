@@ -139,6 +139,8 @@ type scripted struct {
 	ctrl   chan protocol.Control
 	// muteStarts leaves start requests unanswered, like a server that hung.
 	muteStarts atomic.Bool
+	// sign, if set, signs its accepts (setSign).
+	sign atomic.Pointer[func([]byte) string]
 	// muteOffers leaves offers unanswered, like a server that never
 	// decides: each holds a negotiation until it times out.
 	muteOffers atomic.Bool
@@ -169,7 +171,15 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 		if s.muteOffers.Load() {
 			return
 		}
-		reply, _ := json.Marshal(s.decide(o))
+		d := s.decide(o)
+		reply, _ := json.Marshal(d)
+		if sign := s.sign.Load(); sign != nil && *sign != nil && d.Accept {
+			r := nats.NewMsg(m.Reply)
+			r.Data = reply
+			r.Header.Set(protocol.SigHeader, (*sign)(protocol.AcceptSigned(m.Data, reply)))
+			_ = m.RespondMsg(r)
+			return
+		}
 		_ = m.Respond(reply)
 	})
 	s.sub(protocol.DeliverStart, func(m *nats.Msg) {

@@ -36,6 +36,7 @@ func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []
 				if err == nil {
 					if err = natswire.DecodeError(msg); err == nil {
 						err = json.Unmarshal(msg.Data, &a.Decision)
+						a.Signed = &trade.Signed{Body: protocol.AcceptSigned(body, msg.Data), Sig: msg.Header.Get(protocol.SigHeader)}
 					}
 				}
 				a.Err = err

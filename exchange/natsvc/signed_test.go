@@ -2,6 +2,7 @@ package natsvc_test
 
 import (
 	"context"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/signing"
@@ -57,9 +59,6 @@ func TestSignedReadings(t *testing.T) {
 	require.NoError(t, err)
 	m := newMarket(t, func(c *exchange.Config) { honest(c); c.Verifier = keys })
 	m.wallet("alice", "100")
-	srv := m.scriptedServer("gpu1", 1, accept)
-	c := m.running(m.client("alice"), terms("alice"))
-
 	sign := func(s signing.Signer) func([]byte) string {
 		return func(b []byte) string {
 			sig, err := s.Sign(b)
@@ -67,6 +66,15 @@ func TestSignedReadings(t *testing.T) {
 			return sig
 		}
 	}
+	srv := m.scriptedServer("gpu1", 1, accept)
+	srv.setSign(sign(gpu1Key))
+	alice := m.client("alice")
+	c := m.running(alice, terms("alice"))
+	require.NotNil(t, c.AcceptSigned, "the accept's proof is on the contract")
+	assert.NoError(t, keys.Verify("gpu1", c.AcceptSigned.Body, c.AcceptSigned.Sig))
+	var offer protocol.ServerOffer
+	require.NoError(t, json.Unmarshal(c.AcceptSigned.Body[:bytes.IndexByte(c.AcceptSigned.Body, '\n')], &offer))
+	assert.True(t, offer.Terms.Prepayment.Equal(c.Terms.Prepayment), "the signed accept names the terms accepted")
 	none := func([]byte) string { return "" }
 	at := time.Now().UTC()
 	read := func(seq uint64, u string, final bool) trade.Reading {
@@ -97,3 +105,35 @@ func TestSignedReadings(t *testing.T) {
 	assert.ErrorIs(t, keys.Verify("gpu1", append([]byte(" "), settled.Signed.Body...), settled.Signed.Sig), signing.ErrBadSignature)
 	m.noOpenHold()
 }
+
+// TestSignedAccepts: where the exchange requires signatures, an accept
+// unsigned, or signed by another key, makes no contract: the offer is
+// refused with the reason, the server's claim cancelled, nothing escrowed.
+func TestSignedAccepts(t *testing.T) {
+	gpu1Key, forger := signer(t), signer(t)
+	keys, err := signing.ReadKeys(strings.NewReader("gpu1 " + gpu1Key.PublicKey() + "\n"))
+	require.NoError(t, err)
+	m := newMarket(t, func(c *exchange.Config) { c.Verifier = keys })
+	m.wallet("alice", "100")
+	srv := m.scriptedServer("gpu1", 1, accept)
+	alice := m.client("alice")
+	for _, tc := range []struct {
+		name string
+		sign func([]byte) string
+	}{
+		{"Unsigned", nil},
+		{"Forged", func(b []byte) string { s, _ := forger.Sign(b); return s }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.setSign(tc.sign)
+			r, err := alice.Offer(context.Background(), "acc-"+tc.name, terms("alice"))
+			require.NoError(t, err)
+			assert.Nil(t, r.Contract)
+			require.Len(t, r.Rejections, 1)
+			assert.Contains(t, r.Rejections[0].Reason, "accept refused")
+		})
+	}
+	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.IsZero(), "nothing escrowed")
+}
+
+func (s *scripted) setSign(f func([]byte) string) { s.sign.Store(&f) }

@@ -21,6 +21,10 @@ func (a *Agent) onOffer(m *nats.Msg) {
 	d := a.node.Decide(a.now(), so)
 	a.log.Debug("offer", "offer", so.Offer, "client", so.Terms.Client, "accept", d.Accept,
 		"counters", len(d.Counters), "reason", d.Reason)
+	if d.Accept && a.cfg.Signer != nil {
+		a.respondSigned(m, d)
+		return
+	}
 	a.respond(m, d)
 }
 

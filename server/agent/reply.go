@@ -32,6 +32,27 @@ func (a *Agent) respond(m *nats.Msg, body any) {
 	}
 }
 
+// respondSigned answers an offer with an accept the agent signs together
+// with the offer as it came (protocol.AcceptSigned), so that the exchange
+// can hold it to the terms it accepted.
+func (a *Agent) respondSigned(m *nats.Msg, d protocol.Decision) {
+	data, err := json.Marshal(d)
+	var sig string
+	if err == nil {
+		sig, err = a.cfg.Signer.Sign(protocol.AcceptSigned(m.Data, data))
+	}
+	if err != nil {
+		a.log.Warn("signed reply", "subject", m.Subject, "err", err)
+		return
+	}
+	r := nats.NewMsg(m.Reply)
+	r.Data = data
+	r.Header.Set(protocol.SigHeader, sig)
+	if err := m.RespondMsg(r); err != nil {
+		a.log.Warn("reply", "subject", m.Subject, "err", err)
+	}
+}
+
 // respondError answers a request with an error the way the exchange's
 // micro endpoints do: the code and message in the Nats-Service-Error
 // headers, a protocol.ErrorReply as the body.
