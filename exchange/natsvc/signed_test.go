@@ -1,8 +1,8 @@
 package natsvc_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
