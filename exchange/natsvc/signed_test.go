@@ -52,10 +52,11 @@ func (s *scripted) publishSigned(r trade.Reading, sig func([]byte) string) {
 // unsigned or signed with another key is refused, even a final one that
 // would charge the client more, and the contract settles from the good
 // ones; its record keeps the final reading's bytes and signature, which
-// check out with the server's public key alone.
+// check out with the server's public key alone. Another server's own
+// signature does not make its word count for gpu1's contract.
 func TestSignedReadings(t *testing.T) {
-	gpu1Key, forger := signer(t), signer(t)
-	keys, err := signing.ReadKeys(strings.NewReader("# server keys\ngpu1 " + gpu1Key.PublicKey() + "\n"))
+	gpu1Key, gpu2Key, forger := signer(t), signer(t), signer(t)
+	keys, err := signing.ReadKeys(strings.NewReader("# server keys\ngpu1 " + gpu1Key.PublicKey() + "\ngpu2 " + gpu2Key.PublicKey() + "\n"))
 	require.NoError(t, err)
 	m := newMarket(t, func(c *exchange.Config) { honest(c); c.Verifier = keys })
 	m.wallet("alice", "100")
@@ -88,6 +89,10 @@ func TestSignedReadings(t *testing.T) {
 	waitFor(t, "the signed reading counted", func() bool { r := m.contract(c.ID).Reading; return r != nil && r.Seq == 1 })
 	srv.publishSigned(read(2, "0.2", false), none)
 	srv.publishSigned(read(3, "0.2", true), sign(forger)) // a forged final, for more than ran
+	// gpu2 signs with its own, registered key, but for gpu1's contract:
+	// it can publish only on its own subject, and is not believed there.
+	other := m.scriptedServer("gpu2", 1, accept)
+	other.publishSigned(read(5, "0.9", true), sign(gpu2Key))
 	time.Sleep(200 * time.Millisecond)
 	got := m.contract(c.ID)
 	assert.Equal(t, uint64(1), got.Reading.Seq, "the unsigned and the forged readings were counted")
