@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +36,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			if dbURL == "mem" {
 				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
 			}
-			store, closeStore, err := openStore(cmd.Context(), dbURL, slog.Default())
+			store, closeStore, err := openStore(cmd.Context(), dbURL, commandLogger(cmd))
 			if err != nil {
 				return err
 			}

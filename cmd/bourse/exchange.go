@@ -38,7 +38,7 @@ finishes those in flight and exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
 			ctx := cmd.Context()
-			log := slog.Default()
+			log := commandLogger(cmd)
 			store, closeStore, err := openStore(ctx, dbURL, log)
 			if err != nil {
 				return err

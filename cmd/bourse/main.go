@@ -29,6 +29,7 @@ import (
 )
 
 func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -37,7 +38,6 @@ func main() {
 
 // run executes the command line args and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
 
 	root := newRootCmd(debug.ReadBuildInfo)
 	root.SetArgs(args)
@@ -76,4 +76,11 @@ func errorText(err error) string {
 		return fmt.Sprintf("%v (code %s)", err, e.Code)
 	}
 	return err.Error()
+}
+
+// commandLogger is a command's log, to its stderr. Each command has its
+// own rather than the process's default, so that commands run side by
+// side in one process (the tests do) each log where they were told.
+func commandLogger(cmd *cobra.Command) *slog.Logger {
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 }

@@ -282,7 +282,7 @@ func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.In
 
 func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
 	ctx := cmd.Context()
-	log := slog.Default()
+	log := commandLogger(cmd)
 	if c.ID == "" {
 		return errors.New("server config: no id (id in the configuration, or --id)")
 	}
