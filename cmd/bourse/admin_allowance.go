@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
+)
+
+// allowanceFile is a rules file: the allowances a scheduler pays.
+type allowanceFile struct {
+	Allowances []struct {
+		Wallet   string          `yaml:"wallet"` // the owner, as bourse admin open names it
+		Currency string          `yaml:"currency"`
+		A        decimal.Decimal `yaml:"a"` // paid per hour
+		B        decimal.Decimal `yaml:"b"` // decay per hour
+		Period   time.Duration   `yaml:"period"`
+		Start    time.Time       `yaml:"start"`
+	} `yaml:"allowances"`
+}
+
+func readAllowances(path string) ([]allowance.Rule, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("allowances: %w", err)
+	}
+	var f allowanceFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("allowances %s: %w", path, err)
+	}
+	var rules []allowance.Rule
+	for i, a := range f.Allowances {
+		r := allowance.Rule{Wallet: currency.WalletID(currency.Code(a.Currency), a.Wallet), A: a.A, B: a.B, Period: a.Period, Start: a.Start}
+		if a.Wallet == "" || a.Currency == "" {
+			return nil, fmt.Errorf("allowances %s: allowances[%d]: wallet and currency are required", path, i)
+		}
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("allowances %s: allowances[%d]: %w", path, i, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+func newAllowanceCmd(with func(func(context.Context, *cobra.Command, currency.Ledger, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "allowance",
+		Short: "Allowances dx/dt = a − b·x: preview one, or pay the ones a rules file lists",
+		Long: `An allowance pays a wallet a per hour and decays its balance by b per hour, so
+that an idle wallet tends to a/b; with a = 0 it halves every ln2/b. Each
+period is paid once under its own idempotency key (allowance/<wallet>/<n>),
+so run "allowance run" from cron as often as you like, from several
+machines if you like: a late or repeated run pays what is due, once.`,
+	}
+	var a, b, from string
+	var period time.Duration
+	preview := &cobra.Command{
+		Use:   "preview --a A --b B",
+		Short: "Show where an allowance takes a balance: its steady state a/b, half-life, and the balance over time",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			av, err := decimal.NewFromString(a)
+			if err != nil {
+				return fmt.Errorf("--a %q: %w", a, err)
+			}
+			bv, err := decimal.NewFromString(b)
+			if err != nil {
+				return fmt.Errorf("--b %q: %w", b, err)
+			}
+			x0, err := decimal.NewFromString(from)
+			if err != nil {
+				return fmt.Errorf("--from %q: %w", from, err)
+			}
+			r := allowance.Rule{Wallet: "preview", A: av, B: bv, Period: period, Start: time.Unix(0, 0)}
+			if err := r.Validate(); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if s, ok := r.Steady(); ok {
+				fmt.Fprintf(out, "steady state a/b: %s\nhalf-life: %v\n", s.StringFixed(2), r.HalfLife().Round(time.Second))
+			} else {
+				fmt.Fprintf(out, "no steady state (b = 0): %s a day, without limit\n", av.Mul(decimal.NewFromInt(24)).StringFixed(2))
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "AFTER\tBALANCE")
+			for _, after := range []time.Duration{0, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
+				fmt.Fprintf(tw, "%s\t%s\n", dayString(after), r.Project(x0, after, 2).StringFixed(2))
+			}
+			return tw.Flush()
+		},
+	}
+	preview.Flags().StringVar(&a, "a", "0", "paid per hour")
+	preview.Flags().StringVar(&b, "b", "0", "the share of the balance that decays per hour")
+	preview.Flags().StringVar(&from, "from", "0", "the balance to start from")
+	preview.Flags().DurationVar(&period, "period", time.Hour, "the payment period")
+
+	var rulesFile, at string
+	var asJSON bool
+	run := &cobra.Command{
+		Use:   "run --rules FILE",
+		Short: "Pay every period that has ended of the allowances in FILE, and list what this run paid",
+		Args:  cobra.NoArgs,
+		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, _ []string) error {
+			rules, err := readAllowances(rulesFile)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if at != "" {
+				if now, err = time.Parse(time.RFC3339, at); err != nil {
+					return fmt.Errorf("--now %q: %w", at, err)
+				}
+			}
+			type line struct {
+				Wallet currency.AccountID `json:"wallet"`
+				Period int64              `json:"period"`
+				Amount decimal.Decimal    `json:"amount"`
+				Key    string             `json:"key"`
+			}
+			var made []line
+			for _, r := range rules {
+				paid, err := allowance.Accrue(ctx, l, r, now)
+				if err != nil {
+					return err
+				}
+				for _, p := range paid {
+					if p.New {
+						made = append(made, line{r.Wallet, p.Period, p.Amount, p.Key})
+					}
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(made)
+			}
+			if len(made) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing due: every period that has ended is paid")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "WALLET\tPERIOD\tAMOUNT\tKEY")
+			for _, m := range made {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Wallet, m.Period, m.Amount.String(), m.Key)
+			}
+			return tw.Flush()
+		}),
+	}
+	run.Flags().StringVar(&rulesFile, "rules", "", "the allowances (YAML: allowances: [{wallet, currency, a, b, period, start}])")
+	run.Flags().StringVar(&at, "now", "", "pay as of this time (RFC 3339) instead of now")
+	run.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	_ = run.MarkFlagRequired("rules")
+	cmd.AddCommand(preview, run)
+	return cmd
+}
+
+func dayString(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "now"
+	case d < 24*time.Hour:
+		return d.String()
+	}
+	return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+}
