@@ -36,7 +36,9 @@ type book struct {
 // ledgerOn makes a ledger whose clock is now.
 type ledgerOn func(t testing.TB, now func() time.Time) currency.Ledger
 
-func memLedger(_ testing.TB, now func() time.Time) currency.Ledger { return mem.New(mem.Options{Now: now}) }
+func memLedger(_ testing.TB, now func() time.Time) currency.Ledger {
+	return mem.New(mem.Options{Now: now})
+}
 
 func sqlLedger(t testing.TB, now func() time.Time) currency.Ledger {
 	l, err := sqlledger.Open(context.Background(), pgtest.FreshDB(t), sqlledger.Options{Now: now})
