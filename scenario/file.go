@@ -83,6 +83,16 @@ type ClientFile struct {
 	Value    decimal.Decimal `yaml:"value"`
 	Strategy StrategyRef     `yaml:"strategy"`
 	Patience time.Duration   `yaml:"patience"`
+	// Allowance pays the wallet a per hour and decays it by b per hour
+	// (dx/dt = a − b·x), every period (an hour).
+	Allowance *AllowanceFile `yaml:"allowance"`
+}
+
+// AllowanceFile is a client's allowance as a scenario writes it.
+type AllowanceFile struct {
+	A      decimal.Decimal `yaml:"a"`
+	B      decimal.Decimal `yaml:"b"`
+	Period time.Duration   `yaml:"period"`
 }
 
 // StrategyRef is a client's strategy: its kind alone (fixed, cheapest,
@@ -233,6 +243,10 @@ func (c ClientFile) check(at string) error {
 		return fieldErr(at+".value", "a client needs a positive value per GPU-second")
 	case c.Patience < 0:
 		return fieldErr(at+".patience", "negative")
+	case c.Allowance != nil && (c.Allowance.A.IsNegative() || c.Allowance.B.IsNegative() || c.Allowance.Period < 0):
+		return fieldErr(at+".allowance", "a, b and period must not be negative")
+	case c.Allowance != nil && c.Allowance.A.IsZero() && c.Allowance.B.IsZero():
+		return fieldErr(at+".allowance", "a and b are both zero: it does nothing")
 	}
 	if _, err := c.Strategy.Build(); err != nil {
 		return fieldErr(at+".strategy", "%v", err)
@@ -302,5 +316,9 @@ func (c ClientFile) spec() (ClientSpec, error) {
 	if err != nil {
 		return ClientSpec{}, fmt.Errorf("client %s: %w", c.ID, err)
 	}
-	return ClientSpec{ID: c.ID, Budget: c.Budget, Value: c.Value, Strategy: s, Patience: c.Patience}, nil
+	spec := ClientSpec{ID: c.ID, Budget: c.Budget, Value: c.Value, Strategy: s, Patience: c.Patience}
+	if a := c.Allowance; a != nil {
+		spec.Allowance = &Allowance{A: a.A, B: a.B, Period: a.Period}
+	}
+	return spec, nil
 }

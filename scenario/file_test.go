@@ -26,7 +26,7 @@ servers:
     policy: {p: [["0", "0.002"]], preempt: true}
 clients:
   - {id: ada, budget: "100", value: "0.004", strategy: fixed}
-  - {id: bea, budget: "50", value: "0.002", strategy: {kind: cheapest, start: "0.5"}, patience: 1h}
+  - {id: bea, budget: "50", value: "0.002", strategy: {kind: cheapest, start: "0.5"}, patience: 1h, allowance: {a: "1", b: "0.1"}}
 workload:
   jobs: 10
   generator:
@@ -48,6 +48,9 @@ func TestParse(t *testing.T) {
 	assert.Len(t, clients, 2)
 	assert.Nil(t, def)
 	assert.Equal(t, "cheapest", scenario.StrategyName(clients[1].Strategy))
+	require.NotNil(t, clients[1].Allowance)
+	assert.Equal(t, "1", clients[1].Allowance.A.String())
+	assert.Nil(t, clients[0].Allowance)
 
 	servers, _, _, err = f.Market("surge")
 	require.NoError(t, err)
@@ -73,6 +76,8 @@ func TestParseErrors(t *testing.T) {
 		{"NoValue", `value: "0.004"`, `value: "0"`, `12: clients[0].value: a client needs a positive value`},
 		{"SameClient", "{id: bea,", "{id: ada,", `13: clients[1].id: "ada" is another client's id`},
 		{"InlinePolicyKey", "preempt: true}", "preemptt: true}", `10: servers[1].policy.preemptt: no such field`},
+		{"NegativeAllowance", `allowance: {a: "1", b: "0.1"}`, `allowance: {a: "-1", b: "0.1"}`, `13: clients[1].allowance: a, b and period must not be negative`},
+		{"AllowanceKey", `allowance: {a: "1", b: "0.1"}`, `allowance: {a: "1", c: "0.1"}`, `13: clients[1].allowance.c: no such field`},
 		{"NoGPUs", "    gpus: 4", "    gpus: 0", `9: servers[1].gpus: a server needs at least one GPU`},
 		{"WorkloadField", "rate: 0.1}", "rate: -1}", `17: workload.generator.arrivals.rate`},
 		{"BadDuration", "mean: 10m}", "mean: ten}", `t.yaml:`},

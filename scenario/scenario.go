@@ -57,6 +57,17 @@ type ClientSpec struct {
 	// before its client gives up on it (a day if zero); a job with a
 	// deadline waits only while it could still finish in time.
 	Patience time.Duration
+	// Allowance, if set, pays the client's wallet an allowance in a
+	// simulation (package currency/allowance).
+	Allowance *Allowance
+}
+
+// Allowance is dx/dt = A − B·x on a wallet: A paid per hour, B the share
+// of the balance that decays per hour, paid every Period (an hour if
+// zero).
+type Allowance struct {
+	A, B   decimal.Decimal
+	Period time.Duration
 }
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/bourse/bourse/exchange"
@@ -56,7 +57,8 @@ type Config struct {
 	// million jobs holds memory for those live or recently ended, not for
 	// every one. Contracts then lists only what is kept; the audit still
 	// balances. Zero keeps everything, which tests that check every
-	// contract's charge need.
+	// contract's charge need. Clients with allowances need their wallets'
+	// whole statements: a run with any keeps everything.
 	Forget time.Duration
 	// Progress, if set, is told every ProgressEvery jobs how many have
 	// arrived so far.
@@ -87,6 +89,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ReadingEvery <= 0 {
 		c.ReadingEvery = time.Minute
+	}
+	if c.Default != nil && c.Default.Allowance != nil || slices.ContainsFunc(c.Clients, func(s scenario.ClientSpec) bool { return s.Allowance != nil }) {
+		c.Forget = 0
 	}
 	x := &c.Exchange
 	def := func(d *time.Duration, v time.Duration) {

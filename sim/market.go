@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
@@ -41,6 +43,7 @@ type Market struct {
 	next    *workload.Job // the workload's next job, read ahead
 	eof     bool          // the workload has no more jobs
 	srcErr  error
+	broke   error // a rule of the market broke, stopping the run
 	arrived int
 	offers  int
 
@@ -153,7 +156,32 @@ func (m *Market) client(id string) (*client, error) {
 	m.m.Fund(id, spec.Budget.InexactFloat64())
 	c := &client{spec: spec, rng: rand.New(rand.NewPCG(m.cfg.Seed, uint64(len(m.clients))+1))}
 	m.clients[id] = c
+	if a := spec.Allowance; a != nil {
+		if err := m.payAllowance(id, *a); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// payAllowance pays a client's allowance every period, by the ledger's
+// own rules (currency/allowance), from the market's opening.
+func (m *Market) payAllowance(id string, a scenario.Allowance) error {
+	r := allowance.Rule{Wallet: currency.WalletID(scenario.Currency.Code, id), A: a.A, B: a.B, Period: a.Period, Start: m.cfg.Start}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("sim: client %s: %w", id, err)
+	}
+	period := cmp.Or(a.Period, time.Hour)
+	var err error
+	m.e.Every(period, func() bool {
+		if _, err = allowance.Accrue(context.Background(), m.ledger, r, m.e.Now()); err != nil {
+			m.broke = fmt.Errorf("sim: client %s's allowance: %w", id, err)
+			m.e.Halt()
+			return false
+		}
+		return !m.done()
+	})
+	return nil
 }
 
 // House is the simulation's exchange, for reading contracts and balances.

@@ -47,6 +47,9 @@ func (m *Market) Run() (metrics.Result, error) {
 	if m.srcErr != nil {
 		return metrics.Result{}, fmt.Errorf("sim: workload: %w", m.srcErr)
 	}
+	if m.broke != nil {
+		return metrics.Result{}, m.broke
+	}
 	m.finish()
 	r := m.m.Result(m.e.Now())
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed

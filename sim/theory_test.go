@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
@@ -145,4 +147,43 @@ func TestTheoryProportionalShare(t *testing.T) {
 	assert.InDelta(t, 1, r.Summary.JainFunding, 0.01, "GPU-seconds per unit of funding are even")
 	assert.Greater(t, r.Summary.WaitP50, 600.0, "jobs queued: the GPUs were contended")
 	assert.InDelta(t, 1, r.Series[0].Utilization, 0.01, "and busy while the money lasted")
+}
+
+// TestTheoryAllowance is seed 003's allowance in a running market: wallets
+// paid dx/dt = a − b·x by the ledger's own rules (currency/allowance)
+// tend to a/b, from below or above, within 1% after ten half-lives, and
+// with a = 0 a balance decays by half every ln2/b, while another client
+// trades beside them.
+func TestTheoryAllowance(t *testing.T) {
+	allow := func(a, b string) *scenario.Allowance { return &scenario.Allowance{A: d(a), B: d(b)} }
+	clients := []scenario.ClientSpec{
+		{ID: "worker", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}},
+		{ID: "rising", Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("10", "0.1")},                           // 0 → 100, half-life 6.9 h
+		{ID: "falling", Budget: d("500"), Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("2", "0.05")},        // 500 → 40, half-life 13.9 h
+		{ID: "decaying", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("0", "0.0288811")}, // halves daily
+	}
+	jobs := []workload.Job{
+		{ID: "first", Client: "worker", GPUs: 1, Duration: time.Minute, Utilization: 1},
+		{ID: "last", Client: "worker", Arrival: 150 * time.Hour, GPUs: 1, Duration: time.Minute, Utilization: 1},
+	}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: contract.Flat(d("0.01"))}}}
+	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}, Forget: time.Hour})
+	require.NoError(t, err)
+	_, err = m.Run()
+	require.NoError(t, err)
+	l := m.Store().Ledger()
+	bal := func(id string) float64 {
+		b, err := l.Balance(context.Background(), currency.WalletID(scenario.Currency.Code, id))
+		require.NoError(t, err)
+		return b.Available.InexactFloat64()
+	}
+	elapsed := m.Engine().Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	require.Greater(t, elapsed, 150*time.Hour)
+	assert.InEpsilon(t, 100, bal("rising"), 0.01, "a/b from below")
+	assert.InEpsilon(t, 40, bal("falling"), 0.01, "a/b from above")
+	assert.Less(t, bal("decaying"), 1000*math.Pow(0.5, 6), "six days: six halvings or more")
+	rep, err := l.Audit(context.Background())
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%s", rep)
+	t.Logf("after %v: rising %.2f, falling %.2f, decaying %.2f", elapsed, bal("rising"), bal("falling"), bal("decaying"))
 }
