@@ -41,6 +41,7 @@ func readAllowances(path string) ([]allowance.Rule, error) {
 		return nil, fmt.Errorf("allowances %s: %w", path, err)
 	}
 	var rules []allowance.Rule
+	seen := map[currency.AccountID]bool{}
 	for i, a := range f.Allowances {
 		r := allowance.Rule{Wallet: currency.WalletID(currency.Code(a.Currency), a.Wallet), A: a.A, B: a.B, Period: a.Period, Start: a.Start}
 		if a.Wallet == "" || a.Currency == "" {
@@ -49,6 +50,12 @@ func readAllowances(path string) ([]allowance.Rule, error) {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("allowances %s: allowances[%d]: %w", path, i, err)
 		}
+		if seen[r.Wallet] {
+			// Its periods' keys are the wallet's: two rules would pay under
+			// one key.
+			return nil, fmt.Errorf("allowances %s: allowances[%d]: %s has an allowance already; a wallet has one", path, i, r.Wallet)
+		}
+		seen[r.Wallet] = true
 		rules = append(rules, r)
 	}
 	return rules, nil

@@ -43,3 +43,13 @@ func TestAdminAllowance(t *testing.T) {
 	assert.Contains(t, errOut, "allowances[0]")
 	assert.Contains(t, errOut, "a is negative")
 }
+
+func TestAllowanceRulesOneAWallet(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "twice.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(`allowances:
+  - {wallet: ada, currency: CRED, a: "1", start: 2026-01-01T00:00:00Z}
+  - {wallet: ada, currency: CRED, a: "2", start: 2026-01-01T00:00:00Z}
+`), 0o644))
+	_, err := readAllowances(f)
+	assert.ErrorContains(t, err, "wallet/CRED/ada has an allowance already")
+}
