@@ -132,8 +132,11 @@ type Paid struct {
 // number of places at once: each period is paid once, by its key.
 //
 // A period that would take more from the wallet than it holds when the
-// payment is made (it spent in the meantime) takes what there is; the
-// next periods go on from the balance that leaves.
+// payment is made (it spent between the period's end and the run) takes
+// what there is, and the next periods go on from the balance that
+// leaves; where it holds nothing at all, no payment is made and a later
+// run takes the decay once there is money. Only this race makes the
+// payments depend on when the runs happen.
 func Accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Paid, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
