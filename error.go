@@ -31,6 +31,7 @@ const (
 	EDeadlineExceeded    Code = "deadline_exceeded"    // no answer in time
 	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
 	ERateLimited         Code = "rate_limited"         // too many requests from one party; retry after RetryAfterMS
+	ECapExceeded         Code = "cap_exceeded"         // an administrator's cap on the client would be passed
 )
 
 // Error is the one error type that carries a Code. Op names the operation

@@ -84,6 +84,10 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
 			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
 	}
+	capped, err := h.checkCap(ctx, client, t.GPUs)
+	if err != nil {
+		return protocol.OfferReply{}, err
+	}
 	servers := h.servers.match(t)
 	if len(servers) == 0 {
 		if h.servers.live() == 0 {
@@ -102,7 +106,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, offerID, win, signed, t, req)
+	c, err := h.open(ctx, id, offerID, win, signed, capped, t, req)
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -111,7 +115,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped bool, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -134,8 +138,18 @@ func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
-	stored, created, err := h.store.Open(ctx, c, reserve)
+	reserves := []currency.Reserve{reserve}
+	if capped {
+		reserves = append(reserves, capReserve(&c, offerID, reserve.Deadline))
+	}
+	stored, created, err := h.store.Open(ctx, c, reserves...)
 	if err != nil {
+		if capped && bourse.ErrorCode(err) == bourse.EInsufficientFunds {
+			// Which reserve failed: the cap, if it cannot take the GPUs now.
+			if bal, berr := h.store.Ledger().Balance(ctx, CapWallet(t.Client)); berr == nil && bal.Available.LessThan(reserves[1].Amount) {
+				return trade.Contract{}, capExceeded(bal, t.GPUs)
+			}
+		}
 		return trade.Contract{}, err
 	}
 	if !created {

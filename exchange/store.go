@@ -16,11 +16,12 @@ import (
 type Store interface {
 	// Ledger is the ledger the store writes to, for reads and set-up.
 	Ledger() currency.Ledger
-	// Open escrows the prepayment (reserve) and records c, atomically. If a
-	// contract with c.ID exists it is returned with created=false and
-	// nothing is written. If the reserve fails its error is returned and no
-	// contract is recorded.
-	Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (stored trade.Contract, created bool, err error)
+	// Open escrows the prepayment (the first reserve; the others, a
+	// client's caps) and records c, atomically. If a contract with c.ID
+	// exists it is returned with created=false and nothing is written. If
+	// a reserve fails its error is returned, no contract is recorded and
+	// none of the reserves is kept.
+	Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (stored trade.Contract, created bool, err error)
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)

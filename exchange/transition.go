@@ -65,17 +65,17 @@ func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]c
 	}
 	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, h.cfg.Now().UTC()
 	cur := currency.Code(c.Terms.Currency)
-	return []currency.Op{currency.Capture{
+	return append([]currency.Op{currency.Capture{
 		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
 		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
-	}}, nil
+	}}, capRelease(c)...), nil
 }
 
 // void changes an accepted contract to voided and returns the release of
 // its whole prepayment.
 func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
 	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
-	return []currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}
+	return append([]currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}}, capRelease(c)...)
 }
 
 // markStuck records a failure to settle or void c with cause, and when to

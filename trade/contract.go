@@ -71,6 +71,9 @@ type Contract struct {
 	// requires signatures: the offer as delivered and the accept, a
 	// newline between (protocol.AcceptSigned), and its signature.
 	AcceptSigned *Signed `json:"accept_signed,omitempty"`
+	// CapHold is the ledger hold of the contract's GPUs on its client's
+	// concurrent-GPU cap, where the client has one (exchange.GPUCap).
+	CapHold string `json:"cap_hold,omitempty"`
 	// Set at settlement: Charge + Refund = Terms.Prepayment.
 	Charge decimal.Decimal `json:"charge"`
 	Refund decimal.Decimal `json:"refund"`

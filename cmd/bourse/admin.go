@@ -188,6 +188,6 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(with))
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(with), newCapCmd(with))
 	return cmd
 }

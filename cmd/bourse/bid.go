@@ -124,6 +124,8 @@ func advise(err error, f *bidFlags) error {
 		hint = fmt.Sprintf("offer a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
 		hint = "is the exchange running? (bourse demo or bourse exchange)"
+	case bourse.ECapExceeded:
+		hint = "an administrator caps the GPUs you hold at once: wait for a contract to end, or ask for more (bourse admin cap " + f.id + " N --key KEY)"
 	case bourse.ECapacityGone:
 		hint = "make the offer again: the servers will counter anew"
 	case bourse.ENotFound:

@@ -44,7 +44,7 @@ func New(l *mem.Ledger) *Store {
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
 
-func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (trade.Contract, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
@@ -54,8 +54,24 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
 			Message: "contract " + c.ID + " ended and was forgotten", Err: currency.ErrForgotten}
 	}
-	if _, err := currency.Do(ctx, s.ledger, reserve); err != nil {
-		return trade.Contract{}, false, err
+	if len(reserves) == 1 {
+		if _, err := currency.Do(ctx, s.ledger, reserves[0]); err != nil {
+			return trade.Contract{}, false, err
+		}
+	} else {
+		ops := make([]currency.Op, len(reserves))
+		for i, r := range reserves {
+			ops[i] = r
+		}
+		rs, err := s.ledger.ApplyAtomic(ctx, ops...)
+		if err != nil {
+			return trade.Contract{}, false, err
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				return trade.Contract{}, false, r.Err
+			}
+		}
 	}
 	cc := clone(&c)
 	s.put(&cc)

@@ -70,7 +70,7 @@ func (s *Store) Ledger() currency.Ledger { return s.l }
 // contract exists, nothing is written. A reserve that fails for a business
 // reason leaves its failure under its key, as a failed Apply does, and no
 // contract.
-func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (trade.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
 		return trade.Contract{}, false, err
@@ -81,24 +81,36 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 		old, failed = nil, nil
 		b := &pgx.Batch{}
 		queueSelect(b, r.uid, true, &old)
-		if err := t.Send(ctx, b, reserve); err != nil {
+		ops := make([]currency.Op, len(reserves))
+		for i, rv := range reserves {
+			ops[i] = rv
+		}
+		if err := t.Send(ctx, b, ops...); err != nil {
 			return err
 		}
 		if old != nil {
 			return nil // a retry: nothing to write
 		}
-		rs, err := t.Apply(ctx, reserve)
+		rs, err := t.Apply(ctx, ops...)
 		if err != nil {
 			return err
 		}
-		if rs[0].Err != nil {
-			failed = rs[0].Err // commit the failure, without the contract
-			return nil
+		for _, res := range rs {
+			if res.Err == nil {
+				continue
+			}
+			failed = res.Err
+			if len(rs) == 1 {
+				return nil // commit the failure, without the contract
+			}
+			return errUnwind // the reserves that went through go back too
 		}
 		r.queueInsert(t)
 		return nil
 	})
 	switch {
+	case errors.Is(err, errUnwind):
+		return trade.Contract{}, false, failed
 	case err != nil:
 		return trade.Contract{}, false, err
 	case old != nil:
@@ -110,6 +122,10 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserve currency.Res
 	stored, err := r.record.contract(c.ID)
 	return stored, true, err
 }
+
+// errUnwind rolls back an Open one of whose reserves failed, so that the
+// others are not kept either.
+var errUnwind = errors.New("sqlstore: a reserve failed; unwinding the others")
 
 // Contract reads one contract.
 func (s *Store) Contract(ctx context.Context, id string) (trade.Contract, error) {

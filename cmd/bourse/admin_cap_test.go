@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/pgtest"
+)
+
+// TestAdminCap sets, raises and lowers a client's concurrent-GPU cap on
+// PostgreSQL, each change once under its key.
+func TestAdminCap(t *testing.T) {
+	db := pgtest.FreshDB(t)
+	ok := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := admin(t, db, args...)
+		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
+		return out
+	}
+	assert.Equal(t, "ada may hold 3 GPUs at once; 0 in use\n", ok("cap", "ada", "3", "--key", "cap-ada-1"))
+	assert.Equal(t, "ada may hold 3 GPUs at once; 0 in use\n", ok("cap", "ada", "3", "--key", "cap-ada-1"), "the same again")
+	assert.Equal(t, "ada may hold 8 GPUs at once; 0 in use\n", ok("cap", "ada", "8", "--key", "cap-ada-2"))
+	assert.Equal(t, "ada may hold 1 GPUs at once; 0 in use\n", ok("cap", "ada", "1", "--key", "cap-ada-3"))
+	assert.Contains(t, ok("balance", "wallet/GPU-CAP/ada"), "1")
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cap", "ada", "2"}, "--key is required"},
+		{[]string{"cap", "ada", "two", "--key", "k"}, "want a whole number of GPUs"},
+		{[]string{"cap", "ada", "2", "--key", "cap-ada-2"}, "idempotency_conflict"},
+	} {
+		_, errOut, code := admin(t, db, tt.args...)
+		assert.Equal(t, 1, code, "%v", tt.args)
+		assert.Contains(t, errOut, tt.want)
+	}
+}

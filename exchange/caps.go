@@ -1,0 +1,65 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/trade"
+)
+
+// GPUCap is the unit currency of concurrent-GPU caps. A client with a
+// wallet in it may hold at most that wallet's balance of GPUs in
+// contracts at once: each contract reserves its GPUs from the wallet in
+// the same ledger transaction as its prepayment's escrow, so the check
+// and the escrow cannot race, and gives them back when it ends. A client
+// without such a wallet has no cap. bourse admin cap sets one.
+const GPUCap currency.Code = "GPU-CAP"
+
+// CapWallet is client's concurrent-GPU cap account.
+func CapWallet(client string) currency.AccountID { return currency.WalletID(GPUCap, client) }
+
+// capHoldGrace is how long a cap's hold outlives its contract's escrow:
+// the contract always ends first, releasing it, even by the fixed rule.
+const capHoldGrace = time.Hour
+
+// checkCap refuses an offer that would take client past its cap, before
+// the negotiation; capped says whether the client has one.
+func (h *House) checkCap(ctx context.Context, client string, gpus int) (capped bool, err error) {
+	bal, err := h.store.Ledger().Balance(ctx, CapWallet(client))
+	switch {
+	case bourse.ErrorCode(err) == bourse.ENotFound:
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if bal.Available.LessThan(decimal.NewFromInt(int64(gpus))) {
+		return true, capExceeded(bal, gpus)
+	}
+	return true, nil
+}
+
+func capExceeded(bal currency.Balance, gpus int) error {
+	total := bal.Available.Add(bal.Held)
+	return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.gpus",
+		Message: fmt.Sprintf("concurrent-GPU cap: %s of %s GPUs in use, %d more asked; GPUs free as your contracts end", bal.Held, total, gpus)}
+}
+
+// capReserve is the reserve of a contract's GPUs from its client's cap.
+func capReserve(c *trade.Contract, offerID string, deadline time.Time) currency.Reserve {
+	c.CapHold = "gpus/" + c.ID
+	return currency.Reserve{Key: "cap/" + offerID, Hold: currency.HoldID(c.CapHold), From: CapWallet(c.Client),
+		Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID}
+}
+
+// capRelease gives an ended contract's GPUs back to its client's cap.
+func capRelease(c *trade.Contract) []currency.Op {
+	if c.CapHold == "" {
+		return nil
+	}
+	return []currency.Op{currency.Void{Key: "cap-release/" + c.ID, Hold: currency.HoldID(c.CapHold), Memo: "contract " + c.ID + " ended"}}
+}
