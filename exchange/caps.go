@@ -56,10 +56,19 @@ func capReserve(c *trade.Contract, offerID string, deadline time.Time) currency.
 		Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID}
 }
 
-// capRelease gives an ended contract's GPUs back to its client's cap.
-func capRelease(c *trade.Contract) []currency.Op {
+// capRelease gives an ended contract's GPUs back to its client's cap, if
+// its hold is still open: a contract stuck past its escrow's deadline and
+// the cap's grace has had the cap's hold expired by the watchdog already
+// (as a hold no contract owns), and its settlement must not then fail on
+// it. A hold expired between this look and the settlement fails that
+// attempt once; the next finds it resolved.
+func (h *House) capRelease(c *trade.Contract) []currency.Op {
 	if c.CapHold == "" {
 		return nil
+	}
+	hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(c.CapHold))
+	if bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen {
+		return nil // released already, or forgotten (only resolved holds are)
 	}
 	return []currency.Op{currency.Void{Key: "cap-release/" + c.ID, Hold: currency.HoldID(c.CapHold), Memo: "contract " + c.ID + " ended"}}
 }

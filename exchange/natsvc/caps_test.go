@@ -104,3 +104,25 @@ func TestNoCap(t *testing.T) {
 		assert.Empty(t, r.Contract.CapHold)
 	}
 }
+
+// TestCapHoldExpiredFirst: if the watchdog expired a contract's cap hold
+// before the contract settled (stuck past both deadlines), the settlement
+// still goes through, and the GPUs are back either way.
+func TestCapHoldExpiredFirst(t *testing.T) {
+	m := newMarket(t, honest)
+	m.wallet("alice", "100")
+	m.capGPUs("alice", 2)
+	srv := m.scriptedServer("gpu1", 4, accept)
+	c := m.running(m.client("alice"), terms("alice"))
+	require.NotEmpty(t, c.CapHold)
+	_, err := currency.Do(context.Background(), m.ledger, currency.Expire{Key: "expire/" + c.CapHold, Hold: currency.HoldID(c.CapHold)})
+	require.Error(t, err, "not due yet: the ledger refuses")
+	_, err = currency.Do(context.Background(), m.ledger, currency.Void{Key: "watchdog/" + c.CapHold, Hold: currency.HoldID(c.CapHold)})
+	require.NoError(t, err) // as if it had expired
+	srv.publish(reading(c.ID, 1, "0.5", 1, true))
+	settled := m.settled(c.ID, 5*time.Second)
+	assert.Equal(t, trade.StateSettled, settled.State)
+	capBal := m.balance(exchange.CapWallet("alice"))
+	assert.True(t, capBal.Available.Equal(d("2")) && capBal.Held.IsZero(), "%+v", capBal)
+	m.audit()
+}
