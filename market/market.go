@@ -5,6 +5,7 @@
 package market
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +18,11 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/protocol"
@@ -63,11 +66,14 @@ type Market struct {
 	exchanges []*natsvc.Service
 	Tally     *Tally
 	cancelA   context.CancelFunc // agents
+	cancelC   context.CancelFunc // allowances
 	cancelB   context.CancelFunc // bidders
 	agents    sync.WaitGroup
 	bidders   sync.WaitGroup
-	Clients   []scenario.ClientSpec
-	Servers   []scenario.ServerSpec
+	// allowances pays the clients' allowances while the market runs.
+	allowances sync.WaitGroup
+	Clients    []scenario.ClientSpec
+	Servers    []scenario.ServerSpec
 
 	finalsMu sync.Mutex
 	finals   map[string]trade.Reading // by contract: each server's own record
@@ -117,6 +123,9 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		m.Stop(ctx)
 		return nil, err
 	}
+	actx, cancelAllowances := context.WithCancel(context.Background())
+	m.cancelC = cancelAllowances
+	m.payAllowances(actx)
 	if !cfg.External {
 		if _, err := m.AddExchange(ctx, cfg.Store); err != nil {
 			m.Stop(ctx)
@@ -220,8 +229,57 @@ func (m *Market) fund(ctx context.Context) error {
 		if _, err := currency.Do(ctx, l, currency.Grant(Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget")); err != nil {
 			return fmt.Errorf("market: fund %s: %w", c.ID, err)
 		}
+		if c.CapGPUs > 0 {
+			if err := capGPUs(ctx, l, c.ID, c.CapGPUs); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// capGPUs gives a client its concurrent-GPU cap, as bourse admin cap does.
+func capGPUs(ctx context.Context, l currency.Ledger, client string, n int) error {
+	if err := l.CreateCurrency(ctx, currency.Currency{Code: exchange.GPUCap, Scale: 0}); err != nil {
+		return fmt.Errorf("market: cap of %s: %w", client, err)
+	}
+	w, err := l.OpenAccount(ctx, currency.Account{ID: exchange.CapWallet(client), Currency: exchange.GPUCap, Kind: currency.Wallet})
+	if err != nil {
+		return fmt.Errorf("market: cap of %s: %w", client, err)
+	}
+	_, err = currency.Do(ctx, l, currency.Transfer{Key: "cap/" + client, From: currency.IssuanceID(exchange.GPUCap), To: w.ID,
+		Amount: decimal.NewFromInt(int64(n)), Memo: fmt.Sprintf("cap of %s: %d GPUs", client, n)})
+	if err != nil {
+		return fmt.Errorf("market: cap of %s: %w", client, err)
+	}
+	return nil
+}
+
+// payAllowances pays the clients' allowances every period until ctx ends,
+// as a scheduler running bourse admin allowance run would.
+func (m *Market) payAllowances(ctx context.Context) {
+	start := time.Now()
+	for _, c := range m.cfg.Clients {
+		a := c.Allowance
+		if a == nil {
+			continue
+		}
+		r := allowance.Rule{Wallet: currency.WalletID(Currency.Code, c.ID), A: a.A, B: a.B, Period: a.Period, Start: start}
+		m.allowances.Go(func() {
+			t := time.NewTicker(cmp.Or(a.Period, time.Hour))
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					if _, err := allowance.Accrue(ctx, m.cfg.Store.Ledger(), r, now); err != nil && ctx.Err() == nil {
+						m.log.Warn("allowance", "client", c.ID, "err", err)
+					}
+				}
+			}
+		})
+	}
 }
 
 func (m *Market) startServers() error {
@@ -313,6 +371,10 @@ func (m *Market) Stop(ctx context.Context) {
 	if m.cancelA != nil {
 		m.cancelA()
 		m.agents.Wait()
+	}
+	if m.cancelC != nil {
+		m.cancelC()
+		m.allowances.Wait()
 	}
 	m.waitSettled(ctx)
 	for _, ex := range m.exchanges {

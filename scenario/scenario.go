@@ -57,9 +57,12 @@ type ClientSpec struct {
 	// before its client gives up on it (a day if zero); a job with a
 	// deadline waits only while it could still finish in time.
 	Patience time.Duration
-	// Allowance, if set, pays the client's wallet an allowance in a
-	// simulation (package currency/allowance).
+	// Allowance, if set, pays the client's wallet an allowance (package
+	// currency/allowance): in a simulation, and in the demo market.
 	Allowance *Allowance
+	// CapGPUs, if positive, caps the GPUs the client may hold in contracts
+	// at once (exchange.GPUCap), in the demo market.
+	CapGPUs int
 }
 
 // Allowance is dx/dt = A − B·x on a wallet: A paid per hour, B the share

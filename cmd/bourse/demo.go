@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
@@ -15,6 +16,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/scenario"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -84,7 +86,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		defer closeStore()
 		store = s
 	}
-	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger})
+	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients()})
 	if err != nil {
 		return err
 	}
@@ -114,4 +116,21 @@ func auditLine(r currency.Report) string {
 		return fmt.Sprintf("audit: FAIL: %d holds still open after the market stopped\n%s", r.OpenHolds, r)
 	}
 	return r.String()
+}
+
+// demoClients are the default clients, one of them capped and one paid
+// an allowance, so that the demo shows both at work: cyd may hold 2 GPUs
+// at once, and bea is paid 0.50 every 5 seconds while 1% of its balance
+// decays each second (a = 360/h, b = 36/h: it tends to 10.00).
+func demoClients() []scenario.ClientSpec {
+	cs := scenario.DefaultClients()
+	for i := range cs {
+		switch cs[i].ID {
+		case "cyd":
+			cs[i].CapGPUs = 2
+		case "bea":
+			cs[i].Allowance = &scenario.Allowance{A: decimal.NewFromInt(360), B: decimal.NewFromInt(36), Period: 5 * time.Second}
+		}
+	}
+	return cs
 }

@@ -3,15 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // TestDemo runs the README's first command briefly: it must trade, settle
-// and end with a passing audit line.
+// and end with a passing audit line, and say what cyd's cap and bea's
+// allowance (paid every 5 seconds) did.
 func TestDemo(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"demo", "--duration", "3s"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"demo", "--duration", "6s"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit status %d; stderr %q\n%s", code, stderr.String(), stdout.String())
 	}
@@ -21,10 +23,14 @@ func TestDemo(t *testing.T) {
 	if !strings.HasPrefix(last, "audit: ") || !strings.HasSuffix(last, "(0 open): pass") {
 		t.Errorf("the last line is %q, want the audit passing with no hold open", last)
 	}
-	for _, want := range []string{"Settlement summary", "SERVER", "CLIENT", "contracts settled"} {
+	for _, want := range []string{"Settlement summary", "SERVER", "CLIENT", "contracts settled",
+		"cap: cyd may hold 2 GPUs at once", "allowance: bea: dx/dt = a − b·x with a = 360/h, b = 36/h (tends to a/b = 10.00)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
+	}
+	if !regexp.MustCompile(`allowance: bea: .* in [1-9]\d* payments`).MatchString(out) {
+		t.Errorf("bea's allowance was not paid in 6 s:\n%s", out)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/scenario"
 )
@@ -149,6 +151,31 @@ func (v *view) summary(ctx context.Context) {
 	fmt.Fprintln(v.out)
 	v.clients(ctx, v.out, s)
 	fmt.Fprintln(v.out)
+	v.policy(ctx, v.out)
+}
+
+// policy says what the clients' caps and allowances did.
+func (v *view) policy(ctx context.Context, w io.Writer) {
+	scale := market.Currency.Scale
+	for _, spec := range v.m.Clients {
+		if spec.CapGPUs > 0 {
+			fmt.Fprintf(w, "cap: %s may hold %d GPUs at once (wallet/GPU-CAP/%s); offers refused cap_exceeded in the market: %d\n",
+				spec.ID, spec.CapGPUs, spec.ID, v.m.Tally.Snapshot().Errors[bourse.ECapExceeded])
+		}
+		if a := spec.Allowance; a != nil {
+			r := allowance.Rule{A: a.A, B: a.B}
+			steady, _ := r.Steady()
+			paid, n := decimal.Zero, 0
+			es, _ := v.ledger.Statement(ctx, currency.WalletID(market.Currency.Code, spec.ID), 0, 10000)
+			for _, e := range es {
+				if strings.HasPrefix(e.Key, "allowance/") {
+					paid, n = paid.Add(e.Amount), n+1
+				}
+			}
+			fmt.Fprintf(w, "allowance: %s: dx/dt = a − b·x with a = %s/h, b = %s/h (tends to a/b = %s); net %s in %d payments\n",
+				spec.ID, a.A, a.B, amountText(steady, scale), amountText(paid, scale), n)
+		}
+	}
 }
 
 func progress(done, total time.Duration, width int) string {
