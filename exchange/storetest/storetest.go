@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Open", func(t *testing.T) { testOpen(t, open) })
 	t.Run("OpenIdempotent", func(t *testing.T) { testOpenIdempotent(t, open) })
 	t.Run("OpenReserveFails", func(t *testing.T) { testOpenReserveFails(t, open) })
+	t.Run("OpenReservesAllOrNone", func(t *testing.T) { testOpenReservesAllOrNone(t, open) })
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, open) })
 	t.Run("Update", func(t *testing.T) { testUpdate(t, open) })
 	t.Run("UpdateSettles", func(t *testing.T) { testUpdateSettles(t, open) })
@@ -648,4 +649,53 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 	assert.Equal(t, currency.HoldCaptured, h.Status)
 	f.balance(currency.RevenueID(gpu, server), "2.5", "0")
 	f.balance(w, "97.5", "0")
+}
+
+// testOpenReservesAllOrNone: Open with a cap's reserve beside the escrow
+// (exchange.GPUCap) applies both or neither: when the cap cannot take the
+// GPUs, the escrow that could be made is not kept, nor the contract; when
+// it can, both holds are open with the contract.
+func testOpenReservesAllOrNone(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	w := f.wallet("alice", "100")
+	const capCur currency.Code = "GPU-CAP"
+	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: capCur, Scale: 0}))
+	capW := currency.WalletID(capCur, "alice")
+	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: capW, Currency: capCur, Kind: currency.Wallet})
+	require.NoError(t, err)
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dec("3")})
+	require.NoError(t, err)
+	capReserve := func(c trade.Contract) currency.Reserve {
+		return currency.Reserve{Key: "cap/" + c.ID, Hold: currency.HoldID("gpus/" + c.ID), From: capW,
+			Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: c.StartDeadline.Add(25 * time.Hour)}
+	}
+
+	c1 := newContract("c1", "alice", t0) // 2 GPUs of the 3
+	_, created, err := f.s.Open(f.ctx, c1, reserve(c1, "escrow/c1"), capReserve(c1))
+	require.NoError(t, err)
+	require.True(t, created)
+	f.balance(w, "90", "10")
+	f.balance(capW, "1", "2")
+
+	c2 := newContract("c2", "alice", t0.Add(time.Second)) // 2 more: past the cap
+	_, created, err = f.s.Open(f.ctx, c2, reserve(c2, "escrow/c2"), capReserve(c2))
+	require.Error(t, err)
+	assert.False(t, created)
+	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
+	_, err = f.s.Contract(f.ctx, "c2")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "no contract")
+	_, err = f.l.Hold(f.ctx, "c2")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "the escrow that could be made was not kept")
+	f.balance(w, "90", "10")
+	f.balance(capW, "1", "2")
+
+	// Nothing of the failure is kept under the keys: once the cap has room,
+	// the same open goes through.
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap-raise", From: currency.IssuanceID(capCur), To: capW, Amount: dec("1")})
+	require.NoError(t, err)
+	_, created, err = f.s.Open(f.ctx, c2, reserve(c2, "escrow/c2"), capReserve(c2))
+	require.NoError(t, err)
+	assert.True(t, created)
+	f.balance(w, "80", "20")
+	f.balance(capW, "0", "4")
 }
