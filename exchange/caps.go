@@ -49,10 +49,48 @@ func capExceeded(bal currency.Balance, gpus int) error {
 		Message: fmt.Sprintf("concurrent-GPU cap: %s of %s GPUs in use, %d more asked; GPUs free as your contracts end", bal.Held, total, gpus)}
 }
 
+// SetGPUCap makes client's concurrent-GPU cap n, under idempotency key
+// key: the cap currency and the client's cap wallet are made where they
+// are missing, and the wallet is minted up to n (or burned down to it)
+// from the currency's issuance account. Lowering a cap below the GPUs in
+// use is refused until enough contracts end: held GPUs cannot be burned.
+// It returns the cap wallet's balance after.
+func SetGPUCap(ctx context.Context, l currency.Ledger, client string, n int, key string) (currency.Balance, error) {
+	if n < 0 {
+		return currency.Balance{}, &bourse.Error{Code: bourse.EInvalid, Field: "gpus", Message: fmt.Sprintf("a cap of %d GPUs", n)}
+	}
+	if err := l.CreateCurrency(ctx, currency.Currency{Code: GPUCap, Scale: 0}); err != nil {
+		return currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
+	}
+	w := CapWallet(client)
+	if _, err := l.OpenAccount(ctx, currency.Account{ID: w, Currency: GPUCap, Kind: currency.Wallet}); err != nil {
+		return currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
+	}
+	bal, err := l.Balance(ctx, w)
+	if err != nil {
+		return currency.Balance{}, err
+	}
+	delta := decimal.NewFromInt(int64(n)).Sub(bal.Available.Add(bal.Held))
+	t := currency.Transfer{Key: key, From: currency.IssuanceID(GPUCap), To: w, Amount: delta, Memo: fmt.Sprintf("cap of %s set to %d GPUs", client, n)}
+	switch {
+	case delta.IsZero():
+		return bal, nil
+	case delta.IsNegative() && bal.Available.LessThan(delta.Neg()):
+		return bal, &bourse.Error{Code: bourse.EConflict, Field: "gpus",
+			Message: fmt.Sprintf("%s holds %s GPUs in contracts now: a cap of %d waits until they end", client, bal.Held, n)}
+	case delta.IsNegative():
+		t.From, t.To, t.Amount = w, currency.IssuanceID(GPUCap), delta.Neg()
+	}
+	if _, err := currency.Do(ctx, l, t); err != nil {
+		return bal, fmt.Errorf("cap of %s: %w", client, err)
+	}
+	return l.Balance(ctx, w)
+}
+
 // capReserve is the reserve of a contract's GPUs from its client's cap.
 func capReserve(c *trade.Contract, offerID string, deadline time.Time) currency.Reserve {
 	c.CapHold = "gpus/" + c.ID
-	return currency.Reserve{Key: "cap/" + offerID, Hold: currency.HoldID(c.CapHold), From: CapWallet(c.Client),
+	return currency.Reserve{Key: "cap-reserve/" + offerID, Hold: currency.HoldID(c.CapHold), From: CapWallet(c.Client),
 		Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID}
 }
 

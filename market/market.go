@@ -18,7 +18,6 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/currency"
@@ -230,27 +229,10 @@ func (m *Market) fund(ctx context.Context) error {
 			return fmt.Errorf("market: fund %s: %w", c.ID, err)
 		}
 		if c.CapGPUs > 0 {
-			if err := capGPUs(ctx, l, c.ID, c.CapGPUs); err != nil {
-				return err
+			if _, err := exchange.SetGPUCap(ctx, l, c.ID, c.CapGPUs, "cap-set/"+c.ID); err != nil {
+				return fmt.Errorf("market: %w", err)
 			}
 		}
-	}
-	return nil
-}
-
-// capGPUs gives a client its concurrent-GPU cap, as bourse admin cap does.
-func capGPUs(ctx context.Context, l currency.Ledger, client string, n int) error {
-	if err := l.CreateCurrency(ctx, currency.Currency{Code: exchange.GPUCap, Scale: 0}); err != nil {
-		return fmt.Errorf("market: cap of %s: %w", client, err)
-	}
-	w, err := l.OpenAccount(ctx, currency.Account{ID: exchange.CapWallet(client), Currency: exchange.GPUCap, Kind: currency.Wallet})
-	if err != nil {
-		return fmt.Errorf("market: cap of %s: %w", client, err)
-	}
-	_, err = currency.Do(ctx, l, currency.Transfer{Key: "cap/" + client, From: currency.IssuanceID(exchange.GPUCap), To: w.ID,
-		Amount: decimal.NewFromInt(int64(n)), Memo: fmt.Sprintf("cap of %s: %d GPUs", client, n)})
-	if err != nil {
-		return fmt.Errorf("market: cap of %s: %w", client, err)
 	}
 	return nil
 }

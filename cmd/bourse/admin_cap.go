@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
@@ -34,31 +33,8 @@ then. --key makes the change idempotent, as a grant's.`,
 			if key == "" {
 				return errors.New("--key is required: an idempotency key makes a repeated change safe (e.g. cap-alice-2026-12)")
 			}
-			if err := l.CreateCurrency(ctx, currency.Currency{Code: exchange.GPUCap, Scale: 0}); err != nil {
-				return err
-			}
-			w := exchange.CapWallet(args[0])
-			if _, err := l.OpenAccount(ctx, currency.Account{ID: w, Currency: exchange.GPUCap, Kind: currency.Wallet}); err != nil {
-				return err
-			}
-			bal, err := l.Balance(ctx, w)
+			bal, err := exchange.SetGPUCap(ctx, l, args[0], n, key)
 			if err != nil {
-				return err
-			}
-			delta := decimal.NewFromInt(int64(n)).Sub(bal.Available.Add(bal.Held))
-			t := currency.Transfer{Key: key, From: currency.IssuanceID(exchange.GPUCap), To: w, Amount: delta, Memo: fmt.Sprintf("cap of %s set to %d GPUs", args[0], n)}
-			if delta.IsNegative() {
-				if bal.Available.LessThan(delta.Neg()) {
-					return fmt.Errorf("%s holds %s GPUs in contracts now: a cap of %d waits until they end", args[0], bal.Held, n)
-				}
-				t.From, t.To, t.Amount = w, currency.IssuanceID(exchange.GPUCap), delta.Neg()
-			}
-			if !delta.IsZero() {
-				if _, err := currency.Do(ctx, l, t); err != nil {
-					return err
-				}
-			}
-			if bal, err = l.Balance(ctx, w); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s may hold %s GPUs at once; %s in use\n", args[0], bal.Available.Add(bal.Held), bal.Held)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,13 +17,9 @@ import (
 )
 
 // capGPUs gives client a concurrent-GPU cap of n, as bourse admin cap does.
-func (m *market) capGPUs(client string, n int64) {
+func (m *market) capGPUs(client string, n int) {
 	m.t.Helper()
-	ctx := context.Background()
-	require.NoError(m.t, m.ledger.CreateCurrency(ctx, currency.Currency{Code: exchange.GPUCap, Scale: 0}))
-	w, err := m.ledger.OpenAccount(ctx, currency.Account{ID: exchange.CapWallet(client), Currency: exchange.GPUCap, Kind: currency.Wallet})
-	require.NoError(m.t, err)
-	_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "cap/" + client, From: currency.IssuanceID(exchange.GPUCap), To: w.ID, Amount: decimal.NewFromInt(n)})
+	_, err := exchange.SetGPUCap(context.Background(), m.ledger, client, n, "cap-set/"+client)
 	require.NoError(m.t, err)
 }
 
@@ -72,6 +67,8 @@ func TestCapUnderConcurrency(t *testing.T) {
 		_, err := alice.Offer(context.Background(), "one-more", terms("alice"))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "4 of 4 GPUs in use")
+		_, err = exchange.SetGPUCap(context.Background(), m.ledger, "alice", 2, "cap-lower")
+		assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "GPUs in use cannot be taken back: %v", err)
 
 		for _, c := range made[:2] {
 			waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
