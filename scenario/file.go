@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"time"
 
@@ -85,14 +86,7 @@ type ClientFile struct {
 	Patience time.Duration   `yaml:"patience"`
 	// Allowance pays the wallet a per hour and decays it by b per hour
 	// (dx/dt = a − b·x), every period (an hour).
-	Allowance *AllowanceFile `yaml:"allowance"`
-}
-
-// AllowanceFile is a client's allowance as a scenario writes it.
-type AllowanceFile struct {
-	A      decimal.Decimal `yaml:"a"`
-	B      decimal.Decimal `yaml:"b"`
-	Period time.Duration   `yaml:"period"`
+	Allowance *Allowance `yaml:"allowance"`
 }
 
 // StrategyRef is a client's strategy: its kind alone (fixed, cheapest,
@@ -164,10 +158,17 @@ func Parse(data []byte, name string) (*File, error) {
 	return &f, nil
 }
 
+// fileName is what a scenario's and its policies' names may be.
+var fileName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+
 // check finds what decoding cannot: missing and impossible settings.
 func (f *File) check() error {
 	if f.Name == "" {
 		return fieldErr("name", "a scenario needs a name (it titles the report)")
+	}
+	// Names become file names: the report's folder, the contract logs.
+	if !fileName.MatchString(f.Name) {
+		return fieldErr("name", "%q: want letters, digits, '.', '_' or '-' (it names the report's folder)", f.Name)
 	}
 	for _, d := range []struct {
 		path string
@@ -178,6 +179,9 @@ func (f *File) check() error {
 		}
 	}
 	for name, p := range f.Policies {
+		if !fileName.MatchString(name) {
+			return fieldErr("policies", "%q: want letters, digits, '.', '_' or '-' (it names the policy's files)", name)
+		}
 		if _, err := p.Build(); err != nil {
 			return fieldErr("policies."+name, "%v", err)
 		}
@@ -316,9 +320,5 @@ func (c ClientFile) spec() (ClientSpec, error) {
 	if err != nil {
 		return ClientSpec{}, fmt.Errorf("client %s: %w", c.ID, err)
 	}
-	spec := ClientSpec{ID: c.ID, Budget: c.Budget, Value: c.Value, Strategy: s, Patience: c.Patience}
-	if a := c.Allowance; a != nil {
-		spec.Allowance = &Allowance{A: a.A, B: a.B, Period: a.Period}
-	}
-	return spec, nil
+	return ClientSpec{ID: c.ID, Budget: c.Budget, Value: c.Value, Strategy: s, Patience: c.Patience, Allowance: c.Allowance}, nil
 }

@@ -82,6 +82,8 @@ func TestParseErrors(t *testing.T) {
 		{"WorkloadField", "rate: 0.1}", "rate: -1}", `17: workload.generator.arrivals.rate`},
 		{"BadDuration", "mean: 10m}", "mean: ten}", `t.yaml:`},
 		{"NoName", "name: t", "name: \"\"", `1: name: a scenario needs a name`},
+		{"NameNotAFileName", "name: t", "name: ../etc", `1: name: "../etc": want letters, digits`},
+		{"PolicyNameNotAFileName", "  surge: {kind", "  su/rge: {kind", `2: policies: "su/rge": want letters`},
 		{"DuplicateKey", "  jobs: 10", "  jobs: 10\n  jobs: 20", `already defined`},
 		{"SecondDocument", "    clients: {ada: 1, bea: 1}", "    clients: {ada: 1, bea: 1}\n---\nname: u", `20: one scenario per file`},
 	}

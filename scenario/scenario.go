@@ -69,8 +69,9 @@ type ClientSpec struct {
 // of the balance that decays per hour, paid every Period (an hour if
 // zero).
 type Allowance struct {
-	A, B   decimal.Decimal
-	Period time.Duration
+	A      decimal.Decimal `yaml:"a"`
+	B      decimal.Decimal `yaml:"b"`
+	Period time.Duration   `yaml:"period"`
 }
 
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }

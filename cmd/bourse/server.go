@@ -340,20 +340,17 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return fmt.Errorf("server config: nats: %w", err)
 	}
 	opts = append(opts, tlsOpts...)
-	var signer *signing.Signer
+	cfg := agent.Config{URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log}
 	if key := cmp.Or(c.SigningKey, c.NATS.Creds); key != "" {
 		s, err := signing.LoadSigner(key)
 		if err != nil {
 			return fmt.Errorf("server config: signing_key: %w", err)
 		}
-		signer = &s
-		log.Info("signing readings", "key", s.PublicKey())
+		cfg.Signer = s
+		log.Info("signing readings and accepts", "key", s.PublicKey())
 	}
-	ag, err := agent.New(agent.Config{
-		Signer: signerOrNil(signer),
-		URL:    c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
-		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log,
-	})
+	ag, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -364,12 +361,4 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	log.Info("server stopped", "id", c.ID)
 	return nil
-}
-
-// signerOrNil keeps a nil *Signer from becoming a non-nil interface.
-func signerOrNil(s *signing.Signer) interface{ Sign([]byte) (string, error) } {
-	if s == nil {
-		return nil
-	}
-	return *s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -239,23 +240,17 @@ scenario whose workload is trace: {format: ..., file: ...}.`,
 				return err
 			}
 			defer closer.Close()
-			var w io.Writer = cmd.OutOrStdout()
+			w, closeOut := cmd.OutOrStdout(), func() error { return nil }
 			if out != "" && out != "-" {
 				file, err := os.Create(out)
 				if err != nil {
 					return fmt.Errorf("gen: %w", err)
 				}
-				defer file.Close()
-				w = file
+				w, closeOut = file, file.Close
 			}
 			n, err := workload.Write(w, f, src)
-			if err != nil {
+			if err = errors.Join(err, closeOut()); err != nil {
 				return fmt.Errorf("gen: after %d jobs: %w", n, err)
-			}
-			if c, ok := w.(io.Closer); ok && w != cmd.OutOrStdout() {
-				if err := c.Close(); err != nil {
-					return fmt.Errorf("gen: %w", err)
-				}
 			}
 			if out != "" && out != "-" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d jobs written to %s (%s)\n", n, out, f)
