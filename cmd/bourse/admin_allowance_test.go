@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,12 +15,7 @@ import (
 // on PostgreSQL, each period once however often the run is repeated.
 func TestAdminAllowance(t *testing.T) {
 	db := pgtest.FreshDB(t)
-	ok := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := admin(t, db, args...)
-		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
-		return out
-	}
+	ok := adminOK(t, db)
 	ok("currency", "CRED", "--scale", "2")
 	ok("open", "ada", "--currency", "CRED")
 	rules := filepath.Join(t.TempDir(), "allowances.yaml")

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/internal/pgtest"
 )
@@ -14,12 +12,7 @@ import (
 // PostgreSQL, each change once under its key.
 func TestAdminCap(t *testing.T) {
 	db := pgtest.FreshDB(t)
-	ok := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := admin(t, db, args...)
-		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
-		return out
-	}
+	ok := adminOK(t, db)
 	assert.Equal(t, "ada may hold 3 GPUs at once; 0 in use\n", ok("cap", "ada", "3", "--key", "cap-ada-1"))
 	assert.Equal(t, "ada may hold 3 GPUs at once; 0 in use\n", ok("cap", "ada", "3", "--key", "cap-ada-1"), "the same again")
 	assert.Equal(t, "ada may hold 8 GPUs at once; 0 in use\n", ok("cap", "ada", "8", "--key", "cap-ada-2"))

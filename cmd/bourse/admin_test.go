@@ -12,12 +12,29 @@ import (
 	"github.com/bourse/bourse/internal/pgtest"
 )
 
+// bourseCmd runs a command line in this process and returns what it
+// wrote and its exit status.
+func bourseCmd(args ...string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
 // admin runs `bourse admin --db URL args…`.
 func admin(t *testing.T, dbURL string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = run(context.Background(), append([]string{"admin", "--db", dbURL}, args...), &out, &errOut)
-	return out.String(), errOut.String(), code
+	return bourseCmd(append([]string{"admin", "--db", dbURL}, args...)...)
+}
+
+// adminOK is admin for commands that must succeed: it returns their
+// standard output.
+func adminOK(t *testing.T, dbURL string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, errOut, code := admin(t, dbURL, args...)
+		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
+		return out
+	}
 }
 
 // TestAdminGrant is docs/operations.md's new deployment: a grant repeated
@@ -26,12 +43,7 @@ func admin(t *testing.T, dbURL string, args ...string) (stdout, stderr string, c
 // the currency's scale (the SQL ledger reads them with 18 places).
 func TestAdminGrant(t *testing.T) {
 	dbURL := pgtest.FreshDB(t)
-	ok := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := admin(t, dbURL, args...)
-		require.Equal(t, 0, code, "bourse admin %s: %s", strings.Join(args, " "), errOut)
-		return out
-	}
+	ok := adminOK(t, dbURL)
 	ok("currency", "CRED", "--scale", "2")
 	ok("open", "acme", "--currency", "CRED")
 	ok("open", "alice", "--currency", "CRED", "--parent", "acme")

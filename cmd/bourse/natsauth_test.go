@@ -2,7 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -33,9 +32,8 @@ func TestNATSAuthCommand(t *testing.T) {
 		{[]string{"user", t.TempDir(), "--client", "bob"}, "run bourse admin nats-auth init first"},
 		{[]string{"init", t.TempDir(), "--resolver", "url"}, `resolver "url": want memory or full`},
 	} {
-		var o, e strings.Builder
-		code := run(t.Context(), append([]string{"admin", "nats-auth"}, tt.args...), &o, &e)
+		_, errOut, code := bourseCmd(append([]string{"admin", "nats-auth"}, tt.args...)...)
 		assert.Equal(t, 1, code)
-		assert.Contains(t, e.String(), tt.want)
+		assert.Contains(t, errOut, tt.want)
 	}
 }

@@ -23,21 +23,20 @@ func TestNATSConfigShipped(t *testing.T) {
 // random, printed once to stderr and kept only as a bcrypt hash, and
 // nats-server reads the file.
 func TestNATSConfigHashed(t *testing.T) {
-	var out, errOut strings.Builder
-	code := run(t.Context(), []string{"admin", "nats-config", "--client", "alice", "--server", "gpu1"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	out, errOut, code := bourseCmd("admin", "nats-config", "--client", "alice", "--server", "gpu1")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	require.Len(t, lines, 3, "exchange, alice, gpu1")
 	for _, l := range lines {
 		user, pw, ok := strings.Cut(l, " ")
 		require.True(t, ok, l)
 		assert.GreaterOrEqual(t, len(pw), 20)
-		assert.NotContains(t, out.String(), pw, "%s's password in the clear", user)
+		assert.NotContains(t, out, pw, "%s's password in the clear", user)
 	}
-	assert.Contains(t, out.String(), `password: "$2a$11$`)
+	assert.Contains(t, out, `password: "$2a$11$`)
 
 	file := t.TempDir() + "/nats.conf"
-	require.NoError(t, os.WriteFile(file, []byte(out.String()), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
 	opts, err := server.ProcessConfigFile(file)
 	require.NoError(t, err)
 	assert.Len(t, opts.Users, 3)
@@ -53,9 +52,8 @@ func TestNATSConfigErrors(t *testing.T) {
 		{[]string{"--client", "Alice.Smith"}, `client "Alice.Smith"`},
 		{[]string{"--exchange-user", "bob", "--client", "bob"}, `"bob" twice`},
 	} {
-		var out, errOut strings.Builder
-		code := run(t.Context(), append([]string{"admin", "nats-config"}, tt.args...), &out, &errOut)
+		_, errOut, code := bourseCmd(append([]string{"admin", "nats-config"}, tt.args...)...)
 		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut.String(), tt.want)
+		assert.Contains(t, errOut, tt.want)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,12 +14,9 @@ import (
 	"github.com/bourse/bourse/sim/workload"
 )
 
-// sim runs `bourse sim args…`.
-func simCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = run(context.Background(), append([]string{"sim"}, args...), &out, &errOut)
-	return out.String(), errOut.String(), code
+// simCmd runs `bourse sim args…`.
+func simCmd(args ...string) (stdout, stderr string, code int) {
+	return bourseCmd(append([]string{"sim"}, args...)...)
 }
 
 // TestSimRunTwice is the promise a simulation makes: the same scenario and
@@ -29,7 +25,7 @@ func TestSimRunTwice(t *testing.T) {
 	scenario := "../../examples/sim/helios-fairshare.yaml"
 	dirs := []string{t.TempDir(), t.TempDir()}
 	for _, d := range dirs {
-		out, errOut, code := simCmd(t, "compare", scenario, "-o", d, "--contract-log")
+		out, errOut, code := simCmd("compare", scenario, "-o", d, "--contract-log")
 		require.Equal(t, 0, code, errOut)
 		assert.Regexp(t, `(?m)^metric +fair-use +posted +surge$`, out)
 		assert.Regexp(t, `(?m)^jobs completed +\d+ +\d+ +\d+$`, out)
@@ -59,7 +55,7 @@ func TestSimRunTwice(t *testing.T) {
 		assert.True(t, bytes.Equal(a, b), "%s differs between two runs of one seed", n)
 	}
 
-	out, errOut, code := simCmd(t, "run", scenario, "--policy", "surge", "--seed", "7", "--json", "-o", t.TempDir())
+	out, errOut, code := simCmd("run", scenario, "--policy", "surge", "--seed", "7", "--json", "-o", t.TempDir())
 	require.Equal(t, 0, code, errOut)
 	var rs []struct {
 		Policy string
@@ -72,17 +68,17 @@ func TestSimRunTwice(t *testing.T) {
 }
 
 func TestSimErrors(t *testing.T) {
-	_, errOut, code := simCmd(t, "run", "../../examples/sim/helios-fairshare.yaml", "--policy", "auction", "-o", t.TempDir())
+	_, errOut, code := simCmd("run", "../../examples/sim/helios-fairshare.yaml", "--policy", "auction", "-o", t.TempDir())
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `no policy "auction"`)
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("name: x\nserverz: []\n"), 0o644))
-	_, errOut, code = simCmd(t, "run", bad)
+	_, errOut, code = simCmd("run", bad)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "bad.yaml:2: serverz: no such field")
 
-	_, errOut, code = simCmd(t, "gen", "../../examples/sim/posted-vs-surge.yaml", "--format", "csv")
+	_, errOut, code = simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--format", "csv")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `--format "csv": want alibaba, helios or jsonl`)
 }
@@ -93,7 +89,7 @@ func TestSimGen(t *testing.T) {
 	for _, f := range []workload.Format{workload.Alibaba, workload.Helios, workload.JSONL} {
 		t.Run(string(f), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "w."+string(f))
-			_, errOut, code := simCmd(t, "gen", "../../examples/sim/posted-vs-surge.yaml", "--format", string(f), "--jobs", "50", "--seed", "3", "-o", path)
+			_, errOut, code := simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--format", string(f), "--jobs", "50", "--seed", "3", "-o", path)
 			require.Equal(t, 0, code, errOut)
 			assert.Contains(t, errOut, "50 jobs written to "+path)
 			file, err := os.Open(path)
@@ -111,9 +107,9 @@ func TestSimGen(t *testing.T) {
 			assert.Equal(t, 50, n)
 		})
 	}
-	a, _, code := simCmd(t, "gen", "../../examples/sim/posted-vs-surge.yaml", "--jobs", "20")
+	a, _, code := simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--jobs", "20")
 	require.Equal(t, 0, code)
-	b, _, _ := simCmd(t, "gen", "../../examples/sim/posted-vs-surge.yaml", "--jobs", "20")
+	b, _, _ := simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--jobs", "20")
 	assert.Equal(t, a, b, "one seed, one workload")
 	assert.Equal(t, 20, strings.Count(a, "\n"))
 }

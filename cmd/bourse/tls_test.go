@@ -41,14 +41,10 @@ func TestMarketOverTLS(t *testing.T) {
 	tlsFlags := []string{"--nats", url, "--nats-ca", files.CA, "--nats-cert", files.ClientCert, "--nats-key", files.ClientKey}
 
 	db := pgtest.FreshDB(t)
-	for _, args := range [][]string{
-		{"currency", "CRED", "--scale", "2"},
-		{"open", "ada", "--currency", "CRED"},
-		{"grant", "ada", "100", "--currency", "CRED", "--key", "grant-ada"},
-	} {
-		_, errOut, code := admin(t, db, args...)
-		require.Equal(t, 0, code, errOut)
-	}
+	ok := adminOK(t, db)
+	ok("currency", "CRED", "--scale", "2")
+	ok("open", "ada", "--currency", "CRED")
+	ok("grant", "ada", "100", "--currency", "CRED", "--key", "grant-ada")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -92,9 +88,7 @@ signing_key: `+seedFile+`
 	serverLog, serverExited, serverCode := start("server", "server", "--config", config)
 
 	bid := func(args ...string) (string, string, int) {
-		var out, errOut bytes.Buffer
-		code := run(context.Background(), append(append([]string{"bid", "--id", "ada", "--nats-user", "ada", "--nats-password", "ada-secret"}, tlsFlags...), args...), &out, &errOut)
-		return out.String(), errOut.String(), code
+		return bourseCmd(append(append([]string{"bid", "--id", "ada", "--nats-user", "ada", "--nats-password", "ada-secret"}, tlsFlags...), args...)...)
 	}
 	var offer string
 	deadline := time.Now().Add(20 * time.Second)
@@ -123,7 +117,7 @@ signing_key: `+seedFile+`
 	assert.Regexp(t, `"signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "the settled contract keeps gpu-tls's signed reading")
 	assert.Regexp(t, `"accept_signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "and its signed accept")
 
-	_, errOut, code = run2("admin", "signing-key", "gpu-tls", "--out", seedFile)
+	_, errOut, code = bourseCmd("admin", "signing-key", "gpu-tls", "--out", seedFile)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "a key is never overwritten")
 
@@ -140,11 +134,4 @@ signing_key: `+seedFile+`
 	_, errOut, code = bid("--nats-key", "", "balance")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--nats-cert and --nats-key go together")
-}
-
-// run2 runs the command line and returns its output, errors and status.
-func run2(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut)
-	return out.String(), errOut.String(), code
 }
