@@ -12,6 +12,7 @@
 package natsauth
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -175,7 +176,7 @@ func User(dir, role, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the market's account key: %w (run bourse admin nats-auth init first)", err)
 	}
-	acc, err := nkeys.FromSeed(bytesTrim(accSeed))
+	acc, err := nkeys.FromSeed(bytes.TrimSpace(accSeed))
 	if err != nil {
 		return "", fmt.Errorf("account.nk: %w", err)
 	}
@@ -298,5 +299,3 @@ func (w *writer) file(name, content string, mode os.FileMode) {
 	}
 	w.wrote = append(w.wrote, path)
 }
-
-func bytesTrim(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }

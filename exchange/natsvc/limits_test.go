@@ -311,3 +311,18 @@ func TestUsageStreamUpgrade(t *testing.T) {
 	assert.Equal(t, jetstream.InterestPolicy, info.Config.Retention)
 	assert.Equal(t, int64(1<<30), info.Config.MaxBytes)
 }
+
+// TestHeartbeatFlood: a server's heartbeats count against its rate: a
+// flood of them is ignored past it, counted, and the server stays
+// registered on the ones within it.
+func TestHeartbeatFlood(t *testing.T) {
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 10, Burst: 10})
+	srv := m.scriptedServer("gpu1", 2, accept)
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus)})
+	for range 400 {
+		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
+	}
+	require.NoError(t, srv.nc.Flush())
+	waitFor(t, "the flood counted", func() bool { return refused(t, reg, "heartbeat") >= 300 })
+	assert.Equal(t, 1, m.ex.LiveServers())
+}

@@ -91,6 +91,7 @@ type Service struct {
 	limiter  *buckets       // each party's request rate
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
+	logLines *buckets       // each party's refusals logged
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
 	svc      micro.Service
@@ -111,12 +112,13 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
 			Help: "Requests refused because too many were in flight."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_refused_total",
-			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
+			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), heartbeat (a server's heartbeats over its rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
-		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst)}
+		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
+		logLines: newBuckets(1, 5)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	house, err := exchange.New(hc)
@@ -195,6 +197,7 @@ func (s *Service) sweep(ctx context.Context) {
 			s.limiter.sweep(now)
 			s.answers.sweep(now)
 			s.readings.sweep(now)
+			s.logLines.sweep(now)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func (s *Service) guard(h micro.HandlerFunc) micro.HandlerFunc {
 		reply := r.Reply()
 		if !ok || (reply != "" && !strings.HasPrefix(reply, protocol.InboxPrefix(id)+".")) {
 			s.refused.WithLabelValues("reply_subject").Inc()
-			s.cfg.Logger.Warn("request with a reply subject outside the sender's inbox refused, not answered",
+			s.warn(role+"."+id, "request with a reply subject outside the sender's inbox refused, not answered",
 				"subject", r.Subject(), "reply", reply)
 			return
 		}
@@ -69,5 +69,14 @@ func (s *Service) guard(h micro.HandlerFunc) micro.HandlerFunc {
 			return
 		}
 		h(r)
+	}
+}
+
+// warn logs a refusal of party's, at most a line a second per party (a
+// burst of 5): a flood of refusals is counted in full by the metrics and
+// must not become a flood of log lines.
+func (s *Service) warn(party, msg string, args ...any) {
+	if ok, _ := s.logLines.take(party, s.cfg.Now()); ok {
+		s.cfg.Logger.Warn(msg, args...)
 	}
 }

@@ -36,6 +36,13 @@ func (s *Service) handleHeartbeat(m *nats.Msg) {
 	if !ok || role != protocol.RoleServer {
 		return
 	}
+	// Heartbeats count against the server's rate as its requests do: a
+	// server speaks once a second, one that floods is not heard.
+	if ok, _ := s.limiter.take(role+"."+id, s.cfg.Now()); !ok {
+		s.refused.WithLabelValues("heartbeat").Inc()
+		s.warn(role+"."+id, "heartbeats over the server's rate ignored", "server", id)
+		return
+	}
 	h, err := protocol.DecodeHello(m.Data)
 	if err != nil {
 		return

@@ -123,7 +123,7 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	// acknowledgements that every server shares.
 	if ok, _ := s.readings.take(server, s.cfg.Now()); !ok {
 		s.refused.WithLabelValues("readings").Inc()
-		s.house.Config().Logger.Warn("reading over the server's rate refused", "server", server, "contract", id)
+		s.warn("server."+server, "reading over the server's rate refused", "server", server, "contract", id)
 		_ = m.Term()
 		return
 	}
