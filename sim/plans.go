@@ -37,7 +37,10 @@ func Plans(f *scenario.File, policies []string, opt PlanOptions) ([]Plan, error)
 	}
 	var plans []Plan
 	for _, pol := range policies {
-		// Fail before any run starts if a policy is unknown.
+		if _, ok := f.Policies[pol]; pol != "" && !ok {
+			return nil, fmt.Errorf("--policy %q: %s has no such policy (it has %v)", pol, f.Name, f.PolicyNames())
+		}
+		// Fail before any run starts if a server's own policy is wrong.
 		if _, _, _, err := f.Market(pol); err != nil {
 			return nil, err
 		}

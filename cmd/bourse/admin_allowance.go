@@ -115,15 +115,19 @@ machines if you like: a late or repeated run pays what is due, once.`,
 
 	var rulesFile, at string
 	var asJSON bool
+	var rules []allowance.Rule
 	run := &cobra.Command{
 		Use:   "run --rules FILE",
 		Short: "Pay every period that has ended of the allowances in FILE, and list what this run paid",
 		Args:  cobra.NoArgs,
+		// The rules are read before the database is opened, so that a
+		// mistake in them is what the command says.
+		PreRunE: func(*cobra.Command, []string) (err error) {
+			rules, err = readAllowances(rulesFile)
+			return err
+		},
 		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, _ []string) error {
-			rules, err := readAllowances(rulesFile)
-			if err != nil {
-				return err
-			}
+			var err error
 			now := time.Now()
 			if at != "" {
 				if now, err = time.Parse(time.RFC3339, at); err != nil {

@@ -32,10 +32,10 @@ func TestAdminAllowance(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("allowances:\n  - {wallet: ada, currency: CRED, a: \"-1\", start: 2026-01-01T00:00:00Z}\n"), 0o644))
-	_, errOut, code := admin(t, db, "allowance", "run", "--rules", bad)
+	_, errOut, code := bourseCmd("admin", "--db", "postgres://nobody@127.0.0.1:1/none", "allowance", "run", "--rules", bad)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "allowances[0]")
-	assert.Contains(t, errOut, "a is negative")
+	assert.Contains(t, errOut, "a is negative", "the rules are checked before the database is reached")
 }
 
 func TestAllowanceRulesOneAWallet(t *testing.T) {
