@@ -20,6 +20,11 @@ type Ledger interface {
 	Currency(ctx context.Context, code Code) (Currency, error)
 	OpenAccount(ctx context.Context, a Account) (Account, error)
 	Account(ctx context.Context, id AccountID) (Account, error)
+	// Currencies lists every currency, by code.
+	Currencies(ctx context.Context) ([]Currency, error)
+	// Accounts lists accounts in ID order, a page at a time (see
+	// AccountQuery), for consoles and reports.
+	Accounts(ctx context.Context, q AccountQuery) ([]Account, error)
 	Apply(ctx context.Context, ops ...Op) ([]Result, error)
 	Balance(ctx context.Context, id AccountID) (Balance, error)
 	Hold(ctx context.Context, id HoldID) (Hold, error)
@@ -47,4 +52,33 @@ func Do(ctx context.Context, l Ledger, op Op) (Result, error) {
 // NotFound is the error of lookups that find nothing.
 func NotFound(op, what string) error {
 	return &bourse.Error{Code: bourse.ENotFound, Op: op, Message: "no " + what}
+}
+
+// AccountQuery selects a page of accounts: those of Currency and Kind
+// (either empty for any) with an ID after After, at most Limit of them
+// (DefaultPage when zero or above MaxPage).
+type AccountQuery struct {
+	Currency Code
+	Kind     Kind
+	After    AccountID
+	Limit    int
+}
+
+// Page sizes of listings.
+const (
+	DefaultPage = 100
+	MaxPage     = 1000
+)
+
+// PageLimit is q's limit within [1, MaxPage].
+func (q AccountQuery) PageLimit() int {
+	if q.Limit <= 0 {
+		return DefaultPage
+	}
+	return min(q.Limit, MaxPage)
+}
+
+// Match reports whether a is one of the accounts q selects, its page aside.
+func (q AccountQuery) Match(a Account) bool {
+	return (q.Currency == "" || a.Currency == q.Currency) && (q.Kind == "" || a.Kind == q.Kind) && a.ID > q.After
 }

@@ -110,3 +110,9 @@ func (s *spread) Statement(ctx context.Context, id currency.AccountID, after int
 	return s.next().Statement(ctx, id, after, limit)
 }
 func (s *spread) Audit(ctx context.Context) (currency.Report, error) { return s.next().Audit(ctx) }
+func (s *spread) Currencies(ctx context.Context) ([]currency.Currency, error) {
+	return s.next().Currencies(ctx)
+}
+func (s *spread) Accounts(ctx context.Context, q currency.AccountQuery) ([]currency.Account, error) {
+	return s.next().Accounts(ctx, q)
+}
