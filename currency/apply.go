@@ -83,6 +83,8 @@ func (a applier) apply(ctx context.Context, op Op) (Result, error) {
 		return a.resolve(ctx, o.Key, o.Hold, HoldVoided, "", decimal.Zero, o.Memo)
 	case Expire:
 		return a.resolve(ctx, o.Key, o.Hold, HoldExpired, "", decimal.Zero, "expired")
+	case Exchange:
+		return a.exchange(ctx, o)
 	}
 	return Result{}, &bourse.Error{Code: bourse.EInvalid, Message: fmt.Sprintf("unknown operation %T", op)}
 }
@@ -307,6 +309,8 @@ func memoOf(op Op) string {
 		return o.Memo
 	case Void:
 		return o.Memo
+	case Exchange:
+		return o.memo()
 	}
 	return ""
 }

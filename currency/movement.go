@@ -11,7 +11,7 @@ import (
 // Movement is one posted double-entry transfer: Amount leaves From and
 // arrives in To, both of Currency. Every change of any balance is a Movement.
 type Movement struct {
-	// ID is derived from what may happen only once: "t/KEY" for a transfer,
+	// ID is derived from what may happen only once: "t/KEY" for a transfer, "x/KEY/out" and "x/KEY/in" for the legs of an exchange,
 	// "h/HOLD/reserve" and "h/HOLD/resolve/N" for holds. Backends keep IDs
 	// unique, a second guard against applying a key or resolving a hold twice.
 	ID       string          `json:"id"`

@@ -141,10 +141,12 @@ GROUP BY id HAVING COUNT(*) > 1 ORDER BY id`,
 	},
 }, {
 	// A key's movements all come from one operation: one transfer, one
-	// reserve or one resolution of one hold.
+	// exchange (its two legs), one reserve or one resolution of one hold.
 	rule: currency.RuleAppliedOnce,
 	sql: `SELECT idem_key, MIN(currency), COUNT(DISTINCT op) FROM (
-  SELECT idem_key, currency, CASE WHEN hold_id = '' THEN id
+  SELECT idem_key, currency, CASE
+    WHEN id IN ('x/' || idem_key || '/out', 'x/' || idem_key || '/in') THEN 'exchange'
+    WHEN hold_id = '' THEN id
     WHEN id = 'h/' || hold_id || '/reserve' THEN 'reserve ' || hold_id ELSE 'resolve ' || hold_id END AS op
   FROM movements) x
 GROUP BY idem_key HAVING COUNT(DISTINCT op) > 1 ORDER BY idem_key`,
@@ -154,6 +156,19 @@ GROUP BY idem_key HAVING COUNT(DISTINCT op) > 1 ORDER BY idem_key`,
 		var n int64
 		err := r.Scan(&key, &v.Currency, &n)
 		v.Detail = fmt.Sprintf("key %q applied by %d operations", key, n)
+		return v, err
+	},
+}, {
+	// An exchange's out leg has its in leg, and the other way round.
+	rule: currency.RuleExchangeWhole,
+	sql: `SELECT idem_key, MIN(currency), string_agg(id, ' ' ORDER BY id) FROM movements
+WHERE id IN ('x/' || idem_key || '/out', 'x/' || idem_key || '/in')
+GROUP BY idem_key HAVING COUNT(*) <> 2 ORDER BY idem_key`,
+	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+		var v currency.Violation
+		var key, legs string
+		err := r.Scan(&key, &v.Currency, &legs)
+		v.Detail = fmt.Sprintf("exchange %q has only %s", key, legs)
 		return v, err
 	},
 }, {

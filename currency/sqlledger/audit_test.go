@@ -19,8 +19,10 @@ func auditFixture(t *testing.T) *Ledger {
 	ctx := context.Background()
 	l, _ := openTest(t, Options{})
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPU", Scale: 2}))
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 0}))
 	for _, a := range []currency.Account{
 		{ID: "wallet/GPU/alice", Currency: "GPU", Kind: currency.Wallet},
+		{ID: "wallet/CRED/alice", Currency: "CRED", Kind: currency.Wallet},
 		{ID: "wallet/GPU/bob", Currency: "GPU", Kind: currency.Wallet},
 		{ID: "revenue/GPU/srv", Currency: "GPU", Kind: currency.Revenue},
 	} {
@@ -35,6 +37,7 @@ func auditFixture(t *testing.T) *Ledger {
 		currency.Reserve{Key: "r1", Hold: "h1", From: "wallet/GPU/alice", Amount: d("30"), Deadline: dl},
 		currency.Capture{Key: "c1", Hold: "h1", To: "revenue/GPU/srv", Amount: d("12.5")},
 		currency.Reserve{Key: "r2", Hold: "h2", From: "wallet/GPU/bob", Amount: d("4"), Deadline: dl},
+		currency.Exchange{Key: "x1", From: "wallet/GPU/alice", To: "wallet/CRED/alice", Amount: d("2"), Rate: d("3")},
 	)
 	require.NoError(t, err)
 	for _, r := range rs {
@@ -43,7 +46,7 @@ func auditFixture(t *testing.T) *Ledger {
 	rep, err := l.Audit(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%s", rep)
-	assert.Equal(t, currency.Report{Currencies: 1, Accounts: 6, Movements: 6, Holds: 2, OpenHolds: 1}, rep)
+	assert.Equal(t, currency.Report{Currencies: 2, Accounts: 8, Movements: 8, Holds: 2, OpenHolds: 1}, rep)
 	return l
 }
 
@@ -81,6 +84,9 @@ WHERE seq = 1 AND account_uid = (SELECT uid FROM accounts WHERE id = 'wallet/GPU
 			currency.RuleAppliedOnce, currency.Violation{Currency: "GPU"}},
 		{"KeyTwice", `UPDATE movements SET idem_key = 'pay' WHERE id = 't/mint'`,
 			currency.RuleAppliedOnce, currency.Violation{Currency: "GPU"}},
+		{"ExchangeHalf", `WITH gone AS (DELETE FROM movements WHERE id = 'x/x1/in' RETURNING uid)
+DELETE FROM entries WHERE movement_uid IN (SELECT uid FROM gone)`,
+			currency.RuleExchangeWhole, currency.Violation{Currency: "GPU"}},
 		{"ResultTwice", `INSERT INTO results SELECT gen_random_uuid(), idem_key, fingerprint, result FROM results WHERE idem_key = 'pay'`,
 			currency.RuleAppliedOnce, currency.Violation{}},
 		{"HoldResolvedUnbalanced", `UPDATE holds SET released = released + 1 WHERE id = 'h1'`,

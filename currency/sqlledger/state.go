@@ -229,6 +229,8 @@ func (s *state) queuePrefetch(b *pgx.Batch, ops []currency.Op) (loaded func()) {
 		switch o := op.(type) {
 		case currency.Transfer:
 			accounts = append(accounts, o.From, o.To)
+		case currency.Exchange:
+			accounts = append(accounts, o.From, o.To)
 		case currency.Reserve:
 			accounts = append(accounts, o.From, currency.EscrowID(o.Hold))
 			holds = append(holds, o.Hold)
