@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/currency"
 )
@@ -127,4 +128,16 @@ func (l *Ledger) Send(ctx context.Context, b *pgx.Batch) error {
 		return l.fail("send", err)
 	}
 	return nil
+}
+
+// Balance is account id's own balance as the transaction sees it: read
+// and locked with the rows of the operations (once, if Send or Apply has
+// not read it yet), then moved by each operation Apply applies. found is
+// false where there is no such account.
+func (t *Tx) Balance(ctx context.Context, id currency.AccountID) (balance decimal.Decimal, found bool, err error) {
+	a, err := t.s.account(ctx, id)
+	if err != nil || a == nil {
+		return decimal.Decimal{}, false, err
+	}
+	return a.balance, true, nil
 }

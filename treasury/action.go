@@ -1,0 +1,88 @@
+// Package treasury is the administrators' side of the money: every
+// administrative action (a grant, a burn, an allowance, a cap, a rate, an
+// exchange between currencies) goes through it, so that each is applied
+// once under its idempotency key and leaves its line in the audit trail:
+// who, when, what, the key, and the balances or settings before and after.
+// The ledger operations of an action, its change of settings and its line
+// in the trail commit together (one SQL transaction; the in-memory store
+// holds a lock and applies the operations atomically): there is no money
+// moved by an administrator that the trail does not show.
+//
+// The console and `bourse admin` only call the Treasury.
+package treasury
+
+import (
+	"context"
+	"time"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// Action is one line of the audit trail.
+type Action struct {
+	Key    string    `json:"key"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Kind   string    `json:"kind"`
+	Target string    `json:"target"`
+	Memo   string    `json:"memo,omitempty"`
+	// Before and After are what the action changed, as text: the balances
+	// of the accounts it moved money between ("wallet/GPU/alice" →
+	// "100.00") and the setting it changed ("allowance" → its rule).
+	Before map[string]string `json:"before,omitempty"`
+	After  map[string]string `json:"after,omitempty"`
+	// Request is what was asked, canonically: a second action under the
+	// same key must ask the same, or it is an idempotency conflict.
+	Request string `json:"request"`
+}
+
+// Kinds of action.
+const (
+	KindOpen            = "open"
+	KindGrant           = "grant"
+	KindBurn            = "burn"
+	KindAllowanceSet    = "allowance.set"
+	KindAllowanceRemove = "allowance.remove"
+	KindCapSet          = "cap.set"
+	KindRateSet         = "rate.set"
+	KindExchange        = "exchange"
+)
+
+// Setting is one of the treasury's own records beside the ledger: an
+// allowance's rule (Kind "allowance", Name the wallet) or a rate (Kind
+// "rate", Name "FROM/TO"). An empty Value removes it.
+type Setting struct {
+	Kind  string    `json:"kind"`
+	Name  string    `json:"name"`
+	Value string    `json:"value"`
+	SetBy string    `json:"set_by"`
+	SetAt time.Time `json:"set_at"`
+}
+
+// Change is what one action does: Ops on the ledger (all or none), an
+// optional Setting, and the line for the trail. Watch names the accounts
+// whose balances go in the line's Before and After.
+type Change struct {
+	Action  Action
+	Ops     []currency.Op
+	Watch   []currency.AccountID
+	Setting *Setting
+}
+
+// Store keeps the trail and the settings beside a ledger. Implementations:
+// Mem (here) and treasury/sqltreasury; both pass treasury/treasurytest.
+type Store interface {
+	Ledger() currency.Ledger
+	// Commit applies a change once per Action.Key. If an action with the
+	// key is in the trail already it is returned with fresh false and
+	// nothing is done (an EIdempotencyConflict if it asked something
+	// else). If an op fails for a business reason its error is returned
+	// and nothing of the change is kept, not even the failure under the
+	// op's key. Commit sets the action's At, Before and After.
+	Commit(ctx context.Context, c Change) (a Action, fresh bool, err error)
+	// Actions lists up to limit actions of the trail, newest first, from
+	// before the action with key before (from the newest if empty).
+	Actions(ctx context.Context, before string, limit int) ([]Action, error)
+	// Settings lists the settings of a kind, by name.
+	Settings(ctx context.Context, kind string) ([]Setting, error)
+}

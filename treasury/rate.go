@@ -1,0 +1,124 @@
+package treasury
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+)
+
+// Rate is the rate at which From's money exchanges into To's, in units of
+// To per unit of From, as the administrators set it. Each direction has
+// its own (a spread between them is a fee).
+type Rate struct {
+	From  currency.Code   `json:"from"`
+	To    currency.Code   `json:"to"`
+	Rate  decimal.Decimal `json:"rate"`
+	SetBy string          `json:"set_by"`
+	SetAt time.Time       `json:"set_at"`
+}
+
+const settingRate = "rate"
+
+func rateName(from, to currency.Code) string { return string(from) + "/" + string(to) }
+
+// SetRate sets the rate from one currency to another. A rate of zero
+// removes it: exchanges that way stop.
+func (t *Treasury) SetRate(ctx context.Context, actor string, from, to currency.Code, rate decimal.Decimal, key string) (Action, error) {
+	op := "treasury." + KindRateSet
+	for _, c := range []currency.Code{from, to} {
+		if _, err := t.l.Currency(ctx, c); err != nil {
+			return Action{}, fmt.Errorf("rate %s: %w", rateName(from, to), err)
+		}
+	}
+	switch {
+	case from == to:
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "to", Message: "a rate is between two currencies"}
+	case rate.IsNegative():
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "rate", Message: "a rate is above zero (or zero to remove it), not " + rate.String()}
+	}
+	value := ""
+	if rate.IsPositive() {
+		value = rate.String()
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindRateSet, Target: rateName(from, to),
+			Request: fmt.Sprintf("rate %s %s", rateName(from, to), rate)},
+		Setting: &Setting{Kind: settingRate, Name: rateName(from, to), Value: value},
+	})
+}
+
+// Rates lists the rates set.
+func (t *Treasury) Rates(ctx context.Context) ([]Rate, error) {
+	ss, err := t.s.Settings(ctx, settingRate)
+	if err != nil {
+		return nil, fmt.Errorf("rates: %w", err)
+	}
+	out := make([]Rate, 0, len(ss))
+	for _, s := range ss {
+		from, to, _ := strings.Cut(s.Name, "/")
+		r, err := decimal.NewFromString(s.Value)
+		if err != nil {
+			return nil, fmt.Errorf("rate %s: stored %q: %w", s.Name, s.Value, err)
+		}
+		out = append(out, Rate{From: currency.Code(from), To: currency.Code(to), Rate: r, SetBy: s.SetBy, SetAt: s.SetAt})
+	}
+	return out, nil
+}
+
+// rate is the rate from one currency to another now.
+func (t *Treasury) rate(ctx context.Context, from, to currency.Code) (decimal.Decimal, error) {
+	rs, err := t.Rates(ctx)
+	if err != nil {
+		return decimal.Decimal{}, err
+	}
+	for _, r := range rs {
+		if r.From == from && r.To == to {
+			return r.Rate, nil
+		}
+	}
+	return decimal.Decimal{}, notFound("treasury."+KindExchange, "to",
+		fmt.Sprintf("no rate from %s to %s: an administrator sets one (bourse admin rate %s %s RATE)", from, to, from, to))
+}
+
+// Exchange converts amount of owner's money in from into to at the rate
+// set now, in one ledger operation (currency.Exchange: both legs or
+// neither). The owner's wallet in to is opened if it is missing, under the
+// same parent as the one in from. The rate used is in the action's After.
+func (t *Treasury) Exchange(ctx context.Context, actor, owner string, from, to currency.Code, amount decimal.Decimal, key string) (Action, error) {
+	rate, err := t.rate(ctx, from, to)
+	if err != nil {
+		return Action{}, err
+	}
+	src, err := t.l.Account(ctx, currency.WalletID(from, owner))
+	if err != nil {
+		return Action{}, fmt.Errorf("exchange: %w", err)
+	}
+	dst := currency.Account{ID: currency.WalletID(to, owner), Currency: to, Kind: currency.Wallet}
+	if src.Parent != "" {
+		// Under the same organisation or project, where it has a wallet in to.
+		p := currency.WalletID(to, strings.TrimPrefix(string(src.Parent), string(currency.WalletID(from, ""))))
+		if _, err := t.l.Account(ctx, p); err == nil {
+			dst.Parent = p
+		}
+	}
+	if _, err := t.l.Account(ctx, dst.ID); isNotFound(err) {
+		if _, err := t.l.OpenAccount(ctx, dst); err != nil {
+			return Action{}, fmt.Errorf("exchange: open %s: %w", dst.ID, err)
+		}
+	} else if err != nil {
+		return Action{}, fmt.Errorf("exchange: %w", err)
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindExchange, Target: owner,
+			Request: fmt.Sprintf("exchange %s %s of %s into %s", amount, from, owner, to),
+			After:   map[string]string{"rate": rate.String()}},
+		Ops:   []currency.Op{currency.Exchange{Key: key, From: src.ID, To: dst.ID, Amount: amount, Rate: rate}},
+		Watch: []currency.AccountID{src.ID, dst.ID},
+	})
+}

@@ -1,0 +1,106 @@
+package treasury
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+)
+
+// Treasury runs the administrative actions on a Store. It is safe for
+// concurrent use.
+type Treasury struct {
+	s Store
+	l currency.Ledger
+}
+
+// New returns the treasury of s.
+func New(s Store) *Treasury { return &Treasury{s: s, l: s.Ledger()} }
+
+// Ledger is the ledger the treasury acts on, for reads.
+func (t *Treasury) Ledger() currency.Ledger { return t.l }
+
+// Actions lists the trail, newest first: up to limit actions from before
+// the one with key before (from the newest if empty).
+func (t *Treasury) Actions(ctx context.Context, before string, limit int) ([]Action, error) {
+	return t.s.Actions(ctx, before, limit)
+}
+
+// commit checks what every action needs (an actor, a key, a short memo)
+// and commits c.
+func (t *Treasury) commit(ctx context.Context, c Change) (Action, error) {
+	a := c.Action
+	op := "treasury." + a.Kind
+	if strings.TrimSpace(a.Actor) == "" || len(a.Actor) > currency.MaxIDLen {
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "actor", Message: "every administrative action names who did it"}
+	}
+	if a.Key == "" || len(a.Key) > currency.MaxIDLen || strings.ContainsAny(a.Key, " \t\r\n") {
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "key", Message: "an idempotency key (no spaces, at most 200 bytes) makes a repeated action safe"}
+	}
+	if len(a.Memo) > currency.MaxMemoLen {
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "memo", Message: "at most 500 bytes"}
+	}
+	got, _, err := t.s.Commit(ctx, c)
+	if err != nil {
+		return Action{}, fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
+	}
+	return got, nil
+}
+
+// Grant mints amount into owner's wallet in cur: a transfer from the
+// currency's issuance account under key.
+func (t *Treasury) Grant(ctx context.Context, actor string, cur currency.Code, owner string, amount decimal.Decimal, key, memo string) (Action, error) {
+	w := currency.WalletID(cur, owner)
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindGrant, Target: string(w), Memo: memo,
+			Request: fmt.Sprintf("grant %s %s to %s", amount, cur, owner)},
+		Ops:   []currency.Op{currency.Grant(cur, owner, amount, key, memo)},
+		Watch: []currency.AccountID{w, currency.IssuanceID(cur)},
+	})
+}
+
+// Burn takes amount out of owner's wallet in cur and out of the supply:
+// a transfer back to the issuance account.
+func (t *Treasury) Burn(ctx context.Context, actor string, cur currency.Code, owner string, amount decimal.Decimal, key, memo string) (Action, error) {
+	w := currency.WalletID(cur, owner)
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindBurn, Target: string(w), Memo: memo,
+			Request: fmt.Sprintf("burn %s %s of %s", amount, cur, owner)},
+		Ops:   []currency.Op{currency.Transfer{Key: key, From: w, To: currency.IssuanceID(cur), Amount: amount, Memo: memo}},
+		Watch: []currency.AccountID{w, currency.IssuanceID(cur)},
+	})
+}
+
+// Open opens owner's wallet in cur, under parent's wallet (an
+// organisation's or a project's) unless parent is empty. Opening again is
+// a no-op; opening with another parent is EConflict.
+func (t *Treasury) Open(ctx context.Context, actor string, cur currency.Code, owner, parent, key string) (Action, error) {
+	acc := currency.Account{ID: currency.WalletID(cur, owner), Currency: cur, Kind: currency.Wallet}
+	if parent != "" {
+		acc.Parent = currency.WalletID(cur, parent)
+	}
+	if _, err := t.l.OpenAccount(ctx, acc); err != nil {
+		return Action{}, fmt.Errorf("open %s: %w", acc.ID, err)
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindOpen, Target: string(acc.ID),
+			Request: fmt.Sprintf("open %s under %q", acc.ID, acc.Parent),
+			After:   map[string]string{"parent": string(acc.Parent)}},
+	})
+}
+
+// notFound says that a thing the action needs is missing.
+func notFound(op, field, msg string) error {
+	return &bourse.Error{Code: bourse.ENotFound, Op: op, Field: field, Message: msg}
+}
+
+// isNotFound reports whether err is a lookup that found nothing.
+func isNotFound(err error) bool {
+	var be *bourse.Error
+	return errors.As(err, &be) && be.Code == bourse.ENotFound
+}

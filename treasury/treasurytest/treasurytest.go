@@ -1,0 +1,276 @@
+// Package treasurytest is the conformance suite of treasury.Store: every
+// store runs it unchanged, through the Treasury.
+package treasurytest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/treasury"
+)
+
+// Opener returns a store beside a new, empty ledger. It registers its own
+// cleanup with t.
+type Opener func(t testing.TB) treasury.Store
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener) {
+	t.Run("Grant", func(t *testing.T) { testGrant(t, open) })
+	t.Run("Refused", func(t *testing.T) { testRefused(t, open) })
+	t.Run("Cap", func(t *testing.T) { testCap(t, open) })
+	t.Run("Exchange", func(t *testing.T) { testExchange(t, open) })
+	t.Run("Allowance", func(t *testing.T) { testAllowance(t, open) })
+	t.Run("Trail", func(t *testing.T) { testTrail(t, open) })
+	t.Run("SameKeyAtOnce", func(t *testing.T) { testSameKeyAtOnce(t, open) })
+}
+
+func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+type fixture struct {
+	t   testing.TB
+	ctx context.Context
+	tr  *treasury.Treasury
+	l   currency.Ledger
+}
+
+// newFixture makes currencies CRED (cents) and GPU (whole units) and
+// alice's wallet in CRED, under the organisation acme.
+func newFixture(t testing.TB, open Opener) *fixture {
+	s := open(t)
+	f := &fixture{t: t, ctx: context.Background(), tr: treasury.New(s), l: s.Ledger()}
+	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "CRED", Scale: 2}))
+	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "GPU", Scale: 0}))
+	_, err := f.tr.Open(f.ctx, "root", "CRED", "acme", "", "open-acme")
+	require.NoError(t, err)
+	_, err = f.tr.Open(f.ctx, "root", "CRED", "alice", "acme", "open-alice")
+	require.NoError(t, err)
+	return f
+}
+
+func (f *fixture) balance(id currency.AccountID) string {
+	f.t.Helper()
+	b, err := f.l.Balance(f.ctx, id)
+	require.NoError(f.t, err)
+	return b.Available.String()
+}
+
+func (f *fixture) audit() {
+	f.t.Helper()
+	r, err := f.l.Audit(f.ctx)
+	require.NoError(f.t, err)
+	require.True(f.t, r.OK(), "%s", r)
+}
+
+func testGrant(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	a, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("100.50"), "g1", "november budget")
+	require.NoError(t, err)
+	assert.Equal(t, "ops-ann", a.Actor)
+	assert.Equal(t, treasury.KindGrant, a.Kind)
+	assert.Equal(t, "wallet/CRED/alice", a.Target)
+	assert.Equal(t, "0", a.Before["wallet/CRED/alice"])
+	assert.Equal(t, "100.5", a.After["wallet/CRED/alice"])
+	assert.Equal(t, "-100.5", a.After["issuance/CRED"])
+	assert.False(t, a.At.IsZero())
+
+	again, err := f.tr.Grant(f.ctx, "ops-bob", "CRED", "alice", d("100.5"), "g1", "")
+	require.NoError(t, err, "the same grant again, 100.5 written another way")
+	assert.Equal(t, a, again, "a replay answers the first action")
+	assert.Equal(t, "100.5", f.balance("wallet/CRED/alice"))
+
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("200"), "g1", "")
+	assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "%v", err)
+
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("0.5"), "b1", "")
+	require.NoError(t, err)
+	supply, err := f.tr.Supply(f.ctx, "CRED", 0)
+	require.NoError(t, err)
+	require.Len(t, supply, 2)
+	assert.Equal(t, "100.5", supply[0].Supply.String())
+	assert.Equal(t, "100", supply[1].Supply.String())
+	assert.Equal(t, "-0.5", supply[1].Change.String())
+	f.audit()
+}
+
+// testRefused: an action the ledger refuses leaves nothing, not even its
+// key, so that the same key goes through once the cause is gone.
+func testRefused(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, err := f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("5"), "b1", "")
+	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "nobody", d("5"), "g0", "")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+	_, err = f.tr.Grant(f.ctx, "", "CRED", "alice", d("5"), "g1", "")
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "an action names who did it: %v", err)
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("0.001"), "g2", "")
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
+	acts, err := f.tr.Actions(f.ctx, "", 0)
+	require.NoError(t, err)
+	assert.Len(t, acts, 2, "only the two opens are in the trail")
+
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("5"), "g3", "")
+	require.NoError(t, err)
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("5"), "b1", "")
+	require.NoError(t, err, "the refused key is free once the money is there")
+	assert.Equal(t, "0", f.balance("wallet/CRED/alice"))
+	f.audit()
+}
+
+func testCap(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	a, err := f.tr.SetCap(f.ctx, "ops-ann", "alice", 4, "c1")
+	require.NoError(t, err)
+	assert.Equal(t, "0", a.Before["cap"])
+	assert.Equal(t, "4", a.After["cap"])
+	_, err = f.tr.SetCap(f.ctx, "ops-ann", "bob", 1, "c2")
+	require.NoError(t, err)
+	// alice runs a contract of 3 GPUs: her cap wallet holds them.
+	_, err = currency.Do(f.ctx, f.l, currency.Reserve{Key: "r", Hold: "gpus/k1", From: "wallet/GPU-CAP/alice", Amount: d("3"), Deadline: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = f.tr.SetCap(f.ctx, "ops-ann", "alice", 2, "c3")
+	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "below the GPUs in use: %v", err)
+	_, err = f.tr.SetCap(f.ctx, "ops-ann", "alice", 3, "c4")
+	require.NoError(t, err)
+	caps, err := f.tr.Caps(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []treasury.Cap{{Client: "alice", GPUs: 3, InUse: 3}, {Client: "bob", GPUs: 1}}, caps)
+	f.audit()
+}
+
+func testExchange(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("100"), "g1", "")
+	require.NoError(t, err)
+	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x0")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "no rate set: %v", err)
+
+	_, err = f.tr.SetRate(f.ctx, "ops-ann", "CRED", "GPU", d("0.5"), "r1")
+	require.NoError(t, err)
+	a, err := f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x1")
+	require.NoError(t, err)
+	assert.Equal(t, "0.5", a.After["rate"])
+	assert.Equal(t, "100", a.Before["wallet/CRED/alice"])
+	assert.Equal(t, "90", a.After["wallet/CRED/alice"])
+	assert.Equal(t, "5", a.After["wallet/GPU/alice"])
+
+	r2, err := f.tr.SetRate(f.ctx, "ops-bob", "CRED", "GPU", d("0.25"), "r2")
+	require.NoError(t, err)
+	assert.Equal(t, "0.5", r2.Before["rate"])
+	assert.Equal(t, "0.25", r2.After["rate"])
+	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x1")
+	require.NoError(t, err, "a replay after the rate changed is the first exchange")
+	assert.Equal(t, "5", f.balance("wallet/GPU/alice"))
+	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("20"), "x2")
+	require.NoError(t, err)
+	assert.Equal(t, "10", f.balance("wallet/GPU/alice"))
+	assert.Equal(t, "70", f.balance("wallet/CRED/alice"))
+	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("1000"), "x3")
+	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
+
+	rates, err := f.tr.Rates(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, rates, 1)
+	assert.Equal(t, "0.25", rates[0].Rate.String())
+	assert.Equal(t, "ops-bob", rates[0].SetBy)
+	_, err = f.tr.SetRate(f.ctx, "ops-ann", "CRED", "GPU", decimal.Zero, "r3")
+	require.NoError(t, err)
+	rates, err = f.tr.Rates(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rates, "a zero rate removes it")
+	f.audit()
+}
+
+func testAllowance(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("10"), B: d("0.1"), Period: time.Hour, Start: start}
+	a, err := f.tr.SetAllowance(f.ctx, "ops-ann", r, "a1")
+	require.NoError(t, err)
+	assert.Empty(t, a.Before["allowance"])
+	assert.Contains(t, a.After["allowance"], `"a":"10"`)
+	rules, err := f.tr.Allowances(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, rules, 1)
+	assert.True(t, rules[0].A.Equal(r.A) && rules[0].B.Equal(r.B) && rules[0].Period == r.Period && rules[0].Start.Equal(start), "%+v", rules[0])
+
+	paid, err := f.tr.PayAllowances(f.ctx, start.Add(3*time.Hour))
+	require.NoError(t, err)
+	assert.Len(t, paid["wallet/CRED/alice"], 3, "three periods")
+	want := r.Project(decimal.Zero, 3*time.Hour, 2)
+	assert.Equal(t, want.String(), f.balance("wallet/CRED/alice"), "paid what the closed form says")
+
+	_, err = f.tr.SetAllowance(f.ctx, "ops-ann", allowance.Rule{Wallet: "wallet/CRED/alice", Start: start}, "a2")
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
+	_, err = f.tr.SetAllowance(f.ctx, "ops-ann", allowance.Rule{Wallet: "wallet/CRED/nobody", A: d("1"), Start: start}, "a3")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
+
+	rm, err := f.tr.RemoveAllowance(f.ctx, "ops-bob", "wallet/CRED/alice", "a4")
+	require.NoError(t, err)
+	assert.Contains(t, rm.Before["allowance"], `"a":"10"`)
+	rules, err = f.tr.Allowances(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rules)
+	f.audit()
+}
+
+func testTrail(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	for i := range 5 {
+		_, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", d("1"), fmt.Sprintf("g%d", i), "")
+		require.NoError(t, err)
+	}
+	acts, err := f.tr.Actions(f.ctx, "", 3)
+	require.NoError(t, err)
+	require.Len(t, acts, 3)
+	assert.Equal(t, []string{"g4", "g3", "g2"}, []string{acts[0].Key, acts[1].Key, acts[2].Key}, "newest first")
+	more, err := f.tr.Actions(f.ctx, "g2", 10)
+	require.NoError(t, err)
+	var keys []string
+	for _, a := range more {
+		keys = append(keys, a.Key)
+	}
+	assert.Equal(t, []string{"g1", "g0", "open-alice", "open-acme"}, keys)
+}
+
+// testSameKeyAtOnce: 16 administrators send the same grant at once, and 16
+// others a grant each: one action and one movement for the first, all of
+// the others, and the audit clean.
+func testSameKeyAtOnce(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	var wg sync.WaitGroup
+	fresh := make(chan string, 32)
+	for i := range 16 {
+		wg.Go(func() {
+			a, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", d("7"), "same", "")
+			if assert.NoError(t, err) {
+				fresh <- a.Actor
+			}
+		})
+		wg.Go(func() {
+			_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", d("1"), fmt.Sprintf("own-%d", i), "")
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	close(fresh)
+	actors := map[string]bool{}
+	for a := range fresh {
+		actors[a] = true
+	}
+	assert.Len(t, actors, 1, "every caller got the one action that was recorded")
+	assert.Equal(t, "23", f.balance("wallet/CRED/alice"))
+	acts, err := f.tr.Actions(f.ctx, "", 100)
+	require.NoError(t, err)
+	assert.Len(t, acts, 2+1+16)
+	f.audit()
+}
