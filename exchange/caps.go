@@ -54,37 +54,52 @@ func capExceeded(bal currency.Balance, gpus int) error {
 // are missing, and the wallet is minted up to n (or burned down to it)
 // from the currency's issuance account. Lowering a cap below the GPUs in
 // use is refused until enough contracts end: held GPUs cannot be burned.
-// It returns the cap wallet's balance after.
+// It returns the cap wallet's balance after. (Administrators set caps
+// through treasury.SetCap, which records them in the audit trail.)
 func SetGPUCap(ctx context.Context, l currency.Ledger, client string, n int, key string) (currency.Balance, error) {
+	op, bal, err := CapChange(ctx, l, client, n, key)
+	if err != nil || op == nil {
+		return bal, err
+	}
+	if _, err := currency.Do(ctx, l, op); err != nil {
+		return bal, fmt.Errorf("cap of %s: %w", client, err)
+	}
+	return l.Balance(ctx, CapWallet(client))
+}
+
+// CapChange is the transfer that makes client's cap n (nil if it is n
+// already), with the cap wallet's balance now: the cap currency and the
+// wallet are made where they are missing. The transfer is decided on the
+// balance read here; the ledger's check that a wallet covers what leaves
+// it keeps a cap from going below the GPUs in use if contracts start
+// before it applies.
+func CapChange(ctx context.Context, l currency.Ledger, client string, n int, key string) (currency.Op, currency.Balance, error) {
 	if n < 0 {
-		return currency.Balance{}, &bourse.Error{Code: bourse.EInvalid, Field: "gpus", Message: fmt.Sprintf("a cap of %d GPUs", n)}
+		return nil, currency.Balance{}, &bourse.Error{Code: bourse.EInvalid, Field: "gpus", Message: fmt.Sprintf("a cap of %d GPUs", n)}
 	}
 	if err := l.CreateCurrency(ctx, currency.Currency{Code: GPUCap, Scale: 0}); err != nil {
-		return currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
+		return nil, currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
 	}
 	w := CapWallet(client)
 	if _, err := l.OpenAccount(ctx, currency.Account{ID: w, Currency: GPUCap, Kind: currency.Wallet}); err != nil {
-		return currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
+		return nil, currency.Balance{}, fmt.Errorf("cap of %s: %w", client, err)
 	}
 	bal, err := l.Balance(ctx, w)
 	if err != nil {
-		return currency.Balance{}, err
+		return nil, currency.Balance{}, err
 	}
 	delta := decimal.NewFromInt(int64(n)).Sub(bal.Available.Add(bal.Held))
 	t := currency.Transfer{Key: key, From: currency.IssuanceID(GPUCap), To: w, Amount: delta, Memo: fmt.Sprintf("cap of %s set to %d GPUs", client, n)}
 	switch {
 	case delta.IsZero():
-		return bal, nil
+		return nil, bal, nil
 	case delta.IsNegative() && bal.Available.LessThan(delta.Neg()):
-		return bal, &bourse.Error{Code: bourse.EConflict, Field: "gpus",
+		return nil, bal, &bourse.Error{Code: bourse.EConflict, Field: "gpus",
 			Message: fmt.Sprintf("%s holds %s GPUs in contracts now: a cap of %d waits until they end", client, bal.Held, n)}
 	case delta.IsNegative():
 		t.From, t.To, t.Amount = w, currency.IssuanceID(GPUCap), delta.Neg()
 	}
-	if _, err := currency.Do(ctx, l, t); err != nil {
-		return bal, fmt.Errorf("cap of %s: %w", client, err)
-	}
-	return l.Balance(ctx, w)
+	return t, bal, nil
 }
 
 // capReserve is the reserve of a contract's GPUs from its client's cap.

@@ -12,7 +12,11 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
 )
+
+// treasuryRun is a command that acts through the treasury as actor.
+type treasuryRun func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error
 
 // newAdminCmd is the administrators' console: it works on the ledger's
 // database directly (the exchange need not run), through the same ledger
@@ -49,6 +53,22 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return run(ctx, cmd, s.Ledger(), args)
 		})
 	}
+	// withTreasury runs a command that acts as an administrator: through
+	// the treasury, which records who did what in the audit trail.
+	withTreasury := func(run treasuryRun) func(*cobra.Command, []string) error {
+		return withStore(func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error {
+			actor, err := adminActor(cmd)
+			if err != nil {
+				return err
+			}
+			t, err := openTreasury(ctx, s)
+			if err != nil {
+				return err
+			}
+			return run(ctx, cmd, t, actor, args)
+		})
+	}
+	cmd.PersistentFlags().String("as", "", "the administrator acting, for the audit trail (default $BOURSE_ADMIN, else your user name)")
 
 	var scale int32
 	addCurrency := &cobra.Command{
@@ -65,20 +85,38 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	}
 	addCurrency.Flags().Int32Var(&scale, "scale", 2, "decimal places of every amount")
 
-	var cur, parent, kind string
+	var cur, parent, kind, key, memo string
 	open := &cobra.Command{
 		Use:   "open OWNER",
 		Short: "Open a client's wallet (or, with --kind revenue, a revenue account)",
-		Args:  cobra.ExactArgs(1),
-		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
-			a := currency.Account{ID: currency.WalletID(currency.Code(cur), args[0]), Currency: currency.Code(cur), Kind: currency.Kind(kind)}
+		Long: `open opens OWNER's wallet in --currency, under --parent's wallet if given
+(organisation → project → client: spending and reports roll up). Opening
+again does nothing; with another parent it is a conflict.`,
+		Args: cobra.ExactArgs(1),
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
+			code := currency.Code(cur)
 			if kind == string(currency.Revenue) {
-				a.ID = currency.RevenueID(currency.Code(cur), args[0])
+				if parent != "" {
+					return errors.New("--parent: only wallets have parents")
+				}
+				got, err := t.Ledger().OpenAccount(ctx, currency.Account{ID: currency.RevenueID(code, args[0]), Currency: code, Kind: currency.Revenue})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s (%s %s) opened %s\n", got.ID, got.Currency, got.Kind, got.Created.Format(time.RFC3339))
+				return nil
 			}
-			if parent != "" {
-				a.Parent = currency.WalletID(currency.Code(cur), parent)
+			if kind != string(currency.Wallet) {
+				return fmt.Errorf("--kind %q: wallet or revenue", kind)
 			}
-			got, err := l.OpenAccount(ctx, a)
+			k := key
+			if k == "" {
+				k = "open/" + string(currency.WalletID(code, args[0]))
+			}
+			if _, err := t.Open(ctx, actor, code, args[0], parent, k); err != nil {
+				return err
+			}
+			got, err := t.Ledger().Account(ctx, currency.WalletID(code, args[0]))
 			if err != nil {
 				return err
 			}
@@ -89,14 +127,14 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	open.Flags().StringVar(&cur, "currency", "", "currency code")
 	open.Flags().StringVar(&parent, "parent", "", "owner of the parent wallet (organisation → project)")
 	open.Flags().StringVar(&kind, "kind", string(currency.Wallet), "wallet or revenue")
+	open.Flags().StringVar(&key, "key", "", "idempotency key (default open/<account>)")
 	_ = open.MarkFlagRequired("currency")
 
-	var key, memo string
 	grant := &cobra.Command{
 		Use:   "grant OWNER AMOUNT",
 		Short: "Mint AMOUNT into OWNER's wallet (a transfer from the issuance account)",
 		Args:  cobra.ExactArgs(2),
-		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
 			amount, err := decimal.NewFromString(args[1])
 			if err != nil {
 				return fmt.Errorf("amount %q is not a decimal number", args[1])
@@ -105,21 +143,10 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
 			}
 			code := currency.Code(cur)
-			r, err := currency.Do(ctx, l, currency.Grant(code, args[0], amount, key, memo))
-			if err != nil {
+			if _, err := t.Grant(ctx, actor, code, args[0], amount, key, memo); err != nil {
 				return err
 			}
-			b, err := l.Balance(ctx, currency.WalletID(code, args[0]))
-			if err != nil {
-				return err
-			}
-			c, err := l.Currency(ctx, code)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "granted %s %s to %s (movement %s); available %s, held %s\n", amountText(r.Movements[0].Amount, c.Scale), cur, args[0],
-				r.Movements[0].ID, amountText(b.Available, c.Scale), amountText(b.Held, c.Scale))
-			return nil
+			return printMoved(ctx, cmd, t.Ledger(), "granted", code, args[0], amount)
 		}),
 	}
 	grant.Flags().StringVar(&cur, "currency", "", "currency code")
@@ -188,6 +215,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(with), newCapCmd(with))
+	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(with, withTreasury), newCapCmd(withTreasury))
+	cmd.AddCommand(newTreasuryCmds(withTreasury)...)
 	return cmd
 }

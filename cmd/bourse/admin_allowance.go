@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/treasury"
 )
 
 // allowanceFile is a rules file: the allowances a scheduler pays.
@@ -61,15 +61,18 @@ func readAllowances(path string) ([]allowance.Rule, error) {
 	return rules, nil
 }
 
-func newAllowanceCmd(with func(func(context.Context, *cobra.Command, currency.Ledger, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+func newAllowanceCmd(with func(func(context.Context, *cobra.Command, currency.Ledger, []string) error) func(*cobra.Command, []string) error,
+	withTreasury func(treasuryRun) func(*cobra.Command, []string) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "allowance",
-		Short: "Allowances dx/dt = a − b·x: preview one, or pay the ones a rules file lists",
+		Short: "Allowances dx/dt = a − b·x: set, list, preview and pay them",
 		Long: `An allowance pays a wallet a per hour and decays its balance by b per hour, so
 that an idle wallet tends to a/b; with a = 0 it halves every ln2/b. Each
 period is paid once under its own idempotency key (allowance/<wallet>/<n>),
 so run "allowance run" from cron as often as you like, from several
-machines if you like: a late or repeated run pays what is due, once.`,
+machines if you like: a late or repeated run pays what is due, once.
+The rules are kept in the database ("allowance set", recorded in the audit
+trail), or read from a file with "run --rules FILE".`,
 	}
 	var a, b, from string
 	var period time.Duration
@@ -117,21 +120,31 @@ machines if you like: a late or repeated run pays what is due, once.`,
 	var asJSON bool
 	var rules []allowance.Rule
 	run := &cobra.Command{
-		Use:   "run --rules FILE",
-		Short: "Pay every period that has ended of the allowances in FILE, and list what this run paid",
+		Use:   "run [--rules FILE]",
+		Short: "Pay every period that has ended of the allowances set (or those in FILE), and list what this run paid",
 		Args:  cobra.NoArgs,
-		// The rules are read before the database is opened, so that a
-		// mistake in them is what the command says.
+		// The rules of a file are read before the database is opened, so
+		// that a mistake in them is what the command says.
 		PreRunE: func(*cobra.Command, []string) (err error) {
-			rules, err = readAllowances(rulesFile)
+			if rulesFile != "" {
+				rules, err = readAllowances(rulesFile)
+			}
 			return err
 		},
-		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, _ []string) error {
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, _ string, _ []string) error {
 			var err error
 			now := time.Now()
 			if at != "" {
 				if now, err = time.Parse(time.RFC3339, at); err != nil {
 					return fmt.Errorf("--now %q: %w", at, err)
+				}
+			}
+			if rulesFile == "" {
+				if rules, err = t.Allowances(ctx); err != nil {
+					return err
+				}
+				if len(rules) == 0 {
+					return errNoRules
 				}
 			}
 			type line struct {
@@ -142,7 +155,7 @@ machines if you like: a late or repeated run pays what is due, once.`,
 			}
 			var made []line
 			for _, r := range rules {
-				paid, err := allowance.Accrue(ctx, l, r, now)
+				paid, err := allowance.Accrue(ctx, t.Ledger(), r, now)
 				if err != nil {
 					return err
 				}
@@ -153,9 +166,7 @@ machines if you like: a late or repeated run pays what is due, once.`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(made)
+				return printJSON(cmd.OutOrStdout(), made)
 			}
 			if len(made) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing due: every period that has ended is paid")
@@ -169,10 +180,10 @@ machines if you like: a late or repeated run pays what is due, once.`,
 			return tw.Flush()
 		}),
 	}
-	run.Flags().StringVar(&rulesFile, "rules", "", "the allowances (YAML: allowances: [{wallet, currency, a, b, period, start}])")
+	run.Flags().StringVar(&rulesFile, "rules", "", "read the allowances from this file instead (YAML: allowances: [{wallet, currency, a, b, period, start}])")
 	run.Flags().StringVar(&at, "now", "", "pay as of this time (RFC 3339) instead of now")
 	run.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	_ = run.MarkFlagRequired("rules")
+	cmd.AddCommand(newAllowanceSetCmd(withTreasury), newAllowanceRemoveCmd(withTreasury), newAllowanceListCmd(withTreasury))
 	cmd.AddCommand(preview, run)
 	return cmd
 }

@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
 )
 
-func newCapCmd(with func(func(context.Context, *cobra.Command, currency.Ledger, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+func newCapCmd(withTreasury func(treasuryRun) func(*cobra.Command, []string) error) *cobra.Command {
 	var key string
 	cmd := &cobra.Command{
 		Use:   "cap CLIENT GPUS",
@@ -25,7 +25,7 @@ offer past the cap gets cap_exceeded, saying how many are in use. Lowering
 a cap below what is in use waits for contracts to end: it is refused until
 then. --key makes the change idempotent, as a grant's.`,
 		Args: cobra.ExactArgs(2),
-		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 0 {
 				return fmt.Errorf("GPUS %q: want a whole number of GPUs, 0 or more", args[1])
@@ -33,7 +33,10 @@ then. --key makes the change idempotent, as a grant's.`,
 			if key == "" {
 				return errors.New("--key is required: an idempotency key makes a repeated change safe (e.g. cap-alice-2026-12)")
 			}
-			bal, err := exchange.SetGPUCap(ctx, l, args[0], n, key)
+			if _, err := t.SetCap(ctx, actor, args[0], n, key); err != nil {
+				return err
+			}
+			bal, err := t.Ledger().Balance(ctx, exchange.CapWallet(args[0]))
 			if err != nil {
 				return err
 			}

@@ -39,7 +39,7 @@ func adminOK(t *testing.T, dbURL string) func(args ...string) string {
 
 // TestAdminGrant is docs/operations.md's new deployment: a grant repeated
 // with its key grants once, with or without its memo, and a grant of
-// another amount under the key says which field differs. Amounts print at
+// another amount under the key says what the key did. Amounts print at
 // the currency's scale (the SQL ledger reads them with 18 places).
 func TestAdminGrant(t *testing.T) {
 	dbURL := pgtest.FreshDB(t)
@@ -48,7 +48,7 @@ func TestAdminGrant(t *testing.T) {
 	ok("open", "acme", "--currency", "CRED")
 	ok("open", "alice", "--currency", "CRED", "--parent", "acme")
 	first := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice", "--memo", "November allocation")
-	assert.Equal(t, "granted 500.00 CRED to alice (movement t/grant-2026-11-alice); available 500.00, held 0.00\n", first, "amounts at CRED's scale")
+	assert.Equal(t, "granted 500.00 CRED to alice; available 500.00, held 0.00\n", first, "amounts at CRED's scale")
 
 	again := ok("grant", "alice", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
 	assert.Equal(t, first, again, "the first result, without the memo")
@@ -56,10 +56,10 @@ func TestAdminGrant(t *testing.T) {
 
 	_, errOut, code := admin(t, dbURL, "grant", "alice", "600", "--currency", "CRED", "--key", "grant-2026-11-alice")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, `idempotency_conflict: amount: key "grant-2026-11-alice" was used before for a transfer with another amount`)
+	assert.Regexp(t, `idempotency_conflict: key: key "grant-2026-11-alice" was used by \S+ at .* for "grant 500 CRED to alice"`, errOut, "says what the key did")
 	_, errOut, code = admin(t, dbURL, "grant", "acme", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "idempotency_conflict: to: ")
+	assert.Contains(t, errOut, "idempotency_conflict: key: ")
 
 	assert.Equal(t, "wallet/CRED/alice: available 500.00 CRED, held 0.00\n", ok("balance", "wallet/CRED/alice"))
 	assert.Regexp(t, ` 500\.00 +500\.00 +issuance/CRED +grant-2026-11-alice`, ok("statement", "wallet/CRED/alice"))

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/treasury"
+)
+
+// TestAdminTreasury runs an administrator's month on the command line:
+// money in and out, a rate and an exchange, an allowance kept in the
+// database and paid by "allowance run", and the audit trail that shows
+// who did each.
+func TestAdminTreasury(t *testing.T) {
+	dbURL := pgtest.FreshDB(t)
+	ok := adminOK(t, dbURL)
+	ok("currency", "CRED", "--scale", "2")
+	ok("currency", "GPUH", "--scale", "0")
+	ok("open", "acme", "--currency", "CRED", "--as", "ann")
+	ok("open", "alice", "--currency", "CRED", "--parent", "acme", "--as", "ann")
+	ok("grant", "alice", "100", "--currency", "CRED", "--key", "g1", "--as", "ann")
+	assert.Equal(t, "burned 20.00 CRED from alice; available 80.00, held 0.00\n",
+		ok("burn", "alice", "20", "--currency", "CRED", "--key", "b1", "--as", "bob"))
+	_, errOut, code := admin(t, dbURL, "burn", "alice", "1000", "--currency", "CRED", "--key", "b2", "--as", "bob")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "insufficient_funds")
+
+	_, errOut, code = admin(t, dbURL, "exchange", "alice", "CRED", "GPUH", "10", "--key", "x1", "--as", "ann")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no rate from CRED to GPUH: an administrator sets one (bourse admin rate CRED GPUH RATE)")
+	assert.Equal(t, "rate CRED/GPUH: 0.5 (was none)\n", ok("rate", "CRED", "GPUH", "0.5", "--key", "r1", "--as", "ann"))
+	assert.Equal(t, "exchanged at 0.5: wallet/CRED/alice 80 → 70, wallet/GPUH/alice 0 → 5\n",
+		ok("exchange", "alice", "CRED", "GPUH", "10", "--key", "x1", "--as", "ann"))
+	assert.Contains(t, ok("rates"), "CRED  GPUH  0.5   ann")
+	assert.Regexp(t, `(?m)^\S+ +100 +100 +g1 *\n\S+ +-20 +80 +b1 *\n\S+ +-10 +70 +x1 +exchange at 0.5\n`, ok("supply", "CRED"))
+
+	ok("allowance", "set", "alice", "--currency", "CRED", "--a", "10", "--b", "0.1", "--period", "1h", "--start", "2026-11-01T00:00:00Z", "--key", "a1", "--as", "ann")
+	assert.Contains(t, ok("allowance", "list"), "wallet/CRED/alice  a = 10/h, b = 0.1/h, every 1h0m0s from 2026-11-01T00:00:00Z; steady state 100.00, half-life 6h55m53s")
+	paid := ok("allowance", "run", "--now", "2026-11-01T02:00:00Z")
+	assert.Contains(t, paid, "allowance/wallet/CRED/alice/2", "rules from the database, no --rules")
+	assert.Equal(t, "nothing due: every period that has ended is paid\n", ok("allowance", "run", "--now", "2026-11-01T02:30:00Z"))
+	ok("allowance", "remove", "alice", "--currency", "CRED", "--key", "a2", "--as", "bob")
+	_, errOut, code = admin(t, dbURL, "allowance", "run")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no allowances are set")
+
+	var trail []treasury.Action
+	require.NoError(t, json.Unmarshal([]byte(ok("log", "--json")), &trail))
+	var who []string
+	for _, a := range trail {
+		who = append(who, a.Actor+" "+a.Kind+" "+a.Key)
+	}
+	assert.Equal(t, []string{"bob allowance.remove a2", "ann allowance.set a1", "ann exchange x1", "ann rate.set r1",
+		"bob burn b1", "ann grant g1", "ann open open/wallet/CRED/alice", "ann open open/wallet/CRED/acme"}, who,
+		"newest first; the refused burn and exchange left nothing")
+	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0 → -100; wallet/CRED/alice: 0 → 100`, ok("log"))
+	assert.Contains(t, ok("audit"), ": pass")
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
+	"github.com/bourse/bourse/treasury/sqltreasury"
+)
+
+// openTreasury is the treasury beside an open exchange store's ledger: in
+// its database for the SQL ledger, in memory beside an in-memory one.
+func openTreasury(ctx context.Context, s exchange.Store) (*treasury.Treasury, error) {
+	switch l := s.Ledger().(type) {
+	case *sqlledger.Ledger:
+		ts, err := sqltreasury.Open(ctx, l, nil)
+		if err != nil {
+			return nil, fmt.Errorf("open the treasury's tables: %w", err)
+		}
+		return treasury.New(ts), nil
+	case treasury.AtomicLedger:
+		return treasury.New(treasury.NewMem(l, nil)), nil
+	}
+	return nil, fmt.Errorf("no treasury store for a ledger of type %T", s.Ledger())
+}
+
+// adminActor is who an administrative command acts as: --as, else
+// $BOURSE_ADMIN, else the user running it. The audit trail records it.
+func adminActor(cmd *cobra.Command) (string, error) {
+	if as, _ := cmd.Flags().GetString("as"); as != "" {
+		return as, nil
+	}
+	if as := os.Getenv("BOURSE_ADMIN"); as != "" {
+		return as, nil
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, nil
+	}
+	return "", fmt.Errorf("who is acting? give --as NAME (or set BOURSE_ADMIN): the audit trail records it")
+}
