@@ -73,6 +73,16 @@ type watcher struct {
 
 // send forwards ev unless it is stale and reports whether to go on.
 func (w *watcher) send(ev protocol.Event) bool {
+	if ev.Type == protocol.EventSpendWarning {
+		// A warning about the client's caps, not a step of the contract's
+		// life: it goes through whatever came before.
+		select {
+		case w.out <- ev:
+			return true
+		case <-w.ctx.Done():
+			return false
+		}
+	}
 	r := rank(ev.Type)
 	if r < w.last || (r == w.last && r != rank(protocol.EventReading)) {
 		return true

@@ -70,7 +70,10 @@ type Config struct {
 	// carry its server's signature, and keeps it on the contract; nil
 	// takes readings on NATS's word alone (signing.Keys is one).
 	Verifier Verifier
-	Now      func() time.Time // time.Now if nil
+	// SpendCaps, if set, gives the daily and monthly spend caps that
+	// admission enforces (spend.go); nil for none.
+	SpendCaps SpendCaps
+	Now       func() time.Time // time.Now if nil
 }
 
 func (c *Config) defaults() error {
@@ -114,6 +117,7 @@ func (c *Config) defaults() error {
 // use, and it calls its Router and Notifier holding no lock of its own, so
 // that they may call back into it.
 type House struct {
+	spendMemory
 	cfg     Config
 	store   Store
 	router  Router

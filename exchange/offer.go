@@ -14,6 +14,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
+	"github.com/shopspring/decimal"
 )
 
 // Offer turns client's offer into a contract: validate, check funds,
@@ -88,6 +89,10 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
+	spends, err := h.spendChecks(ctx, client, currency.Code(t.Currency), t.Prepayment)
+	if err != nil {
+		return protocol.OfferReply{}, err
+	}
 	servers := h.servers.match(t)
 	if len(servers) == 0 {
 		if h.servers.live() == 0 {
@@ -106,7 +111,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, offerID, win, signed, capped, t, req)
+	c, err := h.open(ctx, id, offerID, win, signed, capped, spends, t, req)
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -115,7 +120,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped bool, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped bool, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -142,13 +147,11 @@ func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade
 	if capped {
 		reserves = append(reserves, capReserve(&c, offerID, reserve.Deadline))
 	}
+	reserves = append(reserves, spendReserves(&c, offerID, spends, reserve.Deadline)...)
 	stored, created, err := h.store.Open(ctx, c, reserves...)
 	if err != nil {
-		if capped && bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-			// Which reserve failed: the cap, if it cannot take the GPUs now.
-			if bal, berr := h.store.Ledger().Balance(ctx, CapWallet(t.Client)); berr == nil && bal.Available.LessThan(reserves[1].Amount) {
-				return trade.Contract{}, capExceeded(bal, t.GPUs)
-			}
+		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
+			return trade.Contract{}, h.whichCap(ctx, err, capped, spends, t)
 		}
 		return trade.Contract{}, err
 	}
@@ -160,6 +163,7 @@ func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade
 	}
 	h.metrics.escrowed.Inc()
 	h.event(protocol.EventAccepted, stored)
+	h.spendWarn(ctx, stored, spends)
 	// The negotiation ends with the escrow: the client has its contract now,
 	// and the start follows, reported by a started event. Waiting for it
 	// would add a round trip to the server to every offer's latency. If the
@@ -347,4 +351,22 @@ func checkRequestID(id string) error {
 		return &bourse.Error{Code: bourse.EInvalid, Field: "request_id", Message: "a request id of 1-128 characters without spaces is required"}
 	}
 	return nil
+}
+
+// whichCap names the cap whose reserve failed in an escrow that failed
+// for want of funds, if one did; else it returns err.
+func (h *House) whichCap(ctx context.Context, err error, capped bool, spends []spendCheck, t contract.Terms) error {
+	l := h.store.Ledger()
+	if capped {
+		if bal, berr := l.Balance(ctx, CapWallet(t.Client)); berr == nil && bal.Available.LessThan(decimal.NewFromInt(int64(t.GPUs))) {
+			return capExceeded(bal, t.GPUs)
+		}
+	}
+	for _, sc := range spends {
+		if bal, berr := l.Balance(ctx, sc.wallet); berr == nil && bal.Available.LessThan(t.Prepayment) {
+			sc.bal = bal
+			return sc.exceeded(t.Prepayment)
+		}
+	}
+	return err
 }

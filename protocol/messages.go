@@ -104,7 +104,10 @@ type Event struct {
 	Contract trade.Contract `json:"contract"`
 	// Due is the running charge of the reading, for reading events.
 	Due decimal.Decimal `json:"due,omitzero"`
-	At  time.Time       `json:"at"`
+	// Warning says, for spend_warning events, which cap the contract took
+	// past its warning share and how much of it is used.
+	Warning string    `json:"warning,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // EventType names an Event.
@@ -116,6 +119,9 @@ const (
 	EventReading  EventType = "reading"
 	EventSettled  EventType = "settled"
 	EventVoided   EventType = "voided"
+	// EventSpendWarning: the contract took a spend cap past the share at
+	// which its administrators want the client warned (e.g. 80%).
+	EventSpendWarning EventType = "spend_warning"
 )
 
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange

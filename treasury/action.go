@@ -44,6 +44,7 @@ const (
 	KindAllowanceSet    = "allowance.set"
 	KindAllowanceRemove = "allowance.remove"
 	KindCapSet          = "cap.set"
+	KindSpendCapSet     = "spend-cap.set"
 	KindRateSet         = "rate.set"
 	KindExchange        = "exchange"
 )

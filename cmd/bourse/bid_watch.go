@@ -61,6 +61,8 @@ func printEvent(w io.Writer, ev protocol.Event, sc *scales) {
 		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, k.Reason, usage(k.Reading), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
 	case protocol.EventVoided:
 		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, k.Reason, sc.amount(k.Refund, cur), cur)
+	case protocol.EventSpendWarning:
+		fmt.Fprintf(w, "%s  warning   %s\n", at, ev.Warning)
 	default:
 		fmt.Fprintf(w, "%s  %s\n", at, ev.Type)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -32,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Allowance", func(t *testing.T) { testAllowance(t, open) })
 	t.Run("Trail", func(t *testing.T) { testTrail(t, open) })
 	t.Run("SameKeyAtOnce", func(t *testing.T) { testSameKeyAtOnce(t, open) })
+	t.Run("SpendCap", func(t *testing.T) { testSpendCap(t, open) })
 }
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -273,4 +275,43 @@ func testSameKeyAtOnce(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	assert.Len(t, acts, 2+1+16)
 	f.audit()
+}
+
+func testSpendCap(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	a, err := f.tr.SetSpendCap(f.ctx, "ops-ann", "acme", "CRED", exchange.Monthly, d("500"), d("0.8"), "s1")
+	require.NoError(t, err)
+	assert.Equal(t, "CRED/acme/month", a.Target)
+	assert.Contains(t, a.After["spend-cap"], `"limit":"500"`)
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", exchange.Daily, d("50"), d("0"), "s2")
+	require.NoError(t, err)
+	caps, err := f.tr.SpendCapList(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, caps, 2)
+	assert.Equal(t, exchange.SpendCap{Owner: "acme", Currency: "CRED", Period: exchange.Monthly, Limit: d("500"), Warn: d("0.8")}, caps[0])
+	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, exchange.Daily, got[0].Period)
+
+	for _, c := range []struct {
+		name, owner string
+		p           exchange.SpendPeriod
+		limit, warn string
+		code        bourse.Code
+	}{
+		{"Period", "alice", "week", "1", "0", bourse.EInvalid},
+		{"Warn", "alice", exchange.Daily, "1", "1.5", bourse.EInvalid},
+		{"Precision", "alice", exchange.Daily, "0.001", "0", bourse.EInvalid},
+		{"Negative", "alice", exchange.Daily, "-1", "0", bourse.EInvalid},
+		{"NoWallet", "nobody", exchange.Daily, "1", "0", bourse.ENotFound},
+	} {
+		_, err := f.tr.SetSpendCap(f.ctx, "ops-ann", c.owner, "CRED", c.p, d(c.limit), d(c.warn), "bad-"+c.name)
+		assert.Equal(t, c.code, bourse.ErrorCode(err), "%s: %v", c.name, err)
+	}
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", exchange.Daily, d("0"), d("0"), "s3")
+	require.NoError(t, err)
+	caps, err = f.tr.SpendCapList(f.ctx)
+	require.NoError(t, err)
+	assert.Len(t, caps, 1, "a limit of zero removes the cap")
 }

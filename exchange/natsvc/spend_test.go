@@ -1,0 +1,151 @@
+package natsvc_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
+	"github.com/bourse/bourse/treasury/sqltreasury"
+)
+
+// treasuryOf is the treasury beside a market's store, as bourse admin
+// and the exchange open it.
+func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
+	switch l := store.Ledger().(type) {
+	case *sqlledger.Ledger:
+		s, err := sqltreasury.Open(context.Background(), l, nil)
+		require.NoError(t, err)
+		return treasury.New(s)
+	case treasury.AtomicLedger:
+		return treasury.New(treasury.NewMem(l, nil))
+	}
+	t.Fatalf("no treasury for %T", store.Ledger())
+	return nil
+}
+
+// burst sends n offers from client at once and sorts the answers.
+func burst(t *testing.T, m *market, client, tag string, n int) (made []trade.Contract, capped []error) {
+	c := m.client(client)
+	var mu sync.Mutex
+	var other []error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r, err := c.Offer(context.Background(), fmt.Sprintf("%s-%d", tag, i), terms(client))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && r.Contract != nil:
+				made = append(made, *r.Contract)
+			case bourse.ErrorCode(err) == bourse.ECapExceeded:
+				capped = append(capped, err)
+			default:
+				other = append(other, fmt.Errorf("%v %+v", err, r))
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, other)
+	return made, capped
+}
+
+// TestSpendCapUnderConcurrency: alice's daily cap of 30 CRED takes five
+// prepayments of 6 out of 32 offers at once, and her project's monthly cap
+// of 48 leaves bob, beside her in the project, three; every other offer
+// gets cap_exceeded naming its cap, with nothing escrowed. Crossing half
+// of alice's cap warns her. A settlement charges the budgets what it
+// charged the client and gives back the rest. The audit balances, on both
+// stores.
+func TestSpendCapUnderConcurrency(t *testing.T) {
+	onStores(t, func(t *testing.T, store exchange.Store) {
+		ctx := context.Background()
+		tr := treasuryOf(t, store)
+		m := newMarketOn(t, store, func(c *exchange.Config) {
+			honest(c)
+			c.SpendCaps = tr.SpendCaps(0)
+			c.ServerLostAfter = time.Minute // the contracts stay running, silent, until the test ends them
+		})
+		for _, a := range []struct{ owner, parent string }{{"acme", ""}, {"acme.ml", "acme"}, {"alice", "acme.ml"}, {"bob", "acme.ml"}} {
+			_, err := tr.Open(ctx, "root", cred, a.owner, a.parent, "open-"+a.owner)
+			require.NoError(t, err)
+		}
+		for _, who := range []string{"alice", "bob"} {
+			_, err := tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+			require.NoError(t, err)
+		}
+		_, err := tr.SetSpendCap(ctx, "root", "alice", cred, exchange.Daily, d("30"), d("0.5"), "cap-alice")
+		require.NoError(t, err)
+		_, err = tr.SetSpendCap(ctx, "root", "acme.ml", cred, exchange.Monthly, d("48"), d("0"), "cap-ml")
+		require.NoError(t, err)
+		srv := m.scriptedServer("gpu1", 64, accept)
+
+		nc := natstest.Connect(t, m.ns, "")
+		var warnings atomic.Int32
+		_, err = nc.Subscribe("bourse.v1.deliver.alice.event", func(msg *nats.Msg) {
+			var ev protocol.Event
+			if json.Unmarshal(msg.Data, &ev) == nil && ev.Type == protocol.EventSpendWarning {
+				assert.Contains(t, ev.Warning, "day spend cap of alice")
+				warnings.Add(1)
+			}
+		})
+		require.NoError(t, err)
+
+		made, capped := burst(t, m, "alice", "a", 32)
+		require.Len(t, made, 5, "alice's daily cap")
+		assert.Len(t, capped, 27)
+		assert.Contains(t, capped[0].Error(), "day spend cap of alice: 30 of 30 CRED charged or held this day")
+		bal := m.balance(currency.WalletID(cred, "alice"))
+		assert.True(t, bal.Held.Equal(d("30")), "five prepayments held: %s", bal.Held)
+		waitFor(t, "the warning", func() bool { return warnings.Load() >= 1 })
+
+		bobs, capped := burst(t, m, "bob", "b", 32)
+		require.Len(t, bobs, 3, "the project's 48 less alice's 30")
+		assert.Contains(t, capped[0].Error(), "month spend cap of acme.ml: 48 of 48 CRED")
+		m.audit()
+
+		c := made[0]
+		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+		srv.publish(reading(c.ID, 1, "50", 1, true))
+		done := m.settled(c.ID, 5*time.Second)
+		require.True(t, done.Charge.IsPositive())
+		uses, err := tr.SpendUses(ctx)
+		require.NoError(t, err)
+		for _, u := range uses {
+			switch u.Owner {
+			case "alice":
+				assert.True(t, u.Used.Equal(d("24").Add(done.Charge)), "alice: 4 held and the charge, got %s", u.Used)
+				assert.True(t, u.Held.Equal(d("24")), "alice held %s", u.Held)
+			case "acme.ml":
+				assert.True(t, u.Used.Equal(d("42").Add(done.Charge)), "acme.ml: 7 held and the charge, got %s", u.Used)
+			}
+		}
+		spent := m.balance(exchange.SpentID(cred))
+		assert.True(t, spent.Available.Equal(done.Charge.Mul(d("2"))), "the charge, from both budgets: %s", spent.Available)
+
+		// Raising alice's cap gives today's budget the difference at once.
+		_, err = tr.SetSpendCap(ctx, "root", "alice", cred, exchange.Daily, d("60"), d("0.5"), "cap-alice-2")
+		require.NoError(t, err)
+		budget := m.balance(exchange.SpendWallet("alice", cred, exchange.Daily, time.Now()))
+		assert.True(t, budget.Available.Equal(d("36").Sub(done.Charge)), "60 less 24 held and the charge: %s", budget.Available)
+		more, capped := burst(t, m, "alice", "c", 4)
+		assert.Empty(t, more, "the project's cap is the one in the way now")
+		assert.Contains(t, capped[0].Error(), "month spend cap of acme.ml")
+		m.audit()
+	})
+}

@@ -1,0 +1,195 @@
+package treasury
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+)
+
+const settingSpendCap = "spend-cap"
+
+func spendName(owner string, cur currency.Code, p exchange.SpendPeriod) string {
+	return string(cur) + "/" + owner + "/" + string(p)
+}
+
+type spendJSON struct {
+	Limit string `json:"limit"`
+	Warn  string `json:"warn"`
+}
+
+// SetSpendCap caps what owner (a client, project or organisation: the
+// owner of a wallet) may commit in cur per period, warning the client
+// whose offer takes it past warn (a share: 0.8 for 80%; zero for no
+// warning). A limit of zero removes the cap. The period under way gets
+// the new limit at once: its budget is minted up, or burned down as far
+// as what is not held, by the difference.
+func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur currency.Code, p exchange.SpendPeriod, limit, warn decimal.Decimal, key string) (Action, error) {
+	op := "treasury." + KindSpendCapSet
+	money, err := t.l.Currency(ctx, cur)
+	if err != nil {
+		return Action{}, fmt.Errorf("spend cap: %w", err)
+	}
+	switch {
+	case !p.Valid():
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "period", Message: fmt.Sprintf("%q: day or month", p)}
+	case len(exchange.SpendCode(cur)) > 16:
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend caps need a currency code of at most 10 characters"}
+	case limit.IsNegative() || !limit.Equal(limit.Round(money.Scale)):
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "limit", Message: fmt.Sprintf("%s is not an amount of %s", limit, cur)}
+	case warn.IsNegative() || warn.GreaterThan(decimal.NewFromInt(1)):
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "warn", Message: "a share between 0 and 1 (0.8 warns at 80%)"}
+	}
+	if _, err := t.l.Account(ctx, currency.WalletID(cur, owner)); err != nil {
+		return Action{}, fmt.Errorf("spend cap of %s: %w", owner, err)
+	}
+	old, _, err := t.spendCap(ctx, owner, cur, p)
+	if err != nil {
+		return Action{}, err
+	}
+	value := ""
+	if limit.IsPositive() {
+		b, _ := json.Marshal(spendJSON{Limit: limit.String(), Warn: warn.String()})
+		value = string(b)
+	}
+	ops, err := t.adjustBudget(ctx, owner, cur, p, old, limit, key)
+	if err != nil {
+		return Action{}, err
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindSpendCapSet, Target: spendName(owner, cur, p),
+			Request: fmt.Sprintf("spend cap %s %s warn %s", spendName(owner, cur, p), limit, warn)},
+		Setting: &Setting{Kind: settingSpendCap, Name: spendName(owner, cur, p), Value: value},
+		Ops:     ops,
+	})
+}
+
+// adjustBudget is the transfer that brings the budget of the period under
+// way from the old limit to the new, if it has been made.
+func (t *Treasury) adjustBudget(ctx context.Context, owner string, cur currency.Code, p exchange.SpendPeriod, old, limit decimal.Decimal, key string) ([]currency.Op, error) {
+	w := exchange.SpendWallet(owner, cur, p, time.Now())
+	bal, err := t.l.Balance(ctx, w)
+	if isNotFound(err) {
+		return nil, nil // made with the new limit when an offer first meets it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spend cap budget %s: %w", w, err)
+	}
+	iss := currency.IssuanceID(exchange.SpendCode(cur))
+	memo := fmt.Sprintf("%s spend cap of %s set to %s", p, owner, limit)
+	switch delta := limit.Sub(old); {
+	case delta.IsPositive():
+		return []currency.Op{currency.Transfer{Key: key + "/budget", From: iss, To: w, Amount: delta, Memo: memo}}, nil
+	case delta.IsNegative() && bal.Available.IsPositive():
+		return []currency.Op{currency.Transfer{Key: key + "/budget", From: w, To: iss, Amount: decimal.Min(delta.Neg(), bal.Available), Memo: memo}}, nil
+	}
+	return nil, nil
+}
+
+// spendCap is owner's cap of period p in cur, zero if none.
+func (t *Treasury) spendCap(ctx context.Context, owner string, cur currency.Code, p exchange.SpendPeriod) (limit, warn decimal.Decimal, err error) {
+	caps, err := t.SpendCapList(ctx)
+	if err != nil {
+		return decimal.Zero, decimal.Zero, err
+	}
+	for _, c := range caps {
+		if c.Owner == owner && c.Currency == cur && c.Period == p {
+			return c.Limit, c.Warn, nil
+		}
+	}
+	return decimal.Zero, decimal.Zero, nil
+}
+
+// SpendCapList lists every spend cap.
+func (t *Treasury) SpendCapList(ctx context.Context) ([]exchange.SpendCap, error) {
+	ss, err := t.s.Settings(ctx, settingSpendCap)
+	if err != nil {
+		return nil, fmt.Errorf("spend caps: %w", err)
+	}
+	out := make([]exchange.SpendCap, 0, len(ss))
+	for _, s := range ss {
+		parts := strings.Split(s.Name, "/")
+		var j spendJSON
+		if len(parts) != 3 || json.Unmarshal([]byte(s.Value), &j) != nil {
+			return nil, fmt.Errorf("spend cap %s: stored %q is not a cap", s.Name, s.Value)
+		}
+		limit, err1 := decimal.NewFromString(j.Limit)
+		warn, err2 := decimal.NewFromString(j.Warn)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("spend cap %s: stored %q is not a cap", s.Name, s.Value)
+		}
+		out = append(out, exchange.SpendCap{Currency: currency.Code(parts[0]), Owner: parts[1], Period: exchange.SpendPeriod(parts[2]), Limit: limit, Warn: warn})
+	}
+	return out, nil
+}
+
+// SpendUse is a spend cap and its budget in the period under way.
+type SpendUse struct {
+	exchange.SpendCap
+	// Used is charged or held this period; Held the part held by
+	// contracts still running.
+	Used, Held decimal.Decimal
+}
+
+// SpendUses lists every spend cap with what is used of it now.
+func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {
+	caps, err := t.SpendCapList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SpendUse, 0, len(caps))
+	for _, c := range caps {
+		u := SpendUse{SpendCap: c}
+		bal, err := t.l.Balance(ctx, exchange.SpendWallet(c.Owner, c.Currency, c.Period, time.Now()))
+		switch {
+		case isNotFound(err): // nothing this period yet
+		case err != nil:
+			return nil, err
+		default:
+			u.Used, u.Held = c.Limit.Sub(bal.Available), bal.Held
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// SpendCaps is the treasury's caps as the exchange asks for them, read
+// from the store at most once per ttl: a cap set takes up to ttl to reach
+// admission (the budget of the period under way changes at once).
+func (t *Treasury) SpendCaps(ttl time.Duration) exchange.SpendCaps {
+	return &spendCache{t: t, ttl: ttl}
+}
+
+type spendCache struct {
+	t   *Treasury
+	ttl time.Duration
+
+	mu   sync.Mutex
+	read time.Time
+	caps map[string][]exchange.SpendCap // currency/owner → caps
+}
+
+func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.Code) ([]exchange.SpendCap, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.caps == nil || time.Since(c.read) > c.ttl {
+		all, err := c.t.SpendCapList(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.caps, c.read = map[string][]exchange.SpendCap{}, time.Now()
+		for _, sc := range all {
+			k := string(sc.Currency) + "/" + sc.Owner
+			c.caps[k] = append(c.caps[k], sc)
+		}
+	}
+	return c.caps[string(cur)+"/"+owner], nil
+}
