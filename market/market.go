@@ -18,6 +18,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/currency"
@@ -28,6 +29,8 @@ import (
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
+	"github.com/bourse/bourse/treasury/sqltreasury"
 )
 
 // Currency is the market's money: credits with cents.
@@ -53,7 +56,13 @@ type Config struct {
 	// process) on Store's database and NATSURL. Store still funds the
 	// clients and audits the ledger.
 	External bool
+	// Treasury, if set, is the treasury the market's administrator
+	// funds, caps and pays allowances through; else the one beside Store.
+	Treasury *treasury.Treasury
 }
+
+// admin is who the market's own administrative actions are recorded as.
+const admin = "market"
 
 // Market is a running market. Stop it with Stop.
 type Market struct {
@@ -115,6 +124,13 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 	}
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
 		finals: map[string]trade.Reading{}}
+	if m.cfg.Treasury == nil {
+		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger())
+		if err != nil {
+			return nil, fmt.Errorf("market: %w", err)
+		}
+		m.cfg.Treasury = t
+	}
 	if err := m.startNATS(); err != nil {
 		return nil, err
 	}
@@ -124,7 +140,10 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 	}
 	actx, cancelAllowances := context.WithCancel(context.Background())
 	m.cancelC = cancelAllowances
-	m.payAllowances(actx)
+	if err := m.payAllowances(actx); err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
 	if !cfg.External {
 		if _, err := m.AddExchange(ctx, cfg.Store); err != nil {
 			m.Stop(ctx)
@@ -161,7 +180,8 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" {
 		storage = jetstream.MemoryStorage
 	}
-	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log}, StreamStorage: storage})
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log,
+		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second)}, StreamStorage: storage})
 	if err != nil {
 		return nil, err
 	}
@@ -216,20 +236,24 @@ func (m *Market) connect(party string) (*nats.Conn, error) {
 // fund creates the currency and each client's wallet with its budget, as
 // an administrator would.
 func (m *Market) fund(ctx context.Context) error {
-	l := m.cfg.Store.Ledger()
+	l, t := m.cfg.Store.Ledger(), m.cfg.Treasury
 	if err := l.CreateCurrency(ctx, Currency); err != nil {
 		return fmt.Errorf("market: create currency: %w", err)
 	}
 	for _, c := range m.cfg.Clients {
-		_, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID(Currency.Code, c.ID), Currency: Currency.Code, Kind: currency.Wallet})
-		if err != nil {
+		if _, err := t.Open(ctx, admin, Currency.Code, c.ID, "", "open/"+c.ID); err != nil {
 			return fmt.Errorf("market: open wallet of %s: %w", c.ID, err)
 		}
-		if _, err := currency.Do(ctx, l, currency.Grant(Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget")); err != nil {
+		if _, err := t.Grant(ctx, admin, Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget"); err != nil {
 			return fmt.Errorf("market: fund %s: %w", c.ID, err)
 		}
 		if c.CapGPUs > 0 {
-			if _, err := exchange.SetGPUCap(ctx, l, c.ID, c.CapGPUs, "cap-set/"+c.ID); err != nil {
+			if _, err := t.SetCap(ctx, admin, c.ID, c.CapGPUs, "cap-set/"+c.ID); err != nil {
+				return fmt.Errorf("market: %w", err)
+			}
+		}
+		if c.DailySpend.IsPositive() {
+			if _, err := t.SetSpendCap(ctx, admin, c.ID, Currency.Code, exchange.Daily, c.DailySpend, decimal.RequireFromString("0.8"), "spend-cap/"+c.ID); err != nil {
 				return fmt.Errorf("market: %w", err)
 			}
 		}
@@ -237,32 +261,47 @@ func (m *Market) fund(ctx context.Context) error {
 	return nil
 }
 
-// payAllowances pays the clients' allowances every period until ctx ends,
-// as a scheduler running bourse admin allowance run would.
-func (m *Market) payAllowances(ctx context.Context) {
+// payAllowances sets the clients' allowances in the treasury and pays
+// them every period until ctx ends, as a scheduler running bourse admin
+// allowance run would.
+func (m *Market) payAllowances(ctx context.Context) error {
 	start := time.Now()
+	every := time.Duration(0)
 	for _, c := range m.cfg.Clients {
 		a := c.Allowance
 		if a == nil {
 			continue
 		}
 		r := allowance.Rule{Wallet: currency.WalletID(Currency.Code, c.ID), A: a.A, B: a.B, Period: a.Period, Start: start}
-		m.allowances.Go(func() {
-			t := time.NewTicker(cmp.Or(a.Period, time.Hour))
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-t.C:
-					if _, err := allowance.Accrue(ctx, m.cfg.Store.Ledger(), r, now); err != nil && ctx.Err() == nil {
-						m.log.Warn("allowance", "client", c.ID, "err", err)
-					}
+		if _, err := m.cfg.Treasury.SetAllowance(ctx, admin, r, fmt.Sprintf("allowance/%s/%d", c.ID, start.UnixNano())); err != nil {
+			return fmt.Errorf("market: %w", err)
+		}
+		if p := cmp.Or(a.Period, time.Hour); every == 0 || p < every {
+			every = p
+		}
+	}
+	if every == 0 {
+		return nil
+	}
+	m.allowances.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if _, err := m.cfg.Treasury.PayAllowances(ctx, now); err != nil && ctx.Err() == nil {
+					m.log.Warn("allowances", "err", err)
 				}
 			}
-		})
-	}
+		}
+	})
+	return nil
 }
+
+// Treasury is the treasury the market's administrator acts through.
+func (m *Market) Treasury() *treasury.Treasury { return m.cfg.Treasury }
 
 func (m *Market) startServers() error {
 	ctx, cancel := context.WithCancel(context.Background())

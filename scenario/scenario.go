@@ -63,6 +63,9 @@ type ClientSpec struct {
 	// CapGPUs, if positive, caps the GPUs the client may hold in contracts
 	// at once (exchange.GPUCap), in the demo market.
 	CapGPUs int
+	// DailySpend, if positive, caps what the client may commit a day
+	// (exchange.SpendCap, warned at 80%), in the demo market.
+	DailySpend decimal.Decimal
 }
 
 // Allowance is dx/dt = A − B·x on a wallet: A paid per hour, B the share

@@ -118,16 +118,19 @@ func auditLine(r currency.Report) string {
 	return r.String()
 }
 
-// demoClients are the default clients, one of them capped and one paid
-// an allowance, so that the demo shows both at work: cyd may hold 2 GPUs
-// at once, and bea is paid 0.50 every 5 seconds while 1% of its balance
-// decays each second (a = 360/h, b = 36/h: it tends to 10.00).
+// demoClients are the default clients, two of them capped and one paid
+// an allowance, so that the demo shows each at work: cyd may hold 2 GPUs
+// at once, gus may commit 10.00 a day (warned at 80%), and bea is paid
+// 0.50 every 5 seconds while 1% of its balance decays each second
+// (a = 360/h, b = 36/h: it tends to 10.00).
 func demoClients() []scenario.ClientSpec {
 	cs := scenario.DefaultClients()
 	for i := range cs {
 		switch cs[i].ID {
 		case "cyd":
 			cs[i].CapGPUs = 2
+		case "gus":
+			cs[i].DailySpend = decimal.NewFromInt(10)
 		case "bea":
 			cs[i].Allowance = &scenario.Allowance{A: decimal.NewFromInt(360), B: decimal.NewFromInt(36), Period: 5 * time.Second}
 		}

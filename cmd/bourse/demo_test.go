@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,14 @@ func TestDemo(t *testing.T) {
 	}
 	if !regexp.MustCompile(`allowance: bea: .* in [1-9]\d* payments`).MatchString(out) {
 		t.Errorf("bea's allowance was not paid in 6 s:\n%s", out)
+	}
+	if m := regexp.MustCompile(`spend cap: gus may commit 10.00 a day; (\d+\.\d\d) used`).FindStringSubmatch(out); m == nil || m[1] == "0.00" {
+		t.Errorf("gus's spend cap is not in the summary, or nothing was used of it:\n%s", out)
+	} else if used, _ := strconv.ParseFloat(m[1], 64); used > 10 {
+		t.Errorf("gus used %s of a daily cap of 10.00", m[1])
+	}
+	if !regexp.MustCompile(`treasury: [1-9]\d* administrative actions in the audit trail`).MatchString(out) {
+		t.Errorf("the treasury's audit trail is not in the summary:\n%s", out)
 	}
 }
 

@@ -8,26 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
 
-// openTreasury is the treasury beside an open exchange store's ledger: in
-// its database for the SQL ledger, in memory beside an in-memory one.
+// openTreasury is the treasury beside an open exchange store's ledger.
 func openTreasury(ctx context.Context, s exchange.Store) (*treasury.Treasury, error) {
-	switch l := s.Ledger().(type) {
-	case *sqlledger.Ledger:
-		ts, err := sqltreasury.Open(ctx, l, nil)
-		if err != nil {
-			return nil, fmt.Errorf("open the treasury's tables: %w", err)
-		}
-		return treasury.New(ts), nil
-	case treasury.AtomicLedger:
-		return treasury.New(treasury.NewMem(l, nil)), nil
-	}
-	return nil, fmt.Errorf("no treasury store for a ledger of type %T", s.Ledger())
+	return sqltreasury.Beside(ctx, s.Ledger())
 }
 
 // adminActor is who an administrative command acts as: --as, else

@@ -154,13 +154,26 @@ func (v *view) summary(ctx context.Context) {
 	v.policy(ctx, v.out)
 }
 
-// policy says what the clients' caps and allowances did.
+// policy says what the clients' caps and allowances did, and what the
+// treasury recorded.
 func (v *view) policy(ctx context.Context, w io.Writer) {
 	scale := market.Currency.Scale
+	t := v.m.Treasury()
+	uses, err := t.SpendUses(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "spend caps: %v\n", err)
+	}
+	refused := v.m.Tally.Snapshot().Errors[bourse.ECapExceeded]
 	for _, spec := range v.m.Clients {
 		if spec.CapGPUs > 0 {
-			fmt.Fprintf(w, "cap: %s may hold %d GPUs at once (wallet/GPU-CAP/%s); offers refused cap_exceeded in the market: %d\n",
-				spec.ID, spec.CapGPUs, spec.ID, v.m.Tally.Snapshot().Errors[bourse.ECapExceeded])
+			fmt.Fprintf(w, "cap: %s may hold %d GPUs at once (wallet/GPU-CAP/%s); offers refused cap_exceeded in the market (any cap): %d\n",
+				spec.ID, spec.CapGPUs, spec.ID, refused)
+		}
+		for _, u := range uses {
+			if u.Owner == spec.ID {
+				fmt.Fprintf(w, "spend cap: %s may commit %s a %s; %s used (charged, or held by running contracts), warned at %s%%\n",
+					spec.ID, amountText(u.Limit, scale), u.Period, amountText(u.Used, scale), u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
+			}
 		}
 		if a := spec.Allowance; a != nil {
 			r := allowance.Rule{A: a.A, B: a.B}
@@ -175,6 +188,9 @@ func (v *view) policy(ctx context.Context, w io.Writer) {
 			fmt.Fprintf(w, "allowance: %s: dx/dt = a − b·x with a = %s/h, b = %s/h (tends to a/b = %s); net %s in %d payments\n",
 				spec.ID, a.A, a.B, amountText(steady, scale), amountText(paid, scale), n)
 		}
+	}
+	if acts, err := t.Actions(ctx, "", currency.MaxPage); err == nil {
+		fmt.Fprintf(w, "treasury: %d administrative actions in the audit trail (grants, caps, allowances), each under its key and actor\n", len(acts))
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
@@ -27,16 +26,9 @@ import (
 // treasuryOf is the treasury beside a market's store, as bourse admin
 // and the exchange open it.
 func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
-	switch l := store.Ledger().(type) {
-	case *sqlledger.Ledger:
-		s, err := sqltreasury.Open(context.Background(), l, nil)
-		require.NoError(t, err)
-		return treasury.New(s)
-	case treasury.AtomicLedger:
-		return treasury.New(treasury.NewMem(l, nil))
-	}
-	t.Fatalf("no treasury for %T", store.Ledger())
-	return nil
+	tr, err := sqltreasury.Beside(context.Background(), store.Ledger())
+	require.NoError(t, err)
+	return tr
 }
 
 // burst sends n offers from client at once and sorts the answers.
