@@ -60,3 +60,22 @@ func TestAdminTreasury(t *testing.T) {
 	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0 → -100; wallet/CRED/alice: 0 → 100`, ok("log"))
 	assert.Contains(t, ok("audit"), ": pass")
 }
+
+// TestAdminSpendCap sets, lists and removes spend caps on the command line.
+func TestAdminSpendCap(t *testing.T) {
+	dbURL := pgtest.FreshDB(t)
+	ok := adminOK(t, dbURL)
+	ok("currency", "CRED", "--scale", "2")
+	ok("open", "acme", "--currency", "CRED")
+	ok("open", "alice", "--currency", "CRED", "--parent", "acme")
+	assert.Equal(t, "acme may commit 500 CRED a month; warned at 80%\n",
+		ok("spend-cap", "acme", "500", "--currency", "CRED", "--period", "month", "--key", "s1", "--as", "ann"))
+	ok("spend-cap", "alice", "50", "--currency", "CRED", "--warn", "0.9", "--key", "s2", "--as", "ann")
+	assert.Regexp(t, `acme +CRED +month +500 +0 +0 +0 +80\nalice +CRED +day +50 +0 +0 +0 +90\n`, ok("spend-caps"))
+	_, errOut, code := admin(t, dbURL, "spend-cap", "alice", "50", "--currency", "CRED", "--period", "week", "--key", "s3")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `"week": day or month`)
+	assert.Equal(t, "alice: no day spend cap in CRED\n", ok("spend-cap", "alice", "0", "--currency", "CRED", "--key", "s4"))
+	assert.NotContains(t, ok("spend-caps"), "alice")
+	assert.Contains(t, ok("log"), "spend-cap.set")
+}

@@ -71,6 +71,12 @@ finishes those in flight and exits.`,
 			}
 			defer nc.Close()
 
+			t, err := openTreasury(ctx, store)
+			if err != nil {
+				return err
+			}
+			cfg.SpendCaps = t.SpendCaps(5 * time.Second)
+
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Conn, cfg.Store, cfg.Logger, cfg.Metrics = nc, store, log, reg

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
+)
+
+func newSpendCapCmds(withTreasury func(treasuryRun) func(*cobra.Command, []string) error) []*cobra.Command {
+	var cur, period, warn, key string
+	var asJSON bool
+	set := &cobra.Command{
+		Use:   "spend-cap OWNER LIMIT --currency C [--period day|month] [--warn 0.8]",
+		Short: "Cap what OWNER (a client, project or organisation) may commit per day or month (0 removes the cap)",
+		Long: `spend-cap limits what OWNER may commit in --currency per --period (UTC days
+or months): OWNER's own offers, and, for a project or organisation, those of
+every client under it. Each offer reserves its whole prepayment from the
+period's budget in the escrow's transaction, so the cap counts what running
+contracts hold as well as what was charged, and cannot be raced; an offer
+that does not fit gets cap_exceeded saying which cap, how much is used and
+when it renews. The client whose offer takes a cap past --warn of it gets a
+spend_warning event. A new limit applies to the period under way at once.
+The exchange reads caps every 5 seconds.`,
+		Args: cobra.ExactArgs(2),
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
+			limit, err := decimal.NewFromString(args[1])
+			if err != nil {
+				return fmt.Errorf("LIMIT %q is not a decimal number", args[1])
+			}
+			w, err := decimal.NewFromString(warn)
+			if err != nil {
+				return fmt.Errorf("--warn %q: a share such as 0.8", warn)
+			}
+			if err := requireKey(key, "spend-cap-acme-2026-12"); err != nil {
+				return err
+			}
+			p := exchange.SpendPeriod(period)
+			if _, err := t.SetSpendCap(ctx, actor, args[0], currency.Code(cur), p, limit, w, key); err != nil {
+				return err
+			}
+			if limit.IsZero() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: no %s spend cap in %s\n", args[0], p, cur)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit %s %s a %s; warned at %s%%\n", args[0], limit, cur, p, w.Mul(decimal.NewFromInt(100)).Round(0))
+			return nil
+		}),
+	}
+	set.Flags().StringVar(&cur, "currency", "", "currency code")
+	set.Flags().StringVar(&period, "period", string(exchange.Daily), "day or month (UTC)")
+	set.Flags().StringVar(&warn, "warn", "0.8", "share of the limit past which the client is warned (0 for never)")
+	set.Flags().StringVar(&key, "key", "", "idempotency key: the same key sets the cap once")
+	_ = set.MarkFlagRequired("currency")
+
+	list := &cobra.Command{
+		Use:   "spend-caps",
+		Short: "List the spend caps and how much of each is used in the period under way",
+		Args:  cobra.NoArgs,
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, _ string, _ []string) error {
+			uses, err := t.SpendUses(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), uses)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%")
+			for _, u := range uses {
+				pct := decimal.Zero
+				if u.Limit.IsPositive() {
+					pct = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, pct, u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
+			}
+			return tw.Flush()
+		}),
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return []*cobra.Command{set, list}
+}
