@@ -25,6 +25,11 @@ type Store interface {
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)
+	// Between lists up to limit contracts (all if limit ≤ 0) of every
+	// client accepted in [from, to), the earliest first (ties by ID),
+	// starting after the contract with ID after if given: for reports,
+	// a page at a time.
+	Between(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error)
 	// Update locks contract id and calls change with a copy of it. If change
 	// returns nil, the changed contract is written and the ledger ops are
 	// applied in the same transaction; an op that fails aborts both and its

@@ -275,3 +275,32 @@ func clone(c *trade.Contract) trade.Contract {
 	}
 	return out
 }
+
+// Between scans every contract: the in-memory store serves demos and
+// tests, whose contracts are few.
+func (s *Store) Between(_ context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+	s.mu.Lock()
+	var all []*trade.Contract
+	for _, c := range s.contracts {
+		if !c.AcceptedAt.Before(from) && c.AcceptedAt.Before(to) {
+			all = append(all, c)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b *trade.Contract) int {
+		return cmp.Or(a.AcceptedAt.Compare(b.AcceptedAt), strings.Compare(a.ID, b.ID))
+	})
+	out := []trade.Contract{}
+	skipping := after != ""
+	for _, c := range all {
+		if skipping {
+			skipping = c.ID != after
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		out = append(out, clone(c))
+	}
+	return out, nil
+}

@@ -148,6 +148,16 @@ func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]trad
 ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit(limit))
 }
 
+// Between walks the index contracts_accepted_at (migrations/0003).
+func (s *Store) Between(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+	f, fns := splitTime(from)
+	u, uns := splitTime(to)
+	return s.list(ctx, `SELECT id, record FROM contracts
+WHERE (accepted_at, accepted_ns) >= ($1, $2) AND (accepted_at, accepted_ns) < ($3, $4)
+  AND ($5 = '' OR (accepted_at, accepted_ns, id) > (SELECT accepted_at, accepted_ns, id FROM contracts WHERE uid = $6))
+ORDER BY accepted_at, accepted_ns, id LIMIT $7`, f, fns, u, uns, after, contractUID(after), rowLimit(limit))
+}
+
 // Stale lists up to limit (0 or less: all) running contracts last seen
 // before silentSince and accepted ones whose start deadline is before now,
 // skipping those whose retry_at is after now: those never stuck first,

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ErrNoChange", func(t *testing.T) { testNoChange(t, open) })
 	t.Run("Copies", func(t *testing.T) { testCopies(t, open) })
 	t.Run("Contracts", func(t *testing.T) { testContracts(t, open) })
+	t.Run("Between", func(t *testing.T) { testBetween(t, open) })
 	t.Run("Stale", func(t *testing.T) { testStale(t, open) })
 	t.Run("FailureNotKept", func(t *testing.T) { testFailureNotKept(t, open) })
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, open) })
@@ -698,4 +699,28 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 	assert.True(t, created)
 	f.balance(w, "80", "20")
 	f.balance(capW, "0", "4")
+}
+
+// testBetween lists every client's contracts accepted in a range, the
+// earliest first, a page at a time.
+func testBetween(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	f.wallet("bob", "100")
+	f.open(newContract("a0", "alice", t0))
+	f.open(newContract("b0", "bob", t0.Add(time.Nanosecond)))
+	f.open(newContract("a1", "alice", t0.Add(time.Minute)))
+	f.open(newContract("b1", "bob", t0.Add(time.Minute)))
+	f.open(newContract("a2", "alice", t0.Add(time.Hour)))
+	between := func(from, to time.Time, after string, limit int) []string {
+		cs, err := f.s.Between(f.ctx, from, to, after, limit)
+		require.NoError(t, err)
+		return ids(cs)
+	}
+	assert.Equal(t, []string{"a0", "b0", "a1", "b1", "a2"}, between(t0, t0.Add(2*time.Hour), "", 0))
+	assert.Equal(t, []string{"b0", "a1", "b1"}, between(t0.Add(time.Nanosecond), t0.Add(time.Hour), "", 0), "from included, to not")
+	assert.Equal(t, []string{"a0", "b0"}, between(t0, t0.Add(2*time.Hour), "", 2))
+	assert.Equal(t, []string{"a1", "b1"}, between(t0, t0.Add(2*time.Hour), "b0", 2), "the next page")
+	assert.Equal(t, []string{"b1", "a2"}, between(t0, t0.Add(2*time.Hour), "a1", 0), "a tie on time goes by ID")
+	assert.Empty(t, between(t0.Add(3*time.Hour), t0.Add(4*time.Hour), "", 0))
 }
