@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/treasury"
 )
@@ -78,4 +82,37 @@ func TestAdminSpendCap(t *testing.T) {
 	assert.Equal(t, "alice: no day spend cap in CRED\n", ok("spend-cap", "alice", "0", "--currency", "CRED", "--key", "s4"))
 	assert.NotContains(t, ok("spend-caps"), "alice")
 	assert.Contains(t, ok("log"), "spend-cap.set")
+}
+
+// TestAdminReport runs a short demo market on PostgreSQL and reads its
+// cost report: every client that spent is in it, and the servers' lines
+// add up to the same revenue as the clients'.
+func TestAdminReport(t *testing.T) {
+	dbURL := pgtest.FreshDB(t)
+	_, errOut, code := bourseCmd("demo", "--db", dbURL, "--duration", "3s")
+	require.Equal(t, 0, code, errOut)
+	ok := adminOK(t, dbURL)
+	var r breakdown.Report
+	require.NoError(t, json.Unmarshal([]byte(ok("report", "--format", "json", "--capacity", "atlas=8,boreal=4")), &r))
+	require.NotEmpty(t, r.Lines)
+	cost, revenue := decimal.Zero, decimal.Zero
+	for _, l := range r.Lines {
+		cost = cost.Add(l.Cost)
+	}
+	idle := false
+	for _, s := range r.Servers {
+		revenue = revenue.Add(s.Revenue)
+		idle = idle || s.Server == "atlas" && s.Idle.IsPositive()
+	}
+	assert.True(t, cost.IsPositive())
+	assert.True(t, cost.Equal(revenue), "clients' cost %s, servers' revenue %s", cost, revenue)
+	assert.True(t, idle, "atlas's idle line")
+	table := ok("report", "--by", "month")
+	assert.Contains(t, table, "PER GPU-SECOND")
+	assert.Regexp(t, `\n\d{4}-\d\d +- +- +\w+ +\w+ +\d+ `, table)
+	csvOut := ok("report", "--format", "csv")
+	assert.True(t, strings.HasPrefix(csvOut, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"))
+	_, errOut, code = admin(t, dbURL, "report", "--capacity", "atlas")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "SERVER=GPUS")
 }

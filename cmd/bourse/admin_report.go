@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/exchange"
+)
+
+// parseDay reads a report bound: a date (UTC midnight) or an RFC 3339 time.
+func parseDay(flag, s string) (time.Time, error) {
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
+	}
+	return t, nil
+}
+
+// parseCapacity reads --capacity gpu1=8,gpu2=4.
+func parseCapacity(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, n, ok := strings.Cut(part, "=")
+		gpus, err := strconv.Atoi(n)
+		if !ok || name == "" || err != nil || gpus <= 0 {
+			return nil, fmt.Errorf("--capacity %q: SERVER=GPUS, comma-separated (gpu1=8,gpu2=4)", part)
+		}
+		out[name] = gpus
+	}
+	return out, nil
+}
+
+func newReportCmd(withStore func(func(context.Context, *cobra.Command, exchange.Store, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+	var from, to, by, capacity, format string
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Cost and GPU-seconds by organisation, project, client, GPU model and day or month; servers' sales and idle time; prices",
+		Long: `report adds up the contracts accepted in [--from, --to) that have ended, each
+in the day (or month) it was accepted: what each client's contracts on each
+GPU model cost and used, under the project and organisation its wallet sits
+in; what each server sold, and with --capacity its idle GPU-seconds; and the
+average price of a GPU-second. --format csv gives the cost lines for a
+spreadsheet; json gives everything.`,
+		Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, s exchange.Store, _ []string) error {
+			o := breakdown.Options{By: breakdown.By(by)}
+			var err error
+			if o.From, err = parseDay("from", from); err != nil {
+				return err
+			}
+			if o.To, err = parseDay("to", to); err != nil {
+				return err
+			}
+			if o.Capacity, err = parseCapacity(capacity); err != nil {
+				return err
+			}
+			r, err := breakdown.Build(ctx, s, s.Ledger(), o)
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "json":
+				return printJSON(cmd.OutOrStdout(), r)
+			case "csv":
+				return writeReportCSV(cmd.OutOrStdout(), r)
+			case "table":
+				return writeReportTables(cmd.OutOrStdout(), r)
+			}
+			return fmt.Errorf("--format %q: table, csv or json", format)
+		}),
+	}
+	today := time.Now().UTC().Format("2006-01-02")
+	cmd.Flags().StringVar(&from, "from", time.Now().UTC().AddDate(0, 0, -6).Format("2006-01-02"), "first day (or RFC 3339 time), included")
+	cmd.Flags().StringVar(&to, "to", time.Now().UTC().AddDate(0, 0, 1).Format("2006-01-02"), "last bound, excluded (default: the end of "+today+")")
+	cmd.Flags().StringVar(&by, "by", "day", "day or month")
+	cmd.Flags().StringVar(&capacity, "capacity", "", "servers' GPUs for their idle lines: gpu1=8,gpu2=4")
+	cmd.Flags().StringVar(&format, "format", "table", "table, csv or json")
+	return cmd
+}
+
+func writeReportTables(w io.Writer, r breakdown.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERIOD\tORG\tPROJECT\tCLIENT\tMODEL\tCONTRACTS\tGPU-SECONDS\tCOST")
+	for _, l := range r.Lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s %s\n", l.Period, orDash(l.Org), orDash(l.Project), l.Client, l.Model, l.Contracts,
+			l.GPUSeconds.StringFixed(1), l.Cost, l.Currency)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "PERIOD\tSERVER\tCONTRACTS\tGPU-SECONDS SOLD\tREVENUE\tIDLE GPU-SECONDS")
+	for _, s := range r.Servers {
+		idle := "-"
+		if s.Capacity.IsPositive() {
+			idle = s.Idle.StringFixed(1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s\t%s\n", s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), s.Revenue, s.Currency, idle)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "PERIOD\tCURRENCY\tGPU-SECONDS\tCOST\tPER GPU-SECOND")
+	for _, p := range r.Prices {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Period, p.Currency, p.GPUSeconds.StringFixed(1), p.Cost, p.PerGPUSecond)
+	}
+	return tw.Flush()
+}
+
+func writeReportCSV(w io.Writer, r breakdown.Report) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"period", "currency", "org", "project", "client", "model", "contracts", "gpu_seconds", "cost"})
+	for _, l := range r.Lines {
+		_ = cw.Write([]string{l.Period, l.Currency, l.Org, l.Project, l.Client, l.Model, strconv.Itoa(l.Contracts), l.GPUSeconds.String(), l.Cost.String()})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
