@@ -45,6 +45,8 @@ const (
 	KindAllowanceRemove = "allowance.remove"
 	KindCapSet          = "cap.set"
 	KindSpendCapSet     = "spend-cap.set"
+	KindTopUpSet        = "topup.set"
+	KindTopUp           = "topup"
 	KindRateSet         = "rate.set"
 	KindExchange        = "exchange"
 )

@@ -82,6 +82,16 @@ func TestAdminSpendCap(t *testing.T) {
 	assert.Equal(t, "alice: no day spend cap in CRED\n", ok("spend-cap", "alice", "0", "--currency", "CRED", "--key", "s4"))
 	assert.NotContains(t, ok("spend-caps"), "alice")
 	assert.Contains(t, ok("log"), "spend-cap.set")
+
+	ok("grant", "acme", "100", "--currency", "CRED", "--key", "g-acme")
+	assert.Equal(t, "wallet/CRED/alice: topped up to 30 from its parent when below 10\n",
+		ok("topup", "set", "alice", "--currency", "CRED", "--below", "10", "--to", "30", "--key", "t1"))
+	assert.Regexp(t, `wallet/CRED/alice +30 +topup/CRED/alice/\d+`, ok("topup", "run", "--as", "cron"))
+	assert.Equal(t, "no wallet is below its threshold\n", ok("topup", "run"))
+	assert.Contains(t, ok("balance", "wallet/CRED/acme"), "available 70.00")
+	_, errOut, code = admin(t, dbURL, "topup", "set", "acme", "--currency", "CRED", "--below", "1", "--to", "2", "--key", "t2")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "has no parent wallet")
 }
 
 // TestAdminReport runs a short demo market on PostgreSQL and reads its

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Trail", func(t *testing.T) { testTrail(t, open) })
 	t.Run("SameKeyAtOnce", func(t *testing.T) { testSameKeyAtOnce(t, open) })
 	t.Run("SpendCap", func(t *testing.T) { testSpendCap(t, open) })
+	t.Run("TopUp", func(t *testing.T) { testTopUp(t, open) })
 }
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -314,4 +315,53 @@ func testSpendCap(t *testing.T, open Opener) {
 	caps, err = f.tr.SpendCapList(f.ctx)
 	require.NoError(t, err)
 	assert.Len(t, caps, 1, "a limit of zero removes the cap")
+}
+
+func testTopUp(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "acme", d("100"), "g-acme", "")
+	require.NoError(t, err)
+	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/acme", Below: d("1"), To: d("2")}, "t0")
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "acme has no parent: %v", err)
+	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: d("10"), To: d("30")}, "t1")
+	require.NoError(t, err)
+
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	done, err := f.tr.RunTopUps(f.ctx, "scheduler", at)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	assert.Equal(t, "30", done[0].Amount.String())
+	assert.Equal(t, "30", f.balance("wallet/CRED/alice"))
+	assert.Equal(t, "70", f.balance("wallet/CRED/acme"))
+
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("25"), "b1", "")
+	require.NoError(t, err)
+	_, err = f.tr.RunTopUps(f.ctx, "scheduler", at.Add(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, "5", f.balance("wallet/CRED/alice"), "one top-up per wallet per minute, however many schedulers run")
+	_, err = f.tr.RunTopUps(f.ctx, "scheduler", at.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "30", f.balance("wallet/CRED/alice"))
+	assert.Equal(t, "45", f.balance("wallet/CRED/acme"))
+
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "acme", d("45"), "b2", "")
+	require.NoError(t, err)
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("30"), "b3", "")
+	require.NoError(t, err)
+	done, err = f.tr.RunTopUps(f.ctx, "scheduler", at.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	assert.Contains(t, done[0].Err, "insufficient_funds", "the project's budget is spent")
+	assert.Equal(t, "0", f.balance("wallet/CRED/alice"))
+	acts, err := f.tr.Actions(f.ctx, "", 100)
+	require.NoError(t, err)
+	var topups int
+	for _, a := range acts {
+		if a.Kind == treasury.KindTopUp {
+			topups++
+			assert.Equal(t, "scheduler", a.Actor)
+		}
+	}
+	assert.Equal(t, 2, topups, "the refused top-up left no action")
+	f.audit()
 }
