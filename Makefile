@@ -7,7 +7,7 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim gpu-meter lint fuzz clean demo
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim gpu-meter lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -15,9 +15,11 @@ build:
 	$(GO) build -o bin/bourse ./cmd/bourse
 
 ## test: all tests, with the race detector, against a throwaway PostgreSQL
-## and Debian's nats-server as an external NATS (NATS_URL), then the
-## end-to-end checks with natscli as an independent client
+## and Debian's nats-server as an external NATS (NATS_URL), with Chromium
+## for the console's browser test (installed when missing and root), then
+## the end-to-end checks with natscli as an independent client
 test:
+	bash scripts/chromium.sh
 	$(PGRUN) bash scripts/nats-server.sh run -- $(GO) test -race -count=1 ./...
 	bash scripts/natscli-e2e.sh
 
@@ -61,6 +63,11 @@ fuzz:
 clean:
 	rm -rf bin
 	rm -f *.test *.out *.prof cover.html coverage.html coverage.txt
+
+## console-shots: the console's screenshots in docs/console/ (needs Chromium)
+console-shots:
+	bash scripts/chromium.sh
+	BOURSE_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestScreenshots ./console/
 
 ## demo: a whole market in one process for 20 seconds
 demo:

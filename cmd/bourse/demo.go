@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse/console"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -25,6 +26,7 @@ func newDemoCmd() *cobra.Command {
 		seed     uint64
 		logFile  string
 		dbURL    string
+		console  string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -47,13 +49,14 @@ finds a broken invariant.`,
 				return err
 			}
 			defer closeLog()
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL})
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console})
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to trade")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bidders' job generators")
 	cmd.Flags().StringVar(&logFile, "log", "", "write the market's logs to this file (default: discard)")
 	cmd.Flags().StringVar(&dbURL, "db", "mem", "the ledger: mem, or a postgres:// URL of an empty PostgreSQL or CockroachDB database")
+	cmd.Flags().StringVar(&console, "console", "", `also serve the administrators' web console on this address (e.g. 127.0.0.1:8080), as user "admin" with a password printed at the start; it stays up after the market stops, until you stop the demo`)
 	return cmd
 }
 
@@ -62,6 +65,11 @@ type demoConfig struct {
 	seed     uint64
 	logger   *slog.Logger
 	dbURL    string
+	console  string
+	// consoleUsers, if set, are the console's users instead of a fresh
+	// admin; consoleReady gets its address (tests).
+	consoleUsers console.Users
+	consoleReady func(addr string)
 }
 
 // demoLogger keeps the live view clean: logs go to a file or nowhere.
@@ -90,6 +98,24 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 	if err != nil {
 		return err
 	}
+	consoleDone := make(chan error, 1)
+	if cfg.console != "" {
+		users := cfg.consoleUsers
+		if users == nil {
+			pw := randomPassword()
+			line, err := console.UserLine("admin", console.Admin, pw)
+			if err != nil {
+				return err
+			}
+			if users, err = console.ParseUsers(line); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "console: log in as admin with password %s\n", pw)
+		}
+		go func() {
+			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, log: cfg.logger, ready: cfg.consoleReady})
+		}()
+	}
 	v := newView(out, m, store.Ledger(), cfg.duration)
 	v.run(ctx, cfg.duration)
 
@@ -106,6 +132,15 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 	fmt.Fprintln(out, auditLine(rep))
 	if !rep.OK() || rep.OpenHolds > 0 {
 		return fmt.Errorf("the ledger audit failed")
+	}
+	if cfg.console != "" {
+		fmt.Fprintln(out, "The console stays up until you stop the demo (Ctrl-C).")
+		select {
+		case <-ctx.Done():
+			return <-consoleDone
+		case err := <-consoleDone:
+			return err
+		}
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newBidCmd(), newServerCmd(), newSimCmd())
+	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newServerCmd(), newSimCmd())
 	return root
 }
 

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/console"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
+)
+
+func newConsoleCmd() *cobra.Command {
+	var dbURL, listen, usersFile, secretFile, certFile, keyFile string
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the administrators' web console on the ledger's database",
+		Long: `console serves the administrators' web console: balances by organisation and
+project, the money supply, allowances, caps, rates, cost reports and the
+audit trail, with forms for grants, burns, allowances, caps, rates and
+exchanges. Every form is the same idempotent, audited action as
+"bourse admin", recorded under the logged-in user. Users and their roles
+(admin or viewer) are in --users, made with "bourse console user". Serve
+it over TLS (--tls-cert, --tls-key) or behind a proxy that does; it listens
+on 127.0.0.1 by default.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dbURL == "" || usersFile == "" {
+				return errors.New(`--db and --users are required (make a users file with "bourse console user NAME --role admin --users FILE")`)
+			}
+			users, err := console.ReadUsers(usersFile)
+			if err != nil {
+				return err
+			}
+			if len(users) == 0 {
+				return fmt.Errorf("%s has no users: add one with bourse console user", usersFile)
+			}
+			var secret []byte
+			if secretFile != "" {
+				if secret, err = os.ReadFile(secretFile); err != nil {
+					return fmt.Errorf("--secret-file: %w", err)
+				}
+			}
+			ctx := cmd.Context()
+			log := commandLogger(cmd)
+			store, closeStore, err := openStore(ctx, dbURL, log)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			t, err := openTreasury(ctx, store)
+			if err != nil {
+				return err
+			}
+			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, secret: secret, cert: certFile, key: keyFile, log: log})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
+	f.StringVar(&usersFile, "users", "", `users file ("name role bcrypt-hash" a line; see bourse console user)`)
+	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign session cookies, so that sessions outlive a restart and several consoles share them (default: random at start)")
+	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS and marks cookies Secure")
+	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
+	cmd.AddCommand(newConsoleUserCmd())
+	return cmd
+}
+
+func newConsoleUserCmd() *cobra.Command {
+	var usersFile, role, passwordFile string
+	cmd := &cobra.Command{
+		Use:   "user NAME --role admin|viewer --users FILE",
+		Short: "Add a user to a console users file (the password is read from stdin or --password-file)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if usersFile == "" {
+				return errors.New("--users is required")
+			}
+			var pw string
+			if passwordFile != "" {
+				b, err := os.ReadFile(passwordFile)
+				if err != nil {
+					return fmt.Errorf("--password-file: %w", err)
+				}
+				pw = strings.TrimRight(string(b), "\r\n")
+			} else {
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					return fmt.Errorf("read the password from stdin: %w", err)
+				}
+				pw = strings.TrimRight(line, "\r\n")
+			}
+			if existing, err := console.ReadUsers(usersFile); err == nil {
+				if _, ok := existing[args[0]]; ok {
+					return fmt.Errorf("%s is in %s already: edit the file to change or remove it", args[0], usersFile)
+				}
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			line, err := console.UserLine(args[0], console.Role(role), pw)
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(usersFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintln(f, line); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) added to %s\n", args[0], role, usersFile)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&usersFile, "users", "", "the users file (made if missing, mode 0600)")
+	cmd.Flags().StringVar(&role, "role", string(console.Admin), "admin (reads and writes) or viewer (reads)")
+	cmd.Flags().StringVar(&passwordFile, "password-file", "", "read the password from this file instead of stdin")
+	return cmd
+}
+
+type consoleOptions struct {
+	listen    string
+	users     console.Users
+	secret    []byte
+	cert, key string
+	log       *slog.Logger
+	// ready, if set, gets the address once the console listens.
+	ready func(addr string)
+}
+
+// serveConsole serves the console on treasury t and store's contracts
+// until ctx ends.
+func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, store exchange.Store, o consoleOptions) error {
+	c, err := console.New(console.Config{Treasury: t, Contracts: store, Users: o.users, Secret: o.secret, Secure: o.cert != "", Logger: o.log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("console listener: %w", err)
+	}
+	scheme := "http"
+	if o.cert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(out, "console at %s://%s/\n", scheme, ln.Addr())
+	if o.ready != nil {
+		o.ready(ln.Addr().String())
+	}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute}
+	errc := make(chan error, 1)
+	go func() {
+		if o.cert != "" {
+			errc <- srv.ServeTLS(ln, o.cert, o.key)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// randomPassword is a demo's console password.
+func randomPassword() string {
+	b := make([]byte, 9)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

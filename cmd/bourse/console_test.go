@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/pgtest"
+)
+
+// TestConsoleCommand makes a users file with bourse console user, serves
+// the console on PostgreSQL, logs in over HTTP, grants through its form,
+// and finds the grant in bourse admin log under the console's user.
+func TestConsoleCommand(t *testing.T) {
+	dbURL := pgtest.FreshDB(t)
+	ok := adminOK(t, dbURL)
+	ok("currency", "CRED", "--scale", "2")
+	ok("open", "alice", "--currency", "CRED")
+
+	dir := t.TempDir()
+	users, pw := filepath.Join(dir, "users"), filepath.Join(dir, "pw")
+	require.NoError(t, os.WriteFile(pw, []byte("correct horse\n"), 0o600))
+	out, errOut, code := bourseCmd("console", "user", "ann", "--role", "admin", "--users", users, "--password-file", pw)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "ann (admin) added to "+users+"\n", out)
+	_, errOut, code = bourseCmd("console", "user", "ann", "--users", users, "--password-file", pw)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "ann is in")
+	require.NoError(t, os.WriteFile(pw, []byte("short\n"), 0o600))
+	_, errOut, code = bourseCmd("console", "user", "bob", "--users", users, "--password-file", pw)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "at least 8 characters")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pwr := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"console", "--db", dbURL, "--listen", "127.0.0.1:0", "--users", users}, pwr, io.Discard)
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	base := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "console at "), "/")
+	require.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), line)
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(base+"/login", url.Values{"user": {"ann"}, "password": {"correct horse"}})
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "ann (admin)")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	require.NotNil(t, csrf)
+	resp, err = c.PostForm(base+"/grant", url.Values{"csrf": {csrf[1]}, "key": {"console-g1"}, "form": {"grant"}, "back": {"/"},
+		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"12"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel()
+	assert.Equal(t, 0, <-done, "a clean stop")
+
+	assert.Regexp(t, `ann +grant +wallet/CRED/alice +console-g1/grant `, ok("log"))
+	assert.Contains(t, ok("balance", "wallet/CRED/alice"), "available 12.00")
+}

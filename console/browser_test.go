@@ -1,0 +1,243 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
+)
+
+// chrome finds a Chromium to drive: $BOURSE_CHROME, else one on PATH
+// (scripts/chromium.sh installs Debian's). Without one the browser test
+// skips, except in CI, where it must run.
+func chrome(t *testing.T) string {
+	if p := os.Getenv("BOURSE_CHROME"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium found: in CI the console's browser test must run (scripts/chromium.sh installs Debian's chromium)")
+	}
+	t.Skip("no Chromium found (apt-get install chromium, or set BOURSE_CHROME)")
+	return ""
+}
+
+// browse starts a headless Chromium for t.
+func browse(t *testing.T) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome(t)), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+// do runs steps in the browser, in order.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, steps...), what)
+}
+
+// get runs one action and returns its value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	require.NoError(t, err, what)
+	return v
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// logIn logs in on the login page the browser is at.
+func logIn(user string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.WaitVisible(css("#user")),
+		chromedp.SendKeys(css("#user"), user),
+		chromedp.SendKeys(css("#password"), user+"-password"),
+		chromedp.Click(css("#login")),
+		chromedp.WaitVisible(css("#who")),
+	}
+}
+
+// TestBrowser drives the console in Chromium as an administrator would:
+// log in, grant, see the balance and its chart change, set an allowance
+// and see its preview, find oneself in the audit trail; then as a viewer,
+// who sees no forms and whose POST is refused.
+func TestBrowser(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	ctx := browse(t)
+	alice := css(`[id="w-wallet/CRED/alice"] .avail`)
+
+	do(t, ctx, "log in as ann", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	assert.Equal(t, "ann (admin)", get(t, ctx, "who", chromedp.Text(css("#who"))))
+	assert.Equal(t, "0.00", get(t, ctx, "alice's balance", chromedp.Text(alice)))
+
+	grant := func(amount string) {
+		t.Helper()
+		do(t, ctx, "grant "+amount,
+			chromedp.Navigate(srv.URL+"/"),
+			chromedp.WaitVisible(css("#grant-form")),
+			chromedp.SendKeys(css("#grant-owner"), "alice"),
+			chromedp.SendKeys(css("#grant-currency"), "CRED"),
+			chromedp.SendKeys(css("#grant-amount"), amount),
+			chromedp.Click(css("#grant-submit")),
+			chromedp.WaitVisible(css("#done")))
+	}
+	points := func() string {
+		t.Helper()
+		do(t, ctx, "alice's account", chromedp.Navigate(srv.URL+"/account?id=wallet/CRED/alice"), chromedp.WaitVisible(css("#available")))
+		return get(t, ctx, "alice's balance chart", chromedp.AttributeValue(css("svg.chart polyline"), "points")).Value
+	}
+	grant("40")
+	do(t, ctx, "back to the balances", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(alice))
+	assert.Equal(t, "40.00", get(t, ctx, "alice's balance", chromedp.Text(alice)))
+	chart1 := points()
+	grant("2.50")
+	assert.Equal(t, "granted 2.5 CRED to alice", get(t, ctx, "what was done", chromedp.Text(css("#done"))))
+	assert.Equal(t, "42.50", get(t, ctx, "alice's balance", chromedp.Text(alice)))
+	chart2 := points()
+	assert.NotEqual(t, chart1, chart2, "the chart changed")
+	assert.Len(t, strings.Fields(chart2), 2, "two grants, two points")
+
+	do(t, ctx, "set an allowance",
+		chromedp.Navigate(srv.URL+"/allowances"),
+		chromedp.WaitVisible(css("#allowance-form")),
+		chromedp.SendKeys(css("#allowance-owner"), "alice"),
+		chromedp.SendKeys(css("#allowance-currency"), "CRED"),
+		chromedp.SendKeys(css("#allowance-a"), "10"),
+		chromedp.SendKeys(css("#allowance-b"), "0.1"),
+		chromedp.Click(css("#allowance-submit")),
+		chromedp.WaitVisible(css("#done")))
+	assert.Equal(t, "100.00", get(t, ctx, "the steady state", chromedp.Text(css(`[id="a-wallet/CRED/alice"] .steady`))), "a/b")
+	assert.NotEmpty(t, get(t, ctx, "the preview", chromedp.AttributeValue(css(`[id="a-wallet/CRED/alice"] svg.chart polyline`), "points")).Value)
+	rules, err := tr.Allowances(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rules, 1)
+
+	do(t, ctx, "a bad amount comes back with its error",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css("#grant-form")),
+		chromedp.SendKeys(css("#grant-owner"), "alice"),
+		chromedp.SendKeys(css("#grant-currency"), "CRED"),
+		chromedp.SendKeys(css("#grant-amount"), "lots"),
+		chromedp.Click(css("#grant-submit")),
+		chromedp.WaitVisible(css("#form-error")))
+	assert.Contains(t, get(t, ctx, "the error", chromedp.Text(css("#form-error"))), `invalid (amount): "lots" is not a number`)
+	assert.Equal(t, "lots", get(t, ctx, "the amount typed", chromedp.AttributeValue(css("#grant-amount"), "value")).Value, "nothing typed is lost")
+
+	do(t, ctx, "the audit trail", chromedp.Navigate(srv.URL+"/audit"), chromedp.WaitVisible(css("#trail")))
+	assert.Equal(t, "ann", get(t, ctx, "the last actor", chromedp.Text(css("#trail tr:nth-child(2) .actor"))))
+
+	do(t, ctx, "log out, and in as vic, a viewer", append([]chromedp.Action[chromedp.Void]{chromedp.Click(css("header form button"))}, logIn("vic")...)...)
+	assert.Equal(t, "vic (viewer)", get(t, ctx, "who", chromedp.Text(css("#who"))))
+	assert.Zero(t, get(t, ctx, "forms", chromedp.Evaluate[int](`document.querySelectorAll("form.action").length`)), "a viewer sees no forms")
+	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	}))
+	// The viewer's own session, sending a well-formed grant anyway.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/grant", strings.NewReader(url.Values{"csrf": {csrf}, "key": {"vic-1"},
+		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	for _, c := range cookies.Cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+	require.NoError(t, err)
+	assert.True(t, bal.Available.Equal(decimal.RequireFromString("42.5")), "the viewer moved nothing: %s", bal.Available)
+}
+
+// TestScreenshots draws the main pages of a small market into
+// $BOURSE_CONSOLE_SHOTS (docs/console/ has them): make console-shots.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv("BOURSE_CONSOLE_SHOTS")
+	if dir == "" {
+		t.Skip("BOURSE_CONSOLE_SHOTS is not set (make console-shots)")
+	}
+	srv, tr, store := testConsole(t)
+	furnish(t, tr, store)
+	ctx := browse(t)
+	do(t, ctx, "log in", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/login")}, logIn("ann")...)...)
+	for name, path := range map[string]string{
+		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
+		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
+	} {
+		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
+		png := get(t, ctx, name, chromedp.FullScreenshot(100))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	}
+}
+
+// furnish gives the screenshot market its history: an organisation with
+// two projects, grants and a burn, an allowance, caps, a rate and an
+// exchange, and a week of contracts.
+func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
+	ctx := context.Background()
+	l := tr.Ledger()
+	d := decimal.RequireFromString
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPUH", Scale: 0}))
+	must := func(_ treasury.Action, err error) { t.Helper(); require.NoError(t, err) }
+	must(tr.Open(ctx, "ann", "CRED", "acme.ml", "acme", "o1"))
+	must(tr.Open(ctx, "ann", "CRED", "acme.vision", "acme", "o2"))
+	must(tr.Open(ctx, "ann", "CRED", "bob", "acme.vision", "o3"))
+	must(tr.Open(ctx, "ann", "CRED", "carl", "", "o4"))
+	for i, g := range []struct{ owner, amount string }{{"acme", "5000"}, {"alice", "800"}, {"bob", "650"}, {"carl", "120"}, {"acme.ml", "1500"}} {
+		must(tr.Grant(ctx, "ann", "CRED", g.owner, d(g.amount), fmt.Sprint("g", i), "November budget"))
+	}
+	must(tr.Burn(ctx, "bea", "CRED", "carl", d("20"), "b1", "returned"))
+	must(tr.SetAllowance(ctx, "ann", allowance.Rule{Wallet: "wallet/CRED/carl", A: d("10"), B: d("0.1"), Period: time.Hour, Start: time.Now().Add(-48 * time.Hour)}, "a1"))
+	must(tr.SetCap(ctx, "ann", "alice", 8, "c1"))
+	must(tr.SetCap(ctx, "ann", "bob", 4, "c2"))
+	must(tr.SetSpendCap(ctx, "ann", "acme.ml", "CRED", exchange.Monthly, d("2000"), d("0.8"), "s1"))
+	must(tr.SetSpendCap(ctx, "ann", "alice", "CRED", exchange.Daily, d("150"), d("0.8"), "s2"))
+	must(tr.SetRate(ctx, "bea", "CRED", "GPUH", d("0.25"), "r1"))
+	must(tr.Exchange(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
+	_, err := currency.Do(ctx, l, currency.Reserve{Key: "hold", Hold: "gpus/k1", From: exchange.CapWallet("alice"), Amount: d("6"), Deadline: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	day := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	for i := range 30 {
+		client := []string{"alice", "bob", "carl"}[i%3]
+		model := []string{"H100", "A100", "L4"}[i%3]
+		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}}}
+		_, _, err := store.Open(ctx, k)
+		require.NoError(t, err)
+		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
+			c.State, c.Charge = trade.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
+			c.Reading = &trade.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
+			return nil, nil
+		})
+		require.NoError(t, err)
+	}
+}

@@ -1,0 +1,255 @@
+package console
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/treasury"
+)
+
+// testUsers are ann, an admin, and vic, a viewer, with bcrypt's cheapest
+// cost so that tests log in fast.
+func testUsers(t testing.TB) Users {
+	us := Users{}
+	for _, u := range []struct {
+		name string
+		role Role
+	}{{"ann", Admin}, {"vic", Viewer}} {
+		h, err := bcrypt.GenerateFromPassword([]byte(u.name+"-password"), bcrypt.MinCost)
+		require.NoError(t, err)
+		us[u.name] = User{Name: u.name, Role: u.role, hash: h}
+	}
+	return us
+}
+
+// testConsole serves a console over an in-memory ledger with CRED, the
+// organisation acme and its client alice.
+func testConsole(t testing.TB) (*httptest.Server, *treasury.Treasury, *memstore.Store) {
+	ctx := context.Background()
+	l := mem.New(mem.Options{})
+	store := memstore.New(l)
+	tr := treasury.New(treasury.NewMem(l, nil))
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
+	_, err := tr.Open(ctx, "root", "CRED", "acme", "", "open-acme")
+	require.NoError(t, err)
+	_, err = tr.Open(ctx, "root", "CRED", "alice", "acme", "open-alice")
+	require.NoError(t, err)
+	c, err := New(Config{Treasury: tr, Contracts: store, Users: testUsers(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return srv, tr, store
+}
+
+type browser struct {
+	t   testing.TB
+	srv *httptest.Server
+	c   *http.Client
+}
+
+func newBrowser(t testing.TB, srv *httptest.Server) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, srv: srv, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) get(path string) (int, string) {
+	b.t.Helper()
+	resp, err := b.c.Get(b.srv.URL + path)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func (b *browser) post(path string, form url.Values, origin string) (int, string, string) {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := b.c.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header.Get("Location")
+}
+
+func (b *browser) login(user string) {
+	b.t.Helper()
+	code, _, loc := b.post("/login", url.Values{"user": {user}, "password": {user + "-password"}, "next": {"/"}}, b.srv.URL)
+	require.Equal(b.t, http.StatusSeeOther, code)
+	require.Equal(b.t, "/", loc)
+}
+
+var hiddenRE = regexp.MustCompile(`name="(csrf|key)" value="([^"]+)"`)
+
+// hidden reads the page's CSRF token and form key.
+func (b *browser) hidden(path string) (csrf, key string) {
+	b.t.Helper()
+	_, body := b.get(path)
+	for _, m := range hiddenRE.FindAllStringSubmatch(body, -1) {
+		if m[1] == "csrf" {
+			csrf = m[2]
+		} else {
+			key = m[2]
+		}
+	}
+	require.NotEmpty(b.t, csrf, "no CSRF token on %s", path)
+	return csrf, key
+}
+
+func TestLoginRequired(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	code, _ := b.get("/caps")
+	assert.Equal(t, http.StatusSeeOther, code, "pages send you to log in")
+	code, _, _ = b.post("/grant", url.Values{"owner": {"alice"}}, srv.URL)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, body, _ := b.post("/login", url.Values{"user": {"ann"}, "password": {"wrong"}}, srv.URL)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, "wrong user or password")
+	code, _, loc := b.post("/login", url.Values{"user": {"ann"}, "password": {"ann-password"}, "next": {"//evil.example/"}}, srv.URL)
+	assert.Equal(t, http.StatusSeeOther, code)
+	assert.Equal(t, "/", loc, "no redirect off the site")
+}
+
+func TestGrantIdempotentAndAudited(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("ann")
+	csrf, key := b.hidden("/")
+	form := url.Values{"csrf": {csrf}, "key": {key}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"25.5"}}
+	for range 2 {
+		code, _, loc := b.post("/grant", form, srv.URL)
+		require.Equal(t, http.StatusSeeOther, code)
+		assert.True(t, strings.HasPrefix(loc, "/?done="), loc)
+	}
+	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+	require.NoError(t, err)
+	assert.True(t, bal.Available.Equal(decimal.RequireFromString("25.5")), "a double submit grants once: %s", bal.Available)
+	acts, err := tr.Actions(context.Background(), "", 10)
+	require.NoError(t, err)
+	assert.Equal(t, "ann", acts[0].Actor, "the logged-in user is the actor")
+	assert.Equal(t, treasury.KindGrant, acts[0].Kind)
+	_, body := b.get("/")
+	assert.Contains(t, body, "25.50")
+	_, body = b.get("/audit")
+	assert.Contains(t, body, "ann")
+}
+
+func TestCSRFAndOrigin(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("ann")
+	csrf, key := b.hidden("/")
+	form := url.Values{"csrf": {"forged"}, "key": {key}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1"}}
+	code, _, _ := b.post("/grant", form, srv.URL)
+	assert.Equal(t, http.StatusForbidden, code, "a wrong CSRF token")
+	form.Set("csrf", csrf)
+	code, _, _ = b.post("/grant", form, "https://evil.example")
+	assert.Equal(t, http.StatusForbidden, code, "another origin")
+	code, _, _ = b.post("/grant", form, srv.URL)
+	assert.Equal(t, http.StatusSeeOther, code)
+}
+
+func TestViewerCannotWrite(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("vic")
+	_, body := b.get("/")
+	assert.NotContains(t, body, `action="/grant"`, "a viewer sees no forms")
+	csrf, _ := b.hidden("/")
+	code, body, _ := b.post("/grant", url.Values{"csrf": {csrf}, "key": {"k"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1"}}, srv.URL)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "vic is a viewer")
+	for _, p := range []string{"/", "/supply", "/allowances", "/caps", "/rates", "/report", "/audit", "/account?id=wallet/CRED/alice"} {
+		code, _ := b.get(p)
+		assert.Equal(t, http.StatusOK, code, p)
+	}
+}
+
+func TestBadInputComesBack(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("ann")
+	csrf, key := b.hidden("/")
+	code, body, _ := b.post("/grant", url.Values{"csrf": {csrf}, "key": {key}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"twelve"}}, srv.URL)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `<code>invalid</code> (amount): &#34;twelve&#34; is not a number`)
+	assert.Contains(t, body, `value="twelve"`, "what was typed comes back")
+	assert.Contains(t, body, `value="`+key+`"`, "with its key: the retry is the same action")
+
+	code, body, _ = b.post("/burn", url.Values{"csrf": {csrf}, "key": {"b1"}, "back": {"/"}, "form": {"burn"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"5"}}, srv.URL)
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, body, "insufficient_funds")
+
+	csrf, key = b.hidden("/allowances")
+	code, body, _ = b.post("/allowance", url.Values{"csrf": {csrf}, "key": {key}, "back": {"/allowances"}, "form": {"allowance"}, "owner": {"alice"}, "currency": {"CRED"}, "a": {"0"}, "b": {"0"}}, srv.URL)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "a and b are both zero")
+}
+
+func TestPages(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	ctx := context.Background()
+	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(100), "g", "")
+	require.NoError(t, err)
+	b := newBrowser(t, srv)
+	b.login("ann")
+	csrf, _ := b.hidden("/")
+	post := func(path string, kv ...string) {
+		t.Helper()
+		form := url.Values{"csrf": {csrf}, "key": {path + kv[1]}, "back": {"/"}}
+		for i := 0; i < len(kv); i += 2 {
+			form.Set(kv[i], kv[i+1])
+		}
+		code, body, _ := b.post(path, form, srv.URL)
+		require.Equal(t, http.StatusSeeOther, code, "%s: %s", path, body)
+	}
+	require.NoError(t, tr.Ledger().CreateCurrency(ctx, currency.Currency{Code: "GPUH", Scale: 0}))
+	post("/allowance", "owner", "alice", "currency", "CRED", "a", "10", "b", "0.1", "period", "1h")
+	post("/cap", "client", "alice", "gpus", "4")
+	post("/spend-cap", "owner", "acme", "currency", "CRED", "period", "month", "limit", "500", "warn", "0.8")
+	post("/rate", "from", "CRED", "to", "GPUH", "rate", "0.5")
+	post("/exchange", "owner", "alice", "from", "CRED", "to", "GPUH", "amount", "10")
+	post("/open", "owner", "bob", "currency", "CRED", "parent", "acme")
+	for path, want := range map[string]string{
+		"/":                             "with everything under it",
+		"/allowances":                   "100.00", // a/b
+		"/caps":                         "acme",
+		"/rates":                        "0.5",
+		"/supply":                       "supply of CRED",
+		"/report":                       "Cost by organisation",
+		"/audit":                        "exchange",
+		"/account?id=wallet/GPUH/alice": "exchange at 0.5",
+	} {
+		code, body := b.get(path)
+		assert.Equal(t, http.StatusOK, code, path)
+		assert.Contains(t, body, want, path)
+		if path == "/allowances" || path == "/supply" || path == "/report" || strings.HasPrefix(path, "/account") {
+			assert.Contains(t, body, `<svg class="chart"`, path)
+		}
+	}
+	_, capsPage := b.get("/caps")
+	assert.Contains(t, capsPage, `<svg class="bar"`)
+	code, body := b.get("/account?id=wallet/CRED/nobody")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, body, "not_found")
+}

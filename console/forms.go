@@ -1,0 +1,196 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/exchange"
+)
+
+// Every form names its fields as the command line's flags do; a field
+// that does not parse is an invalid error naming it.
+
+func field(r *http.Request, name string) (string, error) {
+	v := strings.TrimSpace(r.PostForm.Get(name))
+	if v == "" {
+		return "", &bourse.Error{Code: bourse.EInvalid, Field: name, Message: name + " is required"}
+	}
+	return v, nil
+}
+
+func amountField(r *http.Request, name string) (decimal.Decimal, error) {
+	v, err := field(r, name)
+	if err != nil {
+		return decimal.Decimal{}, err
+	}
+	d, err := decimal.NewFromString(v)
+	if err != nil {
+		return decimal.Decimal{}, &bourse.Error{Code: bourse.EInvalid, Field: name, Message: fmt.Sprintf("%q is not a number", v)}
+	}
+	return d, nil
+}
+
+// fields reads the named fields, stopping at the first missing one.
+func fields(r *http.Request, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, n := range names {
+		v, err := field(r, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (c *Console) grant(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "key")
+	if err != nil {
+		return "", err
+	}
+	amount, err := amountField(r, "amount")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.Grant(r.Context(), actor, currency.Code(f[1]), f[0], amount, f[2], r.PostForm.Get("memo")); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("granted %s %s to %s", amount, f[1], f[0]), nil
+}
+
+func (c *Console) burn(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "key")
+	if err != nil {
+		return "", err
+	}
+	amount, err := amountField(r, "amount")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.Burn(r.Context(), actor, currency.Code(f[1]), f[0], amount, f[2], r.PostForm.Get("memo")); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("burned %s %s of %s", amount, f[1], f[0]), nil
+}
+
+func (c *Console) open(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "key")
+	if err != nil {
+		return "", err
+	}
+	parent := strings.TrimSpace(r.PostForm.Get("parent"))
+	if _, err := c.cfg.Treasury.Open(r.Context(), actor, currency.Code(f[1]), f[0], parent, f[2]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("opened %s's wallet in %s", f[0], f[1]), nil
+}
+
+func (c *Console) setAllowance(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "key")
+	if err != nil {
+		return "", err
+	}
+	a, err := amountField(r, "a")
+	if err != nil {
+		return "", err
+	}
+	b, err := amountField(r, "b")
+	if err != nil {
+		return "", err
+	}
+	period := time.Hour
+	if p := strings.TrimSpace(r.PostForm.Get("period")); p != "" {
+		if period, err = time.ParseDuration(p); err != nil {
+			return "", &bourse.Error{Code: bourse.EInvalid, Field: "period", Message: fmt.Sprintf("%q is not a duration such as 1h or 30m", p)}
+		}
+	}
+	rule := allowance.Rule{Wallet: currency.WalletID(currency.Code(f[1]), f[0]), A: a, B: b, Period: period, Start: c.cfg.Now().UTC().Truncate(time.Second)}
+	if _, err := c.cfg.Treasury.SetAllowance(r.Context(), actor, rule, f[2]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("allowance of %s set: a = %s/h, b = %s/h", f[0], a, b), nil
+}
+
+func (c *Console) removeAllowance(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "wallet", "key")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.RemoveAllowance(r.Context(), actor, currency.AccountID(f[0]), f[1]); err != nil {
+		return "", err
+	}
+	return "allowance of " + f[0] + " removed", nil
+}
+
+func (c *Console) setCap(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "client", "gpus", "key")
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n < 0 {
+		return "", &bourse.Error{Code: bourse.EInvalid, Field: "gpus", Message: fmt.Sprintf("%q is not a whole number of GPUs", f[1])}
+	}
+	if _, err := c.cfg.Treasury.SetCap(r.Context(), actor, f[0], n, f[2]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s may hold %d GPUs at once", f[0], n), nil
+}
+
+func (c *Console) setSpendCap(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "period", "key")
+	if err != nil {
+		return "", err
+	}
+	limit, err := amountField(r, "limit")
+	if err != nil {
+		return "", err
+	}
+	warn, err := amountField(r, "warn")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.SetSpendCap(r.Context(), actor, f[0], currency.Code(f[1]), exchange.SpendPeriod(f[2]), limit, warn, f[3]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s spend cap of %s: %s %s", f[2], f[0], limit, f[1]), nil
+}
+
+func (c *Console) setRate(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "from", "to", "key")
+	if err != nil {
+		return "", err
+	}
+	rate, err := amountField(r, "rate")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.SetRate(r.Context(), actor, currency.Code(f[0]), currency.Code(f[1]), rate, f[2]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("rate %s/%s set to %s", f[0], f[1], rate), nil
+}
+
+func (c *Console) exchange(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "from", "to", "key")
+	if err != nil {
+		return "", err
+	}
+	amount, err := amountField(r, "amount")
+	if err != nil {
+		return "", err
+	}
+	a, err := c.cfg.Treasury.Exchange(r.Context(), actor, f[0], currency.Code(f[1]), currency.Code(f[2]), amount, f[3])
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("exchanged %s %s of %s into %s at %s", amount, f[1], f[0], f[2], a.After["rate"]), nil
+}

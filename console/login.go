@@ -1,0 +1,64 @@
+package console
+
+import (
+	"html/template"
+	"net/http"
+	"strings"
+)
+
+var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Bourse console — log in</title>
+<link rel="stylesheet" href="/static/style.css"></head>
+<body class="login"><main>
+<h1>Bourse console</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<form method="post" action="/login">
+<input type="hidden" name="next" value="{{.Next}}">
+<label>User <input name="user" id="user" autocomplete="username" required autofocus></label>
+<label>Password <input name="password" id="password" type="password" autocomplete="current-password" required></label>
+<button type="submit" id="login">Log in</button>
+</form></main></body></html>`))
+
+type loginView struct{ Error, Next string }
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = loginTemplate.Execute(w, loginView{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "a form from another site is refused", http.StatusForbidden)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	u, ok := c.cfg.Users.check(r.PostForm.Get("user"), r.PostForm.Get("password"))
+	if !ok {
+		c.cfg.Logger.Warn("console login refused", "user", r.PostForm.Get("user"), "remote", r.RemoteAddr)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = loginTemplate.Execute(w, loginView{Error: "wrong user or password", Next: localPath(r.PostForm.Get("next"))})
+		return
+	}
+	s := newSession(u, c.cfg.Now())
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.encode(c.cfg.Secret), Path: "/", Expires: s.Expires,
+		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	c.cfg.Logger.Info("console login", "user", u.Name, "role", u.Role)
+	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// localPath keeps a redirect on this site.
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, "\\") {
+		return "/"
+	}
+	return p
+}

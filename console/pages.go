@@ -1,0 +1,463 @@
+package console
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/treasury"
+)
+
+// maxWallets bounds the wallets a currency's overview lists.
+const maxWallets = 5000
+
+// walletRow is a wallet in the overview's tree: its own money and, with
+// everything under it (its projects, their clients), the total.
+type walletRow struct {
+	ID                   currency.AccountID
+	Owner                string
+	Depth                int
+	Available, Held      string
+	TotalAvail, TotalHel string
+	Parent               bool
+}
+
+type currencyView struct {
+	Code     currency.Code
+	Scale    int32
+	Supply   string
+	Wallets  []walletRow
+	Revenue  []walletRow
+	Truncate bool
+}
+
+// unit reports whether a currency counts something other than money: the
+// caps' GPUs and the spend caps' budgets, shown on the caps page.
+func unit(c currency.Code) bool {
+	return c == exchange.GPUCap || strings.HasPrefix(string(c), "SPEND-")
+}
+
+func (c *Console) overview(r *http.Request, v *view) error {
+	v.Page, v.Title = "overview", "Balances"
+	ctx := r.Context()
+	l := c.cfg.Treasury.Ledger()
+	cs, err := l.Currencies(ctx)
+	if err != nil {
+		return err
+	}
+	var out []currencyView
+	for _, cur := range cs {
+		if unit(cur.Code) {
+			continue
+		}
+		cv := currencyView{Code: cur.Code, Scale: cur.Scale}
+		iss, err := l.Balance(ctx, currency.IssuanceID(cur.Code))
+		if err != nil {
+			return err
+		}
+		cv.Supply = iss.Available.Neg().StringFixed(cur.Scale)
+		if cv.Wallets, cv.Truncate, err = c.walletTree(r, cur); err != nil {
+			return err
+		}
+		revs, err := l.Accounts(ctx, currency.AccountQuery{Currency: cur.Code, Kind: currency.Revenue, Limit: currency.MaxPage})
+		if err != nil {
+			return err
+		}
+		for _, a := range revs {
+			b, err := l.Balance(ctx, a.ID)
+			if err != nil {
+				return err
+			}
+			cv.Revenue = append(cv.Revenue, walletRow{ID: a.ID, Owner: owner(a.ID), Available: b.Available.StringFixed(cur.Scale)})
+		}
+		out = append(out, cv)
+	}
+	v.Data = out
+	return nil
+}
+
+// walletTree lists cur's wallets as a tree by parent, each with its own
+// balance and its subtree's.
+func (c *Console) walletTree(r *http.Request, cur currency.Currency) ([]walletRow, bool, error) {
+	ctx := r.Context()
+	l := c.cfg.Treasury.Ledger()
+	type node struct {
+		acc      currency.Account
+		bal      currency.Balance
+		children []currency.AccountID
+	}
+	nodes := map[currency.AccountID]*node{}
+	q := currency.AccountQuery{Currency: cur.Code, Kind: currency.Wallet, Limit: currency.MaxPage}
+	truncated := false
+	for {
+		page, err := l.Accounts(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, a := range page {
+			b, err := l.Balance(ctx, a.ID)
+			if err != nil {
+				return nil, false, err
+			}
+			nodes[a.ID] = &node{acc: a, bal: b}
+		}
+		if len(page) < q.PageLimit() {
+			break
+		}
+		if len(nodes) >= maxWallets {
+			truncated = true
+			break
+		}
+		q.After = page[len(page)-1].ID
+	}
+	var roots []currency.AccountID
+	for id, n := range nodes {
+		if p, ok := nodes[n.acc.Parent]; ok {
+			p.children = append(p.children, id)
+		} else {
+			roots = append(roots, id)
+		}
+	}
+	var rows []walletRow
+	var walk func(id currency.AccountID, depth int) (decimal.Decimal, decimal.Decimal)
+	walk = func(id currency.AccountID, depth int) (decimal.Decimal, decimal.Decimal) {
+		n := nodes[id]
+		i := len(rows)
+		rows = append(rows, walletRow{ID: id, Owner: owner(id), Depth: depth, Available: n.bal.Available.StringFixed(cur.Scale),
+			Held: n.bal.Held.StringFixed(cur.Scale), Parent: len(n.children) > 0})
+		avail, held := n.bal.Available, n.bal.Held
+		slices.Sort(n.children)
+		for _, ch := range n.children {
+			a, h := walk(ch, depth+1)
+			avail, held = avail.Add(a), held.Add(h)
+		}
+		rows[i].TotalAvail, rows[i].TotalHel = avail.StringFixed(cur.Scale), held.StringFixed(cur.Scale)
+		return avail, held
+	}
+	slices.Sort(roots)
+	for _, id := range roots {
+		walk(id, 0)
+	}
+	return rows, truncated, nil
+}
+
+func owner(id currency.AccountID) string {
+	parts := strings.SplitN(string(id), "/", 3)
+	return parts[len(parts)-1]
+}
+
+type accountView struct {
+	Account currency.Account
+	Balance currency.Balance
+	Scale   int32
+	Entries []currency.Entry
+	Chart   template.HTML
+}
+
+func (c *Console) account(r *http.Request, v *view) error {
+	v.Page, v.Title = "account", "Account"
+	ctx := r.Context()
+	l := c.cfg.Treasury.Ledger()
+	id := currency.AccountID(r.URL.Query().Get("id"))
+	a, err := l.Account(ctx, id)
+	if err != nil {
+		return err
+	}
+	v.Title = string(id)
+	cur, err := l.Currency(ctx, a.Currency)
+	if err != nil {
+		return err
+	}
+	b, err := l.Balance(ctx, id)
+	if err != nil {
+		return err
+	}
+	var es []currency.Entry
+	var after int64
+	for {
+		page, err := l.Statement(ctx, id, after, currency.MaxPage)
+		if err != nil {
+			return err
+		}
+		es = append(es, page...)
+		if len(page) < currency.MaxPage {
+			break
+		}
+		after = page[len(page)-1].Seq
+		if len(es) > 20*currency.MaxPage {
+			es = es[len(es)-currency.MaxPage:]
+		}
+	}
+	s := series{Name: string(id)}
+	for _, e := range es {
+		s.At, s.Y = append(s.At, e.At), append(s.Y, e.Balance.InexactFloat64())
+	}
+	slices.Reverse(es)
+	v.Data = accountView{Account: a, Balance: b, Scale: cur.Scale, Entries: es[:min(len(es), 200)], Chart: lineChart("balance of "+string(id), []series{s}, 720, 220)}
+	return nil
+}
+
+type supplyView struct {
+	Currencies []currency.Code
+	Currency   currency.Code
+	Points     []treasury.SupplyPoint
+	Chart      template.HTML
+}
+
+func (c *Console) supply(r *http.Request, v *view) error {
+	v.Page, v.Title = "supply", "Money supply"
+	ctx := r.Context()
+	cs, err := c.cfg.Treasury.Ledger().Currencies(ctx)
+	if err != nil {
+		return err
+	}
+	var sv supplyView
+	for _, cur := range cs {
+		if !unit(cur.Code) {
+			sv.Currencies = append(sv.Currencies, cur.Code)
+		}
+	}
+	sv.Currency = currency.Code(r.URL.Query().Get("currency"))
+	if sv.Currency == "" && len(sv.Currencies) > 0 {
+		sv.Currency = sv.Currencies[0]
+	}
+	if sv.Currency != "" {
+		ps, err := c.cfg.Treasury.Supply(ctx, sv.Currency, 2000)
+		if err != nil {
+			return err
+		}
+		s := series{Name: "supply of " + string(sv.Currency)}
+		for _, p := range ps {
+			s.At, s.Y = append(s.At, p.At), append(s.Y, p.Supply.InexactFloat64())
+		}
+		sv.Chart = lineChart("supply of "+string(sv.Currency), []series{s}, 720, 240)
+		slices.Reverse(ps)
+		sv.Points = ps[:min(len(ps), 200)]
+	}
+	v.Data = sv
+	return nil
+}
+
+type allowanceRow struct {
+	Rule     allowance.Rule
+	Owner    string
+	Currency currency.Code
+	Steady   string
+	HalfLife string
+	Balance  string
+	Chart    template.HTML
+}
+
+func (c *Console) allowances(r *http.Request, v *view) error {
+	v.Page, v.Title = "allowances", "Allowances"
+	ctx := r.Context()
+	rules, err := c.cfg.Treasury.Allowances(ctx)
+	if err != nil {
+		return err
+	}
+	l := c.cfg.Treasury.Ledger()
+	var rows []allowanceRow
+	for _, rule := range rules {
+		a, err := l.Account(ctx, rule.Wallet)
+		if err != nil {
+			return err
+		}
+		cur, err := l.Currency(ctx, a.Currency)
+		if err != nil {
+			return err
+		}
+		b, err := l.Balance(ctx, rule.Wallet)
+		if err != nil {
+			return err
+		}
+		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
+		if st, ok := rule.Steady(); ok {
+			row.Steady, row.HalfLife = st.StringFixed(cur.Scale), rule.HalfLife().Round(time.Second).String()
+		}
+		// Where the balance goes from now if nothing is spent: a week.
+		now := c.cfg.Now()
+		s := series{Name: "projected balance"}
+		for i := 0; i <= 56; i++ {
+			d := time.Duration(i) * 3 * time.Hour
+			s.At, s.Y = append(s.At, now.Add(d)), append(s.Y, rule.Project(b.Available, d, cur.Scale).InexactFloat64())
+		}
+		row.Chart = lineChart("projected balance of "+row.Owner+", a week", []series{s}, 480, 160)
+		rows = append(rows, row)
+	}
+	v.Data = rows
+	return nil
+}
+
+type capsView struct {
+	GPU   []gpuRow
+	Spend []spendRow
+}
+
+type gpuRow struct {
+	treasury.Cap
+	Bar template.HTML
+}
+
+type spendRow struct {
+	treasury.SpendUse
+	Share string
+	Bar   template.HTML
+}
+
+func (c *Console) caps(r *http.Request, v *view) error {
+	v.Page, v.Title = "caps", "Caps"
+	ctx := r.Context()
+	gpu, err := c.cfg.Treasury.Caps(ctx)
+	if err != nil {
+		return err
+	}
+	uses, err := c.cfg.Treasury.SpendUses(ctx)
+	if err != nil {
+		return err
+	}
+	var cv capsView
+	for _, g := range gpu {
+		cv.GPU = append(cv.GPU, gpuRow{Cap: g, Bar: bar(float64(g.InUse), float64(g.GPUs), 0)})
+	}
+	for _, u := range uses {
+		row := spendRow{SpendUse: u, Share: "0%"}
+		if u.Limit.IsPositive() {
+			row.Share = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0).String() + "%"
+		}
+		row.Bar = bar(u.Used.InexactFloat64(), u.Limit.InexactFloat64(), u.Warn.InexactFloat64())
+		cv.Spend = append(cv.Spend, row)
+	}
+	v.Data = cv
+	return nil
+}
+
+func (c *Console) rates(r *http.Request, v *view) error {
+	v.Page, v.Title = "rates", "Rates and exchange"
+	rs, err := c.cfg.Treasury.Rates(r.Context())
+	if err != nil {
+		return err
+	}
+	v.Data = rs
+	return nil
+}
+
+type reportView struct {
+	From, To, By, Org, Project, Client string
+	Report                             breakdown.Report
+	Lines                              []breakdown.Line
+	Total                              string
+	Chart                              template.HTML
+	NoSource                           bool
+}
+
+func (c *Console) report(r *http.Request, v *view) error {
+	v.Page, v.Title = "report", "Cost report"
+	q := r.URL.Query()
+	now := c.cfg.Now().UTC()
+	rv := reportView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -6).Format("2006-01-02")), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format("2006-01-02")),
+		By: cmp.Or(q.Get("by"), "day"), Org: q.Get("org"), Project: q.Get("project"), Client: q.Get("client")}
+	v.Data = &rv
+	if c.cfg.Contracts == nil {
+		rv.NoSource = true
+		return nil
+	}
+	from, err := time.Parse("2006-01-02", rv.From)
+	if err != nil {
+		return fmt.Errorf("from %q: a date such as 2026-11-01", rv.From)
+	}
+	to, err := time.Parse("2006-01-02", rv.To)
+	if err != nil {
+		return fmt.Errorf("to %q: a date such as 2026-12-01", rv.To)
+	}
+	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By)})
+	if err != nil {
+		return err
+	}
+	rv.Report = rep
+	total := map[string]decimal.Decimal{}
+	for _, l := range rep.Lines {
+		if (rv.Org == "" || l.Org == rv.Org) && (rv.Project == "" || l.Project == rv.Project) && (rv.Client == "" || l.Client == rv.Client) {
+			rv.Lines = append(rv.Lines, l)
+			total[l.Currency] = total[l.Currency].Add(l.Cost)
+		}
+	}
+	var parts []string
+	for cur, t := range total {
+		parts = append(parts, t.String()+" "+cur)
+	}
+	sort.Strings(parts)
+	rv.Total = strings.Join(parts, ", ")
+	byCur := map[string]*series{}
+	var names []string
+	for _, p := range rep.Prices {
+		s := byCur[p.Currency]
+		if s == nil {
+			s = &series{Name: p.Currency + " per GPU-second"}
+			byCur[p.Currency] = s
+			names = append(names, p.Currency)
+		}
+		at, _ := time.Parse(map[bool]string{true: "2006-01", false: "2006-01-02"}[rv.By == "month"], p.Period)
+		s.At, s.Y = append(s.At, at), append(s.Y, p.PerGPUSecond.InexactFloat64())
+	}
+	var ss []series
+	for _, n := range names {
+		ss = append(ss, *byCur[n])
+	}
+	rv.Chart = lineChart("average price of a GPU-second", ss, 720, 200)
+	return nil
+}
+
+type auditView struct {
+	Actions []treasury.Action
+	Older   string
+}
+
+func (c *Console) audit(r *http.Request, v *view) error {
+	v.Page, v.Title = "audit", "Audit trail"
+	acts, err := c.cfg.Treasury.Actions(r.Context(), r.URL.Query().Get("before"), 50)
+	if err != nil {
+		return err
+	}
+	av := auditView{Actions: acts}
+	if len(acts) == 50 {
+		av.Older = acts[len(acts)-1].Key
+	}
+	v.Data = av
+	return nil
+}
+
+// changed writes an action's before → after, one field at a time.
+func changed(a treasury.Action) string {
+	keys := map[string]bool{}
+	for k := range a.Before {
+		keys[k] = true
+	}
+	for k := range a.After {
+		keys[k] = true
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		b, okb := a.Before[k]
+		n := a.After[k]
+		switch {
+		case okb && b == n:
+		case !okb:
+			parts = append(parts, k+": "+n)
+		default:
+			parts = append(parts, k+": "+b+" → "+cmp.Or(n, "none"))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

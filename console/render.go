@@ -1,0 +1,202 @@
+package console
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/bourse/bourse"
+)
+
+// pageFunc fills a view for a page: its template, title and data.
+type pageFunc func(r *http.Request, v *view) error
+
+// view is what every template gets.
+type view struct {
+	Page, Title string
+	Path        string
+	User        string
+	Admin       bool
+	CSRF        string
+	// Key is a fresh idempotency key for the page's forms (the submitted
+	// one when a form comes back with an error: a retry is the same
+	// action).
+	Key    string
+	Done   string
+	Err    *formErr
+	Values url.Values
+	Data   any
+}
+
+// formErr is a refused form's error, shown beside it.
+type formErr struct {
+	Form, Code, Field, Message string
+}
+
+// Val is a submitted value of the form that came back, or def.
+func (v *view) Val(name, def string) string {
+	if v.Values != nil && v.Values.Has(name) {
+		return v.Values.Get(name)
+	}
+	return def
+}
+
+// ErrFor is the error of the named form, if it is the one that came back.
+func (v *view) ErrFor(form string) *formErr {
+	if v.Err != nil && v.Err.Form == form {
+		return v.Err
+	}
+	return nil
+}
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	},
+	"bar":     bar,
+	"changed": changed,
+	"indent":  func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
+}
+
+// render runs p and its template; a form that came back (fe) shows its
+// error and values.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s session, p pageFunc, fe *formState, status int) {
+	v := &view{Path: r.URL.Path, User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, Done: r.URL.Query().Get("done"), Key: newKey()}
+	if fe != nil {
+		v.Err, v.Values, v.Done = fe.err, fe.values, ""
+		v.Path = fe.path
+		if k := fe.values.Get("key"); k != "" {
+			v.Key = k
+		}
+	}
+	if err := p(r, v); err != nil {
+		c.cfg.Logger.Warn("console page", "path", r.URL.Path, "err", err)
+		v.Err = &formErr{Code: string(bourse.ErrorCode(err)), Message: err.Error()}
+		if v.Page == "" {
+			http.Error(w, err.Error(), statusOf(err))
+			return
+		}
+		status = statusOf(err)
+	}
+	t := c.pages[v.Page]
+	if t == nil {
+		http.Error(w, "no page "+v.Page, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		c.cfg.Logger.Error("console template", "page", v.Page, "err", err)
+		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// statusOf is the HTTP status of an error's code.
+func statusOf(err error) int {
+	switch bourse.ErrorCode(err) {
+	case bourse.EInvalid:
+		return http.StatusBadRequest
+	case bourse.ENotFound, bourse.EUnknownCurrency:
+		return http.StatusNotFound
+	case bourse.EConflict, bourse.EIdempotencyConflict, bourse.EInsufficientFunds:
+		return http.StatusConflict
+	case bourse.EUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func newKey() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "console-" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// form is one administrative action from a form: it returns what to say
+// when done.
+type form func(r *http.Request, actor string) (done string, err error)
+
+// formState is a form that came back with an error.
+type formState struct {
+	path   string
+	err    *formErr
+	values url.Values
+}
+
+// submit runs a form and goes back to the page it came from: with what
+// was done, or with the form's error and its values, nothing lost.
+func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, session) {
+	return func(w http.ResponseWriter, r *http.Request, s session) {
+		back := r.PostForm.Get("back")
+		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+			back = "/"
+		}
+		// One key a page, told apart by form: two forms of one page are
+		// two actions, a form sent twice is one.
+		values := cloneValues(r.PostForm)
+		if name := r.PostForm.Get("form"); name != "" && r.PostForm.Get("key") != "" {
+			r.PostForm.Set("key", r.PostForm.Get("key")+"/"+name)
+		}
+		done, err := f(r, s.User)
+		if err == nil {
+			sep := "?"
+			if strings.Contains(back, "?") {
+				sep = "&"
+			}
+			http.Redirect(w, r, back+sep+"done="+url.QueryEscape(done), http.StatusSeeOther)
+			return
+		}
+		fe := &formErr{Form: r.PostForm.Get("form"), Code: string(bourse.ErrorCode(err)), Message: err.Error()}
+		var be *bourse.Error
+		if errors.As(err, &be) {
+			fe.Field, fe.Message = be.Field, be.Message
+		}
+		u, _ := url.Parse(back)
+		p := c.pageFor(u.Path)
+		// The page reads its query (a report's filters, an account's id)
+		// from the URL it came from.
+		r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
+		c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
+	}
+}
+
+func (c *Console) pageFor(path string) pageFunc {
+	switch path {
+	case "/account":
+		return c.account
+	case "/supply":
+		return c.supply
+	case "/allowances":
+		return c.allowances
+	case "/caps":
+		return c.caps
+	case "/rates":
+		return c.rates
+	case "/report":
+		return c.report
+	case "/audit":
+		return c.audit
+	}
+	return c.overview
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}

@@ -1,0 +1,202 @@
+// Package console is the administrators' web console: balances rolled up
+// by organisation and project, the money supply, allowances, caps, rates,
+// cost reports and the audit trail, with forms for the administrative
+// actions. It only calls the treasury (and reads contracts for reports):
+// every write is the same idempotent, audited action as on the command
+// line, recorded under the logged-in user.
+//
+// Pages are html/template with embedded templates and CSS, charts are SVG
+// drawn on the server, nothing is fetched from elsewhere: it works
+// offline. Users log in with a password (bcrypt, a users file); sessions
+// are HMAC-signed cookies (HttpOnly, SameSite=Strict, Secure behind TLS);
+// every form carries the session's CSRF token, and a POST from another
+// origin is refused. Viewers see no forms and get 403 on any POST.
+package console
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/treasury"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Config configures a console. Treasury and Users are required.
+type Config struct {
+	Treasury *treasury.Treasury
+	// Contracts, if set, feeds the cost report (the exchange's store).
+	Contracts breakdown.Source
+	Users     Users
+	// Secret signs session cookies; a random one if empty (sessions then
+	// end when the process does).
+	Secret []byte
+	// Secure marks cookies Secure: set it when the console is served over
+	// TLS, directly or behind a proxy.
+	Secure bool
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Console serves the pages. Build it with New.
+type Console struct {
+	cfg   Config
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+}
+
+// New checks cfg and parses the templates.
+func New(cfg Config) (*Console, error) {
+	if cfg.Treasury == nil || len(cfg.Users) == 0 {
+		return nil, errors.New("console: a treasury and at least one user are required")
+	}
+	if len(cfg.Secret) == 0 {
+		cfg.Secret = make([]byte, 32)
+		_, _ = rand.Read(cfg.Secret)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if n == "templates/layout.html" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", n, err)
+		}
+		c.pages[n[len("templates/"):len(n)-len(".html")]] = t
+	}
+	c.routes()
+	return c, nil
+}
+
+// ServeHTTP serves the console with its security headers and access log.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := c.cfg.Now()
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	c.mux.ServeHTTP(rec, r)
+	c.cfg.Logger.Info("console", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", c.cfg.Now().Sub(start).Round(time.Microsecond))
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+func (c *Console) routes() {
+	static, _ := fs.Sub(staticFiles, "static")
+	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	c.mux.HandleFunc("GET /login", c.loginPage)
+	c.mux.HandleFunc("POST /login", c.login)
+	c.mux.HandleFunc("POST /logout", c.write(c.logout))
+	for path, p := range map[string]pageFunc{
+		"/": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
+		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit,
+	} {
+		c.mux.HandleFunc("GET "+path, c.read(p))
+	}
+	for path, f := range map[string]form{
+		"/grant": c.grant, "/burn": c.burn, "/open": c.open, "/allowance": c.setAllowance,
+		"/allowance/remove": c.removeAllowance, "/cap": c.setCap, "/spend-cap": c.setSpendCap,
+		"/rate": c.setRate, "/exchange": c.exchange,
+	} {
+		c.mux.HandleFunc("POST "+path, c.write(c.submit(f)))
+	}
+}
+
+// sessionOf is the request's valid session, if any.
+func (c *Console) sessionOf(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return session{}, false
+	}
+	return decodeSession(c.cfg.Secret, ck.Value, c.cfg.Now(), c.cfg.Users)
+}
+
+// read serves a page to anyone logged in.
+func (c *Console) read(p pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := c.sessionOf(r)
+		if !ok {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if r.URL.Path == "/" && r.URL.Path != r.URL.EscapedPath() {
+			http.NotFound(w, r)
+			return
+		}
+		c.render(w, r, s, p, nil, http.StatusOK)
+	}
+}
+
+// write guards a POST: a session, an admin, the session's CSRF token,
+// and the request's own origin.
+func (c *Console) write(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := c.sessionOf(r)
+		if !ok {
+			http.Error(w, "log in first", http.StatusUnauthorized)
+			return
+		}
+		if !sameOrigin(r) {
+			http.Error(w, "a form from another site is refused", http.StatusForbidden)
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "a form that cannot be read: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.PostForm.Get("csrf") != s.CSRF {
+			http.Error(w, "the form's CSRF token is missing or stale: reload the page", http.StatusForbidden)
+			return
+		}
+		if s.Role != Admin && r.URL.Path != "/logout" {
+			http.Error(w, s.User+" is a viewer: viewers cannot change anything", http.StatusForbidden)
+			return
+		}
+		h(w, r, s)
+	}
+}
+
+// sameOrigin accepts a request whose Origin (or, without one, Referer)
+// is this host, or that has neither (not a browser's cross-site form).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		o = r.Header.Get("Referer")
+	}
+	if o == "" || o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
