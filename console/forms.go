@@ -51,7 +51,8 @@ func fields(r *http.Request, names ...string) ([]string, error) {
 	return out, nil
 }
 
-func (c *Console) grant(r *http.Request, actor string) (string, error) {
+// moneyForm is a form that moves an amount into or out of a wallet.
+func (c *Console) moneyForm(r *http.Request, move func(cur currency.Code, owner string, amount decimal.Decimal, key, memo string) error, done string) (string, error) {
 	f, err := fields(r, "owner", "currency", "key")
 	if err != nil {
 		return "", err
@@ -60,25 +61,24 @@ func (c *Console) grant(r *http.Request, actor string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := c.cfg.Treasury.Grant(r.Context(), actor, currency.Code(f[1]), f[0], amount, f[2], r.PostForm.Get("memo")); err != nil {
+	if err := move(currency.Code(f[1]), f[0], amount, f[2], r.PostForm.Get("memo")); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("granted %s %s to %s", amount, f[1], f[0]), nil
+	return fmt.Sprintf(done, amount, f[1], f[0]), nil
+}
+
+func (c *Console) grant(r *http.Request, actor string) (string, error) {
+	return c.moneyForm(r, func(cur currency.Code, owner string, amount decimal.Decimal, key, memo string) error {
+		_, err := c.cfg.Treasury.Grant(r.Context(), actor, cur, owner, amount, key, memo)
+		return err
+	}, "granted %s %s to %s")
 }
 
 func (c *Console) burn(r *http.Request, actor string) (string, error) {
-	f, err := fields(r, "owner", "currency", "key")
-	if err != nil {
-		return "", err
-	}
-	amount, err := amountField(r, "amount")
-	if err != nil {
-		return "", err
-	}
-	if _, err := c.cfg.Treasury.Burn(r.Context(), actor, currency.Code(f[1]), f[0], amount, f[2], r.PostForm.Get("memo")); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("burned %s %s of %s", amount, f[1], f[0]), nil
+	return c.moneyForm(r, func(cur currency.Code, owner string, amount decimal.Decimal, key, memo string) error {
+		_, err := c.cfg.Treasury.Burn(r.Context(), actor, cur, owner, amount, key, memo)
+		return err
+	}, "burned %s %s of %s")
 }
 
 func (c *Console) open(r *http.Request, actor string) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -436,28 +435,4 @@ func (c *Console) audit(r *http.Request, v *view) error {
 	}
 	v.Data = av
 	return nil
-}
-
-// changed writes an action's before → after, one field at a time.
-func changed(a treasury.Action) string {
-	keys := map[string]bool{}
-	for k := range a.Before {
-		keys[k] = true
-	}
-	for k := range a.After {
-		keys[k] = true
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		b, okb := a.Before[k]
-		n := a.After[k]
-		switch {
-		case okb && b == n:
-		case !okb:
-			parts = append(parts, k+": "+n)
-		default:
-			parts = append(parts, k+": "+b+" → "+cmp.Or(n, "none"))
-		}
-	}
-	return strings.Join(parts, "; ")
 }

@@ -62,9 +62,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"bar":     bar,
-	"changed": changed,
-	"indent":  func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
+	"bar":    bar,
+	"indent": func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
 }
 
 // render runs p and its template; a form that came back (fe) shows its

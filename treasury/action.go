@@ -13,6 +13,9 @@ package treasury
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bourse/bourse/currency"
@@ -88,4 +91,36 @@ type Store interface {
 	Actions(ctx context.Context, before string, limit int) ([]Action, error)
 	// Settings lists the settings of a kind, by name.
 	Settings(ctx context.Context, kind string) ([]Setting, error)
+}
+
+// Changes says what the action changed, one field at a time, by name:
+// "wallet/CRED/alice: 100 → 80; rate: 0.5" (a field only after is new,
+// one only before is gone: "none").
+func (a Action) Changes() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(union(a.Before, a.After))) {
+		b, okb := a.Before[k]
+		n, okn := a.After[k]
+		switch {
+		case okb && okn && b == n:
+		case !okb:
+			parts = append(parts, k+": "+n)
+		case !okn:
+			parts = append(parts, k+": "+b+" → none")
+		default:
+			parts = append(parts, k+": "+b+" → "+n)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func union(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }

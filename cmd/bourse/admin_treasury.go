@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -184,7 +182,7 @@ run, and record it.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED")
 			for _, a := range as {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, changed(a))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes())
 			}
 			return tw.Flush()
 		}),
@@ -193,36 +191,6 @@ run, and record it.`,
 	log.Flags().StringVar(&before, "before", "", "list the actions before the one with this key (the next page)")
 	log.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return []*cobra.Command{burn, rate, rates, exch, supply, log}
-}
-
-// changed writes an action's before → after, one field at a time.
-func changed(a treasury.Action) string {
-	names := map[string]bool{}
-	for k := range a.Before {
-		names[k] = true
-	}
-	for k := range a.After {
-		names[k] = true
-	}
-	keys := make([]string, 0, len(names))
-	for k := range names {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		b, okb := a.Before[k]
-		n, okn := a.After[k]
-		switch {
-		case okb && okn && b == n:
-			continue
-		case !okb:
-			parts = append(parts, fmt.Sprintf("%s: %s", k, n))
-		default:
-			parts = append(parts, fmt.Sprintf("%s: %s → %s", k, b, orNone(n)))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 func orNone(s string) string {
