@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/trade"
 )
@@ -115,10 +117,11 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 		o.By = Day
 	}
 	if o.By != Day && o.By != Month {
-		return Report{}, fmt.Errorf("breakdown: by %q: day or month", o.By)
+		return Report{}, &bourse.Error{Code: bourse.EInvalid, Op: "breakdown.Build", Field: "by", Message: fmt.Sprintf("%q: day or month", o.By)}
 	}
 	if !o.To.After(o.From) {
-		return Report{}, fmt.Errorf("breakdown: %s is not after %s", o.To.Format(time.RFC3339), o.From.Format(time.RFC3339))
+		return Report{}, &bourse.Error{Code: bourse.EInvalid, Op: "breakdown.Build", Field: "to",
+			Message: fmt.Sprintf("%s is not after %s", o.To.Format(time.RFC3339), o.From.Format(time.RFC3339))}
 	}
 	r := Report{From: o.From.UTC(), To: o.To.UTC(), By: o.By}
 	lines := map[Line]*Line{}
@@ -284,4 +287,21 @@ func (h hierarchy) of(ctx context.Context, cur currency.Code, client string) (or
 		return chain[0], "", nil
 	}
 	return chain[len(chain)-1], chain[0], nil
+}
+
+// ParseCapacity reads servers' sizes written "gpu1=8,gpu2=4".
+func ParseCapacity(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, n, ok := strings.Cut(part, "=")
+		gpus, err := strconv.Atoi(n)
+		if !ok || name == "" || err != nil || gpus <= 0 {
+			return nil, fmt.Errorf("%q: SERVER=GPUS, comma-separated (gpu1=8,gpu2=4)", part)
+		}
+		out[name] = gpus
+	}
+	return out, nil
 }

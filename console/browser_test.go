@@ -191,7 +191,7 @@ func TestScreenshots(t *testing.T) {
 	do(t, ctx, "log in", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/login")}, logIn("ann")...)...)
 	for name, path := range map[string]string{
 		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
-		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
+		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26&capacity=atlas%3D8%2Cboreal%3D4%2Ccirrus%3D4", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
 	} {
 		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
 		png := get(t, ctx, name, chromedp.FullScreenshot(100))

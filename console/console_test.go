@@ -249,7 +249,14 @@ func TestPages(t *testing.T) {
 	}
 	_, capsPage := b.get("/caps")
 	assert.Contains(t, capsPage, `<svg class="bar"`)
-	code, body := b.get("/account?id=wallet/CRED/nobody")
+	code, body := b.get("/report?capacity=gpu1")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "SERVER=GPUS")
+	code, _ = b.get("/report?from=yesterday")
+	assert.Equal(t, http.StatusBadRequest, code)
+	code, _ = b.get("/report?by=week")
+	assert.Equal(t, http.StatusBadRequest, code)
+	code, body = b.get("/account?id=wallet/CRED/nobody")
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Contains(t, body, "not_found")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
@@ -354,6 +355,7 @@ func (c *Console) rates(r *http.Request, v *view) error {
 
 type reportView struct {
 	From, To, By, Org, Project, Client string
+	Capacity                           string
 	Report                             breakdown.Report
 	Lines                              []breakdown.Line
 	Total                              string
@@ -366,7 +368,7 @@ func (c *Console) report(r *http.Request, v *view) error {
 	q := r.URL.Query()
 	now := c.cfg.Now().UTC()
 	rv := reportView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -6).Format("2006-01-02")), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format("2006-01-02")),
-		By: cmp.Or(q.Get("by"), "day"), Org: q.Get("org"), Project: q.Get("project"), Client: q.Get("client")}
+		By: cmp.Or(q.Get("by"), "day"), Org: q.Get("org"), Project: q.Get("project"), Client: q.Get("client"), Capacity: q.Get("capacity")}
 	v.Data = &rv
 	if c.cfg.Contracts == nil {
 		rv.NoSource = true
@@ -374,13 +376,17 @@ func (c *Console) report(r *http.Request, v *view) error {
 	}
 	from, err := time.Parse("2006-01-02", rv.From)
 	if err != nil {
-		return fmt.Errorf("from %q: a date such as 2026-11-01", rv.From)
+		return &bourse.Error{Code: bourse.EInvalid, Field: "from", Message: fmt.Sprintf("%q: a date such as 2026-11-01", rv.From)}
 	}
 	to, err := time.Parse("2006-01-02", rv.To)
 	if err != nil {
-		return fmt.Errorf("to %q: a date such as 2026-12-01", rv.To)
+		return &bourse.Error{Code: bourse.EInvalid, Field: "to", Message: fmt.Sprintf("%q: a date such as 2026-12-01", rv.To)}
 	}
-	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By)})
+	capacity, err := breakdown.ParseCapacity(rv.Capacity)
+	if err != nil {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "capacity", Message: err.Error()}
+	}
+	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity})
 	if err != nil {
 		return err
 	}

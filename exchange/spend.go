@@ -31,16 +31,24 @@ import (
 type SpendPeriod string
 
 const (
+	// Hourly caps the rate of spending, in fixed windows of an hour (a
+	// token bucket's continuous refill is not done: across the edge of
+	// two hours up to twice the limit can be committed within an hour).
+	Hourly  SpendPeriod = "hour"
 	Daily   SpendPeriod = "day"
 	Monthly SpendPeriod = "month"
 )
 
 // Valid reports whether p is a period.
-func (p SpendPeriod) Valid() bool { return p == Daily || p == Monthly }
+func (p SpendPeriod) Valid() bool { return p == Hourly || p == Daily || p == Monthly }
 
 // label names the period of p that contains at, and when it ends.
 func (p SpendPeriod) label(at time.Time) (string, time.Time) {
 	at = at.UTC()
+	if p == Hourly {
+		start := at.Truncate(time.Hour)
+		return start.Format("2006-01-02T15"), start.Add(time.Hour)
+	}
 	if p == Monthly {
 		start := time.Date(at.Year(), at.Month(), 1, 0, 0, 0, 0, time.UTC)
 		return start.Format("2006-01"), start.AddDate(0, 1, 0)

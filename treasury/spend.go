@@ -40,7 +40,7 @@ func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur cur
 	}
 	switch {
 	case !p.Valid():
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "period", Message: fmt.Sprintf("%q: day or month", p)}
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "period", Message: fmt.Sprintf("%q: hour, day or month", p)}
 	case len(exchange.SpendCode(cur)) > 16:
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend caps need a currency code of at most 10 characters"}
 	case limit.IsNegative() || !limit.Equal(limit.Round(money.Scale)):

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,23 +25,6 @@ func parseDay(flag, s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
 	}
 	return t, nil
-}
-
-// parseCapacity reads --capacity gpu1=8,gpu2=4.
-func parseCapacity(s string) (map[string]int, error) {
-	out := map[string]int{}
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		name, n, ok := strings.Cut(part, "=")
-		gpus, err := strconv.Atoi(n)
-		if !ok || name == "" || err != nil || gpus <= 0 {
-			return nil, fmt.Errorf("--capacity %q: SERVER=GPUS, comma-separated (gpu1=8,gpu2=4)", part)
-		}
-		out[name] = gpus
-	}
-	return out, nil
 }
 
 func newReportCmd(withStore func(func(context.Context, *cobra.Command, exchange.Store, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
@@ -66,8 +48,8 @@ spreadsheet; json gives everything.`,
 			if o.To, err = parseDay("to", to); err != nil {
 				return err
 			}
-			if o.Capacity, err = parseCapacity(capacity); err != nil {
-				return err
+			if o.Capacity, err = breakdown.ParseCapacity(capacity); err != nil {
+				return fmt.Errorf("--capacity: %w", err)
 			}
 			r, err := breakdown.Build(ctx, s, s.Ledger(), o)
 			if err != nil {

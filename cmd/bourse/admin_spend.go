@@ -17,10 +17,10 @@ func newSpendCapCmds(withTreasury func(treasuryRun) func(*cobra.Command, []strin
 	var cur, period, warn, key string
 	var asJSON bool
 	set := &cobra.Command{
-		Use:   "spend-cap OWNER LIMIT --currency C [--period day|month] [--warn 0.8]",
-		Short: "Cap what OWNER (a client, project or organisation) may commit per day or month (0 removes the cap)",
-		Long: `spend-cap limits what OWNER may commit in --currency per --period (UTC days
-or months): OWNER's own offers, and, for a project or organisation, those of
+		Use:   "spend-cap OWNER LIMIT --currency C [--period hour|day|month] [--warn 0.8]",
+		Short: "Cap what OWNER (a client, project or organisation) may commit per hour, day or month (0 removes the cap)",
+		Long: `spend-cap limits what OWNER may commit in --currency per --period (UTC hours,
+days or months; an hourly cap is a spend rate, in fixed windows): OWNER's own offers, and, for a project or organisation, those of
 every client under it. Each offer reserves its whole prepayment from the
 period's budget in the escrow's transaction, so the cap counts what running
 contracts hold as well as what was charged, and cannot be raced; an offer
@@ -54,7 +54,7 @@ The exchange reads caps every 5 seconds.`,
 		}),
 	}
 	set.Flags().StringVar(&cur, "currency", "", "currency code")
-	set.Flags().StringVar(&period, "period", string(exchange.Daily), "day or month (UTC)")
+	set.Flags().StringVar(&period, "period", string(exchange.Daily), "hour, day or month (UTC)")
 	set.Flags().StringVar(&warn, "warn", "0.8", "share of the limit past which the client is warned (0 for never)")
 	set.Flags().StringVar(&key, "key", "", "idempotency key: the same key sets the cap once")
 	_ = set.MarkFlagRequired("currency")

@@ -78,7 +78,7 @@ func TestAdminSpendCap(t *testing.T) {
 	assert.Regexp(t, `acme +CRED +month +500 +0 +0 +0 +80\nalice +CRED +day +50 +0 +0 +0 +90\n`, ok("spend-caps"))
 	_, errOut, code := admin(t, dbURL, "spend-cap", "alice", "50", "--currency", "CRED", "--period", "week", "--key", "s3")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, `"week": day or month`)
+	assert.Contains(t, errOut, `"week": hour, day or month`)
 	assert.Equal(t, "alice: no day spend cap in CRED\n", ok("spend-cap", "alice", "0", "--currency", "CRED", "--key", "s4"))
 	assert.NotContains(t, ok("spend-caps"), "alice")
 	assert.Contains(t, ok("log"), "spend-cap.set")
