@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -27,26 +28,35 @@ func CapWallet(client string) currency.AccountID { return currency.WalletID(GPUC
 // the contract always ends first, releasing it, even by the fixed rule.
 const capHoldGrace = time.Hour
 
-// checkCap refuses an offer that would take client past its cap, before
-// the negotiation; capped says whether the client has one.
-func (h *House) checkCap(ctx context.Context, client string, gpus int) (capped bool, err error) {
-	bal, err := h.store.Ledger().Balance(ctx, CapWallet(client))
-	switch {
-	case bourse.ErrorCode(err) == bourse.ENotFound:
-		return false, nil
-	case err != nil:
-		return false, err
+// checkCap refuses an offer that would take client, or the project or
+// organisation its wallet in cur sits under, past a concurrent-GPU cap,
+// before the negotiation; capped are the owners that have one, nearest
+// first.
+func (h *House) checkCap(ctx context.Context, client string, cur currency.Code, gpus int) (capped []string, err error) {
+	owners, err := h.owners(ctx, client, cur)
+	if err != nil {
+		return nil, err
 	}
-	if bal.Available.LessThan(decimal.NewFromInt(int64(gpus))) {
-		return true, capExceeded(bal, gpus)
+	for _, o := range owners {
+		bal, err := h.store.Ledger().Balance(ctx, CapWallet(o))
+		switch {
+		case bourse.ErrorCode(err) == bourse.ENotFound:
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if bal.Available.LessThan(decimal.NewFromInt(int64(gpus))) {
+			return nil, capExceeded(o, bal, gpus)
+		}
+		capped = append(capped, o)
 	}
-	return true, nil
+	return capped, nil
 }
 
-func capExceeded(bal currency.Balance, gpus int) error {
+func capExceeded(owner string, bal currency.Balance, gpus int) error {
 	total := bal.Available.Add(bal.Held)
 	return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.gpus",
-		Message: fmt.Sprintf("concurrent-GPU cap: %s of %s GPUs in use, %d more asked; GPUs free as your contracts end", bal.Held, total, gpus)}
+		Message: fmt.Sprintf("concurrent-GPU cap of %s: %s of %s GPUs in use, %d more asked; GPUs free as contracts end", owner, bal.Held, total, gpus)}
 }
 
 // SetGPUCap makes client's concurrent-GPU cap n, under idempotency key
@@ -102,26 +112,46 @@ func CapChange(ctx context.Context, l currency.Ledger, client string, n int, key
 	return t, bal, nil
 }
 
-// capReserve is the reserve of a contract's GPUs from its client's cap.
-func capReserve(c *trade.Contract, offerID string, deadline time.Time) currency.Reserve {
-	c.CapHold = "gpus/" + c.ID
-	return currency.Reserve{Key: "cap-reserve/" + offerID, Hold: currency.HoldID(c.CapHold), From: CapWallet(c.Client),
-		Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID}
+// capReserves are the reserves of a contract's GPUs from the caps above
+// it: the client's own (hold gpus/<contract>, as before caps had
+// parents), and its project's or organisation's (gpus/<contract>/<owner>).
+func capReserves(c *trade.Contract, offerID string, capped []string, deadline time.Time) []currency.Reserve {
+	var out []currency.Reserve
+	for _, o := range capped {
+		key, hold := "cap-reserve/"+offerID, "gpus/"+c.ID
+		if o == c.Client {
+			c.CapHold = hold
+		} else {
+			key, hold = key+"/"+o, hold+"/"+o
+			c.CapHolds = append(c.CapHolds, hold)
+		}
+		out = append(out, currency.Reserve{Key: key, Hold: currency.HoldID(hold), From: CapWallet(o),
+			Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID})
+	}
+	return out
 }
 
-// capRelease gives an ended contract's GPUs back to its client's cap, if
-// its hold is still open: a contract stuck past its escrow's deadline and
-// the cap's grace has had the cap's hold expired by the watchdog already
-// (as a hold no contract owns), and its settlement must not then fail on
-// it. A hold expired between this look and the settlement fails that
-// attempt once; the next finds it resolved.
+// capRelease gives an ended contract's GPUs back to the caps it held them
+// from, where each hold is still open: a contract stuck past its escrow's
+// deadline and the cap's grace has had the cap's holds expired by the
+// watchdog already (as holds no contract owns), and its settlement must
+// not then fail on them. A hold expired between this look and the
+// settlement fails that attempt once; the next finds it resolved.
 func (h *House) capRelease(c *trade.Contract) []currency.Op {
-	if c.CapHold == "" {
-		return nil
+	var ops []currency.Op
+	for i, id := range append([]string{c.CapHold}, c.CapHolds...) {
+		if id == "" {
+			continue
+		}
+		hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(id))
+		if bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen {
+			continue // released already, or forgotten (only resolved holds are)
+		}
+		key := "cap-release/" + c.ID
+		if i > 0 {
+			key += "/" + strings.TrimPrefix(id, "gpus/"+c.ID+"/")
+		}
+		ops = append(ops, currency.Void{Key: key, Hold: currency.HoldID(id), Memo: "contract " + c.ID + " ended"})
 	}
-	hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(c.CapHold))
-	if bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen {
-		return nil // released already, or forgotten (only resolved holds are)
-	}
-	return []currency.Op{currency.Void{Key: "cap-release/" + c.ID, Hold: currency.HoldID(c.CapHold), Memo: "contract " + c.ID + " ended"}}
+	return ops
 }

@@ -85,7 +85,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
 			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
 	}
-	capped, err := h.checkCap(ctx, client, t.GPUs)
+	capped, err := h.checkCap(ctx, client, currency.Code(t.Currency), t.GPUs)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -120,7 +120,7 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped bool, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped []string, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -143,10 +143,7 @@ func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
-	reserves := []currency.Reserve{reserve}
-	if capped {
-		reserves = append(reserves, capReserve(&c, offerID, reserve.Deadline))
-	}
+	reserves := append([]currency.Reserve{reserve}, capReserves(&c, offerID, capped, reserve.Deadline)...)
 	reserves = append(reserves, spendReserves(&c, offerID, spends, reserve.Deadline)...)
 	stored, created, err := h.store.Open(ctx, c, reserves...)
 	if err != nil {
@@ -355,11 +352,11 @@ func checkRequestID(id string) error {
 
 // whichCap names the cap whose reserve failed in an escrow that failed
 // for want of funds, if one did; else it returns err.
-func (h *House) whichCap(ctx context.Context, err error, capped bool, spends []spendCheck, t contract.Terms) error {
+func (h *House) whichCap(ctx context.Context, err error, capped []string, spends []spendCheck, t contract.Terms) error {
 	l := h.store.Ledger()
-	if capped {
-		if bal, berr := l.Balance(ctx, CapWallet(t.Client)); berr == nil && bal.Available.LessThan(decimal.NewFromInt(int64(t.GPUs))) {
-			return capExceeded(bal, t.GPUs)
+	for _, o := range capped {
+		if bal, berr := l.Balance(ctx, CapWallet(o)); berr == nil && bal.Available.LessThan(decimal.NewFromInt(int64(t.GPUs))) {
+			return capExceeded(o, bal, t.GPUs)
 		}
 	}
 	for _, sc := range spends {

@@ -74,6 +74,9 @@ type Contract struct {
 	// CapHold is the ledger hold of the contract's GPUs on its client's
 	// concurrent-GPU cap, where the client has one (exchange.GPUCap).
 	CapHold string `json:"cap_hold,omitempty"`
+	// CapHolds are the holds of its GPUs on the caps of the project and
+	// organisation its client's wallet sits under, where they have one.
+	CapHolds []string `json:"cap_holds,omitempty"`
 	// SpendHolds are the holds of the prepayment on the spend caps' budgets
 	// the contract is under (exchange.SpendCap), one per cap.
 	SpendHolds []string `json:"spend_holds,omitempty"`

@@ -15,9 +15,11 @@ import (
 func newCapCmd(withTreasury func(treasuryRun) func(*cobra.Command, []string) error) *cobra.Command {
 	var key string
 	cmd := &cobra.Command{
-		Use:   "cap CLIENT GPUS",
-		Short: "Cap the GPUs CLIENT may hold in contracts at once (checked inside each escrow)",
-		Long: `cap sets how many GPUs a client may hold in contracts at once. The cap is a
+		Use:   "cap OWNER GPUS",
+		Short: "Cap the GPUs a client, or every client under a project or organisation, may hold in contracts at once (checked inside each escrow)",
+		Long: `cap sets how many GPUs a client may hold in contracts at once, or, for a
+project or an organisation, all the clients whose wallets sit under it
+together. The cap is a
 wallet in the unit currency GPU-CAP: each contract reserves its GPUs from it
 in the same ledger transaction as its prepayment's escrow, so that no
 number of offers at once can pass it, and gives them back when it ends. An

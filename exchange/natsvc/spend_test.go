@@ -141,3 +141,64 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		m.audit()
 	})
 }
+
+// TestProjectGPUCap: a project capped at 3 GPUs lets its two clients,
+// offering 16 times each at once, hold 3 between them; the client's own
+// cap still counts too; ending a contract frees its GPU on both caps.
+func TestProjectGPUCap(t *testing.T) {
+	onStores(t, func(t *testing.T, store exchange.Store) {
+		ctx := context.Background()
+		tr := treasuryOf(t, store)
+		m := newMarketOn(t, store, func(c *exchange.Config) { honest(c); c.ServerLostAfter = time.Minute })
+		for _, a := range []struct{ owner, parent string }{{"acme", ""}, {"acme.ml", "acme"}, {"alice", "acme.ml"}, {"bob", "acme.ml"}} {
+			_, err := tr.Open(ctx, "root", cred, a.owner, a.parent, "open-"+a.owner)
+			require.NoError(t, err)
+		}
+		for _, who := range []string{"alice", "bob"} {
+			_, err := tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+			require.NoError(t, err)
+		}
+		_, err := tr.SetCap(ctx, "root", "acme.ml", 3, "cap-ml")
+		require.NoError(t, err)
+		_, err = tr.SetCap(ctx, "root", "alice", 1, "cap-alice")
+		require.NoError(t, err)
+		srv := m.scriptedServer("gpu1", 64, accept)
+
+		var mu sync.Mutex
+		var made []trade.Contract
+		var capped []error
+		var wg sync.WaitGroup
+		for _, who := range []string{"alice", "bob"} {
+			wg.Go(func() {
+				ms, cs := burst(t, m, who, who, 16)
+				mu.Lock()
+				made, capped = append(made, ms...), append(capped, cs...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		require.Len(t, made, 3, "the project's cap")
+		assert.Len(t, capped, 29)
+		byClient := map[string]int{}
+		for _, c := range made {
+			byClient[c.Client]++
+			assert.Len(t, c.CapHolds, 1, "held on the project's cap")
+		}
+		assert.LessOrEqual(t, byClient["alice"], 1, "alice's own cap")
+		ml := m.balance(exchange.CapWallet("acme.ml"))
+		assert.True(t, ml.Held.Equal(d("3")) && ml.Available.IsZero(), "%+v", ml)
+		m.audit()
+
+		c := made[0]
+		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+		srv.publish(reading(c.ID, 1, "0.5", 1, true))
+		m.settled(c.ID, 5*time.Second)
+		ml = m.balance(exchange.CapWallet("acme.ml"))
+		assert.True(t, ml.Held.Equal(d("2")) && ml.Available.Equal(d("1")), "one GPU back on the project's cap: %+v", ml)
+		_, err = m.client("bob").Offer(ctx, "after", terms("bob"))
+		require.NoError(t, err)
+		_, err = m.client("bob").Offer(ctx, "past", terms("bob"))
+		assert.Contains(t, err.Error(), "concurrent-GPU cap of acme.ml: 3 of 3 GPUs in use")
+		m.audit()
+	})
+}
