@@ -37,14 +37,22 @@ const (
 	Hourly  SpendPeriod = "hour"
 	Daily   SpendPeriod = "day"
 	Monthly SpendPeriod = "month"
+	// Rate is a token bucket: one budget for good, which the treasury
+	// refills at a rate up to a capacity (treasury.SpendRate); the House
+	// reserves from it and never mints into it.
+	Rate SpendPeriod = "rate"
 )
 
-// Valid reports whether p is a period.
+// Valid reports whether p is a period of a spend cap with a limit per
+// period (a bucket is set otherwise).
 func (p SpendPeriod) Valid() bool { return p == Hourly || p == Daily || p == Monthly }
 
 // label names the period of p that contains at, and when it ends.
 func (p SpendPeriod) label(at time.Time) (string, time.Time) {
 	at = at.UTC()
+	if p == Rate {
+		return "bucket", time.Time{}
+	}
 	if p == Hourly {
 		start := at.Truncate(time.Hour)
 		return start.Format("2006-01-02T15"), start.Add(time.Hour)
@@ -138,6 +146,11 @@ func (h *House) spendChecks(ctx context.Context, client string, cur currency.Cod
 // exceeded is the refusal of an offer that sc's budget cannot cover.
 func (sc spendCheck) exceeded(prepayment decimal.Decimal) error {
 	used := sc.cap.Limit.Sub(sc.bal.Available)
+	if sc.cap.Period == Rate {
+		return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.prepayment",
+			Message: fmt.Sprintf("spend rate of %s: %s of its %s %s left, a prepayment of %s asked; it refills as time passes, and as contracts settle",
+				sc.cap.Owner, sc.bal.Available.String(), sc.cap.Limit.String(), sc.cap.Currency, prepayment.String())}
+	}
 	return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.prepayment",
 		Message: fmt.Sprintf("%s spend cap of %s: %s of %s %s charged or held this %s, a prepayment of %s asked; it frees as contracts settle and renews at %s",
 			sc.cap.Period, sc.cap.Owner, used.String(), sc.cap.Limit.String(), sc.cap.Currency, sc.cap.Period, prepayment.String(), sc.ends.Format(time.RFC3339))}
@@ -167,7 +180,7 @@ func (h *House) budget(ctx context.Context, sc spendCheck) error {
 			return fmt.Errorf("spend cap budget %s: %w", a.ID, err)
 		}
 	}
-	if sc.cap.Limit.IsPositive() {
+	if sc.cap.Limit.IsPositive() && sc.cap.Period != Rate {
 		mint := currency.Transfer{Key: "spend-budget/" + strings.TrimPrefix(string(sc.wallet), "wallet/"), From: currency.IssuanceID(code),
 			To: sc.wallet, Amount: sc.cap.Limit, Memo: fmt.Sprintf("%s spend cap of %s", sc.cap.Period, sc.cap.Owner)}
 		if _, err := currency.Do(ctx, l, mint); err != nil && bourse.ErrorCode(err) != bourse.EIdempotencyConflict {
@@ -247,10 +260,14 @@ func (h *House) spendWarn(ctx context.Context, c trade.Contract, checks []spendC
 		line := sc.cap.Limit.Mul(decimal.NewFromInt(1).Sub(sc.cap.Warn))
 		if sc.bal.Available.GreaterThan(line) && !after.Available.GreaterThan(line) {
 			used := sc.cap.Limit.Sub(after.Available)
-			h.notify.Notify(c.Client, protocol.Event{Type: protocol.EventSpendWarning, Contract: c, At: h.cfg.Now().UTC(),
-				Warning: fmt.Sprintf("%s spend cap of %s: %s of %s %s used this %s (%s%%); offers past it are refused until %s",
-					sc.cap.Period, sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, sc.cap.Period,
-					used.Mul(decimal.NewFromInt(100)).Div(sc.cap.Limit).Round(0), sc.ends.Format(time.RFC3339))})
+			pct := used.Mul(decimal.NewFromInt(100)).Div(sc.cap.Limit).Round(0)
+			warning := fmt.Sprintf("%s spend cap of %s: %s of %s %s used this %s (%s%%); offers past it are refused until %s",
+				sc.cap.Period, sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, sc.cap.Period, pct, sc.ends.Format(time.RFC3339))
+			if sc.cap.Period == Rate {
+				warning = fmt.Sprintf("spend rate of %s: %s of its %s %s used (%s%%); offers past it are refused until it refills",
+					sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, pct)
+			}
+			h.notify.Notify(c.Client, protocol.Event{Type: protocol.EventSpendWarning, Contract: c, At: h.cfg.Now().UTC(), Warning: warning})
 		}
 	}
 }

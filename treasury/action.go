@@ -48,6 +48,8 @@ const (
 	KindAllowanceRemove = "allowance.remove"
 	KindCapSet          = "cap.set"
 	KindSpendCapSet     = "spend-cap.set"
+	KindSpendRateSet    = "spend-rate.set"
+	KindSpendRateRefill = "spend-rate.refill"
 	KindTopUpSet        = "topup.set"
 	KindTopUp           = "topup"
 	KindRateSet         = "rate.set"

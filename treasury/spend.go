@@ -139,12 +139,18 @@ type SpendUse struct {
 	Used, Held decimal.Decimal
 }
 
-// SpendUses lists every spend cap with what is used of it now.
+// SpendUses lists every spend cap and spend rate with what is used of it
+// now (of a bucket: its capacity less what is left in it).
 func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {
 	caps, err := t.SpendCapList(ctx)
 	if err != nil {
 		return nil, err
 	}
+	rates, err := t.SpendRates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	caps = append(caps, rateCaps(rates)...)
 	out := make([]SpendUse, 0, len(caps))
 	for _, c := range caps {
 		u := SpendUse{SpendCap: c}
@@ -185,6 +191,11 @@ func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.C
 		if err != nil {
 			return nil, err
 		}
+		rates, err := c.t.SpendRates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rateCaps(rates)...)
 		c.caps, c.read = map[string][]exchange.SpendCap{}, time.Now()
 		for _, sc := range all {
 			k := string(sc.Currency) + "/" + sc.Owner

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
@@ -84,5 +85,77 @@ The exchange reads caps every 5 seconds.`,
 		}),
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return []*cobra.Command{set, list}
+	return []*cobra.Command{set, list, newSpendRateCmd(withTreasury)}
+}
+
+func newSpendRateCmd(withTreasury func(treasuryRun) func(*cobra.Command, []string) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "spend-rate",
+		Short: "Token buckets on spending: set one, or refill them",
+		Long: `A spend rate is a token bucket on what an owner (a client, project or
+organisation) may commit: offers reserve their prepayments from it in the
+escrow's transaction, settlement takes the charge and gives back the rest,
+and it refills at --per-hour up to its capacity, a minute at a time.
+bourse exchange refills the buckets itself every 10 seconds; "spend-rate
+refill" does it by hand (or from cron, where no exchange runs).
+"bourse admin spend-caps" lists them with the caps (period "rate").`,
+	}
+	var cur, perHour, warn, key string
+	set := &cobra.Command{
+		Use:   "set OWNER CAPACITY --currency C --per-hour R [--warn 0.8]",
+		Short: "Give OWNER's spending a token bucket of CAPACITY refilled at R an hour (CAPACITY 0 removes it)",
+		Args:  cobra.ExactArgs(2),
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
+			capacity, err := decimal.NewFromString(args[1])
+			if err != nil {
+				return fmt.Errorf("CAPACITY %q is not a decimal number", args[1])
+			}
+			rate, err := decimal.NewFromString(perHour)
+			if err != nil {
+				return fmt.Errorf("--per-hour %q is not a decimal number", perHour)
+			}
+			w, err := decimal.NewFromString(warn)
+			if err != nil {
+				return fmt.Errorf("--warn %q: a share such as 0.8", warn)
+			}
+			if err := requireKey(key, "spend-rate-alice-1"); err != nil {
+				return err
+			}
+			if _, err := t.SetSpendRate(ctx, actor, args[0], currency.Code(cur), capacity, rate, w, key); err != nil {
+				return err
+			}
+			if capacity.IsZero() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: no spend rate in %s\n", args[0], cur)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit up to %s %s at once, refilled at %s an hour\n", args[0], capacity, cur, rate)
+			return nil
+		}),
+	}
+	set.Flags().StringVar(&cur, "currency", "", "currency code")
+	set.Flags().StringVar(&perHour, "per-hour", "0", "refill per hour")
+	set.Flags().StringVar(&warn, "warn", "0.8", "share of the capacity used past which the client is warned (0 for never)")
+	set.Flags().StringVar(&key, "key", "", "idempotency key")
+	_ = set.MarkFlagRequired("currency")
+
+	refill := &cobra.Command{
+		Use:   "refill",
+		Short: "Refill every bucket for the time passed since its last refill",
+		Args:  cobra.NoArgs,
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, _ []string) error {
+			done, err := t.RunSpendRates(ctx, actor, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, r := range done {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: +%s for %d steps\n", r.Bucket, r.Amount, r.Steps)
+			}
+			if len(done) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "every bucket is refilled to now")
+			}
+			return nil
+		}),
+	}
+	cmd.AddCommand(set, refill)
+	return cmd
 }

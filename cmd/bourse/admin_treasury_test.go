@@ -83,6 +83,15 @@ func TestAdminSpendCap(t *testing.T) {
 	assert.NotContains(t, ok("spend-caps"), "alice")
 	assert.Contains(t, ok("log"), "spend-cap.set")
 
+	assert.Equal(t, "alice may commit up to 30 CRED at once, refilled at 10 an hour\n",
+		ok("spend-rate", "set", "alice", "30", "--currency", "CRED", "--per-hour", "10", "--key", "r1"))
+	assert.Regexp(t, `alice +CRED +rate +30 +0 +0 +0 +80`, ok("spend-caps"))
+	// A full bucket gets nothing, whether or not a minute turned meanwhile.
+	assert.Regexp(t, `^(every bucket is refilled to now|wallet/SPEND-CRED/alice@rate.bucket: \+0 for 1 steps)\n$`, ok("spend-rate", "refill"))
+	_, errOut, code = admin(t, dbURL, "spend-rate", "set", "alice", "30", "--currency", "CRED", "--key", "r2")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a bucket refills at a rate above zero")
+
 	ok("grant", "acme", "100", "--currency", "CRED", "--key", "g-acme")
 	assert.Equal(t, "wallet/CRED/alice: topped up to 30 from its parent when below 10\n",
 		ok("topup", "set", "alice", "--currency", "CRED", "--below", "10", "--to", "30", "--key", "t1"))

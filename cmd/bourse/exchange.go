@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/signing"
+	"github.com/bourse/bourse/treasury"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -76,6 +77,7 @@ finishes those in flight and exits.`,
 				return err
 			}
 			cfg.SpendCaps = t.SpendCaps(5 * time.Second)
+			go refillSpendRates(ctx, t, log)
 
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -151,4 +153,22 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// refillSpendRates refills the treasury's spend-rate buckets every 10
+// seconds until ctx ends. Every instance does it: a step is refilled once
+// whoever gets there first.
+func refillSpendRates(ctx context.Context, t *treasury.Treasury, log *slog.Logger) {
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if _, err := t.RunSpendRates(ctx, "exchange", now); err != nil && ctx.Err() == nil {
+				log.Warn("spend rates not refilled", "err", err)
+			}
+		}
+	}
 }

@@ -202,3 +202,39 @@ func TestProjectGPUCap(t *testing.T) {
 		m.audit()
 	})
 }
+
+// TestSpendRateUnderConcurrency: a bucket of 12 takes two prepayments of
+// 6 out of 32 offers at once; the refill the treasury runs lets one more
+// through once the time for it has passed.
+func TestSpendRateUnderConcurrency(t *testing.T) {
+	onStores(t, func(t *testing.T, store exchange.Store) {
+		ctx := context.Background()
+		tr := treasuryOf(t, store)
+		m := newMarketOn(t, store, func(c *exchange.Config) {
+			honest(c)
+			c.SpendCaps = tr.SpendCaps(0)
+			c.ServerLostAfter = time.Minute
+		})
+		_, err := tr.Open(ctx, "root", cred, "alice", "", "open-alice")
+		require.NoError(t, err)
+		_, err = tr.Grant(ctx, "root", cred, "alice", d("1000"), "grant-alice", "")
+		require.NoError(t, err)
+		_, err = tr.SetSpendRate(ctx, "root", "alice", cred, d("12"), d("60"), d("0"), "rate-alice")
+		require.NoError(t, err)
+		m.scriptedServer("gpu1", 64, accept)
+
+		made, capped := burst(t, m, "alice", "a", 32)
+		require.Len(t, made, 2, "the bucket's capacity")
+		assert.Contains(t, capped[0].Error(), "spend rate of alice: 0 of its 12 CRED left")
+		m.audit()
+
+		// Six minutes at 60 an hour is 6: one more prepayment.
+		rs, err := tr.SpendRates(ctx)
+		require.NoError(t, err)
+		_, err = tr.RunSpendRates(ctx, "exchange", time.Unix(0, (rs[0].Refilled+6)*int64(time.Minute)))
+		require.NoError(t, err)
+		more, _ := burst(t, m, "alice", "b", 4)
+		assert.Len(t, more, 1, "the refill")
+		m.audit()
+	})
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SameKeyAtOnce", func(t *testing.T) { testSameKeyAtOnce(t, open) })
 	t.Run("SpendCap", func(t *testing.T) { testSpendCap(t, open) })
 	t.Run("TopUp", func(t *testing.T) { testTopUp(t, open) })
+	t.Run("SpendRate", func(t *testing.T) { testSpendRate(t, open) })
 }
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -363,5 +364,48 @@ func testTopUp(t *testing.T, open Opener) {
 		}
 	}
 	assert.Equal(t, 2, topups, "the refused top-up left no action")
+	f.audit()
+}
+
+// testSpendRate: a bucket starts full, refills at its rate for the steps
+// that passed, never past its capacity, each step once.
+func testSpendRate(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	_, err := f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("10"), d("6"), d("0.5"), "r1")
+	require.NoError(t, err)
+	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+	assert.Equal(t, "10", f.balance(bucket), "a new bucket is full")
+	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, exchange.Rate, got[0].Period)
+
+	// 8 spent: what the exchange's settlements do, by hand.
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: exchange.SpentID("CRED"), Amount: d("8")})
+	require.NoError(t, err)
+	rs, err := f.tr.SpendRates(f.ctx)
+	require.NoError(t, err)
+	at := time.Unix(0, (rs[0].Refilled+10)*int64(time.Minute))
+	done, err := f.tr.RunSpendRates(f.ctx, "exchange", at)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	assert.Equal(t, int64(10), done[0].Steps)
+	assert.Equal(t, "3", f.balance(bucket), "10 minutes at 6 an hour")
+	done, err = f.tr.RunSpendRates(f.ctx, "exchange", at.Add(30*time.Second))
+	require.NoError(t, err)
+	assert.Empty(t, done, "a step refills once")
+	_, err = f.tr.RunSpendRates(f.ctx, "exchange", at.Add(5*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, "10", f.balance(bucket), "never past the capacity")
+
+	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("4"), d("6"), d("0"), "r2")
+	require.NoError(t, err)
+	assert.Equal(t, "4", f.balance(bucket), "a smaller bucket at once")
+	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("4"), d("0"), d("0"), "r3")
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "no refill: %v", err)
+	uses, err := f.tr.SpendUses(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, uses, 1)
+	assert.Equal(t, "0", uses[0].Used.String())
 	f.audit()
 }
