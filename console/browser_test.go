@@ -221,6 +221,7 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	must(tr.SetCap(ctx, "ann", "bob", 4, "c2"))
 	must(tr.SetSpendCap(ctx, "ann", "acme.ml", "CRED", exchange.Monthly, d("2000"), d("0.8"), "s1"))
 	must(tr.SetSpendCap(ctx, "ann", "alice", "CRED", exchange.Daily, d("150"), d("0.8"), "s2"))
+	must(tr.SetSpendRate(ctx, "ann", "bob", "CRED", d("60"), d("20"), d("0.8"), "sr1"))
 	must(tr.SetRate(ctx, "bea", "CRED", "GPUH", d("0.25"), "r1"))
 	must(tr.Exchange(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
 	_, err := currency.Do(ctx, l, currency.Reserve{Key: "hold", Hold: "gpus/k1", From: exchange.CapWallet("alice"), Amount: d("6"), Deadline: time.Now().Add(time.Hour)})

@@ -227,13 +227,14 @@ func TestPages(t *testing.T) {
 	post("/allowance", "owner", "alice", "currency", "CRED", "a", "10", "b", "0.1", "period", "1h")
 	post("/cap", "client", "alice", "gpus", "4")
 	post("/spend-cap", "owner", "acme", "currency", "CRED", "period", "month", "limit", "500", "warn", "0.8")
+	post("/spend-rate", "owner", "alice", "currency", "CRED", "capacity", "50", "per_hour", "20", "warn", "0.8")
 	post("/rate", "from", "CRED", "to", "GPUH", "rate", "0.5")
 	post("/exchange", "owner", "alice", "from", "CRED", "to", "GPUH", "amount", "10")
 	post("/open", "owner", "bob", "currency", "CRED", "parent", "acme")
 	for path, want := range map[string]string{
 		"/":                             "with everything under it",
 		"/allowances":                   "100.00", // a/b
-		"/caps":                         "acme",
+		"/caps":                         "rate",
 		"/rates":                        "0.5",
 		"/supply":                       "supply of CRED",
 		"/report":                       "Cost by organisation",

@@ -194,3 +194,26 @@ func (c *Console) exchange(r *http.Request, actor string) (string, error) {
 	}
 	return fmt.Sprintf("exchanged %s %s of %s into %s at %s", amount, f[1], f[0], f[2], a.After["rate"]), nil
 }
+
+func (c *Console) setSpendRate(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "owner", "currency", "key")
+	if err != nil {
+		return "", err
+	}
+	capacity, err := amountField(r, "capacity")
+	if err != nil {
+		return "", err
+	}
+	perHour, err := amountField(r, "per_hour")
+	if err != nil {
+		return "", err
+	}
+	warn, err := amountField(r, "warn")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.SetSpendRate(r.Context(), actor, f[0], currency.Code(f[1]), capacity, perHour, warn, f[2]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("spend rate of %s: %s %s, refilled at %s an hour", f[0], capacity, f[1], perHour), nil
+}

@@ -127,7 +127,7 @@ func (c *Console) routes() {
 	for path, f := range map[string]form{
 		"/grant": c.grant, "/burn": c.burn, "/open": c.open, "/allowance": c.setAllowance,
 		"/allowance/remove": c.removeAllowance, "/cap": c.setCap, "/spend-cap": c.setSpendCap,
-		"/rate": c.setRate, "/exchange": c.exchange,
+		"/rate": c.setRate, "/exchange": c.exchange, "/spend-rate": c.setSpendRate,
 	} {
 		c.mux.HandleFunc("POST "+path, c.write(c.submit(f)))
 	}
