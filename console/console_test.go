@@ -250,6 +250,8 @@ func TestPages(t *testing.T) {
 	}
 	_, capsPage := b.get("/caps")
 	assert.Contains(t, capsPage, `<svg class="bar"`)
+	code, _ := b.get("/no-such-page")
+	assert.Equal(t, http.StatusNotFound, code)
 	code, body := b.get("/report?capacity=gpu1")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "SERVER=GPUS")

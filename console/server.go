@@ -119,7 +119,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /login", c.login)
 	c.mux.HandleFunc("POST /logout", c.write(c.logout))
 	for path, p := range map[string]pageFunc{
-		"/": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
+		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
 		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit,
 	} {
 		c.mux.HandleFunc("GET "+path, c.read(p))
@@ -148,10 +148,6 @@ func (c *Console) read(p pageFunc) http.HandlerFunc {
 		s, ok := c.sessionOf(r)
 		if !ok {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-			return
-		}
-		if r.URL.Path == "/" && r.URL.Path != r.URL.EscapedPath() {
-			http.NotFound(w, r)
 			return
 		}
 		c.render(w, r, s, p, nil, http.StatusOK)

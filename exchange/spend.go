@@ -83,6 +83,14 @@ type SpendCaps interface {
 	SpendCaps(ctx context.Context, owner string, cur currency.Code) ([]SpendCap, error)
 }
 
+// FreshSpendCaps is a SpendCaps that answers from a cache and can also
+// read the store: the House reads afresh the limit it mints a period's
+// budget with, so that a cap changed just before a period begins is the
+// one the period gets.
+type FreshSpendCaps interface {
+	FreshSpendCaps(ctx context.Context, owner string, cur currency.Code) ([]SpendCap, error)
+}
+
 // SpendCode is the unit currency of cur's spend budgets. Currency codes
 // are at most 16 characters, so spend caps need a cur of at most 10.
 func SpendCode(cur currency.Code) currency.Code { return "SPEND-" + cur }
@@ -178,6 +186,17 @@ func (h *House) budget(ctx context.Context, sc spendCheck) error {
 	} {
 		if _, err := l.OpenAccount(ctx, a); err != nil {
 			return fmt.Errorf("spend cap budget %s: %w", a.ID, err)
+		}
+	}
+	if f, ok := h.cfg.SpendCaps.(FreshSpendCaps); ok && sc.cap.Period != Rate {
+		caps, err := f.FreshSpendCaps(ctx, sc.cap.Owner, sc.cap.Currency)
+		if err != nil {
+			return fmt.Errorf("spend caps of %s: %w", sc.cap.Owner, err)
+		}
+		for _, c := range caps {
+			if c.Period == sc.cap.Period {
+				sc.cap.Limit = c.Limit
+			}
 		}
 	}
 	if sc.cap.Limit.IsPositive() && sc.cap.Period != Rate {

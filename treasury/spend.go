@@ -178,15 +178,24 @@ type spendCache struct {
 	t   *Treasury
 	ttl time.Duration
 
-	mu   sync.Mutex
-	read time.Time
-	caps map[string][]exchange.SpendCap // currency/owner → caps
+	mu      sync.Mutex
+	read    time.Time
+	byOwner map[string][]exchange.SpendCap // currency/owner → caps
 }
 
 func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.Code) ([]exchange.SpendCap, error) {
+	return c.caps(ctx, owner, cur, false)
+}
+
+// FreshSpendCaps reads the store whatever the cache holds.
+func (c *spendCache) FreshSpendCaps(ctx context.Context, owner string, cur currency.Code) ([]exchange.SpendCap, error) {
+	return c.caps(ctx, owner, cur, true)
+}
+
+func (c *spendCache) caps(ctx context.Context, owner string, cur currency.Code, fresh bool) ([]exchange.SpendCap, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.caps == nil || time.Since(c.read) > c.ttl {
+	if fresh || c.byOwner == nil || time.Since(c.read) > c.ttl {
 		all, err := c.t.SpendCapList(ctx)
 		if err != nil {
 			return nil, err
@@ -196,11 +205,11 @@ func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.C
 			return nil, err
 		}
 		all = append(all, rateCaps(rates)...)
-		c.caps, c.read = map[string][]exchange.SpendCap{}, time.Now()
+		c.byOwner, c.read = map[string][]exchange.SpendCap{}, time.Now()
 		for _, sc := range all {
 			k := string(sc.Currency) + "/" + sc.Owner
-			c.caps[k] = append(c.caps[k], sc)
+			c.byOwner[k] = append(c.byOwner[k], sc)
 		}
 	}
-	return c.caps[string(cur)+"/"+owner], nil
+	return c.byOwner[string(cur)+"/"+owner], nil
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -237,4 +239,30 @@ func TestSpendRateUnderConcurrency(t *testing.T) {
 		assert.Len(t, more, 1, "the refill")
 		m.audit()
 	})
+}
+
+// TestSpendCapChangedBeforeItsPeriod: the exchange caches caps (an hour
+// here), but a period's budget is minted with the limit read afresh, so a
+// cap raised before its period's first offer is the one that period gets.
+func TestSpendCapChangedBeforeItsPeriod(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	tr := treasuryOf(t, store)
+	m := newMarketOn(t, store, func(c *exchange.Config) { honest(c); c.SpendCaps = tr.SpendCaps(time.Hour); c.ServerLostAfter = time.Minute })
+	for _, who := range []string{"alice", "bob"} {
+		_, err := tr.Open(ctx, "root", cred, who, "", "open-"+who)
+		require.NoError(t, err)
+		_, err = tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+		require.NoError(t, err)
+	}
+	_, err := tr.SetSpendCap(ctx, "root", "bob", cred, exchange.Daily, d("12"), d("0"), "cap-bob-1")
+	require.NoError(t, err)
+	m.scriptedServer("gpu1", 64, accept)
+	made, _ := burst(t, m, "alice", "warm", 1) // the exchange reads the caps: bob's is 12
+	require.Len(t, made, 1)
+	_, err = tr.SetSpendCap(ctx, "root", "bob", cred, exchange.Daily, d("24"), d("0"), "cap-bob-2")
+	require.NoError(t, err)
+	made, _ = burst(t, m, "bob", "b", 8)
+	assert.Len(t, made, 4, "24 of prepayments of 6, not 12")
+	m.audit()
 }
