@@ -248,7 +248,11 @@ func TestSpendCapChangedBeforeItsPeriod(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
 	tr := treasuryOf(t, store)
-	m := newMarketOn(t, store, func(c *exchange.Config) { honest(c); c.SpendCaps = tr.SpendCaps(time.Hour); c.ServerLostAfter = time.Minute })
+	m := newMarketOn(t, store, func(c *exchange.Config) {
+		honest(c)
+		c.SpendCaps = tr.SpendCaps(time.Hour)
+		c.ServerLostAfter = time.Minute
+	})
 	for _, who := range []string{"alice", "bob"} {
 		_, err := tr.Open(ctx, "root", cred, who, "", "open-"+who)
 		require.NoError(t, err)
