@@ -130,6 +130,19 @@ func TestLoginRequired(t *testing.T) {
 	assert.Equal(t, "/", loc, "no redirect off the site")
 }
 
+func TestLoginThrottled(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	var codes []int
+	for range 7 {
+		code, _, _ := b.post("/login", url.Values{"user": {"vic"}, "password": {"guess"}}, srv.URL)
+		codes = append(codes, code)
+	}
+	assert.Equal(t, []int{401, 401, 401, 401, 401, 429, 429}, codes, "five tries at once, then one every 12 s")
+	code, _, _ := b.post("/login", url.Values{"user": {"vic"}, "password": {"vic-password"}}, srv.URL)
+	assert.Equal(t, http.StatusTooManyRequests, code, "even the right password waits")
+}
+
 func TestGrantIdempotentAndAudited(t *testing.T) {
 	srv, tr, _ := testConsole(t)
 	b := newBrowser(t, srv)

@@ -35,6 +35,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !c.throttle.allow(r, r.PostForm.Get("user")) {
+		c.cfg.Logger.Warn("console login throttled", "user", r.PostForm.Get("user"), "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", "12")
+		http.Error(w, "too many logins: try again in a few seconds", http.StatusTooManyRequests)
+		return
+	}
 	u, ok := c.cfg.Users.check(r.PostForm.Get("user"), r.PostForm.Get("password"))
 	if !ok {
 		c.cfg.Logger.Warn("console login refused", "user", r.PostForm.Get("user"), "remote", r.RemoteAddr)

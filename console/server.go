@@ -53,9 +53,10 @@ type Config struct {
 
 // Console serves the pages. Build it with New.
 type Console struct {
-	cfg   Config
-	pages map[string]*template.Template
-	mux   *http.ServeMux
+	cfg      Config
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	throttle throttle
 }
 
 // New checks cfg and parses the templates.
