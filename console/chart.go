@@ -61,6 +61,13 @@ func lineChart(title string, ss []series, w, h int) template.HTML {
 	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(lo)+4, short(lo))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, t0.UTC().Format("01-02 15:04"))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, t1.UTC().Format("01-02 15:04"))
+	if len(ss) > 1 { // a legend, right to left along the top
+		right := w - padR
+		for i := len(ss) - 1; i >= 0; i-- {
+			fmt.Fprintf(&b, `<text x="%d" y="16" class="legend l%d" text-anchor="end">■ %s</text>`, right, i%4, template.HTMLEscapeString(ss[i].Name))
+			right -= 14 + 7*len([]rune(ss[i].Name))
+		}
+	}
 	for i, s := range ss {
 		var pts []string
 		for j, at := range s.At {

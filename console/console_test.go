@@ -265,6 +265,8 @@ func TestPages(t *testing.T) {
 	assert.Contains(t, capsPage, `<svg class="bar"`)
 	code, _ := b.get("/no-such-page")
 	assert.Equal(t, http.StatusNotFound, code)
+	_, reportPage := b.get("/report?capacity=gpu1%3D8")
+	assert.Contains(t, reportPage, "utilisation, %")
 	code, body := b.get("/report?capacity=gpu1")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "SERVER=GPUS")

@@ -359,7 +359,7 @@ type reportView struct {
 	Report                             breakdown.Report
 	Lines                              []breakdown.Line
 	Total                              string
-	Chart                              template.HTML
+	Chart, Utilisation                 template.HTML
 	NoSource                           bool
 }
 
@@ -413,7 +413,7 @@ func (c *Console) report(r *http.Request, v *view) error {
 			byCur[p.Currency] = s
 			names = append(names, p.Currency)
 		}
-		at, _ := time.Parse(map[bool]string{true: "2006-01", false: "2006-01-02"}[rv.By == "month"], p.Period)
+		at, _ := time.Parse(periodLayout(rv.By), p.Period)
 		s.At, s.Y = append(s.At, at), append(s.Y, p.PerGPUSecond.InexactFloat64())
 	}
 	var ss []series
@@ -421,6 +421,29 @@ func (c *Console) report(r *http.Request, v *view) error {
 		ss = append(ss, *byCur[n])
 	}
 	rv.Chart = lineChart("average price of a GPU-second", ss, 720, 200)
+	if len(capacity) > 0 {
+		util := map[string]*series{}
+		var servers []string
+		for _, s := range rep.Servers {
+			if !s.Capacity.IsPositive() {
+				continue
+			}
+			u := util[s.Server]
+			if u == nil {
+				u = &series{Name: s.Server}
+				util[s.Server] = u
+				servers = append(servers, s.Server)
+			}
+			at, _ := time.Parse(periodLayout(rv.By), s.Period)
+			u.At, u.Y = append(u.At, at), append(u.Y, s.GPUSeconds.Div(s.Capacity).InexactFloat64()*100)
+		}
+		sort.Strings(servers)
+		var us []series
+		for _, n := range servers {
+			us = append(us, *util[n])
+		}
+		rv.Utilisation = lineChart("utilisation, % of each server's GPU-seconds sold", us, 720, 200)
+	}
 	return nil
 }
 
@@ -441,4 +464,12 @@ func (c *Console) audit(r *http.Request, v *view) error {
 	}
 	v.Data = av
 	return nil
+}
+
+// periodLayout parses a report's period names.
+func periodLayout(by string) string {
+	if by == string(breakdown.Month) {
+		return "2006-01"
+	}
+	return "2006-01-02"
 }
