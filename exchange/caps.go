@@ -143,9 +143,8 @@ func (h *House) capRelease(c *trade.Contract) []currency.Op {
 		if id == "" {
 			continue
 		}
-		hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(id))
-		if bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen {
-			continue // released already, or forgotten (only resolved holds are)
+		if !h.holdOpen(id) {
+			continue
 		}
 		key := "cap-release/" + c.ID
 		if i > 0 {
@@ -154,4 +153,13 @@ func (h *House) capRelease(c *trade.Contract) []currency.Op {
 		ops = append(ops, currency.Void{Key: key, Hold: currency.HoldID(id), Memo: "contract " + c.ID + " ended"})
 	}
 	return ops
+}
+
+// holdOpen reports whether a contract's hold on a cap or a spend budget
+// still needs resolving: not when it is resolved already, or forgotten
+// (only resolved holds are). An error reading it counts as open: the
+// settlement then tries, and fails (and is retried) if it is not.
+func (h *House) holdOpen(id string) bool {
+	hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(id))
+	return !(bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen)
 }

@@ -255,8 +255,7 @@ func spendReserves(c *trade.Contract, offerID string, checks []spendCheck, deadl
 func (h *House) spendSettle(c *trade.Contract, charge decimal.Decimal) []currency.Op {
 	var ops []currency.Op
 	for i, id := range c.SpendHolds {
-		hold, err := h.store.Ledger().Hold(context.Background(), currency.HoldID(id))
-		if bourse.ErrorCode(err) == bourse.ENotFound || err == nil && hold.Status != currency.HoldOpen {
+		if !h.holdOpen(id) {
 			continue
 		}
 		ops = append(ops, currency.Capture{Key: fmt.Sprintf("spend-settle/%s/%d", c.ID, i), Hold: currency.HoldID(id),
