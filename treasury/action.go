@@ -1,8 +1,9 @@
 // Package treasury is the administrators' side of the money: every
 // administrative action (a grant, a burn, an allowance, a cap, a rate, an
-// exchange between currencies) goes through it, so that each is applied
-// once under its idempotency key and leaves its line in the audit trail:
-// who, when, what, the key, and the balances or settings before and after.
+// exchange between currencies, a price, a sale) goes through it, so that
+// each is applied once under its idempotency key and leaves its line in
+// the audit trail: who, when, what, the key, and the balances or settings
+// before and after.
 // The ledger operations of an action, its change of settings and its line
 // in the trail commit together (one SQL transaction; the in-memory store
 // holds a lock and applies the operations atomically): there is no money
@@ -54,11 +55,14 @@ const (
 	KindTopUp           = "topup"
 	KindRateSet         = "rate.set"
 	KindExchange        = "exchange"
+	KindPriceSet        = "price.set"
+	KindSale            = "sale"
 )
 
 // Setting is one of the treasury's own records beside the ledger: an
-// allowance's rule (Kind "allowance", Name the wallet) or a rate (Kind
-// "rate", Name "FROM/TO"). An empty Value removes it.
+// allowance's rule (Kind "allowance", Name the wallet), a rate (Kind
+// "rate", Name "FROM/TO") or a price (Kind "price", Name "SOLD/PAIDIN").
+// An empty Value removes it.
 type Setting struct {
 	Kind  string    `json:"kind"`
 	Name  string    `json:"name"`

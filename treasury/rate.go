@@ -99,19 +99,8 @@ func (t *Treasury) Exchange(ctx context.Context, actor, owner string, from, to c
 	if err != nil {
 		return Action{}, fmt.Errorf("exchange: %w", err)
 	}
-	dst := currency.Account{ID: currency.WalletID(to, owner), Currency: to, Kind: currency.Wallet}
-	if src.Parent != "" {
-		// Under the same organisation or project, where it has a wallet in to.
-		p := currency.WalletID(to, strings.TrimPrefix(string(src.Parent), string(currency.WalletID(from, ""))))
-		if _, err := t.l.Account(ctx, p); err == nil {
-			dst.Parent = p
-		}
-	}
-	if _, err := t.l.Account(ctx, dst.ID); isNotFound(err) {
-		if _, err := t.l.OpenAccount(ctx, dst); err != nil {
-			return Action{}, fmt.Errorf("exchange: open %s: %w", dst.ID, err)
-		}
-	} else if err != nil {
+	dst, err := t.walletBeside(ctx, src, owner, to)
+	if err != nil {
 		return Action{}, fmt.Errorf("exchange: %w", err)
 	}
 	return t.commit(ctx, Change{
@@ -121,4 +110,29 @@ func (t *Treasury) Exchange(ctx context.Context, actor, owner string, from, to c
 		Ops:   []currency.Op{currency.Exchange{Key: key, From: src.ID, To: dst.ID, Amount: amount, Rate: rate}},
 		Watch: []currency.AccountID{src.ID, dst.ID},
 	})
+}
+
+// walletBeside is owner's wallet in cur, beside its wallet src in another
+// currency: opened if it is missing, under the same organisation or
+// project as src where that has a wallet in cur.
+func (t *Treasury) walletBeside(ctx context.Context, src currency.Account, owner string, cur currency.Code) (currency.Account, error) {
+	dst := currency.Account{ID: currency.WalletID(cur, owner), Currency: cur, Kind: currency.Wallet}
+	if src.Parent != "" {
+		p := currency.WalletID(cur, strings.TrimPrefix(string(src.Parent), string(currency.WalletID(src.Currency, ""))))
+		if _, err := t.l.Account(ctx, p); err == nil {
+			dst.Parent = p
+		}
+	}
+	return t.ensure(ctx, dst)
+}
+
+// ensure opens acc if it is missing, and returns it as it is.
+func (t *Treasury) ensure(ctx context.Context, acc currency.Account) (currency.Account, error) {
+	got, err := t.l.Account(ctx, acc.ID)
+	if isNotFound(err) {
+		if got, err = t.l.OpenAccount(ctx, acc); err != nil {
+			return currency.Account{}, fmt.Errorf("open %s: %w", acc.ID, err)
+		}
+	}
+	return got, err
 }

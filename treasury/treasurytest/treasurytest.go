@@ -36,6 +36,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SpendCap", func(t *testing.T) { testSpendCap(t, open) })
 	t.Run("TopUp", func(t *testing.T) { testTopUp(t, open) })
 	t.Run("SpendRate", func(t *testing.T) { testSpendRate(t, open) })
+	t.Run("Sale", func(t *testing.T) { testSale(t, open) })
+	t.Run("SalesAtOnce", func(t *testing.T) { testSalesAtOnce(t, open) })
 }
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
