@@ -217,6 +217,7 @@ again does nothing; with another parent it is a conflict.`,
 	}
 	cmd.AddCommand(addCurrency, open, grant, balance, statement, audit, newStuckCmd(withStore), newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(with, withTreasury), newCapCmd(withTreasury))
 	cmd.AddCommand(newTreasuryCmds(withTreasury)...)
+	cmd.AddCommand(newSaleCmds(withTreasury)...)
 	cmd.AddCommand(newSpendCapCmds(withTreasury)...)
 	cmd.AddCommand(newReportCmd(withStore), newTopUpCmd(withTreasury))
 	return cmd
