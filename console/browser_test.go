@@ -201,7 +201,7 @@ func TestScreenshots(t *testing.T) {
 
 // furnish gives the screenshot market its history: an organisation with
 // two projects, grants and a burn, an allowance, caps, a rate and an
-// exchange, and a week of contracts.
+// exchange, a price and a sale, and a week of contracts.
 func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	ctx := context.Background()
 	l := tr.Ledger()
@@ -224,6 +224,13 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	must(tr.SetSpendRate(ctx, "ann", "bob", "CRED", d("60"), d("20"), d("0.8"), "sr1"))
 	must(tr.SetRate(ctx, "bea", "CRED", "GPUH", d("0.25"), "r1"))
 	must(tr.Exchange(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "EUR", Scale: 2}))
+	must(tr.Open(ctx, "ann", "EUR", "acme", "", "o5"))
+	must(tr.Open(ctx, "ann", "EUR", "acme.vision", "acme", "o6"))
+	must(tr.Open(ctx, "ann", "EUR", "bob", "acme.vision", "o7"))
+	must(tr.Grant(ctx, "bea", "EUR", "bob", d("200"), "eur1", "bank transfer 2026-11-19"))
+	must(tr.SetPrice(ctx, "bea", "CRED", "EUR", d("0.10"), "p1"))
+	must(tr.Sell(ctx, "ann", "bob", "CRED", "EUR", d("500"), "sale1"))
 	_, err := currency.Do(ctx, l, currency.Reserve{Key: "hold", Hold: "gpus/k1", From: exchange.CapWallet("alice"), Amount: d("6"), Deadline: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	day := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)

@@ -278,3 +278,84 @@ func TestPages(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 	assert.Contains(t, body, "not_found")
 }
+
+// TestSale sets a price and sells on the rates page: a double submit
+// sells once, a buyer who cannot pay gets the form back with the error and
+// his values under the same key and nothing moves, and a viewer sees the
+// prices but no forms and may not sell.
+func TestSale(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	ctx := context.Background()
+	require.NoError(t, tr.Ledger().CreateCurrency(ctx, currency.Currency{Code: "EUR", Scale: 2}))
+	_, err := tr.Open(ctx, "root", "EUR", "acme", "", "open-acme-eur")
+	require.NoError(t, err)
+	_, err = tr.Open(ctx, "root", "EUR", "alice", "acme", "open-alice-eur")
+	require.NoError(t, err)
+	_, err = tr.Grant(ctx, "root", "EUR", "alice", decimal.NewFromInt(50), "paid-alice", "bank transfer")
+	require.NoError(t, err)
+	balance := func(id currency.AccountID) string {
+		t.Helper()
+		b, err := tr.Ledger().Balance(ctx, id)
+		require.NoError(t, err)
+		return b.Available.String()
+	}
+
+	b := newBrowser(t, srv)
+	b.login("ann")
+	csrf, key := b.hidden("/rates")
+	code, body, loc := b.post("/price", url.Values{"csrf": {csrf}, "key": {key}, "back": {"/rates"}, "form": {"price"}, "sold": {"CRED"}, "paid_in": {"EUR"}, "price": {"1.25"}}, srv.URL)
+	require.Equal(t, http.StatusSeeOther, code, body)
+	assert.True(t, strings.HasPrefix(loc, "/rates?done="), loc)
+	sale := url.Values{"csrf": {csrf}, "key": {key}, "back": {"/rates"}, "form": {"sell"}, "buyer": {"alice"}, "sold": {"CRED"}, "paid_in": {"EUR"}, "amount": {"10.01"}}
+	for range 2 {
+		code, body, loc := b.post("/sell", sale, srv.URL)
+		require.Equal(t, http.StatusSeeOther, code, body)
+		assert.True(t, strings.HasPrefix(loc, "/rates?done="), loc)
+	}
+	assert.Equal(t, "10.01", balance("wallet/CRED/alice"), "a double submit sells once")
+	assert.Equal(t, "37.48", balance("wallet/EUR/alice"), "10.01 × 1.25 = 12.5125, rounded up")
+	assert.Equal(t, "12.52", balance(treasury.ProceedsID("CRED", "EUR")))
+	acts, err := tr.Actions(ctx, "", 1)
+	require.NoError(t, err)
+	assert.Equal(t, "ann", acts[0].Actor)
+	assert.Equal(t, treasury.KindSale, acts[0].Kind)
+
+	csrf, key = b.hidden("/rates")
+	sale.Set("key", key)
+	sale.Set("amount", "1000")
+	code, body, _ = b.post("/sell", sale, srv.URL)
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Regexp(t, `action="/sell">\s*<h3>Sell to a buyer</h3>\s*<p class="error" role="alert" id="form-error"><code>insufficient_funds</code>`, body, "the error beside the sell form")
+	assert.Contains(t, body, `id="sell-amount" value="1000"`, "what was typed comes back")
+	assert.Contains(t, body, `value="`+key+`"`, "with its key: the retry is the same action")
+	assert.Equal(t, "10.01", balance("wallet/CRED/alice"), "nothing minted")
+	assert.Equal(t, "37.48", balance("wallet/EUR/alice"), "nothing paid")
+	sale.Set("amount", "lots")
+	code, body, _ = b.post("/sell", sale, srv.URL)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `<code>invalid</code> (amount): &#34;lots&#34; is not a number`)
+	code, body, _ = b.post("/price", url.Values{"csrf": {csrf}, "key": {key}, "back": {"/rates"}, "form": {"price"}, "sold": {"CRED"}, "paid_in": {"CRED"}, "price": {"2"}}, srv.URL)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `<code>invalid</code> (paid_in)`)
+
+	_, page := b.get("/rates")
+	assert.Regexp(t, `<td>CRED</td><td>EUR</td><td class="num">1.25</td><td class="num"><a href="/account\?id=wallet%2fEUR%2fsales%3aCRED">12.52</a></td><td>ann</td>`, page)
+	code, page = b.get("/account?id=wallet%2fEUR%2fsales%3aCRED")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, "purchase of 10.01 CRED at 1.25 EUR", "the proceeds wallet's statement")
+	_, page = b.get("/supply?currency=CRED")
+	assert.Contains(t, page, "sale at 1.25 EUR per CRED", "the mint in the supply's history says it was a sale")
+
+	v := newBrowser(t, srv)
+	v.login("vic")
+	code, page = v.get("/rates")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, "1.25")
+	assert.NotContains(t, page, `action="/sell"`, "a viewer sees no forms")
+	assert.NotContains(t, page, `action="/price"`)
+	csrf, _ = v.hidden("/rates")
+	code, body, _ = v.post("/sell", url.Values{"csrf": {csrf}, "key": {"vic-1"}, "buyer": {"alice"}, "sold": {"CRED"}, "paid_in": {"EUR"}, "amount": {"1"}}, srv.URL)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "vic is a viewer")
+	assert.Equal(t, "10.01", balance("wallet/CRED/alice"))
+}

@@ -217,3 +217,37 @@ func (c *Console) setSpendRate(r *http.Request, actor string) (string, error) {
 	}
 	return fmt.Sprintf("spend rate of %s: %s %s, refilled at %s an hour", f[0], capacity, f[1], perHour), nil
 }
+
+func (c *Console) setPrice(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "sold", "paid_in", "key")
+	if err != nil {
+		return "", err
+	}
+	price, err := amountField(r, "price")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cfg.Treasury.SetPrice(r.Context(), actor, currency.Code(f[0]), currency.Code(f[1]), price, f[2]); err != nil {
+		return "", err
+	}
+	if price.IsZero() {
+		return fmt.Sprintf("%s is no longer sold for %s", f[0], f[1]), nil
+	}
+	return fmt.Sprintf("%s sold at %s %s", f[0], price, f[1]), nil
+}
+
+func (c *Console) sell(r *http.Request, actor string) (string, error) {
+	f, err := fields(r, "buyer", "sold", "paid_in", "key")
+	if err != nil {
+		return "", err
+	}
+	amount, err := amountField(r, "amount")
+	if err != nil {
+		return "", err
+	}
+	a, err := c.cfg.Treasury.Sell(r.Context(), actor, f[0], currency.Code(f[1]), currency.Code(f[2]), amount, f[3])
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sold %s %s to %s at %s %s: paid %s %s", amount, f[1], f[0], a.After["price"], f[2], a.After["cost"], f[2]), nil
+}

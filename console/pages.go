@@ -343,13 +343,48 @@ func (c *Console) caps(r *http.Request, v *view) error {
 	return nil
 }
 
+type ratesView struct {
+	Rates  []treasury.Rate
+	Prices []priceRow
+}
+
+// priceRow is a price with what its sales have been paid so far (what is
+// in the proceeds wallet: administrators may have taken some out).
+type priceRow struct {
+	Sale     treasury.Price
+	Proceeds currency.AccountID
+	Paid     string
+}
+
 func (c *Console) rates(r *http.Request, v *view) error {
-	v.Page, v.Title = "rates", "Rates and exchange"
-	rs, err := c.cfg.Treasury.Rates(r.Context())
+	v.Page, v.Title = "rates", "Rates, exchange and sales"
+	ctx := r.Context()
+	rs, err := c.cfg.Treasury.Rates(ctx)
 	if err != nil {
 		return err
 	}
-	v.Data = rs
+	ps, err := c.cfg.Treasury.Prices(ctx)
+	if err != nil {
+		return err
+	}
+	rv := ratesView{Rates: rs}
+	for _, p := range ps {
+		l := c.cfg.Treasury.Ledger()
+		cur, err := l.Currency(ctx, p.PaidIn)
+		if err != nil {
+			return err
+		}
+		row := priceRow{Sale: p, Proceeds: treasury.ProceedsID(p.Sold, p.PaidIn), Paid: decimal.Zero.StringFixed(cur.Scale)}
+		b, err := l.Balance(ctx, row.Proceeds)
+		switch {
+		case err == nil:
+			row.Paid = b.Available.StringFixed(cur.Scale)
+		case bourse.ErrorCode(err) != bourse.ENotFound: // not opened: nothing sold yet
+			return err
+		}
+		rv.Prices = append(rv.Prices, row)
+	}
+	v.Data = rv
 	return nil
 }
 

@@ -1,9 +1,9 @@
 // Package console is the administrators' web console: balances rolled up
 // by organisation and project, the money supply, allowances, caps, rates,
-// cost reports and the audit trail, with forms for the administrative
-// actions. It only calls the treasury (and reads contracts for reports):
-// every write is the same idempotent, audited action as on the command
-// line, recorded under the logged-in user.
+// prices, cost reports and the audit trail, with forms for the
+// administrative actions. It only calls the treasury (and reads contracts
+// for reports): every write is the same idempotent, audited action as on
+// the command line, recorded under the logged-in user.
 //
 // Pages are html/template with embedded templates and CSS, charts are SVG
 // drawn on the server, nothing is fetched from elsewhere: it works
@@ -129,6 +129,7 @@ func (c *Console) routes() {
 		"/grant": c.grant, "/burn": c.burn, "/open": c.open, "/allowance": c.setAllowance,
 		"/allowance/remove": c.removeAllowance, "/cap": c.setCap, "/spend-cap": c.setSpendCap,
 		"/rate": c.setRate, "/exchange": c.exchange, "/spend-rate": c.setSpendRate,
+		"/price": c.setPrice, "/sell": c.sell,
 	} {
 		c.mux.HandleFunc("POST "+path, c.write(c.submit(f)))
 	}
