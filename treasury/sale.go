@@ -126,8 +126,9 @@ const payLeg = "/pay"
 // A buyer who cannot pay gets the ledger's insufficient_funds, and
 // nothing of the sale is kept, not the mint, not the key (the wallets
 // opened for it stay, empty). The same key again is the first sale, even
-// after the price changed; with another buyer, amount or currency it is
-// an idempotency_conflict.
+// after the price changed (though not once the price is removed: like
+// Exchange's rate, it is read before the trail); with another buyer,
+// amount or currency it is an idempotency_conflict.
 func (t *Treasury) Sell(ctx context.Context, actor, buyer string, sold, paidIn currency.Code, amount decimal.Decimal, key string) (Action, error) {
 	op := "treasury." + KindSale
 	if len(key) > currency.MaxIDLen-len(payLeg) {
