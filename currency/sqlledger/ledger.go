@@ -76,6 +76,8 @@ type Ledger struct {
 	maxRetries int
 	crdb       bool // the server is CockroachDB
 	group      *grouper
+	window     time.Duration // group commit's, if group is not nil
+	groupSize  int
 	retries    atomic.Int64 // transactions run again, for tests and benchmarks
 
 	mu         sync.RWMutex
@@ -135,6 +137,7 @@ func Open(ctx context.Context, url string, opts Options) (*Ledger, error) {
 			size = 256
 		}
 		l.group = newGrouper(l, window, size)
+		l.window, l.groupSize = window, size
 	}
 	return l, nil
 }
@@ -165,6 +168,13 @@ func afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	}
 	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off")
 	return err
+}
+
+// GroupCommit returns the ledger's group commit settings (Options): on
+// is false where it is off. Packages that group their own transactions
+// (exchange/sqlstore) follow them.
+func (l *Ledger) GroupCommit() (window time.Duration, size int, on bool) {
+	return l.window, l.groupSize, l.group != nil
 }
 
 // CockroachDB reports whether the database is CockroachDB rather than
