@@ -36,6 +36,11 @@ type state struct {
 	newResults []*resultRow
 	// Statements of Tx.Queue, sent after the ledger's writes.
 	queued []*pgx.QueuedQuery
+
+	// How to undo the writes since the first Tx.Mark, newest last
+	// (undo.go); kept only once a mark has been taken.
+	journaling bool
+	journal    []func()
 }
 
 type accountRow struct {
@@ -332,6 +337,7 @@ func (s *state) PutAccount(_ context.Context, a currency.Account) error {
 		return fmt.Errorf("account %s exists", a.ID)
 	}
 	row := &accountRow{Account: a, uid: accountUID(a.ID), isNew: true, dirty: true}
+	rememberKey(s, s.accounts, a.ID)
 	s.accounts[a.ID] = row
 	s.dirty = append(s.dirty, row)
 	return nil
@@ -340,8 +346,12 @@ func (s *state) PutAccount(_ context.Context, a currency.Account) error {
 func (s *state) PutHold(_ context.Context, h currency.Hold) error {
 	row := s.holds[h.ID]
 	if row == nil {
+		rememberKey(s, s.holds, h.ID)
 		row = &holdRow{isNew: true}
 		s.holds[h.ID] = row
+	} else {
+		old := *row
+		s.remember(func() { *row = old })
 	}
 	row.Hold = h
 	if !row.dirty {
@@ -371,6 +381,7 @@ func (s *state) Post(ctx context.Context, m currency.Movement) error {
 }
 
 func (s *state) entry(a *accountRow, movement uid, amount decimal.Decimal) {
+	s.rememberAccount(a)
 	a.balance = a.balance.Add(amount)
 	a.count++
 	s.entries = append(s.entries, entryRow{account: a.uid, seq: a.count, movement: movement, amount: amount, balance: a.balance})
@@ -382,6 +393,7 @@ func (s *state) entry(a *accountRow, movement uid, amount decimal.Decimal) {
 
 func (s *state) PutResult(_ context.Context, r currency.Result, fingerprint string) error {
 	row := &resultRow{r: r, fingerprint: fingerprint}
+	rememberKey(s, s.results, r.Key)
 	s.results[r.Key] = row
 	s.newResults = append(s.newResults, row)
 	return nil
