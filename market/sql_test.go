@@ -33,6 +33,7 @@ func openSQL(t testing.TB, dbURL string) exchange.Store {
 	t.Cleanup(l.Close)
 	s, err := sqlstore.Open(context.Background(), l)
 	require.NoError(t, err)
+	t.Cleanup(s.Close)
 	return s
 }
 

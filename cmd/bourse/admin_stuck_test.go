@@ -28,6 +28,7 @@ func TestAdminStuck(t *testing.T) {
 	defer l.Close()
 	store, err := sqlstore.Open(ctx, l)
 	require.NoError(t, err)
+	defer store.Close()
 
 	out, errOut, code := admin(t, dbURL, "stuck")
 	require.Zero(t, code, errOut)

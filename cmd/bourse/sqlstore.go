@@ -28,5 +28,5 @@ func openSQLStore(ctx context.Context, dbURL string, log *slog.Logger) (exchange
 		db = "CockroachDB"
 	}
 	log.Debug("ledger opened", "database", db, "url", redact(dbURL))
-	return s, l.Close, nil
+	return s, func() { s.Close(); l.Close() }, nil
 }

@@ -46,6 +46,7 @@ func onStores(t *testing.T, test func(t *testing.T, store exchange.Store)) {
 		t.Cleanup(l.Close)
 		s, err := sqlstore.Open(context.Background(), l)
 		require.NoError(t, err)
+		t.Cleanup(s.Close)
 		test(t, s)
 	})
 }

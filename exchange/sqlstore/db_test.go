@@ -27,5 +27,6 @@ func openTest(t testing.TB, opts sqlledger.Options) (*sqlstore.Store, *sqlledger
 	if err != nil {
 		t.Fatalf("sqlstore.Open: %v", err)
 	}
+	t.Cleanup(s.Close)
 	return s, l, dbURL
 }

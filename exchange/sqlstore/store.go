@@ -9,6 +9,8 @@
 // reserve read together, then the writes with COMMIT); an Update that
 // moves no money takes two, one that does three (the ledger's rows can
 // only be read once the change has said which operations it wants).
+// Concurrent calls share their transactions and so their round trips
+// (group.go).
 //
 // The table is in migrations/, applied by Open.
 package sqlstore
@@ -31,6 +33,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/groupcommit"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -43,9 +46,14 @@ const scope = "exchange/sqlstore"
 var migrationFiles embed.FS
 
 // Store is an exchange.Store in the database of a sqlledger.Ledger. It is
-// safe for concurrent use.
+// safe for concurrent use. Close it before the ledger.
 type Store struct {
-	l *sqlledger.Ledger
+	l     *sqlledger.Ledger
+	group *groupcommit.Loop[*job] // nil where the ledger does not group
+	// ctx is the groups' transactions': they belong to no one caller, and
+	// end early only if the store closes.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Open applies the store's migrations that l's database lacks and returns
@@ -59,73 +67,51 @@ func Open(ctx context.Context, l *sqlledger.Ledger) (*Store, error) {
 	if err := l.Migrate(ctx, scope, fsys); err != nil {
 		return nil, err
 	}
-	return &Store{l: l}, nil
+	st := &Store{l: l}
+	st.ctx, st.cancel = context.WithCancel(context.Background())
+	if window, size, on := l.GroupCommit(); on {
+		st.group = groupcommit.Start(window, size, nil, st.commit)
+	}
+	return st, nil
+}
+
+// Close stops the store's group committer once the group in hand is
+// done. The ledger stays the caller's to close.
+func (s *Store) Close() {
+	s.cancel()
+	if s.group != nil {
+		s.group.Close()
+	}
 }
 
 // Ledger returns the ledger the store writes to.
 func (s *Store) Ledger() currency.Ledger { return s.l }
 
-// Open escrows and records c in one transaction. The contract's row (if
-// any) and the rows of the reserve are read in one round trip; if the
-// contract exists, nothing is written. A reserve that fails for a business
-// reason leaves its failure under its key, as a failed Apply does, and no
-// contract.
+// Open escrows and records c in one transaction, shared with other calls
+// (group.go). The contract's row (if any) and the rows of the reserves are
+// read in one round trip; if the contract exists, nothing is written. A
+// single reserve that fails for a business reason leaves its failure under
+// its key, as a failed Apply does, and no contract; one of several that
+// fails keeps nothing of any.
 func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (trade.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
 		return trade.Contract{}, false, err
 	}
-	var old record
-	var failed error
-	err = s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
-		old, failed = nil, nil
-		b := &pgx.Batch{}
-		queueSelect(b, r.uid, true, &old)
-		ops := make([]currency.Op, len(reserves))
-		for i, rv := range reserves {
-			ops[i] = rv
-		}
-		if err := t.Send(ctx, b, ops...); err != nil {
-			return err
-		}
-		if old != nil {
-			return nil // a retry: nothing to write
-		}
-		rs, err := t.Apply(ctx, ops...)
-		if err != nil {
-			return err
-		}
-		for _, res := range rs {
-			if res.Err == nil {
-				continue
-			}
-			failed = res.Err
-			if len(rs) == 1 {
-				return nil // commit the failure, without the contract
-			}
-			return errUnwind // the reserves that went through go back too
-		}
-		r.queueInsert(t)
-		return nil
-	})
-	switch {
-	case errors.Is(err, errUnwind):
-		return trade.Contract{}, false, failed
-	case err != nil:
+	o := &openJob{row: r, reserves: reserves}
+	if err := s.do(ctx, &job{uid: r.uid, open: o}); err != nil {
 		return trade.Contract{}, false, err
-	case old != nil:
-		stored, err := old.contract(c.ID)
+	}
+	switch {
+	case o.old != nil:
+		stored, err := o.old.contract(c.ID)
 		return stored, false, err
-	case failed != nil:
-		return trade.Contract{}, false, failed
+	case o.failed != nil:
+		return trade.Contract{}, false, o.failed
 	}
 	stored, err := r.record.contract(c.ID)
 	return stored, true, err
 }
-
-// errUnwind rolls back an Open one of whose reserves failed, so that the
-// others are not kept either.
-var errUnwind = errors.New("sqlstore: a reserve failed; unwinding the others")
 
 // Contract reads one contract.
 func (s *Store) Contract(ctx context.Context, id string) (trade.Contract, error) {
@@ -221,72 +207,24 @@ func rowLimit(limit int) int64 {
 
 // Update locks the contract's row (SELECT … FOR UPDATE) and calls change
 // on a copy; if change returns nil, the changed contract is written and
-// ops applied in the same transaction. An op that fails for a business
-// reason rolls back the whole transaction (its failure is not kept under
-// its key, unlike a failed Apply's) and Update returns the stored contract
-// with the op's *bourse.Error. change may run more than once, if the
-// transaction must be retried; Update's result is its last run's. change
-// runs inside the transaction, holding one of the pool's connections and
-// the contract's lock: it should decide from the contract alone, not wait
-// on the database or anything slow.
+// ops applied in the same transaction, which other calls may share
+// (group.go). An op that fails for a business reason undoes the whole
+// Update (its failure is not kept under its key, unlike a failed Apply's)
+// and Update returns the stored contract with the op's *bourse.Error.
+// change may run more than once, if the transaction must be retried;
+// Update's result is its last run's. change runs inside the transaction,
+// holding one of the pool's connections and the contract's lock: it
+// should decide from the contract alone, not wait on the database or
+// anything slow.
 func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error) {
-	uid := contractUID(id)
-	var cur, next trade.Contract
-	var changeErr error
-	err := s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
-		cur, next, changeErr = trade.Contract{}, trade.Contract{}, nil
-		var rec record
-		b := &pgx.Batch{}
-		queueSelect(b, uid, true, &rec)
-		if err := t.Send(ctx, b); err != nil {
-			return err
-		}
-		if rec == nil {
-			return currency.NotFound("sqlstore.Update", "contract "+id)
-		}
-		var err error
-		if cur, err = rec.contract(id); err != nil {
-			return err
-		}
-		if next, err = rec.contract(id); err != nil {
-			return err
-		}
-		ops, err := change(&next)
-		if err == nil && next.ID != id {
-			err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",
-				Message: fmt.Sprintf("change renamed contract %s to %s", id, next.ID)}
-		}
-		if err != nil {
-			changeErr = err
-			return err
-		}
-		if len(ops) > 0 {
-			rs, err := t.Apply(ctx, ops...)
-			if err != nil {
-				return err
-			}
-			for _, r := range rs {
-				if r.Err != nil {
-					changeErr = r.Err
-					return r.Err
-				}
-			}
-		}
-		r, err := newRow(next)
-		if err != nil {
-			return err
-		}
-		r.queueUpdate(t)
-		next, err = r.record.contract(id) // as stored
-		return err
-	})
-	switch {
-	case changeErr != nil:
-		return cur, changeErr
-	case err != nil:
+	u := &updateJob{id: id, change: change}
+	if err := s.do(ctx, &job{uid: contractUID(id), upd: u}); err != nil {
 		return trade.Contract{}, err
 	}
-	return next, nil
+	if u.changeErr != nil {
+		return u.current(), u.changeErr
+	}
+	return u.rec.contract(id) // as stored
 }
 
 // namespace is the UUID namespace of the store's row keys:

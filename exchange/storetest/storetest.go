@@ -50,6 +50,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, open) })
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testConcurrentUpdates(t, open) })
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
+	t.Run("ConcurrentMixed", func(t *testing.T) { testConcurrentMixed(t, open) })
 }
 
 // dec parses a decimal literal; it panics on bad input, for tests only.

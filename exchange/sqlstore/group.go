@@ -1,0 +1,280 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/internal/groupcommit"
+	"github.com/bourse/bourse/trade"
+)
+
+// Group commit: concurrent Open and Update calls share transactions, as
+// the ledger's Apply calls do (package internal/groupcommit), whenever
+// the ledger groups its own. A group takes the round trips of one call:
+//
+//  1. the rows of every contract of the group, read and locked in one
+//     statement in key order, with the rows every Open's reserves need;
+//  2. each Update's change decides on its contract in memory, and the
+//     rows of all their operations are read in one batch (none if no
+//     Update moves money);
+//  3. each call's operations are applied in memory in the order the calls
+//     came, and everything is written with COMMIT.
+//
+// A call whose operations fail for a business reason (a reserve beyond
+// the wallet, a hold resolved already) is undone in memory (Tx.Undo) and
+// fails alone; the others commit. Settlements that credit one server's
+// revenue account meet in memory instead of queueing on its row lock.
+// Two calls on one contract are never in one transaction: the later one
+// waits for the next. If a group's transaction fails for good, each of its
+// calls is tried again in a transaction of its own, so that one call's
+// failure is its alone.
+
+// job is one Open or Update call.
+type job struct {
+	uid  [16]byte
+	open *openJob
+	upd  *updateJob
+}
+
+type openJob struct {
+	row      *row
+	reserves []currency.Reserve
+	// Results.
+	old     record // the contract found, if it existed
+	failed  error  // a reserve's business failure
+	created bool
+}
+
+type updateJob struct {
+	id     string
+	change func(c *trade.Contract) ([]currency.Op, error)
+	// Results.
+	found     record // as read, nil if there is no such contract
+	next      trade.Contract
+	changeErr error // change's, or an op's business failure
+	ops       []currency.Op
+	rec       record // as written
+}
+
+// current is the contract as it was before the Update, for a failed one;
+// decoded only then, as most Updates succeed.
+func (u *updateJob) current() trade.Contract {
+	if u.found == nil {
+		return trade.Contract{}
+	}
+	c, _ := u.found.contract(u.id) // decoded once already: it reads
+	return c
+}
+
+// reset clears what a run of the group set, before it runs again.
+func (j *job) reset() {
+	if j.open != nil {
+		j.open.old, j.open.failed, j.open.created = nil, nil, false
+	}
+	if u := j.upd; u != nil {
+		u.found, u.next, u.changeErr, u.ops, u.rec = nil, trade.Contract{}, nil, nil, nil
+	}
+}
+
+// do runs j in a group, or alone where the ledger does not group.
+func (s *Store) do(ctx context.Context, j *job) error {
+	if s.group == nil {
+		return s.runAlone(ctx, j)
+	}
+	_, err := s.group.Do(ctx, j)
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return &bourse.Error{Code: bourse.EUnavailable, Op: "sqlstore", Message: "store closed", Err: err}
+	}
+	return err
+}
+
+// commit runs a group (the committer's function) and answers its calls.
+func (s *Store) commit(group []*groupcommit.Call[*job]) {
+	// One call a contract per transaction; the others go in the next.
+	var now, later []*groupcommit.Call[*job]
+	seen := make(map[[16]byte]bool, len(group))
+	for _, c := range group {
+		if seen[c.Req.uid] {
+			later = append(later, c)
+			continue
+		}
+		seen[c.Req.uid] = true
+		now = append(now, c)
+	}
+	jobs := make([]*job, len(now))
+	for i, c := range now {
+		jobs[i] = c.Req
+	}
+	err := s.run(s.ctx, jobs)
+	switch {
+	case err == nil:
+		for _, c := range now {
+			c.Finish(nil)
+		}
+	case len(now) == 1:
+		now[0].Finish(err)
+	default:
+		for _, c := range now {
+			c.Finish(s.runAlone(c.Ctx, c.Req))
+		}
+	}
+	if len(later) > 0 {
+		s.commit(later)
+	}
+}
+
+func (s *Store) runAlone(ctx context.Context, j *job) error {
+	return s.run(ctx, []*job{j})
+}
+
+// run runs jobs in one transaction, with the ledger's retries. Its error
+// is the transaction's; each job's own outcome is in the job.
+func (s *Store) run(ctx context.Context, jobs []*job) error {
+	return s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
+		for _, j := range jobs {
+			j.reset()
+		}
+		// 1. Every contract's row, locked, and the reserves' rows.
+		uids := make([][16]byte, len(jobs))
+		var reserves []currency.Op
+		for i, j := range jobs {
+			uids[i] = j.uid
+			if j.open != nil {
+				for _, rv := range j.open.reserves {
+					reserves = append(reserves, rv)
+				}
+			}
+		}
+		found := make(map[[16]byte]record, len(jobs))
+		b := &pgx.Batch{}
+		b.Queue(`SELECT uid, record FROM contracts WHERE uid = ANY($1::UUID[]) ORDER BY uid FOR UPDATE`, uids).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var uid [16]byte
+					var rec string
+					if err := rows.Scan(&uid, &rec); err != nil {
+						return err
+					}
+					found[uid] = record(rec)
+				}
+				return rows.Err()
+			})
+		if err := t.Send(ctx, b, reserves...); err != nil {
+			return err
+		}
+		// 2. The changes decide; their operations' rows in one batch.
+		var ops []currency.Op
+		for _, j := range jobs {
+			if j.upd != nil {
+				j.upd.decide(found[j.uid])
+				ops = append(ops, j.upd.ops...)
+			}
+		}
+		if len(ops) > 0 {
+			if err := t.Send(ctx, nil, ops...); err != nil {
+				return err
+			}
+		}
+		// 3. Each call applied, or undone alone.
+		for _, j := range jobs {
+			var err error
+			switch {
+			case j.open != nil:
+				err = j.open.apply(ctx, t, found[j.uid])
+			case j.upd.changeErr == nil:
+				err = j.upd.apply(ctx, t)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// apply escrows and records an Open's contract, unless it exists. A
+// single reserve that fails keeps its failure under its key, as a failed
+// Apply does; one of several that fails takes the others back with it.
+func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record) error {
+	if old != nil {
+		o.old = old // a retry: nothing to write
+		return nil
+	}
+	ops := make([]currency.Op, len(o.reserves))
+	for i, rv := range o.reserves {
+		ops[i] = rv
+	}
+	m := t.Mark()
+	rs, err := t.Apply(ctx, ops...)
+	if err != nil {
+		return err
+	}
+	for _, res := range rs {
+		if res.Err == nil {
+			continue
+		}
+		o.failed = res.Err
+		if len(rs) > 1 {
+			t.Undo(m) // the reserves that went through go back too
+		}
+		return nil
+	}
+	o.row.queueInsert(t)
+	o.created = true
+	return nil
+}
+
+// decide runs the change on the contract's record (nil if there is no
+// such contract), setting the operations it wants, or changeErr.
+func (u *updateJob) decide(rec record) {
+	u.found = rec
+	if rec == nil {
+		u.changeErr = currency.NotFound("sqlstore.Update", "contract "+u.id)
+		return
+	}
+	var err error
+	if u.next, err = rec.contract(u.id); err != nil {
+		u.changeErr = err
+		return
+	}
+	ops, err := u.change(&u.next)
+	if err == nil && u.next.ID != u.id {
+		err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",
+			Message: fmt.Sprintf("change renamed contract %s to %s", u.id, u.next.ID)}
+	}
+	u.ops, u.changeErr = ops, err
+}
+
+// apply applies an Update's operations and writes its contract; if an
+// operation fails, nothing of the Update is kept and changeErr says why.
+func (u *updateJob) apply(ctx context.Context, t *sqlledger.Tx) error {
+	m := t.Mark()
+	if len(u.ops) > 0 {
+		rs, err := t.Apply(ctx, u.ops...)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				u.changeErr = r.Err
+				t.Undo(m)
+				return nil
+			}
+		}
+	}
+	r, err := newRow(u.next)
+	if err != nil {
+		u.changeErr = err
+		t.Undo(m)
+		return nil
+	}
+	r.queueUpdate(t)
+	u.rec = r.record
+	return nil
+}
