@@ -36,7 +36,9 @@
 #
 # Environment knobs: PG_BINDIR (bin directory to use), PG_DURABLE=1,
 # PG_MAX_CONNECTIONS (default 300), PG_KEEP=1 (keep the directory on exit,
-# for post-mortems; the server is still stopped).
+# for post-mortems; the server is still stopped), PG_STAT_STATEMENTS=1 (load
+# pg_stat_statements, to see where a benchmark's database time goes:
+# `CREATE EXTENSION pg_stat_statements`, then query the view).
 # shellcheck disable=SC2317 # cleanup and on_signal run from traps
 set -euo pipefail
 
@@ -232,6 +234,9 @@ fi
 	echo "listen_addresses = '127.0.0.1'"
 	echo "unix_socket_directories = '$sock'"
 	echo "max_connections = ${PG_MAX_CONNECTIONS:-300}"
+	if [[ ${PG_STAT_STATEMENTS:-} == 1 ]]; then
+		echo "shared_preload_libraries = 'pg_stat_statements'"
+	fi
 	for kv in $durability; do
 		echo "${kv%%=*} = ${kv#*=}"
 	done
