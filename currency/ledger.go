@@ -27,6 +27,11 @@ type Ledger interface {
 	Accounts(ctx context.Context, q AccountQuery) ([]Account, error)
 	Apply(ctx context.Context, ops ...Op) ([]Result, error)
 	Balance(ctx context.Context, id AccountID) (Balance, error)
+	// Balances reads several accounts' balances at once (one round trip
+	// on a database), for checks that need a few before they act, such
+	// as an offer's funds and caps. An account that does not exist is
+	// missing from the map; it is no error.
+	Balances(ctx context.Context, ids ...AccountID) (map[AccountID]Balance, error)
 	Hold(ctx context.Context, id HoldID) (Hold, error)
 	// DueHolds lists up to limit open holds whose deadline has passed by the
 	// ledger's clock, oldest deadline first, for a watchdog to Expire.

@@ -28,22 +28,16 @@ func CapWallet(client string) currency.AccountID { return currency.WalletID(GPUC
 // the contract always ends first, releasing it, even by the fixed rule.
 const capHoldGrace = time.Hour
 
-// checkCap refuses an offer that would take client, or the project or
-// organisation its wallet in cur sits under, past a concurrent-GPU cap,
-// before the negotiation; capped are the owners that have one, nearest
-// first.
-func (h *House) checkCap(ctx context.Context, client string, cur currency.Code, gpus int) (capped []string, err error) {
-	owners, err := h.owners(ctx, client, cur)
-	if err != nil {
-		return nil, err
-	}
+// checkCap refuses an offer that would take a client, or the project or
+// organisation its wallet sits under (owners, nearest first), past a
+// concurrent-GPU cap, before the negotiation; bals holds the owners' cap
+// wallets that exist (CapWallet). capped are the owners that have one,
+// nearest first.
+func checkCap(owners []string, bals map[currency.AccountID]currency.Balance, gpus int) (capped []string, err error) {
 	for _, o := range owners {
-		bal, err := h.store.Ledger().Balance(ctx, CapWallet(o))
-		switch {
-		case bourse.ErrorCode(err) == bourse.ENotFound:
+		bal, ok := bals[CapWallet(o)]
+		if !ok {
 			continue
-		case err != nil:
-			return nil, err
 		}
 		if bal.Available.LessThan(decimal.NewFromInt(int64(gpus))) {
 			return nil, capExceeded(o, bal, gpus)

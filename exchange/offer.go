@@ -56,11 +56,22 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 			Message: fmt.Sprintf("offer names client %q but was sent by %q", t.Client, client)}
 	}
 	id := contractID(client, req.RequestID)
-	if c, err := h.store.Contract(ctx, id); err == nil {
-		return protocol.OfferReply{Contract: &c}, nil // a retry: the first answer
-	} else if bourse.ErrorCode(err) != bourse.ENotFound {
-		return protocol.OfferReply{}, err
+	reply, err := h.fresh(ctx, client, id, t, req)
+	if err != nil || reply.Contract == nil {
+		// A retried request whose first try made a contract answers with
+		// that contract. It is looked up only here, where this try made
+		// none: a retry is rare, and one that gets as far as the escrow
+		// finds the first contract there (Store.Open), so an offer that
+		// makes a contract never pays for the lookup.
+		if c, lerr := h.store.Contract(ctx, id); lerr == nil {
+			return protocol.OfferReply{Contract: &c}, nil
+		}
 	}
+	return reply, err
+}
+
+// fresh negotiates and escrows an offer of client's as contract id.
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
 	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
 		return protocol.OfferReply{}, protocol.UnderTerms(err)
 	}
@@ -73,19 +84,35 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 	if err := h.checkResume(ctx, client, req.Resumes); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	wallet := currency.WalletID(currency.Code(t.Currency), client)
-	bal, err := h.store.Ledger().Balance(ctx, wallet)
+	// The funds and every concurrent-GPU cap above the client, read in
+	// one go: on a database, one round trip.
+	cur := currency.Code(t.Currency)
+	wallet := currency.WalletID(cur, client)
+	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
+		Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
+	owners, err := h.owners(ctx, client, cur)
 	if bourse.ErrorCode(err) == bourse.ENotFound {
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
-			Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
+		return protocol.OfferReply{}, noWallet
 	} else if err != nil {
 		return protocol.OfferReply{}, err
+	}
+	ids := []currency.AccountID{wallet}
+	for _, o := range owners {
+		ids = append(ids, CapWallet(o))
+	}
+	bals, err := h.store.Ledger().Balances(ctx, ids...)
+	if err != nil {
+		return protocol.OfferReply{}, err
+	}
+	bal, ok := bals[wallet]
+	if !ok {
+		return protocol.OfferReply{}, noWallet
 	}
 	if bal.Available.LessThan(t.Prepayment) {
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
 			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
 	}
-	capped, err := h.checkCap(ctx, client, currency.Code(t.Currency), t.GPUs)
+	capped, err := checkCap(owners, bals, t.GPUs)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}

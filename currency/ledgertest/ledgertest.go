@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Currencies", func(t *testing.T) { testCurrencies(t, open) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, open) })
 	t.Run("Listing", func(t *testing.T) { testListing(t, open) })
+	t.Run("Balances", func(t *testing.T) { testBalances(t, open) })
 	t.Run("Exchange", func(t *testing.T) { testExchange(t, open) })
 	t.Run("Transfers", func(t *testing.T) { testTransfers(t, open) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, open) })

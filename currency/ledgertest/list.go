@@ -2,6 +2,7 @@ package ledgertest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,29 @@ func testListing(t *testing.T, open Opener) {
 	assert.Equal(t, []currency.AccountID{"wallet/GPU/bob", "wallet/GPU/carol"},
 		ids(currency.AccountQuery{Kind: currency.Wallet, After: "wallet/GPU/alice"}), "the next page starts after the last ID")
 	assert.Empty(t, ids(currency.AccountQuery{Currency: "NONE"}))
+}
+
+// testBalances reads several balances at once, as Balance reads each;
+// accounts that do not exist are left out.
+func testBalances(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	alice, bob := f.wallet("alice"), f.wallet("bob")
+	f.mint("m1", alice, "100")
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("30"), Deadline: f.clock.Now().Add(time.Hour)})
+
+	got, err := f.l.Balances(f.ctx, alice, bob, currency.WalletID(gpu, "nobody"), alice)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, id := range []currency.AccountID{alice, bob} {
+		one, err := f.l.Balance(f.ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, one.Account, got[id].Account)
+		assert.Equal(t, one.Currency, got[id].Currency)
+		assert.True(t, one.Available.Equal(got[id].Available) && one.Held.Equal(got[id].Held), "%s: %+v, one at a time %+v", id, got[id], one)
+	}
+	assert.True(t, got[alice].Available.Equal(D("70")) && got[alice].Held.Equal(D("30")), "%+v", got[alice])
+
+	none, err := f.l.Balances(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, none)
 }

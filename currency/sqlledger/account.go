@@ -42,3 +42,40 @@ FROM accounts a WHERE a.uid = $1`, accountUID(id)).Scan(&cur, &available, &held)
 	}
 	return b, nil
 }
+
+// Balances reads the accounts as Balance does, in one statement.
+func (l *Ledger) Balances(ctx context.Context, ids ...currency.AccountID) (map[currency.AccountID]currency.Balance, error) {
+	out := make(map[currency.AccountID]currency.Balance, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	uids := make([]uid, len(ids))
+	for i, id := range ids {
+		uids[i] = accountUID(id)
+	}
+	rows, err := l.pool.Query(ctx, `SELECT a.id, a.currency, a.balance::TEXT,
+  (SELECT COALESCE(SUM(h.amount), 0) FROM holds h WHERE h.from_uid = a.uid AND h.status = 'open')::TEXT
+FROM accounts a WHERE a.uid = ANY($1::UUID[])`, uids)
+	if err != nil {
+		return nil, l.fail("balances", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, cur, available, held string
+		if err := rows.Scan(&id, &cur, &available, &held); err != nil {
+			return nil, l.fail("balances", err)
+		}
+		b := currency.Balance{Account: currency.AccountID(id), Currency: currency.Code(cur)}
+		if b.Available, err = parseDec(available); err != nil {
+			return nil, l.fail("balances", err)
+		}
+		if b.Held, err = parseDec(held); err != nil {
+			return nil, l.fail("balances", err)
+		}
+		out[b.Account] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, l.fail("balances", err)
+	}
+	return out, nil
+}
