@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 )
 
@@ -23,67 +22,35 @@ type Rate struct {
 	SetAt time.Time       `json:"set_at"`
 }
 
-const settingRate = "rate"
-
-func rateName(from, to currency.Code) string { return string(from) + "/" + string(to) }
+var rates = pairSetting{setting: "rate", action: KindRateSet, noun: "rate", second: "to", same: "a rate is between two currencies"}
 
 // SetRate sets the rate from one currency to another. A rate of zero
 // removes it: exchanges that way stop.
 func (t *Treasury) SetRate(ctx context.Context, actor string, from, to currency.Code, rate decimal.Decimal, key string) (Action, error) {
-	op := "treasury." + KindRateSet
-	for _, c := range []currency.Code{from, to} {
-		if _, err := t.l.Currency(ctx, c); err != nil {
-			return Action{}, fmt.Errorf("rate %s: %w", rateName(from, to), err)
-		}
-	}
-	switch {
-	case from == to:
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "to", Message: "a rate is between two currencies"}
-	case rate.IsNegative():
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "rate", Message: "a rate is above zero (or zero to remove it), not " + rate.String()}
-	}
-	value := ""
-	if rate.IsPositive() {
-		value = rate.String()
-	}
-	return t.commit(ctx, Change{
-		Action: Action{Key: key, Actor: actor, Kind: KindRateSet, Target: rateName(from, to),
-			Request: fmt.Sprintf("rate %s %s", rateName(from, to), rate)},
-		Setting: &Setting{Kind: settingRate, Name: rateName(from, to), Value: value},
-	})
+	return rates.set(ctx, t, actor, from, to, rate, key)
 }
 
 // Rates lists the rates set.
 func (t *Treasury) Rates(ctx context.Context) ([]Rate, error) {
-	ss, err := t.s.Settings(ctx, settingRate)
+	vs, err := rates.list(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("rates: %w", err)
+		return nil, err
 	}
-	out := make([]Rate, 0, len(ss))
-	for _, s := range ss {
-		from, to, _ := strings.Cut(s.Name, "/")
-		r, err := decimal.NewFromString(s.Value)
-		if err != nil {
-			return nil, fmt.Errorf("rate %s: stored %q: %w", s.Name, s.Value, err)
-		}
-		out = append(out, Rate{From: currency.Code(from), To: currency.Code(to), Rate: r, SetBy: s.SetBy, SetAt: s.SetAt})
+	out := make([]Rate, len(vs))
+	for i, v := range vs {
+		out[i] = Rate{From: v.first, To: v.second, Rate: v.value, SetBy: v.setBy, SetAt: v.setAt}
 	}
 	return out, nil
 }
 
 // rate is the rate from one currency to another now.
 func (t *Treasury) rate(ctx context.Context, from, to currency.Code) (decimal.Decimal, error) {
-	rs, err := t.Rates(ctx)
-	if err != nil {
-		return decimal.Decimal{}, err
+	r, found, err := rates.get(ctx, t, from, to)
+	if err == nil && !found {
+		err = notFound("treasury."+KindExchange, "to",
+			fmt.Sprintf("no rate from %s to %s: an administrator sets one (bourse admin rate %s %s RATE)", from, to, from, to))
 	}
-	for _, r := range rs {
-		if r.From == from && r.To == to {
-			return r.Rate, nil
-		}
-	}
-	return decimal.Decimal{}, notFound("treasury."+KindExchange, "to",
-		fmt.Sprintf("no rate from %s to %s: an administrator sets one (bourse admin rate %s %s RATE)", from, to, from, to))
+	return r, err
 }
 
 // Exchange converts amount of owner's money in from into to at the rate

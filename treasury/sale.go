@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -27,9 +26,8 @@ type Price struct {
 	SetAt  time.Time       `json:"set_at"`
 }
 
-const settingPrice = "price"
-
-func priceName(sold, paidIn currency.Code) string { return string(sold) + "/" + string(paidIn) }
+var prices = pairSetting{setting: "price", action: KindPriceSet, noun: "price", second: "paid_in",
+	same: "a currency is sold for another one, not for itself"}
 
 // ProceedsOwner owns the wallets, one per currency paid in, where sales
 // of sold are paid: "sales:CRED" (a name no party can have, as party ids
@@ -45,60 +43,30 @@ func ProceedsID(sold, paidIn currency.Code) currency.AccountID {
 // SetPrice sets the price of one unit of sold in paidIn. A price of zero
 // removes it: sales that way stop.
 func (t *Treasury) SetPrice(ctx context.Context, actor string, sold, paidIn currency.Code, price decimal.Decimal, key string) (Action, error) {
-	op := "treasury." + KindPriceSet
-	for _, c := range []currency.Code{sold, paidIn} {
-		if _, err := t.l.Currency(ctx, c); err != nil {
-			return Action{}, fmt.Errorf("price %s: %w", priceName(sold, paidIn), err)
-		}
-	}
-	switch {
-	case sold == paidIn:
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "paid_in", Message: "a currency is sold for another one, not for itself"}
-	case price.IsNegative():
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "price", Message: "a price is above zero (or zero to remove it), not " + price.String()}
-	}
-	value := ""
-	if price.IsPositive() {
-		value = price.String()
-	}
-	return t.commit(ctx, Change{
-		Action: Action{Key: key, Actor: actor, Kind: KindPriceSet, Target: priceName(sold, paidIn),
-			Request: fmt.Sprintf("price %s %s", priceName(sold, paidIn), price)},
-		Setting: &Setting{Kind: settingPrice, Name: priceName(sold, paidIn), Value: value},
-	})
+	return prices.set(ctx, t, actor, sold, paidIn, price, key)
 }
 
 // Prices lists the prices set.
 func (t *Treasury) Prices(ctx context.Context) ([]Price, error) {
-	ss, err := t.s.Settings(ctx, settingPrice)
+	vs, err := prices.list(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("prices: %w", err)
+		return nil, err
 	}
-	out := make([]Price, 0, len(ss))
-	for _, s := range ss {
-		sold, paidIn, _ := strings.Cut(s.Name, "/")
-		p, err := decimal.NewFromString(s.Value)
-		if err != nil {
-			return nil, fmt.Errorf("price %s: stored %q: %w", s.Name, s.Value, err)
-		}
-		out = append(out, Price{Sold: currency.Code(sold), PaidIn: currency.Code(paidIn), Price: p, SetBy: s.SetBy, SetAt: s.SetAt})
+	out := make([]Price, len(vs))
+	for i, v := range vs {
+		out[i] = Price{Sold: v.first, PaidIn: v.second, Price: v.value, SetBy: v.setBy, SetAt: v.setAt}
 	}
 	return out, nil
 }
 
 // price is the price of sold in paidIn now.
 func (t *Treasury) price(ctx context.Context, sold, paidIn currency.Code) (decimal.Decimal, error) {
-	ps, err := t.Prices(ctx)
-	if err != nil {
-		return decimal.Decimal{}, err
+	p, found, err := prices.get(ctx, t, sold, paidIn)
+	if err == nil && !found {
+		err = notFound("treasury."+KindSale, "paid_in",
+			fmt.Sprintf("%s is not sold for %s: an administrator sets a price (bourse admin price set %s %s PRICE)", sold, paidIn, sold, paidIn))
 	}
-	for _, p := range ps {
-		if p.Sold == sold && p.PaidIn == paidIn {
-			return p.Price, nil
-		}
-	}
-	return decimal.Decimal{}, notFound("treasury."+KindSale, "paid_in",
-		fmt.Sprintf("%s is not sold for %s: an administrator sets a price (bourse admin price set %s %s PRICE)", sold, paidIn, sold, paidIn))
+	return p, err
 }
 
 // SaleCost is what amount costs at price in a currency of scale decimal
