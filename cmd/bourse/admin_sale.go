@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -59,15 +58,9 @@ sells at the price set when it runs.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ps)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT")
-			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Sold, p.PaidIn, p.Price, p.SetBy, p.SetAt.Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return printList(cmd.OutOrStdout(), asJSON, ps, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT", func(p treasury.Price) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.Sold, p.PaidIn, p.Price, p.SetBy, p.SetAt.Format(time.RFC3339))
+			})
 		}),
 	}
 	prices.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -69,19 +68,13 @@ The exchange reads caps every 5 seconds.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), uses)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%")
-			for _, u := range uses {
+			return printList(cmd.OutOrStdout(), asJSON, uses, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%", func(u treasury.SpendUse) string {
 				pct := decimal.Zero
 				if u.Limit.IsPositive() {
 					pct = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, pct, u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
-			}
-			return tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, pct, u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
+			})
 		}),
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -69,15 +69,9 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ups)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "WALLET\tBELOW\tTO\tEVERY")
-			for _, u := range ups {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", u.Wallet, u.Below, u.To, u.Every)
-			}
-			return tw.Flush()
+			return printList(cmd.OutOrStdout(), asJSON, ups, "WALLET\tBELOW\tTO\tEVERY", func(u treasury.TopUp) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%v", u.Wallet, u.Below, u.To, u.Every)
+			})
 		}),
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -105,15 +104,9 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), rs)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FROM\tTO\tRATE\tSET BY\tSET AT")
-			for _, r := range rs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.Rate) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339))
+			})
 		}),
 	}
 	rates.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -152,15 +145,9 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ps)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "AT\tCHANGE\tSUPPLY\tKEY\tMEMO")
-			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.At.Format(time.RFC3339), p.Change, p.Supply, p.Key, p.Memo)
-			}
-			return tw.Flush()
+			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tKEY\tMEMO", func(p treasury.SupplyPoint) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.At.Format(time.RFC3339), p.Change, p.Supply, p.Key, p.Memo)
+			})
 		}),
 	}
 	supply.Flags().IntVar(&limit, "limit", 100, "the last LIMIT changes (0 for all)")
@@ -176,15 +163,9 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), as)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED")
-			for _, a := range as {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes())
-			}
-			return tw.Flush()
+			return printList(cmd.OutOrStdout(), asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes())
+			})
 		}),
 	}
 	log.Flags().IntVar(&limit, "limit", 50, "how many actions")

@@ -157,6 +157,20 @@ func printJSON(w io.Writer, v any) error {
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
+// printList prints items as JSON, or as a table: header (tab-separated
+// column names), then line(item), tab-separated, for each item.
+func printList[T any](w io.Writer, asJSON bool, items []T, header string, line func(T) string) error {
+	if asJSON {
+		return printJSON(w, items)
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, line(it))
+	}
+	return tw.Flush()
+}
+
 // when formats a time for tables, "-" for none.
 func when(t time.Time) string {
 	if t.IsZero() {
