@@ -29,9 +29,10 @@ type Ledger interface {
 	Balance(ctx context.Context, id AccountID) (Balance, error)
 	// Balances reads several accounts' balances at once (one round trip
 	// on a database), for checks that need a few before they act, such
-	// as an offer's funds and caps. An account that does not exist is
-	// missing from the map; it is no error.
-	Balances(ctx context.Context, ids ...AccountID) (map[AccountID]Balance, error)
+	// as an offer's funds and caps: the i-th is ids[i]'s. An account that
+	// does not exist is no error: its Balance is the zero Balance, whose
+	// Account is empty.
+	Balances(ctx context.Context, ids ...AccountID) ([]Balance, error)
 	Hold(ctx context.Context, id HoldID) (Hold, error)
 	// DueHolds lists up to limit open holds whose deadline has passed by the
 	// ledger's clock, oldest deadline first, for a watchdog to Expire.

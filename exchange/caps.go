@@ -30,13 +30,13 @@ const capHoldGrace = time.Hour
 
 // checkCap refuses an offer that would take a client, or the project or
 // organisation its wallet sits under (owners, nearest first), past a
-// concurrent-GPU cap, before the negotiation; bals holds the owners' cap
-// wallets that exist (CapWallet). capped are the owners that have one,
-// nearest first.
-func checkCap(owners []string, bals map[currency.AccountID]currency.Balance, gpus int) (capped []string, err error) {
-	for _, o := range owners {
-		bal, ok := bals[CapWallet(o)]
-		if !ok {
+// concurrent-GPU cap, before the negotiation; caps[i] is the balance of
+// owners[i]'s cap wallet (CapWallet), with no Account where it has none.
+// capped are the owners that have one, nearest first.
+func checkCap(owners []string, caps []currency.Balance, gpus int) (capped []string, err error) {
+	for i, o := range owners {
+		bal := caps[i]
+		if bal.Account == "" {
 			continue
 		}
 		if bal.Available.LessThan(decimal.NewFromInt(int64(gpus))) {

@@ -96,7 +96,8 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	} else if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	ids := []currency.AccountID{wallet}
+	ids := make([]currency.AccountID, 1, 1+len(owners))
+	ids[0] = wallet
 	for _, o := range owners {
 		ids = append(ids, CapWallet(o))
 	}
@@ -104,15 +105,15 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	bal, ok := bals[wallet]
-	if !ok {
+	bal := bals[0]
+	if bal.Account == "" {
 		return protocol.OfferReply{}, noWallet
 	}
 	if bal.Available.LessThan(t.Prepayment) {
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
 			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
 	}
-	capped, err := checkCap(owners, bals, t.GPUs)
+	capped, err := checkCap(owners, bals[1:], t.GPUs)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}

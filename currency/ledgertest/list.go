@@ -55,17 +55,22 @@ func testBalances(t *testing.T, open Opener) {
 	f.mint("m1", alice, "100")
 	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("30"), Deadline: f.clock.Now().Add(time.Hour)})
 
-	got, err := f.l.Balances(f.ctx, alice, bob, currency.WalletID(gpu, "nobody"), alice)
+	ids := []currency.AccountID{alice, bob, currency.WalletID(gpu, "nobody"), alice}
+	got, err := f.l.Balances(f.ctx, ids...)
 	require.NoError(t, err)
-	require.Len(t, got, 2)
-	for _, id := range []currency.AccountID{alice, bob} {
+	require.Len(t, got, len(ids))
+	for i, id := range ids {
+		if i == 2 {
+			assert.Equal(t, currency.Balance{}, got[i], "no such account")
+			continue
+		}
 		one, err := f.l.Balance(f.ctx, id)
 		require.NoError(t, err)
-		assert.Equal(t, one.Account, got[id].Account)
-		assert.Equal(t, one.Currency, got[id].Currency)
-		assert.True(t, one.Available.Equal(got[id].Available) && one.Held.Equal(got[id].Held), "%s: %+v, one at a time %+v", id, got[id], one)
+		assert.Equal(t, one.Account, got[i].Account)
+		assert.Equal(t, one.Currency, got[i].Currency)
+		assert.True(t, one.Available.Equal(got[i].Available) && one.Held.Equal(got[i].Held), "%s: %+v, one at a time %+v", id, got[i], one)
 	}
-	assert.True(t, got[alice].Available.Equal(D("70")) && got[alice].Held.Equal(D("30")), "%+v", got[alice])
+	assert.True(t, got[0].Available.Equal(D("70")) && got[0].Held.Equal(D("30")), "%+v", got[0])
 
 	none, err := f.l.Balances(f.ctx)
 	require.NoError(t, err)

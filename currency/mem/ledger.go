@@ -177,13 +177,13 @@ func (l *Ledger) Balance(_ context.Context, id currency.AccountID) (currency.Bal
 	return currency.Balance{Account: id, Currency: a.Currency, Available: a.balance, Held: l.held[id]}, nil
 }
 
-func (l *Ledger) Balances(_ context.Context, ids ...currency.AccountID) (map[currency.AccountID]currency.Balance, error) {
+func (l *Ledger) Balances(_ context.Context, ids ...currency.AccountID) ([]currency.Balance, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[currency.AccountID]currency.Balance, len(ids))
-	for _, id := range ids {
+	out := make([]currency.Balance, len(ids))
+	for i, id := range ids {
 		if a, ok := l.accounts[id]; ok {
-			out[id] = currency.Balance{Account: id, Currency: a.Currency, Available: a.balance, Held: l.held[id]}
+			out[i] = currency.Balance{Account: id, Currency: a.Currency, Available: a.balance, Held: l.held[id]}
 		}
 	}
 	return out, nil

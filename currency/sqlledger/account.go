@@ -44,8 +44,8 @@ FROM accounts a WHERE a.uid = $1`, accountUID(id)).Scan(&cur, &available, &held)
 }
 
 // Balances reads the accounts as Balance does, in one statement.
-func (l *Ledger) Balances(ctx context.Context, ids ...currency.AccountID) (map[currency.AccountID]currency.Balance, error) {
-	out := make(map[currency.AccountID]currency.Balance, len(ids))
+func (l *Ledger) Balances(ctx context.Context, ids ...currency.AccountID) ([]currency.Balance, error) {
+	out := make([]currency.Balance, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -72,7 +72,11 @@ FROM accounts a WHERE a.uid = ANY($1::UUID[])`, uids)
 		if b.Held, err = parseDec(held); err != nil {
 			return nil, l.fail("balances", err)
 		}
-		out[b.Account] = b
+		for i, id := range ids {
+			if id == b.Account {
+				out[i] = b // every place it was asked for
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, l.fail("balances", err)

@@ -100,7 +100,7 @@ func (s *spread) Apply(ctx context.Context, ops ...currency.Op) ([]currency.Resu
 func (s *spread) Balance(ctx context.Context, id currency.AccountID) (currency.Balance, error) {
 	return s.next().Balance(ctx, id)
 }
-func (s *spread) Balances(ctx context.Context, ids ...currency.AccountID) (map[currency.AccountID]currency.Balance, error) {
+func (s *spread) Balances(ctx context.Context, ids ...currency.AccountID) ([]currency.Balance, error) {
 	return s.next().Balances(ctx, ids...)
 }
 func (s *spread) Hold(ctx context.Context, id currency.HoldID) (currency.Hold, error) {
