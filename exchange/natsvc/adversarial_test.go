@@ -324,7 +324,10 @@ func TestHoldsExpire(t *testing.T) {
 	onStores(t, func(t *testing.T, store exchange.Store) {
 		m := newMarketOn(t, store, func(c *exchange.Config) {
 			honest(c)
-			c.ServerLostAfter = 500 * time.Millisecond
+			// Long enough that a loaded machine's stall (the race
+			// detector, parallel packages) does not look like a silent
+			// server: the rule under test is the hold's deadline.
+			c.ServerLostAfter = 1500 * time.Millisecond
 			c.StartTimeout = 500 * time.Millisecond
 			c.StuckLimit = 500 * time.Millisecond
 		})
