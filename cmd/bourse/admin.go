@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
@@ -135,9 +134,9 @@ again does nothing; with another parent it is a conflict.`,
 		Short: "Mint AMOUNT into OWNER's wallet (a transfer from the issuance account)",
 		Args:  cobra.ExactArgs(2),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			amount, err := decimal.NewFromString(args[1])
+			amount, err := amount("amount", args[1])
 			if err != nil {
-				return fmt.Errorf("amount %q is not a decimal number", args[1])
+				return err
 			}
 			if key == "" {
 				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")

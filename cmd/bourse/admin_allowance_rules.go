@@ -24,13 +24,13 @@ func newAllowanceSetCmd(withTreasury func(treasuryRun) func(*cobra.Command, []st
 		Short: "Give OWNER's wallet an allowance (or replace its allowance); the audit trail records it",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			av, err := decimal.NewFromString(a)
+			av, err := amount("--a", a)
 			if err != nil {
-				return fmt.Errorf("--a %q is not a decimal number", a)
+				return err
 			}
-			bv, err := decimal.NewFromString(b)
+			bv, err := amount("--b", b)
 			if err != nil {
-				return fmt.Errorf("--b %q is not a decimal number", b)
+				return err
 			}
 			from := time.Now().UTC().Truncate(time.Second)
 			if start != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
@@ -31,9 +30,9 @@ sells at the price set when it runs.`,
 		Short: "Set the price of one unit of SOLD in PAIDIN (0 removes it: sales stop)",
 		Args:  cobra.ExactArgs(3),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			p, err := decimal.NewFromString(args[2])
+			p, err := amount("PRICE", args[2])
 			if err != nil {
-				return fmt.Errorf("PRICE %q is not a decimal number", args[2])
+				return err
 			}
 			if err := requireKey(key, "price-cred-eur-2026-11"); err != nil {
 				return err
@@ -76,9 +75,9 @@ who cannot pay gets insufficient_funds and nothing is done; the same key
 again is the same sale.`,
 		Args: cobra.ExactArgs(4),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			amount, err := decimal.NewFromString(args[3])
+			amount, err := amount("AMOUNT", args[3])
 			if err != nil {
-				return fmt.Errorf("AMOUNT %q is not a decimal number", args[3])
+				return err
 			}
 			if err := requireKey(key, "sale-bob-2026-11-24"); err != nil {
 				return err

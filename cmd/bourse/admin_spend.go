@@ -30,9 +30,9 @@ spend_warning event. A new limit applies to the period under way at once.
 The exchange reads caps every 5 seconds.`,
 		Args: cobra.ExactArgs(2),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			limit, err := decimal.NewFromString(args[1])
+			limit, err := amount("LIMIT", args[1])
 			if err != nil {
-				return fmt.Errorf("LIMIT %q is not a decimal number", args[1])
+				return err
 			}
 			w, err := decimal.NewFromString(warn)
 			if err != nil {
@@ -99,13 +99,13 @@ refill" does it by hand (or from cron, where no exchange runs).
 		Short: "Give OWNER's spending a token bucket of CAPACITY refilled at R an hour (CAPACITY 0 removes it)",
 		Args:  cobra.ExactArgs(2),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			capacity, err := decimal.NewFromString(args[1])
+			capacity, err := amount("CAPACITY", args[1])
 			if err != nil {
-				return fmt.Errorf("CAPACITY %q is not a decimal number", args[1])
+				return err
 			}
-			rate, err := decimal.NewFromString(perHour)
+			rate, err := amount("--per-hour", perHour)
 			if err != nil {
-				return fmt.Errorf("--per-hour %q is not a decimal number", perHour)
+				return err
 			}
 			w, err := decimal.NewFromString(warn)
 			if err != nil {

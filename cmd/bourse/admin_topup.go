@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
@@ -29,13 +28,13 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 		Short: "Top OWNER's wallet up from its parent wallet when it falls below B (--to 0 removes it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			b, err := decimal.NewFromString(below)
+			b, err := amount("--below", below)
 			if err != nil {
-				return fmt.Errorf("--below %q is not a decimal number", below)
+				return err
 			}
-			tv, err := decimal.NewFromString(to)
+			tv, err := amount("--to", to)
 			if err != nil {
-				return fmt.Errorf("--to %q is not a decimal number", to)
+				return err
 			}
 			if err := requireKey(key, "topup-alice-2026-12"); err != nil {
 				return err

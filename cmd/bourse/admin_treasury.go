@@ -52,9 +52,9 @@ func newTreasuryCmds(withTreasury func(treasuryRun) func(*cobra.Command, []strin
 		Short: "Take AMOUNT out of OWNER's wallet and out of the money supply (a transfer to the issuance account)",
 		Args:  cobra.ExactArgs(2),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			amount, err := decimal.NewFromString(args[1])
+			amount, err := amount("amount", args[1])
 			if err != nil {
-				return fmt.Errorf("amount %q is not a decimal number", args[1])
+				return err
 			}
 			if err := requireKey(key, "burn-2026-11-alice"); err != nil {
 				return err
@@ -78,9 +78,9 @@ between the two is the exchange's fee). Exchanges use the rate set when they
 run, and record it.`,
 		Args: cobra.ExactArgs(3),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			r, err := decimal.NewFromString(args[2])
+			r, err := amount("RATE", args[2])
 			if err != nil {
-				return fmt.Errorf("RATE %q is not a decimal number", args[2])
+				return err
 			}
 			if err := requireKey(key, "rate-cred-gpu-2026-11"); err != nil {
 				return err
@@ -116,9 +116,9 @@ run, and record it.`,
 		Short: "Exchange AMOUNT of OWNER's FROM money into TO at the rate set: both legs in one ledger operation, or neither",
 		Args:  cobra.ExactArgs(4),
 		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
-			amount, err := decimal.NewFromString(args[3])
+			amount, err := amount("AMOUNT", args[3])
 			if err != nil {
-				return fmt.Errorf("AMOUNT %q is not a decimal number", args[3])
+				return err
 			}
 			if err := requireKey(key, "exchange-alice-2026-11-24"); err != nil {
 				return err

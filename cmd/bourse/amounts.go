@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -70,4 +72,14 @@ func (s *scales) money(d decimal.Decimal, code string, known bool) string {
 		return "-"
 	}
 	return s.amount(d, code)
+}
+
+// amount reads a decimal flag or argument (named flag in the error), for
+// every command that takes money, prices or rates.
+func amount(flag, s string) (decimal.Decimal, error) {
+	d, err := decimal.NewFromString(strings.TrimSpace(s))
+	if err != nil {
+		return decimal.Zero, fmt.Errorf("%s %q is not a decimal number like 0.30", flag, s)
+	}
+	return d, nil
 }

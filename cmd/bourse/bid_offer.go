@@ -199,14 +199,6 @@ func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 	return &contract.JobSpec{Profile: &contract.Profile{Utilization: u, Duration: d}}, nil
 }
 
-func amount(flag, s string) (decimal.Decimal, error) {
-	d, err := decimal.NewFromString(strings.TrimSpace(s))
-	if err != nil {
-		return decimal.Zero, fmt.Errorf("%s %q is not a decimal number like 0.30", flag, s)
-	}
-	return d, nil
-}
-
 // parseCurve reads "x:y,x:y" breakpoints.
 func parseCurve(flag, s string) (contract.Curve, error) {
 	var c contract.Curve
