@@ -168,7 +168,7 @@ func (sc spendCheck) exceeded(prepayment decimal.Decimal) error {
 // spent account, the wallet, and the limit minted under a key of the
 // period, so that exchanges racing to make it make it once.
 func (h *House) budget(ctx context.Context, sc spendCheck) error {
-	if _, ok := h.budgets.Load(sc.wallet); ok {
+	if h.budgets.has(sc.wallet) {
 		return nil
 	}
 	l := h.store.Ledger()
@@ -206,7 +206,7 @@ func (h *House) budget(ctx context.Context, sc spendCheck) error {
 			return fmt.Errorf("spend cap budget %s: %w", sc.wallet, err)
 		}
 	}
-	h.budgets.Store(sc.wallet, struct{}{})
+	h.budgets.remember(sc.wallet, sc.ends, h.cfg.Now())
 	return nil
 }
 
@@ -293,6 +293,50 @@ func (h *House) spendWarn(ctx context.Context, c trade.Contract, checks []spendC
 // budgets and parents are the House's memory of spend budgets made and
 // of wallets' parents.
 type spendMemory struct {
-	budgets sync.Map // currency.AccountID → struct{}
+	budgets budgetMemory
 	parents sync.Map // wallet ID → []string
+}
+
+// pruneBudgetsEvery is how often the memory of budgets forgets those of
+// periods that have ended: a window's budget is one wallet per owner per
+// hour, day or month, and an exchange runs for months.
+const pruneBudgetsEvery = time.Minute
+
+// budgetMemory remembers the budgets made, each with the end of its
+// period (zero for a spend rate's, which never ends), and forgets those
+// whose period has ended: no offer asks for them again, since an offer's
+// budget is its period's now.
+type budgetMemory struct {
+	m          sync.Map // currency.AccountID → time.Time
+	mu         sync.Mutex
+	lastPruned time.Time
+}
+
+func (b *budgetMemory) has(w currency.AccountID) bool {
+	_, ok := b.m.Load(w)
+	return ok
+}
+
+// remember notes w's budget, and forgets, at most once every
+// pruneBudgetsEvery, those of periods ended by now.
+func (b *budgetMemory) remember(w currency.AccountID, ends, now time.Time) {
+	b.m.Store(w, ends)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Sub(b.lastPruned) < pruneBudgetsEvery {
+		return
+	}
+	b.lastPruned = now
+	b.m.Range(func(k, v any) bool {
+		if end := v.(time.Time); !end.IsZero() && !end.After(now) {
+			b.m.Delete(k)
+		}
+		return true
+	})
+}
+
+func (b *budgetMemory) len() int {
+	n := 0
+	b.m.Range(func(any, any) bool { n++; return true })
+	return n
 }

@@ -28,3 +28,27 @@ func TestSpendPeriods(t *testing.T) {
 		t.Error("week is not a period")
 	}
 }
+
+// The memory of budgets made forgets those of ended periods, so that an
+// exchange running for months does not keep one per owner per hour; a
+// spend rate's budget, which never ends, stays.
+func TestBudgetMemoryForgetsEndedPeriods(t *testing.T) {
+	var b budgetMemory
+	at := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
+	for h := range 48 {
+		now := at.Add(time.Duration(h) * time.Hour)
+		_, ends := Hourly.label(now)
+		w := SpendWallet("acme", "CRED", Hourly, now)
+		b.remember(w, ends, now)
+		if !b.has(w) {
+			t.Fatalf("hour %d: %s forgotten while its period runs", h, w)
+		}
+	}
+	b.remember(SpendWallet("acme", "CRED", Rate, at), time.Time{}, at.Add(48*time.Hour))
+	if got := b.len(); got > 3 {
+		t.Errorf("%d budgets remembered after 48 hours of an hourly cap; want this hour's, at most the last one's, and the rate's", got)
+	}
+	if !b.has(SpendWallet("acme", "CRED", Rate, at)) {
+		t.Error("a spend rate's budget was forgotten")
+	}
+}
