@@ -117,8 +117,12 @@ func (s *Store) commit(group []*groupcommit.Call[*job]) {
 		for _, c := range now {
 			c.Finish(nil)
 		}
-	case len(now) == 1:
-		now[0].Finish(err)
+	case len(now) == 1 || s.ctx.Err() != nil:
+		// One call's error is its own; and a store closing mid-group
+		// tries nothing more (the callers retry with the same keys).
+		for _, c := range now {
+			c.Finish(err)
+		}
 	default:
 		for _, c := range now {
 			c.Finish(s.runAlone(c.Ctx, c.Req))

@@ -246,3 +246,20 @@ func newContract(id, client string) (trade.Contract, currency.Reserve) {
 		Amount: terms.Prepayment, Deadline: t0.Add(2 * time.Hour)}
 	return c, r
 }
+
+// A closed store refuses new calls as unavailable, which callers retry
+// elsewhere, rather than hanging or writing.
+func TestClosedStoreUnavailable(t *testing.T) {
+	s, _, _ := openTest(t, sqlledger.Options{})
+	f := setup(t, s)
+	f.open(t, "c1")
+	s.Close()
+	_, err := s.Update(context.Background(), "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State = trade.StateRunning
+		return nil, nil
+	})
+	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "%v", err)
+	c, err := s.Contract(context.Background(), "c1")
+	require.NoError(t, err, "reads go on: the ledger is still open")
+	assert.Equal(t, trade.StateAccepted, c.State, "nothing written after Close")
+}
