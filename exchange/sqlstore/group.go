@@ -46,9 +46,8 @@ type openJob struct {
 	row      *row
 	reserves []currency.Reserve
 	// Results.
-	old     record // the contract found, if it existed
-	failed  error  // a reserve's business failure
-	created bool
+	old    record // the contract found, if it existed
+	failed error  // a reserve's business failure
 }
 
 type updateJob struct {
@@ -75,7 +74,7 @@ func (u *updateJob) current() trade.Contract {
 // reset clears what a run of the group set, before it runs again.
 func (j *job) reset() {
 	if j.open != nil {
-		j.open.old, j.open.failed, j.open.created = nil, nil, false
+		j.open.old, j.open.failed = nil, nil
 	}
 	if u := j.upd; u != nil {
 		u.found, u.next, u.changeErr, u.ops, u.rec = nil, trade.Contract{}, nil, nil, nil
@@ -230,7 +229,6 @@ func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record) error 
 		return nil
 	}
 	o.row.queueInsert(t)
-	o.created = true
 	return nil
 }
 
