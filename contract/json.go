@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,10 +68,8 @@ func parseTerms(op string, data []byte) (Terms, error) {
 	if err := checkStrict(op, data); err != nil {
 		return Terms{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields() // checkStrict has refused them; this is the second lock
-	var w termsJSON
-	if err := dec.Decode(&w); err != nil {
+	w, err := decodeWire(data)
+	if err != nil {
 		return Terms{}, decodeError(op, err)
 	}
 	return w.terms(op)
@@ -120,34 +117,6 @@ func (w *termsJSON) terms(op string) (Terms, error) {
 	return t, nil
 }
 
-// MarshalJSON writes the terms in the form ParseTerms reads.
-func (t Terms) MarshalJSON() ([]byte, error) {
-	w := termsJSON{
-		Client:      t.Client,
-		Currency:    t.Currency,
-		GPUs:        t.GPUs,
-		TimeLimit:   ptr(t.TimeLimit.String()),
-		Prepayment:  ptr(formatDecimal(t.Prepayment)),
-		P:           t.P.pairs(),
-		Q:           t.Q.pairs(),
-		Preemptible: t.Preemptible,
-		Server:      t.Server,
-	}
-	if t.Class != (Class{}) {
-		w.Class = &classJSON{Model: t.Class.Model, MinMemoryMiB: t.Class.MinMemoryMiB}
-	}
-	if !t.StartAt.IsZero() {
-		w.StartAt = ptr(t.StartAt.UTC().Format(time.RFC3339Nano))
-	}
-	if j := t.Job; j != nil {
-		w.Job = &jobJSON{Command: j.Command, Args: j.Args, Env: j.Env}
-		if p := j.Profile; p != nil {
-			w.Job.Profile = &profileJSON{Utilization: ptr(formatDecimal(p.Utilization)), Duration: ptr(p.Duration.String())}
-		}
-	}
-	return json.Marshal(w)
-}
-
 // UnmarshalJSON reads terms as strictly as ParseTerms, so that terms inside
 // a larger message are checked alike. Field names in its errors are
 // relative to the terms object. A null leaves t unchanged, as encoding/json
@@ -162,12 +131,6 @@ func (t *Terms) UnmarshalJSON(data []byte) error {
 	}
 	*t = u
 	return nil
-}
-
-// MarshalJSON writes the curve as an array of [x, y] decimal-string pairs:
-// [["0","0"],["1","0.01"]]. The empty curve is [].
-func (c Curve) MarshalJSON() ([]byte, error) {
-	return json.Marshal(c.pairs())
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes. It checks the form only;
@@ -189,30 +152,22 @@ func (c *Curve) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (c Curve) pairs() [][]string {
-	pairs := make([][]string, 0, len(c)) // never nil: an empty curve is [], not null
-	for _, p := range c {
-		pairs = append(pairs, []string{formatDecimal(p.X), formatDecimal(p.Y)})
-	}
-	return pairs
-}
-
 func curveFrom(op, field string, pairs [][]string) (Curve, error) {
 	if len(pairs) == 0 {
 		return nil, nil
 	}
 	c := make(Curve, len(pairs))
+	at := func(i int) string { return fmt.Sprintf("%s[%d]", field, i) } // for errors only
 	for i, pair := range pairs {
-		at := fmt.Sprintf("%s[%d]", field, i)
 		if len(pair) != 2 {
-			return nil, fail(bourse.EInvalid, op, at, "want an [x, y] pair of decimal strings, got %d elements", len(pair))
+			return nil, fail(bourse.EInvalid, op, at(i), "want an [x, y] pair of decimal strings, got %d elements", len(pair))
 		}
-		var err error
-		if c[i].X, err = decimalFrom(op, at+".x", &pair[0]); err != nil {
-			return nil, err
+		var why string
+		if c[i].X, why = parseDecimal(pair[0]); why != "" {
+			return nil, fail(bourse.EInvalid, op, at(i)+".x", "%s", why)
 		}
-		if c[i].Y, err = decimalFrom(op, at+".y", &pair[1]); err != nil {
-			return nil, err
+		if c[i].Y, why = parseDecimal(pair[1]); why != "" {
+			return nil, fail(bourse.EInvalid, op, at(i)+".y", "%s", why)
 		}
 	}
 	return c, nil

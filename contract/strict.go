@@ -36,6 +36,7 @@ const maxDepth = 8
 // replaced.
 func checkStrict(op string, data []byte) error {
 	s := scanner{op: op, data: data}
+	s.at = s.atBuf[:0]
 	s.ws()
 	if s.i >= len(data) {
 		return s.truncated()
@@ -53,7 +54,7 @@ func checkStrict(op string, data []byte) error {
 		return s.syntax()
 	}
 	s.i++
-	if err := s.object("", 1); err != nil {
+	if err := s.object(1); err != nil {
 		return err
 	}
 	s.ws()
@@ -67,6 +68,42 @@ type scanner struct {
 	op   string
 	data []byte
 	i    int
+	// at is where the value being read is, a step per level below the top
+	// object: the field name errors give (class.model, p[0].x) is built
+	// from it only when one is needed.
+	at    []step
+	atBuf [maxDepth + 1]step
+}
+
+// step is an object's member (its key, escapes decoded) or an array's
+// element (its index).
+type step struct {
+	key    []byte
+	member bool
+	index  int
+}
+
+// field names the value being read: keys joined by dots, indexes in
+// brackets.
+func (s *scanner) field() string {
+	var buf [64]byte
+	return string(s.appendField(buf[:0]))
+}
+
+func (s *scanner) appendField(b []byte) []byte {
+	for _, st := range s.at {
+		if !st.member {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(st.index), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, st.key...)
+	}
+	return b
 }
 
 func (s *scanner) ws() {
@@ -81,9 +118,11 @@ func (s *scanner) ws() {
 }
 
 // object reads the members of an object whose '{' is read, and its '}'.
-func (s *scanner) object(path string, depth int) error {
-	keys, closed := objectKeys[path]
-	var seen []string
+func (s *scanner) object(depth int) error {
+	var buf [64]byte
+	keys, closed := objectKeys[string(s.appendField(buf[:0]))]
+	var seenBuf [16][]byte
+	seen := seenBuf[:0]
 	s.ws()
 	if s.i < len(s.data) && s.data[s.i] == '}' {
 		s.i++
@@ -95,24 +134,22 @@ func (s *scanner) object(path string, depth int) error {
 		if err != nil {
 			return err
 		}
-		field := key
-		if path != "" {
-			field = path + "." + key
-		}
-		if slices.Contains(seen, key) {
-			return fail(bourse.EInvalid, s.op, field, "duplicate key")
+		s.at = append(s.at, step{key: key, member: true})
+		if slices.ContainsFunc(seen, func(k []byte) bool { return string(k) == string(key) }) {
+			return fail(bourse.EInvalid, s.op, s.field(), "duplicate key")
 		}
 		seen = append(seen, key)
-		if closed && !slices.Contains(keys, key) {
-			return fail(bourse.EInvalid, s.op, field, "unknown field (names are exact and snake_case)")
+		if closed && !slices.ContainsFunc(keys, func(k string) bool { return k == string(key) }) {
+			return fail(bourse.EInvalid, s.op, s.field(), "unknown field (names are exact and snake_case)")
 		}
 		s.ws()
 		if err := s.expect(':'); err != nil {
 			return err
 		}
-		if err := s.value(field, depth); err != nil {
+		if err := s.value(depth); err != nil {
 			return err
 		}
+		s.at = s.at[:len(s.at)-1]
 		s.ws()
 		if s.i >= len(s.data) {
 			return s.truncated()
@@ -130,16 +167,18 @@ func (s *scanner) object(path string, depth int) error {
 }
 
 // array reads the elements of an array whose '[' is read, and its ']'.
-func (s *scanner) array(path string, depth int) error {
+func (s *scanner) array(depth int) error {
 	s.ws()
 	if s.i < len(s.data) && s.data[s.i] == ']' {
 		s.i++
 		return nil
 	}
 	for n := 0; ; n++ {
-		if err := s.value(path+"["+strconv.Itoa(n)+"]", depth); err != nil {
+		s.at = append(s.at, step{index: n})
+		if err := s.value(depth); err != nil {
 			return err
 		}
+		s.at = s.at[:len(s.at)-1]
 		s.ws()
 		if s.i >= len(s.data) {
 			return s.truncated()
@@ -156,7 +195,7 @@ func (s *scanner) array(path string, depth int) error {
 	}
 }
 
-func (s *scanner) value(path string, depth int) error {
+func (s *scanner) value(depth int) error {
 	s.ws()
 	if s.i >= len(s.data) {
 		return s.truncated()
@@ -164,13 +203,13 @@ func (s *scanner) value(path string, depth int) error {
 	switch c := s.data[s.i]; {
 	case c == '{' || c == '[':
 		if depth >= maxDepth {
-			return fail(bourse.EInvalid, s.op, path, "nested deeper than %d", maxDepth)
+			return fail(bourse.EInvalid, s.op, s.field(), "nested deeper than %d", maxDepth)
 		}
 		s.i++
 		if c == '{' {
-			return s.object(path, depth+1)
+			return s.object(depth + 1)
 		}
-		return s.array(path, depth+1)
+		return s.array(depth + 1)
 	case c == '"':
 		_, err := s.str()
 		return err
@@ -178,7 +217,7 @@ func (s *scanner) value(path string, depth int) error {
 		if err := s.literal(); err != nil {
 			return err
 		}
-		return fail(bourse.EInvalid, s.op, path, "null is not allowed; leave the field out")
+		return fail(bourse.EInvalid, s.op, s.field(), "null is not allowed; leave the field out")
 	case c == 't' || c == 'f':
 		return s.literal()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -189,26 +228,26 @@ func (s *scanner) value(path string, depth int) error {
 
 // key reads an object key and returns it as encoding/json reads it:
 // escapes decoded, invalid UTF-8 replaced.
-func (s *scanner) key() (string, error) {
+func (s *scanner) key() ([]byte, error) {
 	if s.i >= len(s.data) {
-		return "", s.truncated()
+		return nil, s.truncated()
 	}
 	if s.data[s.i] != '"' {
-		return "", s.syntax()
+		return nil, s.syntax()
 	}
 	raw, err := s.str()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	body := raw[1 : len(raw)-1]
 	if !slices.Contains(body, '\\') && utf8.Valid(body) {
-		return string(body), nil
+		return body, nil
 	}
 	var k string
 	if err := json.Unmarshal(raw, &k); err != nil {
-		return "", s.syntax()
+		return nil, s.syntax()
 	}
-	return k, nil
+	return []byte(k), nil
 }
 
 // str reads a string whose opening quote is at s.i and returns its raw
