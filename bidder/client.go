@@ -274,7 +274,9 @@ func (c *Client) Statement(ctx context.Context, cur string, after int64, limit i
 
 // Events delivers the client's contract events until ctx ends. The channel
 // is buffered; events that find it full are dropped (the contract record
-// is the truth: read it with Contract).
+// is the truth: read it with Contract). Only an accepted event (and a spend
+// warning) carries the contract's terms; the later ones leave them out
+// (protocol.Event.Lean). Watch fills them in.
 func (c *Client) Events(ctx context.Context, buffer int) (<-chan protocol.Event, error) {
 	ch := make(chan protocol.Event, buffer)
 	var mu sync.Mutex // guards closed: a callback may run while ctx ends

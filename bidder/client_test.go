@@ -139,6 +139,7 @@ func TestClient(t *testing.T) {
 		var last protocol.Event
 		for ev := range events {
 			assert.Equal(t, r.Contract.ID, ev.Contract.ID)
+			assert.True(t, ev.Contract.Terms.Equal(r.Contract.Terms), "%s event: Watch fills in the terms the exchange leaves out", ev.Type)
 			types = append(types, ev.Type)
 			last = ev
 		}

@@ -14,10 +14,11 @@ import (
 const WatchPoll = 2 * time.Second
 
 // Watch delivers the events of one contract, first the contract as it
-// stands now, then each event as it comes, and closes the channel after the
-// settled or voided event, or when ctx ends. A watcher that arrives after
-// the settlement gets the settled (or voided) event at once. It fails with
-// not_found if the contract is not the client's.
+// stands now, then each event as it comes, each with the contract's terms
+// (which the exchange sends only with the accept), and closes the channel
+// after the settled or voided event, or when ctx ends. A watcher that
+// arrives after the settlement gets the settled (or voided) event at once.
+// It fails with not_found if the contract is not the client's.
 func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	events, err := c.Events(wctx, 64) // subscribe before reading, so nothing falls in between
@@ -48,7 +49,13 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, e
 				if !ok {
 					return
 				}
-				if ev.Contract.ID == id && !w.send(ev) {
+				if ev.Contract.ID != id {
+					continue
+				}
+				if ev.Contract.Terms.IsZero() { // a lean event: terms never change
+					ev.Contract.Terms = now.Terms
+				}
+				if !w.send(ev) {
 					return
 				}
 			case <-poll.C:

@@ -177,6 +177,12 @@ func (t Terms) Equal(u Terms) bool {
 		t.Server == u.Server && t.Job.equal(u.Job) && t.StartAt.Equal(u.StartAt)
 }
 
+// IsZero reports whether t is no terms at all, as in an event that leaves
+// them out (protocol.Event.Lean): then encoding/json leaves them out too.
+func (t Terms) IsZero() bool {
+	return t.Equal(Terms{})
+}
+
 func (j *JobSpec) equal(k *JobSpec) bool {
 	if j == nil || k == nil {
 		return j == k

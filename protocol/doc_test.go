@@ -229,10 +229,10 @@ func examples(t *testing.T) []example {
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
-		{"event.started", protocol.Event{Type: protocol.EventStarted, Contract: running, At: running.LastSeen}},
-		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}},
-		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}},
-		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}},
+		{"event.started", protocol.Event{Type: protocol.EventStarted, Contract: running, At: running.LastSeen}.Lean()},
+		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}.Lean()},
+		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}.Lean()},
+		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}.Lean()},
 
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},

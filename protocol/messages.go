@@ -110,6 +110,19 @@ type Event struct {
 	At      time.Time `json:"at"`
 }
 
+// Lean returns the event as the exchange publishes it: the contract's
+// terms, which never change once it is accepted, only in the accepted
+// event and a spend warning (which comes with an accept); the later events
+// of its life (started, each reading, settled or voided) carry what
+// changes. A reading a second of a long job would otherwise repeat its
+// terms, job and all, every second.
+func (e Event) Lean() Event {
+	if e.Type != EventAccepted && e.Type != EventSpendWarning {
+		e.Contract.Terms = contract.Terms{}
+	}
+	return e
+}
+
 // EventType names an Event.
 type EventType string
 

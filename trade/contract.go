@@ -42,10 +42,12 @@ const (
 
 // Contract is the exchange's record of an accepted offer.
 type Contract struct {
-	ID     string         `json:"id"`
-	Client string         `json:"client"`
-	Server string         `json:"server"`
-	Terms  contract.Terms `json:"terms"`
+	ID     string `json:"id"`
+	Client string `json:"client"`
+	Server string `json:"server"`
+	// Terms are always there in a contract record; events after the
+	// accepted one leave them out (protocol.Event.Lean).
+	Terms  contract.Terms `json:"terms,omitzero"`
 	State  State          `json:"state"`
 	Reason Reason         `json:"reason,omitempty"`
 	// Resumes names the suspended contract whose job this one continues.

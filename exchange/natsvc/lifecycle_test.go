@@ -85,7 +85,13 @@ collect:
 		select {
 		case ev := <-events:
 			types = append(types, ev.Type)
+			// Only the accept carries the terms; the rest carry what changed.
+			assert.Equal(t, ev.Type == protocol.EventAccepted, !ev.Contract.Terms.IsZero(), "%s event's terms", ev.Type)
+			if ev.Type == protocol.EventAccepted {
+				assert.True(t, ev.Contract.Terms.Equal(c.Terms), "the accepted event's terms")
+			}
 			if ev.Type == protocol.EventSettled {
+				assert.True(t, ev.Contract.Charge.Equal(d("2.4")), "the settled event's charge")
 				break collect
 			}
 		case <-timeout:

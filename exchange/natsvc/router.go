@@ -116,7 +116,7 @@ func (r *router) request(ctx context.Context, server, verb string, v any) ([]byt
 
 // Notify publishes an event to the client's delivery subject.
 func (r *router) Notify(client string, ev protocol.Event) {
-	body, err := json.Marshal(ev)
+	body, err := json.Marshal(ev.Lean())
 	if err != nil {
 		r.house.Config().Logger.Error("encode event", "err", err)
 		return
