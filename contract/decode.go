@@ -19,7 +19,6 @@ import (
 // its contract.
 func decodeWire(data []byte) (termsJSON, error) {
 	d := wireDecoder{scanner: scanner{data: data}}
-	d.at = d.atBuf[:0]
 	var w termsJSON
 	d.ws()
 	d.i++ // '{'

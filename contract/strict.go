@@ -36,7 +36,6 @@ const maxDepth = 8
 // replaced.
 func checkStrict(op string, data []byte) error {
 	s := scanner{op: op, data: data}
-	s.at = s.atBuf[:0]
 	s.ws()
 	if s.i >= len(data) {
 		return s.truncated()
@@ -71,8 +70,8 @@ type scanner struct {
 	// at is where the value being read is, a step per level below the top
 	// object: the field name errors give (class.model, p[0].x) is built
 	// from it only when one is needed.
-	at    []step
-	atBuf [maxDepth + 1]step
+	at [maxDepth + 1]step
+	n  int // steps in at
 }
 
 // step is an object's member (its key, escapes decoded) or an array's
@@ -91,7 +90,7 @@ func (s *scanner) field() string {
 }
 
 func (s *scanner) appendField(b []byte) []byte {
-	for _, st := range s.at {
+	for _, st := range s.at[:s.n] {
 		if !st.member {
 			b = append(b, '[')
 			b = strconv.AppendInt(b, int64(st.index), 10)
@@ -119,10 +118,10 @@ func (s *scanner) ws() {
 
 // object reads the members of an object whose '{' is read, and its '}'.
 func (s *scanner) object(depth int) error {
-	var buf [64]byte
+	var buf [32]byte
 	keys, closed := objectKeys[string(s.appendField(buf[:0]))]
-	var seenBuf [16][]byte
-	seen := seenBuf[:0]
+	var seenKeys uint64 // of a closed object, by index in keys
+	var seen [][]byte   // of an open one (job.env)
 	s.ws()
 	if s.i < len(s.data) && s.data[s.i] == '}' {
 		s.i++
@@ -134,13 +133,22 @@ func (s *scanner) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		s.at = append(s.at, step{key: key, member: true})
-		if slices.ContainsFunc(seen, func(k []byte) bool { return string(k) == string(key) }) {
-			return fail(bourse.EInvalid, s.op, s.field(), "duplicate key")
-		}
-		seen = append(seen, key)
-		if closed && !slices.ContainsFunc(keys, func(k string) bool { return k == string(key) }) {
-			return fail(bourse.EInvalid, s.op, s.field(), "unknown field (names are exact and snake_case)")
+		s.at[s.n] = step{key: key, member: true}
+		s.n++
+		if closed {
+			k := slices.IndexFunc(keys, func(k string) bool { return k == string(key) })
+			if k < 0 {
+				return fail(bourse.EInvalid, s.op, s.field(), "unknown field (names are exact and snake_case)")
+			}
+			if seenKeys&(1<<k) != 0 {
+				return fail(bourse.EInvalid, s.op, s.field(), "duplicate key")
+			}
+			seenKeys |= 1 << k
+		} else {
+			if slices.ContainsFunc(seen, func(k []byte) bool { return string(k) == string(key) }) {
+				return fail(bourse.EInvalid, s.op, s.field(), "duplicate key")
+			}
+			seen = append(seen, key)
 		}
 		s.ws()
 		if err := s.expect(':'); err != nil {
@@ -149,7 +157,7 @@ func (s *scanner) object(depth int) error {
 		if err := s.value(depth); err != nil {
 			return err
 		}
-		s.at = s.at[:len(s.at)-1]
+		s.n--
 		s.ws()
 		if s.i >= len(s.data) {
 			return s.truncated()
@@ -174,11 +182,12 @@ func (s *scanner) array(depth int) error {
 		return nil
 	}
 	for n := 0; ; n++ {
-		s.at = append(s.at, step{index: n})
+		s.at[s.n] = step{index: n}
+		s.n++
 		if err := s.value(depth); err != nil {
 			return err
 		}
-		s.at = s.at[:len(s.at)-1]
+		s.n--
 		s.ws()
 		if s.i >= len(s.data) {
 			return s.truncated()
