@@ -129,10 +129,11 @@ type House struct {
 
 	// The sweep's own state (Sweep is called by one caller at a time):
 	// when it last saw the House cut off or not running (its start
-	// counts), when it last swept, and when it last counted the stuck
+	// counts) and when it last swept, and when it last counted the stuck
 	// contracts.
-	sweepMu                         sync.Mutex
-	outage, lastSweep, stuckCounted time.Time
+	sweepMu      sync.Mutex
+	pauses       pauses
+	stuckCounted time.Time
 	// retryHold spaces out attempts to end contracts whose hold is due,
 	// for contracts the store has no Stuck.Retry for (a hold without a
 	// contract).
@@ -151,7 +152,7 @@ func New(cfg Config) (*House, error) {
 		servers: newRegistry(cfg.Now, cfg.ServerLostAfter),
 		// A new House has heard nothing yet: readings may wait in the
 		// stream, some for AckWait. Its start is an outage to the sweep.
-		outage: now, lastSweep: now,
+		pauses:    pauses{outage: now, last: now},
 		retryHold: map[currency.HoldID]time.Time{},
 	}, nil
 }

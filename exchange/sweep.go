@@ -33,19 +33,9 @@ func (h *House) Sweep(ctx context.Context) {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()
 	now := h.cfg.Now().UTC()
-	// While the House has not been running (just started, or its process
-	// stopped by SIGSTOP, a VM pause or starvation: its sweeps come late),
-	// or its driver was cut off (Disconnected), silence proves nothing:
-	// readings wait in the stream, and those handed to an instance that
-	// died come back after AckWait. Judge silence only once a whole
-	// ServerLostAfter has passed since.
-	if now.Sub(h.lastSweep) > 2*h.cfg.SweepEvery+time.Second {
-		h.outage = now
-	}
-	// From the sweep's end: a sweep that takes long is no pause.
-	defer func() { h.lastSweep = h.cfg.Now().UTC() }()
+	defer func() { h.pauses.end(now, h.cfg.Now().UTC(), h.cfg.SweepEvery) }()
 	silentSince := now.Add(-h.cfg.ServerLostAfter)
-	if h.outage.After(silentSince) {
+	if !h.pauses.begin(now, h.cfg.SweepEvery, silentSince) {
 		return
 	}
 	stale, err := h.store.Stale(ctx, now, silentSince, h.cfg.SweepBatch)
@@ -71,7 +61,7 @@ func (h *House) Sweep(ctx context.Context) {
 func (h *House) Disconnected() {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()
-	h.outage = h.cfg.Now().UTC()
+	h.pauses.outage = h.cfg.Now().UTC()
 }
 
 // judge settles a silent running contract on its last reading and voids
