@@ -28,3 +28,44 @@ func BenchmarkEval(b *testing.B) {
 		c.Eval(x)
 	}
 }
+
+// BenchmarkParseTerms and BenchmarkMarshalTerms run the way before the
+// byte walks too (decode_oracle_test.go), for the ratio.
+func BenchmarkParseTerms(b *testing.B) {
+	data := []byte(fullCanonical)
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseTerms(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) { // the way before decodeWire, for the ratio
+		for b.Loop() {
+			if err := checkStrict("op", data); err != nil {
+				b.Fatal(err)
+			}
+			w, err := decodeWireOracle(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := w.terms("op"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkMarshalTerms(b *testing.B) {
+	terms := fullTerms()
+	b.Run("append", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = terms.MarshalJSON()
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) { // the way before appendJSON, for the ratio
+		for b.Loop() {
+			_, _ = marshalOracle(terms)
+		}
+	})
+}

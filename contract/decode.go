@@ -3,9 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
 	"strconv"
-	"unicode/utf8"
 )
 
 // decodeWire reads terms that checkStrict has passed into their wire form,
@@ -163,20 +161,9 @@ func (d *wireDecoder) stringAs(field string, want reflect.Type, v *string) bool 
 		return false
 	}
 	raw, _ := d.str()
-	*v = unquote(raw)
+	body, _ := unquote(raw) // checkStrict has read the string
+	*v = string(body)
 	return true
-}
-
-// unquote decodes a JSON string checkStrict has passed, raw with its quotes,
-// replacing invalid UTF-8 as encoding/json does.
-func unquote(raw []byte) string {
-	body := raw[1 : len(raw)-1]
-	if !slices.Contains(body, '\\') && utf8.Valid(body) {
-		return string(body)
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s) // well-formed: checkStrict read it
-	return s
 }
 
 func (d *wireDecoder) int(field string, v *int) {

@@ -248,15 +248,26 @@ func (s *scanner) key() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	k, ok := unquote(raw)
+	if !ok {
+		return nil, s.syntax()
+	}
+	return k, nil
+}
+
+// unquote decodes a JSON string, raw with its quotes, as encoding/json
+// does: escapes decoded, invalid UTF-8 replaced. Most strings of an offer
+// have neither and come back as they are, without a copy.
+func unquote(raw []byte) ([]byte, bool) {
 	body := raw[1 : len(raw)-1]
 	if !slices.Contains(body, '\\') && utf8.Valid(body) {
-		return body, nil
+		return body, true
 	}
 	var k string
 	if err := json.Unmarshal(raw, &k); err != nil {
-		return nil, s.syntax()
+		return nil, false
 	}
-	return []byte(k), nil
+	return []byte(k), true
 }
 
 // str reads a string whose opening quote is at s.i and returns its raw
