@@ -38,3 +38,6 @@ func (p *pauses) end(began, now time.Time, every time.Duration) {
 	}
 	p.last = now
 }
+
+// cutOff records that the House cannot hear readings now (NATS is down).
+func (p *pauses) cutOff(now time.Time) { p.outage = now }

@@ -61,7 +61,7 @@ func (h *House) Sweep(ctx context.Context) {
 func (h *House) Disconnected() {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()
-	h.pauses.outage = h.cfg.Now().UTC()
+	h.pauses.cutOff(h.cfg.Now().UTC())
 }
 
 // judge settles a silent running contract on its last reading and voids
