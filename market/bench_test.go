@@ -76,14 +76,18 @@ func benchOffers(b *testing.B, clients int) {
 
 	agentCtx, stopAgents := context.WithCancel(ctx)
 	var agents sync.WaitGroup
+	conns := []*nats.Conn{connect("bench-" + run + "-0"), connect("bench-" + run + "-1")}
+	// Registered after the agents' connections, so it runs before they
+	// close: a stopping agent publishes its running jobs' final readings,
+	// and on a closed connection it would retry until its shutdown timeout.
 	b.Cleanup(func() { stopAgents(); agents.Wait() })
-	for i := range 2 {
+	for i, nc := range conns {
 		id := fmt.Sprintf("bench-%s-%d", run, i)
 		gpus := make([]trade.GPU, 64)
 		for g := range gpus {
 			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
-		a, err := agent.New(agent.Config{Conn: connect(id), ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
+		a, err := agent.New(agent.Config{Conn: nc, ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
 		require.NoError(b, err)
 		agents.Add(1)
 		go func() { defer agents.Done(); _ = a.Run(agentCtx) }()
