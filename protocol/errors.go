@@ -1,7 +1,7 @@
 package protocol
 
 import (
-	"encoding/json"
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/bourse/bourse"
 )

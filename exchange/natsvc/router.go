@@ -2,8 +2,9 @@ package natsvc
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"

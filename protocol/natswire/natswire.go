@@ -6,8 +6,7 @@
 package natswire
 
 import (
-	"encoding/json"
-
+	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 

@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"encoding/json"
-
+	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 

@@ -2,8 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"time"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
