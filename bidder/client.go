@@ -139,7 +139,7 @@ func (c *Client) Currency() string { return c.cfg.Currency }
 // that time out are retried; every write carries a request id, so a retry
 // returns the first answer.
 func (c *Client) request(ctx context.Context, verb string, body, out any) error {
-	data, err := json.Marshal(body)
+	data, err := protocol.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("bidder: encode %s: %w", verb, err)
 	}

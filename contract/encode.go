@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // MarshalJSON writes the terms in the form ParseTerms reads, byte for byte
@@ -39,7 +41,7 @@ func (t Terms) appendJSON(b []byte) []byte {
 	b = append(b, `,"time_limit":`...)
 	b = appendString(b, t.TimeLimit.String())
 	b = append(b, `,"prepayment":`...)
-	b = appendString(b, formatDecimal(t.Prepayment))
+	b = appendQuotedFixed(b, t.Prepayment)
 	b = append(b, `,"p":`...)
 	b = t.P.appendJSON(b)
 	if len(t.Q) > 0 {
@@ -103,7 +105,7 @@ func (j *JobSpec) appendJSON(b []byte) []byte {
 	}
 	if p := j.Profile; p != nil {
 		b = append(b, sep+`"profile":{"utilization":`...)
-		b = appendString(b, formatDecimal(p.Utilization))
+		b = appendQuotedFixed(b, p.Utilization)
 		b = append(b, `,"duration":`...)
 		b = appendString(b, p.Duration.String())
 		b = append(b, '}')
@@ -124,12 +126,20 @@ func (c Curve) appendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = appendString(b, formatDecimal(p.X))
+		b = appendQuotedFixed(b, p.X)
 		b = append(b, ',')
-		b = appendString(b, formatDecimal(p.Y))
+		b = appendQuotedFixed(b, p.Y)
 		b = append(b, ']')
 	}
 	return append(b, ']')
+}
+
+// appendQuotedFixed writes d as a JSON string in formatDecimal's form:
+// a decimal's text never needs escaping.
+func appendQuotedFixed(b []byte, d decimal.Decimal) []byte {
+	b = append(b, '"')
+	b = appendFixed(b, d)
+	return append(b, '"')
 }
 
 // appendString writes s as encoding/json does: quoted, with <, > and &

@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	json "github.com/go-json-experiment/json/v1"
-
 	"github.com/bourse/bourse"
 )
 
@@ -25,7 +23,7 @@ func EncodeError(err error) (code, message string, body []byte) {
 	if e.Code == bourse.EInternal {
 		e.Message, e.Op = "internal error", ""
 	}
-	body, _ = json.Marshal(ErrorReply{Error: e})
+	body, _ = Marshal(ErrorReply{Error: e})
 	return string(e.Code), e.Message, body
 }
 

@@ -28,7 +28,7 @@ func strictStd(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
+	if len(bytes.Trim(data[dec.InputOffset():], " \t\r\n")) != 0 { // JSON's whitespace only
 		return errors.New("data after the JSON value")
 	}
 	return nil
@@ -87,6 +87,13 @@ func FuzzUnmarshalOracle(f *testing.F) {
 				continue
 			}
 			sameValue(t, name, data, got, want)
+			enc, err := protocol.Marshal(got)
+			if err != nil {
+				t.Fatalf("%s: %q: Marshal: %v", name, data, err)
+			}
+			if oracle, _ := stdjson.Marshal(got); !bytes.Equal(enc, oracle) {
+				t.Fatalf("%s: %q: Marshal writes\n%s\nencoding/json\n%s", name, data, enc, oracle)
+			}
 
 			// The lenient decode the agent, the exchange and the bidder use on
 			// replies.

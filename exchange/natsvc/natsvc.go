@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -301,7 +300,7 @@ func (d detached) Respond(data []byte, _ ...micro.RespondOpt) error {
 }
 
 func (d detached) RespondJSON(v any, _ ...micro.RespondOpt) error {
-	data, err := json.Marshal(v)
+	data, err := protocol.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("natsvc: encode reply: %w", err)
 	}

@@ -27,7 +27,7 @@ var (
 // every later accept is cancelled.
 func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
 	return func(yield func(exchange.Answer) bool) {
-		body, _ := json.Marshal(offer)
+		body, _ := protocol.Marshal(offer)
 		ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
 		answers := make(chan exchange.Answer, len(servers))
 		for _, srv := range servers {
@@ -79,7 +79,7 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 
 // Cancel publishes the cancel of an accept not taken.
 func (r *router) Cancel(server, offerID string) {
-	body, _ := json.Marshal(protocol.Cancel{Offer: offerID})
+	body, _ := protocol.Marshal(protocol.Cancel{Offer: offerID})
 	_ = r.nc.Publish(protocol.DeliverSubject(server, protocol.DeliverCancel), body)
 }
 
@@ -102,7 +102,7 @@ func (r *router) Control(ctx context.Context, c trade.Contract, action trade.Rea
 // request sends v to server's delivery subject verb and returns the
 // answer's body, waiting at most the negotiation time.
 func (r *router) request(ctx context.Context, server, verb string, v any) ([]byte, error) {
-	body, _ := json.Marshal(v)
+	body, _ := protocol.Marshal(v)
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
 	defer cancel()
 	msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(server, verb), body)
@@ -117,7 +117,7 @@ func (r *router) request(ctx context.Context, server, verb string, v any) ([]byt
 
 // Notify publishes an event to the client's delivery subject.
 func (r *router) Notify(client string, ev protocol.Event) {
-	body, err := json.Marshal(ev.Lean())
+	body, err := protocol.Marshal(ev.Lean())
 	if err != nil {
 		r.house.Config().Logger.Error("encode event", "err", err)
 		return

@@ -49,7 +49,7 @@ func retryable(c bourse.Code) bool {
 }
 
 func (a *Agent) request(ctx context.Context, subject string, body any) (*nats.Msg, error) {
-	data, err := json.Marshal(body)
+	data, err := protocol.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", subject, err)
 	}
@@ -76,7 +76,7 @@ func (a *Agent) beat(ctx context.Context) {
 	t := time.NewTicker(a.heartbeatEvery())
 	defer t.Stop()
 	for ctx.Err() == nil {
-		data, err := json.Marshal(a.helloBody())
+		data, err := protocol.Marshal(a.helloBody())
 		if err == nil {
 			err = a.nc.Publish(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), data)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	json "github.com/go-json-experiment/json/v1"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -60,7 +59,7 @@ func (a *Agent) publish(ctx context.Context, rd trade.Reading) error {
 // message id (protocol.Reading.MsgID: no other server can work it out, so
 // none can spend it first).
 func (a *Agent) publishOnce(ctx context.Context, rd trade.Reading) error {
-	data, err := json.Marshal(rd)
+	data, err := protocol.Marshal(rd)
 	if err != nil {
 		return fmt.Errorf("encode reading: %w", err)
 	}

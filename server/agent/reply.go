@@ -22,7 +22,7 @@ func decode(m *nats.Msg, v any) error {
 
 // respond answers a request with body as JSON.
 func (a *Agent) respond(m *nats.Msg, body any) {
-	data, err := json.Marshal(body)
+	data, err := protocol.Marshal(body)
 	if err == nil {
 		err = m.Respond(data)
 	}
@@ -35,7 +35,7 @@ func (a *Agent) respond(m *nats.Msg, body any) {
 // with the offer as it came (protocol.AcceptSigned), so that the exchange
 // can hold it to the terms it accepted.
 func (a *Agent) respondSigned(m *nats.Msg, d protocol.Decision) {
-	data, err := json.Marshal(d)
+	data, err := protocol.Marshal(d)
 	var sig string
 	if err == nil {
 		sig, err = a.cfg.Signer.Sign(protocol.AcceptSigned(m.Data, data))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	json "github.com/go-json-experiment/json/v1"
-
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -113,7 +111,7 @@ func (a *Agent) launchBooked(id string) {
 		return
 	}
 	a.watch(id)
-	body, _ := json.Marshal(started)
+	body, _ := protocol.Marshal(started)
 	ctx, cancel := context.WithTimeout(a.runCtx, 2*time.Second)
 	defer cancel()
 	msg, err := a.nc.RequestWithContext(ctx, protocol.ServerSubject(a.id, protocol.VerbStarted), body)
