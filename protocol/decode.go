@@ -29,8 +29,8 @@ func Unmarshal(data []byte, v any) error {
 }
 
 // badJSON keeps a decoder's typed error, words a value of the wrong type
-// as the terms' own checks do ("request_id: want a string, got number"),
-// and wraps any other error as a malformed message.
+// as the terms' own checks do (field request_id, "want a string, got
+// number"), and wraps any other error as a malformed message.
 func badJSON(err error) error {
 	if bourse.ErrorCode(err) != bourse.EInternal {
 		return err
@@ -39,7 +39,7 @@ func badJSON(err error) error {
 	if errors.As(err, &te) && te.Field != "" {
 		field := fieldPath(te.Field)
 		return &bourse.Error{Code: bourse.EInvalid, Field: field,
-			Message: fmt.Sprintf("%s: want %s, got %s", field, wantOf(te.Type), gotOf(te.Value))}
+			Message: fmt.Sprintf("want %s, got %s", wantOf(te.Type), gotOf(te.Value))}
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return &bourse.Error{Code: bourse.EInvalid, Message: "malformed message: " + msg}

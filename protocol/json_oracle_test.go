@@ -128,10 +128,10 @@ func sameValue(t *testing.T, name string, data []byte, got, want any) {
 // checks name theirs, instead of the decoder's words and Go's type names.
 func TestUnmarshalTypeErrors(t *testing.T) {
 	for _, c := range []struct{ in, field, msg string }{
-		{`{"request_id":1}`, "request_id", "request_id: want a string, got number"},
-		{`{"request_id":"r","counter":{"a":1}}`, "counter", "counter: want a string, got object"},
-		{`{"request_id":true}`, "request_id", "request_id: want a string, got bool"},
-		{`{"request_id":["r"]}`, "request_id", "request_id: want a string, got array"},
+		{`{"request_id":1}`, "request_id", "want a string, got number"},
+		{`{"request_id":"r","counter":{"a":1}}`, "counter", "want a string, got object"},
+		{`{"request_id":true}`, "request_id", "want a string, got bool"},
+		{`{"request_id":["r"]}`, "request_id", "want a string, got array"},
 	} {
 		var r protocol.OfferRequest
 		err := protocol.Unmarshal([]byte(c.in), &r)
