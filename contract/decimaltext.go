@@ -15,8 +15,8 @@ func AppendDecimal(b []byte, d decimal.Decimal) []byte {
 	return appendDecimal(b, d, true)
 }
 
-// appendFixed appends d as formatDecimal writes it: the places it was
-// written with kept ("12.50" stays "12.50").
+// appendFixed appends d in the form parseDecimal reads, keeping the places
+// it was written with ("12.50" stays "12.50").
 func appendFixed(b []byte, d decimal.Decimal) []byte {
 	return appendDecimal(b, d, d.Exponent() >= 0)
 }
@@ -50,12 +50,9 @@ func appendDecimal(b []byte, d decimal.Decimal, trim bool) []byte {
 		}
 		return b
 	}
-	var intPart, frac []byte
-	leading := 0
-	if len(digits) > -exp {
-		intPart, frac = digits[:len(digits)+exp], digits[len(digits)+exp:]
-	} else {
-		intPart, leading, frac = []byte{'0'}, -exp-len(digits), digits
+	intPart, frac, leading := digits[:0], digits, -exp-len(digits)
+	if leading < 0 {
+		intPart, frac, leading = digits[:len(digits)+exp], digits[len(digits)+exp:], 0
 	}
 	if trim {
 		i := len(frac)
@@ -66,6 +63,9 @@ func appendDecimal(b []byte, d decimal.Decimal, trim bool) []byte {
 		if len(frac) == 0 {
 			leading = 0
 		}
+	}
+	if len(intPart) == 0 {
+		b = append(b, '0')
 	}
 	b = append(b, intPart...)
 	if leading+len(frac) == 0 {

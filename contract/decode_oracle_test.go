@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // decodeWireOracle is how parseTerms read the wire form before decodeWire:
@@ -133,4 +135,14 @@ func changed(t Terms, s string, n int) Terms {
 	t.Job = &JobSpec{Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "z" + s: ""}}
 	t.Q = nil
 	return t
+}
+
+// formatDecimal is the terms' decimal form as decimal's own methods write
+// it, keeping the places it was written with ("12.50" stays "12.50"): the
+// oracle for appendFixed, which writes it without math/big.
+func formatDecimal(d decimal.Decimal) string {
+	if e := d.Exponent(); e < 0 {
+		return d.StringFixed(-e)
+	}
+	return d.String()
 }

@@ -134,7 +134,7 @@ func (c Curve) appendJSON(b []byte) []byte {
 	return append(b, ']')
 }
 
-// appendQuotedFixed writes d as a JSON string in formatDecimal's form:
+// appendQuotedFixed writes d as a JSON string in appendFixed's form:
 // a decimal's text never needs escaping.
 func appendQuotedFixed(b []byte, d decimal.Decimal) []byte {
 	b = append(b, '"')

@@ -102,15 +102,6 @@ func digits(s string) bool {
 	return true
 }
 
-// formatDecimal writes d in the form parseDecimal reads, keeping the places
-// it was written with ("12.50" stays "12.50").
-func formatDecimal(d decimal.Decimal) string {
-	if e := d.Exponent(); e < 0 {
-		return d.StringFixed(-e)
-	}
-	return d.String()
-}
-
 // CheckQuantity checks a measured quantity (a reading's U, S or energy)
 // against the limits every number of an offer has: not negative, below
 // 10^MaxIntDigits, at most MaxPlaces decimal places, and an exponent that
