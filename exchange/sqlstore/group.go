@@ -58,7 +58,6 @@ type updateJob struct {
 	next      trade.Contract
 	changeErr error // change's, or an op's business failure
 	ops       []currency.Op
-	rec       record // as written
 }
 
 // current is the contract as it was before the Update, for a failed one;
@@ -77,7 +76,7 @@ func (j *job) reset() {
 		j.open.old, j.open.failed = nil, nil
 	}
 	if u := j.upd; u != nil {
-		u.found, u.next, u.changeErr, u.ops, u.rec = nil, trade.Contract{}, nil, nil, nil
+		u.found, u.next, u.changeErr, u.ops = nil, trade.Contract{}, nil, nil
 	}
 }
 
@@ -277,6 +276,5 @@ func (u *updateJob) apply(ctx context.Context, t *sqlledger.Tx) error {
 		return nil
 	}
 	r.queueUpdate(t)
-	u.rec = r.record
 	return nil
 }
