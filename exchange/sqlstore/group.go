@@ -46,8 +46,9 @@ type openJob struct {
 	row      *row
 	reserves []currency.Reserve
 	// Results.
-	old    record // the contract found, if it existed
-	failed error  // a reserve's business failure
+	old     record // the contract found, if it existed
+	failed  error  // a reserve's business failure
+	written bool   // the row is to be inserted
 }
 
 type updateJob struct {
@@ -58,6 +59,7 @@ type updateJob struct {
 	next      trade.Contract
 	changeErr error // change's, or an op's business failure
 	ops       []currency.Op
+	row       *row // to write, if the Update stands
 }
 
 // current is the contract as it was before the Update, for a failed one;
@@ -73,10 +75,10 @@ func (u *updateJob) current() trade.Contract {
 // reset clears what a run of the group set, before it runs again.
 func (j *job) reset() {
 	if j.open != nil {
-		j.open.old, j.open.failed = nil, nil
+		j.open.old, j.open.failed, j.open.written = nil, nil, false
 	}
 	if u := j.upd; u != nil {
-		u.found, u.next, u.changeErr, u.ops = nil, trade.Contract{}, nil, nil
+		u.found, u.next, u.changeErr, u.ops, u.row = nil, trade.Contract{}, nil, nil, nil
 	}
 }
 
@@ -183,7 +185,9 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 				return err
 			}
 		}
-		// 3. Each call applied, or undone alone.
+		// 3. Each call applied, or undone alone; the contract rows of
+		// those that stand written together.
+		var added, changed []*row
 		for _, j := range jobs {
 			var err error
 			switch {
@@ -195,14 +199,22 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			if err != nil {
 				return err
 			}
+			switch {
+			case j.open != nil && j.open.written:
+				added = append(added, j.open.row)
+			case j.upd != nil && j.upd.changeErr == nil:
+				changed = append(changed, j.upd.row)
+			}
 		}
+		queueWrites(t, added, changed)
 		return nil
 	})
 }
 
-// apply escrows and records an Open's contract, unless it exists. A
-// single reserve that fails keeps its failure under its key, as a failed
-// Apply does; one of several that fails takes the others back with it.
+// apply escrows an Open's contract and marks its row for run to write,
+// unless it exists. A single reserve that fails keeps its failure under
+// its key, as a failed Apply does; one of several that fails takes the
+// others back with it.
 func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record) error {
 	if old != nil {
 		o.old = old // a retry: nothing to write
@@ -227,7 +239,7 @@ func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record) error 
 		}
 		return nil
 	}
-	o.row.queueInsert(t)
+	o.written = true
 	return nil
 }
 
@@ -252,8 +264,9 @@ func (u *updateJob) decide(rec record) {
 	u.ops, u.changeErr = ops, err
 }
 
-// apply applies an Update's operations and writes its contract; if an
-// operation fails, nothing of the Update is kept and changeErr says why.
+// apply applies an Update's operations and makes its contract's row, for
+// run to write; if an operation fails, nothing of the Update is kept and
+// changeErr says why.
 func (u *updateJob) apply(ctx context.Context, t *sqlledger.Tx) error {
 	m := t.Mark()
 	if len(u.ops) > 0 {
@@ -275,6 +288,6 @@ func (u *updateJob) apply(ctx context.Context, t *sqlledger.Tx) error {
 		t.Undo(m)
 		return nil
 	}
-	r.queueUpdate(t)
+	u.row = r
 	return nil
 }
