@@ -93,6 +93,7 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 		return nil
 	}
 	c, err := h.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+		final = false // the change may run more than once: its last run counts
 		if err := store(c); err != nil || !r.Final {
 			return nil, err
 		}

@@ -35,9 +35,10 @@ type Store interface {
 	// applied in the same transaction; an op that fails aborts both and its
 	// error is returned. If change returns an error, nothing is written and
 	// Update returns the stored contract with that error (ErrNoChange for
-	// "nothing to do"). change runs inside the store's transaction, holding
-	// a connection and the contract's lock, and may run more than once
-	// (retries): it must do no I/O and have no effect outside c.
+	// "nothing to do"). change runs inside the store's transaction, and
+	// may run more than once (retries, or a run on a copy the store kept
+	// that turns out stale): it must do no I/O and have no effect outside
+	// c, and the last run's result is the one that counts.
 	Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error)
 	// Stale lists up to limit contracts the watchdog must look at: running
 	// ones last seen before silentSince, and accepted ones whose start

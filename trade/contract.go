@@ -1,6 +1,7 @@
 package trade
 
 import (
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -106,6 +107,25 @@ type Stuck struct {
 	Attempts int       `json:"attempts"` // failures so far
 	Retry    time.Time `json:"retry"`    // not tried again before then
 	Error    string    `json:"error"`    // the last failure
+}
+
+// Clone is a copy of c that shares nothing a change of state writes into:
+// Reading, Stuck and the slices are copied. Terms and the signed messages
+// are never changed in place, only replaced, and stay shared.
+func (c *Contract) Clone() Contract {
+	out := *c
+	if c.Reading != nil {
+		r := *c.Reading
+		out.Reading = &r
+	}
+	if c.Stuck != nil {
+		st := *c.Stuck
+		out.Stuck = &st
+	}
+	out.GPUs = slices.Clone(c.GPUs)
+	out.CapHolds = slices.Clone(c.CapHolds)
+	out.SpendHolds = slices.Clone(c.SpendHolds)
+	return out
 }
 
 // HoldsEscrow reports whether the contract still holds its escrow:

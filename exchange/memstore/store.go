@@ -48,7 +48,7 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
-		return clone(old), false, nil
+		return old.Clone(), false, nil
 	}
 	if s.forgotten.Has(0, c.ID) {
 		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
@@ -73,10 +73,10 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency
 			}
 		}
 	}
-	cc := clone(&c)
+	cc := c.Clone()
 	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
-	return clone(&cc), true, nil
+	return cc.Clone(), true, nil
 }
 
 // Contract returns contract id; one that Forget dropped is ENotFound
@@ -88,7 +88,7 @@ func (s *Store) Contract(_ context.Context, id string) (trade.Contract, error) {
 	if !ok {
 		return trade.Contract{}, s.notFound("memstore.Contract", id)
 	}
-	return clone(c), nil
+	return c.Clone(), nil
 }
 
 func (s *Store) Contracts(_ context.Context, client string, limit int) ([]trade.Contract, error) {
@@ -97,7 +97,7 @@ func (s *Store) Contracts(_ context.Context, client string, limit int) ([]trade.
 	ids := s.byClient[client]
 	var out []trade.Contract
 	for i := len(ids) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
-		out = append(out, clone(s.contracts[ids[i]]))
+		out = append(out, s.contracts[ids[i]].Clone())
 	}
 	return out, nil
 }
@@ -113,27 +113,27 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Cont
 	if !ok {
 		return trade.Contract{}, s.notFound("memstore.Update", id)
 	}
-	next := clone(cur)
+	next := cur.Clone()
 	ops, err := change(&next)
 	if err != nil {
-		return clone(cur), err
+		return cur.Clone(), err
 	}
 	if next.ID != id {
-		return clone(cur), fmt.Errorf("memstore: change renamed contract %s to %s", id, next.ID)
+		return cur.Clone(), fmt.Errorf("memstore: change renamed contract %s to %s", id, next.ID)
 	}
 	if len(ops) > 0 {
 		rs, err := s.ledger.ApplyAtomic(ctx, ops...)
 		if err != nil {
-			return clone(cur), err
+			return cur.Clone(), err
 		}
 		for _, r := range rs {
 			if r.Err != nil {
-				return clone(cur), r.Err
+				return cur.Clone(), r.Err
 			}
 		}
 	}
 	s.put(&next)
-	return clone(&next), nil
+	return next.Clone(), nil
 }
 
 // notFound is the error for a contract id not kept. s.mu is held.
@@ -221,7 +221,7 @@ func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) 
 		switch {
 		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince),
 			c.State == trade.StateAccepted && c.StartDeadline.Before(now):
-			out = append(out, clone(c))
+			out = append(out, c.Clone())
 		}
 	}
 	slices.SortFunc(out, func(a, b trade.Contract) int {
@@ -244,7 +244,7 @@ func (s *Store) Stuck(_ context.Context, limit int) ([]trade.Contract, error) {
 	var out []trade.Contract
 	for _, c := range s.live {
 		if c.Stuck != nil {
-			out = append(out, clone(c))
+			out = append(out, c.Clone())
 		}
 	}
 	slices.SortFunc(out, func(a, b trade.Contract) int {
@@ -259,21 +259,6 @@ func first(cs []trade.Contract, limit int) []trade.Contract {
 		return cs[:limit]
 	}
 	return cs
-}
-
-// clone copies what a caller could change through pointers and slices.
-func clone(c *trade.Contract) trade.Contract {
-	out := *c
-	if c.Reading != nil {
-		r := *c.Reading
-		out.Reading = &r
-	}
-	out.GPUs = slices.Clone(c.GPUs)
-	if c.Stuck != nil {
-		st := *c.Stuck
-		out.Stuck = &st
-	}
-	return out
 }
 
 // Between scans every contract: the in-memory store serves demos and
@@ -300,7 +285,7 @@ func (s *Store) Between(_ context.Context, from, to time.Time, after string, lim
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		out = append(out, clone(c))
+		out = append(out, c.Clone())
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,10 +20,12 @@ import (
 // the ledger groups its own. A group takes the round trips of one call:
 //
 //  1. the rows of every contract of the group, read and locked in one
-//     statement in key order, with the rows every Open's reserves need;
-//  2. each Update's change decides on its contract in memory, and the
-//     rows of all their operations are read in one batch (none if no
-//     Update moves money);
+//     statement in key order, with the rows every Open's reserves need
+//     and those of the operations that each Update's change wants of its
+//     contract as this store last wrote it (known.go);
+//  2. each Update whose row is not byte for byte that record decides on
+//     the row, and the rows of all their operations are read in one
+//     batch (none if no such Update moves money);
 //  3. each call's operations are applied in memory in the order the calls
 //     came, and everything is written with COMMIT.
 //
@@ -54,12 +57,23 @@ type openJob struct {
 type updateJob struct {
 	id     string
 	change func(c *trade.Contract) ([]currency.Op, error)
+	// The decision taken on the contract known (known.go), if any, and
+	// the record it stands on.
+	guess   *decision
+	guessOn record
 	// Results.
-	found     record // as read, nil if there is no such contract
+	found record // as read, nil if there is no such contract
+	decision
+	row *row // to write, if the Update stands
+}
+
+// decision is what a change made of a contract: the contract changed,
+// the operations it wants, or its error (or, later, an op's business
+// failure).
+type decision struct {
 	next      trade.Contract
-	changeErr error // change's, or an op's business failure
 	ops       []currency.Op
-	row       *row // to write, if the Update stands
+	changeErr error
 }
 
 // current is the contract as it was before the Update, for a failed one;
@@ -78,7 +92,7 @@ func (j *job) reset() {
 		j.open.old, j.open.failed, j.open.written = nil, nil, false
 	}
 	if u := j.upd; u != nil {
-		u.found, u.next, u.changeErr, u.ops, u.row = nil, trade.Contract{}, nil, nil, nil
+		u.guess, u.guessOn, u.found, u.decision, u.row = nil, nil, nil, decision{}, nil
 	}
 }
 
@@ -138,20 +152,31 @@ func (s *Store) runAlone(ctx context.Context, j *job) error {
 }
 
 // run runs jobs in one transaction, with the ledger's retries. Its error
-// is the transaction's; each job's own outcome is in the job.
+// is the transaction's; each job's own outcome is in the job. Once it
+// commits, the rows written are known (known.go).
 func (s *Store) run(ctx context.Context, jobs []*job) error {
-	return s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
+	err := s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
 		for _, j := range jobs {
 			j.reset()
 		}
-		// 1. Every contract's row, locked, and the reserves' rows.
+		// 1. Every contract's row, locked, with the rows of the
+		// reserves and of the operations the Updates want of the
+		// contracts as known.
 		uids := make([][16]byte, len(jobs))
-		var reserves []currency.Op
+		var first []currency.Op
 		for i, j := range jobs {
 			uids[i] = j.uid
 			if j.open != nil {
 				for _, rv := range j.open.reserves {
-					reserves = append(reserves, rv)
+					first = append(first, rv)
+				}
+			}
+			if u := j.upd; u != nil {
+				if rec, c, ok := s.known.get(j.uid); ok {
+					u.guess = &decision{next: c}
+					u.guess.ops, u.guess.changeErr = u.decideOn(&u.guess.next)
+					u.guessOn = rec
+					first = append(first, u.guess.ops...)
 				}
 			}
 		}
@@ -169,16 +194,25 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 				}
 				return rows.Err()
 			})
-		if err := t.Send(ctx, b, reserves...); err != nil {
+		if err := t.Send(ctx, b, first...); err != nil {
 			return err
 		}
-		// 2. The changes decide; their operations' rows in one batch.
+		// 2. The changes decide, where the row is not as known; their
+		// operations' rows in one batch.
 		var ops []currency.Op
 		for _, j := range jobs {
-			if j.upd != nil {
-				j.upd.decide(found[j.uid])
-				ops = append(ops, j.upd.ops...)
+			u := j.upd
+			if u == nil {
+				continue
 			}
+			rec := found[j.uid]
+			if u.guess != nil && rec != nil && bytes.Equal(rec, u.guessOn) {
+				u.found, u.decision = rec, *u.guess
+				s.taken.Add(1)
+				continue
+			}
+			u.decide(rec)
+			ops = append(ops, u.ops...)
 		}
 		if len(ops) > 0 {
 			if err := t.Send(ctx, nil, ops...); err != nil {
@@ -209,6 +243,22 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		queueWrites(t, added, changed)
 		return nil
 	})
+	if err == nil {
+		s.remember(jobs)
+	}
+	return err
+}
+
+// remember notes the rows that jobs wrote, now committed.
+func (s *Store) remember(jobs []*job) {
+	for _, j := range jobs {
+		switch {
+		case j.open != nil && j.open.written:
+			s.known.put(j.uid, j.open.row.record, &j.open.row.c)
+		case j.upd != nil && j.upd.row != nil && j.upd.changeErr == nil:
+			s.known.put(j.uid, j.upd.row.record, &j.upd.next)
+		}
+	}
 }
 
 // apply escrows an Open's contract and marks its row for run to write,
@@ -256,12 +306,17 @@ func (u *updateJob) decide(rec record) {
 		u.changeErr = err
 		return
 	}
-	ops, err := u.change(&u.next)
-	if err == nil && u.next.ID != u.id {
+	u.ops, u.changeErr = u.decideOn(&u.next)
+}
+
+// decideOn runs the change on c.
+func (u *updateJob) decideOn(c *trade.Contract) ([]currency.Op, error) {
+	ops, err := u.change(c)
+	if err == nil && c.ID != u.id {
 		err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",
-			Message: fmt.Sprintf("change renamed contract %s to %s", u.id, u.next.ID)}
+			Message: fmt.Sprintf("change renamed contract %s to %s", u.id, c.ID)}
 	}
-	u.ops, u.changeErr = ops, err
+	return ops, err
 }
 
 // apply applies an Update's operations and makes its contract's row, for

@@ -8,7 +8,9 @@
 // Round trips: Open takes two (the contract's row and the rows of the
 // reserve read together, then the writes with COMMIT); an Update that
 // moves no money takes two, one that does three (the ledger's rows can
-// only be read once the change has said which operations it wants).
+// only be read once the change has said which operations it wants), or
+// two where the contract is as this store last wrote it: the change then
+// decides before the first round trip, on the contract known (known.go).
 // Concurrent calls share their transactions and so their round trips
 // (group.go).
 //
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"io/fs"
 	"math"
+	"sync/atomic"
 	"time"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -50,7 +53,9 @@ var migrationFiles embed.FS
 type Store struct {
 	l     *sqlledger.Ledger
 	group *groupcommit.Loop[*job] // nil where the ledger does not group
-
+	known *known
+	// taken counts the Updates decided on the contract known (tests).
+	taken atomic.Int64
 	// ctx is the groups' transactions': they belong to no one caller, and
 	// end early only if the store closes.
 	ctx    context.Context
@@ -68,7 +73,7 @@ func Open(ctx context.Context, l *sqlledger.Ledger) (*Store, error) {
 	if err := l.Migrate(ctx, scope, fsys); err != nil {
 		return nil, err
 	}
-	st := &Store{l: l}
+	st := &Store{l: l, known: newKnown(knownMax)}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	if window, size, on := l.GroupCommit(); on {
 		st.group = groupcommit.Start(window, size, nil, st.commit)
@@ -214,8 +219,9 @@ func rowLimit(limit int) int64 {
 // (group.go). An op that fails for a business reason undoes the whole
 // Update (its failure is not kept under its key, unlike a failed Apply's)
 // and Update returns the stored contract with the op's *bourse.Error.
-// change may run more than once, if the transaction must be retried;
-// Update's result is its last run's. change runs inside the transaction,
+// change may run more than once, if the transaction must be retried or
+// the contract this store wrote last is no longer the row; Update's
+// result is its last run's. change runs inside the transaction,
 // holding one of the pool's connections and the contract's lock: it
 // should decide from the contract alone, not wait on the database or
 // anything slow.

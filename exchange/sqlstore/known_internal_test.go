@@ -1,0 +1,92 @@
+package sqlstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/trade"
+)
+
+func uidOf(i int) [16]byte { return [16]byte{byte(i), byte(i >> 8)} }
+
+// The contract known is a clone: a change written into what get returns
+// leaves the known one as it was.
+func TestKnownGetClones(t *testing.T) {
+	k := newKnown(8)
+	c := trade.Contract{ID: "c1", State: trade.StateRunning, GPUs: []int{1}}
+	k.put(uidOf(1), record("r1"), &c)
+	c.GPUs[0] = 9 // the caller's copy, after put
+	rec, got, ok := k.get(uidOf(1))
+	require.True(t, ok)
+	assert.Equal(t, record("r1"), rec)
+	assert.Equal(t, []int{1}, got.GPUs)
+	got.GPUs[0] = 7
+	_, again, _ := k.get(uidOf(1))
+	assert.Equal(t, []int{1}, again.GPUs)
+}
+
+// Ended contracts leave at once; the rest age out two generations of
+// max/2 later, so that memory stays bounded whatever other instances end.
+func TestKnownBounded(t *testing.T) {
+	k := newKnown(8)
+	running := trade.Contract{State: trade.StateRunning}
+	for i := range 100 {
+		k.put(uidOf(i), record("r"), &running)
+		assert.LessOrEqual(t, k.len(), 8)
+	}
+	_, _, ok := k.get(uidOf(99))
+	assert.True(t, ok, "the newest is kept")
+	_, _, ok = k.get(uidOf(0))
+	assert.False(t, ok, "the oldest aged out")
+
+	ended := trade.Contract{State: trade.StateSettled}
+	k.put(uidOf(99), record("r2"), &ended)
+	_, _, ok = k.get(uidOf(99))
+	assert.False(t, ok, "a settled contract changes no more: forgotten")
+	k.put(uidOf(98), record("r2"), &trade.Contract{State: trade.StateVoided})
+	_, _, ok = k.get(uidOf(98))
+	assert.False(t, ok)
+}
+
+// An instance alone decides each Update on the contract it wrote last,
+// the row's round trip saved; a contract it did not write, it decides on
+// the row.
+func TestUpdatesTakeTheKnown(t *testing.T) {
+	ctx := context.Background()
+	l, err := sqlledger.Open(ctx, pgtest.FreshDB(t), sqlledger.Options{})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	s, err := Open(ctx, l)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPU", Scale: 2}))
+
+	c := trade.Contract{ID: "c1", Client: "alice", Server: "srv", State: trade.StateAccepted}
+	_, created, err := s.Open(ctx, c)
+	require.NoError(t, err)
+	require.True(t, created)
+	for i, st := range []trade.State{trade.StateRunning, trade.StateRunning, trade.StateSettled} {
+		got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+			c.State, c.GPUs = st, append(c.GPUs, i)
+			return nil, nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, st, got.State)
+		stored, err := s.Contract(ctx, "c1")
+		require.NoError(t, err)
+		assert.Equal(t, got.GPUs, stored.GPUs, "update %d", i)
+	}
+	assert.EqualValues(t, 3, s.taken.Load())
+	assert.Zero(t, s.known.len(), "settled: forgotten")
+
+	// Settled, it is decided on the row.
+	_, err = s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) { return nil, nil })
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, s.taken.Load())
+}
