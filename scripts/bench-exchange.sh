@@ -32,24 +32,47 @@ raw() { # raw CLIENTS → "msgs/s avg-µs"
     END { printf "%s %s\n", rate, lat }' "$tmp/raw.$1"
 }
 
-ours() { # ours STORE CLIENTS → "contracts/s p50 p99"
-  GOGC="${GOGC:-400}" BOURSE_BENCH_NATS_URL="$NATS_URL" BOURSE_BENCH_STORE="$1" "$tmp/market.test" -test.run '^$' \
-    -test.bench "BenchmarkOffers/clients=$2\$" -test.benchtime "${N}x" >"$tmp/ours.$1.$2" 2>&1 || { cat "$tmp/ours.$1.$2" >&2; exit 1; }
-  awk '/contracts\/s/ { for (i = 1; i < NF; i++) { if ($(i+1) == "contracts/s") c = $i; if ($(i+1) == "p50-µs") p = $i; if ($(i+1) == "p99-µs") q = $i } }
-       END { printf "%s %s %s\n", c, p, q }' "$tmp/ours.$1.$2"
+# ticks PID: the CPU time, in clock ticks, of process PID, its live
+# children (PostgreSQL's backends) and its children reaped (those that
+# exited); 0 without PID.
+ticks() {
+  local t=0 c
+  [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] || { echo 0; return; }
+  t=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat")
+  for c in $(pgrep -P "$1"); do
+    t=$((t + $(awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+
+ours() { # ours STORE CLIENTS → "contracts/s p50 p99 cpu-µs/contract: ours nats-server postgres"
+  local TIMEFORMAT='%3U %3S' n0 n1 g0 g1
+  n0=$(ticks "${NATS_SERVER_PID:-}") g0=$(ticks "${PG_POSTMASTER_PID:-}")
+  { time GOGC="${GOGC:-400}" BOURSE_BENCH_NATS_URL="$NATS_URL" BOURSE_BENCH_STORE="$1" "$tmp/market.test" -test.run '^$' \
+    -test.bench "BenchmarkOffers/clients=$2\$" -test.benchtime "${N}x" >"$tmp/ours.$1.$2" 2>&1; } 2>"$tmp/cpu.$1.$2" ||
+    { cat "$tmp/ours.$1.$2" >&2; exit 1; }
+  sleep 0.5 # the pool's backends exit and are reaped
+  n1=$(ticks "${NATS_SERVER_PID:-}") g1=$(ticks "${PG_POSTMASTER_PID:-}")
+  [ "$1" = sql ] || g1=$g0 # a PostgreSQL the in-memory store does not use
+  awk -v n="$N" -v hz="$hz" -v nats=$((n1 - n0)) -v pg=$((g1 - g0)) -v cpu="$(cat "$tmp/cpu.$1.$2")" '
+    /contracts\/s/ { for (i = 1; i < NF; i++) { if ($(i+1) == "contracts/s") c = $i; if ($(i+1) == "p50-µs") p = $i; if ($(i+1) == "p99-µs") q = $i } }
+    END { split(cpu, u, " "); printf "%s %s %s %.0f %.0f %.0f\n", c, p, q, (u[1] + u[2]) * 1e6 / n, nats * 1e6 / hz / n, pg * 1e6 / hz / n }' "$tmp/ours.$1.$2"
 }
 
 stores="mem"
 [ -n "${BOURSE_TEST_DATABASE_URL:-}" ] && stores="mem sql"
-printf '\n%-6s %-8s %14s %10s %10s %14s %12s %10s %12s\n' store clients "contracts/s" "p50 µs" "p99 µs" "raw req/s" "raw avg µs" "p50/raw" "rate/raw"
+printf '\n%-6s %-8s %12s %8s %8s %10s %10s %8s %9s   %s\n' store clients "contracts/s" "p50 µs" "p99 µs" "raw req/s" "raw avg µs" "p50/raw" "rate/raw" \
+  "CPU µs/contract: ours nats-server postgres"
 for c in 1 16; do
   read -r rrate rlat <<<"$(raw "$c")"
   for s in $stores; do
-    read -r crate p50 p99 <<<"$(ours "$s" "$c")"
-    awk -v s="$s" -v c="$c" -v cr="$crate" -v p="$p50" -v q="$p99" -v rr="$rrate" -v rl="$rlat" \
-      'BEGIN { printf "%-6s %-8s %14.0f %10.0f %10.0f %14.0f %12.0f %10.2f %12.3f\n", s, c, cr, p, q, rr, rl, p / rl, cr / rr }'
+    read -r crate p50 p99 cours cnats cpg <<<"$(ours "$s" "$c")"
+    awk -v s="$s" -v c="$c" -v cr="$crate" -v p="$p50" -v q="$p99" -v rr="$rrate" -v rl="$rlat" -v a="$cours" -v b="$cnats" -v g="$cpg" \
+      'BEGIN { printf "%-6s %-8s %12.0f %8.0f %8.0f %10.0f %10.0f %8.2f %9.3f   %20d %11d %8d\n", s, c, cr, p, q, rr, rl, p / rl, cr / rr, a, b, g }'
   done
 done
 echo
+echo "CPU: each process's user and system time over the run, divided by the contracts made; ours is the whole benchmark process (clients, agents and exchange), nats-server and postgres include the run's setup (a fresh database, migrations)"
 echo "ours: go test -bench BenchmarkOffers ./market with GOGC=${GOGC:-400} (as bourse exchange sets it): bidder.Client offers, 2 server agents (64 GPUs each, jobs of 1 ms), exchange on the store"
 echo "raw: nats bench service request (natscli v0.3.0) against nats bench service serve, 128 B, same nats-server"

@@ -51,6 +51,7 @@ for _ in $(seq 1 20); do
 done
 [ -n "$pid" ] || { echo "nats-server.sh: could not start nats-server:" >&2; tail -n 20 "$dir/log" >&2; exit 1; }
 export NATS_URL="nats://127.0.0.1:$port"
+export NATS_SERVER_PID="$pid" # for benchmarks that weigh its CPU
 echo "nats-server.sh: $("$bin" --version) at $NATS_URL" >&2
 status=0
 "$@" || status=$?

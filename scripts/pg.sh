@@ -14,6 +14,8 @@
 #   BOURSE_PG_SETTINGS
 #                 the server version and the durability settings in force,
 #                 for benchmarks to report
+#   PG_POSTMASTER_PID
+#                 the server's pid, for benchmarks that weigh its CPU
 #   PATH          with the server's bin directory first (psql, pgbench)
 #
 # and then stops the cluster and removes the directory, whatever happens (CMD
@@ -293,6 +295,10 @@ export DATABASE_URL="postgres://postgres@127.0.0.1:$port/bourse?sslmode=disable"
 export BOURSE_TEST_DATABASE_URL=$DATABASE_URL
 export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=bourse
 export BOURSE_PG_SETTINGS="$version; max_connections=${PG_MAX_CONNECTIONS:-300} $durability"
+# The postmaster's pid, for benchmarks that weigh the server's CPU (its
+# backends' and, once they exit, its children's).
+PG_POSTMASTER_PID=$(head -n 1 "$data/postmaster.pid")
+export PG_POSTMASTER_PID
 export PATH="$bindir:$PATH"
 unset PGPASSWORD PGSERVICE PGSSLMODE PGOPTIONS PGHOSTADDR
 log "$version on 127.0.0.1:$port ($durability), data in $data"
