@@ -233,11 +233,12 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			if err != nil {
 				return err
 			}
-			switch {
-			case j.open != nil && j.open.written:
-				added = append(added, j.open.row)
-			case j.upd != nil && j.upd.changeErr == nil:
-				changed = append(changed, j.upd.row)
+			switch r := j.written(); {
+			case r == nil:
+			case j.open != nil:
+				added = append(added, r)
+			default:
+				changed = append(changed, r)
 			}
 		}
 		queueWrites(t, added, changed)
@@ -252,13 +253,22 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 // remember notes the rows that jobs wrote, now committed.
 func (s *Store) remember(jobs []*job) {
 	for _, j := range jobs {
-		switch {
-		case j.open != nil && j.open.written:
-			s.known.put(j.uid, j.open.row.record, &j.open.row.c)
-		case j.upd != nil && j.upd.row != nil && j.upd.changeErr == nil:
-			s.known.put(j.uid, j.upd.row.record, &j.upd.next)
+		if r := j.written(); r != nil {
+			s.known.put(j.uid, r.record, &r.c)
 		}
 	}
+}
+
+// written is the row that j's run writes, nil if none: an Open's that
+// made its contract, an Update's that stands.
+func (j *job) written() *row {
+	switch {
+	case j.open != nil && j.open.written:
+		return j.open.row
+	case j.upd != nil && j.upd.changeErr == nil:
+		return j.upd.row
+	}
+	return nil
 }
 
 // apply escrows an Open's contract and marks its row for run to write,
