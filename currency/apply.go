@@ -78,11 +78,11 @@ func (a applier) apply(ctx context.Context, op Op) (Result, error) {
 	case Reserve:
 		return a.reserve(ctx, o)
 	case Capture:
-		return a.resolve(ctx, o.Key, o.Hold, HoldCaptured, o.To, o.Amount, o.Memo)
+		return a.resolve(ctx, o.Key, o.Hold, HoldCaptured, o.To, o.Amount, o.Memo, o.IfOpen)
 	case Void:
-		return a.resolve(ctx, o.Key, o.Hold, HoldVoided, "", decimal.Zero, o.Memo)
+		return a.resolve(ctx, o.Key, o.Hold, HoldVoided, "", decimal.Zero, o.Memo, o.IfOpen)
 	case Expire:
-		return a.resolve(ctx, o.Key, o.Hold, HoldExpired, "", decimal.Zero, "expired")
+		return a.resolve(ctx, o.Key, o.Hold, HoldExpired, "", decimal.Zero, "expired", false)
 	case Exchange:
 		return a.exchange(ctx, o)
 	}
@@ -115,13 +115,23 @@ func (a applier) transfer(ctx context.Context, o Transfer) (Result, error) {
 	if err := cur.CheckAmount("amount", o.Amount); err != nil {
 		return Result{}, err
 	}
-	if err := a.cover(ctx, from, o.Amount); err != nil {
+	amount := o.Amount
+	if o.UpTo && from.Kind != Issuance {
+		bal, err := a.s.Balance(ctx, from.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		if amount = decimal.Min(amount, bal); !amount.IsPositive() {
+			return Result{}, nil
+		}
+	}
+	if err := a.cover(ctx, from, amount); err != nil {
 		return Result{}, err
 	}
-	if err := a.bounded(ctx, from, to, o.Amount); err != nil {
+	if err := a.bounded(ctx, from, to, amount); err != nil {
 		return Result{}, err
 	}
-	m := Movement{ID: "t/" + o.Key, Key: o.Key, Currency: cur.Code, From: from.ID, To: to.ID, Amount: o.Amount, Memo: o.Memo, At: a.now}
+	m := Movement{ID: "t/" + o.Key, Key: o.Key, Currency: cur.Code, From: from.ID, To: to.ID, Amount: amount, Memo: o.Memo, At: a.now}
 	if err := a.s.Post(ctx, m); err != nil {
 		return Result{}, err
 	}
@@ -178,10 +188,13 @@ func (a applier) reserve(ctx context.Context, o Reserve) (Result, error) {
 }
 
 // resolve captures (amount to `to`, the rest back), voids or expires a hold.
-func (a applier) resolve(ctx context.Context, key string, id HoldID, status HoldStatus, to AccountID, amount decimal.Decimal, memo string) (Result, error) {
+func (a applier) resolve(ctx context.Context, key string, id HoldID, status HoldStatus, to AccountID, amount decimal.Decimal, memo string, ifOpen bool) (Result, error) {
 	h, found, err := a.s.Hold(ctx, id)
 	if err != nil {
 		return Result{}, err
+	}
+	if ifOpen && (!found || h.Status != HoldOpen) {
+		return Result{}, nil
 	}
 	if !found {
 		return Result{}, &bourse.Error{Code: bourse.ENotFound, Field: "hold", Message: "no hold " + string(id)}

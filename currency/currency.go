@@ -80,3 +80,20 @@ func quote(s string) string {
 	}
 	return `"` + s + `"`
 }
+
+// CheckLimit checks a limit on amounts of c (a cap, a threshold, a level):
+// zero or more, within c's scale, and below MaxAmount, which no amount
+// reaches, so that a limit no amount could meet is refused where it is
+// set rather than making every later amount fail.
+func (c Currency) CheckLimit(field string, a decimal.Decimal) error {
+	if err := c.checkScale(field, a); err != nil {
+		return err
+	}
+	if a.IsNegative() {
+		return &bourse.Error{Code: bourse.EInvalid, Field: field, Message: "a limit of " + a.String() + " is below zero"}
+	}
+	if a.GreaterThanOrEqual(MaxAmount) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: field, Message: "a limit of " + a.String() + " is not below 10^18, the bound of every amount and balance"}
+	}
+	return nil
+}

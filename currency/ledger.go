@@ -3,6 +3,8 @@ package currency
 import (
 	"context"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/bourse/bourse"
 )
 
@@ -87,4 +89,23 @@ func (q AccountQuery) PageLimit() int {
 // Match reports whether a is one of the accounts q selects, its page aside.
 func (q AccountQuery) Match(a Account) bool {
 	return (q.Currency == "" || a.Currency == q.Currency) && (q.Kind == "" || a.Kind == q.Kind) && a.ID > q.After
+}
+
+// TxReader is what a transaction of a ledger's reads (mem.Tx and
+// sqlledger.Tx): nothing it reads changes before the transaction ends, so
+// that an amount decided on what it read moves on that, whoever else is
+// moving money at the same time.
+type TxReader interface {
+	// Balance is id's own balance, its money not held; found is false
+	// where there is no such account.
+	Balance(ctx context.Context, id AccountID) (balance decimal.Decimal, found bool, err error)
+	// Held is the sum of id's open holds.
+	Held(ctx context.Context, id AccountID) (decimal.Decimal, error)
+	// Net is what account has received from counterparty less what it
+	// has sent it.
+	Net(ctx context.Context, account, counterparty AccountID) (decimal.Decimal, error)
+	// Used reports whether an operation has been applied under key, or
+	// has failed under it: whether an operation under it would be a
+	// replay rather than a first application.
+	Used(ctx context.Context, key string) (bool, error)
 }

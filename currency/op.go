@@ -39,6 +39,14 @@ type Transfer struct {
 	To     AccountID       `json:"to"`
 	Amount decimal.Decimal `json:"amount"`
 	Memo   string          `json:"memo,omitempty"`
+	// UpTo makes Amount a most: the transfer moves what From has of it
+	// (its balance, not what it holds), decided in the transaction that
+	// moves it, and nothing where From has nothing (a Result without
+	// movements). So "take back what is there" is one operation under one
+	// key, whatever From spends meanwhile: two callers that ask the same
+	// get the same answer, and none finds the key failed for want of
+	// funds. From the issuance account it moves all of Amount.
+	UpTo bool `json:"up_to,omitempty"`
 }
 
 // Reserve opens hold Hold: Amount moves from the wallet From into the hold's
@@ -61,6 +69,12 @@ type Capture struct {
 	To     AccountID       `json:"to"`
 	Amount decimal.Decimal `json:"amount"`
 	Memo   string          `json:"memo,omitempty"`
+	// IfOpen makes a hold resolved already (or forgotten, or never made)
+	// no failure: the capture then does nothing. Whether the hold is
+	// open is decided in the transaction that applies it, so a caller
+	// releasing holds that a watchdog may have expired meanwhile need not
+	// read them first.
+	IfOpen bool `json:"if_open,omitempty"`
 }
 
 // Void resolves an open hold by returning all of it to its wallet.
@@ -68,6 +82,8 @@ type Void struct {
 	Key  string `json:"key"`
 	Hold HoldID `json:"hold"`
 	Memo string `json:"memo,omitempty"`
+	// IfOpen: as Capture's.
+	IfOpen bool `json:"if_open,omitempty"`
 }
 
 // Expire voids an open hold whose deadline has passed by the ledger's clock;
@@ -85,9 +101,10 @@ func (o Void) IdempotencyKey() string     { return o.Key }
 func (o Expire) IdempotencyKey() string   { return o.Key }
 
 // content is an operation's kind and the fields that make it what it is,
-// in a fixed order: for a transfer from, to and amount; for a reserve
-// hold, from, amount and deadline; for a capture hold, to and amount; for a
-// void or an expire the hold. Decimals are in canonical form, so that
+// in a fixed order: for a transfer from, to and amount (and up_to where
+// set); for a reserve hold, from, amount and deadline; for a capture hold,
+// to and amount; for a void or an expire the hold (and if_open, for a
+// capture or a void, where set). Decimals are in canonical form, so that
 // "1.50" and "1.5" are the same amount, and times are UTC nanoseconds.
 type content struct {
 	kind   string
@@ -101,8 +118,14 @@ type content struct {
 type field struct{ name, value string }
 
 func (o Transfer) content() content {
-	return content{kind: "transfer", memo: o.Memo, hasMemo: true, fields: []field{
+	c := content{kind: "transfer", memo: o.Memo, hasMemo: true, fields: []field{
 		{"from", string(o.From)}, {"to", string(o.To)}, {"amount", o.Amount.String()}}}
+	if o.UpTo {
+		// Only where set, so that the fingerprints of plain transfers
+		// stored before it existed still match.
+		c.fields = append(c.fields, field{"up_to", "true"})
+	}
+	return c
 }
 
 func (o Reserve) content() content {
@@ -112,12 +135,21 @@ func (o Reserve) content() content {
 }
 
 func (o Capture) content() content {
-	return content{kind: "capture", memo: o.Memo, hasMemo: true, fields: []field{
-		{"hold", string(o.Hold)}, {"to", string(o.To)}, {"amount", o.Amount.String()}}}
+	return ifOpen(content{kind: "capture", memo: o.Memo, hasMemo: true, fields: []field{
+		{"hold", string(o.Hold)}, {"to", string(o.To)}, {"amount", o.Amount.String()}}}, o.IfOpen)
 }
 
 func (o Void) content() content {
-	return content{kind: "void", memo: o.Memo, hasMemo: true, fields: []field{{"hold", string(o.Hold)}}}
+	return ifOpen(content{kind: "void", memo: o.Memo, hasMemo: true, fields: []field{{"hold", string(o.Hold)}}}, o.IfOpen)
+}
+
+// ifOpen adds the if_open field where it is set, and only there, so that
+// the fingerprints stored before it existed still match.
+func ifOpen(c content, set bool) content {
+	if set {
+		c.fields = append(c.fields, field{"if_open", "true"})
+	}
+	return c
 }
 
 func (o Expire) content() content {

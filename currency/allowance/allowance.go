@@ -3,9 +3,10 @@
 // a/b, and with a = 0 halves every ln2/b (Slurm's decayed usage, for
 // money). Amounts are minted from the currency's issuance account (or,
 // where the balance is above a/b, returned to it) as ledger transfers,
-// one per period of a fixed grid under the key allowance/<wallet>/<n>, so
-// that a scheduler run late, early, twice or from two machines at once
-// mints each period once and the same amount.
+// one per period of a fixed grid under the key of the rule's version and
+// the period (Key), so that a scheduler run late, early, twice or from two
+// machines at once mints each period once and the same amount, and a rule
+// that replaces another never finds the other's payments under its keys.
 //
 // Between the wallet's own movements the balance follows the closed form
 // x(n) = a/b + (x₀ − a/b)·qⁿ with q = e^(−b·period), rounded to the
@@ -43,6 +44,10 @@ type Rule struct {
 	// first period's beginning. Nothing is paid for time before Start.
 	Period time.Duration
 	Start  time.Time
+	// Version is the rule's version where a store keeps it (the
+	// treasury's setting's), so that each version's payments have keys
+	// of their own; zero for a rule kept nowhere (the simulator's).
+	Version int64
 }
 
 // Validate says what is wrong with r.
@@ -111,10 +116,18 @@ func (r Rule) Project(x0 decimal.Decimal, d time.Duration, scale int32) decimal.
 	return r.value(x0, int64(d/r.period()), r.q(), scale)
 }
 
-// Key is the idempotency key of the rule's payment for period n (the
-// period that ends at Start + n·Period).
-func Key(wallet currency.AccountID, n int64) string {
-	return "allowance/" + string(wallet) + "/" + strconv.FormatInt(n, 10)
+// Key is the idempotency key of the payment for period n (the period
+// that ends at Start + n·Period) of version v of wallet's rule:
+// allowance/<wallet>/v<v>/<n>, or allowance/<wallet>/<n> for version 0.
+func Key(wallet currency.AccountID, v, n int64) string {
+	return keyPrefix(wallet, v) + strconv.FormatInt(n, 10)
+}
+
+func keyPrefix(wallet currency.AccountID, v int64) string {
+	if v == 0 {
+		return "allowance/" + string(wallet) + "/"
+	}
+	return "allowance/" + string(wallet) + "/v" + strconv.FormatInt(v, 10) + "/"
 }
 
 // Paid is one period's payment.
@@ -126,31 +139,50 @@ type Paid struct {
 }
 
 // Accrue pays every period of r that has ended by now and is not paid
-// yet, oldest first, and returns every period's payment since Start. It
-// reads the wallet's statement for its own movements and what was paid
-// before, so it can run at any time and any number of times, from any
-// number of places at once: each period is paid once, by its key.
+// yet, oldest first, straight to the ledger, and returns every period's
+// payment since Start. It reads the wallet's statement for its own
+// movements and what was paid before, so it can run at any time and any
+// number of times, from any number of places at once: each period is paid
+// once, by its key.
 //
 // A period that would take more from the wallet than it holds when the
 // payment is made (it spent between the period's end and the run) takes
-// what there is, and the next periods go on from the balance that
-// leaves; where it holds nothing at all, no payment is made and a later
-// run takes the decay once there is money. Only this race makes the
-// payments depend on when the runs happen.
+// what there is, decided in the ledger's transaction (a Transfer UpTo),
+// and the next periods go on from the balance that leaves. Only this race
+// makes the payments depend on when the runs happen.
 func Accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Paid, error) {
+	return AccrueWith(ctx, l, r, now, nil)
+}
+
+// A Payer makes period n's payment, t, and returns what it moved into the
+// wallet (negative: out of it), t's first answer where it was made before.
+// ErrStop says the rule pays no more for now (it was replaced, or the
+// period has not ended by the payer's clock): Accrue returns what it has.
+type Payer func(ctx context.Context, n int64, t currency.Transfer) (moved decimal.Decimal, err error)
+
+// ErrStop is a Payer's answer when the rule pays no more for now.
+var ErrStop = errors.New("allowance: the rule pays no more for now")
+
+// AccrueWith is Accrue with each payment made by pay (the treasury's,
+// which commits it in its trail while the rule's version is current); a
+// nil pay applies it to l.
+func AccrueWith(ctx context.Context, l currency.Ledger, r Rule, now time.Time, pay Payer) ([]Paid, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	if pay == nil {
+		pay = ledgerPayer(l, r.Wallet)
+	}
 	for range 5 {
-		paid, err := accrue(ctx, l, r, now)
-		if !errors.Is(err, errRace) {
+		paid, err := accrue(ctx, l, r, now, pay)
+		if bourse.ErrorCode(err) != bourse.EIdempotencyConflict {
 			return paid, err
 		}
 	}
-	return nil, fmt.Errorf("allowance %s: other runs kept paying the same periods otherwise: %w", r.Wallet, errRace)
+	return nil, fmt.Errorf("allowance %s: other runs kept paying the same periods otherwise (are the clocks of the machines that move money apart?)", r.Wallet)
 }
 
-func accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Paid, error) {
+func accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time, pay Payer) ([]Paid, error) {
 	acct, err := l.Account(ctx, r.Wallet)
 	if err != nil {
 		return nil, fmt.Errorf("allowance %s: %w", r.Wallet, err)
@@ -163,7 +195,7 @@ func accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Pa
 	if err != nil {
 		return nil, err
 	}
-	prefix := "allowance/" + string(r.Wallet) + "/"
+	prefix := keyPrefix(r.Wallet, r.Version)
 	before := map[int64]decimal.Decimal{} // payments made already, by period
 	var own []currency.Entry              // the wallet's other movements, in order
 	for _, e := range entries {
@@ -199,11 +231,15 @@ func accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Pa
 		want := r.value(x0, n-k0, q, cur.Scale).Sub(x)
 		amount, done := before[n]
 		if !done && !want.IsZero() {
-			if amount, err = pay(ctx, l, r, cur.Code, n, want); err != nil {
-				return paid, err
+			amount, err = pay(ctx, n, r.transfer(cur.Code, n, want))
+			if errors.Is(err, ErrStop) {
+				return paid, nil
+			}
+			if err != nil {
+				return paid, fmt.Errorf("allowance %s, period %d: %w", r.Wallet, n, err)
 			}
 		}
-		paid = append(paid, Paid{Period: n, Amount: amount, Key: Key(r.Wallet, n), New: !done && !amount.IsZero()})
+		paid = append(paid, Paid{Period: n, Amount: amount, Key: Key(r.Wallet, r.Version, n), New: !done && !amount.IsZero()})
 		x = x.Add(amount)
 		if !amount.Equal(want) {
 			// A short decay (the wallet had spent what it was to give
@@ -214,39 +250,40 @@ func accrue(ctx context.Context, l currency.Ledger, r Rule, now time.Time) ([]Pa
 	return paid, nil
 }
 
-// errRace says another scheduler paid a period meanwhile, otherwise than
-// this one would have: Accrue starts over from the ledger.
-var errRace = errors.New("allowance: paid meanwhile by another run")
-
-// pay makes period n's payment. A payment out of the wallet is tried in
-// full first, so that two schedulers at once make the same transfer under
-// the key; where the wallet no longer has it all, it takes what there is.
-func pay(ctx context.Context, l currency.Ledger, r Rule, code currency.Code, n int64, amount decimal.Decimal) (decimal.Decimal, error) {
-	t := currency.Transfer{Key: Key(r.Wallet, n), From: currency.IssuanceID(code), To: r.Wallet, Amount: amount,
+// transfer is period n's payment of amount: minted into the wallet, or,
+// negative, returned from it up to what it has.
+func (r Rule) transfer(code currency.Code, n int64, amount decimal.Decimal) currency.Transfer {
+	t := currency.Transfer{Key: Key(r.Wallet, r.Version, n), From: currency.IssuanceID(code), To: r.Wallet, Amount: amount,
 		Memo: fmt.Sprintf("allowance, period %d", n)}
 	if amount.IsNegative() {
-		t.From, t.To, t.Amount, t.Memo = r.Wallet, currency.IssuanceID(code), amount.Neg(), fmt.Sprintf("allowance decay, period %d", n)
+		t.From, t.To, t.Amount, t.UpTo, t.Memo = r.Wallet, currency.IssuanceID(code), amount.Neg(), true, fmt.Sprintf("allowance decay, period %d", n)
 	}
-	_, err := currency.Do(ctx, l, t)
-	if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-		bal, berr := l.Balance(ctx, r.Wallet)
-		if berr != nil {
-			return decimal.Zero, berr
+	return t
+}
+
+// ledgerPayer applies each payment to l.
+func ledgerPayer(l currency.Ledger, wallet currency.AccountID) Payer {
+	return func(ctx context.Context, _ int64, t currency.Transfer) (decimal.Decimal, error) {
+		res, err := currency.Do(ctx, l, t)
+		if err != nil {
+			return decimal.Zero, err
 		}
-		if !bal.Available.IsPositive() {
-			return decimal.Zero, nil
+		return Moved(res, wallet), nil
+	}
+}
+
+// Moved is what a result moved into wallet, less what it moved out.
+func Moved(res currency.Result, wallet currency.AccountID) decimal.Decimal {
+	net := decimal.Zero
+	for _, m := range res.Movements {
+		switch wallet {
+		case m.To:
+			net = net.Add(m.Amount)
+		case m.From:
+			net = net.Sub(m.Amount)
 		}
-		t.Amount = bal.Available
-		_, err = currency.Do(ctx, l, t)
-		amount = bal.Available.Neg()
 	}
-	switch bourse.ErrorCode(err) {
-	case "":
-		return amount, nil
-	case bourse.EIdempotencyConflict, bourse.EInsufficientFunds:
-		return decimal.Zero, errRace
-	}
-	return decimal.Zero, fmt.Errorf("allowance %s, period %d: %w", r.Wallet, n, err)
+	return net
 }
 
 // statement reads a wallet's whole statement.

@@ -50,6 +50,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Exchange", func(t *testing.T) { testExchange(t, open) })
 	t.Run("Transfers", func(t *testing.T) { testTransfers(t, open) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, open) })
+	t.Run("UpTo", func(t *testing.T) { testUpTo(t, open) })
+	t.Run("IfOpen", func(t *testing.T) { testIfOpen(t, open) })
 	t.Run("Holds", func(t *testing.T) { testHolds(t, open) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open) })
 	t.Run("Batch", func(t *testing.T) { testBatch(t, open) })

@@ -141,3 +141,42 @@ func (t *Tx) Balance(ctx context.Context, id currency.AccountID) (balance decima
 	}
 	return a.balance, true, nil
 }
+
+var _ currency.TxReader = (*Tx)(nil)
+
+// Held is the sum of id's open holds as committed before this
+// transaction's own operations (which the database sees only at commit):
+// read it before applying any.
+func (t *Tx) Held(ctx context.Context, id currency.AccountID) (decimal.Decimal, error) {
+	var held string
+	b := &pgx.Batch{}
+	b.Queue(`SELECT COALESCE(SUM(amount), 0)::TEXT FROM holds WHERE from_uid = $1 AND status = 'open'`, accountUID(id)).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&held) })
+	if err := t.s.t.send(ctx, b); err != nil {
+		return decimal.Decimal{}, err
+	}
+	return parseDec(held)
+}
+
+// Net is what account has received from counterparty less what it sent
+// it, as committed before this transaction's own operations: a walk of
+// account's statement (its entries' primary key), so it costs in
+// proportion to the account's entries.
+func (t *Tx) Net(ctx context.Context, account, counterparty currency.AccountID) (decimal.Decimal, error) {
+	var net string
+	b := &pgx.Batch{}
+	b.Queue(`SELECT COALESCE(SUM(e.amount), 0)::TEXT FROM entries e JOIN movements m ON m.uid = e.movement_uid
+WHERE e.account_uid = $1 AND (m.from_account = $2 OR m.to_account = $2)`, accountUID(account), string(counterparty)).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&net) })
+	if err := t.s.t.send(ctx, b); err != nil {
+		return decimal.Decimal{}, err
+	}
+	return parseDec(net)
+}
+
+// Used reports whether an operation has been applied, or has failed,
+// under key, in the transaction or before it.
+func (t *Tx) Used(ctx context.Context, key string) (bool, error) {
+	_, _, found, err := t.s.Result(ctx, key)
+	return found, err
+}
