@@ -101,6 +101,13 @@ func SpendWallet(owner string, cur currency.Code, p SpendPeriod, at time.Time) c
 	return currency.WalletID(SpendCode(cur), owner+"@"+string(p)+"."+label)
 }
 
+// BudgetKey is the key of the transfer that first gives budget w its
+// limit, whoever makes it: the House when an offer first meets the period,
+// or the treasury when a cap is set before that.
+func BudgetKey(w currency.AccountID) string {
+	return "spend-budget/" + strings.TrimPrefix(string(w), "wallet/")
+}
+
 // SpentID collects what the budgets of cur paid for: captures need a
 // destination in the budget's currency.
 func SpentID(cur currency.Code) currency.AccountID {
@@ -200,7 +207,7 @@ func (h *House) budget(ctx context.Context, sc spendCheck) error {
 		}
 	}
 	if sc.cap.Limit.IsPositive() && sc.cap.Period != Rate {
-		mint := currency.Transfer{Key: "spend-budget/" + strings.TrimPrefix(string(sc.wallet), "wallet/"), From: currency.IssuanceID(code),
+		mint := currency.Transfer{Key: BudgetKey(sc.wallet), From: currency.IssuanceID(code),
 			To: sc.wallet, Amount: sc.cap.Limit, Memo: fmt.Sprintf("%s spend cap of %s", sc.cap.Period, sc.cap.Owner)}
 		if _, err := currency.Do(ctx, l, mint); err != nil && bourse.ErrorCode(err) != bourse.EIdempotencyConflict {
 			return fmt.Errorf("spend cap budget %s: %w", sc.wallet, err)
@@ -252,14 +259,11 @@ func spendReserves(c *trade.Contract, offerID string, checks []spendCheck, deadl
 // spendSettle captures charge from each budget an ended contract reserved
 // from and gives back the rest (a void passes zero), where the budget's
 // hold is still open (see capRelease).
-func (h *House) spendSettle(c *trade.Contract, charge decimal.Decimal) []currency.Op {
+func spendSettle(c *trade.Contract, charge decimal.Decimal) []currency.Op {
 	var ops []currency.Op
 	for i, id := range c.SpendHolds {
-		if !h.holdOpen(id) {
-			continue
-		}
 		ops = append(ops, currency.Capture{Key: fmt.Sprintf("spend-settle/%s/%d", c.ID, i), Hold: currency.HoldID(id),
-			To: SpentID(currency.Code(c.Terms.Currency)), Amount: charge, Memo: "contract " + c.ID + " ended"})
+			To: SpentID(currency.Code(c.Terms.Currency)), Amount: charge, Memo: "contract " + c.ID + " ended", IfOpen: true})
 	}
 	return ops
 }

@@ -14,6 +14,7 @@ package treasury
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -47,6 +48,7 @@ const (
 	KindBurn            = "burn"
 	KindAllowanceSet    = "allowance.set"
 	KindAllowanceRemove = "allowance.remove"
+	KindAllowance       = "allowance"
 	KindCapSet          = "cap.set"
 	KindSpendCapSet     = "spend-cap.set"
 	KindSpendRateSet    = "spend-rate.set"
@@ -69,6 +71,10 @@ type Setting struct {
 	Value string    `json:"value"`
 	SetBy string    `json:"set_by"`
 	SetAt time.Time `json:"set_at"`
+	// Version counts the writes of the setting, removals included, from
+	// 1; a store sets it. It never goes back, so that what is keyed by it
+	// (an allowance's payments) is never taken for another version's.
+	Version int64 `json:"version"`
 }
 
 // Change is what one action does: Ops on the ledger (all or none), an
@@ -79,7 +85,36 @@ type Change struct {
 	Ops     []currency.Op
 	Watch   []currency.AccountID
 	Setting *Setting
+	// Plan, where set, decides the change inside the store's transaction,
+	// before anything is written: from the balances and settings it reads
+	// through v, which nothing else can change before the commit, it sets
+	// c.Ops and c.Setting and may note what it decided in c.Action's
+	// Before and After. It runs only when the key is new, and again from
+	// the Change as given if the transaction is retried. ErrNoChange
+	// commits nothing, not even the action; any other error fails the
+	// commit.
+	Plan func(ctx context.Context, v View, c *Change) error
+	// Unrecorded commits the change without a line in the trail: for a
+	// scheduled payment whose rule is in the trail already, and whose
+	// operations' keys make it idempotent by themselves (an allowance's
+	// periods, one an hour per wallet, would otherwise bury the
+	// administrators' actions). Its Action names it for errors only.
+	Unrecorded bool
 }
+
+// View is what a Plan reads, in the transaction that commits its change.
+type View interface {
+	currency.TxReader
+	// Setting is the setting of kind and name; found is false where there
+	// is none, or it was removed (its Version still counts the writes).
+	Setting(ctx context.Context, kind, name string) (s Setting, found bool, err error)
+	// Now is the store's clock, the one the trail's times are read on.
+	Now() time.Time
+}
+
+// ErrNoChange is a Plan's answer when nothing is due: the commit records
+// nothing and returns it.
+var ErrNoChange = errors.New("treasury: nothing to change")
 
 // Store keeps the trail and the settings beside a ledger. Implementations:
 // Mem (here) and treasury/sqltreasury; both pass treasury/treasurytest.
@@ -88,7 +123,8 @@ type Store interface {
 	// Commit applies a change once per Action.Key. If an action with the
 	// key is in the trail already it is returned with fresh false and
 	// nothing is done (an EIdempotencyConflict if it asked something
-	// else). If an op fails for a business reason its error is returned
+	// else). An Unrecorded change is applied without the trail, its
+	// operations' keys answering for its repetitions. If an op fails for a business reason its error is returned
 	// and nothing of the change is kept, not even the failure under the
 	// op's key. Commit sets the action's At, Before and After.
 	Commit(ctx context.Context, c Change) (a Action, fresh bool, err error)
@@ -97,6 +133,8 @@ type Store interface {
 	Actions(ctx context.Context, before string, limit int) ([]Action, error)
 	// Settings lists the settings of a kind, by name.
 	Settings(ctx context.Context, kind string) ([]Setting, error)
+	// Now is the store's clock, the trail's.
+	Now() time.Time
 }
 
 // Changes says what the action changed, one field at a time, by name:

@@ -1,6 +1,7 @@
 package treasury
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,8 +48,15 @@ func decodeRule(s string) (allowance.Rule, error) {
 }
 
 // SetAllowance sets (or replaces) the allowance of r.Wallet, which must
-// exist. The scheduler (`bourse admin allowance run`) pays it from then
-// on; a replaced rule starts its grid afresh from its Start.
+// exist. The scheduler (PayAllowances) pays it from then on, each period
+// under a key of the rule's version, so that a replacement never finds
+// its predecessor's payments under its own keys.
+//
+// A wallet's first rule may start in the past: the periods since its
+// Start are paid at the next run. A rule set after another (a replacement,
+// or a rule set again after a removal) starts no earlier than it is set,
+// by the store's clock, so that no stretch of time is paid by two rules;
+// the rule it replaces is paid first for every period that has ended.
 func (t *Treasury) SetAllowance(ctx context.Context, actor string, r allowance.Rule, key string) (Action, error) {
 	if err := r.Validate(); err != nil {
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: "treasury." + KindAllowanceSet, Field: "rule", Message: err.Error()}
@@ -63,22 +71,67 @@ func (t *Treasury) SetAllowance(ctx context.Context, actor string, r allowance.R
 	if acc.Kind != currency.Wallet {
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: "treasury." + KindAllowanceSet, Field: "wallet", Message: string(r.Wallet) + " is not a wallet"}
 	}
-	v := encodeRule(r)
+	if r.A.GreaterThanOrEqual(currency.MaxAmount) {
+		// a is a rate, not an amount of the currency's scale: only its
+		// bound is checked.
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: "treasury." + KindAllowanceSet, Field: "a",
+			Message: "an allowance of " + r.A.String() + " per hour is not below 10^18, the bound of every amount and balance"}
+	}
+	if err := t.payUp(ctx, r); err != nil {
+		return Action{}, err
+	}
 	return t.commit(ctx, Change{
-		Action:  Action{Key: key, Actor: actor, Kind: KindAllowanceSet, Target: string(r.Wallet), Request: "allowance " + v},
-		Setting: &Setting{Kind: settingAllowance, Name: string(r.Wallet), Value: v},
+		Action: Action{Key: key, Actor: actor, Kind: KindAllowanceSet, Target: string(r.Wallet), Request: "allowance " + encodeRule(r)},
+		Plan: func(ctx context.Context, v View, c *Change) error {
+			old, _, err := v.Setting(ctx, settingAllowance, string(r.Wallet))
+			if err != nil {
+				return err
+			}
+			set := r
+			if now := v.Now().UTC().Truncate(time.Second); old.Version > 0 && set.Start.Before(now) {
+				set.Start = now
+			}
+			c.Setting = &Setting{Kind: settingAllowance, Name: string(r.Wallet), Value: encodeRule(set)}
+			return nil
+		},
 	})
 }
 
-// RemoveAllowance stops a wallet's allowance; what it was paid stays.
+// RemoveAllowance stops a wallet's allowance; what it was paid stays, and
+// every period that has ended is paid first.
 func (t *Treasury) RemoveAllowance(ctx context.Context, actor string, wallet currency.AccountID, key string) (Action, error) {
+	if err := t.payUp(ctx, allowance.Rule{Wallet: wallet}); err != nil {
+		return Action{}, err
+	}
 	return t.commit(ctx, Change{
 		Action:  Action{Key: key, Actor: actor, Kind: KindAllowanceRemove, Target: string(wallet), Request: "allowance remove " + string(wallet)},
 		Setting: &Setting{Kind: settingAllowance, Name: string(wallet)},
 	})
 }
 
-// Allowances lists the allowances set, by wallet.
+// payUp pays the rule of next.Wallet, if it has one other than next, for
+// the periods that have ended by the store's clock, before next replaces
+// it (or, with only a wallet, before it is removed). The same rule set
+// again, as a rules file run from cron does, pays nothing here.
+func (t *Treasury) payUp(ctx context.Context, next allowance.Rule) error {
+	rules, err := t.Allowances(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		same := r
+		same.Version = 0
+		if r.Wallet != next.Wallet || encodeRule(same) == encodeRule(next) {
+			continue
+		}
+		if _, err := allowance.AccrueWith(ctx, t.l, r, t.s.Now(), t.payer(r)); err != nil {
+			return fmt.Errorf("allowance of %s, before it changes: %w", r.Wallet, err)
+		}
+	}
+	return nil
+}
+
+// Allowances lists the allowances set, by wallet, each with its version.
 func (t *Treasury) Allowances(ctx context.Context) ([]allowance.Rule, error) {
 	ss, err := t.s.Settings(ctx, settingAllowance)
 	if err != nil {
@@ -90,15 +143,22 @@ func (t *Treasury) Allowances(ctx context.Context) ([]allowance.Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("allowance of %s: stored %q: %w", s.Name, s.Value, err)
 		}
+		r.Version = s.Version
 		out = append(out, r)
 	}
 	return out, nil
 }
 
 // PayAllowances pays every allowance what it is due at now
-// (allowance.Accrue, idempotent per period), and returns what each paid.
-// An allowance that fails does not stop the others; the first error is
-// returned after all have run.
+// (allowance.AccrueWith, once per period), and returns what each paid.
+// Each payment is a ledger transfer under the key of its rule's version
+// and period (the rule is in the trail; the payments are on the wallet's
+// statement, not in the trail), committed only while its rule's version
+// is the one set and only for a period that has ended by the store's
+// clock: a run with a
+// clock ahead pays nothing early, and a run that races a replacement pays
+// the old rule nothing past it. An allowance that fails does not stop the
+// others; the first error is returned after all have run.
 func (t *Treasury) PayAllowances(ctx context.Context, now time.Time) (map[currency.AccountID][]allowance.Paid, error) {
 	rules, err := t.Allowances(ctx)
 	if err != nil {
@@ -107,11 +167,47 @@ func (t *Treasury) PayAllowances(ctx context.Context, now time.Time) (map[curren
 	out := map[currency.AccountID][]allowance.Paid{}
 	var first error
 	for _, r := range rules {
-		paid, err := allowance.Accrue(ctx, t.l, r, now)
+		paid, err := allowance.AccrueWith(ctx, t.l, r, now, t.payer(r))
 		out[r.Wallet] = paid
 		if err != nil && first == nil {
 			first = fmt.Errorf("allowance of %s: %w", r.Wallet, err)
 		}
 	}
 	return out, first
+}
+
+// payer commits r's payments in the trail, each in a transaction that
+// checks that r's version is still the one set and that its period has
+// ended by the store's clock. The amount of a decay is decided by the
+// ledger in that transaction (up to what the wallet has).
+func (t *Treasury) payer(r allowance.Rule) allowance.Payer {
+	return func(ctx context.Context, n int64, tr currency.Transfer) (decimal.Decimal, error) {
+		end := r.Start.Add(time.Duration(n) * cmp.Or(r.Period, time.Hour))
+		_, err := t.commit(ctx, Change{
+			Action: Action{Key: tr.Key, Actor: "scheduler", Kind: KindAllowance, Target: string(r.Wallet), Memo: tr.Memo,
+				Request: fmt.Sprintf("allowance %s version %d period %d", r.Wallet, r.Version, n)},
+			Unrecorded: true,
+			Plan: func(ctx context.Context, v View, c *Change) error {
+				s, found, err := v.Setting(ctx, settingAllowance, string(r.Wallet))
+				switch {
+				case err != nil:
+					return err
+				case !found || s.Version != r.Version, end.After(v.Now()):
+					return allowance.ErrStop
+				}
+				c.Ops = []currency.Op{tr}
+				return nil
+			},
+		})
+		if err != nil {
+			return decimal.Zero, err
+		}
+		// The payment is made (now or before): its transfer's first
+		// answer says what it moved.
+		res, err := currency.Do(ctx, t.l, tr)
+		if err != nil {
+			return decimal.Zero, err
+		}
+		return allowance.Moved(res, r.Wallet), nil
+	}
 }

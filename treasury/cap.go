@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 )
@@ -16,26 +19,49 @@ type Cap struct {
 	InUse  int64  `json:"in_use"`
 }
 
-// SetCap makes client's concurrent-GPU cap gpus (see exchange.SetGPUCap:
-// the cap is the client's wallet in GPU-CAP, minted up to the cap or
-// burned down to it). Lowering it below the GPUs in use is EConflict
-// until enough contracts end.
+// SetCap makes client's concurrent-GPU cap gpus: the cap is the client's
+// wallet in GPU-CAP (exchange.CapWallet), minted up to the cap or burned
+// down to it by the difference from the cap as the transaction that moves
+// it reads it, so that two administrators at once set it once. Lowering
+// it below the GPUs in use is EConflict until enough contracts end.
 func (t *Treasury) SetCap(ctx context.Context, actor, client string, gpus int, key string) (Action, error) {
-	op, bal, err := exchange.CapChange(ctx, t.l, client, gpus, key)
-	if err != nil {
-		return Action{}, fmt.Errorf("treasury.%s: %w", KindCapSet, err)
+	op := "treasury." + KindCapSet
+	if gpus < 0 {
+		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "gpus", Message: fmt.Sprintf("a cap of %d GPUs", gpus)}
 	}
-	var ops []currency.Op
-	if op != nil {
-		ops = append(ops, op)
+	w, err := exchange.OpenCapWallet(ctx, t.l, client)
+	if err != nil {
+		return Action{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return t.commit(ctx, Change{
 		Action: Action{Key: key, Actor: actor, Kind: KindCapSet, Target: client,
-			Request: fmt.Sprintf("cap %s %d", client, gpus),
-			Before:  map[string]string{"cap": bal.Available.Add(bal.Held).String(), "in_use": bal.Held.String()},
-			After:   map[string]string{"cap": fmt.Sprint(gpus)}},
-		Ops:   ops,
-		Watch: []currency.AccountID{exchange.CapWallet(client)},
+			Request: fmt.Sprintf("cap %s %d", client, gpus), After: map[string]string{"cap": fmt.Sprint(gpus)}},
+		Watch: []currency.AccountID{w},
+		Plan: func(ctx context.Context, v View, c *Change) error {
+			free, _, err := v.Balance(ctx, w)
+			if err != nil {
+				return err
+			}
+			held, err := v.Held(ctx, w)
+			if err != nil {
+				return err
+			}
+			c.Action.Before["cap"], c.Action.Before["in_use"] = free.Add(held).String(), held.String()
+			tr := currency.Transfer{Key: key, From: currency.IssuanceID(exchange.GPUCap), To: w, Memo: fmt.Sprintf("cap of %s set to %d GPUs", client, gpus)}
+			switch delta := decimal.NewFromInt(int64(gpus)).Sub(free.Add(held)); {
+			case delta.IsPositive():
+				tr.Amount = delta
+			case delta.IsNegative() && free.LessThan(delta.Neg()):
+				return &bourse.Error{Code: bourse.EConflict, Op: op, Field: "gpus",
+					Message: fmt.Sprintf("%s holds %s GPUs in contracts now: a cap of %d waits until they end", client, held, gpus)}
+			case delta.IsNegative():
+				tr.From, tr.To, tr.Amount = w, currency.IssuanceID(exchange.GPUCap), delta.Neg()
+			default:
+				return nil
+			}
+			c.Ops = []currency.Op{tr}
+			return nil
+		},
 	})
 }
 

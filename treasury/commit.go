@@ -1,6 +1,7 @@
 package treasury
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -46,4 +47,20 @@ func NoteSetting(a Action, kind, old, new string) {
 // PageLimit bounds a listing's page.
 func PageLimit(limit int) int {
 	return currency.AccountQuery{Limit: limit}.PageLimit()
+}
+
+// Watch puts the balances of ids (their money not held), as the
+// transaction sees them, in into; an account that does not exist is left
+// out.
+func Watch(ctx context.Context, tx currency.TxReader, ids []currency.AccountID, into map[string]string) error {
+	for _, id := range ids {
+		bal, found, err := tx.Balance(ctx, id)
+		if err != nil {
+			return err
+		}
+		if found {
+			into[string(id)] = bal.String()
+		}
+	}
+	return nil
 }

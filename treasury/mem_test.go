@@ -2,6 +2,7 @@ package treasury_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/treasury"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestMem(t *testing.T) {
-	treasurytest.Run(t, func(testing.TB) treasury.Store {
-		return treasury.NewMem(mem.New(mem.Options{}), nil)
+	treasurytest.Run(t, func(_ testing.TB, now func() time.Time) treasury.Store {
+		return treasury.NewMem(mem.New(mem.Options{Now: now}), now)
 	})
 }

@@ -3,6 +3,7 @@ package treasury
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,18 +53,22 @@ func (r SpendRate) bucket() currency.AccountID {
 // SetSpendRate gives owner's spending in cur a token bucket of capacity,
 // refilled at perHour, warning the client whose offer takes it past warn
 // of it. It starts full. A capacity of zero removes it. A new capacity
-// changes the bucket at once by the difference (never below what is held).
+// changes the bucket at once by the difference from the capacity set
+// (never below what is held), both read in the transaction that moves
+// it, so that two administrators at once, or a refill meanwhile, neither
+// lose nor double a change.
 func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur currency.Code, capacity, perHour, warn decimal.Decimal, key string) (Action, error) {
 	op := "treasury." + KindSpendRateSet
 	money, err := t.l.Currency(ctx, cur)
 	if err != nil {
 		return Action{}, fmt.Errorf("spend rate: %w", err)
 	}
+	if err := checkLimits(op, money, bound{"capacity", capacity}, bound{"per_hour", perHour}); err != nil {
+		return Action{}, err
+	}
 	switch {
 	case len(exchange.SpendCode(cur)) > 16:
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend rates need a currency code of at most 10 characters"}
-	case capacity.IsNegative() || !capacity.Equal(capacity.Round(money.Scale)):
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "capacity", Message: fmt.Sprintf("%s is not an amount of %s", capacity, cur)}
 	case capacity.IsPositive() && !perHour.IsPositive():
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "per_hour", Message: "a bucket refills at a rate above zero"}
 	case warn.IsNegative() || warn.GreaterThan(decimal.NewFromInt(1)):
@@ -72,57 +77,75 @@ func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur cu
 	if _, err := t.l.Account(ctx, currency.WalletID(cur, owner)); err != nil {
 		return Action{}, fmt.Errorf("spend rate of %s: %w", owner, err)
 	}
-	r := SpendRate{Owner: owner, Currency: cur, Capacity: capacity, PerHour: perHour, Warn: warn, Refilled: time.Now().UnixNano() / int64(time.Minute)}
+	r := SpendRate{Owner: owner, Currency: cur, Capacity: capacity, PerHour: perHour, Warn: warn}
 	if err := t.openBucket(ctx, r, money.Scale); err != nil {
 		return Action{}, err
-	}
-	old, err := t.spendRate(ctx, owner, cur)
-	if err != nil {
-		return Action{}, err
-	}
-	if old.Capacity.IsPositive() {
-		r.Refilled = old.Refilled // the steps since then are still due
-	}
-	bal, err := t.l.Balance(ctx, r.bucket())
-	if err != nil {
-		return Action{}, err
-	}
-	// From the old capacity (zero for a new bucket, which so starts full)
-	// to the new.
-	iss := currency.IssuanceID(exchange.SpendCode(cur))
-	var ops []currency.Op
-	switch delta := capacity.Sub(old.Capacity); {
-	case delta.IsPositive():
-		ops = append(ops, currency.Transfer{Key: key + "/bucket", From: iss, To: r.bucket(), Amount: delta, Memo: "spend rate of " + owner})
-	case delta.IsNegative() && bal.Available.IsPositive():
-		ops = append(ops, currency.Transfer{Key: key + "/bucket", From: r.bucket(), To: iss, Amount: decimal.Min(delta.Neg(), bal.Available), Memo: "spend rate of " + owner})
-	}
-	value := ""
-	if capacity.IsPositive() {
-		b, _ := json.Marshal(r)
-		value = string(b)
 	}
 	return t.commit(ctx, Change{
 		Action: Action{Key: key, Actor: actor, Kind: KindSpendRateSet, Target: r.name(),
 			Request: fmt.Sprintf("spend rate %s capacity %s per hour %s warn %s", r.name(), capacity, perHour, warn)},
-		Setting: &Setting{Kind: settingSpendRate, Name: r.name(), Value: value},
-		Ops:     ops,
-		Watch:   []currency.AccountID{r.bucket()},
+		Watch: []currency.AccountID{r.bucket()},
+		Plan: func(ctx context.Context, v View, c *Change) error {
+			old, err := readSpendRate(ctx, v, r.name())
+			if err != nil {
+				return err
+			}
+			set := r
+			set.Refilled = v.Now().UnixNano() / int64(set.step())
+			if old.Capacity.IsPositive() {
+				set.Refilled = old.Refilled // the steps since then are still due
+			}
+			// From the old capacity (zero for a new bucket, which so
+			// starts full) to the new; down as far as what is not held.
+			iss := currency.IssuanceID(exchange.SpendCode(cur))
+			switch delta := capacity.Sub(old.Capacity); {
+			case delta.IsPositive():
+				c.Ops = []currency.Op{currency.Transfer{Key: key + "/bucket", From: iss, To: r.bucket(), Amount: delta, Memo: "spend rate of " + owner}}
+			case delta.IsNegative():
+				c.Ops = []currency.Op{currency.Transfer{Key: key + "/bucket", From: r.bucket(), To: iss, Amount: delta.Neg(), UpTo: true, Memo: "spend rate of " + owner}}
+			}
+			c.Setting = &Setting{Kind: settingSpendRate, Name: r.name()}
+			if capacity.IsPositive() {
+				b, _ := json.Marshal(set)
+				c.Setting.Value = string(b)
+			}
+			return nil
+		},
 	})
+}
+
+// readSpendRate is the bucket name's settings as v reads them; the zero
+// SpendRate where there is none.
+func readSpendRate(ctx context.Context, v View, name string) (SpendRate, error) {
+	s, found, err := v.Setting(ctx, settingSpendRate, name)
+	if err != nil || !found {
+		return SpendRate{}, err
+	}
+	var r SpendRate
+	if err := json.Unmarshal([]byte(s.Value), &r); err != nil {
+		return SpendRate{}, fmt.Errorf("spend rate %s: stored %q: %w", name, s.Value, err)
+	}
+	return r, nil
 }
 
 // openBucket makes the bucket's currency, wallet and spent account.
 func (t *Treasury) openBucket(ctx context.Context, r SpendRate, scale int32) error {
-	code := exchange.SpendCode(r.Currency)
+	return t.openSpend(ctx, r.Currency, scale, r.bucket())
+}
+
+// openSpend makes the unit currency of cur's spend budgets, its spent
+// account and the budget w, where they are missing.
+func (t *Treasury) openSpend(ctx context.Context, cur currency.Code, scale int32, w currency.AccountID) error {
+	code := exchange.SpendCode(cur)
 	if err := t.l.CreateCurrency(ctx, currency.Currency{Code: code, Scale: scale}); err != nil {
-		return fmt.Errorf("spend rate currency %s: %w", code, err)
+		return fmt.Errorf("spend currency %s: %w", code, err)
 	}
 	for _, a := range []currency.Account{
-		{ID: exchange.SpentID(r.Currency), Currency: code, Kind: currency.Revenue},
-		{ID: r.bucket(), Currency: code, Kind: currency.Wallet},
+		{ID: exchange.SpentID(cur), Currency: code, Kind: currency.Revenue},
+		{ID: w, Currency: code, Kind: currency.Wallet},
 	} {
 		if _, err := t.l.OpenAccount(ctx, a); err != nil {
-			return fmt.Errorf("spend rate bucket %s: %w", a.ID, err)
+			return fmt.Errorf("spend budget %s: %w", a.ID, err)
 		}
 	}
 	return nil
@@ -166,8 +189,12 @@ type Refill struct {
 }
 
 // RunSpendRates refills every bucket for the steps that have passed since
-// its last refill, up to its capacity,
-// each bucket's refill one action under the key of the step it reaches.
+// its last refill, up to its capacity, each bucket's refill one action
+// under the key of the step it reaches. The steps due, the room left and
+// the bucket's settings are read in the transaction that refills it, and
+// only the step reached is written back: two runs at once, on either side
+// of a step's edge, refill a bucket once, and a capacity an administrator
+// changed meanwhile is the one the refill keeps to (and keeps).
 func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Time) ([]Refill, error) {
 	rs, err := t.SpendRates(ctx)
 	if err != nil {
@@ -183,37 +210,54 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 		if err != nil {
 			return out, err
 		}
-		bal, err := t.l.Balance(ctx, r.bucket())
-		if err != nil {
-			return out, err
-		}
-		steps := n - r.Refilled
-		// per hour × the time the steps span, in exact decimals.
-		due := r.PerHour.Mul(decimal.NewFromInt(steps * int64(r.step()))).Div(decimal.NewFromInt(int64(time.Hour))).RoundDown(money.Scale)
-		// Up to the capacity of what is left to reserve: what running
-		// contracts hold is not counted, or a long contract would stop
-		// the refill; so their refunds can take a bucket past its capacity
-		// for a while, and it refills no more until it is below.
-		room := r.Capacity.Sub(bal.Available)
-		amount := decimal.Max(decimal.Zero, decimal.Min(due, room))
-		next := r
-		next.Refilled = n
-		value, _ := json.Marshal(next)
 		key := fmt.Sprintf("spend-rate/%s/%s/%d", r.Currency, r.Owner, n)
-		var ops []currency.Op
-		if amount.IsPositive() {
-			ops = append(ops, currency.Transfer{Key: key, From: currency.IssuanceID(exchange.SpendCode(r.Currency)), To: r.bucket(), Amount: amount,
-				Memo: fmt.Sprintf("refill of %d steps", steps)})
-		}
-		if _, err := t.commit(ctx, Change{
-			Action:  Action{Key: key, Actor: actor, Kind: KindSpendRateRefill, Target: r.name(), Request: fmt.Sprintf("refill %s to step %d", r.name(), n)},
-			Setting: &Setting{Kind: settingSpendRate, Name: r.name(), Value: string(value)},
-			Ops:     ops,
-			Watch:   []currency.AccountID{r.bucket()},
-		}); err != nil {
+		var done Refill
+		_, fresh, err := t.commitFresh(ctx, Change{
+			Action: Action{Key: key, Actor: actor, Kind: KindSpendRateRefill, Target: r.name(), Request: fmt.Sprintf("refill %s to step %d", r.name(), n)},
+			Watch:  []currency.AccountID{r.bucket()},
+			Plan: func(ctx context.Context, v View, c *Change) error {
+				set, err := readSpendRate(ctx, v, r.name())
+				if err != nil {
+					return err
+				}
+				if !set.Capacity.IsPositive() || n <= set.Refilled {
+					return ErrNoChange // removed, or refilled this far by another run
+				}
+				bal, _, err := v.Balance(ctx, r.bucket())
+				if err != nil {
+					return err
+				}
+				steps := n - set.Refilled
+				// per hour × the time the steps span, in exact decimals.
+				due := set.PerHour.Mul(decimal.NewFromInt(steps * int64(set.step()))).Div(decimal.NewFromInt(int64(time.Hour))).RoundDown(money.Scale)
+				// Up to the capacity of what is left to reserve: what
+				// running contracts hold is not counted, or a long
+				// contract would stop the refill; so their refunds can take
+				// a bucket past its capacity for a while, and it refills
+				// no more until it is below.
+				amount := decimal.Max(decimal.Zero, decimal.Min(due, set.Capacity.Sub(bal)))
+				next := set
+				next.Refilled = n
+				value, _ := json.Marshal(next)
+				c.Setting = &Setting{Kind: settingSpendRate, Name: r.name(), Value: string(value)}
+				if amount.IsPositive() {
+					c.Ops = []currency.Op{currency.Transfer{Key: key, From: currency.IssuanceID(exchange.SpendCode(r.Currency)), To: r.bucket(), Amount: amount,
+						Memo: fmt.Sprintf("refill of %d steps", steps)}}
+				}
+				c.Action.After["amount"] = amount.String()
+				done = Refill{Bucket: r.bucket(), Amount: amount, Steps: steps}
+				return nil
+			},
+		})
+		switch {
+		case errors.Is(err, ErrNoChange):
+			continue
+		case err != nil:
 			return out, err
 		}
-		out = append(out, Refill{Bucket: r.bucket(), Amount: amount, Steps: steps})
+		if fresh { // this run refilled it, not an earlier one under the key
+			out = append(out, done)
+		}
 	}
 	return out, nil
 }

@@ -29,83 +29,91 @@ type spendJSON struct {
 // SetSpendCap caps what owner (a client, project or organisation: the
 // owner of a wallet) may commit in cur per period, warning the client
 // whose offer takes it past warn (a share: 0.8 for 80%; zero for no
-// warning). A limit of zero removes the cap. The period under way gets
-// the new limit at once: its budget is minted up, or burned down as far
-// as what is not held, by the difference.
+// warning). A limit of zero removes the cap. The period under way (by the
+// store's clock) gets the new limit at once: its budget is brought, in
+// the transaction that sets the cap, to the limit less what the period
+// has used already (charged or held), never below zero. What the period
+// has used is what its budget was ever given less what is left in it,
+// read from the ledger there, so a cap removed and set again, or lowered
+// and raised, within a period still counts what the period used.
 func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur currency.Code, p exchange.SpendPeriod, limit, warn decimal.Decimal, key string) (Action, error) {
 	op := "treasury." + KindSpendCapSet
 	money, err := t.l.Currency(ctx, cur)
 	if err != nil {
 		return Action{}, fmt.Errorf("spend cap: %w", err)
 	}
+	if err := checkLimits(op, money, bound{"limit", limit}); err != nil {
+		return Action{}, err
+	}
 	switch {
 	case !p.Valid():
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "period", Message: fmt.Sprintf("%q: hour, day or month", p)}
 	case len(exchange.SpendCode(cur)) > 16:
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend caps need a currency code of at most 10 characters"}
-	case limit.IsNegative() || !limit.Equal(limit.Round(money.Scale)):
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "limit", Message: fmt.Sprintf("%s is not an amount of %s", limit, cur)}
 	case warn.IsNegative() || warn.GreaterThan(decimal.NewFromInt(1)):
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "warn", Message: "a share between 0 and 1 (0.8 warns at 80%)"}
 	}
 	if _, err := t.l.Account(ctx, currency.WalletID(cur, owner)); err != nil {
 		return Action{}, fmt.Errorf("spend cap of %s: %w", owner, err)
 	}
-	old, _, err := t.spendCap(ctx, owner, cur, p)
-	if err != nil {
-		return Action{}, err
-	}
 	value := ""
 	if limit.IsPositive() {
 		b, _ := json.Marshal(spendJSON{Limit: limit.String(), Warn: warn.String()})
 		value = string(b)
 	}
-	ops, err := t.adjustBudget(ctx, owner, cur, p, old, limit, key)
-	if err != nil {
+	// The budget of the period under way, open before the transaction
+	// (opening is idempotent), so that the transaction can fill it.
+	w := exchange.SpendWallet(owner, cur, p, t.s.Now())
+	if err := t.openSpend(ctx, cur, money.Scale, w); err != nil {
 		return Action{}, err
 	}
 	return t.commit(ctx, Change{
 		Action: Action{Key: key, Actor: actor, Kind: KindSpendCapSet, Target: spendName(owner, cur, p),
 			Request: fmt.Sprintf("spend cap %s %s warn %s", spendName(owner, cur, p), limit, warn)},
 		Setting: &Setting{Kind: settingSpendCap, Name: spendName(owner, cur, p), Value: value},
-		Ops:     ops,
+		Watch:   []currency.AccountID{w},
+		Plan: func(ctx context.Context, v View, c *Change) error {
+			if now := exchange.SpendWallet(owner, cur, p, v.Now()); now != w {
+				return &bourse.Error{Code: bourse.EUnavailable, Op: op, Message: "a new period began while the cap was being set: try again"}
+			}
+			ops, err := budgetTo(ctx, v, cur, p, owner, w, limit, key)
+			c.Ops = ops
+			return err
+		},
 	})
 }
 
-// adjustBudget is the transfer that brings the budget of the period under
-// way from the old limit to the new, if it has been made.
-func (t *Treasury) adjustBudget(ctx context.Context, owner string, cur currency.Code, p exchange.SpendPeriod, old, limit decimal.Decimal, key string) ([]currency.Op, error) {
-	w := exchange.SpendWallet(owner, cur, p, time.Now())
-	bal, err := t.l.Balance(ctx, w)
-	if isNotFound(err) {
-		return nil, nil // made with the new limit when an offer first meets it
-	}
-	if err != nil {
-		return nil, fmt.Errorf("spend cap budget %s: %w", w, err)
-	}
+// budgetTo is what brings budget w of the period under way to limit,
+// decided on the ledger as v reads it. A budget never given anything is
+// given the limit under the key the House mints it with, so that the
+// House, if it read the cap before this change and mints after it, finds
+// the key used and mints nothing. Otherwise the budget is given, or
+// gives back up to what it has, the limit less all it was given.
+func budgetTo(ctx context.Context, v View, cur currency.Code, p exchange.SpendPeriod, owner string, w currency.AccountID, limit decimal.Decimal, key string) ([]currency.Op, error) {
 	iss := currency.IssuanceID(exchange.SpendCode(cur))
 	memo := fmt.Sprintf("%s spend cap of %s set to %s", p, owner, limit)
-	switch delta := limit.Sub(old); {
+	house := exchange.BudgetKey(w)
+	minted, err := v.Used(ctx, house)
+	if err != nil {
+		return nil, err
+	}
+	if !minted {
+		if !limit.IsPositive() {
+			return nil, nil
+		}
+		return []currency.Op{currency.Transfer{Key: house, From: iss, To: w, Amount: limit, Memo: memo}}, nil
+	}
+	given, err := v.Net(ctx, w, iss)
+	if err != nil {
+		return nil, err
+	}
+	switch delta := limit.Sub(given); {
 	case delta.IsPositive():
 		return []currency.Op{currency.Transfer{Key: key + "/budget", From: iss, To: w, Amount: delta, Memo: memo}}, nil
-	case delta.IsNegative() && bal.Available.IsPositive():
-		return []currency.Op{currency.Transfer{Key: key + "/budget", From: w, To: iss, Amount: decimal.Min(delta.Neg(), bal.Available), Memo: memo}}, nil
+	case delta.IsNegative():
+		return []currency.Op{currency.Transfer{Key: key + "/budget", From: w, To: iss, Amount: delta.Neg(), UpTo: true, Memo: memo}}, nil
 	}
 	return nil, nil
-}
-
-// spendCap is owner's cap of period p in cur, zero if none.
-func (t *Treasury) spendCap(ctx context.Context, owner string, cur currency.Code, p exchange.SpendPeriod) (limit, warn decimal.Decimal, err error) {
-	caps, err := t.SpendCapList(ctx)
-	if err != nil {
-		return decimal.Zero, decimal.Zero, err
-	}
-	for _, c := range caps {
-		if c.Owner == owner && c.Currency == cur && c.Period == p {
-			return c.Limit, c.Warn, nil
-		}
-	}
-	return decimal.Zero, decimal.Zero, nil
 }
 
 // SpendCapList lists every spend cap.
@@ -154,7 +162,7 @@ func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {
 	out := make([]SpendUse, 0, len(caps))
 	for _, c := range caps {
 		u := SpendUse{SpendCap: c}
-		bal, err := t.l.Balance(ctx, exchange.SpendWallet(c.Owner, c.Currency, c.Period, time.Now()))
+		bal, err := t.l.Balance(ctx, exchange.SpendWallet(c.Owner, c.Currency, c.Period, t.s.Now()))
 		switch {
 		case isNotFound(err): // nothing this period yet
 		case err != nil:

@@ -34,22 +34,29 @@ func (t *Treasury) Actions(ctx context.Context, before string, limit int) ([]Act
 // commit checks what every action needs (an actor, a key, a short memo)
 // and commits c.
 func (t *Treasury) commit(ctx context.Context, c Change) (Action, error) {
+	a, _, err := t.commitFresh(ctx, c)
+	return a, err
+}
+
+// commitFresh is commit that also says whether this call made the action
+// (false: it was in the trail already).
+func (t *Treasury) commitFresh(ctx context.Context, c Change) (Action, bool, error) {
 	a := c.Action
 	op := "treasury." + a.Kind
 	if strings.TrimSpace(a.Actor) == "" || len(a.Actor) > currency.MaxIDLen {
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "actor", Message: "every administrative action names who did it"}
+		return Action{}, false, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "actor", Message: "every administrative action names who did it"}
 	}
 	if a.Key == "" || len(a.Key) > currency.MaxIDLen || strings.ContainsAny(a.Key, " \t\r\n") {
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "key", Message: "an idempotency key (no spaces, at most 200 bytes) makes a repeated action safe"}
+		return Action{}, false, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "key", Message: "an idempotency key (no spaces, at most 200 bytes) makes a repeated action safe"}
 	}
 	if len(a.Memo) > currency.MaxMemoLen {
-		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "memo", Message: "at most 500 bytes"}
+		return Action{}, false, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "memo", Message: "at most 500 bytes"}
 	}
-	got, _, err := t.s.Commit(ctx, c)
+	got, fresh, err := t.s.Commit(ctx, c)
 	if err != nil {
-		return Action{}, fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
+		return Action{}, false, fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
 	}
-	return got, nil
+	return got, fresh, nil
 }
 
 // Grant mints amount into owner's wallet in cur: a transfer from the
@@ -103,4 +110,24 @@ func notFound(op, field, msg string) error {
 func isNotFound(err error) bool {
 	var be *bourse.Error
 	return errors.As(err, &be) && be.Code == bourse.ENotFound
+}
+
+// bound is a limit set on amounts of money: a field and its value.
+type bound struct {
+	field string
+	value decimal.Decimal
+}
+
+// checkLimits checks limits with currency.CheckLimit, in order.
+func checkLimits(op string, money currency.Currency, ls ...bound) error {
+	for _, l := range ls {
+		if err := money.CheckLimit(l.field, l.value); err != nil {
+			var be *bourse.Error
+			if errors.As(err, &be) {
+				be.Op = op
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -68,11 +71,14 @@ func newAllowanceCmd(with func(func(context.Context, *cobra.Command, currency.Le
 		Short: "Allowances dx/dt = a − b·x: set, list, preview and pay them",
 		Long: `An allowance pays a wallet a per hour and decays its balance by b per hour, so
 that an idle wallet tends to a/b; with a = 0 it halves every ln2/b. Each
-period is paid once under its own idempotency key (allowance/<wallet>/<n>),
-so run "allowance run" from cron as often as you like, from several
-machines if you like: a late or repeated run pays what is due, once.
-The rules are kept in the database ("allowance set", recorded in the audit
-trail), or read from a file with "run --rules FILE".`,
+period is paid once under its own idempotency key (allowance/<wallet>/v<version>/<n>),
+and each payment is a line of the audit trail, so run "allowance run" from
+cron as often as you like, from several machines if you like: a late or
+repeated run pays what is due, once, and nothing before a period has ended
+by the database's clock. "bourse exchange" runs the same scheduler every
+minute. The rules are kept in the database ("allowance set", recorded in
+the audit trail); "run --rules FILE" sets the file's rules first (each once:
+a rule changed in the file replaces the one set) and then pays.`,
 	}
 	var a, b, from string
 	var period time.Duration
@@ -121,7 +127,7 @@ trail), or read from a file with "run --rules FILE".`,
 	var rules []allowance.Rule
 	run := &cobra.Command{
 		Use:   "run [--rules FILE]",
-		Short: "Pay every period that has ended of the allowances set (or those in FILE), and list what this run paid",
+		Short: "Pay every period that has ended of the allowances set (setting those in FILE first), and list what this run paid",
 		Args:  cobra.NoArgs,
 		// The rules of a file are read before the database is opened, so
 		// that a mistake in them is what the command says.
@@ -131,7 +137,7 @@ trail), or read from a file with "run --rules FILE".`,
 			}
 			return err
 		},
-		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, _ string, _ []string) error {
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, _ []string) error {
 			var err error
 			now := time.Now()
 			if at != "" {
@@ -139,13 +145,21 @@ trail), or read from a file with "run --rules FILE".`,
 					return fmt.Errorf("--now %q: %w", at, err)
 				}
 			}
-			if rulesFile == "" {
-				if rules, err = t.Allowances(ctx); err != nil {
-					return err
+			if rulesFile != "" {
+				// Each rule of the file is set once: the key names its
+				// content, so the same file sets nothing again, and a rule
+				// changed in it replaces the one set.
+				for _, r := range rules {
+					sum := sha256.Sum256([]byte(fmt.Sprintf("%s %s %s %s %s", r.Wallet, r.A, r.B, r.Period, r.Start.UTC().Format(time.RFC3339Nano))))
+					if _, err := t.SetAllowance(ctx, actor, r, fmt.Sprintf("allowance-file/%s/%x", r.Wallet, sum[:8])); err != nil {
+						return err
+					}
 				}
-				if len(rules) == 0 {
-					return errNoRules
-				}
+			} else if rules, err = t.Allowances(ctx); err != nil {
+				return err
+			}
+			if len(rules) == 0 {
+				return errNoRules
 			}
 			type line struct {
 				Wallet currency.AccountID `json:"wallet"`
@@ -154,14 +168,14 @@ trail), or read from a file with "run --rules FILE".`,
 				Key    string             `json:"key"`
 			}
 			var made []line
-			for _, r := range rules {
-				paid, err := allowance.Accrue(ctx, t.Ledger(), r, now)
-				if err != nil {
-					return err
-				}
-				for _, p := range paid {
+			paid, err := t.PayAllowances(ctx, now)
+			if err != nil {
+				return err
+			}
+			for _, w := range slices.Sorted(maps.Keys(paid)) {
+				for _, p := range paid[w] {
 					if p.New {
-						made = append(made, line{r.Wallet, p.Period, p.Amount, p.Key})
+						made = append(made, line{w, p.Period, p.Amount, p.Key})
 					}
 				}
 			}
@@ -180,7 +194,7 @@ trail), or read from a file with "run --rules FILE".`,
 			return tw.Flush()
 		}),
 	}
-	run.Flags().StringVar(&rulesFile, "rules", "", "read the allowances from this file instead (YAML: allowances: [{wallet, currency, a, b, period, start}])")
+	run.Flags().StringVar(&rulesFile, "rules", "", "set the allowances of this file first (YAML: allowances: [{wallet, currency, a, b, period, start}])")
 	run.Flags().StringVar(&at, "now", "", "pay as of this time (RFC 3339) instead of now")
 	run.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(newAllowanceSetCmd(withTreasury), newAllowanceRemoveCmd(withTreasury), newAllowanceListCmd(withTreasury))

@@ -24,7 +24,7 @@ func TestAdminAllowance(t *testing.T) {
 `), 0o644))
 
 	out := ok("allowance", "run", "--rules", rules, "--now", "2026-01-01T03:30:00Z")
-	assert.Regexp(t, `(?m)^wallet/CRED/ada +1 +9\.52 +allowance/wallet/CRED/ada/1$`, out, "100·(1 − e^−0.1)")
+	assert.Regexp(t, `(?m)^wallet/CRED/ada +1 +9\.52 +allowance/wallet/CRED/ada/v1/1$`, out, "100·(1 − e^−0.1)")
 	assert.Regexp(t, `(?m)^wallet/CRED/ada +3 `, out)
 	assert.NotRegexp(t, `(?m)^wallet/CRED/ada +4 `, out, "period 4 has not ended")
 	assert.Equal(t, "nothing due: every period that has ended is paid\n", ok("allowance", "run", "--rules", rules, "--now", "2026-01-01T03:59:00Z"))

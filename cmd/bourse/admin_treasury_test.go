@@ -45,7 +45,7 @@ func TestAdminTreasury(t *testing.T) {
 	ok("allowance", "set", "alice", "--currency", "CRED", "--a", "10", "--b", "0.1", "--period", "1h", "--start", "2026-11-01T00:00:00Z", "--key", "a1", "--as", "ann")
 	assert.Contains(t, ok("allowance", "list"), "wallet/CRED/alice  a = 10/h, b = 0.1/h, every 1h0m0s from 2026-11-01T00:00:00Z; steady state 100.00, half-life 6h55m53s")
 	paid := ok("allowance", "run", "--now", "2026-11-01T02:00:00Z")
-	assert.Contains(t, paid, "allowance/wallet/CRED/alice/2", "rules from the database, no --rules")
+	assert.Contains(t, paid, "allowance/wallet/CRED/alice/v1/2", "rules from the database, no --rules")
 	assert.Equal(t, "nothing due: every period that has ended is paid\n", ok("allowance", "run", "--now", "2026-11-01T02:30:00Z"))
 	ok("allowance", "remove", "alice", "--currency", "CRED", "--key", "a2", "--as", "bob")
 	_, errOut, code = admin(t, dbURL, "allowance", "run")

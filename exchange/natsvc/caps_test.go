@@ -14,13 +14,23 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
+	"github.com/bourse/bourse/treasury/sqltreasury"
 )
 
 // capGPUs gives client a concurrent-GPU cap of n, as bourse admin cap does.
 func (m *market) capGPUs(client string, n int) {
 	m.t.Helper()
-	_, err := exchange.SetGPUCap(context.Background(), m.ledger, client, n, "cap-set/"+client)
+	_, err := m.setCap(client, n, "cap-set/"+client)
 	require.NoError(m.t, err)
+}
+
+// setCap sets client's cap through the treasury beside the market's ledger.
+func (m *market) setCap(client string, n int, key string) (treasury.Action, error) {
+	m.t.Helper()
+	tr, err := sqltreasury.Beside(context.Background(), m.ledger)
+	require.NoError(m.t, err)
+	return tr.SetCap(context.Background(), "ops", client, n, key)
 }
 
 // TestCapUnderConcurrency: 32 offers at once from a client capped at 4
@@ -67,7 +77,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		_, err := alice.Offer(context.Background(), "one-more", terms("alice"))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "4 of 4 GPUs in use")
-		_, err = exchange.SetGPUCap(context.Background(), m.ledger, "alice", 2, "cap-lower")
+		_, err = m.setCap("alice", 2, "cap-lower")
 		assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "GPUs in use cannot be taken back: %v", err)
 
 		for _, c := range made[:2] {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/treasury"
 )
@@ -20,7 +21,7 @@ func Beside(ctx context.Context, l currency.Ledger) (*treasury.Treasury, error) 
 			return nil, fmt.Errorf("open the treasury's tables: %w", err)
 		}
 		return treasury.New(s), nil
-	case treasury.AtomicLedger:
+	case *mem.Ledger:
 		return treasury.New(treasury.NewMem(l, nil)), nil
 	}
 	return nil, fmt.Errorf("no treasury store beside a ledger of type %T", l)

@@ -68,7 +68,7 @@ func (s *Store) Commit(ctx context.Context, c treasury.Change) (treasury.Action,
 	)
 	err := s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
 		stored, found, failed = treasury.Action{}, false, nil
-		var record, oldSetting string
+		var record string
 		b := &pgx.Batch{}
 		b.Queue(`SELECT record FROM treasury_actions WHERE idem_key = $1`, c.Action.Key).QueryRow(func(row pgx.Row) error {
 			err := row.Scan(&record)
@@ -78,26 +78,29 @@ func (s *Store) Commit(ctx context.Context, c treasury.Change) (treasury.Action,
 			found = err == nil
 			return err
 		})
-		if st := c.Setting; st != nil {
-			b.Queue(`SELECT value FROM treasury_settings WHERE kind = $1 AND name = $2 FOR UPDATE`, st.Kind, st.Name).QueryRow(func(row pgx.Row) error {
-				err := row.Scan(&oldSetting)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				return err
-			})
+		v := &view{Tx: t, s: s, read: map[[2]string]treasury.Setting{}}
+		if st := c.Setting; st != nil && c.Plan == nil {
+			v.queueSetting(b, st.Kind, st.Name)
 		}
 		if err := t.Send(ctx, b, c.Ops...); err != nil {
 			return err
 		}
-		if found {
+		if found && !c.Unrecorded {
 			return json.Unmarshal([]byte(record), &stored)
 		}
-		a := treasury.Begin(c.Action)
-		if err := watch(ctx, t, c.Watch, a.Before); err != nil {
+		found = false
+		ch := c
+		ch.Action = treasury.Begin(c.Action)
+		if c.Plan != nil {
+			if err := c.Plan(ctx, v, &ch); err != nil {
+				return err
+			}
+		}
+		a := ch.Action
+		if err := treasury.Watch(ctx, t, ch.Watch, a.Before); err != nil {
 			return err
 		}
-		rs, err := t.Apply(ctx, c.Ops...)
+		rs, err := t.Apply(ctx, ch.Ops...)
 		if err != nil {
 			return err
 		}
@@ -107,19 +110,25 @@ func (s *Store) Commit(ctx context.Context, c treasury.Change) (treasury.Action,
 				return errUnwind
 			}
 		}
-		if err := watch(ctx, t, c.Watch, a.After); err != nil {
+		if err := treasury.Watch(ctx, t, ch.Watch, a.After); err != nil {
 			return err
 		}
 		a.At = s.now().UTC().Truncate(time.Microsecond)
-		if st := c.Setting; st != nil {
-			treasury.NoteSetting(a, st.Kind, oldSetting, st.Value)
-			if st.Value == "" {
-				t.Queue(`DELETE FROM treasury_settings WHERE kind = $1 AND name = $2`, st.Kind, st.Name)
-			} else {
-				t.Queue(`INSERT INTO treasury_settings (kind, name, value, set_by, set_at) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (kind, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = excluded.set_at`,
-					st.Kind, st.Name, st.Value, a.Actor, a.At)
+		if st := ch.Setting; st != nil {
+			old, _, err := v.stored(ctx, st.Kind, st.Name)
+			if err != nil {
+				return err
 			}
+			treasury.NoteSetting(a, st.Kind, old.Value, st.Value)
+			// A removed setting keeps its row, without a value, so that
+			// the next write's version follows its.
+			t.Queue(`INSERT INTO treasury_settings (kind, name, value, set_by, set_at, version) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (kind, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = excluded.set_at, version = excluded.version`,
+				st.Kind, st.Name, st.Value, a.Actor, a.At, old.Version+1)
+		}
+		done = a
+		if c.Unrecorded {
+			return nil
 		}
 		rec, err := json.Marshal(a)
 		if err != nil {
@@ -141,18 +150,49 @@ ON CONFLICT (kind, name) DO UPDATE SET value = excluded.value, set_by = excluded
 	return done, true, nil
 }
 
-// watch puts the balances of ids, as the transaction sees them, in into.
-func watch(ctx context.Context, t *sqlledger.Tx, ids []currency.AccountID, into map[string]string) error {
-	for _, id := range ids {
-		bal, found, err := t.Balance(ctx, id)
-		if err != nil {
-			return err
-		}
-		if found {
-			into[string(id)] = bal.String()
-		}
+// view is a Plan's view of a commit: the ledger's transaction, and the
+// settings read in it, each locked (FOR UPDATE) until the commit.
+type view struct {
+	*sqlledger.Tx
+	s    *Store
+	read map[[2]string]treasury.Setting
+}
+
+func (v *view) Now() time.Time { return v.s.now() }
+
+func (v *view) Setting(ctx context.Context, kind, name string) (treasury.Setting, bool, error) {
+	st, _, err := v.stored(ctx, kind, name)
+	return st, err == nil && st.Value != "", err
+}
+
+// stored is the setting's row as the transaction read it (reading it
+// first if it has not), a removed one included; found is false where
+// there is no row.
+func (v *view) stored(ctx context.Context, kind, name string) (treasury.Setting, bool, error) {
+	if st, ok := v.read[[2]string{kind, name}]; ok {
+		return st, st.Version > 0, nil
 	}
-	return nil
+	b := &pgx.Batch{}
+	v.queueSetting(b, kind, name)
+	if err := v.Send(ctx, b); err != nil {
+		return treasury.Setting{}, false, err
+	}
+	st := v.read[[2]string{kind, name}]
+	return st, st.Version > 0, nil
+}
+
+// queueSetting queues the read of a setting's row into v.read.
+func (v *view) queueSetting(b *pgx.Batch, kind, name string) {
+	b.Queue(`SELECT value, set_by, set_at, version FROM treasury_settings WHERE kind = $1 AND name = $2 FOR UPDATE`, kind, name).QueryRow(func(row pgx.Row) error {
+		st := treasury.Setting{Kind: kind, Name: name}
+		err := row.Scan(&st.Value, &st.SetBy, &st.SetAt, &st.Version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+		st.SetAt = st.SetAt.UTC()
+		v.read[[2]string{kind, name}] = st
+		return err
+	})
 }
 
 func (s *Store) Actions(ctx context.Context, before string, limit int) ([]treasury.Action, error) {
@@ -183,10 +223,10 @@ ORDER BY at DESC, idem_key DESC LIMIT $2`, before, treasury.PageLimit(limit)).Qu
 func (s *Store) Settings(ctx context.Context, kind string) ([]treasury.Setting, error) {
 	var out []treasury.Setting
 	b := &pgx.Batch{}
-	b.Queue(`SELECT name, value, set_by, set_at FROM treasury_settings WHERE kind = $1 ORDER BY name`, kind).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT name, value, set_by, set_at, version FROM treasury_settings WHERE kind = $1 AND value <> '' ORDER BY name`, kind).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			st := treasury.Setting{Kind: kind}
-			if err := rows.Scan(&st.Name, &st.Value, &st.SetBy, &st.SetAt); err != nil {
+			if err := rows.Scan(&st.Name, &st.Value, &st.SetBy, &st.SetAt, &st.Version); err != nil {
 				return err
 			}
 			st.SetAt = st.SetAt.UTC()
@@ -199,3 +239,5 @@ func (s *Store) Settings(ctx context.Context, kind string) ([]treasury.Setting, 
 	}
 	return out, nil
 }
+
+func (s *Store) Now() time.Time { return s.now() }

@@ -3,6 +3,7 @@ package sqltreasury_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,12 +16,12 @@ import (
 
 func TestConformance(t *testing.T) {
 	pgtest.URL(t)
-	treasurytest.Run(t, func(t testing.TB) treasury.Store {
+	treasurytest.Run(t, func(t testing.TB, now func() time.Time) treasury.Store {
 		ctx := context.Background()
-		l, err := sqlledger.Open(ctx, pgtest.FreshDB(t), sqlledger.Options{})
+		l, err := sqlledger.Open(ctx, pgtest.FreshDB(t), sqlledger.Options{Now: now})
 		require.NoError(t, err)
 		t.Cleanup(l.Close)
-		s, err := sqltreasury.Open(ctx, l, nil)
+		s, err := sqltreasury.Open(ctx, l, now)
 		require.NoError(t, err)
 		return s
 	})

@@ -20,9 +20,9 @@ import (
 	"github.com/bourse/bourse/treasury"
 )
 
-// Opener returns a store beside a new, empty ledger. It registers its own
-// cleanup with t.
-type Opener func(t testing.TB) treasury.Store
+// Opener returns a store beside a new, empty ledger, both on the clock
+// now. It registers its own cleanup with t.
+type Opener func(t testing.TB, now func() time.Time) treasury.Store
 
 // Run runs the whole suite.
 func Run(t *testing.T, open Opener) {
@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SpendRate", func(t *testing.T) { testSpendRate(t, open) })
 	t.Run("Sale", func(t *testing.T) { testSale(t, open) })
 	t.Run("SalesAtOnce", func(t *testing.T) { testSalesAtOnce(t, open) })
+	t.Run("Adversarial", func(t *testing.T) { RunAdversarial(t, open) })
 }
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
@@ -47,13 +48,18 @@ type fixture struct {
 	ctx context.Context
 	tr  *treasury.Treasury
 	l   currency.Ledger
+
+	mu  sync.Mutex
+	now time.Time // the clock of the store and its ledger
 }
 
 // newFixture makes currencies CRED (cents) and GPU (whole units) and
-// alice's wallet in CRED, under the organisation acme.
+// alice's wallet in CRED, under the organisation acme. Its clock starts
+// at the time the fixture was made, and a test may set it (at).
 func newFixture(t testing.TB, open Opener) *fixture {
-	s := open(t)
-	f := &fixture{t: t, ctx: context.Background(), tr: treasury.New(s), l: s.Ledger()}
+	f := &fixture{t: t, ctx: context.Background(), now: time.Now().UTC()}
+	s := open(t, f.clock)
+	f.tr, f.l = treasury.New(s), s.Ledger()
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "CRED", Scale: 2}))
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "GPU", Scale: 0}))
 	_, err := f.tr.Open(f.ctx, "root", "CRED", "acme", "", "open-acme")
@@ -61,6 +67,22 @@ func newFixture(t testing.TB, open Opener) *fixture {
 	_, err = f.tr.Open(f.ctx, "root", "CRED", "alice", "acme", "open-alice")
 	require.NoError(t, err)
 	return f
+}
+
+// clock ticks a microsecond each time it is read, so that the trail's
+// actions keep the order they were made in.
+func (f *fixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(time.Microsecond)
+	return f.now
+}
+
+// at sets the clock.
+func (f *fixture) at(t time.Time) {
+	f.mu.Lock()
+	f.now = t
+	f.mu.Unlock()
 }
 
 func (f *fixture) balance(id currency.AccountID) string {
