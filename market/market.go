@@ -236,8 +236,8 @@ func (m *Market) connect(party string) (*nats.Conn, error) {
 // fund creates the currency and each client's wallet with its budget, as
 // an administrator would.
 func (m *Market) fund(ctx context.Context) error {
-	l, t := m.cfg.Store.Ledger(), m.cfg.Treasury
-	if err := l.CreateCurrency(ctx, Currency); err != nil {
+	t := m.cfg.Treasury
+	if _, err := t.CreateCurrency(ctx, admin, Currency, "currency/"+string(Currency.Code)); err != nil {
 		return fmt.Errorf("market: create currency: %w", err)
 	}
 	for _, c := range m.cfg.Clients {
@@ -261,9 +261,9 @@ func (m *Market) fund(ctx context.Context) error {
 	return nil
 }
 
-// payAllowances sets the clients' allowances in the treasury and pays
-// them every period until ctx ends, as a scheduler running bourse admin
-// allowance run would.
+// payAllowances sets the clients' allowances in the treasury and runs
+// the treasury's scheduler every shortest period until ctx ends, as every
+// bourse exchange instance does.
 func (m *Market) payAllowances(ctx context.Context) error {
 	start := time.Now()
 	every := time.Duration(0)
@@ -284,18 +284,7 @@ func (m *Market) payAllowances(ctx context.Context) error {
 		return nil
 	}
 	m.allowances.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				if _, err := m.cfg.Treasury.PayAllowances(ctx, now); err != nil && ctx.Err() == nil {
-					m.log.Warn("allowances", "err", err)
-				}
-			}
-		}
+		treasury.NewScheduler(m.cfg.Treasury, "demo").Loop(ctx, every, m.log)
 	})
 	return nil
 }

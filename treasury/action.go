@@ -43,6 +43,7 @@ type Action struct {
 
 // Kinds of action.
 const (
+	KindCurrency        = "currency"
 	KindOpen            = "open"
 	KindGrant           = "grant"
 	KindBurn            = "burn"

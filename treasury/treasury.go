@@ -101,6 +101,32 @@ func (t *Treasury) Open(ctx context.Context, actor string, cur currency.Code, ow
 	})
 }
 
+// CreateCurrency creates currency c and its issuance account. Creating it
+// again with the same scale does nothing more than answer; with another
+// scale it is refused by the ledger.
+func (t *Treasury) CreateCurrency(ctx context.Context, actor string, c currency.Currency, key string) (Action, error) {
+	if err := t.l.CreateCurrency(ctx, c); err != nil {
+		return Action{}, fmt.Errorf("currency %s: %w", c.Code, err)
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindCurrency, Target: string(c.Code),
+			Request: fmt.Sprintf("currency %s scale %d", c.Code, c.Scale),
+			After:   map[string]string{"scale": fmt.Sprint(c.Scale)}},
+	})
+}
+
+// OpenRevenue opens owner's revenue account in cur: where a server's
+// charges are paid, or an administration's receipts.
+func (t *Treasury) OpenRevenue(ctx context.Context, actor string, cur currency.Code, owner, key string) (Action, error) {
+	acc := currency.Account{ID: currency.RevenueID(cur, owner), Currency: cur, Kind: currency.Revenue}
+	if _, err := t.l.OpenAccount(ctx, acc); err != nil {
+		return Action{}, fmt.Errorf("open %s: %w", acc.ID, err)
+	}
+	return t.commit(ctx, Change{
+		Action: Action{Key: key, Actor: actor, Kind: KindOpen, Target: string(acc.ID), Request: fmt.Sprintf("open %s", acc.ID)},
+	})
+}
+
 // notFound says that a thing the action needs is missing.
 func notFound(op, field, msg string) error {
 	return &bourse.Error{Code: bourse.ENotFound, Op: op, Field: field, Message: msg}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,12 +71,14 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	cmd.PersistentFlags().String("as", "", "the administrator acting, for the audit trail (default $BOURSE_ADMIN, else your user name)")
 
 	var scale int32
+	var curKey string
 	addCurrency := &cobra.Command{
 		Use:   "currency CODE",
-		Short: "Create a currency (and its issuance account)",
+		Short: "Create a currency (and its issuance account); the audit trail records it",
 		Args:  cobra.ExactArgs(1),
-		RunE: with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, args []string) error {
-			if err := l.CreateCurrency(ctx, currency.Currency{Code: currency.Code(args[0]), Scale: scale}); err != nil {
+		RunE: withTreasury(func(ctx context.Context, cmd *cobra.Command, t *treasury.Treasury, actor string, args []string) error {
+			k := cmp.Or(curKey, "currency/"+args[0])
+			if _, err := t.CreateCurrency(ctx, actor, currency.Currency{Code: currency.Code(args[0]), Scale: scale}, k); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "currency %s, %d decimal places\n", args[0], scale)
@@ -83,6 +86,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 		}),
 	}
 	addCurrency.Flags().Int32Var(&scale, "scale", 2, "decimal places of every amount")
+	addCurrency.Flags().StringVar(&curKey, "key", "", "idempotency key (default currency/<code>)")
 
 	var cur, parent, kind, key, memo string
 	open := &cobra.Command{
@@ -98,7 +102,11 @@ again does nothing; with another parent it is a conflict.`,
 				if parent != "" {
 					return errors.New("--parent: only wallets have parents")
 				}
-				got, err := t.Ledger().OpenAccount(ctx, currency.Account{ID: currency.RevenueID(code, args[0]), Currency: code, Kind: currency.Revenue})
+				id := currency.RevenueID(code, args[0])
+				if _, err := t.OpenRevenue(ctx, actor, code, args[0], cmp.Or(key, "open/"+string(id))); err != nil {
+					return err
+				}
+				got, err := t.Ledger().Account(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -218,6 +226,6 @@ again does nothing; with another parent it is a conflict.`,
 	cmd.AddCommand(newTreasuryCmds(withTreasury)...)
 	cmd.AddCommand(newSaleCmds(withTreasury)...)
 	cmd.AddCommand(newSpendCapCmds(withTreasury)...)
-	cmd.AddCommand(newReportCmd(withStore), newTopUpCmd(withTreasury))
+	cmd.AddCommand(newReportCmd(withStore), newTopUpCmd(withTreasury), newScheduleCmd(withTreasury))
 	return cmd
 }

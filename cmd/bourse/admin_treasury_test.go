@@ -59,7 +59,8 @@ func TestAdminTreasury(t *testing.T) {
 		who = append(who, a.Actor+" "+a.Kind+" "+a.Key)
 	}
 	assert.Equal(t, []string{"bob allowance.remove a2", "ann allowance.set a1", "ann exchange x1", "ann rate.set r1",
-		"bob burn b1", "ann grant g1", "ann open open/wallet/CRED/alice", "ann open open/wallet/CRED/acme"}, who,
+		"bob burn b1", "ann grant g1", "ann open open/wallet/CRED/alice", "ann open open/wallet/CRED/acme",
+		"root currency currency/GPUH", "root currency currency/CRED"}, who,
 		"newest first; the refused burn and exchange left nothing")
 	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0 → -100; wallet/CRED/alice: 0 → 100`, ok("log"))
 	assert.Contains(t, ok("audit"), ": pass")

@@ -25,6 +25,7 @@ func newExchangeCmd() *cobra.Command {
 		cfg                                                natsvc.Config
 		tls                                                natsTLS
 		serverKeys                                         string
+		scheduleEvery                                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -77,7 +78,11 @@ finishes those in flight and exits.`,
 				return err
 			}
 			cfg.SpendCaps = t.SpendCaps(5 * time.Second)
-			go refillSpendRates(ctx, t, log)
+			if scheduleEvery > 0 {
+				// Every instance runs the treasury's scheduler: its actions
+				// are each done once whoever gets there first.
+				go treasury.NewScheduler(t, "exchange").Loop(ctx, scheduleEvery, log)
+			}
 
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -112,6 +117,7 @@ finishes those in flight and exits.`,
 	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
 	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
+	f.DurationVar(&scheduleEvery, "schedule-every", 10*time.Second, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
@@ -153,22 +159,4 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
-}
-
-// refillSpendRates refills the treasury's spend-rate buckets every 10
-// seconds until ctx ends. Every instance does it: a step is refilled once
-// whoever gets there first.
-func refillSpendRates(ctx context.Context, t *treasury.Treasury, log *slog.Logger) {
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			if _, err := t.RunSpendRates(ctx, "exchange", now); err != nil && ctx.Err() == nil {
-				log.Warn("spend rates not refilled", "err", err)
-			}
-		}
-	}
 }

@@ -35,6 +35,7 @@ func RunAdversarial(t *testing.T, open Opener) {
 	t.Run("SpendCapSetAgain", func(t *testing.T) { testSpendCapSetAgain(t, open) })
 	t.Run("CapsAtOnce", func(t *testing.T) { testCapsAtOnce(t, open) })
 	t.Run("UnreachableLimits", func(t *testing.T) { testUnreachableLimits(t, open) })
+	t.Run("Schedulers", func(t *testing.T) { testSchedulers(t, open) })
 }
 
 // hourGrid sets the fixture's clock to the start of the next hour and
@@ -380,5 +381,61 @@ func testUnreachableLimits(t *testing.T, open Opener) {
 	for _, a := range acts {
 		assert.NotContains(t, []string{"s1", "r1", "r2", "t1", "a1"}, a.Key, "a refused setting leaves no action")
 	}
+	f.audit()
+}
+
+// testSchedulers: two schedulers (two exchange instances) run their rounds
+// at once, every ten minutes of a day, over an allowance, a top-up and a
+// spend rate; each action is done once, and a rule replaced midway is
+// paid from its own start.
+func testSchedulers(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	start := f.hourGrid()
+	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", d("1000"), "g", "")
+	require.NoError(t, err)
+	_, err = f.tr.Open(f.ctx, "ops", "CRED", "bob", "acme", "open-bob")
+	require.NoError(t, err)
+	_, err = f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("1"), Period: time.Hour, Start: start}, "a1")
+	require.NoError(t, err)
+	_, err = f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/bob", Below: d("5"), To: d("20")}, "t1")
+	require.NoError(t, err)
+	_, err = f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("60"), d("60"), d("0"), "r1")
+	require.NoError(t, err)
+	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+
+	a, b := treasury.NewScheduler(f.tr, "exchange-a"), treasury.NewScheduler(f.tr, "exchange-b")
+	for i := 1; i <= 6*24; i++ {
+		now := start.Add(time.Duration(i) * 10 * time.Minute)
+		f.at(now)
+		switch i {
+		case 30:
+			f.spend("bob", "18", "bob-spends") // below 5: topped up back to 20
+			_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: "bucket-spent", From: bucket, To: exchange.SpentID("CRED"), Amount: d("60")})
+			require.NoError(t, err)
+		case 72: // half a day in: a new rule, 2 an hour
+			_, err := f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("2"), Period: time.Hour, Start: now}, "a2")
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		for _, s := range []*treasury.Scheduler{a, b} {
+			wg.Go(func() {
+				_, err := s.Run(f.ctx, now)
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+	}
+	assert.Equal(t, "36", f.balance("wallet/CRED/alice"), "12 hours at 1, then 12 at 2")
+	assert.Equal(t, "20", f.balance("wallet/CRED/bob"), "topped up when opened empty, and once after spending")
+	assert.Equal(t, "60", f.balance(bucket), "refilled to its capacity once the hour passed")
+	acts, err := f.tr.Actions(f.ctx, "", 1000)
+	require.NoError(t, err)
+	topups := 0
+	for _, a := range acts {
+		if a.Kind == treasury.KindTopUp {
+			topups++
+		}
+	}
+	assert.Equal(t, 2, topups, "two top-ups, each by one of the schedulers")
 	f.audit()
 }
