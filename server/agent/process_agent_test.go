@@ -101,7 +101,10 @@ func TestAgentProcessRunner(t *testing.T) {
 		require.NoError(t, err)
 		final := rs.final(0)
 		assert.Equal(t, trade.ReasonTimeLimit, final.Reason)
-		assert.GreaterOrEqual(t, time.Duration(final.T), 300*time.Millisecond)
+		// The node stops the job by its own clock, from the moment it
+		// asked for the start; the job's T counts from the process's
+		// spawn, a few milliseconds later (296 ms was seen under load).
+		assert.GreaterOrEqual(t, time.Duration(final.T), 250*time.Millisecond)
 		assert.Less(t, time.Duration(final.T), 3*time.Second)
 		require.NotNil(t, final.ExitCode)
 		assert.Equal(t, 3, *final.ExitCode)
