@@ -126,6 +126,7 @@ finishes those in flight and exits.`,
 	f.DurationVar(&cfg.AckWait, "ack-wait", 0, "how long the usage stream waits for an acknowledgement before it redelivers a reading (default (server-lost-after − reading-every)/2)")
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")
 	f.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the usage stream (3 on a NATS cluster)")
+	f.DurationVar(&cfg.JetStreamWait, "jetstream-wait", 2*time.Minute, "how long to wait, retrying, for JetStream to create the usage stream at start (a NATS cluster just started has no leader for a while)")
 	f.Int64Var(&cfg.StreamMaxBytes, "stream-max-bytes", 1<<30, "bytes of readings the usage stream holds while they wait for the exchange; past it servers keep them")
 	f.Int64Var(&cfg.StreamPerContract, "stream-per-contract", 100_000, "readings of one contract the usage stream holds while they wait")
 	f.Float64Var(&cfg.Limits.Rate, "party-rate", 100, "requests a second one client or server may make on average, per instance (-1: no limit)")

@@ -49,6 +49,10 @@ type Config struct {
 	// Past either the stream refuses new readings, and servers keep them.
 	StreamMaxBytes    int64
 	StreamPerContract int64
+	// JetStreamWait is how long Start waits for JetStream to create the
+	// usage stream and its consumer, retrying (2 minutes): a NATS cluster
+	// just started has no stream leader for a while.
+	JetStreamWait time.Duration
 }
 
 func (c *Config) defaults() error {
@@ -72,6 +76,9 @@ func (c *Config) defaults() error {
 	}
 	if c.StreamPerContract <= 0 {
 		c.StreamPerContract = 100_000
+	}
+	if c.JetStreamWait <= 0 {
+		c.JetStreamWait = 2 * time.Minute
 	}
 	c.Limits.defaults()
 	return nil

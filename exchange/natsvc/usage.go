@@ -21,17 +21,24 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("natsvc: jetstream: %w", err)
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, usageStream(s.serve))
-	if err != nil {
+	log := s.house.Config().Logger
+	var stream jetstream.Stream
+	if err := withRetry(ctx, s.serve.JetStreamWait, log, "create stream "+protocol.UsageStream, func(ctx context.Context) (err error) {
+		stream, err = js.CreateOrUpdateStream(ctx, usageStream(s.serve))
+		return err
+	}); err != nil {
 		return fmt.Errorf("natsvc: create stream %s: %w", protocol.UsageStream, err)
 	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       "exchange",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.cfg.AckWait,
-		MaxAckPending: 10000,
-	})
-	if err != nil {
+	var cons jetstream.Consumer
+	if err := withRetry(ctx, s.serve.JetStreamWait, log, "create the usage consumer", func(ctx context.Context) (err error) {
+		cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       "exchange",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       s.cfg.AckWait,
+			MaxAckPending: 10000,
+		})
+		return err
+	}); err != nil {
 		return fmt.Errorf("natsvc: create usage consumer: %w", err)
 	}
 	// Readings are counted by a few workers at once, each contract always by
