@@ -54,7 +54,7 @@ func market(t *testing.T) (*memstore.Store, currency.Ledger) {
 	} {
 		k := trade.Contract{ID: c.id, Client: c.client, Server: c.server, State: trade.StateAccepted, AcceptedAt: c.at,
 			Terms: contract.Terms{Client: c.client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: c.model}}}
-		_, _, err := s.Open(ctx, k)
+		_, _, err := s.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = s.Update(ctx, c.id, func(k *trade.Contract) ([]currency.Op, error) {
 			k.State, k.Charge = c.state, d(c.charge)

@@ -239,7 +239,7 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		model := []string{"H100", "A100", "L4"}[i%3]
 		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
 			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}}}
-		_, _, err := store.Open(ctx, k)
+		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
 			c.State, c.Charge = trade.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))

@@ -55,23 +55,11 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
 			Message: fmt.Sprintf("offer names client %q but was sent by %q", t.Client, client)}
 	}
-	id := contractID(client, req.RequestID)
-	reply, err := h.fresh(ctx, client, id, t, req)
-	if err != nil || reply.Contract == nil {
-		// A retried request whose first try made a contract answers with
-		// that contract. It is looked up only here, where this try made
-		// none: a retry is rare, and one that gets as far as the escrow
-		// finds the first contract there (Store.Open), so an offer that
-		// makes a contract never pays for the lookup.
-		if c, lerr := h.store.Contract(ctx, id); lerr == nil {
-			return protocol.OfferReply{Contract: &c}, nil
-		}
-	}
-	return reply, err
+	return h.claimed(ctx, client, contractID(client, req.RequestID), t, req)
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
 	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
 		return protocol.OfferReply{}, protocol.UnderTerms(err)
 	}
@@ -139,7 +127,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, offerID, win, signed, capped, spends, t, req)
+	c, err := h.open(ctx, id, claim, offerID, win, signed, capped, spends, t, req)
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -148,7 +136,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade.Signed, capped []string, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, capped []string, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -173,7 +161,7 @@ func (h *House) open(ctx context.Context, id, offerID, win string, signed *trade
 	}
 	reserves := append([]currency.Reserve{reserve}, capReserves(&c, offerID, capped, reserve.Deadline)...)
 	reserves = append(reserves, spendReserves(&c, offerID, spends, reserve.Deadline)...)
-	stored, created, err := h.store.Open(ctx, c, reserves...)
+	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
 			return trade.Contract{}, h.whichCap(ctx, err, capped, spends, t)

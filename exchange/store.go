@@ -20,8 +20,19 @@ type Store interface {
 	// client's caps) and records c, atomically. If a contract with c.ID
 	// exists it is returned with created=false and nothing is written. If
 	// a reserve fails its error is returned, no contract is recorded and
-	// none of the reserves is kept.
-	Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (stored trade.Contract, created bool, err error)
+	// none of the reserves is kept. With a claim token (see Claim), the
+	// id must be claimed by that token, or Open makes nothing and fails
+	// with EUnavailable (another try took the claim over); the contract,
+	// made or found, ends the claim.
+	Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (stored trade.Contract, created bool, err error)
+	// Claim claims c.ID for negotiation c.Token until c.Until, unless
+	// another negotiation holds it and its Until is after now; it says
+	// which. A claim taken over leaves the other negotiation unable to
+	// Open. A contract made under the id needs no claim: Open ends it.
+	Claim(ctx context.Context, c Claim, now time.Time) (Claimed, error)
+	// Finish records that negotiation c ended without a contract,
+	// answering outcome, and frees the id, if c still holds it.
+	Finish(ctx context.Context, c Claim, outcome []byte) error
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)

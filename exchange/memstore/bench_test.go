@@ -58,7 +58,7 @@ func BenchmarkContract(b *testing.B) {
 				c := trade.Contract{ID: id, Client: client, Server: "srv", State: trade.StateAccepted,
 					Terms:      contract.Terms{Client: client, Currency: string(cur), GPUs: 1, TimeLimit: time.Hour, Prepayment: prepay, P: contract.Flat(decimal.RequireFromString("0.01"))},
 					AcceptedAt: clock, StartDeadline: clock.Add(time.Minute)}
-				if _, _, err := s.Open(ctx, c, currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID(cur, client), Amount: prepay, Deadline: clock.Add(2 * time.Hour)}); err != nil {
+				if _, _, err := s.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID(cur, client), Amount: prepay, Deadline: clock.Add(2 * time.Hour)}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := s.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {

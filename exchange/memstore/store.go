@@ -33,22 +33,30 @@ type Store struct {
 	live map[string]*trade.Contract
 	// forgotten are the ids of the contracts Forget dropped.
 	forgotten *mem.Names
+	// claims are the request ids claimed by negotiations (claim.go);
+	// claimed counts the claims, to prune the ended ones now and then.
+	claims  map[string]*claim
+	claimed int
 }
 
 // New returns a store over l. It remembers the ids of the contracts it
 // forgets as long as l remembers keys (mem.Options.Remember).
 func New(l *mem.Ledger) *Store {
 	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{},
-		forgotten: mem.NewNames(l.Remember())}
+		forgotten: mem.NewNames(l.Remember()), claims: map[string]*claim{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
 
-func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (trade.Contract, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
+		delete(s.claims, c.ID)
 		return old.Clone(), false, nil
+	}
+	if err := s.checkClaim(c.ID, claim); err != nil {
+		return trade.Contract{}, false, err
 	}
 	if s.forgotten.Has(0, c.ID) {
 		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
@@ -76,6 +84,7 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency
 	cc := c.Clone()
 	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
+	delete(s.claims, c.ID)
 	return cc.Clone(), true, nil
 }
 

@@ -39,16 +39,21 @@ import (
 // onStores runs test once on a new in-memory store and once on a new
 // PostgreSQL database (skipped without one, but in CI).
 func onStores(t *testing.T, test func(t *testing.T, store exchange.Store)) {
-	t.Run("Memory", func(t *testing.T) { test(t, memstore.New(mem.New(mem.Options{}))) })
-	t.Run("PostgreSQL", func(t *testing.T) {
-		l, err := sqlledger.Open(context.Background(), pgtest.FreshDB(t), sqlledger.Options{})
-		require.NoError(t, err)
-		t.Cleanup(l.Close)
-		s, err := sqlstore.Open(context.Background(), l)
-		require.NoError(t, err)
-		t.Cleanup(s.Close)
-		test(t, s)
-	})
+	t.Run("Memory", func(t *testing.T) { test(t, memStore()) })
+	t.Run("PostgreSQL", func(t *testing.T) { test(t, sqlStore(t)) })
+}
+
+// memStore is a store in memory; sqlStore one on a fresh database.
+func memStore() exchange.Store { return memstore.New(mem.New(mem.Options{})) }
+
+func sqlStore(t *testing.T) exchange.Store {
+	l, err := sqlledger.Open(context.Background(), pgtest.FreshDB(t), sqlledger.Options{})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	s, err := sqlstore.Open(context.Background(), l)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
 }
 
 // honest is the exchange's default trust in clocks: readings are judged
@@ -274,7 +279,7 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 			c := trade.Contract{ID: fmt.Sprintf("ghost-%03d", i), Client: "alice", Server: "ghost", Terms: terms("alice"),
 				State: trade.StateAccepted, AcceptedAt: past.Add(time.Duration(i) * time.Millisecond), StartDeadline: past.Add(time.Minute)}
 			c.Terms.Server = "ghost"
-			_, _, err := store.Open(ctx, c, currency.Reserve{Key: "escrow/" + c.ID, Hold: currency.HoldID(c.ID),
+			_, _, err := store.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + c.ID, Hold: currency.HoldID(c.ID),
 				From: currency.WalletID(cred, "alice"), Amount: c.Terms.Prepayment, Deadline: past.Add(24 * time.Hour)})
 			require.NoError(t, err)
 			_, err = store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {

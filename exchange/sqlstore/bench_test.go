@@ -41,7 +41,7 @@ func BenchmarkOpenSettle(b *testing.B) {
 				i := n.Add(1)
 				id := fmt.Sprint("c", i)
 				c, r := newContract(id, fmt.Sprint("w", i%wallets))
-				_, _, err := s.Open(f.ctx, c, r)
+				_, _, err := s.Open(f.ctx, c, "", r)
 				if err == nil {
 					_, err = s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 						runs.Add(1)

@@ -47,6 +47,7 @@ type job struct {
 
 type openJob struct {
 	row      *row
+	claim    string // the token that must hold the id's claim, if any
 	reserves []currency.Reserve
 	// Results.
 	old     record // the contract found, if it existed
@@ -181,7 +182,17 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			}
 		}
 		found := make(map[[16]byte]record, len(jobs))
+		holders := map[string]string{}
 		b := &pgx.Batch{}
+		var claimed []string
+		for _, j := range jobs {
+			if j.open != nil {
+				claimed = append(claimed, j.open.row.c.ID)
+			}
+		}
+		if len(claimed) > 0 {
+			queueClaims(b, claimed, holders)
+		}
 		b.Queue(`SELECT uid, record FROM contracts WHERE uid = ANY($1::UUID[]) ORDER BY uid FOR UPDATE`, uids).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -226,7 +237,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			var err error
 			switch {
 			case j.open != nil:
-				err = j.open.apply(ctx, t, found[j.uid])
+				err = j.open.apply(ctx, t, found[j.uid], holders)
 			case j.upd.changeErr == nil:
 				err = j.upd.apply(ctx, t)
 			}
@@ -242,6 +253,18 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			}
 		}
 		queueWrites(t, added, changed)
+		// A contract made, or found, ends its id's claim.
+		var ended []string
+		for _, j := range jobs {
+			if o := j.open; o != nil && (o.written || o.old != nil) {
+				if _, ok := holders[o.row.c.ID]; ok {
+					ended = append(ended, o.row.c.ID)
+				}
+			}
+		}
+		if len(ended) > 0 {
+			t.Queue(`DELETE FROM offer_claims WHERE id = ANY($1)`, ended)
+		}
 		return nil
 	})
 	if err == nil {
@@ -275,9 +298,13 @@ func (j *job) written() *row {
 // unless it exists. A single reserve that fails keeps its failure under
 // its key, as a failed Apply does; one of several that fails takes the
 // others back with it.
-func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record) error {
+func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record, holders map[string]string) error {
 	if old != nil {
 		o.old = old // a retry: nothing to write
+		return nil
+	}
+	if o.claim != "" && holders[o.row.c.ID] != o.claim {
+		o.failed = claimTaken()
 		return nil
 	}
 	ops := make([]currency.Op, len(o.reserves))

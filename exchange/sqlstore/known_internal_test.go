@@ -68,7 +68,7 @@ func TestUpdatesTakeTheKnown(t *testing.T) {
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPU", Scale: 2}))
 
 	c := trade.Contract{ID: "c1", Client: "alice", Server: "srv", State: trade.StateAccepted}
-	_, created, err := s.Open(ctx, c)
+	_, created, err := s.Open(ctx, c, "")
 	require.NoError(t, err)
 	require.True(t, created)
 	for i, st := range []trade.State{trade.StateRunning, trade.StateRunning, trade.StateSettled} {

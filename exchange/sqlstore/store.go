@@ -56,6 +56,8 @@ type Store struct {
 	known *known
 	// taken counts the Updates decided on the contract known (tests).
 	taken atomic.Int64
+	// finished counts Finishes, to prune ended claims now and then.
+	finished atomic.Int64
 	// ctx is the groups' transactions': they belong to no one caller, and
 	// end early only if the store closes.
 	ctx    context.Context
@@ -94,17 +96,18 @@ func (s *Store) Close() {
 func (s *Store) Ledger() currency.Ledger { return s.l }
 
 // Open escrows and records c in one transaction, shared with other calls
-// (group.go). The contract's row (if any) and the rows of the reserves are
-// read in one round trip; if the contract exists, nothing is written. A
+// (group.go). The contract's row (if any), its claim's and the rows of the
+// reserves are read in one round trip; if the contract exists, nothing is
+// written. A
 // single reserve that fails for a business reason leaves its failure under
 // its key, as a failed Apply does, and no contract; one of several that
 // fails keeps nothing of any.
-func (s *Store) Open(ctx context.Context, c trade.Contract, reserves ...currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (trade.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
 		return trade.Contract{}, false, err
 	}
-	o := &openJob{row: r, reserves: reserves}
+	o := &openJob{row: r, claim: claim, reserves: reserves}
 	if err := s.do(ctx, &job{uid: r.uid, open: o}); err != nil {
 		return trade.Contract{}, false, err
 	}

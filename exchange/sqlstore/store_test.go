@@ -231,7 +231,7 @@ func (f *fixture) open(t testing.TB, id string) trade.Contract {
 func (f *fixture) openFor(t testing.TB, id, client string) trade.Contract {
 	t.Helper()
 	c, r := newContract(id, client)
-	stored, created, err := f.s.Open(f.ctx, c, r)
+	stored, created, err := f.s.Open(f.ctx, c, "", r)
 	require.NoError(t, err)
 	require.True(t, created)
 	return stored

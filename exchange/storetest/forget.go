@@ -123,7 +123,7 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%s: %v", id, err)
 		// An old id opens no second escrow.
 		again := newContract(id, "alice", clock.now())
-		_, created, err := f.s.Open(f.ctx, again, reserve(again, "escrow/"+id+"/again"))
+		_, created, err := f.s.Open(f.ctx, again, "", reserve(again, "escrow/"+id+"/again"))
 		assert.Error(t, err)
 		assert.False(t, created)
 	}
@@ -221,7 +221,7 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 		case k < 4 || len(live) == 0:
 			id := fmt.Sprintf("%s-%d-%d", w.clients[g], g, i)
 			c := newContract(id, client, w.clock.now())
-			_, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/"+id))
+			_, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/"+id))
 			require.NoError(t, err)
 			require.True(t, created)
 			w.mu.Lock()

@@ -59,7 +59,7 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 		poors   [4]outcome
 		cappeds [3]outcome
 		opening = func(c trade.Contract, rs ...currency.Reserve) outcome {
-			_, created, err := f.s.Open(f.ctx, c, rs...)
+			_, created, err := f.s.Open(f.ctx, c, "", rs...)
 			return outcome{created, err}
 		}
 		capReserve = func(c trade.Contract) currency.Reserve {

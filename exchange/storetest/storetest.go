@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testConcurrentUpdates(t, open) })
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
 	t.Run("ConcurrentMixed", func(t *testing.T) { testConcurrentMixed(t, open) })
+	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
 }
 
 // dec parses a decimal literal; it panics on bad input, for tests only.
@@ -151,7 +152,7 @@ func reserve(c trade.Contract, key string) currency.Reserve {
 // open opens c and requires it to be created.
 func (f *fixture) open(c trade.Contract) trade.Contract {
 	f.t.Helper()
-	stored, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/"+c.ID))
+	stored, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/"+c.ID))
 	require.NoError(f.t, err)
 	require.True(f.t, created)
 	same(f.t, c, stored)
@@ -227,7 +228,7 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 
 	again := newContract("c1", "alice", t0.Add(time.Second))
 	again.Terms.Prepayment = dec("20")
-	stored, created, err := f.s.Open(f.ctx, again, reserve(again, "escrow/c1/again"))
+	stored, created, err := f.s.Open(f.ctx, again, "", reserve(again, "escrow/c1/again"))
 	require.NoError(t, err)
 	assert.False(t, created)
 	same(t, c, stored)
@@ -238,7 +239,7 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 	assert.Len(t, st, 2, "the mint and one reserve")
 
 	// The same Open again, as a retry would send it.
-	stored, created, err = f.s.Open(f.ctx, c, reserve(c, "escrow/c1"))
+	stored, created, err = f.s.Open(f.ctx, c, "", reserve(c, "escrow/c1"))
 	require.NoError(t, err)
 	assert.False(t, created)
 	same(t, c, stored)
@@ -254,7 +255,7 @@ func testOpenReserveFails(t *testing.T, open Opener) {
 	c := newContract("c1", "alice", t0)
 	r := reserve(c, "escrow/c1/1")
 
-	_, created, err := f.s.Open(f.ctx, c, r)
+	_, created, err := f.s.Open(f.ctx, c, "", r)
 	require.Error(t, err)
 	assert.False(t, created)
 	var be *bourse.Error
@@ -278,13 +279,13 @@ func testOpenReserveFails(t *testing.T, open Opener) {
 
 	// A wallet that does not exist.
 	bob := newContract("c2", "bob", t0)
-	_, _, err = f.s.Open(f.ctx, bob, reserve(bob, "escrow/c2"))
+	_, _, err = f.s.Open(f.ctx, bob, "", reserve(bob, "escrow/c2"))
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
 	_, err = f.s.Contract(f.ctx, "c2")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
 
 	// Under a new key, with the money there, the same contract opens.
-	stored, created, err := f.s.Open(f.ctx, c, reserve(c, "escrow/c1/2"))
+	stored, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/c1/2"))
 	require.NoError(t, err)
 	assert.True(t, created)
 	same(t, c, stored)
@@ -673,14 +674,14 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 	}
 
 	c1 := newContract("c1", "alice", t0) // 2 GPUs of the 3
-	_, created, err := f.s.Open(f.ctx, c1, reserve(c1, "escrow/c1"), capReserve(c1))
+	_, created, err := f.s.Open(f.ctx, c1, "", reserve(c1, "escrow/c1"), capReserve(c1))
 	require.NoError(t, err)
 	require.True(t, created)
 	f.balance(w, "90", "10")
 	f.balance(capW, "1", "2")
 
 	c2 := newContract("c2", "alice", t0.Add(time.Second)) // 2 more: past the cap
-	_, created, err = f.s.Open(f.ctx, c2, reserve(c2, "escrow/c2"), capReserve(c2))
+	_, created, err = f.s.Open(f.ctx, c2, "", reserve(c2, "escrow/c2"), capReserve(c2))
 	require.Error(t, err)
 	assert.False(t, created)
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
@@ -695,7 +696,7 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 	// the same open goes through.
 	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap-raise", From: currency.IssuanceID(capCur), To: capW, Amount: dec("1")})
 	require.NoError(t, err)
-	_, created, err = f.s.Open(f.ctx, c2, reserve(c2, "escrow/c2"), capReserve(c2))
+	_, created, err = f.s.Open(f.ctx, c2, "", reserve(c2, "escrow/c2"), capReserve(c2))
 	require.NoError(t, err)
 	assert.True(t, created)
 	f.balance(w, "80", "20")

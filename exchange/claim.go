@@ -1,0 +1,177 @@
+package exchange
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// One outcome per request: an offer's request id names its contract, and
+// a client that hears nothing retries with the same id, perhaps to
+// another instance, perhaps while the first try still negotiates (an
+// instance paused mid-negotiation wakes with both tries queued). Two tries
+// negotiating at once could answer differently: the first wins GPUs and
+// escrows, the second, finding no contract yet and no GPUs, answers "no
+// contract", and the client is charged for a contract it was told it did
+// not get. So a try claims its request id in the store before it
+// negotiates, until a deadline; a try that finds the id claimed waits for
+// that negotiation's outcome and answers it, or answers unavailable,
+// never another "no". The escrow (Store.Open) checks, in its transaction,
+// that the claim is still its negotiation's, so a negotiation whose claim
+// was taken over after its deadline (its instance was paused past it)
+// makes no contract. A negotiation that ends without a contract records
+// its answer and frees the id: a later retry negotiates afresh, as
+// docs/protocol.md says.
+
+// Claim is a negotiation's hold on a request's contract id.
+type Claim struct {
+	ID    string    // the contract id the request names
+	Token string    // the negotiation's own, unique
+	Until time.Time // after which another try may take the claim over
+}
+
+// Claimed is what Store.Claim found.
+type Claimed struct {
+	// Mine: the claim is the caller's now.
+	Mine bool
+	// Holder and Until are the negotiation under way, where it is not
+	// the caller's ("" if none).
+	Holder string
+	Until  time.Time
+	// Ended is the token of the last negotiation of the id that ended
+	// without a contract, and Outcome what it answered (Store.Finish).
+	Ended   string
+	Outcome []byte
+}
+
+// claimMargin is how long a claim outlasts its negotiation's time limit:
+// the escrow after the accept, and a slow database.
+const claimMargin = 5 * time.Second
+
+// awaitEvery is how often a try waiting on another reads the claim.
+const awaitEvery = 20 * time.Millisecond
+
+// outcome is a negotiation's answer as Store.Finish keeps it.
+type outcome struct {
+	Reply *protocol.OfferReply `json:"reply,omitempty"`
+	Err   *bourse.Error        `json:"error,omitempty"`
+}
+
+func encodeOutcome(reply protocol.OfferReply, err error) []byte {
+	o := outcome{Reply: &reply}
+	if err != nil {
+		o = outcome{Err: asBourseError(err)}
+	}
+	b, _ := json.Marshal(o)
+	return b
+}
+
+func decodeOutcome(b []byte) (protocol.OfferReply, error) {
+	var o outcome
+	if err := json.Unmarshal(b, &o); err != nil || (o.Reply == nil && o.Err == nil) {
+		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EUnavailable, Field: "request_id",
+			Message: "another try of this request answered, but its answer is unreadable here; retry with a new request id"}
+	}
+	if o.Err != nil {
+		return protocol.OfferReply{}, o.Err
+	}
+	return *o.Reply, nil
+}
+
+// asBourseError is err as it crosses the wire.
+func asBourseError(err error) *bourse.Error {
+	var be *bourse.Error
+	if errors.As(err, &be) {
+		return be
+	}
+	return &bourse.Error{Code: bourse.EInternal, Message: err.Error()}
+}
+
+// claimed negotiates client's offer under contract id once it holds the
+// id's claim, or waits for the negotiation that holds it (await).
+func (h *House) claimed(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
+	now := h.cfg.Now()
+	cl := Claim{ID: id, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
+	got, err := h.store.Claim(ctx, cl, now)
+	if err != nil {
+		return protocol.OfferReply{}, err
+	}
+	if !got.Mine {
+		return h.await(ctx, client, id, t, req, cl, got.Holder)
+	}
+	return h.holding(ctx, client, id, t, req, cl)
+}
+
+// holding negotiates while cl holds the claim, and records the outcome
+// of a negotiation that made no contract, freeing the id.
+func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim) (protocol.OfferReply, error) {
+	reply, err := h.fresh(ctx, client, id, t, req, cl.Token)
+	if err == nil && reply.Contract != nil {
+		return reply, nil // Open ended the claim
+	}
+	// A retried request whose first try made a contract answers with
+	// that contract. It is looked up only here, where this try made
+	// none: a retry is rare, and one that gets as far as the escrow
+	// finds the first contract there (Store.Open), so an offer that
+	// makes a contract never pays for the lookup.
+	if c, lerr := h.store.Contract(ctx, id); lerr == nil {
+		reply, err = protocol.OfferReply{Contract: &c}, nil
+	}
+	if ferr := h.store.Finish(context.WithoutCancel(ctx), cl, encodeOutcome(reply, err)); ferr != nil {
+		h.log.Warn("offer: the claim of a request not freed; it frees at its deadline", "contract", id, "err", ferr)
+	}
+	return reply, err
+}
+
+// await waits for the negotiation awaited, which holds id's claim, and
+// answers its outcome: its contract, or the answer it recorded. A claim
+// whose time passes (its instance stopped or was paused) is taken over,
+// and this try negotiates; the other can then make no contract.
+func (h *House) await(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim, awaited string) (protocol.OfferReply, error) {
+	giveUp := h.cfg.Now().Add(2 * (h.cfg.Negotiation + claimMargin))
+	for h.cfg.Now().Before(giveUp) {
+		select {
+		case <-ctx.Done():
+			return protocol.OfferReply{}, ctx.Err()
+		case <-time.After(awaitEvery):
+		}
+		now := h.cfg.Now()
+		cl.Until = now.Add(h.cfg.Negotiation + claimMargin)
+		got, err := h.store.Claim(ctx, cl, now)
+		if err != nil {
+			return protocol.OfferReply{}, err
+		}
+		if !got.Mine {
+			awaited = got.Holder // still under way, or taken over by a third try
+			continue
+		}
+		if c, lerr := h.store.Contract(ctx, id); lerr == nil {
+			_ = h.store.Finish(context.WithoutCancel(ctx), cl, nil)
+			return protocol.OfferReply{Contract: &c}, nil
+		}
+		if got.Ended == awaited && len(got.Outcome) > 0 {
+			_ = h.store.Finish(context.WithoutCancel(ctx), cl, got.Outcome)
+			return decodeOutcome(got.Outcome)
+		}
+		// The id is this try's now and no other can make its contract:
+		// negotiating is safe.
+		return h.holding(ctx, client, id, t, req, cl)
+	}
+	return protocol.OfferReply{}, &bourse.Error{Code: bourse.EUnavailable, Field: "request_id",
+		Message: "other tries of this request keep negotiating it; retry with the same request id for its answer"}
+}
+
+// newToken is a negotiation's claim token: random, so that no two
+// instances make the same.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

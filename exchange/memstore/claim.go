@@ -1,0 +1,68 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/exchange"
+)
+
+// claim is a request id's claim: the negotiation holding it, if any, and
+// the last one that ended without a contract.
+type claim struct {
+	holder  string
+	until   time.Time
+	ended   string
+	endedAt time.Time
+	outcome []byte
+}
+
+// keepEnded is how long the outcome of a negotiation that made no
+// contract is kept for the tries that waited on it.
+const keepEnded = time.Minute
+
+func (s *Store) Claim(_ context.Context, c exchange.Claim, now time.Time) (exchange.Claimed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claimed++; s.claimed%1024 == 0 {
+		for id, cl := range s.claims {
+			if cl.holder == "" && now.Sub(cl.endedAt) > keepEnded {
+				delete(s.claims, id)
+			}
+		}
+	}
+	cl := s.claims[c.ID]
+	if cl == nil {
+		cl = &claim{}
+		s.claims[c.ID] = cl
+	}
+	if cl.holder != "" && cl.holder != c.Token && cl.until.After(now) {
+		return exchange.Claimed{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.outcome}, nil
+	}
+	cl.holder, cl.until = c.Token, c.Until
+	return exchange.Claimed{Mine: true, Ended: cl.ended, Outcome: cl.outcome}, nil
+}
+
+func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cl := s.claims[c.ID]; cl != nil && cl.holder == c.Token {
+		// The store has no clock: the claim's Until stands for when it ended.
+		cl.holder, cl.ended, cl.outcome, cl.endedAt = "", c.Token, outcome, cl.until
+	}
+	return nil
+}
+
+// checkClaim says whether token may open contract id: with no token,
+// always; else only while it holds the id's claim. The caller holds s.mu.
+func (s *Store) checkClaim(id, token string) error {
+	if token == "" {
+		return nil
+	}
+	if cl := s.claims[id]; cl == nil || cl.holder != token {
+		return &bourse.Error{Code: bourse.EUnavailable, Op: "memstore.Open", Field: "request_id",
+			Message: "another try of this request took over its negotiation; retry with the same request id for its answer"}
+	}
+	return nil
+}
