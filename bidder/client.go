@@ -147,7 +147,14 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 	var msg *nats.Msg
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		msg, err = c.nc.RequestWithContext(rctx, subj, data)
+		req := nats.NewMsg(subj)
+		req.Data = data
+		if dl, ok := rctx.Deadline(); ok {
+			// An exchange that takes the request up after this does
+			// nothing with it: this try will have gone.
+			req.Header.Set(protocol.DeadlineHeader, dl.UTC().Format(time.RFC3339Nano))
+		}
+		msg, err = c.nc.RequestMsgWithContext(rctx, req)
 		cancel()
 		if err == nil {
 			// Rate limited, nothing was done: wait as long as the exchange

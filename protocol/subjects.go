@@ -57,6 +57,14 @@ const (
 // signing): on usage readings, where the exchange requires it.
 const SigHeader = "Bourse-Sig"
 
+// DeadlineHeader, optional on a client's request, is when the client stops
+// waiting for the answer, in RFC 3339 (UTC, with fractions of a second):
+// an exchange that takes the request up later than that (it was paused,
+// or its backlog was long) answers deadline_exceeded and does nothing,
+// so that it spends no negotiation on a client that has gone, and a retry
+// meanwhile is not crowded out.
+const DeadlineHeader = "Bourse-Deadline"
+
 // AcceptSigned is what a server signs when it accepts an offer: the offer
 // exactly as it was delivered, a newline, and the answer exactly as it is
 // sent (neither has a newline of its own: both are compact JSON). It binds

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
@@ -264,6 +265,11 @@ func (s *Service) startEndpoints() error {
 func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 	return func(r micro.Request) {
 		_, party, _, _ := protocol.Sender(r.Subject()) // guard has checked it
+		if err := s.checkDeadline(r); err != nil {
+			s.refused.WithLabelValues("deadline").Inc()
+			_ = natswire.RespondError(r, err)
+			return
+		}
 		if !s.perParty.acquire(party) {
 			s.refused.WithLabelValues("in_flight").Inc()
 			// A slot frees when a negotiation ends, at most Negotiation on.
@@ -288,6 +294,26 @@ func (s *Service) async(h micro.HandlerFunc) micro.HandlerFunc {
 			h(d)
 		}()
 	}
+}
+
+// checkDeadline refuses a request whose client stopped waiting before
+// this instance took it up (protocol.DeadlineHeader), allowing for the
+// clocks' skew (Config.ClockSkew). A request without the header, or with
+// one that does not parse, is taken.
+func (s *Service) checkDeadline(r micro.Request) error {
+	v := r.Headers().Get(protocol.DeadlineHeader)
+	if v == "" {
+		return nil
+	}
+	dl, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil
+	}
+	if late := s.cfg.Now().Sub(dl); late > s.cfg.ClockSkew {
+		return &bourse.Error{Code: bourse.EDeadlineExceeded, Field: protocol.DeadlineHeader,
+			Message: fmt.Sprintf("the request's deadline passed %v before this exchange could take it up; nothing was done: retry with the same request id", late.Round(time.Millisecond))}
+	}
+	return nil
 }
 
 // detached answers a micro request by publishing to its reply subject
