@@ -11,11 +11,12 @@ import (
 	"github.com/bourse/bourse"
 )
 
-// Limits bound what one party can take of an exchange instance, so that a
-// client flooding it, or a server sending readings without end, slows only
+// Limits bound what one party can take of the market, so that a client
+// flooding it, or a server sending readings without end, slows only
 // itself. A refused request gets rate_limited with the time after which it
-// may succeed; nothing of it was done. Each instance counts on its own:
-// with n instances in the queue group a party gets up to n times these.
+// may succeed; nothing of it was done. With n instances in the queue
+// group each allows a party 1/n of these (peers.go), so that they hold
+// for the whole market.
 type Limits struct {
 	// Rate is how many requests a second one client or server may make
 	// on average, Burst how many at once after a quiet spell: 100 and 200
@@ -96,6 +97,25 @@ func (b *buckets) take(party string, now time.Time) (ok bool, wait time.Duration
 	return true, 0
 }
 
+// setShare makes the buckets a 1/n share of perSecond and burst (rounded
+// down, but at least one token), the ones made already included.
+func (b *buckets) setShare(perSecond float64, burst, n int, now time.Time) {
+	if b == nil || perSecond < 0 {
+		return
+	}
+	every, size := rate.Limit(perSecond/float64(n)), max(1, burst/n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if every == b.every && size == b.burst {
+		return
+	}
+	b.every, b.burst = every, size
+	for _, k := range b.by {
+		k.lim.SetLimitAt(now, every)
+		k.lim.SetBurstAt(now, size)
+	}
+}
+
 // sweep drops the buckets that have refilled since their last use.
 func (b *buckets) sweep(now time.Time) {
 	if b == nil {
@@ -127,6 +147,13 @@ func (c *counts) acquire(party string) bool {
 	}
 	c.by[party]++
 	return true
+}
+
+// setMax sets how many requests a party may have in flight.
+func (c *counts) setMax(n int) {
+	c.mu.Lock()
+	c.max = n
+	c.mu.Unlock()
 }
 
 func (c *counts) release(party string) {

@@ -326,3 +326,27 @@ func TestHeartbeatFlood(t *testing.T) {
 	waitFor(t, "the flood counted", func() bool { return refused(t, reg, "heartbeat") >= 300 })
 	assert.Equal(t, 1, m.ex.LiveServers())
 }
+
+// TestLimitsForTheWholeMarket: with three instances in the queue group,
+// each allows a party a third of its limits, so a client bursting 60
+// requests at a market that allows it 12 at once gets at most 12 through,
+// not three instances' worth (36, as before the shares).
+func TestLimitsForTheWholeMarket(t *testing.T) {
+	m, _ := limitedMarket(t, 0, natsvc.Limits{Rate: 0.01, Burst: 12})
+	m.cfg.Metrics = nil // each instance registers its own
+	m.startExchange()
+	m.startExchange()
+	m.wallet("alice", "100")
+	time.Sleep(2500 * time.Millisecond) // the instances hear one another (every second)
+	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
+	served := 0
+	for range 60 {
+		// Refused ones past the rate of answers go unanswered: wait little.
+		msg, err := nc.Request(protocol.ClientSubject("alice", protocol.VerbBalance), []byte(`{"currency":"CRED"}`), 200*time.Millisecond)
+		if err == nil && natswire.DecodeError(msg) == nil {
+			served++
+		}
+	}
+	assert.LessOrEqual(t, served, 12, "the market's burst of 12, a third at each instance")
+	assert.GreaterOrEqual(t, served, 6, "each instance serves its share")
+}

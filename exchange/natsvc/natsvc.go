@@ -99,6 +99,7 @@ type Service struct {
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
 	logLines *buckets       // each party's refusals logged
+	peers    *peers         // the instances running, for the limits' shares
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
 	svc      micro.Service
@@ -125,7 +126,8 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
-		logLines: newBuckets(1, 5)}
+		logLines: newBuckets(1, 5),
+		peers:    newPeers()}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	house, err := exchange.New(hc)
@@ -149,6 +151,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.startEndpoints(); err != nil {
 		s.Stop()
 		return nil, err
+	}
+	if err := s.startPeers(runCtx); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("natsvc: peers: %w", err)
 	}
 	s.wg.Add(1)
 	go func() {
