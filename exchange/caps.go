@@ -67,18 +67,17 @@ func OpenCapWallet(ctx context.Context, l currency.Ledger, client string) (curre
 }
 
 // capReserves are the reserves of a contract's GPUs from the caps above
-// it: the client's own (hold gpus/<contract>, as before caps had
-// parents), and its project's or organisation's (gpus/<contract>/<owner>).
+// it, nearest first, their holds noted on c (CapHolds): the client's own
+// (hold gpus/<contract>, as before caps had parents), and its project's or
+// organisation's (gpus/<contract>/<owner>).
 func capReserves(c *trade.Contract, offerID string, capped []string, deadline time.Time) []currency.Reserve {
 	var out []currency.Reserve
 	for _, o := range capped {
 		key, hold := "cap-reserve/"+offerID, "gpus/"+c.ID
-		if o == c.Client {
-			c.CapHold = hold
-		} else {
+		if o != c.Client {
 			key, hold = key+"/"+o, hold+"/"+o
-			c.CapHolds = append(c.CapHolds, hold)
 		}
+		c.CapHolds = append(c.CapHolds, hold)
 		out = append(out, currency.Reserve{Key: key, Hold: currency.HoldID(hold), From: CapWallet(o),
 			Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: deadline.Add(capHoldGrace), Memo: "GPUs of contract " + c.ID})
 	}
@@ -91,17 +90,17 @@ func capReserves(c *trade.Contract, offerID string, capped []string, deadline ti
 // grace has had the cap's holds expired by the watchdog already (as holds
 // no contract owns), and its settlement must not then fail on them. So
 // the change that settles a contract reads nothing outside its store.
+// The keys are those every version used: cap-release/<contract> for the
+// client's own cap, cap-release/<contract>/<owner> for a parent's.
 func capRelease(c *trade.Contract) []currency.Op {
 	var ops []currency.Op
-	for i, id := range append([]string{c.CapHold}, c.CapHolds...) {
-		if id == "" {
-			continue
-		}
+	own := "gpus/" + c.ID
+	for _, hold := range c.CapHolds {
 		key := "cap-release/" + c.ID
-		if i > 0 {
-			key += "/" + strings.TrimPrefix(id, "gpus/"+c.ID+"/")
+		if hold != own {
+			key += "/" + strings.TrimPrefix(hold, own+"/")
 		}
-		ops = append(ops, currency.Void{Key: key, Hold: currency.HoldID(id), Memo: "contract " + c.ID + " ended", IfOpen: true})
+		ops = append(ops, currency.Void{Key: key, Hold: currency.HoldID(hold), Memo: "contract " + c.ID + " ended", IfOpen: true})
 	}
 	return ops
 }

@@ -184,7 +184,11 @@ func TestProjectGPUCap(t *testing.T) {
 		byClient := map[string]int{}
 		for _, c := range made {
 			byClient[c.Client]++
-			assert.Len(t, c.CapHolds, 1, "held on the project's cap")
+			want := []string{"gpus/" + c.ID + "/acme.ml"} // the project's cap
+			if c.Client == "alice" {
+				want = append([]string{"gpus/" + c.ID}, want...) // her own first
+			}
+			assert.Equal(t, want, c.CapHolds)
 		}
 		assert.LessOrEqual(t, byClient["alice"], 1, "alice's own cap")
 		ml := m.balance(exchange.CapWallet("acme.ml"))
