@@ -76,7 +76,7 @@ finishes those in flight and exits.`,
 			if err != nil {
 				return err
 			}
-			cfg.SpendCaps = t.SpendCaps(5 * time.Second)
+			cfg.SpendCaps, cfg.Periods = t.SpendCaps(5*time.Second), t.Periods()
 			go refillSpendRates(ctx, t, log)
 
 			reg := prometheus.NewRegistry()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
@@ -33,7 +34,7 @@ func (m *market) capGPUs(client string, n int) {
 // setCap sets client's cap through the treasury beside the market's ledger.
 func (m *market) setCap(client string, n int, key string) (treasury.Action, error) {
 	m.t.Helper()
-	tr, err := sqltreasury.Beside(context.Background(), m.ledger)
+	tr, err := sqltreasury.Beside(context.Background(), m.ledger, nil)
 	require.NoError(m.t, err)
 	return tr.SetCap(context.Background(), "ops", client, n, key)
 }
@@ -75,7 +76,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		assert.Equal(t, 28, capped)
 		bal := m.balance(currency.WalletID(cred, "alice"))
 		assert.True(t, bal.Held.Equal(d("24")), "four prepayments of 6 held, no more: %s", bal.Held)
-		capBal := m.balance(exchange.CapWallet("alice"))
+		capBal := m.balance(caps.GPUWallet("alice"))
 		assert.True(t, capBal.Held.Equal(d("4")) && capBal.Available.IsZero(), "%+v", capBal)
 		m.audit()
 
@@ -90,7 +91,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 			srv.publish(reading(c.ID, 1, "0.5", 1, true))
 			m.settled(c.ID, 5*time.Second)
 		}
-		capBal = m.balance(exchange.CapWallet("alice"))
+		capBal = m.balance(caps.GPUWallet("alice"))
 		assert.True(t, capBal.Held.Equal(d("2")) && capBal.Available.Equal(d("2")), "two GPUs back: %+v", capBal)
 		for i := range 2 {
 			r, err := alice.Offer(context.Background(), fmt.Sprint("after-", i), terms("alice"))
@@ -135,7 +136,7 @@ func TestCapHoldExpiredFirst(t *testing.T) {
 	srv.publish(reading(c.ID, 1, "0.5", 1, true))
 	settled := m.settled(c.ID, 5*time.Second)
 	assert.Equal(t, trade.StateSettled, settled.State)
-	capBal := m.balance(exchange.CapWallet("alice"))
+	capBal := m.balance(caps.GPUWallet("alice"))
 	assert.True(t, capBal.Available.Equal(d("2")) && capBal.Held.IsZero(), "%+v", capBal)
 	m.audit()
 }
@@ -155,7 +156,7 @@ func TestCapHoldsOfAnOldRecord(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
 	m := newMarketOn(t, store, func(c *exchange.Config) { honest(c); c.ServerLostAfter = time.Minute })
-	tr, err := sqltreasury.Beside(ctx, l)
+	tr, err := sqltreasury.Beside(ctx, l, nil)
 	require.NoError(t, err)
 	for _, a := range []struct{ owner, parent string }{{"acme", ""}, {"alice", "acme"}} {
 		_, err := tr.Open(ctx, "root", cred, a.owner, a.parent, "open-"+a.owner)
@@ -192,12 +193,12 @@ func TestCapHoldsOfAnOldRecord(t *testing.T) {
 	srv.publish(reading(c.ID, 1, "0.5", 1, true))
 	assert.Equal(t, trade.StateSettled, m.settled(c.ID, 5*time.Second).State)
 	for owner, n := range map[string]string{"alice": "2", "acme": "4"} {
-		bal := m.balance(exchange.CapWallet(owner))
+		bal := m.balance(caps.GPUWallet(owner))
 		assert.True(t, bal.Held.IsZero() && bal.Available.Equal(d(n)), "%s's GPUs back: %+v", owner, bal)
 	}
 	released := map[string]bool{}
 	for _, owner := range []string{"alice", "acme"} {
-		entries, err := l.Statement(ctx, exchange.CapWallet(owner), 0, 100)
+		entries, err := l.Statement(ctx, caps.GPUWallet(owner), 0, 100)
 		require.NoError(t, err)
 		for _, e := range entries {
 			released[e.Key] = true

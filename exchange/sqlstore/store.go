@@ -260,7 +260,7 @@ type stored struct {
 	// written before a contract's cap holds were one list kept apart from
 	// the others (cap_holds, then its project's and organisation's): it
 	// goes first in the list, so that a settlement releases it under the
-	// key it always had (cap-release/<contract>).
+	// key it always had (caps.Release: cap-release/<contract>).
 	CapHold string `json:"cap_hold,omitempty"`
 }
 
