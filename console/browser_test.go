@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
@@ -219,8 +219,8 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	must(tr.SetAllowance(ctx, "ann", allowance.Rule{Wallet: "wallet/CRED/carl", A: d("10"), B: d("0.1"), Period: time.Hour, Start: time.Now().Add(-48 * time.Hour)}, "a1"))
 	must(tr.SetCap(ctx, "ann", "alice", 8, "c1"))
 	must(tr.SetCap(ctx, "ann", "bob", 4, "c2"))
-	must(tr.SetSpendCap(ctx, "ann", "acme.ml", "CRED", exchange.Monthly, d("2000"), d("0.8"), "s1"))
-	must(tr.SetSpendCap(ctx, "ann", "alice", "CRED", exchange.Daily, d("150"), d("0.8"), "s2"))
+	must(tr.SetSpendCap(ctx, "ann", "acme.ml", "CRED", caps.Month, d("2000"), d("0.8"), "s1"))
+	must(tr.SetSpendCap(ctx, "ann", "alice", "CRED", caps.Day, d("150"), d("0.8"), "s2"))
 	must(tr.SetSpendRate(ctx, "ann", "bob", "CRED", d("60"), d("20"), d("0.8"), "sr1"))
 	must(tr.SetRate(ctx, "bea", "CRED", "GPUH", d("0.25"), "r1"))
 	must(tr.Exchange(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
@@ -231,7 +231,7 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	must(tr.Grant(ctx, "bea", "EUR", "bob", d("200"), "eur1", "bank transfer 2026-11-19"))
 	must(tr.SetPrice(ctx, "bea", "CRED", "EUR", d("0.10"), "p1"))
 	must(tr.Sell(ctx, "ann", "bob", "CRED", "EUR", d("500"), "sale1"))
-	_, err := currency.Do(ctx, l, currency.Reserve{Key: "hold", Hold: "gpus/k1", From: exchange.CapWallet("alice"), Amount: d("6"), Deadline: time.Now().Add(time.Hour)})
+	_, err := currency.Do(ctx, l, currency.Reserve{Key: "hold", Hold: "gpus/k1", From: caps.GPUWallet("alice"), Amount: d("6"), Deadline: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	day := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	for i := range 30 {

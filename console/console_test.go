@@ -44,7 +44,7 @@ func testConsole(t testing.TB) (*httptest.Server, *treasury.Treasury, *memstore.
 	ctx := context.Background()
 	l := mem.New(mem.Options{})
 	store := memstore.New(l)
-	tr := treasury.New(treasury.NewMem(l, nil))
+	tr := treasury.New(treasury.NewMem(l, nil), nil)
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
 	_, err := tr.Open(ctx, "root", "CRED", "acme", "", "open-acme")
 	require.NoError(t, err)

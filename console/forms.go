@@ -10,9 +10,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/exchange"
 )
 
 // Every form names its fields as the command line's flags do; a field
@@ -158,7 +158,7 @@ func (c *Console) setSpendCap(r *http.Request, actor string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := c.cfg.Treasury.SetSpendCap(r.Context(), actor, f[0], currency.Code(f[1]), exchange.SpendPeriod(f[2]), limit, warn, f[3]); err != nil {
+	if _, err := c.cfg.Treasury.SetSpendCap(r.Context(), actor, f[0], currency.Code(f[1]), caps.Period(f[2]), limit, warn, f[3]); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s spend cap of %s: %s %s", f[2], f[0], limit, f[1]), nil

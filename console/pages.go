@@ -14,9 +14,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -43,12 +43,6 @@ type currencyView struct {
 	Truncate bool
 }
 
-// unit reports whether a currency counts something other than money: the
-// caps' GPUs and the spend caps' budgets, shown on the caps page.
-func unit(c currency.Code) bool {
-	return c == exchange.GPUCap || strings.HasPrefix(string(c), "SPEND-")
-}
-
 func (c *Console) overview(r *http.Request, v *view) error {
 	v.Page, v.Title = "overview", "Balances"
 	ctx := r.Context()
@@ -59,7 +53,7 @@ func (c *Console) overview(r *http.Request, v *view) error {
 	}
 	var out []currencyView
 	for _, cur := range cs {
-		if unit(cur.Code) {
+		if caps.Unit(cur.Code) { // the caps' GPUs and budgets: on the caps page
 			continue
 		}
 		cv := currencyView{Code: cur.Code, Scale: cur.Scale}
@@ -225,7 +219,7 @@ func (c *Console) supply(r *http.Request, v *view) error {
 	}
 	var sv supplyView
 	for _, cur := range cs {
-		if !unit(cur.Code) {
+		if !caps.Unit(cur.Code) {
 			sv.Currencies = append(sv.Currencies, cur.Code)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 )
 
@@ -70,10 +71,17 @@ type Config struct {
 	// carry its server's signature, and keeps it on the contract; nil
 	// takes readings on NATS's word alone (signing.Keys is one).
 	Verifier Verifier
-	// SpendCaps, if set, gives the daily and monthly spend caps that
-	// admission enforces (spend.go); nil for none.
-	SpendCaps SpendCaps
-	Now       func() time.Time // time.Now if nil
+	// SpendCaps, if set, gives the spend caps (per hour, day or month,
+	// and spend rates) that admission enforces (package caps); nil for
+	// none. Concurrent-GPU caps need no source: they are the ledger's.
+	SpendCaps caps.Limits
+	// Periods decides which period of a spend cap is under way (package
+	// caps: the budget an offer reserves from); a Periods on Now if nil.
+	// The treasury of the same process shares it.
+	Periods *caps.Periods
+	// Now is the House's clock: its Periods' if nil and Periods is set,
+	// else time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) defaults() error {
@@ -107,8 +115,14 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Now == nil && c.Periods != nil {
+		c.Now = c.Periods.Now
+	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Periods == nil {
+		c.Periods = caps.NewPeriods(c.Now)
 	}
 	return nil
 }
@@ -117,7 +131,6 @@ func (c *Config) defaults() error {
 // use, and it calls its Router and Notifier holding no lock of its own, so
 // that they may call back into it.
 type House struct {
-	spendMemory
 	cfg     Config
 	store   Store
 	router  Router
@@ -126,6 +139,7 @@ type House struct {
 	metrics *metrics
 	servers *registry
 	scales  sync.Map // currency code → int32 scale; currencies never change scale
+	parents sync.Map // wallet ID → []string, the owners above it (owners)
 
 	// The sweep's own state (Sweep is called by one caller at a time):
 	// when it last saw the House cut off or not running (its start

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
-	"github.com/shopspring/decimal"
 )
 
 // Offer turns client's offer into a contract: validate, check funds,
@@ -87,7 +87,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	ids := make([]currency.AccountID, 1, 1+len(owners))
 	ids[0] = wallet
 	for _, o := range owners {
-		ids = append(ids, CapWallet(o))
+		ids = append(ids, caps.GPUWallet(o))
 	}
 	bals, err := h.store.Ledger().Balances(ctx, ids...)
 	if err != nil {
@@ -101,11 +101,8 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
 			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
 	}
-	capped, err := checkCap(owners, bals[1:], t.GPUs)
-	if err != nil {
-		return protocol.OfferReply{}, err
-	}
-	spends, err := h.spendChecks(ctx, client, currency.Code(t.Currency), t.Prepayment)
+	adm, err := h.cfg.Periods.Admit(ctx, h.store.Ledger(), h.cfg.SpendCaps,
+		caps.Offer{Owners: owners, Currency: cur, GPUs: t.GPUs, Prepayment: t.Prepayment}, bals[1:])
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -127,7 +124,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, claim, offerID, win, signed, capped, spends, t, req)
+	c, err := h.open(ctx, id, claim, offerID, win, signed, adm, t, req)
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -136,7 +133,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, capped []string, spends []spendCheck, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -159,12 +156,11 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
-	reserves := append([]currency.Reserve{reserve}, capReserves(&c, offerID, capped, reserve.Deadline)...)
-	reserves = append(reserves, spendReserves(&c, offerID, spends, reserve.Deadline)...)
+	reserves := append([]currency.Reserve{reserve}, adm.Reserves(&c, offerID, reserve.Deadline)...)
 	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-			return trade.Contract{}, h.whichCap(ctx, err, capped, spends, t)
+			return trade.Contract{}, adm.Refusal(ctx, h.store.Ledger(), err)
 		}
 		return trade.Contract{}, err
 	}
@@ -176,7 +172,9 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	}
 	h.metrics.escrowed.Inc()
 	h.event(protocol.EventAccepted, stored)
-	h.spendWarn(ctx, stored, spends)
+	for _, w := range adm.Warnings(ctx, h.store.Ledger()) {
+		h.notify.Notify(stored.Client, protocol.Event{Type: protocol.EventSpendWarning, Contract: stored, At: h.cfg.Now().UTC(), Warning: w})
+	}
 	// The negotiation ends with the escrow: the client has its contract now,
 	// and the start follows, reported by a started event. Waiting for it
 	// would add a round trip to the server to every offer's latency. If the
@@ -364,22 +362,4 @@ func checkRequestID(id string) error {
 		return &bourse.Error{Code: bourse.EInvalid, Field: "request_id", Message: "a request id of 1-128 characters without spaces is required"}
 	}
 	return nil
-}
-
-// whichCap names the cap whose reserve failed in an escrow that failed
-// for want of funds, if one did; else it returns err.
-func (h *House) whichCap(ctx context.Context, err error, capped []string, spends []spendCheck, t contract.Terms) error {
-	l := h.store.Ledger()
-	for _, o := range capped {
-		if bal, berr := l.Balance(ctx, CapWallet(o)); berr == nil && bal.Available.LessThan(decimal.NewFromInt(int64(t.GPUs))) {
-			return capExceeded(o, bal, t.GPUs)
-		}
-	}
-	for _, sc := range spends {
-		if bal, berr := l.Balance(ctx, sc.wallet); berr == nil && bal.Available.LessThan(t.Prepayment) {
-			sc.bal = bal
-			return sc.exceeded(t.Prepayment)
-		}
-	}
-	return err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
@@ -68,7 +69,7 @@ func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]c
 	return append([]currency.Op{currency.Capture{
 		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
 		Amount: st.Charge, Memo: "contract " + c.ID + " " + string(reason),
-	}}, append(capRelease(c), spendSettle(c, st.Charge)...)...), nil
+	}}, caps.Release(c, st.Charge)...), nil
 }
 
 // void changes an accepted contract to voided and returns the release of
@@ -76,7 +77,7 @@ func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]c
 func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
 	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
 	return append([]currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}},
-		append(capRelease(c), spendSettle(c, decimal.Zero)...)...)
+		caps.Release(c, decimal.Zero)...)
 }
 
 // markStuck records a failure to settle or void c with cause, and when to

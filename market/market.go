@@ -21,6 +21,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange"
@@ -125,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
 		finals: map[string]trade.Reading{}}
 	if m.cfg.Treasury == nil {
-		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger())
+		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger(), caps.NewPeriods(time.Now))
 		if err != nil {
 			return nil, fmt.Errorf("market: %w", err)
 		}
@@ -180,8 +181,10 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" {
 		storage = jetstream.MemoryStorage
 	}
+	// The treasury's Periods: a cap set and the offers it caps meet the
+	// same period.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log,
-		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second)}, StreamStorage: storage})
+		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods()}, StreamStorage: storage})
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +256,7 @@ func (m *Market) fund(ctx context.Context) error {
 			}
 		}
 		if c.DailySpend.IsPositive() {
-			if _, err := t.SetSpendCap(ctx, admin, c.ID, Currency.Code, exchange.Daily, c.DailySpend, decimal.RequireFromString("0.8"), "spend-cap/"+c.ID); err != nil {
+			if _, err := t.SetSpendCap(ctx, admin, c.ID, Currency.Code, caps.Day, c.DailySpend, decimal.RequireFromString("0.8"), "spend-cap/"+c.ID); err != nil {
 				return fmt.Errorf("market: %w", err)
 			}
 		}

@@ -61,10 +61,10 @@ type ClientSpec struct {
 	// currency/allowance): in a simulation, and in the demo market.
 	Allowance *Allowance
 	// CapGPUs, if positive, caps the GPUs the client may hold in contracts
-	// at once (exchange.GPUCap), in the demo market.
+	// at once (caps.GPUCode), in the demo market.
 	CapGPUs int
 	// DailySpend, if positive, caps what the client may commit a day
-	// (exchange.SpendCap, warned at 80%), in the demo market.
+	// (caps.Spend, warned at 80%), in the demo market.
 	DailySpend decimal.Decimal
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/currency/mem"
@@ -71,7 +72,9 @@ func New(cfg Config) (*Market, error) {
 	m.store = memstore.New(m.ledger)
 	quiet := slog.New(slog.DiscardHandler)
 	hc := cfg.Exchange
-	hc.Store, hc.Now = m.store, m.e.Now
+	// The virtual clock decides everything, the caps' periods included:
+	// a Periods given in cfg.Exchange would read another clock.
+	hc.Store, hc.Now, hc.Periods = m.store, m.e.Now, caps.NewPeriods(m.e.Now)
 	hc.Router = &router{m: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0))}
 	hc.Notifier = m
 	if hc.Logger == nil {

@@ -74,14 +74,15 @@ type Contract struct {
 	// requires signatures: the offer as delivered and the accept, a
 	// newline between (protocol.AcceptSigned), and its signature.
 	AcceptSigned *Signed `json:"accept_signed,omitempty"`
-	// CapHold is the ledger hold of the contract's GPUs on its client's
-	// concurrent-GPU cap, where the client has one (exchange.GPUCap).
-	CapHold string `json:"cap_hold,omitempty"`
-	// CapHolds are the holds of its GPUs on the caps of the project and
-	// organisation its client's wallet sits under, where they have one.
+	// CapHolds are the ledger holds of the contract's GPUs on the
+	// concurrent-GPU caps above it (package caps), where each has one:
+	// its client's own first (gpus/<contract>), then its project's and
+	// organisation's (gpus/<contract>/<owner>). Records written before
+	// this list held the client's own kept it apart, in cap_hold; the SQL
+	// store reads it back into this list.
 	CapHolds []string `json:"cap_holds,omitempty"`
 	// SpendHolds are the holds of the prepayment on the spend caps' budgets
-	// the contract is under (exchange.SpendCap), one per cap.
+	// the contract is under (caps.Spend), one per cap.
 	SpendHolds []string `json:"spend_holds,omitempty"`
 	// Set at settlement: Charge + Refund = Terms.Prepayment.
 	Charge decimal.Decimal `json:"charge"`

@@ -10,17 +10,19 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/exchange"
 )
 
 // A spend rate is a token bucket on what an owner (a client, project or
-// organisation) may commit: its budget, a wallet in SPEND-<currency> that
-// never renews (exchange.Rate), holds at most Capacity and is refilled at
-// PerHour, a step at a time, by RunSpendRates (the exchange daemon runs
-// it; schedulers running at once refill each step once). Offers reserve
-// their prepayments from it in the escrow's transaction as from any spend
-// cap, and settlement takes the charge and gives back the rest.
+// organisation) may commit (caps.Bucket): its budget, a wallet in
+// SPEND-<currency> that never renews (caps.Rate), holds at most Capacity
+// and is refilled at PerHour, a step at a time, by RunSpendRates (the
+// exchange daemon runs it; schedulers running at once refill each step
+// once). Offers reserve their prepayments from it in the escrow's
+// transaction as from any spend cap, and settlement takes the charge and
+// gives back the rest. The treasury keeps its settings here; what a
+// change or a refill moves is caps.Bucket's.
 
 const settingSpendRate = "spend-rate"
 
@@ -37,17 +39,11 @@ type SpendRate struct {
 	Refilled int64         `json:"refilled"`
 }
 
-func (r SpendRate) step() time.Duration {
-	if r.Step <= 0 {
-		return time.Minute
-	}
-	return r.Step
-}
-
 func (r SpendRate) name() string { return string(r.Currency) + "/" + r.Owner }
 
-func (r SpendRate) bucket() currency.AccountID {
-	return exchange.SpendWallet(r.Owner, r.Currency, exchange.Rate, time.Time{})
+// bucket is the bucket r sets.
+func (r SpendRate) bucket() caps.Bucket {
+	return caps.Bucket{Owner: r.Owner, Currency: r.Currency, Capacity: r.Capacity, PerHour: r.PerHour, Step: r.Step}
 }
 
 // SetSpendRate gives owner's spending in cur a token bucket of capacity,
@@ -67,7 +63,7 @@ func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur cu
 		return Action{}, err
 	}
 	switch {
-	case len(exchange.SpendCode(cur)) > 16:
+	case !caps.SpendCodeFits(cur):
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend rates need a currency code of at most 10 characters"}
 	case capacity.IsPositive() && !perHour.IsPositive():
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "per_hour", Message: "a bucket refills at a rate above zero"}
@@ -78,32 +74,24 @@ func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur cu
 		return Action{}, fmt.Errorf("spend rate of %s: %w", owner, err)
 	}
 	r := SpendRate{Owner: owner, Currency: cur, Capacity: capacity, PerHour: perHour, Warn: warn}
-	if err := t.openBucket(ctx, r, money.Scale); err != nil {
+	if err := caps.OpenBudget(ctx, t.l, cur, money.Scale, r.bucket().Wallet()); err != nil {
 		return Action{}, err
 	}
 	return t.commit(ctx, Change{
 		Action: Action{Key: key, Actor: actor, Kind: KindSpendRateSet, Target: r.name(),
 			Request: fmt.Sprintf("spend rate %s capacity %s per hour %s warn %s", r.name(), capacity, perHour, warn)},
-		Watch: []currency.AccountID{r.bucket()},
+		Watch: []currency.AccountID{r.bucket().Wallet()},
 		Plan: func(ctx context.Context, v View, c *Change) error {
 			old, err := readSpendRate(ctx, v, r.name())
 			if err != nil {
 				return err
 			}
 			set := r
-			set.Refilled = v.Now().UnixNano() / int64(set.step())
+			set.Refilled = set.bucket().StepAt(t.periods.Now())
 			if old.Capacity.IsPositive() {
 				set.Refilled = old.Refilled // the steps since then are still due
 			}
-			// From the old capacity (zero for a new bucket, which so
-			// starts full) to the new; down as far as what is not held.
-			iss := currency.IssuanceID(exchange.SpendCode(cur))
-			switch delta := capacity.Sub(old.Capacity); {
-			case delta.IsPositive():
-				c.Ops = []currency.Op{currency.Transfer{Key: key + "/bucket", From: iss, To: r.bucket(), Amount: delta, Memo: "spend rate of " + owner}}
-			case delta.IsNegative():
-				c.Ops = []currency.Op{currency.Transfer{Key: key + "/bucket", From: r.bucket(), To: iss, Amount: delta.Neg(), UpTo: true, Memo: "spend rate of " + owner}}
-			}
+			c.Ops = r.bucket().Change(old.Capacity, key)
 			c.Setting = &Setting{Kind: settingSpendRate, Name: r.name()}
 			if capacity.IsPositive() {
 				b, _ := json.Marshal(set)
@@ -128,29 +116,6 @@ func readSpendRate(ctx context.Context, v View, name string) (SpendRate, error) 
 	return r, nil
 }
 
-// openBucket makes the bucket's currency, wallet and spent account.
-func (t *Treasury) openBucket(ctx context.Context, r SpendRate, scale int32) error {
-	return t.openSpend(ctx, r.Currency, scale, r.bucket())
-}
-
-// openSpend makes the unit currency of cur's spend budgets, its spent
-// account and the budget w, where they are missing.
-func (t *Treasury) openSpend(ctx context.Context, cur currency.Code, scale int32, w currency.AccountID) error {
-	code := exchange.SpendCode(cur)
-	if err := t.l.CreateCurrency(ctx, currency.Currency{Code: code, Scale: scale}); err != nil {
-		return fmt.Errorf("spend currency %s: %w", code, err)
-	}
-	for _, a := range []currency.Account{
-		{ID: exchange.SpentID(cur), Currency: code, Kind: currency.Revenue},
-		{ID: w, Currency: code, Kind: currency.Wallet},
-	} {
-		if _, err := t.l.OpenAccount(ctx, a); err != nil {
-			return fmt.Errorf("spend budget %s: %w", a.ID, err)
-		}
-	}
-	return nil
-}
-
 // SpendRates lists the buckets.
 func (t *Treasury) SpendRates(ctx context.Context) ([]SpendRate, error) {
 	ss, err := t.s.Settings(ctx, settingSpendRate)
@@ -166,19 +131,6 @@ func (t *Treasury) SpendRates(ctx context.Context) ([]SpendRate, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func (t *Treasury) spendRate(ctx context.Context, owner string, cur currency.Code) (SpendRate, error) {
-	rs, err := t.SpendRates(ctx)
-	if err != nil {
-		return SpendRate{}, err
-	}
-	for _, r := range rs {
-		if r.Owner == owner && r.Currency == cur {
-			return r, nil
-		}
-	}
-	return SpendRate{}, nil
 }
 
 // Refill is what RunSpendRates put in one bucket.
@@ -202,7 +154,7 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 	}
 	var out []Refill
 	for _, r := range rs {
-		n := now.UnixNano() / int64(r.step())
+		n := r.bucket().StepAt(now)
 		if n <= r.Refilled {
 			continue
 		}
@@ -214,7 +166,7 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 		var done Refill
 		_, fresh, err := t.commitFresh(ctx, Change{
 			Action: Action{Key: key, Actor: actor, Kind: KindSpendRateRefill, Target: r.name(), Request: fmt.Sprintf("refill %s to step %d", r.name(), n)},
-			Watch:  []currency.AccountID{r.bucket()},
+			Watch:  []currency.AccountID{r.bucket().Wallet()},
 			Plan: func(ctx context.Context, v View, c *Change) error {
 				set, err := readSpendRate(ctx, v, r.name())
 				if err != nil {
@@ -223,29 +175,20 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 				if !set.Capacity.IsPositive() || n <= set.Refilled {
 					return ErrNoChange // removed, or refilled this far by another run
 				}
-				bal, _, err := v.Balance(ctx, r.bucket())
+				b := set.bucket()
+				bal, _, err := v.Balance(ctx, b.Wallet())
 				if err != nil {
 					return err
 				}
 				steps := n - set.Refilled
-				// per hour × the time the steps span, in exact decimals.
-				due := set.PerHour.Mul(decimal.NewFromInt(steps * int64(set.step()))).Div(decimal.NewFromInt(int64(time.Hour))).RoundDown(money.Scale)
-				// Up to the capacity of what is left to reserve: what
-				// running contracts hold is not counted, or a long
-				// contract would stop the refill; so their refunds can take
-				// a bucket past its capacity for a while, and it refills
-				// no more until it is below.
-				amount := decimal.Max(decimal.Zero, decimal.Min(due, set.Capacity.Sub(bal)))
+				amount, ops := b.Refill(bal, steps, money.Scale, key)
 				next := set
 				next.Refilled = n
 				value, _ := json.Marshal(next)
 				c.Setting = &Setting{Kind: settingSpendRate, Name: r.name(), Value: string(value)}
-				if amount.IsPositive() {
-					c.Ops = []currency.Op{currency.Transfer{Key: key, From: currency.IssuanceID(exchange.SpendCode(r.Currency)), To: r.bucket(), Amount: amount,
-						Memo: fmt.Sprintf("refill of %d steps", steps)}}
-				}
+				c.Ops = ops
 				c.Action.After["amount"] = amount.String()
-				done = Refill{Bucket: r.bucket(), Amount: amount, Steps: steps}
+				done = Refill{Bucket: b.Wallet(), Amount: amount, Steps: steps}
 				return nil
 			},
 		})
@@ -263,10 +206,10 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 }
 
 // rateCaps are the buckets as the exchange's spend caps.
-func rateCaps(rs []SpendRate) []exchange.SpendCap {
-	out := make([]exchange.SpendCap, 0, len(rs))
+func rateCaps(rs []SpendRate) []caps.Spend {
+	out := make([]caps.Spend, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, exchange.SpendCap{Owner: r.Owner, Currency: r.Currency, Period: exchange.Rate, Limit: r.Capacity, Warn: r.Warn})
+		out = append(out, caps.Spend{Owner: r.Owner, Currency: r.Currency, Period: caps.Rate, Limit: r.Capacity, Warn: r.Warn})
 	}
 	return out
 }

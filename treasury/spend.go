@@ -11,13 +11,13 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/exchange"
 )
 
 const settingSpendCap = "spend-cap"
 
-func spendName(owner string, cur currency.Code, p exchange.SpendPeriod) string {
+func spendName(owner string, cur currency.Code, p caps.Period) string {
 	return string(cur) + "/" + owner + "/" + string(p)
 }
 
@@ -30,13 +30,14 @@ type spendJSON struct {
 // owner of a wallet) may commit in cur per period, warning the client
 // whose offer takes it past warn (a share: 0.8 for 80%; zero for no
 // warning). A limit of zero removes the cap. The period under way (by the
-// store's clock) gets the new limit at once: its budget is brought, in
-// the transaction that sets the cap, to the limit less what the period
+// treasury's Periods) gets the new limit at once: its budget is brought,
+// in the transaction that sets the cap, to the limit less what the period
 // has used already (charged or held), never below zero. What the period
 // has used is what its budget was ever given less what is left in it,
-// read from the ledger there, so a cap removed and set again, or lowered
-// and raised, within a period still counts what the period used.
-func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur currency.Code, p exchange.SpendPeriod, limit, warn decimal.Decimal, key string) (Action, error) {
+// read from the ledger there (caps.BudgetTo), so a cap removed and set
+// again, or lowered and raised, within a period still counts what the
+// period used.
+func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur currency.Code, p caps.Period, limit, warn decimal.Decimal, key string) (Action, error) {
 	op := "treasury." + KindSpendCapSet
 	money, err := t.l.Currency(ctx, cur)
 	if err != nil {
@@ -48,7 +49,7 @@ func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur cur
 	switch {
 	case !p.Valid():
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "period", Message: fmt.Sprintf("%q: hour, day or month", p)}
-	case len(exchange.SpendCode(cur)) > 16:
+	case !caps.SpendCodeFits(cur):
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "currency", Message: "spend caps need a currency code of at most 10 characters"}
 	case warn.IsNegative() || warn.GreaterThan(decimal.NewFromInt(1)):
 		return Action{}, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "warn", Message: "a share between 0 and 1 (0.8 warns at 80%)"}
@@ -63,66 +64,34 @@ func (t *Treasury) SetSpendCap(ctx context.Context, actor, owner string, cur cur
 	}
 	// The budget of the period under way, open before the transaction
 	// (opening is idempotent), so that the transaction can fill it.
-	w := exchange.SpendWallet(owner, cur, p, t.s.Now())
-	if err := t.openSpend(ctx, cur, money.Scale, w); err != nil {
+	w := t.periods.Budget(owner, cur, p)
+	if err := caps.OpenBudget(ctx, t.l, cur, money.Scale, w); err != nil {
 		return Action{}, err
 	}
+	s := caps.Spend{Owner: owner, Currency: cur, Period: p, Limit: limit, Warn: warn}
 	return t.commit(ctx, Change{
 		Action: Action{Key: key, Actor: actor, Kind: KindSpendCapSet, Target: spendName(owner, cur, p),
 			Request: fmt.Sprintf("spend cap %s %s warn %s", spendName(owner, cur, p), limit, warn)},
 		Setting: &Setting{Kind: settingSpendCap, Name: spendName(owner, cur, p), Value: value},
 		Watch:   []currency.AccountID{w},
 		Plan: func(ctx context.Context, v View, c *Change) error {
-			if now := exchange.SpendWallet(owner, cur, p, v.Now()); now != w {
+			if t.periods.Budget(owner, cur, p) != w {
 				return &bourse.Error{Code: bourse.EUnavailable, Op: op, Message: "a new period began while the cap was being set: try again"}
 			}
-			ops, err := budgetTo(ctx, v, cur, p, owner, w, limit, key)
+			ops, err := caps.BudgetTo(ctx, v, s, w, key)
 			c.Ops = ops
 			return err
 		},
 	})
 }
 
-// budgetTo is what brings budget w of the period under way to limit,
-// decided on the ledger as v reads it. A budget never given anything is
-// given the limit under the key the House mints it with, so that the
-// House, if it read the cap before this change and mints after it, finds
-// the key used and mints nothing. Otherwise the budget is given, or
-// gives back up to what it has, the limit less all it was given.
-func budgetTo(ctx context.Context, v View, cur currency.Code, p exchange.SpendPeriod, owner string, w currency.AccountID, limit decimal.Decimal, key string) ([]currency.Op, error) {
-	iss := currency.IssuanceID(exchange.SpendCode(cur))
-	memo := fmt.Sprintf("%s spend cap of %s set to %s", p, owner, limit)
-	house := exchange.BudgetKey(w)
-	minted, err := v.Used(ctx, house)
-	if err != nil {
-		return nil, err
-	}
-	if !minted {
-		if !limit.IsPositive() {
-			return nil, nil
-		}
-		return []currency.Op{currency.Transfer{Key: house, From: iss, To: w, Amount: limit, Memo: memo}}, nil
-	}
-	given, err := v.Net(ctx, w, iss)
-	if err != nil {
-		return nil, err
-	}
-	switch delta := limit.Sub(given); {
-	case delta.IsPositive():
-		return []currency.Op{currency.Transfer{Key: key + "/budget", From: iss, To: w, Amount: delta, Memo: memo}}, nil
-	case delta.IsNegative():
-		return []currency.Op{currency.Transfer{Key: key + "/budget", From: w, To: iss, Amount: delta.Neg(), UpTo: true, Memo: memo}}, nil
-	}
-	return nil, nil
-}
-
 // SpendCapList lists every spend cap.
-func (t *Treasury) SpendCapList(ctx context.Context) ([]exchange.SpendCap, error) {
+func (t *Treasury) SpendCapList(ctx context.Context) ([]caps.Spend, error) {
 	ss, err := t.s.Settings(ctx, settingSpendCap)
 	if err != nil {
 		return nil, fmt.Errorf("spend caps: %w", err)
 	}
-	out := make([]exchange.SpendCap, 0, len(ss))
+	out := make([]caps.Spend, 0, len(ss))
 	for _, s := range ss {
 		parts := strings.Split(s.Name, "/")
 		var j spendJSON
@@ -134,14 +103,14 @@ func (t *Treasury) SpendCapList(ctx context.Context) ([]exchange.SpendCap, error
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("spend cap %s: stored %q is not a cap", s.Name, s.Value)
 		}
-		out = append(out, exchange.SpendCap{Currency: currency.Code(parts[0]), Owner: parts[1], Period: exchange.SpendPeriod(parts[2]), Limit: limit, Warn: warn})
+		out = append(out, caps.Spend{Currency: currency.Code(parts[0]), Owner: parts[1], Period: caps.Period(parts[2]), Limit: limit, Warn: warn})
 	}
 	return out, nil
 }
 
 // SpendUse is a spend cap and its budget in the period under way.
 type SpendUse struct {
-	exchange.SpendCap
+	caps.Spend
 	// Used is charged or held this period; Held the part held by
 	// contracts still running.
 	Used, Held decimal.Decimal
@@ -150,19 +119,14 @@ type SpendUse struct {
 // SpendUses lists every spend cap and spend rate with what is used of it
 // now (of a bucket: its capacity less what is left in it).
 func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {
-	caps, err := t.SpendCapList(ctx)
+	all, err := t.spendCaps(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rates, err := t.SpendRates(ctx)
-	if err != nil {
-		return nil, err
-	}
-	caps = append(caps, rateCaps(rates)...)
-	out := make([]SpendUse, 0, len(caps))
-	for _, c := range caps {
-		u := SpendUse{SpendCap: c}
-		bal, err := t.l.Balance(ctx, exchange.SpendWallet(c.Owner, c.Currency, c.Period, t.s.Now()))
+	out := make([]SpendUse, 0, len(all))
+	for _, c := range all {
+		u := SpendUse{Spend: c}
+		bal, err := t.l.Balance(ctx, t.periods.Budget(c.Owner, c.Currency, c.Period))
 		switch {
 		case isNotFound(err): // nothing this period yet
 		case err != nil:
@@ -175,10 +139,25 @@ func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {
 	return out, nil
 }
 
+// spendCaps is every spend cap and spend rate, as the exchange enforces
+// them.
+func (t *Treasury) spendCaps(ctx context.Context) ([]caps.Spend, error) {
+	all, err := t.SpendCapList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rates, err := t.SpendRates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(all, rateCaps(rates)...), nil
+}
+
 // SpendCaps is the treasury's caps as the exchange asks for them, read
-// from the store at most once per ttl: a cap set takes up to ttl to reach
+// from the store at most once per ttl by the treasury's Periods' clock
+// (every time for a ttl of zero): a cap set takes up to ttl to reach
 // admission (the budget of the period under way changes at once).
-func (t *Treasury) SpendCaps(ttl time.Duration) exchange.SpendCaps {
+func (t *Treasury) SpendCaps(ttl time.Duration) caps.Limits {
 	return &spendCache{t: t, ttl: ttl}
 }
 
@@ -188,32 +167,28 @@ type spendCache struct {
 
 	mu      sync.Mutex
 	read    time.Time
-	byOwner map[string][]exchange.SpendCap // currency/owner → caps
+	byOwner map[string][]caps.Spend // currency/owner → caps
 }
 
-func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.Code) ([]exchange.SpendCap, error) {
+func (c *spendCache) SpendCaps(ctx context.Context, owner string, cur currency.Code) ([]caps.Spend, error) {
 	return c.caps(ctx, owner, cur, false)
 }
 
 // FreshSpendCaps reads the store whatever the cache holds.
-func (c *spendCache) FreshSpendCaps(ctx context.Context, owner string, cur currency.Code) ([]exchange.SpendCap, error) {
+func (c *spendCache) FreshSpendCaps(ctx context.Context, owner string, cur currency.Code) ([]caps.Spend, error) {
 	return c.caps(ctx, owner, cur, true)
 }
 
-func (c *spendCache) caps(ctx context.Context, owner string, cur currency.Code, fresh bool) ([]exchange.SpendCap, error) {
+func (c *spendCache) caps(ctx context.Context, owner string, cur currency.Code, fresh bool) ([]caps.Spend, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if fresh || c.byOwner == nil || time.Since(c.read) > c.ttl {
-		all, err := c.t.SpendCapList(ctx)
+	now := c.t.periods.Now()
+	if fresh || c.byOwner == nil || c.ttl <= 0 || now.Sub(c.read) > c.ttl {
+		all, err := c.t.spendCaps(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rates, err := c.t.SpendRates(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, rateCaps(rates)...)
-		c.byOwner, c.read = map[string][]exchange.SpendCap{}, time.Now()
+		c.byOwner, c.read = map[string][]caps.Spend{}, now
 		for _, sc := range all {
 			k := string(sc.Currency) + "/" + sc.Owner
 			c.byOwner[k] = append(c.byOwner[k], sc)

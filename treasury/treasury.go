@@ -9,21 +9,36 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 )
 
 // Treasury runs the administrative actions on a Store. It is safe for
 // concurrent use.
 type Treasury struct {
-	s Store
-	l currency.Ledger
+	s       Store
+	l       currency.Ledger
+	periods *caps.Periods
 }
 
-// New returns the treasury of s.
-func New(s Store) *Treasury { return &Treasury{s: s, l: s.Ledger()} }
+// New returns the treasury of s. periods decides which period of a spend
+// cap is under way when one is set, and the step a spend rate is set at
+// (package caps): give the House of the same process the same, and s the
+// same clock (periods.Now), so that the period a cap is set in and the
+// one offers reserve from are one. A nil periods is one on s's clock.
+func New(s Store, periods *caps.Periods) *Treasury {
+	if periods == nil {
+		periods = caps.NewPeriods(s.Now)
+	}
+	return &Treasury{s: s, l: s.Ledger(), periods: periods}
+}
 
 // Ledger is the ledger the treasury acts on, for reads.
 func (t *Treasury) Ledger() currency.Ledger { return t.l }
+
+// Periods is the treasury's clock of the caps' periods, for a House of
+// the same process.
+func (t *Treasury) Periods() *caps.Periods { return t.periods }
 
 // Actions lists the trail, newest first: up to limit actions from before
 // the one with key before (from the newest if empty).
@@ -148,12 +163,19 @@ type bound struct {
 func checkLimits(op string, money currency.Currency, ls ...bound) error {
 	for _, l := range ls {
 		if err := money.CheckLimit(l.field, l.value); err != nil {
-			var be *bourse.Error
-			if errors.As(err, &be) {
-				be.Op = op
-			}
-			return err
+			return withOp(op, err)
 		}
 	}
 	return nil
+}
+
+// withOp names op, the treasury's action, in err where err is a
+// *bourse.Error of a rule the action applied (a limit's, a cap's), so
+// that the administrator reads which action refused.
+func withOp(op string, err error) error {
+	var be *bourse.Error
+	if errors.As(err, &be) {
+		be.Op = op
+	}
+	return err
 }

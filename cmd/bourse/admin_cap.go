@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -38,7 +38,7 @@ then. --key makes the change idempotent, as a grant's.`,
 			if _, err := t.SetCap(ctx, actor, args[0], n, key); err != nil {
 				return err
 			}
-			bal, err := t.Ledger().Balance(ctx, exchange.CapWallet(args[0]))
+			bal, err := t.Ledger().Balance(ctx, caps.GPUWallet(args[0]))
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -41,7 +41,7 @@ The exchange reads caps every 5 seconds.`,
 			if err := requireKey(key, "spend-cap-acme-2026-12"); err != nil {
 				return err
 			}
-			p := exchange.SpendPeriod(period)
+			p := caps.Period(period)
 			if _, err := t.SetSpendCap(ctx, actor, args[0], currency.Code(cur), p, limit, w, key); err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ The exchange reads caps every 5 seconds.`,
 		}),
 	}
 	set.Flags().StringVar(&cur, "currency", "", "currency code")
-	set.Flags().StringVar(&period, "period", string(exchange.Daily), "hour, day or month (UTC)")
+	set.Flags().StringVar(&period, "period", string(caps.Day), "hour, day or month (UTC)")
 	set.Flags().StringVar(&warn, "warn", "0.8", "share of the limit past which the client is warned (0 for never)")
 	set.Flags().StringVar(&key, "key", "", "idempotency key: the same key sets the cap once")
 	_ = set.MarkFlagRequired("currency")

@@ -77,7 +77,7 @@ finishes those in flight and exits.`,
 			if err != nil {
 				return err
 			}
-			cfg.SpendCaps = t.SpendCaps(5 * time.Second)
+			cfg.SpendCaps, cfg.Periods = t.SpendCaps(5*time.Second), t.Periods()
 			if scheduleEvery > 0 {
 				// Every instance runs the treasury's scheduler: its actions
 				// are each done once whoever gets there first.

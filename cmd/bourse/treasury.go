@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
 
-// openTreasury is the treasury beside an open exchange store's ledger.
+// openTreasury is the treasury beside an open exchange store's ledger,
+// its caps' periods on the wall clock: an exchange in the same process
+// takes the same (Treasury.Periods).
 func openTreasury(ctx context.Context, s exchange.Store) (*treasury.Treasury, error) {
-	return sqltreasury.Beside(ctx, s.Ledger())
+	return sqltreasury.Beside(ctx, s.Ledger(), caps.NewPeriods(time.Now))
 }
 
 // adminActor is who an administrative command acts as: --as, else

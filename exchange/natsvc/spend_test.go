@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -26,9 +27,9 @@ import (
 )
 
 // treasuryOf is the treasury beside a market's store, as bourse admin
-// and the exchange open it.
+// and the exchange open it; the exchange takes its Periods.
 func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
-	tr, err := sqltreasury.Beside(context.Background(), store.Ledger())
+	tr, err := sqltreasury.Beside(context.Background(), store.Ledger(), caps.NewPeriods(time.Now))
 	require.NoError(t, err)
 	return tr
 }
@@ -72,7 +73,7 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		tr := treasuryOf(t, store)
 		m := newMarketOn(t, store, func(c *exchange.Config) {
 			honest(c)
-			c.SpendCaps = tr.SpendCaps(0)
+			c.SpendCaps, c.Periods = tr.SpendCaps(0), tr.Periods()
 			c.ServerLostAfter = time.Minute // the contracts stay running, silent, until the test ends them
 		})
 		for _, a := range []struct{ owner, parent string }{{"acme", ""}, {"acme.ml", "acme"}, {"alice", "acme.ml"}, {"bob", "acme.ml"}} {
@@ -83,9 +84,9 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 			_, err := tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
 			require.NoError(t, err)
 		}
-		_, err := tr.SetSpendCap(ctx, "root", "alice", cred, exchange.Daily, d("30"), d("0.5"), "cap-alice")
+		_, err := tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, d("30"), d("0.5"), "cap-alice")
 		require.NoError(t, err)
-		_, err = tr.SetSpendCap(ctx, "root", "acme.ml", cred, exchange.Monthly, d("48"), d("0"), "cap-ml")
+		_, err = tr.SetSpendCap(ctx, "root", "acme.ml", cred, caps.Month, d("48"), d("0"), "cap-ml")
 		require.NoError(t, err)
 		srv := m.scriptedServer("gpu1", 64, accept)
 
@@ -129,13 +130,13 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 				assert.True(t, u.Used.Equal(d("42").Add(done.Charge)), "acme.ml: 7 held and the charge, got %s", u.Used)
 			}
 		}
-		spent := m.balance(exchange.SpentID(cred))
+		spent := m.balance(caps.SpentID(cred))
 		assert.True(t, spent.Available.Equal(done.Charge.Mul(d("2"))), "the charge, from both budgets: %s", spent.Available)
 
 		// Raising alice's cap gives today's budget the difference at once.
-		_, err = tr.SetSpendCap(ctx, "root", "alice", cred, exchange.Daily, d("60"), d("0.5"), "cap-alice-2")
+		_, err = tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, d("60"), d("0.5"), "cap-alice-2")
 		require.NoError(t, err)
-		budget := m.balance(exchange.SpendWallet("alice", cred, exchange.Daily, time.Now()))
+		budget := m.balance(caps.BudgetWallet("alice", cred, caps.Day, time.Now()))
 		assert.True(t, budget.Available.Equal(d("36").Sub(done.Charge)), "60 less 24 held and the charge: %s", budget.Available)
 		more, capped := burst(t, m, "alice", "c", 4)
 		assert.Empty(t, more, "the project's cap is the one in the way now")
@@ -184,10 +185,14 @@ func TestProjectGPUCap(t *testing.T) {
 		byClient := map[string]int{}
 		for _, c := range made {
 			byClient[c.Client]++
-			assert.Len(t, c.CapHolds, 1, "held on the project's cap")
+			want := []string{"gpus/" + c.ID + "/acme.ml"} // the project's cap
+			if c.Client == "alice" {
+				want = append([]string{"gpus/" + c.ID}, want...) // her own first
+			}
+			assert.Equal(t, want, c.CapHolds)
 		}
 		assert.LessOrEqual(t, byClient["alice"], 1, "alice's own cap")
-		ml := m.balance(exchange.CapWallet("acme.ml"))
+		ml := m.balance(caps.GPUWallet("acme.ml"))
 		assert.True(t, ml.Held.Equal(d("3")) && ml.Available.IsZero(), "%+v", ml)
 		m.audit()
 
@@ -195,7 +200,7 @@ func TestProjectGPUCap(t *testing.T) {
 		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
 		srv.publish(reading(c.ID, 1, "0.5", 1, true))
 		m.settled(c.ID, 5*time.Second)
-		ml = m.balance(exchange.CapWallet("acme.ml"))
+		ml = m.balance(caps.GPUWallet("acme.ml"))
 		assert.True(t, ml.Held.Equal(d("2")) && ml.Available.Equal(d("1")), "one GPU back on the project's cap: %+v", ml)
 		_, err = m.client("bob").Offer(ctx, "after", terms("bob"))
 		require.NoError(t, err)
@@ -214,7 +219,7 @@ func TestSpendRateUnderConcurrency(t *testing.T) {
 		tr := treasuryOf(t, store)
 		m := newMarketOn(t, store, func(c *exchange.Config) {
 			honest(c)
-			c.SpendCaps = tr.SpendCaps(0)
+			c.SpendCaps, c.Periods = tr.SpendCaps(0), tr.Periods()
 			c.ServerLostAfter = time.Minute
 		})
 		_, err := tr.Open(ctx, "root", cred, "alice", "", "open-alice")
@@ -250,7 +255,7 @@ func TestSpendCapChangedBeforeItsPeriod(t *testing.T) {
 	tr := treasuryOf(t, store)
 	m := newMarketOn(t, store, func(c *exchange.Config) {
 		honest(c)
-		c.SpendCaps = tr.SpendCaps(time.Hour)
+		c.SpendCaps, c.Periods = tr.SpendCaps(time.Hour), tr.Periods()
 		c.ServerLostAfter = time.Minute
 	})
 	for _, who := range []string{"alice", "bob"} {
@@ -259,12 +264,12 @@ func TestSpendCapChangedBeforeItsPeriod(t *testing.T) {
 		_, err = tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
 		require.NoError(t, err)
 	}
-	_, err := tr.SetSpendCap(ctx, "root", "bob", cred, exchange.Daily, d("12"), d("0"), "cap-bob-1")
+	_, err := tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, d("12"), d("0"), "cap-bob-1")
 	require.NoError(t, err)
 	m.scriptedServer("gpu1", 64, accept)
 	made, _ := burst(t, m, "alice", "warm", 1) // the exchange reads the caps: bob's is 12
 	require.Len(t, made, 1)
-	_, err = tr.SetSpendCap(ctx, "root", "bob", cred, exchange.Daily, d("24"), d("0"), "cap-bob-2")
+	_, err = tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, d("24"), d("0"), "cap-bob-2")
 	require.NoError(t, err)
 	made, _ = burst(t, m, "bob", "b", 8)
 	assert.Len(t, made, 4, "24 of prepayments of 6, not 12")

@@ -255,14 +255,29 @@ func contractUID(id string) [16]byte {
 // (go-json-experiment's v1), which accept the records of every version.
 type record []byte
 
+// stored is what a record may hold: a contract, and the members that
+// records of earlier versions wrote in another shape.
+type stored struct {
+	trade.Contract
+	// CapHold is the hold of the client's own GPU cap, which records
+	// written before a contract's cap holds were one list kept apart from
+	// the others (cap_holds, then its project's and organisation's): it
+	// goes first in the list, so that a settlement releases it under the
+	// key it always had (caps.Release: cap-release/<contract>).
+	CapHold string `json:"cap_hold,omitempty"`
+}
+
 // contract decodes the record of contract id.
 func (r record) contract(id string) (trade.Contract, error) {
-	var c trade.Contract
-	if err := json.Unmarshal(r, &c); err != nil {
+	var s stored
+	if err := json.Unmarshal(r, &s); err != nil {
 		return trade.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
 			Message: "stored contract " + id + " is unreadable", Err: err}
 	}
-	return c, nil
+	if s.CapHold != "" {
+		s.CapHolds = append([]string{s.CapHold}, s.CapHolds...)
+	}
+	return s.Contract, nil
 }
 
 // queueSelect queues the read of a contract's record into *rec, nil if

@@ -655,7 +655,7 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 }
 
 // testOpenReservesAllOrNone: Open with a cap's reserve beside the escrow
-// (exchange.GPUCap) applies both or neither: when the cap cannot take the
+// (caps.GPUCode) applies both or neither: when the cap cannot take the
 // GPUs, the escrow that could be made is not kept, nor the contract; when
 // it can, both holds are open with the contract.
 func testOpenReservesAllOrNone(t *testing.T, open Opener) {

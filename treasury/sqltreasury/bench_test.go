@@ -26,7 +26,7 @@ func BenchmarkGrant(b *testing.B) {
 	b.Cleanup(l.Close)
 	s, err := sqltreasury.Open(ctx, l, nil)
 	require.NoError(b, err)
-	tr := treasury.New(s)
+	tr := treasury.New(s, nil)
 	require.NoError(b, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
 	_, err = tr.Open(ctx, "root", "CRED", "alice", "", "open")
 	require.NoError(b, err)

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -224,10 +224,10 @@ func testRefillsAtOnce(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("300"), d("60"), d("0"), "r1")
 	require.NoError(t, err)
-	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+	bucket := caps.BucketWallet("alice", "CRED")
 	at := f.clock()
 	for i := range 20 {
-		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: exchange.SpentID("CRED"), Amount: d("300"), UpTo: true})
+		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: d("300"), UpTo: true})
 		require.NoError(t, err)
 		at = at.Add(10 * time.Hour).Truncate(time.Minute)
 		var wg sync.WaitGroup
@@ -249,11 +249,11 @@ func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("300"), d("60"), d("0"), "r0")
 	require.NoError(t, err)
-	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+	bucket := caps.BucketWallet("alice", "CRED")
 	at := f.clock()
 	for i := range 20 {
 		capacity := []string{"100", "300"}[i%2]
-		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: exchange.SpentID("CRED"), Amount: d("50"), UpTo: true})
+		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: d("50"), UpTo: true})
 		require.NoError(t, err)
 		at = at.Add(time.Hour)
 		var wg sync.WaitGroup
@@ -280,9 +280,9 @@ func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 // commit, not 100.
 func testSpendCapSetAgain(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, d("100"), d("0"), "s1")
+	_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s1")
 	require.NoError(t, err)
-	budget := exchange.SpendWallet("alice", "CRED", exchange.Daily, f.clock())
+	budget := caps.BudgetWallet("alice", "CRED", caps.Day, f.clock())
 	require.Equal(t, "100", f.balance(budget), "the day's budget, made with the cap")
 	// 80 committed: 50 charged, 30 held by a running contract.
 	dl := f.clock().Add(time.Hour)
@@ -292,27 +292,27 @@ func testSpendCapSetAgain(t *testing.T, open Opener) {
 		_, err := currency.Do(f.ctx, f.l, currency.Reserve{Key: "r-" + h.hold, Hold: currency.HoldID(h.hold), From: budget, Amount: d(h.amount), Deadline: dl})
 		require.NoError(t, err)
 	}
-	_, err = currency.Do(f.ctx, f.l, currency.Capture{Key: "c-c1", Hold: "c1", To: exchange.SpentID("CRED"), Amount: d("50")})
+	_, err = currency.Do(f.ctx, f.l, currency.Capture{Key: "c-c1", Hold: "c1", To: caps.SpentID("CRED"), Amount: d("50")})
 	require.NoError(t, err)
 	require.Equal(t, "20", f.balance(budget))
 
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, d("0"), d("0"), "s2")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("0"), d("0"), "s2")
 	require.NoError(t, err)
 	assert.Equal(t, "0", f.balance(budget), "removed: what was left goes back")
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, d("100"), d("0"), "s3")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s3")
 	require.NoError(t, err)
 	assert.Equal(t, "20", f.balance(budget), "set again: 100 less the 80 used")
 
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, d("50"), d("0"), "s4")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("50"), d("0"), "s4")
 	require.NoError(t, err)
 	assert.Equal(t, "0", f.balance(budget), "below what is used: nothing left")
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, d("100"), d("0"), "s5")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s5")
 	require.NoError(t, err)
 	assert.Equal(t, "20", f.balance(budget), "raised again: 100 less the 80 used")
 
 	// An exchange that read the cap before it was set, minting the day's
 	// budget after, mints nothing: its key is used.
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: exchange.BudgetKey(budget), From: currency.IssuanceID(exchange.SpendCode("CRED")), To: budget, Amount: d("60")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: caps.BudgetKey(budget), From: currency.IssuanceID(caps.SpendCode("CRED")), To: budget, Amount: d("60")})
 	assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "%v", err)
 	assert.Equal(t, "20", f.balance(budget))
 	f.audit()
@@ -350,7 +350,7 @@ func testUnreachableLimits(t *testing.T, open Opener) {
 	huge := d("1e40")
 	for name, try := range map[string]func() error{
 		"SpendCap": func() error {
-			_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", exchange.Daily, huge, d("0"), "s1")
+			_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, huge, d("0"), "s1")
 			return err
 		},
 		"SpendRate": func() error {
@@ -401,7 +401,7 @@ func testSchedulers(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	_, err = f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("60"), d("60"), d("0"), "r1")
 	require.NoError(t, err)
-	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+	bucket := caps.BucketWallet("alice", "CRED")
 
 	a, b := treasury.NewScheduler(f.tr, "exchange-a"), treasury.NewScheduler(f.tr, "exchange-b")
 	for i := 1; i <= 6*24; i++ {
@@ -410,7 +410,7 @@ func testSchedulers(t *testing.T, open Opener) {
 		switch i {
 		case 30:
 			f.spend("bob", "18", "bob-spends") // below 5: topped up back to 20
-			_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: "bucket-spent", From: bucket, To: exchange.SpentID("CRED"), Amount: d("60")})
+			_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: "bucket-spent", From: bucket, To: caps.SpentID("CRED"), Amount: d("60")})
 			require.NoError(t, err)
 		case 72: // half a day in: a new rule, 2 an hour
 			_, err := f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("2"), Period: time.Hour, Start: now}, "a2")

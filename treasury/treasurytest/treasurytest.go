@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -59,7 +59,7 @@ type fixture struct {
 func newFixture(t testing.TB, open Opener) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), now: time.Now().UTC()}
 	s := open(t, f.clock)
-	f.tr, f.l = treasury.New(s), s.Ledger()
+	f.tr, f.l = treasury.New(s, caps.NewPeriods(f.clock)), s.Ledger()
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "CRED", Scale: 2}))
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: "GPU", Scale: 0}))
 	_, err := f.tr.Open(f.ctx, "root", "CRED", "acme", "", "open-acme")
@@ -169,9 +169,9 @@ func testCap(t *testing.T, open Opener) {
 	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "below the GPUs in use: %v", err)
 	_, err = f.tr.SetCap(f.ctx, "ops-ann", "alice", 3, "c4")
 	require.NoError(t, err)
-	caps, err := f.tr.Caps(f.ctx)
+	list, err := f.tr.Caps(f.ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []treasury.Cap{{Client: "alice", GPUs: 3, InUse: 3}, {Client: "bob", GPUs: 1}}, caps)
+	assert.Equal(t, []treasury.Cap{{Client: "alice", GPUs: 3, InUse: 3}, {Client: "bob", GPUs: 1}}, list)
 	f.audit()
 }
 
@@ -305,41 +305,41 @@ func testSameKeyAtOnce(t *testing.T, open Opener) {
 
 func testSpendCap(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a, err := f.tr.SetSpendCap(f.ctx, "ops-ann", "acme", "CRED", exchange.Monthly, d("500"), d("0.8"), "s1")
+	a, err := f.tr.SetSpendCap(f.ctx, "ops-ann", "acme", "CRED", caps.Month, d("500"), d("0.8"), "s1")
 	require.NoError(t, err)
 	assert.Equal(t, "CRED/acme/month", a.Target)
 	assert.Contains(t, a.After["spend-cap"], `"limit":"500"`)
-	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", exchange.Daily, d("50"), d("0"), "s2")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, d("50"), d("0"), "s2")
 	require.NoError(t, err)
-	caps, err := f.tr.SpendCapList(f.ctx)
+	list, err := f.tr.SpendCapList(f.ctx)
 	require.NoError(t, err)
-	require.Len(t, caps, 2)
-	assert.Equal(t, exchange.SpendCap{Owner: "acme", Currency: "CRED", Period: exchange.Monthly, Limit: d("500"), Warn: d("0.8")}, caps[0])
+	require.Len(t, list, 2)
+	assert.Equal(t, caps.Spend{Owner: "acme", Currency: "CRED", Period: caps.Month, Limit: d("500"), Warn: d("0.8")}, list[0])
 	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, exchange.Daily, got[0].Period)
+	assert.Equal(t, caps.Day, got[0].Period)
 
 	for _, c := range []struct {
 		name, owner string
-		p           exchange.SpendPeriod
+		p           caps.Period
 		limit, warn string
 		code        bourse.Code
 	}{
 		{"Period", "alice", "week", "1", "0", bourse.EInvalid},
-		{"Warn", "alice", exchange.Daily, "1", "1.5", bourse.EInvalid},
-		{"Precision", "alice", exchange.Daily, "0.001", "0", bourse.EInvalid},
-		{"Negative", "alice", exchange.Daily, "-1", "0", bourse.EInvalid},
-		{"NoWallet", "nobody", exchange.Daily, "1", "0", bourse.ENotFound},
+		{"Warn", "alice", caps.Day, "1", "1.5", bourse.EInvalid},
+		{"Precision", "alice", caps.Day, "0.001", "0", bourse.EInvalid},
+		{"Negative", "alice", caps.Day, "-1", "0", bourse.EInvalid},
+		{"NoWallet", "nobody", caps.Day, "1", "0", bourse.ENotFound},
 	} {
 		_, err := f.tr.SetSpendCap(f.ctx, "ops-ann", c.owner, "CRED", c.p, d(c.limit), d(c.warn), "bad-"+c.name)
 		assert.Equal(t, c.code, bourse.ErrorCode(err), "%s: %v", c.name, err)
 	}
-	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", exchange.Daily, d("0"), d("0"), "s3")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, d("0"), d("0"), "s3")
 	require.NoError(t, err)
-	caps, err = f.tr.SpendCapList(f.ctx)
+	list, err = f.tr.SpendCapList(f.ctx)
 	require.NoError(t, err)
-	assert.Len(t, caps, 1, "a limit of zero removes the cap")
+	assert.Len(t, list, 1, "a limit of zero removes the cap")
 }
 
 func testTopUp(t *testing.T, open Opener) {
@@ -397,15 +397,15 @@ func testSpendRate(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	_, err := f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("10"), d("6"), d("0.5"), "r1")
 	require.NoError(t, err)
-	bucket := exchange.SpendWallet("alice", "CRED", exchange.Rate, time.Time{})
+	bucket := caps.BucketWallet("alice", "CRED")
 	assert.Equal(t, "10", f.balance(bucket), "a new bucket is full")
 	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, exchange.Rate, got[0].Period)
+	assert.Equal(t, caps.Rate, got[0].Period)
 
 	// 8 spent: what the exchange's settlements do, by hand.
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: exchange.SpentID("CRED"), Amount: d("8")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: caps.SpentID("CRED"), Amount: d("8")})
 	require.NoError(t, err)
 	rs, err := f.tr.SpendRates(f.ctx)
 	require.NoError(t, err)

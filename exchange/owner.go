@@ -1,0 +1,35 @@
+package exchange
+
+import (
+	"context"
+	"strings"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// owners are client and the owners of the wallets above its wallet in
+// cur (its project, its organisation), nearest first: the owners of the
+// caps an offer of client's is under. Parents never change, so they are
+// remembered.
+func (h *House) owners(ctx context.Context, client string, cur currency.Code) ([]string, error) {
+	key := string(currency.WalletID(cur, client))
+	if v, ok := h.parents.Load(key); ok {
+		return v.([]string), nil
+	}
+	owners := []string{client}
+	prefix := string(currency.WalletID(cur, ""))
+	id := currency.AccountID(key)
+	for range 8 { // a hierarchy is a few levels; a cycle cannot be opened, but stop anyway
+		a, err := h.store.Ledger().Account(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a.Parent == "" {
+			break
+		}
+		owners = append(owners, strings.TrimPrefix(string(a.Parent), prefix))
+		id = a.Parent
+	}
+	h.parents.Store(key, owners)
+	return owners, nil
+}
