@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -45,7 +46,10 @@ type Config struct {
 	// JobScale stretches job run times (1 by default); tests shrink them.
 	JobScale float64
 	Logger   *slog.Logger
-	// StoreDir holds JetStream's files; empty keeps the stream in memory.
+	// StoreDir holds JetStream's files; empty keeps the stream in memory
+	// (the embedded server then still gets a fresh directory of its own,
+	// removed at Stop, rather than NATS's default under the system's
+	// temporary folder, which any earlier nats-server may have filled).
 	StoreDir string
 	// NATSURL, if set, is an external NATS server (with JetStream) to use
 	// instead of an embedded one.
@@ -69,6 +73,8 @@ type Market struct {
 	cfg       Config
 	log       *slog.Logger
 	ns        *natsserver.Server
+	natsDir   string // the embedded server's JetStream directory
+	ownDir    bool   // natsDir is a temporary directory Stop removes
 	conns     []*nats.Conn
 	url       string
 	exchanges []*natsvc.Service
@@ -166,7 +172,33 @@ func (m *Market) startNATS() error {
 		m.url = m.cfg.NATSURL
 		return nil
 	}
-	return m.startNATSOn(natsserver.RANDOM_PORT)
+	m.natsDir = m.cfg.StoreDir
+	if m.natsDir == "" {
+		// NATS's default store is shared by every server on the machine
+		// that was given none: a stream left there by another process
+		// (a file stream where we want one in memory) stops the exchange.
+		dir, err := os.MkdirTemp("", "bourse-nats-")
+		if err != nil {
+			return fmt.Errorf("market: embedded NATS store: %w", err)
+		}
+		m.natsDir, m.ownDir = dir, true
+	}
+	if err := m.startNATSOn(natsserver.RANDOM_PORT); err != nil {
+		m.removeNATSDir()
+		return err
+	}
+	return nil
+}
+
+// removeNATSDir removes the embedded server's store if the market made it.
+func (m *Market) removeNATSDir() {
+	if !m.ownDir {
+		return
+	}
+	if err := os.RemoveAll(m.natsDir); err != nil {
+		m.log.Warn("remove the embedded NATS store", "dir", m.natsDir, "err", err)
+	}
+	m.ownDir = false
 }
 
 // AddExchange starts an exchange instance on store, in the queue group of
@@ -190,7 +222,7 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 }
 
 func (m *Market) startNATSOn(port int) error {
-	opts := &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, NoSigs: true, NoLog: true, StoreDir: m.cfg.StoreDir}
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, NoSigs: true, NoLog: true, StoreDir: m.natsDir}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("market: embedded NATS: %w", err)
@@ -408,6 +440,7 @@ func (m *Market) Stop(ctx context.Context) {
 		m.ns.Shutdown()
 		m.ns.WaitForShutdown()
 	}
+	m.removeNATSDir()
 }
 
 // waitSettled waits until the ledger has no open hold (every contract
