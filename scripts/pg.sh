@@ -24,7 +24,8 @@
 #
 # Finding PostgreSQL: $PG_BINDIR if set, else initdb/pg_ctl/postgres on PATH,
 # else the newest /usr/lib/postgresql/*/bin. If none is found and we are root
-# on a system with apt-get, the "postgresql" package is installed.
+# on a system with apt-get, the "postgresql" package is installed (waiting
+# for another apt-get's lock: scripts/apt-install.sh).
 #
 # Running as root (as CI does): PostgreSQL refuses to run as root, so the
 # server runs as the "postgres" system user, which owns the temporary
@@ -102,9 +103,7 @@ to the directory that holds them. (Run this script as root with apt-get availabl
 and it installs the package itself.)"
 	fi
 	log "PostgreSQL not found; installing the postgresql package with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >&2 || die "apt-get update failed"
-	apt-get install -y -q --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
+	bash "$(dirname -- "$0")/apt-install.sh" postgresql || die "installing postgresql failed"
 }
 
 [[ $# -ge 1 ]] || usage
