@@ -42,6 +42,10 @@ type Config struct {
 	Store   exchange.Store
 	Servers []scenario.ServerSpec // nil: DefaultServers
 	Clients []scenario.ClientSpec // nil: DefaultClients
+	// Wallets are clients funded like Clients that no bidder of the
+	// market trades as: the person at the keyboard trades as one with
+	// bourse bid, and the bots do not drain it meanwhile.
+	Wallets []Wallet
 	Seed    uint64                // job generation; 1 by default
 	// JobScale stretches job run times (1 by default); tests shrink them.
 	JobScale float64
@@ -63,6 +67,12 @@ type Config struct {
 	// Treasury, if set, is the treasury the market's administrator
 	// funds, caps and pays allowances through; else the one beside Store.
 	Treasury *treasury.Treasury
+}
+
+// Wallet is a funded client that the market's bidders leave alone.
+type Wallet struct {
+	ID     string
+	Budget decimal.Decimal
 }
 
 // admin is who the market's own administrative actions are recorded as.
@@ -88,6 +98,7 @@ type Market struct {
 	allowances sync.WaitGroup
 	Clients    []scenario.ClientSpec
 	Servers    []scenario.ServerSpec
+	Wallets    []Wallet
 
 	finalsMu sync.Mutex
 	finals   map[string]trade.Reading // by contract: each server's own record
@@ -129,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
-		finals: map[string]trade.Reading{}}
+		Wallets: cfg.Wallets, finals: map[string]trade.Reading{}}
 	if m.cfg.Treasury == nil {
 		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger())
 		if err != nil {
@@ -272,12 +283,14 @@ func (m *Market) fund(ctx context.Context) error {
 	if err := l.CreateCurrency(ctx, Currency); err != nil {
 		return fmt.Errorf("market: create currency: %w", err)
 	}
-	for _, c := range m.cfg.Clients {
-		if _, err := t.Open(ctx, admin, Currency.Code, c.ID, "", "open/"+c.ID); err != nil {
-			return fmt.Errorf("market: open wallet of %s: %w", c.ID, err)
+	for _, w := range m.cfg.Wallets {
+		if err := m.openWallet(ctx, w.ID, w.Budget); err != nil {
+			return err
 		}
-		if _, err := t.Grant(ctx, admin, Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget"); err != nil {
-			return fmt.Errorf("market: fund %s: %w", c.ID, err)
+	}
+	for _, c := range m.cfg.Clients {
+		if err := m.openWallet(ctx, c.ID, c.Budget); err != nil {
+			return err
 		}
 		if c.CapGPUs > 0 {
 			if _, err := t.SetCap(ctx, admin, c.ID, c.CapGPUs, "cap-set/"+c.ID); err != nil {
@@ -289,6 +302,18 @@ func (m *Market) fund(ctx context.Context) error {
 				return fmt.Errorf("market: %w", err)
 			}
 		}
+	}
+	return nil
+}
+
+// openWallet opens client id's wallet and grants it budget.
+func (m *Market) openWallet(ctx context.Context, id string, budget decimal.Decimal) error {
+	t := m.cfg.Treasury
+	if _, err := t.Open(ctx, admin, Currency.Code, id, "", "open/"+id); err != nil {
+		return fmt.Errorf("market: open wallet of %s: %w", id, err)
+	}
+	if _, err := t.Grant(ctx, admin, Currency.Code, id, budget, "grant/"+id, "demo budget"); err != nil {
+		return fmt.Errorf("market: fund %s: %w", id, err)
 	}
 	return nil
 }

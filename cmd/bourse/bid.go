@@ -43,14 +43,17 @@ it makes offers and takes counter-offers, lists, watches, suspends, kills and
 resumes contracts, and reads the client's balance and statement. Output is a
 table for people, or JSON with --json for scripts.
 
-Try it against the demo market, whose clients are ada, bea, cyd, dov, eli,
-fen, gus and hal:
+Try it against the demo market, as its client "you", whom it funds and none
+of its bots (ada … hal) trades as:
 
   bourse demo --duration 5m                       # prints its NATS URL
-  bourse bid --nats URL --id ada offer --gpus 1 --model H100 --price 0.35 --duration 30s
-  bourse bid --nats URL --id ada offer --gpus 2 --auto cheapest --value 0.40
-  bourse bid --nats URL --id ada watch CONTRACT
-  bourse bid --nats URL --id ada balance`,
+  bourse bid --nats URL --id you offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
+  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --time-limit 1m
+  bourse bid --nats URL --id you watch CONTRACT_ID
+  bourse bid --nats URL --id you balance
+
+An offer escrows the most it can cost unless --prepayment says less: every
+GPU busy for the whole --time-limit (10m by default) at its price.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.natsURL, "nats", envOr("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
@@ -121,7 +124,7 @@ func advise(err error, f *bidFlags) error {
 			hint = "wait a few seconds for the servers to say hello, then offer again"
 		}
 	case bourse.EInsufficientFunds:
-		hint = fmt.Sprintf("offer a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
+		hint = fmt.Sprintf("the prepayment is the most the offer can cost unless --prepayment says less (every GPU busy for the whole --time-limit, 10m by default): offer a shorter --time-limit or a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
 		hint = "is the exchange running? (bourse demo or bourse exchange)"
 	case bourse.ECapExceeded:

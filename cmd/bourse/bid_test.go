@@ -353,7 +353,7 @@ func TestBid(t *testing.T) {
 			want []string
 		}{
 			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
-			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "bourse admin grant --currency CRED ada"}},
+			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "a shorter --time-limit", "bourse admin grant --currency CRED ada"}},
 			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
 			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
 			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},

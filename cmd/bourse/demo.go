@@ -94,7 +94,8 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		defer closeStore()
 		store = s
 	}
-	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients()})
+	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(),
+		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}})
 	if err != nil {
 		return err
 	}
@@ -152,6 +153,15 @@ func auditLine(r currency.Report) string {
 	}
 	return r.String()
 }
+
+// keyboardClient is the demo's client for the person at the keyboard:
+// funded, and traded as by no bot, so that the README's commands find
+// its money where they left it.
+const keyboardClient = "you"
+
+// keyboardBudget covers the README's offers (at most 21.00 and 48.00 held
+// at once) with room to try more.
+var keyboardBudget = decimal.NewFromInt(100)
 
 // demoClients are the default clients, two of them capped and one paid
 // an allowance, so that the demo shows each at work: cyd may hold 2 GPUs
