@@ -46,7 +46,7 @@ type Config struct {
 	// market trades as: the person at the keyboard trades as one with
 	// bourse bid, and the bots do not drain it meanwhile.
 	Wallets []Wallet
-	Seed    uint64                // job generation; 1 by default
+	Seed    uint64 // job generation; 1 by default
 	// JobScale stretches job run times (1 by default); tests shrink them.
 	JobScale float64
 	Logger   *slog.Logger

@@ -96,59 +96,20 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 			Options:     tlsOpts,
 		})
 		if err != nil {
-			if bourse.ErrorCode(err) == bourse.EUnavailable {
+			switch bourse.ErrorCode(err) {
+			case bourse.EUnavailable:
 				if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
 					return fmt.Errorf("%w; NATS refused the TLS handshake: --nats-ca must be the CA that signed its certificate, and where it verifies clients give --nats-cert and --nats-key", err)
 				}
 				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
+			case bourse.EPermission:
+				return fmt.Errorf("%w; check --nats-user and --nats-password, or --nats-creds", err)
 			}
 			return err
 		}
 		defer c.Close()
 		return advise(fn(cmd.Context(), cmd, c, args), f)
 	}
-}
-
-// advise adds what to do to the errors a client can act on; the code stays
-// for scripts.
-func advise(err error, f *bidFlags) error {
-	var e *bourse.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	var hint string
-	switch e.Code {
-	case bourse.ENoMatch:
-		hint = "no server has that class free: try fewer GPUs or another --model"
-		if e.Field == "" { // none registered at all: a fresh exchange
-			hint = "wait a few seconds for the servers to say hello, then offer again"
-		}
-	case bourse.EInsufficientFunds:
-		hint = fmt.Sprintf("the prepayment is the most the offer can cost unless --prepayment says less (every GPU busy for the whole --time-limit, 10m by default): offer a shorter --time-limit or a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
-	case bourse.EUnavailable, bourse.EDeadlineExceeded:
-		hint = "is the exchange running? (bourse demo or bourse exchange)"
-	case bourse.ECapExceeded:
-		hint = "an administrator caps the GPUs you hold at once: wait for a contract to end, or ask for more (bourse admin cap " + f.id + " N --key KEY)"
-	case bourse.ECapacityGone:
-		hint = "make the offer again: the servers will counter anew"
-	case bourse.ENotFound:
-		switch e.Field {
-		case "contract", "resumes":
-			hint = "no such contract of yours: list them with bourse bid contracts"
-		case "terms.client":
-			hint = "check --id and --currency"
-		}
-	case bourse.EUnknownCurrency:
-		hint = "check --currency"
-	case bourse.EInvalidOffer, bourse.EInvalidCurve:
-		hint = "docs/pricing.md has the rules of an offer"
-	case bourse.EPermission:
-		hint = "NATS lets you speak only for your own --id: check --id against --nats-user or --nats-creds"
-	}
-	if hint == "" {
-		return err
-	}
-	return fmt.Errorf("%w; %s", err, hint)
 }
 
 // printJSON writes v as indented JSON.
@@ -255,7 +216,7 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			case k.State == trade.StateVoided:
 				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, sc.amount(k.Refund, cur), cur)
 			default:
-				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (bourse bid watch %s)\n", k.ID, verb, k.Server, k.ID)
+				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, k.Server, f.command(cmd), k.ID)
 			}
 			return nil
 		}),
@@ -317,7 +278,7 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 				return err
 			}
 			if len(es) == limit {
-				fmt.Fprintf(out, "more: bourse bid statement --after %d\n", es[len(es)-1].Seq)
+				fmt.Fprintf(out, "more: %s statement --after %d\n", f.command(cmd), es[len(es)-1].Seq)
 			}
 			return nil
 		}),

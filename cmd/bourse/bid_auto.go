@@ -87,7 +87,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if f.json {
 		return printJSON(out, protocol.OfferReply{Contract: &k})
 	}
-	printContract(out, k, o.scales)
+	printContract(out, k, o.scales, f.command(cmd))
 	return nil
 }
 

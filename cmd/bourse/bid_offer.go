@@ -159,8 +159,16 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if p.IsPositive() {
 		t.Prepayment = p
 	}
+	named := t.Prepayment.IsPositive()
 	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
 		t.Prepayment = t.CappedPrepayment(o.scale)
+	}
+	if !named && t.Prepayment.IsZero() && t.P != nil {
+		// The exchange would refuse "terms.prepayment: 0" as if the
+		// user had written it: say where the 0 came from.
+		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
+			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
+				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
 	}
 	return t, nil
 }
@@ -328,18 +336,14 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			return printJSON(out, reply)
 		}
-		printContract(out, *reply.Contract, o.scales)
+		printContract(out, *reply.Contract, o.scales, f.command(cmd))
 		return nil
 	}
 	if len(reply.Counters) == 0 {
 		if f.json {
 			_ = printJSON(out, reply)
 		}
-		var why []string
-		for _, r := range reply.Rejections {
-			why = append(why, r.Server+": "+r.Reason)
-		}
-		return fmt.Errorf("no server accepted or countered (%s): offer more, or other GPUs", strings.Join(why, "; "))
+		return rejected(reply.Rejections)
 	}
 	n := o.take
 	switch {
@@ -353,7 +357,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 			return printJSON(out, reply)
 		}
 		printCounters(out, reply, o.scales)
-		fmt.Fprintf(out, "no contract; take one with: bourse bid offer … --take N (the same flags)\n")
+		fmt.Fprintf(out, "no contract; take one with: %s offer … --take N (the same flags)\n", f.command(cmd))
 		return nil
 	case !f.json:
 		printCounters(out, reply, o.scales)
@@ -374,7 +378,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	if f.json {
 		return printJSON(out, got)
 	}
-	printContract(out, *got.Contract, o.scales)
+	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
 }
 
@@ -414,14 +418,16 @@ func isTerminal(r io.Reader) bool {
 	return err != nil || !os.SameFile(st, null)
 }
 
-func printContract(w io.Writer, k trade.Contract, sc *scales) {
+// printContract tells a new contract, and how to watch it: bid is
+// `bourse bid` with the flags that reach the exchange as this client.
+func printContract(w io.Writer, k trade.Contract, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
-	fmt.Fprintf(w, "watch it: bourse bid watch %s\n", k.ID)
+	fmt.Fprintf(w, "watch it: %s watch %s\n", bid, k.ID)
 }
 
 func printCounters(w io.Writer, r protocol.OfferReply, sc *scales) {

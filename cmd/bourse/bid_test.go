@@ -149,7 +149,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "contract c-")
 		assert.Contains(t, out, "with atlas: 1× H100")
 		assert.Contains(t, out, "at 0.4/GPU-s; prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale")
-		assert.Contains(t, out, "bourse bid watch c-")
+		assert.Contains(t, out, "watch it: bourse bid --nats "+b.m.URL()+" --id ada watch c-")
 	})
 
 	t.Run("OfferJSON", func(t *testing.T) {
@@ -306,7 +306,7 @@ func TestBid(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "statement", "--limit", "3")), &es))
 		require.Len(t, es, 3)
 		assert.True(t, es[0].Balance.Equal(decimal.NewFromInt(1000)))
-		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid statement --after 3")
+		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid --nats "+b.m.URL()+" --id ada statement --after 3")
 	})
 
 	t.Run("File", func(t *testing.T) {
@@ -354,6 +354,9 @@ func TestBid(t *testing.T) {
 		}{
 			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
 			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "a shorter --time-limit", "bourse admin grant --currency CRED ada"}},
+			// The default prepayment, the maximum charge 0.001, rounds to
+			// 0.00: said so, not as the user's own "terms.prepayment: 0".
+			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
 			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
 			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
 			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},

@@ -6,9 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +32,10 @@ func TestREADMETrading(t *testing.T) {
 		assert.Contains(t, help, line, "bourse bid --help shows the README's commands")
 	}
 
-	out := &lockedBuffer{}
+	// The demo writes to a file that the test reads meanwhile.
+	out, err := os.Create(filepath.Join(t.TempDir(), "demo.out"))
+	require.NoError(t, err)
+	defer out.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -42,8 +45,8 @@ func TestREADMETrading(t *testing.T) {
 		cancel()
 		assert.NoError(t, <-done, "the demo's audit")
 	}()
-	url := demoURL(t, out)
-	assert.Contains(t, out.String(), "Trade yourself as client you (100.00 CRED, which no bot touches): bourse bid --nats "+url+" --id you balance")
+	url := demoURL(t, out.Name())
+	assert.Contains(t, readFile(t, out.Name()), "Trade yourself as client you (100.00 CRED, which no bot touches): bourse bid --nats "+url+" --id you balance")
 
 	contractID, charged := "", decimal.Zero
 	for i, c := range cmds {
@@ -114,33 +117,22 @@ func readmeRun(t *testing.T, args []string) (stdout, stderr string) {
 }
 
 // demoURL waits for the demo to print the NATS URL it listens on.
-func demoURL(t *testing.T, out *lockedBuffer) string {
+func demoURL(t *testing.T, out string) string {
 	t.Helper()
 	re := regexp.MustCompile(`NATS at (nats://[0-9.:]+)`)
 	for range 200 {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
+		if m := re.FindStringSubmatch(readFile(t, out)); m != nil {
 			return m[1]
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the demo printed no NATS URL:\n%s", out.String())
+	t.Fatalf("the demo printed no NATS URL:\n%s", readFile(t, out))
 	return ""
 }
 
-// lockedBuffer is a buffer the demo writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
 }
