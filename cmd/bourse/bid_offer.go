@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +40,7 @@ type offerFlags struct {
 	scale       int32
 	requestID   string
 	file        string
-	take        int
+	take        string
 
 	auto     string
 	value    string
@@ -76,7 +74,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
-	fs.IntVar(&o.take, "take", 0, "take counter-offer N without asking")
+	fs.StringVar(&o.take, "take", "", "take counter-offer N (as numbered, cheapest at full use first), or the cheapest of server NAME, without asking")
 }
 
 // terms builds the terms from the flags on base: every flag for a new
@@ -245,7 +243,10 @@ func newBidOfferCmd(f *bidFlags) *cobra.Command {
 		Long: `offer makes an offer from flags or a file (-f, JSON or YAML in the form of
 docs/pricing.md). The answer is a contract, whose prepayment is now escrowed,
 or the servers' counter-offers: they print as a numbered table, and on a
-terminal you are asked which to take (--take N takes one without asking).
+terminal you are asked which to take (--take N takes one without asking,
+--take SERVER the cheapest of that server's). They are numbered by price per
+GPU-second at full use, cheapest first, ties by server name. An offer that
+ends without a contract exits non-zero.
 With --auto STRATEGY and --value, a bidding strategy offers and takes
 counter-offers for you until it has a contract or gives up:
 
@@ -345,25 +346,10 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		return rejected(reply.Rejections)
 	}
-	n := o.take
-	switch {
-	case n == 0 && !f.json && isTerminal(cmd.InOrStdin()):
-		printCounters(out, reply, o.scales)
-		if n, err = ask(cmd.InOrStdin(), out, len(reply.Counters)); err != nil || n == 0 {
-			return err
-		}
-	case n == 0:
-		if f.json {
-			return printJSON(out, reply)
-		}
-		printCounters(out, reply, o.scales)
-		fmt.Fprintf(out, "no contract; take one with: %s offer … --take N (the same flags)\n", f.command(cmd))
-		return nil
-	case !f.json:
-		printCounters(out, reply, o.scales)
-	}
-	if n < 1 || n > len(reply.Counters) {
-		return fmt.Errorf("--take %d: there are %d counter-offers, numbered from 1", n, len(reply.Counters))
+	sortCounters(reply.Counters)
+	n, err := o.choose(cmd, f, reply)
+	if err != nil {
+		return err
 	}
 	got, err := c.Take(ctx, o.requestID+"-take", reply.Counters[n-1])
 	if err != nil {
@@ -373,34 +359,13 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			_ = printJSON(out, got)
 		}
-		return fmt.Errorf("counter-offer %d was not honoured: offer again", n)
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: offer again", n, reply.Counters[n-1].Server)}
 	}
 	if f.json {
 		return printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
-}
-
-// ask reads which counter-offer to take: a number, or empty to decline.
-func ask(in io.Reader, out io.Writer, n int) (int, error) {
-	r := bufio.NewReader(in)
-	for {
-		fmt.Fprintf(out, "Take which counter-offer? [1-%d, empty to decline]: ", n)
-		line, err := r.ReadString('\n')
-		line = strings.TrimSpace(line)
-		if line == "" {
-			fmt.Fprintln(out, "declined; no contract")
-			return 0, nil
-		}
-		if k, perr := strconv.Atoi(line); perr == nil && k >= 1 && k <= n {
-			return k, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read your answer: %w", err)
-		}
-		fmt.Fprintf(out, "%q is not a number from 1 to %d\n", line, n)
-	}
 }
 
 func isTerminal(r io.Reader) bool {
@@ -428,21 +393,6 @@ func printContract(w io.Writer, k trade.Contract, sc *scales, bid string) {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
 	fmt.Fprintf(w, "watch it: %s watch %s\n", bid, k.ID)
-}
-
-func printCounters(w io.Writer, r protocol.OfferReply, sc *scales) {
-	fmt.Fprintf(w, "No server accepted; %d counter-offer(s):\n", len(r.Counters))
-	tw := table(w)
-	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
-	for i, k := range r.Counters {
-		left := time.Until(k.ValidUntil).Round(time.Second)
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\t%s\n", i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-			k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency, max(0, left), oneLine(k.Note))
-	}
-	_ = tw.Flush()
-	for _, rj := range r.Rejections {
-		fmt.Fprintf(w, "%s rejected: %s\n", rj.Server, rj.Reason)
-	}
 }
 
 func classText(c contract.Class) string {

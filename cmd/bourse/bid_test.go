@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -206,21 +207,25 @@ func TestBid(t *testing.T) {
 
 	t.Run("Counters", func(t *testing.T) {
 		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
-		out := b.ok("ada", low...)
+		out, errOut, code := b.bid("ada", low...)
+		assert.NotEqual(t, 0, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
 		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
-		assert.Contains(t, out, "no contract; take one with")
+		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
+		assert.Contains(t, errOut, "; take one with: bourse bid --nats "+b.m.URL()+" --id ada offer … --take N or --take SERVER (the same flags) (code rejected)")
 
 		out = b.ok("ada", append(low, "--take", "1")...)
 		assert.Contains(t, out, "contract c-")
 
 		var r protocol.OfferReply
-		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", append([]string{"--json"}, low...)...)), &r))
+		out, _, code = b.bid("ada", append([]string{"--json"}, low...)...)
+		assert.NotEqual(t, 0, code)
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
 		require.Len(t, r.Counters, 1)
 		assert.Nil(t, r.Contract)
 
-		_, errOut, code := b.bid("ada", append(low, "--take", "3")...)
+		_, errOut, code = b.bid("ada", append(low, "--take", "3")...)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "there are 1 counter-offers")
 	})
@@ -384,10 +389,10 @@ func TestBidCounterPrices(t *testing.T) {
 	b := startBidMarket(t, scenario.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
-	out := b.ok("ada", low...)
+	out, _, _ := b.bid("ada", low...)
 	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
 
-	raw := b.ok("ada", append([]string{"--json"}, low...)...)
+	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
 	assert.NotContains(t, raw, "0.200000000000000000")
 	var r protocol.OfferReply
@@ -397,6 +402,33 @@ func TestBidCounterPrices(t *testing.T) {
 
 	k := b.offerJSON("ada", append(low[1:], "--take", "1")...)
 	assert.Equal(t, "boreal", k.Server)
+}
+
+// TestBidTake makes one low offer to four servers, each countering at its
+// posted price: the counter-offers are numbered cheapest at full use
+// first, ties by server, whatever order the servers answered in, and
+// --take takes one by number or by server.
+func TestBidTake(t *testing.T) {
+	posted := func(id, p string) scenario.ServerSpec {
+		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 2, Policy: server.Posted{P: contract.Flat(decimal.RequireFromString(p))}}
+	}
+	b := startBidMarket(t, posted("dear", "0.50"), posted("mid-b", "0.30"), posted("cheap", "0.20"), posted("mid-a", "0.30"))
+	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "300ms", "--time-limit", "30s"}
+	order := regexp.MustCompile(`(?m)^(\d) +(\S+) +1 +any GPU`)
+	for range 5 {
+		out, _, _ := b.bid("ada", low...)
+		var got []string
+		for _, m := range order.FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1]+" "+m[2])
+		}
+		require.Equal(t, []string{"1 cheap", "2 mid-a", "3 mid-b", "4 dear"}, got, out)
+	}
+	assert.Equal(t, "cheap", b.offerJSON("ada", append(low[1:], "--take", "1")...).Server)
+	assert.Equal(t, "mid-b", b.offerJSON("ada", append(low[1:], "--take", "3")...).Server)
+	assert.Equal(t, "dear", b.offerJSON("ada", append(low[1:], "--take", "dear")...).Server)
+	_, errOut, code := b.bid("ada", append(low, "--take", "nosuch")...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--take nosuch: no counter-offer from a server of that name (they came from cheap, dear, mid-a, mid-b)")
 }
 
 func TestBidUnavailable(t *testing.T) {
