@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,12 +23,12 @@ import (
 
 // bidFlags are the flags every `bourse bid` command shares.
 type bidFlags struct {
-	natsURL, id           string
-	user, password, creds string
-	currency              string
-	json                  bool
-	timeout               time.Duration
-	tls                   natsTLS
+	natsURL, id string
+	login       natsLogin
+	currency    string
+	json        bool
+	timeout     time.Duration
+	tls         natsTLS
 }
 
 // newBidCmd is the client's console: offers, contracts, events, wallet.
@@ -38,7 +37,7 @@ func newBidCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bid",
 		Short: "Trade as a client: make offers, watch and stop contracts, read your wallet",
-		Long: `bid speaks to the exchange over NATS as one client (--id, or $BOURSE_CLIENT):
+		Long: `bid speaks to the exchange over NATS as one client (--id, or $BOURSE_ID):
 it makes offers and takes counter-offers, lists, watches, suspends, kills and
 resumes contracts, and reads the client's balance and statement. Output is a
 table for people, or JSON with --json for scripts.
@@ -56,13 +55,14 @@ An offer escrows the most it can cost unless --prepayment says less: every
 GPU busy for the whole --time-limit (10m by default) at its price.`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.natsURL, "nats", envOr("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
-	pf.StringVar(&f.id, "id", os.Getenv("BOURSE_CLIENT"), "your client name ($BOURSE_CLIENT)")
-	pf.StringVar(&f.user, "nats-user", "", "NATS user")
-	pf.StringVar(&f.password, "nats-password", "", "NATS password")
-	pf.StringVar(&f.creds, "nats-creds", "", "NATS credentials file")
+	pf.StringVar(&f.natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
+	pf.StringVar(&f.id, "id", "", "your client name")
+	bindEnv(pf, "nats", "BOURSE_NATS_URL", "NATS_URL")
+	bindEnv(pf, "id", "BOURSE_ID", "BOURSE_CLIENT")
+	f.login.addFlags(pf)
 	f.tls.addFlags(pf)
 	pf.StringVar(&f.currency, "currency", bidder.DefaultCurrency, "currency of offers, balance and statement")
+	bindEnv(pf, "currency", "BOURSE_CURRENCY")
 	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
 
@@ -72,28 +72,24 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 	return cmd
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // with runs fn with a client connected as --id, and adds to its error what
 // to do about it.
 func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if f.id == "" {
-			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_CLIENT)")
+			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_ID)")
 		}
 		tlsOpts, err := f.tls.options()
 		if err != nil {
 			return err
 		}
+		loginOpts, err := f.login.options()
+		if err != nil {
+			return err
+		}
 		c, err := bidder.Dial(bidder.Config{
 			ID: f.id, URL: f.natsURL, Currency: f.currency, Timeout: f.timeout,
-			Credentials: bidder.Credentials{File: f.creds, User: f.user, Password: f.password},
-			Options:     tlsOpts,
+			Options: append(loginOpts, tlsOpts...),
 		})
 		if err != nil {
 			switch bourse.ErrorCode(err) {
@@ -103,7 +99,7 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 				}
 				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
 			case bourse.EPermission:
-				return fmt.Errorf("%w; check --nats-user and --nats-password, or --nats-creds", err)
+				return fmt.Errorf("%w; check --nats-user and --nats-password (or its file), or --nats-creds", err)
 			}
 			return err
 		}

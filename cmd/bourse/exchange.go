@@ -21,10 +21,11 @@ import (
 
 func newExchangeCmd() *cobra.Command {
 	var (
-		natsURL, user, password, creds, dbURL, metricsAddr string
-		cfg                                                natsvc.Config
-		tls                                                natsTLS
-		serverKeys                                         string
+		natsURL, dbURL, metricsAddr string
+		login                       natsLogin
+		cfg                         natsvc.Config
+		tls                         natsTLS
+		serverKeys                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -38,8 +39,15 @@ finishes those in flight and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
+			if dbURL == "" {
+				return errors.New("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
+			}
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
+			loginOpts, err := login.options()
+			if err != nil {
+				return err
+			}
 			store, closeStore, err := openStore(ctx, dbURL, log)
 			if err != nil {
 				return err
@@ -48,12 +56,7 @@ finishes those in flight and exits.`,
 			opts := []nats.Option{nats.Name("bourse-exchange"), nats.MaxReconnects(-1),
 				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
 				nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) })}
-			if user != "" {
-				opts = append(opts, nats.UserInfo(user, password))
-			}
-			if creds != "" {
-				opts = append(opts, nats.UserCredentials(creds))
-			}
+			opts = append(opts, loginOpts...)
 			tlsOpts, err := tls.options()
 			if err != nil {
 				return err
@@ -105,12 +108,12 @@ finishes those in flight and exits.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
-	f.StringVar(&user, "nats-user", "", "NATS user")
-	f.StringVar(&password, "nats-password", "", "NATS password")
-	f.StringVar(&creds, "nats-creds", "", "NATS credentials file")
+	bindEnv(f, "nats", "BOURSE_NATS_URL")
+	login.addFlags(f)
 	tls.addFlags(f)
 	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
-	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
+	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger`)
+	bindEnv(f, "db", "DATABASE_URL")
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
@@ -127,7 +130,6 @@ finishes those in flight and exits.`,
 	f.IntVar(&cfg.Limits.InFlight, "client-in-flight", 64, "offers, suspends and kills of one client in negotiation at once, per instance")
 	f.Float64Var(&cfg.Limits.Readings, "server-reading-rate", 200, "usage readings a second one server may send on average (-1: no limit)")
 	f.IntVar(&cfg.Limits.ReadingBurst, "server-reading-burst", 2000, "usage readings one server may send at once")
-	_ = cmd.MarkFlagRequired("db")
 	return cmd
 }
 

@@ -63,6 +63,8 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// Flags left out fall back to the environment (env.go).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) },
 	}
 	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newServerCmd(), newSimCmd())
 	return root
