@@ -35,10 +35,10 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	withStore := func(run func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			if dbURL == "" {
-				return errors.New("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
+				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
 			}
 			if dbURL == "mem" {
-				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
+				return usagef(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
 			}
 			store, closeStore, err := openStore(cmd.Context(), dbURL, commandLogger(cmd))
 			if err != nil {
@@ -140,7 +140,7 @@ again does nothing; with another parent it is a conflict.`,
 				return err
 			}
 			if key == "" {
-				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
+				return usagef("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
 			}
 			code := currency.Code(cur)
 			if _, err := t.Grant(ctx, actor, code, args[0], amount, key, memo); err != nil {

@@ -30,11 +30,11 @@ func TestAdminTreasury(t *testing.T) {
 	assert.Equal(t, "burned 20.00 CRED from alice; available 80.00, held 0.00\n",
 		ok("burn", "alice", "20", "--currency", "CRED", "--key", "b1", "--as", "bob"))
 	_, errOut, code := admin(t, dbURL, "burn", "alice", "1000", "--currency", "CRED", "--key", "b2", "--as", "bob")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitRefused, code)
 	assert.Contains(t, errOut, "insufficient_funds")
 
 	_, errOut, code = admin(t, dbURL, "exchange", "alice", "CRED", "GPUH", "10", "--key", "x1", "--as", "ann")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitRefused, code)
 	assert.Contains(t, errOut, "no rate from CRED to GPUH: an administrator sets one (bourse admin rate CRED GPUH RATE)")
 	assert.Equal(t, "rate CRED/GPUH: 0.5 (was none)\n", ok("rate", "CRED", "GPUH", "0.5", "--key", "r1", "--as", "ann"))
 	assert.Equal(t, "exchanged at 0.5: wallet/CRED/alice 80 → 70, wallet/GPUH/alice 0 → 5\n",

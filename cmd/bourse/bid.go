@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -77,7 +76,7 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if f.id == "" {
-			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_ID)")
+			return usagef("--id is required: the client name your wallet is under (or set BOURSE_ID)")
 		}
 		tlsOpts, err := f.tls.options()
 		if err != nil {

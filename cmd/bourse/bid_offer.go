@@ -111,7 +111,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 		}
 		switch {
 		case o.price != "" && o.p != "":
-			return t, errors.New("give --price or --p, not both")
+			return t, usagef("give --price or --p, not both")
 		case o.price != "":
 			d, err := amount("--price", o.price)
 			if err != nil {
@@ -125,7 +125,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 			}
 			t.P = c
 		case !resume && o.auto == "":
-			return t, errors.New("say what you pay: --price 0.30 (per GPU-second), or a curve with --p, or --auto STRATEGY --value V")
+			return t, usagef("say what you pay: --price 0.30 (per GPU-second), or a curve with --p, or --auto STRATEGY --value V")
 		}
 		if o.q != "" {
 			c, err := parseCurve("--q", o.q)
@@ -246,7 +246,7 @@ or the servers' counter-offers: they print as a numbered table, and on a
 terminal you are asked which to take (--take N takes one without asking,
 --take SERVER the cheapest of that server's). They are numbered by price per
 GPU-second at full use, cheapest first, ties by server name. An offer that
-ends without a contract exits non-zero.
+ends without a contract exits with status 3 (code rejected).
 With --auto STRATEGY and --value, a bidding strategy offers and takes
 counter-offers for you until it has a contract or gives up:
 

@@ -141,7 +141,7 @@ func TestBid(t *testing.T) {
 	t.Run("NeedsID", func(t *testing.T) {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), []string{"bid", "--nats", b.m.URL(), "balance"}, &out, &errOut)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut.String(), "--id is required")
 	})
 
@@ -208,7 +208,7 @@ func TestBid(t *testing.T) {
 	t.Run("Counters", func(t *testing.T) {
 		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 		out, errOut, code := b.bid("ada", low...)
-		assert.NotEqual(t, 0, code, "no contract is no success")
+		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
 		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
@@ -330,7 +330,7 @@ func TestBid(t *testing.T) {
 		bad := filepath.Join(dir, "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("gpus: 1\ngpus: 2\ntime_limit: 20s\np: [[0, 0.40]]\n"), 0o644))
 		_, errOut, code := b.bid("ada", "offer", "-f", bad)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitFailure, code)
 		assert.Contains(t, errOut, "(code invalid)")
 
 		_, errOut, code = b.bid("ada", "offer", "-f", js, "--gpus", "2")
@@ -342,7 +342,7 @@ func TestBid(t *testing.T) {
 		k := b.offerJSON("ada", short("1m")...)
 		for _, args := range [][]string{{"watch", k.ID}, {"suspend", k.ID}, {"kill", k.ID}, {"resume", k.ID, "--price", "0.5"}} {
 			_, errOut, code := b.bid("bob", args...)
-			assert.Equal(t, 1, code, "bob %v", args)
+			assert.Equal(t, exitRefused, code, "bob %v", args)
 			assert.Contains(t, errOut, "(code not_found)", "bob %v", args)
 			assert.Contains(t, errOut, "no such contract of yours")
 		}
@@ -355,23 +355,24 @@ func TestBid(t *testing.T) {
 		tests := []struct {
 			name string
 			args []string
+			code int
 			want []string
 		}{
-			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
-			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "a shorter --time-limit", "bourse admin grant --currency CRED ada"}},
+			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, exitRefused, []string{"(code no_match)", "try fewer GPUs or another --model"}},
+			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, exitRefused, []string{"(code insufficient_funds)", "a shorter --time-limit", "bourse admin grant --currency CRED ada"}},
 			// The default prepayment, the maximum charge 0.001, rounds to
 			// 0.00: said so, not as the user's own "terms.prepayment: 0".
-			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
-			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
-			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
-			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},
-			{"NoSuchContract", []string{"kill", "c-nosuch"}, []string{"(code not_found)"}},
-			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, []string{"want fixed, cheapest, adaptive or deadline"}},
+			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, exitFailure, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
+			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitFailure, []string{"(code invalid_offer)", "job.profile.utilization"}},
+			{"NoPrice", []string{"offer"}, exitUsage, []string{"say what you pay"}},
+			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitFailure, []string{"--p", "invalid_curve"}},
+			{"NoSuchContract", []string{"kill", "c-nosuch"}, exitRefused, []string{"(code not_found)"}},
+			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive or deadline"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				out, errOut, code := b.bid("ada", tt.args...)
-				assert.Equal(t, 1, code, "stdout %s", out)
+				assert.Equal(t, tt.code, code, "stdout %s", out)
 				assert.True(t, strings.HasPrefix(errOut, "bourse: "), errOut)
 				for _, w := range tt.want {
 					assert.Contains(t, errOut, w)
@@ -438,7 +439,7 @@ func TestBidUnavailable(t *testing.T) {
 	require.NoError(t, ln.Close())
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"bid", "--nats", "nats://" + addr, "--id", "ada", "balance"}, &out, &errOut)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut.String(), "(code unavailable)")
 	assert.Contains(t, errOut.String(), "is NATS running")
 }
@@ -451,7 +452,7 @@ func TestBidAutoNoExchange(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"bid", "--nats", ns.ClientURL(), "--id", "ada", "offer",
 		"--auto", "cheapest", "--value", "0.40", "--time-limit", "20s", "--scale", "2"}, &out, &errOut)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut.String(), "(code unavailable)")
 	assert.Contains(t, errOut.String(), "see bourse bid contracts before offering again")
 	assert.Equal(t, 1, strings.Count(out.String(), "offer "), "one offer, no second round: %s", out.String())

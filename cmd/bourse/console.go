@@ -38,7 +38,7 @@ on 127.0.0.1 by default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbURL == "" || usersFile == "" {
-				return errors.New(`--db (or $DATABASE_URL) and --users are required (make a users file with "bourse console user NAME --role admin --users FILE")`)
+				return usagef(`--db (or $DATABASE_URL) and --users are required (make a users file with "bourse console user NAME --role admin --users FILE")`)
 			}
 			users, err := console.ReadUsers(usersFile)
 			if err != nil {

@@ -42,9 +42,9 @@ finds a broken invariant.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
 			if duration <= 0 {
-				return fmt.Errorf("--duration must be positive, got %s", duration)
+				return usagef("--duration must be positive, got %s", duration)
 			}
-			logger, closeLog, err := demoLogger(logFile)
+			logger, closeLog, err := demoLogger(cmd, logFile)
 			if err != nil {
 				return err
 			}
@@ -72,16 +72,17 @@ type demoConfig struct {
 	consoleReady func(addr string)
 }
 
-// demoLogger keeps the live view clean: logs go to a file or nowhere.
-func demoLogger(path string) (*slog.Logger, func(), error) {
+// demoLogger keeps the live view clean: logs go to a file (in the format
+// and from the level of --log-format and --log-level) or nowhere.
+func demoLogger(cmd *cobra.Command, path string) (*slog.Logger, func(), error) {
 	if path == "" {
-		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}, nil
+		return slog.New(slog.DiscardHandler), func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(f, nil)), func() { _ = f.Close() }, nil
+	return slog.New(logHandler(cmd, f)), func() { _ = f.Close() }, nil
 }
 
 func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {

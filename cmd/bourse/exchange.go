@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/bourse/bourse/exchange/natsvc"
@@ -15,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +36,7 @@ finishes those in flight and exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
 			if dbURL == "" {
-				return errors.New("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
+				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
 			}
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
@@ -89,7 +85,7 @@ finishes those in flight and exits.`,
 			if err != nil {
 				return err
 			}
-			stopMetrics, err := serveMetrics(metricsAddr, reg, log)
+			stopMetrics, err := serveMetrics(metricsAddr, reg, exchangeReady(nc, store), log)
 			if err != nil {
 				svc.Stop()
 				return err
@@ -114,7 +110,7 @@ finishes those in flight and exits.`,
 	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
 	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger`)
 	bindEnv(f, "db", "DATABASE_URL")
-	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
+	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
@@ -131,30 +127,6 @@ finishes those in flight and exits.`,
 	f.Float64Var(&cfg.Limits.Readings, "server-reading-rate", 200, "usage readings a second one server may send on average (-1: no limit)")
 	f.IntVar(&cfg.Limits.ReadingBurst, "server-reading-burst", 2000, "usage readings one server may send at once")
 	return cmd
-}
-
-// serveMetrics serves reg at addr/metrics until the returned stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }
 
 // refillSpendRates refills the treasury's spend-rate buckets every 10

@@ -51,6 +51,7 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 	for _, w := range v.m.Wallets {
 		fmt.Fprintf(v.out, "Trade yourself as client %s (%s %s, which no bot touches): bourse bid --nats %s --id %s balance\n",
 			w.ID, amountText(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
+		fmt.Fprintf(v.out, "  or, once per shell: export BOURSE_NATS_URL=%s BOURSE_ID=%s; then: bourse bid balance\n", v.m.URL(), w.ID)
 	}
 	for {
 		select {
