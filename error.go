@@ -32,6 +32,10 @@ const (
 	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
 	ERateLimited         Code = "rate_limited"         // too many requests from one party; retry after RetryAfterMS
 	ECapExceeded         Code = "cap_exceeded"         // an administrator's cap on the client would be passed
+	// ERejected is a client's own: the exchange answers an offer that every
+	// server refused without a counter-offer with those rejections, and
+	// bourse bid turns them into this error.
+	ERejected Code = "rejected"
 )
 
 // Error is the one error type that carries a Code. Op names the operation

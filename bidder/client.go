@@ -77,6 +77,12 @@ type Client struct {
 	cfg Config
 	nc  *nats.Conn
 	own bool
+	// denied ends, with its cause an EPermission error, once NATS refuses
+	// this connection one of the client's own subjects: its user may not
+	// act as cfg.ID, and every request would wait out its timeout for an
+	// answer that cannot come.
+	denied context.Context
+	deny   context.CancelCauseFunc
 }
 
 var _ strategy.Exchange = (*Client)(nil)
@@ -101,6 +107,7 @@ func Dial(cfg Config) (*Client, error) {
 		cfg.Retries = 2
 	}
 	c := &Client{cfg: cfg, nc: cfg.Conn}
+	c.denied, c.deny = context.WithCancelCause(context.Background())
 	if c.nc != nil {
 		if err := protocol.CheckInbox(c.nc.NewRespInbox(), cfg.ID); err != nil {
 			return nil, &bourse.Error{Code: bourse.EInvalid, Op: "bidder.Dial", Field: "Conn", Message: err.Error()}
@@ -111,15 +118,39 @@ func Dial(cfg Config) (*Client, error) {
 			nats.Name("bourse-bidder-" + cfg.ID),
 			nats.CustomInboxPrefix(protocol.InboxPrefix(cfg.ID)),
 			nats.MaxReconnects(-1),
+			nats.ErrorHandler(c.asyncError),
 		}, cfg.Credentials.options()...)
 		opts = append(opts, cfg.Options...)
 		nc, err := nats.Connect(cfg.URL, opts...)
+		if isAuthError(err) {
+			return nil, &bourse.Error{Code: bourse.EPermission, Op: "bidder.Dial", Message: "NATS at " + cfg.URL + " refused the credentials", Err: err}
+		}
 		if err != nil {
 			return nil, &bourse.Error{Code: bourse.EUnavailable, Op: "bidder.Dial", Message: "connect to NATS at " + cfg.URL, Err: err}
 		}
 		c.nc, c.own = nc, true
 	}
 	return c, nil
+}
+
+// isAuthError says whether NATS refused a connection's credentials, not
+// its address: a wrong password is no reason to ask whether NATS runs.
+func isAuthError(err error) bool {
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired)
+}
+
+// asyncError is the connection's handler of NATS's asynchronous errors. A
+// permissions violation can only concern the client's own subjects (its
+// requests, inbox and deliveries, the only ones it uses): its user may not
+// act as its ID. Requests then fail at once rather than time out, and
+// nothing is printed, where NATS's default handler would print each
+// violation to stderr.
+func (c *Client) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		c.deny(&bourse.Error{Code: bourse.EPermission, Op: "bidder", Field: "id",
+			Message: fmt.Sprintf("this NATS user may not act as client %s", c.cfg.ID), Err: err})
+	}
 }
 
 // Close closes the connection if Dial opened it.
@@ -146,6 +177,9 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 	subj := protocol.ClientSubject(c.cfg.ID, verb)
 	var msg *nats.Msg
 	for attempt := 0; ; attempt++ {
+		if err := context.Cause(c.denied); err != nil {
+			return err
+		}
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		req := nats.NewMsg(subj)
 		req.Data = data
@@ -154,8 +188,13 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 			// nothing with it: this try will have gone.
 			req.Header.Set(protocol.DeadlineHeader, dl.UTC().Format(time.RFC3339Nano))
 		}
+		stop := context.AfterFunc(c.denied, cancel)
 		msg, err = c.nc.RequestMsgWithContext(rctx, req)
+		stop()
 		cancel()
+		if denied := context.Cause(c.denied); denied != nil && err != nil {
+			return denied
+		}
 		if err == nil {
 			// Rate limited, nothing was done: wait as long as the exchange
 			// says and ask again, within the retries and ctx's deadline.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -206,7 +208,38 @@ func TestDialCredentials(t *testing.T) {
 	require.NoError(t, err)
 	c.Close()
 	_, err = bidder.Dial(bidder.Config{ID: "ada", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "ada", Password: "wrong"}})
-	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err))
+	assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err), "a wrong password is no outage: %v", err)
+	assert.Contains(t, err.Error(), "refused the credentials")
+}
+
+// TestActAsAnother connects as NATS user alice of docs/nats-server.conf
+// but as client bob: NATS drops the requests, so none can be answered,
+// and the client must say so at once rather than wait out its timeout
+// and its retries (15 s here) and call it an outage.
+func TestActAsAnother(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	opts, err := natsserver.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "docs", "nats-server.conf"))
+	require.NoError(t, err)
+	opts.Port = natsserver.RANDOM_PORT
+	ns := natstest.StartWith(t, opts)
+	alice := bidder.Credentials{User: "alice", Password: "alice-secret"}
+
+	c, err := bidder.Dial(bidder.Config{ID: "bob", URL: ns.ClientURL(), Credentials: alice, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer c.Close()
+	start := time.Now()
+	_, err = c.Balance(context.Background(), "")
+	assert.Less(t, time.Since(start), 2*time.Second, "waited for an answer that cannot come")
+	assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err), "%v", err)
+	assert.Contains(t, err.Error(), "this NATS user may not act as client bob")
+	_, err = c.Contracts(context.Background(), 1)
+	assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err), "the next request knows already")
+
+	own, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: alice, Timeout: 200 * time.Millisecond, Retries: -1})
+	require.NoError(t, err)
+	defer own.Close()
+	_, err = own.Balance(context.Background(), "")
+	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "alice as alice is allowed; no exchange runs: %v", err)
 }
 
 // TestDialWrongInbox: a connection whose replies would come to another

@@ -28,9 +28,11 @@ type Source interface {
 	Between(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error)
 }
 
-// Accounts finds a wallet's parent (currency.Ledger).
+// Accounts finds a wallet's parent, and when a server first said hello
+// (currency.Ledger).
 type Accounts interface {
 	Account(ctx context.Context, id currency.AccountID) (currency.Account, error)
+	Currencies(ctx context.Context) ([]currency.Currency, error)
 }
 
 // By is the length of a report's periods, UTC.
@@ -102,8 +104,12 @@ type Options struct {
 	From, To time.Time
 	By       By // Day if empty
 	// Capacity is each server's GPUs, for its idle line; servers not in
-	// it get none.
+	// it get none. A server is counted idle only while it existed: from
+	// its first hello (when its revenue account was opened) to Now.
 	Capacity map[string]int
+	// Now is the report's clock: no capacity is counted after it, where
+	// To is in the future. Zero counts up to To.
+	Now time.Time
 }
 
 // page is how many contracts Build reads at a time.
@@ -175,16 +181,59 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 		return cmp.Or(strings.Compare(a.Period, b.Period), strings.Compare(a.Currency, b.Currency), strings.Compare(a.Org, b.Org),
 			strings.Compare(a.Project, b.Project), strings.Compare(a.Client, b.Client), strings.Compare(a.Model, b.Model))
 	})
-	r.Servers = serverLines(servers, o)
+	since, err := registered(ctx, accts, o.Capacity)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Servers = serverLines(servers, o, since)
 	r.Prices = prices(r.Lines)
 	return r, nil
 }
 
+// registered is when each server of capacity first said hello: the
+// earliest opening of its revenue accounts, in any currency. A server that
+// never did is not there.
+func registered(ctx context.Context, accts Accounts, capacity map[string]int) (map[string]time.Time, error) {
+	since := map[string]time.Time{}
+	if len(capacity) == 0 {
+		return since, nil
+	}
+	curs, err := accts.Currencies(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("breakdown: currencies: %w", err)
+	}
+	for server := range capacity {
+		for _, c := range curs {
+			a, err := accts.Account(ctx, currency.RevenueID(c.Code, server))
+			if bourse.ErrorCode(err) == bourse.ENotFound {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("breakdown: revenue account of %s: %w", server, err)
+			}
+			if t, ok := since[server]; !ok || a.Created.Before(t) {
+				since[server] = a.Created
+			}
+		}
+	}
+	return since, nil
+}
+
 // serverLines are the servers' sales, with the idle GPU-seconds of those
-// whose size is known: every period of the report, sold or not.
-func serverLines(sold map[ServerLine]*ServerLine, o Options) []ServerLine {
+// whose size is known: every period of the report in which the server
+// existed (since its first hello, up to o.Now), sold or not.
+func serverLines(sold map[ServerLine]*ServerLine, o Options, since map[string]time.Time) []ServerLine {
+	until := o.To
+	if !o.Now.IsZero() && o.Now.Before(until) {
+		until = o.Now
+	}
 	for server, gpus := range o.Capacity {
-		for at := o.From; at.Before(o.To); {
+		first, ok := since[server]
+		if !ok {
+			continue // it never said hello: nothing stood idle
+		}
+		from := later(o.From, first)
+		for at := from; at.Before(until); {
 			p, start, end := o.By.period(at)
 			// Each currency the server sold in gets the idle line; a
 			// period it sold nothing in gets one line of its own.
@@ -198,7 +247,7 @@ func serverLines(sold map[ServerLine]*ServerLine, o Options) []ServerLine {
 				k := ServerLine{Period: p, Server: server}
 				sold[k] = &k
 			}
-			secs := decimal.NewFromFloat(earlier(end, o.To).Sub(later(start, o.From)).Seconds())
+			secs := decimal.NewFromFloat(earlier(end, until).Sub(later(start, from)).Seconds())
 			for k, s := range sold {
 				if k.Server == server && k.Period == p {
 					s.Capacity = secs.Mul(decimal.NewFromInt(int64(gpus)))

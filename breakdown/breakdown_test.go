@@ -26,9 +26,15 @@ func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 // on two servers over two days, one still running and one from before.
 func market(t *testing.T) (*memstore.Store, currency.Ledger) {
 	ctx := context.Background()
-	l := mem.New(mem.Options{})
+	now := day1.AddDate(0, 0, -10)
+	l := mem.New(mem.Options{Now: func() time.Time { return now }})
 	s := memstore.New(l)
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
+	// The servers said hello long before: their revenue accounts.
+	for _, server := range []string{"gpu1", "gpu2"} {
+		_, err := l.OpenAccount(ctx, currency.Account{ID: currency.RevenueID("CRED", server), Currency: "CRED", Kind: currency.Revenue})
+		require.NoError(t, err)
+	}
 	for _, a := range []struct{ owner, parent string }{{"acme", ""}, {"acme.ml", "acme"}, {"alice", "acme.ml"}, {"bob", "acme"}, {"carl", ""}} {
 		acc := currency.Account{ID: currency.WalletID("CRED", a.owner), Currency: "CRED", Kind: currency.Wallet}
 		if a.parent != "" {
@@ -108,4 +114,31 @@ func TestBuild(t *testing.T) {
 
 	_, err = breakdown.Build(context.Background(), s, l, breakdown.Options{From: day1, To: day1})
 	assert.Error(t, err)
+}
+
+// TestCapacityWhileTheServerExisted: a server counts idle only from its
+// first hello (its revenue account's opening) and up to now; one that
+// never said hello has no idle line.
+func TestCapacityWhileTheServerExisted(t *testing.T) {
+	ctx := context.Background()
+	now := day1.Add(-3 * 24 * time.Hour)
+	l := mem.New(mem.Options{Now: func() time.Time { return now }})
+	s := memstore.New(l)
+	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
+	now = day1.Add(18 * time.Hour) // gpu1's first hello: 6 hours of day 1 left
+	_, err := l.OpenAccount(ctx, currency.Account{ID: currency.RevenueID("CRED", "gpu1"), Currency: "CRED", Kind: currency.Revenue})
+	require.NoError(t, err)
+
+	r, err := breakdown.Build(ctx, s, l, breakdown.Options{From: day1.AddDate(0, 0, -5), To: day1.AddDate(0, 0, 3),
+		Capacity: map[string]int{"gpu1": 2, "ghost": 4}, Now: day1.Add(24*time.Hour + 3*time.Hour)})
+	require.NoError(t, err)
+	type line struct{ period, server, capacity, idle string }
+	var got []line
+	for _, x := range r.Servers {
+		got = append(got, line{x.Period, x.Server, x.Capacity.String(), x.Idle.String()})
+	}
+	assert.Equal(t, []line{
+		{"2026-11-01", "gpu1", "43200", "43200"}, // 6 h × 2 GPUs, from its hello
+		{"2026-11-02", "gpu1", "21600", "21600"}, // 3 h × 2 GPUs, up to now
+	}, got, "no idle days before gpu1 existed, none after now, none for a server never seen")
 }

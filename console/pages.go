@@ -415,7 +415,7 @@ func (c *Console) report(r *http.Request, v *view) error {
 	if err != nil {
 		return &bourse.Error{Code: bourse.EInvalid, Field: "capacity", Message: err.Error()}
 	}
-	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity})
+	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity, Now: c.cfg.Now()})
 	if err != nil {
 		return err
 	}

@@ -253,7 +253,7 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 				reason = string(a.Decision.Code) + ": " + reason
 			}
 			if len(a.Decision.Counters) == 0 {
-				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: reason})
+				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: reason, Code: a.Decision.Code})
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -42,11 +43,18 @@ type Config struct {
 	Store   exchange.Store
 	Servers []scenario.ServerSpec // nil: DefaultServers
 	Clients []scenario.ClientSpec // nil: DefaultClients
-	Seed    uint64                // job generation; 1 by default
+	// Wallets are clients funded like Clients that no bidder of the
+	// market trades as: the person at the keyboard trades as one with
+	// bourse bid, and the bots do not drain it meanwhile.
+	Wallets []Wallet
+	Seed    uint64 // job generation; 1 by default
 	// JobScale stretches job run times (1 by default); tests shrink them.
 	JobScale float64
 	Logger   *slog.Logger
-	// StoreDir holds JetStream's files; empty keeps the stream in memory.
+	// StoreDir holds JetStream's files; empty keeps the stream in memory
+	// (the embedded server then still gets a fresh directory of its own,
+	// removed at Stop, rather than NATS's default under the system's
+	// temporary folder, which any earlier nats-server may have filled).
 	StoreDir string
 	// NATSURL, if set, is an external NATS server (with JetStream) to use
 	// instead of an embedded one.
@@ -62,6 +70,12 @@ type Config struct {
 	Treasury *treasury.Treasury
 }
 
+// Wallet is a funded client that the market's bidders leave alone.
+type Wallet struct {
+	ID     string
+	Budget decimal.Decimal
+}
+
 // admin is who the market's own administrative actions are recorded as.
 const admin = "market"
 
@@ -70,6 +84,8 @@ type Market struct {
 	cfg       Config
 	log       *slog.Logger
 	ns        *natsserver.Server
+	natsDir   string // the embedded server's JetStream directory
+	ownDir    bool   // natsDir is a temporary directory Stop removes
 	conns     []*nats.Conn
 	url       string
 	exchanges []*natsvc.Service
@@ -83,6 +99,7 @@ type Market struct {
 	allowances sync.WaitGroup
 	Clients    []scenario.ClientSpec
 	Servers    []scenario.ServerSpec
+	Wallets    []Wallet
 
 	finalsMu sync.Mutex
 	finals   map[string]trade.Reading // by contract: each server's own record
@@ -124,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
-		finals: map[string]trade.Reading{}}
+		Wallets: cfg.Wallets, finals: map[string]trade.Reading{}}
 	if m.cfg.Treasury == nil {
 		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger(), caps.NewPeriods(time.Now))
 		if err != nil {
@@ -167,7 +184,33 @@ func (m *Market) startNATS() error {
 		m.url = m.cfg.NATSURL
 		return nil
 	}
-	return m.startNATSOn(natsserver.RANDOM_PORT)
+	m.natsDir = m.cfg.StoreDir
+	if m.natsDir == "" {
+		// NATS's default store is shared by every server on the machine
+		// that was given none: a stream left there by another process
+		// (a file stream where we want one in memory) stops the exchange.
+		dir, err := os.MkdirTemp("", "bourse-nats-")
+		if err != nil {
+			return fmt.Errorf("market: embedded NATS store: %w", err)
+		}
+		m.natsDir, m.ownDir = dir, true
+	}
+	if err := m.startNATSOn(natsserver.RANDOM_PORT); err != nil {
+		m.removeNATSDir()
+		return err
+	}
+	return nil
+}
+
+// removeNATSDir removes the embedded server's store if the market made it.
+func (m *Market) removeNATSDir() {
+	if !m.ownDir {
+		return
+	}
+	if err := os.RemoveAll(m.natsDir); err != nil {
+		m.log.Warn("remove the embedded NATS store", "dir", m.natsDir, "err", err)
+	}
+	m.ownDir = false
 }
 
 // AddExchange starts an exchange instance on store, in the queue group of
@@ -193,7 +236,7 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 }
 
 func (m *Market) startNATSOn(port int) error {
-	opts := &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, NoSigs: true, NoLog: true, StoreDir: m.cfg.StoreDir}
+	opts := &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, NoSigs: true, NoLog: true, StoreDir: m.natsDir}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("market: embedded NATS: %w", err)
@@ -243,12 +286,14 @@ func (m *Market) fund(ctx context.Context) error {
 	if _, err := t.CreateCurrency(ctx, admin, Currency, "currency/"+string(Currency.Code)); err != nil {
 		return fmt.Errorf("market: create currency: %w", err)
 	}
-	for _, c := range m.cfg.Clients {
-		if _, err := t.Open(ctx, admin, Currency.Code, c.ID, "", "open/"+c.ID); err != nil {
-			return fmt.Errorf("market: open wallet of %s: %w", c.ID, err)
+	for _, w := range m.cfg.Wallets {
+		if err := m.openWallet(ctx, w.ID, w.Budget); err != nil {
+			return err
 		}
-		if _, err := t.Grant(ctx, admin, Currency.Code, c.ID, c.Budget, "grant/"+c.ID, "demo budget"); err != nil {
-			return fmt.Errorf("market: fund %s: %w", c.ID, err)
+	}
+	for _, c := range m.cfg.Clients {
+		if err := m.openWallet(ctx, c.ID, c.Budget); err != nil {
+			return err
 		}
 		if c.CapGPUs > 0 {
 			if _, err := t.SetCap(ctx, admin, c.ID, c.CapGPUs, "cap-set/"+c.ID); err != nil {
@@ -260,6 +305,18 @@ func (m *Market) fund(ctx context.Context) error {
 				return fmt.Errorf("market: %w", err)
 			}
 		}
+	}
+	return nil
+}
+
+// openWallet opens client id's wallet and grants it budget.
+func (m *Market) openWallet(ctx context.Context, id string, budget decimal.Decimal) error {
+	t := m.cfg.Treasury
+	if _, err := t.Open(ctx, admin, Currency.Code, id, "", "open/"+id); err != nil {
+		return fmt.Errorf("market: open wallet of %s: %w", id, err)
+	}
+	if _, err := t.Grant(ctx, admin, Currency.Code, id, budget, "grant/"+id, "demo budget"); err != nil {
+		return fmt.Errorf("market: fund %s: %w", id, err)
 	}
 	return nil
 }
@@ -400,6 +457,7 @@ func (m *Market) Stop(ctx context.Context) {
 		m.ns.Shutdown()
 		m.ns.WaitForShutdown()
 	}
+	m.removeNATSDir()
 }
 
 // waitSettled waits until the ledger has no open hold (every contract

@@ -41,10 +41,14 @@ type OfferReply struct {
 	Rejections []Rejection `json:"rejections,omitempty"`
 }
 
-// Rejection is a server's no.
+// Rejection is a server's no. Code, where there is one, says that the
+// server refused the offer's terms rather than its price or for want of
+// free GPUs (invalid_offer, permission_denied, …); the reason then starts
+// with it too, as it always has.
 type Rejection struct {
-	Server string `json:"server"`
-	Reason string `json:"reason"`
+	Server string      `json:"server"`
+	Reason string      `json:"reason"`
+	Code   bourse.Code `json:"code,omitempty"`
 }
 
 // ControlRequest suspends or kills a contract (bourse.v1.client.<c>.suspend

@@ -7,7 +7,8 @@
 # Does nothing if chromium (or chromium-browser, google-chrome) is on PATH
 # or $BOURSE_CHROME names one. Otherwise, when running as root on a system
 # with apt-get (as CI does on a fresh Debian machine), it installs Debian's
-# "chromium" package. Otherwise it says how to install one and exits 0: the
+# "chromium" package (waiting for another apt-get's lock:
+# scripts/apt-install.sh). Otherwise it says how to install one and exits 0: the
 # browser test then skips, except with CI=true, where it fails.
 set -euo pipefail
 
@@ -27,8 +28,4 @@ if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 	exit 0
 fi
 log "Chromium not found; installing the chromium package with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y -q --no-install-recommends chromium >&2; then
-	apt-get update -q >&2 || { log "apt-get update failed"; exit 1; }
-	apt-get install -y -q --no-install-recommends chromium >&2 || { log "apt-get install chromium failed"; exit 1; }
-fi
+bash "$(dirname -- "$0")/apt-install.sh" chromium || { log "installing chromium failed"; exit 1; }

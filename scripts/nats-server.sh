@@ -16,8 +16,7 @@ bin="$(find_server || true)"
 if [ -z "$bin" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "nats-server.sh: installing Debian's nats-server package" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nats-server >/dev/null
+    bash "$(dirname -- "$0")/apt-install.sh" nats-server >/dev/null
     bin="$(find_server)"
   else
     echo "nats-server.sh: nats-server not found; install it (sudo apt-get install nats-server)" >&2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# pg.sh: a throwaway PostgreSQL cluster for tests and benchmarks.
+# pg.sh: a throwaway PostgreSQL cluster for tests and benchmarks, or one
+# that stays up for development.
 #
 #   scripts/pg.sh run -- CMD [ARGS...]
+#   scripts/pg.sh start | env | stop [--delete]
 #
 # starts a private cluster in a fresh temporary directory, listening on
 # 127.0.0.1 only (and on a unix socket inside that directory), with a database
@@ -22,9 +24,18 @@
 # fails, the script is interrupted or terminated). It exits with CMD's status,
 # or 128+N when killed by signal N.
 #
+# start, env and stop keep a development cluster in $PG_DEV_DIR (default
+# /tmp/bourse-pg-dev-USER): start makes it the first time (database
+# "bourse", trust authentication on 127.0.0.1, durable settings unless
+# PG_DURABLE=0) and starts it, on the port it had before where that is
+# free; env prints the same variables as export lines, for
+#   eval "$(scripts/pg.sh env)"
+# and stop stops it, keeping its data, or with --delete removes it too.
+#
 # Finding PostgreSQL: $PG_BINDIR if set, else initdb/pg_ctl/postgres on PATH,
 # else the newest /usr/lib/postgresql/*/bin. If none is found and we are root
-# on a system with apt-get, the "postgresql" package is installed.
+# on a system with apt-get, the "postgresql" package is installed (waiting
+# for another apt-get's lock: scripts/apt-install.sh).
 #
 # Running as root (as CI does): PostgreSQL refuses to run as root, so the
 # server runs as the "postgres" system user, which owns the temporary
@@ -58,11 +69,17 @@ log() {
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/pg.sh run -- CMD [ARGS...]
+       scripts/pg.sh start | env | stop [--delete]
 
-Runs CMD against a throwaway PostgreSQL cluster on 127.0.0.1 (database
+run: runs CMD against a throwaway PostgreSQL cluster on 127.0.0.1 (database
 "bourse", user "postgres", trust auth), with DATABASE_URL,
 BOURSE_TEST_DATABASE_URL, PGHOST, PGPORT, PGUSER and PGDATABASE set, then
 stops the cluster and deletes it. Exits with CMD's status.
+
+start, env, stop: a development cluster that stays up, in $PG_DEV_DIR
+(default /tmp/bourse-pg-dev-USER): start it (made the first time), print
+its variables for eval "$(scripts/pg.sh env)", stop it (--delete: and
+remove it).
 EOF
 	exit 2
 }
@@ -102,19 +119,39 @@ to the directory that holds them. (Run this script as root with apt-get availabl
 and it installs the package itself.)"
 	fi
 	log "PostgreSQL not found; installing the postgresql package with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >&2 || die "apt-get update failed"
-	apt-get install -y -q --no-install-recommends postgresql >&2 || die "apt-get install postgresql failed"
+	bash "$(dirname -- "$0")/apt-install.sh" postgresql || die "installing postgresql failed"
 }
 
 [[ $# -ge 1 ]] || usage
-case $1 in
-run) shift ;;
--h | --help | help) usage ;;
+mode=$1
+shift
+case $mode in
+run)
+	[[ ${1:-} == -- ]] && shift
+	[[ $# -ge 1 ]] || usage
+	;;
+start | env) [[ $# -eq 0 ]] || usage ;;
+stop) [[ $# -eq 0 || ($# -eq 1 && $1 == --delete) ]] || usage ;;
 *) usage ;;
 esac
-[[ ${1:-} == -- ]] && shift
-[[ $# -ge 1 ]] || usage
+
+# The development cluster's directory; the postgres user must reach it
+# (root hands the server to it), so it is under /tmp.
+devdir=${PG_DEV_DIR:-/tmp/bourse-pg-dev-$(id -un)}
+
+# dev_env prints the development cluster's variables as export lines.
+dev_env() {
+	local port
+	port=$(cat "$devdir/port" 2>/dev/null) || die "no development cluster in $devdir: scripts/pg.sh start"
+	printf "export DATABASE_URL='postgres://postgres@127.0.0.1:%s/bourse?sslmode=disable'\n" "$port"
+	printf 'export BOURSE_TEST_DATABASE_URL="$DATABASE_URL"\n'
+	printf 'export PGHOST=127.0.0.1 PGPORT=%s PGUSER=postgres PGDATABASE=bourse\n' "$port"
+}
+
+if [[ $mode == env ]]; then
+	dev_env
+	exit 0
+fi
 
 if [[ -n ${PG_BINDIR:-} ]]; then
 	has_server_bins "$PG_BINDIR" || die "PG_BINDIR=$PG_BINDIR lacks initdb, pg_ctl or postgres"
@@ -150,18 +187,65 @@ as_pg() {
 	fi
 }
 
-# The temporary directory must be reachable by the postgres user and short
+# The cluster's directory must be reachable by the postgres user and short
 # enough for a unix socket path (at most 107 bytes with ".s.PGSQL.PORT").
-base=${TMPDIR:-/tmp}
-if [[ -n $pg_user || ${#base} -gt 60 || ! -d $base || ! -w $base ]]; then
-	base=/tmp
+if [[ $mode == run ]]; then
+	base=${TMPDIR:-/tmp}
+	if [[ -n $pg_user || ${#base} -gt 60 || ! -d $base || ! -w $base ]]; then
+		base=/tmp
+	fi
+	tmp=$(mktemp -d "$base/bourse-pg.XXXXXXXXXX")
+else
+	tmp=$devdir
 fi
-tmp=$(mktemp -d "$base/bourse-pg.XXXXXXXXXX")
 data=$tmp/data
 sock=$tmp/sock
 logfile=$tmp/postgres.log
 child=
 started=
+
+# init_cluster makes the cluster: initdb, its settings, database "bourse".
+init_cluster() {
+	mkdir -p "$sock"
+	: >"$logfile"
+	if [[ -n $pg_user ]]; then
+		chown -R "$pg_user:" "$tmp"
+	fi
+	chmod 700 "$tmp"
+	# No locale from the caller's environment (it may not be installed); UTF-8.
+	if ! as_pg "$bindir/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
+		>>"$logfile" 2>&1; then
+		tail -n 30 "$logfile" >&2 || true
+		die "initdb failed (log above)"
+	fi
+
+	if [[ ${PG_DURABLE:-} == 1 || ($mode == start && ${PG_DURABLE:-} != 0) ]]; then
+		durability="fsync=on synchronous_commit=on full_page_writes=on"
+	else
+		# A throwaway cluster: durability buys nothing, and costs a lot of time.
+		durability="fsync=off synchronous_commit=off full_page_writes=off"
+	fi
+	{
+		echo "# added by scripts/pg.sh"
+		echo "listen_addresses = '127.0.0.1'"
+		echo "unix_socket_directories = '$sock'"
+		echo "max_connections = ${PG_MAX_CONNECTIONS:-300}"
+		if [[ ${PG_STAT_STATEMENTS:-} == 1 ]]; then
+			echo "shared_preload_libraries = 'pg_stat_statements'"
+		fi
+		for kv in $durability; do
+			echo "${kv%%=*} = ${kv#*=}"
+		done
+	} >>"$data/postgresql.conf"
+
+	# The database "bourse", created in single-user mode: needs no client tools
+	# and no running server.
+	if ! echo "CREATE DATABASE bourse;" |
+		as_pg "$bindir/postgres" --single -D "$data" postgres >>"$logfile" 2>&1; then
+		tail -n 30 "$logfile" >&2 || true
+		die "creating database bourse failed (log above)"
+	fi
+}
 
 stop_cluster() {
 	[[ -n $started ]] || return 0
@@ -177,9 +261,28 @@ stop_cluster() {
 	fi
 }
 
+# The development cluster stays up and stays put, unless starting it
+# failed.
+if [[ $mode == stop ]]; then
+	[[ -d $data ]] || die "no development cluster in $devdir"
+	if as_pg "$bindir/pg_ctl" status -D "$data" >/dev/null 2>&1; then
+		as_pg "$bindir/pg_ctl" stop -D "$data" -m fast -w -t 60 >>"$logfile" 2>&1 || die "pg_ctl stop failed (see $logfile)"
+		log "stopped the development cluster in $devdir"
+	fi
+	if [[ ${1:-} == --delete ]]; then
+		rm -rf -- "$devdir"
+		log "deleted $devdir"
+	fi
+	exit 0
+fi
+
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
+	if [[ $mode == start ]]; then
+		((rc == 0)) || stop_cluster || true
+		exit "$rc"
+	fi
 	stop_cluster || true
 	if [[ ${PG_KEEP:-} == 1 ]]; then
 		log "kept $tmp"
@@ -210,48 +313,15 @@ trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
 trap 'on_signal HUP 129' HUP
 
-mkdir -p "$sock"
-: >"$logfile"
-if [[ -n $pg_user ]]; then
-	chown -R "$pg_user:" "$tmp"
-fi
-chmod 700 "$tmp"
-
 version=$("$bindir/postgres" --version)
-# No locale from the caller's environment (it may not be installed); UTF-8.
-if ! as_pg "$bindir/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
-	>>"$logfile" 2>&1; then
-	tail -n 30 "$logfile" >&2 || true
-	die "initdb failed (log above)"
-fi
-
-if [[ ${PG_DURABLE:-} == 1 ]]; then
-	durability="fsync=on synchronous_commit=on full_page_writes=on"
-else
-	# Throwaway cluster: durability buys nothing, and costs a lot of time.
-	durability="fsync=off synchronous_commit=off full_page_writes=off"
-fi
-{
-	echo "# added by scripts/pg.sh"
-	echo "listen_addresses = '127.0.0.1'"
-	echo "unix_socket_directories = '$sock'"
-	echo "max_connections = ${PG_MAX_CONNECTIONS:-300}"
-	if [[ ${PG_STAT_STATEMENTS:-} == 1 ]]; then
-		echo "shared_preload_libraries = 'pg_stat_statements'"
+if [[ $mode == start && -f $data/PG_VERSION ]]; then
+	if as_pg "$bindir/pg_ctl" status -D "$data" >/dev/null 2>&1; then
+		log "the development cluster in $devdir runs already; its settings: eval \"\$(scripts/pg.sh env)\""
+		exit 0
 	fi
-	for kv in $durability; do
-		echo "${kv%%=*} = ${kv#*=}"
-	done
-} >>"$data/postgresql.conf"
-
-# The database "bourse", created in single-user mode: needs no client tools
-# and no running server.
-if ! echo "CREATE DATABASE bourse;" |
-	as_pg "$bindir/postgres" --single -D "$data" postgres >>"$logfile" 2>&1; then
-	tail -n 30 "$logfile" >&2 || true
-	die "creating database bourse failed (log above)"
+else
+	init_cluster
 fi
-
 show_logs() {
 	tail -n 20 "$logfile" >&2 || true
 	tail -n 3 "$tmp/pg_ctl.log" >&2 || true
@@ -270,6 +340,9 @@ port=
 started=1 # from here on, cleanup stops whatever may have started
 for ((attempt = 1; attempt <= 20; attempt++)); do
 	p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+	if ((attempt == 1)) && [[ $mode == start && -f $tmp/port ]]; then
+		p=$(cat "$tmp/port") # the development cluster's URL stays the same
+	fi
 	port_in_use "$p" && continue
 	logsize=$(stat -c %s "$logfile")
 	if as_pg "$bindir/pg_ctl" start -D "$data" -l "$logfile" -w -t 60 -o "-p $p" >>"$tmp/pg_ctl.log" 2>&1; then
@@ -289,6 +362,13 @@ if [[ -z $port ]]; then
 	log "PostgreSQL failed to start after $((attempt - 1)) attempts (no free port?); the end of its log:"
 	show_logs
 	exit 1
+fi
+
+if [[ $mode == start ]]; then
+	echo "$port" >"$tmp/port"
+	log "$version on 127.0.0.1:$port, data in $data; stop it with scripts/pg.sh stop"
+	log "its settings: eval \"\$(scripts/pg.sh env)\""
+	exit 0
 fi
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$port/bourse?sslmode=disable"

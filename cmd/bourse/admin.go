@@ -29,16 +29,17 @@ func newAdminCmd() *cobra.Command {
 		Long: `admin works on the ledger's database directly, through the same rules as the
 exchange: every movement is a double-entry transfer under an idempotency key.`,
 	}
-	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB); every command but nats-config needs it")
+	cmd.PersistentFlags().StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL); every command but nats-config needs it")
+	bindEnv(cmd.PersistentFlags(), "db", "DATABASE_URL")
 	// withStore runs a command on the exchange's store, opened for it;
 	// with on its ledger, which is what most commands need.
 	withStore := func(run func(ctx context.Context, cmd *cobra.Command, s exchange.Store, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			if dbURL == "" {
-				return errors.New(`required flag(s) "db" not set`)
+				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
 			}
 			if dbURL == "mem" {
-				return fmt.Errorf(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
+				return usagef(`admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`)
 			}
 			store, closeStore, err := openStore(cmd.Context(), dbURL, commandLogger(cmd))
 			if err != nil {
@@ -147,7 +148,7 @@ again does nothing; with another parent it is a conflict.`,
 				return err
 			}
 			if key == "" {
-				return fmt.Errorf("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
+				return usagef("--key is required: an idempotency key makes a repeated grant safe (e.g. grant-2026-11-alice)")
 			}
 			code := currency.Code(cur)
 			if _, err := t.Grant(ctx, actor, code, args[0], amount, key, memo); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -33,7 +32,7 @@ then. --key makes the change idempotent, as a grant's.`,
 				return fmt.Errorf("GPUS %q: want a whole number of GPUs, 0 or more", args[1])
 			}
 			if key == "" {
-				return errors.New("--key is required: an idempotency key makes a repeated change safe (e.g. cap-alice-2026-12)")
+				return usagef("--key is required: an idempotency key makes a repeated change safe (e.g. cap-alice-2026-12)")
 			}
 			if _, err := t.SetCap(ctx, actor, args[0], n, key); err != nil {
 				return err

@@ -21,14 +21,15 @@ func TestAdminCap(t *testing.T) {
 
 	for _, tt := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"cap", "ada", "2"}, "--key is required"},
-		{[]string{"cap", "ada", "two", "--key", "k"}, "want a whole number of GPUs"},
-		{[]string{"cap", "ada", "2", "--key", "cap-ada-2"}, "idempotency_conflict"},
+		{[]string{"cap", "ada", "2"}, exitUsage, "--key is required"},
+		{[]string{"cap", "ada", "two", "--key", "k"}, exitFailure, "want a whole number of GPUs"},
+		{[]string{"cap", "ada", "2", "--key", "cap-ada-2"}, exitRefused, "idempotency_conflict"},
 	} {
 		_, errOut, code := admin(t, db, tt.args...)
-		assert.Equal(t, 1, code, "%v", tt.args)
+		assert.Equal(t, tt.code, code, "%v", tt.args)
 		assert.Contains(t, errOut, tt.want)
 	}
 }

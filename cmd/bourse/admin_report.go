@@ -35,12 +35,13 @@ func newReportCmd(withStore func(func(context.Context, *cobra.Command, exchange.
 		Long: `report adds up the contracts accepted in [--from, --to) that have ended, each
 in the day (or month) it was accepted: what each client's contracts on each
 GPU model cost and used, under the project and organisation its wallet sits
-in; what each server sold, and with --capacity its idle GPU-seconds; and the
+in; what each server sold, and with --capacity its idle GPU-seconds (from its
+first hello, as its revenue account says, up to now); and the
 average price of a GPU-second. --format csv gives the cost lines for a
 spreadsheet; json gives everything.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, s exchange.Store, _ []string) error {
-			o := breakdown.Options{By: breakdown.By(by)}
+			o := breakdown.Options{By: breakdown.By(by), Now: time.Now()}
 			var err error
 			if o.From, err = parseDay("from", from); err != nil {
 				return err

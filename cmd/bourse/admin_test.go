@@ -55,10 +55,10 @@ func TestAdminGrant(t *testing.T) {
 	assert.Equal(t, first, ok("grant", "alice", "500.00", "--currency", "CRED", "--key", "grant-2026-11-alice", "--memo", "another note"))
 
 	_, errOut, code := admin(t, dbURL, "grant", "alice", "600", "--currency", "CRED", "--key", "grant-2026-11-alice")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitRefused, code)
 	assert.Regexp(t, `idempotency_conflict: key: key "grant-2026-11-alice" was used by \S+ at .* for "grant 500 CRED to alice"`, errOut, "says what the key did")
 	_, errOut, code = admin(t, dbURL, "grant", "acme", "500", "--currency", "CRED", "--key", "grant-2026-11-alice")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitRefused, code)
 	assert.Contains(t, errOut, "idempotency_conflict: key: ")
 
 	assert.Equal(t, "wallet/CRED/alice: available 500.00 CRED, held 0.00\n", ok("balance", "wallet/CRED/alice"))

@@ -35,7 +35,7 @@ func printMoved(ctx context.Context, cmd *cobra.Command, l currency.Ledger, verb
 
 func requireKey(key, example string) error {
 	if key == "" {
-		return fmt.Errorf("--key is required: an idempotency key makes a repeated action safe (e.g. %s)", example)
+		return usagef("--key is required: an idempotency key makes a repeated action safe (e.g. %s)", example)
 	}
 	return nil
 }

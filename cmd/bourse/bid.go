@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,12 +22,12 @@ import (
 
 // bidFlags are the flags every `bourse bid` command shares.
 type bidFlags struct {
-	natsURL, id           string
-	user, password, creds string
-	currency              string
-	json                  bool
-	timeout               time.Duration
-	tls                   natsTLS
+	natsURL, id string
+	login       natsLogin
+	currency    string
+	json        bool
+	timeout     time.Duration
+	tls         natsTLS
 }
 
 // newBidCmd is the client's console: offers, contracts, events, wallet.
@@ -38,28 +36,32 @@ func newBidCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bid",
 		Short: "Trade as a client: make offers, watch and stop contracts, read your wallet",
-		Long: `bid speaks to the exchange over NATS as one client (--id, or $BOURSE_CLIENT):
+		Long: `bid speaks to the exchange over NATS as one client (--id, or $BOURSE_ID):
 it makes offers and takes counter-offers, lists, watches, suspends, kills and
 resumes contracts, and reads the client's balance and statement. Output is a
 table for people, or JSON with --json for scripts.
 
-Try it against the demo market, whose clients are ada, bea, cyd, dov, eli,
-fen, gus and hal:
+Try it against the demo market, as its client "you", whom it funds and none
+of its bots (ada … hal) trades as:
 
   bourse demo --duration 5m                       # prints its NATS URL
-  bourse bid --nats URL --id ada offer --gpus 1 --model H100 --price 0.35 --duration 30s
-  bourse bid --nats URL --id ada offer --gpus 2 --auto cheapest --value 0.40
-  bourse bid --nats URL --id ada watch CONTRACT
-  bourse bid --nats URL --id ada balance`,
+  bourse bid --nats URL --id you offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
+  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --time-limit 1m
+  bourse bid --nats URL --id you watch CONTRACT_ID
+  bourse bid --nats URL --id you balance
+
+An offer escrows the most it can cost unless --prepayment says less: every
+GPU busy for the whole --time-limit (10m by default) at its price.`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.natsURL, "nats", envOr("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($NATS_URL)")
-	pf.StringVar(&f.id, "id", os.Getenv("BOURSE_CLIENT"), "your client name ($BOURSE_CLIENT)")
-	pf.StringVar(&f.user, "nats-user", "", "NATS user")
-	pf.StringVar(&f.password, "nats-password", "", "NATS password")
-	pf.StringVar(&f.creds, "nats-creds", "", "NATS credentials file")
+	pf.StringVar(&f.natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
+	pf.StringVar(&f.id, "id", "", "your client name")
+	bindEnv(pf, "nats", "BOURSE_NATS_URL", "NATS_URL")
+	bindEnv(pf, "id", "BOURSE_ID", "BOURSE_CLIENT")
+	f.login.addFlags(pf)
 	f.tls.addFlags(pf)
 	pf.StringVar(&f.currency, "currency", bidder.DefaultCurrency, "currency of offers, balance and statement")
+	bindEnv(pf, "currency", "BOURSE_CURRENCY")
 	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
 
@@ -69,83 +71,40 @@ fen, gus and hal:
 	return cmd
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // with runs fn with a client connected as --id, and adds to its error what
 // to do about it.
 func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if f.id == "" {
-			return errors.New("--id is required: the client name your wallet is under (or set BOURSE_CLIENT)")
+			return usagef("--id is required: the client name your wallet is under (or set BOURSE_ID)")
 		}
 		tlsOpts, err := f.tls.options()
 		if err != nil {
 			return err
 		}
+		loginOpts, err := f.login.options()
+		if err != nil {
+			return err
+		}
 		c, err := bidder.Dial(bidder.Config{
 			ID: f.id, URL: f.natsURL, Currency: f.currency, Timeout: f.timeout,
-			Credentials: bidder.Credentials{File: f.creds, User: f.user, Password: f.password},
-			Options:     tlsOpts,
+			Options: append(loginOpts, tlsOpts...),
 		})
 		if err != nil {
-			if bourse.ErrorCode(err) == bourse.EUnavailable {
+			switch bourse.ErrorCode(err) {
+			case bourse.EUnavailable:
 				if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
 					return fmt.Errorf("%w; NATS refused the TLS handshake: --nats-ca must be the CA that signed its certificate, and where it verifies clients give --nats-cert and --nats-key", err)
 				}
 				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
+			case bourse.EPermission:
+				return fmt.Errorf("%w; check --nats-user and --nats-password (or its file), or --nats-creds", err)
 			}
 			return err
 		}
 		defer c.Close()
 		return advise(fn(cmd.Context(), cmd, c, args), f)
 	}
-}
-
-// advise adds what to do to the errors a client can act on; the code stays
-// for scripts.
-func advise(err error, f *bidFlags) error {
-	var e *bourse.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	var hint string
-	switch e.Code {
-	case bourse.ENoMatch:
-		hint = "no server has that class free: try fewer GPUs or another --model"
-		if e.Field == "" { // none registered at all: a fresh exchange
-			hint = "wait a few seconds for the servers to say hello, then offer again"
-		}
-	case bourse.EInsufficientFunds:
-		hint = fmt.Sprintf("offer a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
-	case bourse.EUnavailable, bourse.EDeadlineExceeded:
-		hint = "is the exchange running? (bourse demo or bourse exchange)"
-	case bourse.ECapExceeded:
-		hint = "an administrator caps the GPUs you hold at once: wait for a contract to end, or ask for more (bourse admin cap " + f.id + " N --key KEY)"
-	case bourse.ECapacityGone:
-		hint = "make the offer again: the servers will counter anew"
-	case bourse.ENotFound:
-		switch e.Field {
-		case "contract", "resumes":
-			hint = "no such contract of yours: list them with bourse bid contracts"
-		case "terms.client":
-			hint = "check --id and --currency"
-		}
-	case bourse.EUnknownCurrency:
-		hint = "check --currency"
-	case bourse.EInvalidOffer, bourse.EInvalidCurve:
-		hint = "docs/pricing.md has the rules of an offer"
-	case bourse.EPermission:
-		hint = "NATS lets you speak only for your own --id: check --id against --nats-user or --nats-creds"
-	}
-	if hint == "" {
-		return err
-	}
-	return fmt.Errorf("%w; %s", err, hint)
 }
 
 // printJSON writes v as indented JSON.
@@ -252,7 +211,7 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			case k.State == trade.StateVoided:
 				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, sc.amount(k.Refund, cur), cur)
 			default:
-				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (bourse bid watch %s)\n", k.ID, verb, k.Server, k.ID)
+				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, k.Server, f.command(cmd), k.ID)
 			}
 			return nil
 		}),
@@ -314,7 +273,7 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 				return err
 			}
 			if len(es) == limit {
-				fmt.Fprintf(out, "more: bourse bid statement --after %d\n", es[len(es)-1].Seq)
+				fmt.Fprintf(out, "more: %s statement --after %d\n", f.command(cmd), es[len(es)-1].Seq)
 			}
 			return nil
 		}),

@@ -31,13 +31,13 @@ var strategies = map[string]func() strategy.Strategy{
 func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
 	newStrategy, ok := strategies[o.auto]
 	if !ok {
-		return fmt.Errorf("--auto %q: want fixed, cheapest, adaptive or deadline", o.auto)
+		return usagef("--auto %q: want fixed, cheapest, adaptive or deadline", o.auto)
 	}
 	if cmd.Flags().Changed("price") || cmd.Flags().Changed("p") {
-		return fmt.Errorf("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
+		return usagef("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
 	}
 	if o.value == "" {
-		return fmt.Errorf("--auto needs --value: the most a GPU-second of use is worth to you, e.g. --value 0.40")
+		return usagef("--auto needs --value: the most a GPU-second of use is worth to you, e.g. --value 0.40")
 	}
 	value, err := amount("--value", o.value)
 	if err != nil {
@@ -87,7 +87,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if f.json {
 		return printJSON(out, protocol.OfferReply{Contract: &k})
 	}
-	printContract(out, k, o.scales)
+	printContract(out, k, o.scales, f.command(cmd))
 	return nil
 }
 

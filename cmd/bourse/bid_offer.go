@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +40,7 @@ type offerFlags struct {
 	scale       int32
 	requestID   string
 	file        string
-	take        int
+	take        string
 
 	auto     string
 	value    string
@@ -76,7 +74,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
-	fs.IntVar(&o.take, "take", 0, "take counter-offer N without asking")
+	fs.StringVar(&o.take, "take", "", "take counter-offer N (as numbered, cheapest at full use first), or the cheapest of server NAME, without asking")
 }
 
 // terms builds the terms from the flags on base: every flag for a new
@@ -113,7 +111,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 		}
 		switch {
 		case o.price != "" && o.p != "":
-			return t, errors.New("give --price or --p, not both")
+			return t, usagef("give --price or --p, not both")
 		case o.price != "":
 			d, err := amount("--price", o.price)
 			if err != nil {
@@ -127,7 +125,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 			}
 			t.P = c
 		case !resume && o.auto == "":
-			return t, errors.New("say what you pay: --price 0.30 (per GPU-second), or a curve with --p, or --auto STRATEGY --value V")
+			return t, usagef("say what you pay: --price 0.30 (per GPU-second), or a curve with --p, or --auto STRATEGY --value V")
 		}
 		if o.q != "" {
 			c, err := parseCurve("--q", o.q)
@@ -159,8 +157,16 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if p.IsPositive() {
 		t.Prepayment = p
 	}
+	named := t.Prepayment.IsPositive()
 	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
 		t.Prepayment = t.CappedPrepayment(o.scale)
+	}
+	if !named && t.Prepayment.IsZero() && t.P != nil {
+		// The exchange would refuse "terms.prepayment: 0" as if the
+		// user had written it: say where the 0 came from.
+		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
+			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
+				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
 	}
 	return t, nil
 }
@@ -237,7 +243,10 @@ func newBidOfferCmd(f *bidFlags) *cobra.Command {
 		Long: `offer makes an offer from flags or a file (-f, JSON or YAML in the form of
 docs/pricing.md). The answer is a contract, whose prepayment is now escrowed,
 or the servers' counter-offers: they print as a numbered table, and on a
-terminal you are asked which to take (--take N takes one without asking).
+terminal you are asked which to take (--take N takes one without asking,
+--take SERVER the cheapest of that server's). They are numbered by price per
+GPU-second at full use, cheapest first, ties by server name. An offer that
+ends without a contract exits with status 3 (code rejected).
 With --auto STRATEGY and --value, a bidding strategy offers and takes
 counter-offers for you until it has a contract or gives up:
 
@@ -328,38 +337,19 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			return printJSON(out, reply)
 		}
-		printContract(out, *reply.Contract, o.scales)
+		printContract(out, *reply.Contract, o.scales, f.command(cmd))
 		return nil
 	}
 	if len(reply.Counters) == 0 {
 		if f.json {
 			_ = printJSON(out, reply)
 		}
-		var why []string
-		for _, r := range reply.Rejections {
-			why = append(why, r.Server+": "+r.Reason)
-		}
-		return fmt.Errorf("no server accepted or countered (%s): offer more, or other GPUs", strings.Join(why, "; "))
+		return rejected(reply.Rejections)
 	}
-	n := o.take
-	switch {
-	case n == 0 && !f.json && isTerminal(cmd.InOrStdin()):
-		printCounters(out, reply, o.scales)
-		if n, err = ask(cmd.InOrStdin(), out, len(reply.Counters)); err != nil || n == 0 {
-			return err
-		}
-	case n == 0:
-		if f.json {
-			return printJSON(out, reply)
-		}
-		printCounters(out, reply, o.scales)
-		fmt.Fprintf(out, "no contract; take one with: bourse bid offer … --take N (the same flags)\n")
-		return nil
-	case !f.json:
-		printCounters(out, reply, o.scales)
-	}
-	if n < 1 || n > len(reply.Counters) {
-		return fmt.Errorf("--take %d: there are %d counter-offers, numbered from 1", n, len(reply.Counters))
+	sortCounters(reply.Counters)
+	n, err := o.choose(cmd, f, reply)
+	if err != nil {
+		return err
 	}
 	got, err := c.Take(ctx, o.requestID+"-take", reply.Counters[n-1])
 	if err != nil {
@@ -369,34 +359,13 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		if f.json {
 			_ = printJSON(out, got)
 		}
-		return fmt.Errorf("counter-offer %d was not honoured: offer again", n)
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: offer again", n, reply.Counters[n-1].Server)}
 	}
 	if f.json {
 		return printJSON(out, got)
 	}
-	printContract(out, *got.Contract, o.scales)
+	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
-}
-
-// ask reads which counter-offer to take: a number, or empty to decline.
-func ask(in io.Reader, out io.Writer, n int) (int, error) {
-	r := bufio.NewReader(in)
-	for {
-		fmt.Fprintf(out, "Take which counter-offer? [1-%d, empty to decline]: ", n)
-		line, err := r.ReadString('\n')
-		line = strings.TrimSpace(line)
-		if line == "" {
-			fmt.Fprintln(out, "declined; no contract")
-			return 0, nil
-		}
-		if k, perr := strconv.Atoi(line); perr == nil && k >= 1 && k <= n {
-			return k, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read your answer: %w", err)
-		}
-		fmt.Fprintf(out, "%q is not a number from 1 to %d\n", line, n)
-	}
 }
 
 func isTerminal(r io.Reader) bool {
@@ -414,29 +383,16 @@ func isTerminal(r io.Reader) bool {
 	return err != nil || !os.SameFile(st, null)
 }
 
-func printContract(w io.Writer, k trade.Contract, sc *scales) {
+// printContract tells a new contract, and how to watch it: bid is
+// `bourse bid` with the flags that reach the exchange as this client.
+func printContract(w io.Writer, k trade.Contract, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
-	fmt.Fprintf(w, "watch it: bourse bid watch %s\n", k.ID)
-}
-
-func printCounters(w io.Writer, r protocol.OfferReply, sc *scales) {
-	fmt.Fprintf(w, "No server accepted; %d counter-offer(s):\n", len(r.Counters))
-	tw := table(w)
-	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
-	for i, k := range r.Counters {
-		left := time.Until(k.ValidUntil).Round(time.Second)
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\t%s\n", i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-			k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency, max(0, left), oneLine(k.Note))
-	}
-	_ = tw.Flush()
-	for _, rj := range r.Rejections {
-		fmt.Fprintf(w, "%s rejected: %s\n", rj.Server, rj.Reason)
-	}
+	fmt.Fprintf(w, "watch it: %s watch %s\n", bid, k.ID)
 }
 
 func classText(c contract.Class) string {

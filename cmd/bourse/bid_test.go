@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestBid(t *testing.T) {
 	t.Run("NeedsID", func(t *testing.T) {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), []string{"bid", "--nats", b.m.URL(), "balance"}, &out, &errOut)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut.String(), "--id is required")
 	})
 
@@ -149,7 +150,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "contract c-")
 		assert.Contains(t, out, "with atlas: 1× H100")
 		assert.Contains(t, out, "at 0.4/GPU-s; prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale")
-		assert.Contains(t, out, "bourse bid watch c-")
+		assert.Contains(t, out, "watch it: bourse bid --nats "+b.m.URL()+" --id ada watch c-")
 	})
 
 	t.Run("OfferJSON", func(t *testing.T) {
@@ -208,21 +209,25 @@ func TestBid(t *testing.T) {
 
 	t.Run("Counters", func(t *testing.T) {
 		low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
-		out := b.ok("ada", low...)
+		out, errOut, code := b.bid("ada", low...)
+		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
 		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
-		assert.Contains(t, out, "no contract; take one with")
+		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
+		assert.Contains(t, errOut, "; take one with: bourse bid --nats "+b.m.URL()+" --id ada offer … --take N or --take SERVER (the same flags) (code rejected)")
 
 		out = b.ok("ada", append(low, "--take", "1")...)
 		assert.Contains(t, out, "contract c-")
 
 		var r protocol.OfferReply
-		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", append([]string{"--json"}, low...)...)), &r))
+		out, _, code = b.bid("ada", append([]string{"--json"}, low...)...)
+		assert.NotEqual(t, 0, code)
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
 		require.Len(t, r.Counters, 1)
 		assert.Nil(t, r.Contract)
 
-		_, errOut, code := b.bid("ada", append(low, "--take", "3")...)
+		_, errOut, code = b.bid("ada", append(low, "--take", "3")...)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "there are 1 counter-offers")
 	})
@@ -308,7 +313,7 @@ func TestBid(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "statement", "--limit", "3")), &es))
 		require.Len(t, es, 3)
 		assert.True(t, es[0].Balance.Equal(decimal.NewFromInt(1000)))
-		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid statement --after 3")
+		assert.Contains(t, b.ok("ada", "statement", "--limit", "3"), "more: bourse bid --nats "+b.m.URL()+" --id ada statement --after 3")
 	})
 
 	t.Run("File", func(t *testing.T) {
@@ -327,7 +332,7 @@ func TestBid(t *testing.T) {
 		bad := filepath.Join(dir, "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("gpus: 1\ngpus: 2\ntime_limit: 20s\np: [[0, 0.40]]\n"), 0o644))
 		_, errOut, code := b.bid("ada", "offer", "-f", bad)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitFailure, code)
 		assert.Contains(t, errOut, "(code invalid)")
 
 		_, errOut, code = b.bid("ada", "offer", "-f", js, "--gpus", "2")
@@ -339,7 +344,7 @@ func TestBid(t *testing.T) {
 		k := b.offerJSON("ada", short("1m")...)
 		for _, args := range [][]string{{"watch", k.ID}, {"suspend", k.ID}, {"kill", k.ID}, {"resume", k.ID, "--price", "0.5"}} {
 			_, errOut, code := b.bid("bob", args...)
-			assert.Equal(t, 1, code, "bob %v", args)
+			assert.Equal(t, exitRefused, code, "bob %v", args)
 			assert.Contains(t, errOut, "(code not_found)", "bob %v", args)
 			assert.Contains(t, errOut, "no such contract of yours")
 		}
@@ -352,20 +357,24 @@ func TestBid(t *testing.T) {
 		tests := []struct {
 			name string
 			args []string
+			code int
 			want []string
 		}{
-			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, []string{"(code no_match)", "try fewer GPUs or another --model"}},
-			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, []string{"(code insufficient_funds)", "bourse admin grant --currency CRED ada"}},
-			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, []string{"(code invalid_offer)", "job.profile.utilization"}},
-			{"NoPrice", []string{"offer"}, []string{"say what you pay"}},
-			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, []string{"--p", "invalid_curve"}},
-			{"NoSuchContract", []string{"kill", "c-nosuch"}, []string{"(code not_found)"}},
-			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, []string{"want fixed, cheapest, adaptive or deadline"}},
+			{"NoMatch", []string{"offer", "--gpus", "64", "--price", "1", "--prepayment", "1"}, exitRefused, []string{"(code no_match)", "try fewer GPUs or another --model"}},
+			{"InsufficientFunds", []string{"offer", "--gpus", "8", "--price", "0.40", "--time-limit", "1h"}, exitRefused, []string{"(code insufficient_funds)", "a shorter --time-limit", "bourse admin grant --currency CRED ada"}},
+			// The default prepayment, the maximum charge 0.001, rounds to
+			// 0.00: said so, not as the user's own "terms.prepayment: 0".
+			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, exitFailure, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
+			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitFailure, []string{"(code invalid_offer)", "job.profile.utilization"}},
+			{"NoPrice", []string{"offer"}, exitUsage, []string{"say what you pay"}},
+			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitFailure, []string{"--p", "invalid_curve"}},
+			{"NoSuchContract", []string{"kill", "c-nosuch"}, exitRefused, []string{"(code not_found)"}},
+			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive or deadline"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				out, errOut, code := b.bid("ada", tt.args...)
-				assert.Equal(t, 1, code, "stdout %s", out)
+				assert.Equal(t, tt.code, code, "stdout %s", out)
 				assert.True(t, strings.HasPrefix(errOut, "bourse: "), errOut)
 				for _, w := range tt.want {
 					assert.Contains(t, errOut, w)
@@ -383,10 +392,10 @@ func TestBidCounterPrices(t *testing.T) {
 	b := startBidMarket(t, scenario.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
-	out := b.ok("ada", low...)
+	out, _, _ := b.bid("ada", low...)
 	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
 
-	raw := b.ok("ada", append([]string{"--json"}, low...)...)
+	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
 	assert.NotContains(t, raw, "0.200000000000000000")
 	var r protocol.OfferReply
@@ -398,6 +407,33 @@ func TestBidCounterPrices(t *testing.T) {
 	assert.Equal(t, "boreal", k.Server)
 }
 
+// TestBidTake makes one low offer to four servers, each countering at its
+// posted price: the counter-offers are numbered cheapest at full use
+// first, ties by server, whatever order the servers answered in, and
+// --take takes one by number or by server.
+func TestBidTake(t *testing.T) {
+	posted := func(id, p string) scenario.ServerSpec {
+		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 2, Policy: server.Posted{P: contract.Flat(decimal.RequireFromString(p))}}
+	}
+	b := startBidMarket(t, posted("dear", "0.50"), posted("mid-b", "0.30"), posted("cheap", "0.20"), posted("mid-a", "0.30"))
+	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "300ms", "--time-limit", "30s"}
+	order := regexp.MustCompile(`(?m)^(\d) +(\S+) +1 +any GPU`)
+	for range 5 {
+		out, _, _ := b.bid("ada", low...)
+		var got []string
+		for _, m := range order.FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1]+" "+m[2])
+		}
+		require.Equal(t, []string{"1 cheap", "2 mid-a", "3 mid-b", "4 dear"}, got, out)
+	}
+	assert.Equal(t, "cheap", b.offerJSON("ada", append(low[1:], "--take", "1")...).Server)
+	assert.Equal(t, "mid-b", b.offerJSON("ada", append(low[1:], "--take", "3")...).Server)
+	assert.Equal(t, "dear", b.offerJSON("ada", append(low[1:], "--take", "dear")...).Server)
+	_, errOut, code := b.bid("ada", append(low, "--take", "nosuch")...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--take nosuch: no counter-offer from a server of that name (they came from cheap, dear, mid-a, mid-b)")
+}
+
 func TestBidUnavailable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -405,7 +441,7 @@ func TestBidUnavailable(t *testing.T) {
 	require.NoError(t, ln.Close())
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"bid", "--nats", "nats://" + addr, "--id", "ada", "balance"}, &out, &errOut)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut.String(), "(code unavailable)")
 	assert.Contains(t, errOut.String(), "is NATS running")
 }
@@ -418,7 +454,7 @@ func TestBidAutoNoExchange(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"bid", "--nats", ns.ClientURL(), "--id", "ada", "offer",
 		"--auto", "cheapest", "--value", "0.40", "--time-limit", "20s", "--scale", "2"}, &out, &errOut)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut.String(), "(code unavailable)")
 	assert.Contains(t, errOut.String(), "see bourse bid contracts before offering again")
 	assert.Equal(t, 1, strings.Count(out.String(), "offer "), "one offer, no second round: %s", out.String())

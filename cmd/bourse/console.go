@@ -38,7 +38,7 @@ on 127.0.0.1 by default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbURL == "" || usersFile == "" {
-				return errors.New(`--db and --users are required (make a users file with "bourse console user NAME --role admin --users FILE")`)
+				return usagef(`--db (or $DATABASE_URL) and --users are required (make a users file with "bourse console user NAME --role admin --users FILE")`)
 			}
 			users, err := console.ReadUsers(usersFile)
 			if err != nil {
@@ -68,7 +68,8 @@ on 127.0.0.1 by default.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
+	f.StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL)")
+	bindEnv(f, "db", "DATABASE_URL")
 	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
 	f.StringVar(&usersFile, "users", "", `users file ("name role bcrypt-hash" a line; see bourse console user)`)
 	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign session cookies, so that sessions outlive a restart and several consoles share them (default: random at start)")

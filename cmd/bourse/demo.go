@@ -42,9 +42,9 @@ finds a broken invariant.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
 			if duration <= 0 {
-				return fmt.Errorf("--duration must be positive, got %s", duration)
+				return usagef("--duration must be positive, got %s", duration)
 			}
-			logger, closeLog, err := demoLogger(logFile)
+			logger, closeLog, err := demoLogger(cmd, logFile)
 			if err != nil {
 				return err
 			}
@@ -72,16 +72,17 @@ type demoConfig struct {
 	consoleReady func(addr string)
 }
 
-// demoLogger keeps the live view clean: logs go to a file or nowhere.
-func demoLogger(path string) (*slog.Logger, func(), error) {
+// demoLogger keeps the live view clean: logs go to a file (in the format
+// and from the level of --log-format and --log-level) or nowhere.
+func demoLogger(cmd *cobra.Command, path string) (*slog.Logger, func(), error) {
 	if path == "" {
-		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}, nil
+		return slog.New(slog.DiscardHandler), func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(f, nil)), func() { _ = f.Close() }, nil
+	return slog.New(logHandler(cmd, f)), func() { _ = f.Close() }, nil
 }
 
 func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
@@ -94,7 +95,8 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		defer closeStore()
 		store = s
 	}
-	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients()})
+	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(),
+		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}})
 	if err != nil {
 		return err
 	}
@@ -152,6 +154,15 @@ func auditLine(r currency.Report) string {
 	}
 	return r.String()
 }
+
+// keyboardClient is the demo's client for the person at the keyboard:
+// funded, and traded as by no bot, so that the README's commands find
+// its money where they left it.
+const keyboardClient = "you"
+
+// keyboardBudget covers the README's offers (at most 21.00 and 48.00 held
+// at once) with room to try more.
+var keyboardBudget = decimal.NewFromInt(100)
 
 // demoClients are the default clients, two of them capped and one paid
 // an allowance, so that the demo shows each at work: cyd may hold 2 GPUs

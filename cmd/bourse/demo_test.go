@@ -47,18 +47,20 @@ func TestCommandErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		args []string
+		code int
 		want string
 	}{
-		{"DemoBadDuration", []string{"demo", "--duration", "-1s"}, "bourse: --duration must be positive, got -1s"},
-		{"DemoBadDB", []string{"demo", "--db", "mysql://x"}, `bourse: --db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got "mysql://x"`},
-		{"ExchangeNeedsDB", []string{"exchange"}, `bourse: required flag(s) "db" not set`},
-		{"AdminNeedsDB", []string{"admin", "audit"}, `bourse: required flag(s) "db" not set`},
-		{"AdminRefusesMem", []string{"admin", "audit", "--db", "mem"}, `bourse: admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`},
+		{"DemoBadDuration", []string{"demo", "--duration", "-1s"}, exitUsage, "bourse: --duration must be positive, got -1s"},
+		{"DemoBadDB", []string{"demo", "--db", "mysql://x"}, exitUsage, `bourse: --db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got "mysql://x"`},
+		{"ExchangeNeedsDB", []string{"exchange"}, exitUsage, `bourse: --db (or $DATABASE_URL) is required: the ledger's postgres:// URL`},
+		{"AdminNeedsDB", []string{"admin", "audit"}, exitUsage, `bourse: --db (or $DATABASE_URL) is required: the ledger's postgres:// URL`},
+		{"AdminRefusesMem", []string{"admin", "audit", "--db", "mem"}, exitUsage, `bourse: admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "") // scripts/pg.sh sets it
 			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 1 {
-				t.Fatalf("exit status %d, want 1", code)
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != tt.code {
+				t.Fatalf("exit status %d, want %d", code, tt.code)
 			}
 			first := strings.SplitN(stderr.String(), "\n", 2)[0]
 			if tt.want != "" && first != tt.want {

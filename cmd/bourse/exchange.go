@@ -1,12 +1,7 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/bourse/bourse/exchange/natsvc"
@@ -15,17 +10,17 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 )
 
 func newExchangeCmd() *cobra.Command {
 	var (
-		natsURL, user, password, creds, dbURL, metricsAddr string
-		cfg                                                natsvc.Config
-		tls                                                natsTLS
-		serverKeys                                         string
-		scheduleEvery                                      time.Duration
+		natsURL, dbURL, metricsAddr string
+		login                       natsLogin
+		cfg                         natsvc.Config
+		tls                         natsTLS
+		serverKeys                  string
+		scheduleEvery               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -39,8 +34,15 @@ finishes those in flight and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
+			if dbURL == "" {
+				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
+			}
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
+			loginOpts, err := login.options()
+			if err != nil {
+				return err
+			}
 			store, closeStore, err := openStore(ctx, dbURL, log)
 			if err != nil {
 				return err
@@ -49,12 +51,7 @@ finishes those in flight and exits.`,
 			opts := []nats.Option{nats.Name("bourse-exchange"), nats.MaxReconnects(-1),
 				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
 				nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) })}
-			if user != "" {
-				opts = append(opts, nats.UserInfo(user, password))
-			}
-			if creds != "" {
-				opts = append(opts, nats.UserCredentials(creds))
-			}
+			opts = append(opts, loginOpts...)
 			tlsOpts, err := tls.options()
 			if err != nil {
 				return err
@@ -91,7 +88,7 @@ finishes those in flight and exits.`,
 			if err != nil {
 				return err
 			}
-			stopMetrics, err := serveMetrics(metricsAddr, reg, log)
+			stopMetrics, err := serveMetrics(metricsAddr, reg, exchangeReady(nc, store), log)
 			if err != nil {
 				svc.Stop()
 				return err
@@ -110,13 +107,13 @@ finishes those in flight and exits.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
-	f.StringVar(&user, "nats-user", "", "NATS user")
-	f.StringVar(&password, "nats-password", "", "NATS password")
-	f.StringVar(&creds, "nats-creds", "", "NATS credentials file")
+	bindEnv(f, "nats", "BOURSE_NATS_URL")
+	login.addFlags(f)
 	tls.addFlags(f)
 	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
-	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB), or "mem" for a throwaway in-memory ledger`)
-	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics ("" for none)`)
+	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger`)
+	bindEnv(f, "db", "DATABASE_URL")
+	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)
 	f.DurationVar(&scheduleEvery, "schedule-every", 10*time.Second, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
@@ -134,30 +131,5 @@ finishes those in flight and exits.`,
 	f.IntVar(&cfg.Limits.InFlight, "client-in-flight", 64, "offers, suspends and kills of one client in negotiation at once, across the market (each instance allows its share)")
 	f.Float64Var(&cfg.Limits.Readings, "server-reading-rate", 200, "usage readings a second one server may send on average (-1: no limit)")
 	f.IntVar(&cfg.Limits.ReadingBurst, "server-reading-burst", 2000, "usage readings one server may send at once")
-	_ = cmd.MarkFlagRequired("db")
 	return cmd
-}
-
-// serveMetrics serves reg at addr/metrics until the returned stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }

@@ -7,9 +7,12 @@
 //	bourse server     the agent on a GPU node: policy, runner, NVML meter
 //	bourse version    print the version of this binary
 //
-// Errors are printed as "bourse: <message>" on standard error and the exit
-// status is 1; errors that carry a bourse.Error code print it too, so that
-// scripts can tell "insufficient_funds" from "unavailable".
+// Errors are printed as "bourse: <message>" on standard error (a JSON
+// object with --json or --format json); errors that carry a bourse.Error
+// code print it too, so that scripts can tell "insufficient_funds" from
+// "unavailable". The exit status says the class (exit.go): 0 done, 1 a
+// failure, 2 a command line that cannot be right, 3 the market said no,
+// 4 NATS, the exchange or the database did not answer.
 package main
 
 import (
@@ -38,14 +41,18 @@ func main() {
 
 // run executes the command line args and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-
 	root := newRootCmd(debug.ReadBuildInfo)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "bourse: "+errorText(err))
-		return 1
+	// bourse completion bash|zsh|fish|powershell: made once the output is
+	// set, which its scripts go to, and before markUsage, so that its
+	// commands are marked too.
+	root.InitDefaultCompletionCmd()
+	markUsage(root)
+	if cmd, err := root.ExecuteContextC(ctx); err != nil {
+		printError(stderr, cmd, err)
+		return exitStatus(err)
 	}
 	return 0
 }
@@ -53,6 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // newRootCmd builds the command tree. readBuildInfo is debug.ReadBuildInfo
 // outside tests.
 func newRootCmd(readBuildInfo func() (*debug.BuildInfo, bool)) *cobra.Command {
+	if readBuildInfo == nil {
+		readBuildInfo = debug.ReadBuildInfo
+	}
 	root := &cobra.Command{
 		Use:   "bourse",
 		Short: "Bourse, a market for GPU compute",
@@ -60,10 +70,20 @@ func newRootCmd(readBuildInfo func() (*debug.BuildInfo, bool)) *cobra.Command {
 limit, a prepayment and price functions of GPU use; servers accept or counter;
 the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 		// run prints errors once, in its own format; usage only on request.
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// bourse --version says what bourse version does.
+		Version: versionText(readBuildInfo),
+		// Flags left out fall back to the environment (env.go).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd); err != nil {
+				return &usageError{err}
+			}
+			return checkLogFlags(cmd)
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}")
+	addLogFlags(root.PersistentFlags())
 	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newServerCmd(), newSimCmd())
 	return root
 }
@@ -76,11 +96,4 @@ func errorText(err error) string {
 		return fmt.Sprintf("%v (code %s)", err, e.Code)
 	}
 	return err.Error()
-}
-
-// commandLogger is a command's log, to its stderr. Each command has its
-// own rather than the process's default, so that commands run side by
-// side in one process (the tests do) each log where they were told.
-func commandLogger(cmd *cobra.Command) *slog.Logger {
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 }

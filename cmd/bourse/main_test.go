@@ -20,9 +20,9 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "Version", args: []string{"version"}, code: 0, stdout: "bourse "},
 		{name: "Help", args: []string{"--help"}, code: 0, stdout: "version"},
-		{name: "UnknownCommand", args: []string{"nosuch"}, code: 1,
+		{name: "UnknownCommand", args: []string{"nosuch"}, code: exitUsage,
 			stderrLine: `bourse: unknown command "nosuch" for "bourse"`},
-		{name: "ExtraArgument", args: []string{"version", "x"}, code: 1,
+		{name: "ExtraArgument", args: []string{"version", "x"}, code: exitUsage,
 			stderrLine: `bourse: unknown command "x" for "bourse version"`},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,9 @@ func (t *natsTLS) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.CA, "nats-ca", "", "PEM file of the CA that signed the NATS servers' certificates (TLS)")
 	f.StringVar(&t.Cert, "nats-cert", "", "PEM file of this party's client certificate, where NATS verifies clients")
 	f.StringVar(&t.Key, "nats-key", "", "PEM file of the client certificate's private key")
+	bindEnv(f, "nats-ca", "BOURSE_NATS_CA")
+	bindEnv(f, "nats-cert", "BOURSE_NATS_CERT")
+	bindEnv(f, "nats-key", "BOURSE_NATS_KEY")
 }
 
 // options are the nats.go options for t, checked first so that a missing

@@ -30,11 +30,9 @@ import (
 type serverConfig struct {
 	ID   string `yaml:"id"`
 	NATS struct {
-		URL      string `yaml:"url"`
-		User     string `yaml:"user"`
-		Password string `yaml:"password"`
-		Creds    string `yaml:"creds"`
-		natsTLS  `yaml:",inline"`
+		URL       string `yaml:"url"`
+		natsLogin `yaml:",inline"`
+		natsTLS   `yaml:",inline"`
 	} `yaml:"nats"`
 	Currency struct {
 		Code  string `yaml:"code"`
@@ -107,11 +105,11 @@ final readings.`,
 	f := cmd.Flags()
 	f.StringVar(&file, "config", "", "configuration file (YAML or JSON)")
 	f.StringVar(&fl.ID, "id", "", "the server's id, its NATS identity")
+	bindEnv(f, "id", "BOURSE_SERVER_ID")
 	f.StringVar(&fl.NATS.URL, "nats", "", "NATS server URL(s), comma-separated (default "+nats.DefaultURL+")")
-	f.StringVar(&fl.NATS.User, "nats-user", "", "NATS user")
-	f.StringVar(&fl.NATS.Password, "nats-password", "", "NATS password")
-	f.StringVar(&fl.NATS.Creds, "nats-creds", "", "NATS credentials file")
-	fl.NATS.addFlags(f)
+	bindEnv(f, "nats", "BOURSE_NATS_URL")
+	fl.NATS.natsLogin.addFlags(f)
+	fl.NATS.natsTLS.addFlags(f)
 	f.StringVar(&fl.SigningKey, "signing-key", "", "sign readings with this key (seed or credentials file; default: nats creds, if any)")
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
 	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
@@ -156,9 +154,10 @@ func parseServerConfig(name string, data []byte) (serverConfig, error) {
 	return cfg, nil
 }
 
-// override applies the flags that were set.
+// override applies the flags that were set, on the command line or in the
+// environment.
 func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string) error {
-	set := cmd.Flags().Changed
+	set := func(flag string) bool { return given(cmd.Flags(), flag) }
 	str := func(flag string, dst *string, v string) {
 		if set(flag) {
 			*dst = v
@@ -167,7 +166,10 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("id", &c.ID, fl.ID)
 	str("nats", &c.NATS.URL, fl.NATS.URL)
 	str("nats-user", &c.NATS.User, fl.NATS.User)
-	str("nats-password", &c.NATS.Password, fl.NATS.Password)
+	// A password given outside the file replaces the file's, in either form.
+	if set("nats-password") || set("nats-password-file") {
+		c.NATS.Password, c.NATS.PasswordFile = fl.NATS.Password, fl.NATS.PasswordFile
+	}
 	str("nats-creds", &c.NATS.Creds, fl.NATS.Creds)
 	str("nats-ca", &c.NATS.CA, fl.NATS.CA)
 	str("nats-cert", &c.NATS.Cert, fl.NATS.Cert)
@@ -303,6 +305,9 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		// The agent opens it; a directory it cannot make is a mistake of
 		// the configuration, better said before anything starts.
 		if err := os.MkdirAll(c.OutboxDir, 0o750); err != nil {
+			if errors.Is(err, os.ErrPermission) {
+				return fmt.Errorf("server config: outbox_dir: %w; as a user other than root, give directories of your own (--outbox-dir ./outbox --output-dir ./jobs)", err)
+			}
 			return fmt.Errorf("server config: outbox_dir: %w", err)
 		}
 	}
@@ -328,14 +333,11 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		defer pr.Close()
 		runner = pr
 	}
-	var opts []nats.Option
-	if c.NATS.User != "" {
-		opts = append(opts, nats.UserInfo(c.NATS.User, c.NATS.Password))
+	opts, err := c.NATS.natsLogin.options()
+	if err != nil {
+		return fmt.Errorf("server config: nats: %w", err)
 	}
-	if c.NATS.Creds != "" {
-		opts = append(opts, nats.UserCredentials(c.NATS.Creds))
-	}
-	tlsOpts, err := c.NATS.options()
+	tlsOpts, err := c.NATS.natsTLS.options()
 	if err != nil {
 		return fmt.Errorf("server config: nats: %w", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -21,7 +20,7 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger) (exchange.St
 	case strings.HasPrefix(dbURL, "postgres://"), strings.HasPrefix(dbURL, "postgresql://"):
 		return openSQLStore(ctx, dbURL, log)
 	}
-	return nil, nil, fmt.Errorf(`--db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got %q`, redact(dbURL))
+	return nil, nil, usagef(`--db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got %q`, redact(dbURL))
 }
 
 // redact hides a URL's password for logs and errors.

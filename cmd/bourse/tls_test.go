@@ -124,11 +124,11 @@ signing_key: `+seedFile+`
 	// A party without a client certificate is turned away at the handshake;
 	// one without the CA cannot trust the server.
 	_, errOut, code = bid("--nats-cert", "", "--nats-key", "", "balance")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut, "tls", "the handshake failed, with the remote's words or a closed connection, as the race goes")
 	assert.Contains(t, errOut, "give --nats-cert and --nats-key")
 	_, errOut, code = bid("--nats-ca", "", "balance")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUnavailable, code)
 	assert.Contains(t, errOut, "x509: certificate signed by unknown authority")
 	assert.Contains(t, errOut, "--nats-ca must be the CA")
 	_, errOut, code = bid("--nats-key", "", "balance")

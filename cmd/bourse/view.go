@@ -48,6 +48,11 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	fmt.Fprintf(v.out, "Bourse demo: trading for %s. NATS at %s (try: nats sub 'bourse.v1.deliver.>' -s %s)\n", d, v.m.URL(), v.m.URL())
+	for _, w := range v.m.Wallets {
+		fmt.Fprintf(v.out, "Trade yourself as client %s (%s %s, which no bot touches): bourse bid --nats %s --id %s balance\n",
+			w.ID, amountText(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
+		fmt.Fprintf(v.out, "  or, once per shell: export BOURSE_NATS_URL=%s BOURSE_ID=%s; then: bourse bid balance\n", v.m.URL(), w.ID)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,6 +125,12 @@ func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), exact(spec.Value),
 			amountText(bal.Available, scale), amountText(bal.Held, scale), amountText(ct.Spent, scale), amountText(ct.Refunded, scale), ct.Contracts, ct.Done)
+	}
+	// The keyboard's wallets: their trades are the person's, not the
+	// tally's, so only the balance is known here.
+	for _, w := range v.m.Wallets {
+		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, w.ID))
+		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t-\t-\t-\t-\n", w.ID, "bourse bid", amountText(bal.Available, scale), amountText(bal.Held, scale))
 	}
 	_ = tw.Flush()
 }

@@ -28,12 +28,13 @@ type Collector struct {
 	allocated float64 // GPU-seconds allocated, up to busySince
 
 	// The interval being sampled.
-	series    []Point
-	nextAt    time.Time
-	allocAt   float64 // allocated at the interval's start
-	intCharge float64
-	intUsed   float64
-	lastPrice float64
+	series      []Point
+	nextAt      time.Time
+	allocAt     float64 // allocated at the interval's start
+	intCharge   float64
+	intUsed     float64
+	intArrivals int
+	lastPrice   float64
 }
 
 // NewCollector starts collecting at start for a market of capacity GPUs,
@@ -62,6 +63,7 @@ func (c *Collector) Fund(client string, amount float64) { c.client(client).Fundi
 func (c *Collector) Arrive(client string) {
 	c.s.Jobs++
 	c.client(client).Jobs++
+	c.intArrivals++
 }
 
 // Reject counts a job that never got to run to its end: refused, or given
@@ -132,7 +134,7 @@ func (c *Collector) Due() time.Time { return c.nextAt }
 func (c *Collector) Sample(running, queued int) {
 	at := c.nextAt
 	c.integrate(at)
-	p := Point{Hours: at.Sub(c.start).Hours(), Running: running, Queued: queued, Price: c.lastPrice}
+	p := Point{Hours: at.Sub(c.start).Hours(), Running: running, Queued: queued, Price: c.lastPrice, Arrivals: c.intArrivals}
 	if c.capacity > 0 {
 		p.Utilization = (c.allocated - c.allocAt) / (float64(c.capacity) * c.sample.Seconds())
 	}
@@ -141,7 +143,7 @@ func (c *Collector) Sample(running, queued int) {
 		c.lastPrice = p.Price
 	}
 	c.series = append(c.series, p)
-	c.allocAt, c.intCharge, c.intUsed = c.allocated, 0, 0
+	c.allocAt, c.intCharge, c.intUsed, c.intArrivals = c.allocated, 0, 0, 0
 	c.nextAt = at.Add(c.sample)
 }
 

@@ -60,6 +60,7 @@ func TestCollector(t *testing.T) {
 	c.Settle("b", 3600, 36)
 	c.Complete("b", 30*time.Minute, 90*time.Minute, time.Hour, 20, true)
 	c.Reject(false)
+	c.Sample(0, 0) // the second hour: no arrival
 	r := c.Result(t0.Add(2 * time.Hour))
 	s := r.Summary
 	assert.Equal(t, 3, s.Jobs)
@@ -75,11 +76,13 @@ func TestCollector(t *testing.T) {
 	assert.InEpsilon(t, 1.5, s.RhoP99, 0.01)
 	assert.InDelta(t, Jain([]float64{7200, 3600}), s.JainGPU, 1e-12)
 	assert.InDelta(t, Jain([]float64{72, 12}), s.JainFunding, 1e-12)
-	if assert.Len(t, r.Series, 1) {
+	if assert.Len(t, r.Series, 2) {
 		p := r.Series[0]
 		assert.InDelta(t, 0.75, p.Utilization, 1e-9, "3 GPU-hours of 4 in the first hour")
 		assert.InDelta(t, 36.0/7200, p.Price, 1e-12)
 		assert.Equal(t, 1, p.Queued)
+		assert.Equal(t, 3, p.Arrivals, "the three jobs arrived in the first hour")
+		assert.Equal(t, 0, r.Series[1].Arrivals, "and none in the second")
 	}
 	assert.Equal(t, []string{"a", "b"}, []string{r.Clients[0].ID, r.Clients[1].ID})
 	assert.InDelta(t, 36.0, r.Clients[0].Surplus, 1e-9)

@@ -73,4 +73,5 @@ type Point struct {
 	Utilization float64 `json:"utilization"` // GPUs busy / GPUs, averaged over the interval
 	Running     int     `json:"running"`     // contracts running at the sample
 	Queued      int     `json:"queued"`      // jobs arrived and not yet placed
+	Arrivals    int     `json:"arrivals"`    // jobs that arrived in the interval
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // fixture is a made-up comparison: three policies, the first two with
-// three seeds each and the last with one, 50 series points and four
-// clients per run. Figures come from a fixed random stream so that they
+// three seeds each and the last with one, 50 series points (jobs arrive
+// in the first 40) and four clients per run. Figures come from a fixed random stream so that they
 // differ between runs without changing between test runs.
 func fixture() []metrics.Result {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -66,10 +66,20 @@ func fixture() []metrics.Result {
 					Utilization: rng.Float64(),
 					Running:     rng.IntN(64),
 					Queued:      rng.IntN(200),
+					Arrivals:    arrivals(i),
 				})
 			}
 			rs = append(rs, r)
 		}
 	}
 	return rs
+}
+
+// arrivals is how many jobs arrive in the fixture's i-th interval: three
+// in each of the first 40 half-hours, none after.
+func arrivals(i int) int {
+	if i < 40 {
+		return 3
+	}
+	return 0
 }

@@ -34,7 +34,8 @@ type figure struct {
 
 // figures is every plot Write makes, in the order index.html shows them.
 var figures = []figure{
-	{"price", "Price index per GPU-hour over the run, one line per policy (mean over seeds). " +
+	{"price", "Price index per GPU-hour over the run, one line per policy (mean over seeds), up to the last arrival: " +
+		"after it the market only drains, and the few contracts still settling price nothing. " +
 		"Look for which policy prices higher, and whether prices settle or swing with the load.", priceOverTime},
 	{"utilization", "Share of GPUs busy over the run, one line per policy (mean over seeds). " +
 		"A policy that earns more while keeping GPUs idle is rationing, not allocating.", utilizationOverTime},

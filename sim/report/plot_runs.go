@@ -1,8 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
+	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -91,10 +94,18 @@ func fairness(gs []group) (*plot.Plot, error) {
 }
 
 // clientShares plots each client's share of the GPU-seconds against its
-// share of the funding, with the diagonal where the two are equal.
+// share of the funding, with the diagonal where the two are equal. Each
+// client is named once, beside the middle of its points (one per policy
+// and seed).
 func clientShares(gs []group) (*plot.Plot, error) {
 	p := newPlot("Clients: GPU-seconds against funding", "share of funding (%)", "share of GPU-seconds (%)")
 	top := 0.0
+	type mean struct {
+		x, y float64
+		n    int
+	}
+	var names []string
+	at := map[string]*mean{}
 	for i, g := range gs {
 		var pts plotter.XYs
 		for _, r := range g.Runs {
@@ -110,6 +121,13 @@ func clientShares(gs []group) (*plot.Plot, error) {
 				x, y := 100*c.Funding/funding, 100*c.GPUSeconds/gpu
 				pts = append(pts, plotter.XY{X: x, Y: y})
 				top = max(top, x, y)
+				m := at[c.ID]
+				if m == nil {
+					m = &mean{}
+					at[c.ID] = m
+					names = append(names, c.ID)
+				}
+				m.x, m.y, m.n = m.x+x, m.y+y, m.n+1
 			}
 		}
 		if len(pts) == 0 {
@@ -133,6 +151,44 @@ func clientShares(gs []group) (*plot.Plot, error) {
 		p.Add(diag)
 		p.Legend.Add("share = funding", diag)
 	}
+	// Room on the right for the outermost points and their names, which
+	// the axis would otherwise cut, and above for the legend.
 	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max, p.Y.Max = 1.15*top, 1.15*top
+	legendRoom(p, len(gs)+1)
+	if len(names) > 0 {
+		named := plotter.XYLabels{XYs: make(plotter.XYs, len(names)), Labels: names}
+		for i, id := range names {
+			m := at[id]
+			named.XYs[i] = plotter.XY{X: m.x / float64(m.n), Y: m.y / float64(m.n)}
+		}
+		// A line of text is about a twentieth of the plot's height.
+		unstack(named.XYs, 0.05*p.X.Max, 0.05*p.Y.Max)
+		labels, err := plotter.NewLabels(named)
+		if err != nil {
+			return nil, err
+		}
+		labels.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
+		p.Add(labels)
+	}
 	return p, nil
+}
+
+// unstack moves labels at xys up, where they would print over each other:
+// of labels less than dx apart across, each is at least dy above the one
+// below it. Clients of equal funding share an x, and their names would
+// otherwise be one smudge.
+func unstack(xys plotter.XYs, dx, dy float64) {
+	order := make([]int, len(xys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(xys[a].Y, xys[b].Y) })
+	for k, i := range order {
+		for _, j := range order[:k] {
+			if math.Abs(xys[i].X-xys[j].X) < dx && xys[i].Y < xys[j].Y+dy {
+				xys[i].Y = xys[j].Y + dy
+			}
+		}
+	}
 }

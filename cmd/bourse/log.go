@@ -1,0 +1,58 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// addLogFlags gives every command --log-format and --log-level.
+func addLogFlags(pf *pflag.FlagSet) {
+	pf.String("log-format", "text", "logs as text or json (one object a line, for a log collector)")
+	pf.String("log-level", "info", "the least level logged: debug, info, warn or error")
+	bindEnv(pf, "log-format", "BOURSE_LOG_FORMAT")
+	bindEnv(pf, "log-level", "BOURSE_LOG_LEVEL")
+}
+
+// checkLogFlags refuses a format or level there is none of, before the
+// command runs, so that logHandler need not.
+func checkLogFlags(cmd *cobra.Command) error {
+	if f := flagString(cmd, "log-format"); f != "text" && f != "json" {
+		return usagef("--log-format %q: want text or json", f)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(flagString(cmd, "log-level"))); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", flagString(cmd, "log-level"))
+	}
+	return nil
+}
+
+// logHandler writes cmd's logs to w in the format and from the level its
+// flags say.
+func logHandler(cmd *cobra.Command, w io.Writer) slog.Handler {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(flagString(cmd, "log-level"))); err == nil {
+		opts.Level = l
+	}
+	if flagString(cmd, "log-format") == "json" {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
+}
+
+// commandLogger is a command's log, to its stderr. Each command has its
+// own rather than the process's default, so that commands run side by
+// side in one process (the tests do) each log where they were told.
+func commandLogger(cmd *cobra.Command) *slog.Logger {
+	return slog.New(logHandler(cmd, cmd.ErrOrStderr()))
+}
+
+func flagString(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
