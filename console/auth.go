@@ -88,16 +88,34 @@ func UserLine(name string, role Role, password string) (string, error) {
 	return fmt.Sprintf("%s %s %s", name, role, h), nil
 }
 
-// check returns the user whose password this is.
-func (us Users) check(name, password string) (User, bool) {
+// check returns the user whose password this is. For a name that is no
+// user's it checks against dummy, a hash of the users' own cost, to spend
+// the time a real check takes, so that timing does not tell which names
+// exist.
+func (us Users) check(name, password string, dummy []byte) (User, bool) {
 	u, ok := us[name]
 	if !ok {
-		// Spend the time a real check takes, so that timing does not
-		// tell which names exist.
-		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2dZ6s3ZNTh0xoh1EzwYc1tS"), []byte(password))
+		_ = bcrypt.CompareHashAndPassword(dummy, []byte(password))
 		return User{}, false
 	}
 	return u, bcrypt.CompareHashAndPassword(u.hash, []byte(password)) == nil
+}
+
+// dummyHash is a hash of nothing anyone can type, at the highest cost of
+// the users' hashes.
+func (us Users) dummyHash() ([]byte, error) {
+	cost := bcrypt.DefaultCost
+	if len(us) > 0 {
+		cost = bcrypt.MinCost
+	}
+	for _, u := range us {
+		if c, err := bcrypt.Cost(u.hash); err == nil && c > cost {
+			cost = c
+		}
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return bcrypt.GenerateFromPassword(b, cost)
 }
 
 // session is who is logged in, until when, and the session's CSRF token;

@@ -249,3 +249,49 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		require.NoError(t, err)
 	}
 }
+
+// TestBrowserThrottleFlood: ann has logged in from this browser before;
+// then someone on her own address guesses her password and floods the
+// login with ten thousand junk names. Every junk login is refused, her
+// name stays throttled for the guesser and for a browser she never used,
+// and she logs in from hers.
+func TestBrowserThrottleFlood(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	ctx := browse(t)
+	do(t, ctx, "log in as ann, and out", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...),
+		chromedp.Click(css("header form button")), chromedp.WaitVisible(css("#login")))...)
+
+	guess := func(user string) int {
+		resp, err := http.PostForm(srv.URL+"/login", url.Values{"user": {user}, "password": {"guess"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	guesses := 0
+	for guess("ann") == http.StatusUnauthorized {
+		guesses++
+	}
+	assert.Equal(t, 4, guesses, "five at once, and ann's own login was one")
+	start := time.Now()
+	for i := range 10000 {
+		require.Equal(t, http.StatusTooManyRequests, guess(fmt.Sprintf("junk%05d", i)), "junk name %d", i)
+	}
+	t.Logf("10,000 junk logins refused in %v", time.Since(start).Round(time.Millisecond))
+	assert.Equal(t, http.StatusTooManyRequests, guess("ann"), "the guesser is still throttled on ann")
+
+	do(t, ctx, "ann logs in from her browser", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	assert.Equal(t, "ann (admin)", get(t, ctx, "who", chromedp.Text(css("#who"))))
+
+	do(t, ctx, "a browser that never logged in as ann",
+		chromedp.Action[chromedp.Void](func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, t, network.ClearBrowserCookies, cdp.Empty{})
+			return chromedp.Void{}, err
+		}),
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css("#user")),
+		chromedp.SendKeys(css("#user"), "ann"),
+		chromedp.SendKeys(css("#password"), "ann-password"),
+		chromedp.Click(css("#login")),
+		chromedp.WaitVisible(css("p.error")))
+	assert.Contains(t, get(t, ctx, "the refusal", chromedp.Text(css("p.error"))), "too many logins")
+}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"html/template"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -35,15 +36,19 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !c.throttle.allow(r, r.PostForm.Get("user")) {
-		c.cfg.Logger.Warn("console login throttled", "user", r.PostForm.Get("user"), "remote", r.RemoteAddr)
+	name := r.PostForm.Get("user")
+	device, trusted := c.deviceOf(r, name)
+	if !c.throttle.allow(c.cfg.Now(), c.loginKeys(r, name, device, trusted)...) {
+		c.cfg.Logger.Warn("console login throttled", "user", name, "remote", c.clientAddr(r), "device", trusted)
 		w.Header().Set("Retry-After", "12")
-		http.Error(w, "too many logins: try again in a few seconds", http.StatusTooManyRequests)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = loginTemplate.Execute(w, loginView{Error: "too many logins: try again in a few seconds", Next: localPath(r.PostForm.Get("next"))})
 		return
 	}
-	u, ok := c.cfg.Users.check(r.PostForm.Get("user"), r.PostForm.Get("password"))
+	u, ok := c.cfg.Users.check(name, r.PostForm.Get("password"), c.dummy)
 	if !ok {
-		c.cfg.Logger.Warn("console login refused", "user", r.PostForm.Get("user"), "remote", r.RemoteAddr)
+		c.cfg.Logger.Warn("console login refused", "user", name, "remote", c.clientAddr(r), "device", trusted)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = loginTemplate.Execute(w, loginView{Error: "wrong user or password", Next: localPath(r.PostForm.Get("next"))})
@@ -52,6 +57,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	s := newSession(u, c.cfg.Now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.encode(c.cfg.Secret), Path: "/", Expires: s.Expires,
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	if !trusted {
+		c.setDevice(w, u.Name)
+	}
 	c.cfg.Logger.Info("console login", "user", u.Name, "role", u.Role)
 	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
 }
@@ -59,6 +67,26 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// loginKeys are the throttle's buckets a login draws on: its device's
+// alone if it comes from a browser that has logged in as name before,
+// else its address's and the name's.
+func (c *Console) loginKeys(r *http.Request, name, device string, trusted bool) []throttleKey {
+	if trusted {
+		return []throttleKey{{key: "device:" + device}}
+	}
+	_, known := c.cfg.Users[name]
+	return []throttleKey{{key: "addr:" + c.clientAddr(r)}, {key: "user:" + name, user: known}}
+}
+
+// clientAddr is the address a request comes from.
+func (c *Console) clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // localPath keeps a redirect on this site.

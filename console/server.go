@@ -57,6 +57,8 @@ type Console struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	throttle throttle
+	// dummy is checked against for names that are no user's.
+	dummy []byte
 }
 
 // New checks cfg and parses the templates.
@@ -75,6 +77,10 @@ func New(cfg Config) (*Console, error) {
 		cfg.Now = time.Now
 	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	var err error
+	if c.dummy, err = cfg.Users.dummyHash(); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
