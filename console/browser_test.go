@@ -295,3 +295,45 @@ func TestBrowserThrottleFlood(t *testing.T) {
 		chromedp.WaitVisible(css("p.error")))
 	assert.Contains(t, get(t, ctx, "the refusal", chromedp.Text(css("p.error"))), "too many logins")
 }
+
+// TestBrowserLogoutRevokes: the session cookie copied out of Chromium
+// works until ann logs out there; after it the copy can neither read nor
+// grant. Then, logged in again, she ends all sessions from the Sessions
+// page, and is sent to log in.
+func TestBrowserLogoutRevokes(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	ctx := browse(t)
+	do(t, ctx, "log in as ann", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	}))
+	copied := func(method, path string, form url.Values) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, c := range cookies.Cookies {
+			req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	grant := url.Values{"csrf": {csrf}, "key": {"copied-1"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"7"}}
+	require.Equal(t, http.StatusOK, copied(http.MethodGet, "/", nil), "the copy works while the session lives")
+
+	do(t, ctx, "log out", chromedp.Click(css("header form button")), chromedp.WaitVisible(css("#login")))
+	assert.Equal(t, http.StatusSeeOther, copied(http.MethodGet, "/", nil), "the copy is sent to log in")
+	assert.Equal(t, http.StatusUnauthorized, copied(http.MethodPost, "/grant", grant), "the copy cannot grant")
+	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+	require.NoError(t, err)
+	assert.True(t, bal.Available.IsZero(), "nothing moved: %s", bal.Available)
+
+	do(t, ctx, "log in again and end all sessions", append(logIn("ann"),
+		chromedp.Navigate(srv.URL+"/sessions"),
+		chromedp.WaitVisible(css("#end-all-form")),
+		chromedp.Click(css("#end-all-submit")),
+		chromedp.WaitVisible(css("#login")))...)
+	do(t, ctx, "a page asks to log in", chromedp.Navigate(srv.URL+"/caps"), chromedp.WaitVisible(css("#login")))
+}

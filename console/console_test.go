@@ -42,11 +42,17 @@ func testUsers(t testing.TB) Users {
 // organisation acme and its client alice.
 func testConsole(t testing.TB) (*httptest.Server, *treasury.Treasury, *memstore.Store) {
 	cfg, tr, store := testConfig(t)
+	srv, _ := serve(t, cfg)
+	return srv, tr, store
+}
+
+// serve serves a console of cfg.
+func serve(t testing.TB, cfg Config) (*httptest.Server, *Console) {
 	c, err := New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return srv, tr, store
+	return srv, c
 }
 
 // testConfig is testConsole's configuration, for tests that change it.

@@ -3,6 +3,7 @@ package console
 import (
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -55,4 +56,10 @@ func (c *Console) setDevice(w http.ResponseWriter, user string) {
 	p := base64.RawURLEncoding.EncodeToString([]byte(user + "|" + base64.RawURLEncoding.EncodeToString(b) + "|" + strconv.FormatInt(exp.Unix(), 10)))
 	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: p + "." + sign(c.cfg.Secret, "device|"+p), Path: "/login", Expires: exp,
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+}
+
+func sign(secret []byte, s string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

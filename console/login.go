@@ -1,10 +1,14 @@
 package console
 
 import (
+	"errors"
+	"fmt"
 	"html/template"
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/bourse/bourse"
 )
 
 var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
@@ -46,7 +50,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		_ = loginTemplate.Execute(w, loginView{Error: "too many logins: try again in a few seconds", Next: localPath(r.PostForm.Get("next"))})
 		return
 	}
-	u, ok := c.cfg.Users.check(name, r.PostForm.Get("password"), c.dummy)
+	ut := c.users.Load()
+	u, ok := ut.users.check(name, r.PostForm.Get("password"), ut.dummy)
 	if !ok {
 		c.cfg.Logger.Warn("console login refused", "user", name, "remote", c.clientAddr(r), "device", trusted)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -54,9 +59,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		_ = loginTemplate.Execute(w, loginView{Error: "wrong user or password", Next: localPath(r.PostForm.Get("next"))})
 		return
 	}
-	s := newSession(u, c.cfg.Now())
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.encode(c.cfg.Secret), Path: "/", Expires: s.Expires,
-		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	if err := c.startSession(w, r, u); err != nil {
+		c.cfg.Logger.Error("console login", "user", u.Name, "err", err)
+		http.Error(w, "the session could not be kept: try again", http.StatusServiceUnavailable)
+		return
+	}
 	if !trusted {
 		c.setDevice(w, u.Name)
 	}
@@ -64,9 +71,59 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
-func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+// logout ends the session on the server, so that a copy of its cookie
+// is worth nothing from now on.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s Session) {
+	if err := c.cfg.Sessions.End(r.Context(), s.ID); err != nil {
+		c.cfg.Logger.Error("console logout", "user", s.User, "err", err)
+		http.Error(w, "the session could not be ended: try again", http.StatusServiceUnavailable)
+		return
+	}
+	c.cfg.Logger.Info("console logout", "user", s.User)
+	c.dropCookie(w)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// startSession keeps a new session of u and gives the browser its cookie.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u User) error {
+	s, token := newSession(u, c.cfg.Now())
+	if err := c.cfg.Sessions.Create(r.Context(), s); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", Expires: s.Expires,
+		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	return nil
+}
+
+func (c *Console) dropCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+}
+
+// errNoSession is why a request has no session: no cookie, or one of a
+// session that ended, expired, or whose user changed.
+var errNoSession = errors.New("no session")
+
+// sessionOf is the request's session, if it is live: kept on the server,
+// not expired, and of a user who is still there with the same role and
+// password.
+func (c *Console) sessionOf(r *http.Request) (Session, error) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return Session{}, errNoSession
+	}
+	s, err := c.cfg.Sessions.Session(r.Context(), sessionID(ck.Value))
+	switch {
+	case bourse.ErrorCode(err) == bourse.ENotFound:
+		return Session{}, errNoSession
+	case err != nil:
+		return Session{}, fmt.Errorf("console session: %w", err)
+	case c.cfg.Now().After(s.Expires):
+		return Session{}, errNoSession
+	}
+	if u, ok := c.users.Load().users[s.User]; !ok || u.Role != s.Role || u.stamp() != s.Stamp {
+		return Session{}, errNoSession
+	}
+	return s, nil
 }
 
 // loginKeys are the throttle's buckets a login draws on: its device's
@@ -76,7 +133,7 @@ func (c *Console) loginKeys(r *http.Request, name, device string, trusted bool) 
 	if trusted {
 		return []throttleKey{{key: "device:" + device}}
 	}
-	_, known := c.cfg.Users[name]
+	_, known := c.users.Load().users[name]
 	return []throttleKey{{key: "addr:" + c.clientAddr(r)}, {key: "user:" + name, user: known}}
 }
 

@@ -12,12 +12,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/console"
+	"github.com/bourse/bourse/console/sqlsessions"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/treasury"
 )
@@ -32,9 +35,12 @@ project, the money supply, allowances, caps, rates, cost reports and the
 audit trail, with forms for grants, burns, allowances, caps, rates and
 exchanges. Every form is the same idempotent, audited action as
 "bourse admin", recorded under the logged-in user. Users and their roles
-(admin or viewer) are in --users, made with "bourse console user". Serve
-it over TLS (--tls-cert, --tls-key) or behind a proxy that does; it listens
-on 127.0.0.1 by default.`,
+(admin or viewer) are in --users, made with "bourse console user"; send
+the process SIGHUP after editing the file. Sessions are kept in the
+database: logout, a change of password and "end all sessions" end them at
+once in every console on it, and they outlive a restart. Serve it over TLS
+(--tls-cert, --tls-key) or behind a proxy that does; it listens on
+127.0.0.1 by default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbURL == "" || usersFile == "" {
@@ -64,14 +70,14 @@ on 127.0.0.1 by default.`,
 			if err != nil {
 				return err
 			}
-			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, secret: secret, cert: certFile, key: keyFile, log: log})
+			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, usersFile: usersFile, secret: secret, cert: certFile, key: keyFile, log: log})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&dbURL, "db", "", "ledger database: postgres://… (PostgreSQL or CockroachDB)")
 	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
 	f.StringVar(&usersFile, "users", "", `users file ("name role bcrypt-hash" a line; see bourse console user)`)
-	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign session cookies, so that sessions outlive a restart and several consoles share them (default: random at start)")
+	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign device cookies (the login throttle's), so that browsers stay known across a restart and to several consoles (default: random at start)")
 	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS and marks cookies Secure")
 	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
 	cmd.AddCommand(newConsoleUserCmd())
@@ -135,8 +141,11 @@ func newConsoleUserCmd() *cobra.Command {
 }
 
 type consoleOptions struct {
-	listen    string
-	users     console.Users
+	listen string
+	users  console.Users
+	// usersFile, if set, is where users came from: read again on SIGHUP,
+	// and written when a user changes her password.
+	usersFile string
 	secret    []byte
 	cert, key string
 	log       *slog.Logger
@@ -147,9 +156,18 @@ type consoleOptions struct {
 // serveConsole serves the console on treasury t and store's contracts
 // until ctx ends.
 func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, store exchange.Store, o consoleOptions) error {
-	c, err := console.New(console.Config{Treasury: t, Contracts: store, Users: o.users, Secret: o.secret, Secure: o.cert != "", Logger: o.log})
+	sessions, err := sqlsessions.Beside(ctx, store.Ledger())
 	if err != nil {
 		return err
+	}
+	c, err := console.New(console.Config{Treasury: t, Contracts: store, Users: o.users, UsersFile: o.usersFile, Sessions: sessions,
+		Secret: o.secret, Secure: o.cert != "", Logger: o.log})
+	if err != nil {
+		return err
+	}
+	if o.usersFile != "" {
+		stop := reloadUsersOnHUP(c, o.usersFile, o.log)
+		defer stop()
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -180,6 +198,34 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// reloadUsersOnHUP reads the users file again on each SIGHUP, so that a
+// user removed, or whose role or password was changed in the file, loses
+// her sessions without a restart.
+func reloadUsersOnHUP(c *console.Console, path string, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+			}
+			users, err := console.ReadUsers(path)
+			if err == nil {
+				err = c.SetUsers(users)
+			}
+			if err != nil {
+				log.Error("console users not reloaded: the old ones stay", "file", path, "err", err)
+				continue
+			}
+			log.Info("console users reloaded", "file", path, "users", len(users))
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // randomPassword is a demo's console password.
