@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/bourse/bourse"
@@ -146,9 +147,19 @@ func (c *Console) clientAddr(r *http.Request) string {
 	return host
 }
 
-// localPath keeps a redirect on this site.
+// localPath keeps a redirect on this site: p if it is a path of this
+// host, else "/". Browsers strip tabs and newlines out of a URL and read a
+// backslash as a slash, so that "/\t/evil.example" and "/\\evil.example"
+// lead to another host: any control character or backslash is refused,
+// and so is anything that parses with a scheme, a host or a user, or
+// whose path starts with two slashes once decoded.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, "\\") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return p

@@ -145,10 +145,7 @@ type formState struct {
 // was done, or with the form's error and its values, nothing lost.
 func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, Session) {
 	return func(w http.ResponseWriter, r *http.Request, s Session) {
-		back := r.PostForm.Get("back")
-		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
-			back = "/"
-		}
+		back := localPath(r.PostForm.Get("back"))
 		// One key a page, told apart by form: two forms of one page are
 		// two actions, a form sent twice is one.
 		values := cloneValues(r.PostForm)
