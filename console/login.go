@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -136,15 +135,6 @@ func (c *Console) loginKeys(r *http.Request, name, device string, trusted bool) 
 	}
 	_, known := c.users.Load().users[name]
 	return []throttleKey{{key: "addr:" + c.clientAddr(r)}, {key: "user:" + name, user: known}}
-}
-
-// clientAddr is the address a request comes from.
-func (c *Console) clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // localPath keeps a redirect on this site: p if it is a path of this

@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync/atomic"
 	"time"
@@ -56,11 +57,18 @@ type Config struct {
 	// Secret signs device cookies (the login throttle's); a random one if
 	// empty (browsers are then strangers again after a restart).
 	Secret []byte
-	// Secure marks cookies Secure: set it when the console is served over
+	// Secure marks cookies Secure and asks browsers for HTTPS only
+	// (Strict-Transport-Security): set it when the console is served over
 	// TLS, directly or behind a proxy.
 	Secure bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	// TrustedProxies, if set, are the addresses of the proxies the console
+	// is served behind: only they may reach it (a request from elsewhere
+	// went around the proxy and its TLS, and is refused), and the client's
+	// address, which the login throttle keys on, is read from their
+	// X-Forwarded-For. Without them X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Console serves the pages. Build it with New.
@@ -127,9 +135,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
+	if c.cfg.Secure {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	c.mux.ServeHTTP(rec, r)
-	c.cfg.Logger.Info("console", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", c.cfg.Now().Sub(start).Round(time.Microsecond))
+	if len(c.cfg.TrustedProxies) > 0 && !c.trusted(peerAddr(r)) {
+		c.cfg.Logger.Warn("console request around the proxy refused", "remote", r.RemoteAddr, "path", r.URL.Path)
+		http.Error(rec, "this console is served through its proxy only", http.StatusForbidden)
+	} else {
+		c.mux.ServeHTTP(rec, r)
+	}
+	c.cfg.Logger.Info("console", "method", r.Method, "path", r.URL.Path, "status", rec.status, "remote", c.clientAddr(r), "took", c.cfg.Now().Sub(start).Round(time.Microsecond))
 }
 
 type statusRecorder struct {
