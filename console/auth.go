@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/bourse/bourse/internal/atomicfile"
 )
 
 // Role is what a user may do: an admin reads and writes, a viewer reads.
@@ -141,17 +142,7 @@ func rewriteUser(path string, u User) error {
 	if !found {
 		return fmt.Errorf("users %s: no line for %s", path, u.Name)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".users-*")
-	if err != nil {
-		return fmt.Errorf("users: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(strings.Join(lines, ""))
-	err = errors.Join(err, tmp.Chmod(0o600), tmp.Sync(), tmp.Close())
-	if err != nil {
-		return fmt.Errorf("users %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
 		return fmt.Errorf("users: %w", err)
 	}
 	return nil

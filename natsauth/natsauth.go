@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -172,6 +173,9 @@ func User(dir, role, id string) (string, error) {
 	if err := protocol.CheckID(id); err != nil {
 		return "", fmt.Errorf("%s %q: %w", role, id, err)
 	}
+	if err := permit(&jwt.Permissions{}, role, id); err != nil {
+		return "", err
+	}
 	accSeed, err := os.ReadFile(filepath.Join(dir, "account.nk"))
 	if err != nil {
 		return "", fmt.Errorf("the market's account key: %w (run bourse admin nats-auth init first)", err)
@@ -202,8 +206,26 @@ func User(dir, role, id string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, id+".creds")
+	unlock, err := lock(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	reg, err := loadRegistry(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := reg.claim(role, id); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(path); err == nil {
-		return "", fmt.Errorf("%s exists: a party has one credentials file (remove it to issue a new one)", path)
+		return "", fmt.Errorf("%s exists, though the registry never issued %q: remove it, or find out who made it", path, id)
+	}
+	// The registry first: should writing the credentials fail, the id
+	// stays claimed, and rotate issues it a key.
+	reg.entries = append(reg.entries, Issued{ID: id, Role: role, Key: uPub, At: time.Unix(uc.IssuedAt, 0)})
+	if err := reg.save(); err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(path, creds, 0o600); err != nil {
 		return "", err
