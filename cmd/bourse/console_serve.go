@@ -9,10 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/bourse/bourse/console"
@@ -54,7 +51,15 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 		return err
 	}
 	if o.usersFile != "" {
-		stop := reloadUsersOnHUP(c, o.usersFile, o.log)
+		// SIGHUP reads the users file again: a user removed, or whose
+		// role or password changed, loses her sessions without a restart.
+		stop := onHUP("console users", func() error {
+			users, err := console.ReadUsers(o.usersFile)
+			if err != nil {
+				return err
+			}
+			return c.SetUsers(users)
+		}, o.log)
 		defer stop()
 	}
 	ln, err := net.Listen("tcp", o.listen)
@@ -97,34 +102,6 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
-}
-
-// reloadUsersOnHUP reads the users file again on each SIGHUP, so that a
-// user removed, or whose role or password was changed in the file, loses
-// her sessions without a restart.
-func reloadUsersOnHUP(c *console.Console, path string, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-			}
-			users, err := console.ReadUsers(path)
-			if err == nil {
-				err = c.SetUsers(users)
-			}
-			if err != nil {
-				log.Error("console users not reloaded: the old ones stay", "file", path, "err", err)
-				continue
-			}
-			log.Info("console users reloaded", "file", path, "users", len(users))
-		}
-	}()
-	return func() { signal.Stop(hup); close(done) }
 }
 
 // loopback reports whether a listens on a loopback address only.
