@@ -170,6 +170,40 @@ func (r *registry) issued(id string) []Issued {
 	return out
 }
 
+// live is id's keys that are not revoked.
+func (r *registry) live(id string) []Issued {
+	var out []Issued
+	for _, e := range r.issued(id) {
+		if e.Revoked.IsZero() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// revoke revokes id's live keys at at: in the account, signed again
+// (updateAccount), then in the registry, which the caller saves.
+func (r *registry) revoke(dir, id string, at time.Time) error {
+	live := r.live(id)
+	if len(live) == 0 {
+		return nil
+	}
+	err := updateAccount(dir, func(ac *jwt.AccountClaims) {
+		for _, e := range live {
+			ac.RevokeAt(e.Key, at)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("revoke %s: %w", id, err)
+	}
+	for i, e := range r.entries {
+		if e.ID == id && e.Revoked.IsZero() {
+			r.entries[i].Revoked = at.Truncate(time.Second)
+		}
+	}
+	return nil
+}
+
 // claim checks that id may be issued in role for the first time.
 func (r *registry) claim(role, id string) error {
 	es := r.issued(id)
