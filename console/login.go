@@ -42,7 +42,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PostForm.Get("user")
 	device, trusted := c.deviceOf(r, name)
-	if !c.throttle.allow(c.cfg.Now(), c.loginKeys(r, name, device, trusted)...) {
+	if !c.throttle.allow(c.loginKeys(r, name, device, trusted)...) {
 		c.cfg.Logger.Warn("console login throttled", "user", name, "remote", c.clientAddr(r), "device", trusted)
 		w.Header().Set("Retry-After", "12")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

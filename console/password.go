@@ -42,9 +42,10 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, s Sessi
 		r.URL.Path, r.URL.RawQuery = "/sessions", ""
 		c.render(w, r, s, c.sessions, &formState{path: "/sessions", err: formErrOf("password", err), values: url.Values{}}, statusOf(err))
 	}
-	// Knowing the current password is what a copied cookie lacks; the
-	// guesses at it are throttled as logins are.
-	if !c.throttle.allow(c.cfg.Now(), c.loginKeys(r, s.User, "", false)...) {
+	// Knowing the current password is what a copied cookie lacks: its
+	// holder's guesses at it are throttled, per session, so that they
+	// cannot lock the user's own sessions out of changing it.
+	if !c.throttle.allow(throttleKey{key: "password:" + s.ID}) {
 		fail(&bourse.Error{Code: bourse.ERateLimited, Op: op, Field: "current", Message: "too many tries: wait a few seconds", RetryAfterMS: throttleEvery.Milliseconds()})
 		return
 	}

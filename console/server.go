@@ -106,6 +106,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Sessions = NewMemSessions()
 	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	c.throttle.clock = cfg.Now
 	if err := c.SetUsers(cfg.Users); err != nil {
 		return nil, err
 	}

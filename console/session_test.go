@@ -173,3 +173,25 @@ func TestEndAllSessions(t *testing.T) {
 		assert.Equal(t, http.StatusSeeOther, code, "%s is logged out", who)
 	}
 }
+
+// TestPasswordGuessesThrottled: whoever holds a copied cookie cannot
+// guess the current password fast on the password form (the guesses are
+// throttled per session), and those guesses do not stop the user
+// changing it from another session of hers.
+func TestPasswordGuessesThrottled(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	ann, laptop := newBrowser(t, srv), newBrowser(t, srv)
+	ann.login("ann")
+	laptop.login("ann")
+	thief := stolen(t, laptop)
+	csrf, _ := thief.hidden("/sessions")
+	var codes []int
+	for range 6 {
+		code, _, _ := thief.post("/password", url.Values{"csrf": {csrf}, "current": {"guess-guess"}, "new": {"x-password"}, "again": {"x-password"}}, srv.URL)
+		codes = append(codes, code)
+	}
+	assert.Equal(t, []int{403, 403, 403, 403, 403, 429}, codes, "five at once, then one every 12 s")
+	csrf, _ = ann.hidden("/sessions")
+	code, _, _ := ann.post("/password", url.Values{"csrf": {csrf}, "current": {"ann-password"}, "new": {"ann-new-password"}, "again": {"ann-new-password"}}, srv.URL)
+	assert.Equal(t, http.StatusSeeOther, code, "ann, from her own session, changes it")
+}

@@ -23,6 +23,8 @@ import (
 // the least recently used bucket goes, never that of a user's name that
 // is being guessed (forgetting it would hand the guesser a fresh five).
 type throttle struct {
+	// clock is the time buckets refill by (the console's Now).
+	clock   func() time.Time
 	mu      sync.Mutex
 	max     int
 	buckets map[string]*list.Element // of *bucket
@@ -53,7 +55,8 @@ type throttleKey struct {
 
 // allow takes a login from each of keys' buckets, or from none if one of
 // them is empty.
-func (t *throttle) allow(now time.Time, keys ...throttleKey) bool {
+func (t *throttle) allow(keys ...throttleKey) bool {
+	now := t.clock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.buckets == nil {
