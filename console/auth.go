@@ -2,18 +2,15 @@ package console
 
 import (
 	"bufio"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/bourse/bourse/internal/atomicfile"
 )
 
 // Role is what a user may do: an admin reads and writes, a viewer reads.
@@ -78,82 +75,75 @@ func UserLine(name string, role Role, password string) (string, error) {
 	if role != Admin && role != Viewer {
 		return "", fmt.Errorf("role %q: admin or viewer", role)
 	}
-	if len(password) < 8 {
-		return "", errors.New("a password has at least 8 characters")
-	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	h, err := hashPassword(password, 0)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s %s %s", name, role, h), nil
 }
 
-// check returns the user whose password this is.
-func (us Users) check(name, password string) (User, bool) {
+// check returns the user whose password this is. For a name that is no
+// user's it checks against dummy, a hash of the users' own cost, to spend
+// the time a real check takes, so that timing does not tell which names
+// exist.
+func (us Users) check(name, password string, dummy []byte) (User, bool) {
 	u, ok := us[name]
 	if !ok {
-		// Spend the time a real check takes, so that timing does not
-		// tell which names exist.
-		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2dZ6s3ZNTh0xoh1EzwYc1tS"), []byte(password))
+		_ = bcrypt.CompareHashAndPassword(dummy, []byte(password))
 		return User{}, false
 	}
 	return u, bcrypt.CompareHashAndPassword(u.hash, []byte(password)) == nil
 }
 
-// session is who is logged in, until when, and the session's CSRF token;
-// it travels in a cookie signed with the console's secret.
-type session struct {
-	User    string
-	Role    Role
-	Expires time.Time
-	CSRF    string
-}
-
-const sessionCookie = "bourse_session"
-
-// sessionTTL is how long a login lasts.
-const sessionTTL = 12 * time.Hour
-
-func newSession(u User, now time.Time) session {
-	b := make([]byte, 18)
+// dummyHash is a hash of nothing anyone can type, at the highest cost of
+// the users' hashes.
+func (us Users) dummyHash() ([]byte, error) {
+	cost := bcrypt.DefaultCost
+	if len(us) > 0 {
+		cost = bcrypt.MinCost
+	}
+	for _, u := range us {
+		if c, err := bcrypt.Cost(u.hash); err == nil && c > cost {
+			cost = c
+		}
+	}
+	b := make([]byte, 32)
 	_, _ = rand.Read(b)
-	return session{User: u.Name, Role: u.Role, Expires: now.Add(sessionTTL), CSRF: base64.RawURLEncoding.EncodeToString(b)}
+	return bcrypt.GenerateFromPassword(b, cost)
 }
 
-// encode is the cookie's value: the fields, then their HMAC.
-func (s session) encode(secret []byte) string {
-	payload := strings.Join([]string{s.User, string(s.Role), strconv.FormatInt(s.Expires.Unix(), 10), s.CSRF}, "|")
-	p := base64.RawURLEncoding.EncodeToString([]byte(payload))
-	return p + "." + sign(secret, p)
-}
-
-func decodeSession(secret []byte, v string, now time.Time, users Users) (session, bool) {
-	p, sig, ok := strings.Cut(v, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(sign(secret, p))) {
-		return session{}, false
+// hashPassword is a user's new password hash, at cost (bcrypt's default
+// if zero).
+func hashPassword(password string, cost int) ([]byte, error) {
+	if len(password) < 8 {
+		return nil, errors.New("a password has at least 8 characters")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(p)
+	return bcrypt.GenerateFromPassword([]byte(password), max(cost, bcrypt.DefaultCost))
+}
+
+// rewriteUser writes u's line in the users file at path in place of the
+// line of that name, keeping every other line as it was. The new file is
+// written beside the old and renamed over it, so that a crash leaves one
+// or the other.
+func rewriteUser(path string, u User) error {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return session{}, false
+		return fmt.Errorf("users: %w", err)
 	}
-	fs := strings.Split(string(raw), "|")
-	if len(fs) != 4 {
-		return session{}, false
+	lines := strings.SplitAfter(string(b), "\n")
+	found := false
+	for i, line := range lines {
+		fs := strings.Fields(line)
+		if len(fs) == 3 && fs[0] == u.Name {
+			lines[i] = fmt.Sprintf("%s %s %s\n", u.Name, u.Role, u.hash)
+			found = true
+		}
 	}
-	exp, err := strconv.ParseInt(fs[2], 10, 64)
-	if err != nil || now.Unix() > exp {
-		return session{}, false
+	if !found {
+		return fmt.Errorf("users %s: no line for %s", path, u.Name)
 	}
-	// The user must still exist with that role: removing a user from the
-	// file (and restarting) ends their sessions.
-	if u, ok := users[fs[0]]; !ok || u.Role != Role(fs[1]) {
-		return session{}, false
+	if err := atomicfile.Write(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		return fmt.Errorf("users: %w", err)
 	}
-	return session{User: fs[0], Role: Role(fs[1]), Expires: time.Unix(exp, 0), CSRF: fs[3]}, true
-}
-
-func sign(secret []byte, s string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(s))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return nil
 }

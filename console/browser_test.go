@@ -249,3 +249,97 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		require.NoError(t, err)
 	}
 }
+
+// TestBrowserThrottleFlood: ann has logged in from this browser before;
+// then someone on her own address guesses her password and floods the
+// login with ten thousand junk names. Every junk login is refused, her
+// name stays throttled for the guesser and for a browser she never used,
+// and she logs in from hers.
+func TestBrowserThrottleFlood(t *testing.T) {
+	cfg, _, _ := testConfig(t)
+	srv, c := serve(t, cfg)
+	// The buckets refill one login every 12 s: a flood slower than that
+	// (a loaded machine) would see junk names let through. The throttle's
+	// clock stands still here; cookies keep the real one.
+	stopped := time.Now()
+	c.throttle.clock = func() time.Time { return stopped }
+	ctx := browse(t)
+	do(t, ctx, "log in as ann, and out", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...),
+		chromedp.Click(css("header form button")), chromedp.WaitVisible(css("#login")))...)
+
+	guess := func(user string) int {
+		resp, err := http.PostForm(srv.URL+"/login", url.Values{"user": {user}, "password": {"guess"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	guesses := 0
+	for guess("ann") == http.StatusUnauthorized {
+		guesses++
+	}
+	assert.Equal(t, 4, guesses, "five at once, and ann's own login was one")
+	start := time.Now()
+	for i := range 10000 {
+		require.Equal(t, http.StatusTooManyRequests, guess(fmt.Sprintf("junk%05d", i)), "junk name %d", i)
+	}
+	t.Logf("10,000 junk logins refused in %v", time.Since(start).Round(time.Millisecond))
+	assert.Equal(t, http.StatusTooManyRequests, guess("ann"), "the guesser is still throttled on ann")
+
+	do(t, ctx, "ann logs in from her browser", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	assert.Equal(t, "ann (admin)", get(t, ctx, "who", chromedp.Text(css("#who"))))
+
+	do(t, ctx, "a browser that never logged in as ann",
+		chromedp.Action[chromedp.Void](func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, t, network.ClearBrowserCookies, cdp.Empty{})
+			return chromedp.Void{}, err
+		}),
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css("#user")),
+		chromedp.SendKeys(css("#user"), "ann"),
+		chromedp.SendKeys(css("#password"), "ann-password"),
+		chromedp.Click(css("#login")),
+		chromedp.WaitVisible(css("p.error")))
+	assert.Contains(t, get(t, ctx, "the refusal", chromedp.Text(css("p.error"))), "too many logins")
+}
+
+// TestBrowserLogoutRevokes: the session cookie copied out of Chromium
+// works until ann logs out there; after it the copy can neither read nor
+// grant. Then, logged in again, she ends all sessions from the Sessions
+// page, and is sent to log in.
+func TestBrowserLogoutRevokes(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	ctx := browse(t)
+	do(t, ctx, "log in as ann", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	}))
+	copied := func(method, path string, form url.Values) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, c := range cookies.Cookies {
+			req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	grant := url.Values{"csrf": {csrf}, "key": {"copied-1"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"7"}}
+	require.Equal(t, http.StatusOK, copied(http.MethodGet, "/", nil), "the copy works while the session lives")
+
+	do(t, ctx, "log out", chromedp.Click(css("header form button")), chromedp.WaitVisible(css("#login")))
+	assert.Equal(t, http.StatusSeeOther, copied(http.MethodGet, "/", nil), "the copy is sent to log in")
+	assert.Equal(t, http.StatusUnauthorized, copied(http.MethodPost, "/grant", grant), "the copy cannot grant")
+	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+	require.NoError(t, err)
+	assert.True(t, bal.Available.IsZero(), "nothing moved: %s", bal.Available)
+
+	do(t, ctx, "log in again and end all sessions", append(logIn("ann"),
+		chromedp.Navigate(srv.URL+"/sessions"),
+		chromedp.WaitVisible(css("#end-all-form")),
+		chromedp.Click(css("#end-all-submit")),
+		chromedp.WaitVisible(css("#login")))...)
+	do(t, ctx, "a page asks to log in", chromedp.Navigate(srv.URL+"/caps"), chromedp.WaitVisible(css("#login")))
+}

@@ -41,6 +41,22 @@ func testUsers(t testing.TB) Users {
 // testConsole serves a console over an in-memory ledger with CRED, the
 // organisation acme and its client alice.
 func testConsole(t testing.TB) (*httptest.Server, *treasury.Treasury, *memstore.Store) {
+	cfg, tr, store := testConfig(t)
+	srv, _ := serve(t, cfg)
+	return srv, tr, store
+}
+
+// serve serves a console of cfg.
+func serve(t testing.TB, cfg Config) (*httptest.Server, *Console) {
+	c, err := New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return srv, c
+}
+
+// testConfig is testConsole's configuration, for tests that change it.
+func testConfig(t testing.TB) (Config, *treasury.Treasury, *memstore.Store) {
 	ctx := context.Background()
 	l := mem.New(mem.Options{})
 	store := memstore.New(l)
@@ -50,11 +66,7 @@ func testConsole(t testing.TB) (*httptest.Server, *treasury.Treasury, *memstore.
 	require.NoError(t, err)
 	_, err = tr.Open(ctx, "root", "CRED", "alice", "acme", "open-alice")
 	require.NoError(t, err)
-	c, err := New(Config{Treasury: tr, Contracts: store, Users: testUsers(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	srv := httptest.NewServer(c)
-	t.Cleanup(srv.Close)
-	return srv, tr, store
+	return Config{Treasury: tr, Contracts: store, Users: testUsers(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, tr, store
 }
 
 type browser struct {

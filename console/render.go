@@ -24,6 +24,8 @@ type view struct {
 	User        string
 	Admin       bool
 	CSRF        string
+	// SessionID is the session's, to tell it among the sessions listed.
+	SessionID string
 	// Key is a fresh idempotency key for the page's forms (the submitted
 	// one when a form comes back with an error: a retry is the same
 	// action).
@@ -68,8 +70,8 @@ var funcs = template.FuncMap{
 
 // render runs p and its template; a form that came back (fe) shows its
 // error and values.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, s session, p pageFunc, fe *formState, status int) {
-	v := &view{Path: r.URL.Path, User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, Done: r.URL.Query().Get("done"), Key: newKey()}
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pageFunc, fe *formState, status int) {
+	v := &view{Path: r.URL.Path, User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, SessionID: s.ID, Done: r.URL.Query().Get("done"), Key: newKey()}
 	if fe != nil {
 		v.Err, v.Values, v.Done = fe.err, fe.values, ""
 		v.Path = fe.path
@@ -114,6 +116,10 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case bourse.EUnavailable:
 		return http.StatusServiceUnavailable
+	case bourse.EPermission:
+		return http.StatusForbidden
+	case bourse.ERateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -137,12 +143,9 @@ type formState struct {
 
 // submit runs a form and goes back to the page it came from: with what
 // was done, or with the form's error and its values, nothing lost.
-func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, session) {
-	return func(w http.ResponseWriter, r *http.Request, s session) {
-		back := r.PostForm.Get("back")
-		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
-			back = "/"
-		}
+func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, Session) {
+	return func(w http.ResponseWriter, r *http.Request, s Session) {
+		back := localPath(r.PostForm.Get("back"))
 		// One key a page, told apart by form: two forms of one page are
 		// two actions, a form sent twice is one.
 		values := cloneValues(r.PostForm)
@@ -158,11 +161,7 @@ func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, sessio
 			http.Redirect(w, r, back+sep+"done="+url.QueryEscape(done), http.StatusSeeOther)
 			return
 		}
-		fe := &formErr{Form: r.PostForm.Get("form"), Code: string(bourse.ErrorCode(err)), Message: err.Error()}
-		var be *bourse.Error
-		if errors.As(err, &be) {
-			fe.Field, fe.Message = be.Field, be.Message
-		}
+		fe := formErrOf(r.PostForm.Get("form"), err)
 		u, _ := url.Parse(back)
 		p := c.pageFor(u.Path)
 		// The page reads its query (a report's filters, an account's id)
@@ -170,6 +169,16 @@ func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, sessio
 		r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
 		c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
 	}
+}
+
+// formErrOf is err as the error of the named form.
+func formErrOf(form string, err error) *formErr {
+	fe := &formErr{Form: form, Code: string(bourse.ErrorCode(err)), Message: err.Error()}
+	var be *bourse.Error
+	if errors.As(err, &be) {
+		fe.Field, fe.Message = be.Field, be.Message
+	}
+	return fe
 }
 
 func (c *Console) pageFor(path string) pageFunc {
@@ -188,6 +197,8 @@ func (c *Console) pageFor(path string) pageFunc {
 		return c.report
 	case "/audit":
 		return c.audit
+	case "/sessions":
+		return c.sessions
 	}
 	return c.overview
 }

@@ -8,9 +8,13 @@
 // Pages are html/template with embedded templates and CSS, charts are SVG
 // drawn on the server, nothing is fetched from elsewhere: it works
 // offline. Users log in with a password (bcrypt, a users file); sessions
-// are HMAC-signed cookies (HttpOnly, SameSite=Strict, Secure behind TLS);
-// every form carries the session's CSRF token, and a POST from another
-// origin is refused. Viewers see no forms and get 403 on any POST.
+// are kept on the server (Sessions), the cookie holding only a random
+// token (HttpOnly, SameSite=Strict, Secure behind TLS), so that logout, a
+// change of password or an administrator's "end all sessions" ends a
+// session at once, wherever its cookie was copied; every form carries the
+// session's CSRF token, and a POST from another origin is refused.
+// Viewers see no administrative forms and get 403 on any POST but their
+// own logout and password.
 package console
 
 import (
@@ -22,7 +26,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/bourse/bourse/breakdown"
@@ -41,14 +47,28 @@ type Config struct {
 	// Contracts, if set, feeds the cost report (the exchange's store).
 	Contracts breakdown.Source
 	Users     Users
-	// Secret signs session cookies; a random one if empty (sessions then
-	// end when the process does).
+	// UsersFile, if set, is the file Users were read from: a user's change
+	// of her password is written there. Without it the change lasts as
+	// long as the process.
+	UsersFile string
+	// Sessions keeps the sessions; in memory if nil (they then end with
+	// the process, and each console has its own).
+	Sessions Sessions
+	// Secret signs device cookies (the login throttle's); a random one if
+	// empty (browsers are then strangers again after a restart).
 	Secret []byte
-	// Secure marks cookies Secure: set it when the console is served over
+	// Secure marks cookies Secure and asks browsers for HTTPS only
+	// (Strict-Transport-Security): set it when the console is served over
 	// TLS, directly or behind a proxy.
 	Secure bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	// TrustedProxies, if set, are the addresses of the proxies the console
+	// is served behind: only they may reach it (a request from elsewhere
+	// went around the proxy and its TLS, and is refused), and the client's
+	// address, which the login throttle keys on, is read from their
+	// X-Forwarded-For. Without them X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Console serves the pages. Build it with New.
@@ -57,6 +77,14 @@ type Console struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	throttle throttle
+	users    atomic.Pointer[userTable]
+}
+
+// userTable is the users the console knows now, and the hash a name that
+// is none of theirs is checked against.
+type userTable struct {
+	users Users
+	dummy []byte
 }
 
 // New checks cfg and parses the templates.
@@ -74,7 +102,14 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = NewMemSessions()
+	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	c.throttle.clock = cfg.Now
+	if err := c.SetUsers(cfg.Users); err != nil {
+		return nil, err
+	}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -101,9 +136,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
+	if c.cfg.Secure {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	c.mux.ServeHTTP(rec, r)
-	c.cfg.Logger.Info("console", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", c.cfg.Now().Sub(start).Round(time.Microsecond))
+	if len(c.cfg.TrustedProxies) > 0 && !c.trusted(peerAddr(r)) {
+		c.cfg.Logger.Warn("console request around the proxy refused", "remote", r.RemoteAddr, "path", r.URL.Path)
+		http.Error(rec, "this console is served through its proxy only", http.StatusForbidden)
+	} else {
+		c.mux.ServeHTTP(rec, r)
+	}
+	c.cfg.Logger.Info("console", "method", r.Method, "path", r.URL.Path, "status", rec.status, "remote", c.clientAddr(r), "took", c.cfg.Now().Sub(start).Round(time.Microsecond))
 }
 
 type statusRecorder struct {
@@ -119,9 +162,11 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /login", c.loginPage)
 	c.mux.HandleFunc("POST /login", c.login)
 	c.mux.HandleFunc("POST /logout", c.write(c.logout))
+	c.mux.HandleFunc("POST /password", c.write(c.changePassword))
+	c.mux.HandleFunc("POST /sessions/end", c.write(c.endAll))
 	for path, p := range map[string]pageFunc{
 		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
-		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit,
+		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit, "/sessions": c.sessions,
 	} {
 		c.mux.HandleFunc("GET "+path, c.read(p))
 	}
@@ -135,34 +180,55 @@ func (c *Console) routes() {
 	}
 }
 
-// sessionOf is the request's valid session, if any.
-func (c *Console) sessionOf(r *http.Request) (session, bool) {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return session{}, false
+// SetUsers replaces the console's users (after the users file changed):
+// the sessions of a user removed, or whose role or password changed, end.
+func (c *Console) SetUsers(us Users) error {
+	if len(us) == 0 {
+		return errors.New("console: at least one user is required")
 	}
-	return decodeSession(c.cfg.Secret, ck.Value, c.cfg.Now(), c.cfg.Users)
+	dummy, err := us.dummyHash()
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	c.users.Store(&userTable{users: us, dummy: dummy})
+	return nil
 }
 
 // read serves a page to anyone logged in.
 func (c *Console) read(p pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.sessionOf(r)
+		s, ok := c.sessionOr(w, r)
 		if !ok {
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		c.render(w, r, s, p, nil, http.StatusOK)
 	}
 }
 
+// sessionOr is the request's session; without one it answers the
+// request itself (a page sends the browser to log in) and returns false.
+func (c *Console) sessionOr(w http.ResponseWriter, r *http.Request) (Session, bool) {
+	s, err := c.sessionOf(r)
+	switch {
+	case err == nil:
+		return s, true
+	case !errors.Is(err, errNoSession):
+		c.cfg.Logger.Error("console sessions", "err", err)
+		http.Error(w, "sessions cannot be read now: try again", http.StatusServiceUnavailable)
+	case r.Method == http.MethodGet:
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+	default:
+		http.Error(w, "log in first", http.StatusUnauthorized)
+	}
+	return Session{}, false
+}
+
 // write guards a POST: a session, an admin, the session's CSRF token,
 // and the request's own origin.
-func (c *Console) write(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
+func (c *Console) write(h func(http.ResponseWriter, *http.Request, Session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.sessionOf(r)
+		s, ok := c.sessionOr(w, r)
 		if !ok {
-			http.Error(w, "log in first", http.StatusUnauthorized)
 			return
 		}
 		if !sameOrigin(r) {
@@ -177,7 +243,7 @@ func (c *Console) write(h func(http.ResponseWriter, *http.Request, session)) htt
 			http.Error(w, "the form's CSRF token is missing or stale: reload the page", http.StatusForbidden)
 			return
 		}
-		if s.Role != Admin && r.URL.Path != "/logout" {
+		if s.Role != Admin && !forEveryone[r.URL.Path] {
 			http.Error(w, s.User+" is a viewer: viewers cannot change anything", http.StatusForbidden)
 			return
 		}

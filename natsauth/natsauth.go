@@ -6,18 +6,21 @@
 // alone, so that an operator needs nothing but the bourse binary.
 //
 // Everything lives in one folder: the seeds (*.nk), which are secrets, the
-// JWTs, each party's credentials file (<id>.creds) and the nats-server
+// JWTs, each party's credentials file (<id>.creds), the nats-server
 // configuration (nats-server.conf) that trusts the operator and preloads
-// the accounts.
+// the accounts, and the registry of every key issued (issued). Credentials
+// expire; Rotate gives a party a new key and Revoke ends its keys, both by
+// re-signing the account with its revocations, which a NATS server learns
+// on a reload (memory resolver) or from Push (full resolver).
 package natsauth
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -47,6 +50,9 @@ type Options struct {
 	ResolverDir string
 	Host        string // nats-server's address, 127.0.0.1
 	Port        int    // 4222
+	// Expires is how long the exchange's credentials work; never if
+	// zero.
+	Expires time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -157,83 +163,11 @@ resolver: {
 	if w.err != nil {
 		return nil, w.err
 	}
-	creds, err := User(dir, RoleExchange, "exchange")
+	creds, err := User(dir, RoleExchange, "exchange", UserOptions{Expires: o.Expires})
 	if err != nil {
 		return nil, err
 	}
 	return append(w.wrote, creds), nil
-}
-
-// User makes the credentials file of a party of role in dir, signed by
-// the market's account: a client or server held to its own subjects, or
-// the exchange, which may use every subject of the account. It returns the
-// file's path.
-func User(dir, role, id string) (string, error) {
-	if err := protocol.CheckID(id); err != nil {
-		return "", fmt.Errorf("%s %q: %w", role, id, err)
-	}
-	accSeed, err := os.ReadFile(filepath.Join(dir, "account.nk"))
-	if err != nil {
-		return "", fmt.Errorf("the market's account key: %w (run bourse admin nats-auth init first)", err)
-	}
-	acc, err := nkeys.FromSeed(bytes.TrimSpace(accSeed))
-	if err != nil {
-		return "", fmt.Errorf("account.nk: %w", err)
-	}
-	accPub, _ := acc.PublicKey()
-	u, err := nkeys.CreateUser()
-	if err != nil {
-		return "", err
-	}
-	uPub, _ := u.PublicKey()
-	uc := jwt.NewUserClaims(uPub)
-	uc.Name = id
-	uc.IssuerAccount = accPub
-	if err := permit(&uc.Permissions, role, id); err != nil {
-		return "", err
-	}
-	token, err := uc.Encode(acc)
-	if err != nil {
-		return "", fmt.Errorf("user jwt: %w", err)
-	}
-	seed, _ := u.Seed()
-	creds, err := jwt.FormatUserConfig(token, seed)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, id+".creds")
-	if _, err := os.Stat(path); err == nil {
-		return "", fmt.Errorf("%s exists: a party has one credentials file (remove it to issue a new one)", path)
-	}
-	if err := os.WriteFile(path, creds, 0o600); err != nil {
-		return "", err
-	}
-	if role == RoleServer {
-		// Its user key signs its readings too: the exchange reads this
-		// file with --server-keys.
-		if err := appendKey(filepath.Join(dir, ServerKeys), id, uPub); err != nil {
-			return "", err
-		}
-	}
-	return path, nil
-}
-
-// ServerKeys is the file in dir of the servers' public keys, for
-// bourse exchange --server-keys (package signing reads it).
-const ServerKeys = "server-keys"
-
-func appendKey(path, id, pub string) error {
-	_, err := os.Stat(path)
-	fresh := errors.Is(err, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if fresh {
-		fmt.Fprintln(f, "# GPU servers' public keys, for bourse exchange --server-keys: readings must carry their server's signature")
-	}
-	_, err = fmt.Fprintf(f, "%s %s\n", id, pub)
-	return errors.Join(err, f.Close())
 }
 
 // permit writes role's permissions, docs/protocol.md's "Identity".

@@ -42,7 +42,7 @@ func operatorMarket(t *testing.T) (dir string, ns *natsserver.Server, ledger cur
 	require.NoError(t, err)
 	assert.Contains(t, files, filepath.Join(dir, "exchange.creds"))
 	for _, p := range []struct{ role, id string }{{natsauth.RoleClient, "alice"}, {natsauth.RoleClient, "bob"}, {natsauth.RoleServer, "gpu1"}, {natsauth.RoleServer, "gpu2"}} {
-		_, err := natsauth.User(dir, p.role, p.id)
+		_, err := natsauth.User(dir, p.role, p.id, natsauth.UserOptions{})
 		require.NoError(t, err)
 	}
 	opts, err := natsserver.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
@@ -190,24 +190,60 @@ func TestOperatorPermissions(t *testing.T) {
 
 func TestUserErrors(t *testing.T) {
 	dir := t.TempDir()
-	_, err := natsauth.User(dir, natsauth.RoleClient, "alice")
+	_, err := natsauth.User(dir, natsauth.RoleClient, "alice", natsauth.UserOptions{})
 	assert.ErrorContains(t, err, "run bourse admin nats-auth init first")
 	_, err = natsauth.Init(dir, natsauth.Options{})
 	require.NoError(t, err)
 	_, err = natsauth.Init(dir, natsauth.Options{})
 	assert.ErrorContains(t, err, "holds a market's keys already")
-	_, err = natsauth.User(dir, "admin", "root")
+	_, err = natsauth.User(dir, "admin", "root", natsauth.UserOptions{})
 	assert.ErrorContains(t, err, "want exchange, client or server")
-	_, err = natsauth.User(dir, natsauth.RoleClient, "Bad.Id")
+	_, err = natsauth.User(dir, natsauth.RoleClient, "Bad.Id", natsauth.UserOptions{})
 	assert.Error(t, err)
-	_, err = natsauth.User(dir, natsauth.RoleClient, "alice")
+	_, err = natsauth.User(dir, natsauth.RoleClient, "alice", natsauth.UserOptions{})
 	require.NoError(t, err)
-	_, err = natsauth.User(dir, natsauth.RoleClient, "alice")
-	assert.ErrorContains(t, err, "exists")
+	_, err = natsauth.User(dir, natsauth.RoleClient, "alice", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, "issued already")
 	info, err := os.Stat(filepath.Join(dir, "alice.creds"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "a credentials file holds a secret")
 	info, err = os.Stat(filepath.Join(dir, "account.nk"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+// TestIDsUniqueAcrossRoles: an id is one party's, in one role, for the
+// life of the operator: once gpu1 was issued as a server, no client gets
+// its name, even after gpu1.creds left the folder (it would read
+// gpu1's deliveries), and issuing it again is a rotation, not a second
+// key.
+func TestIDsUniqueAcrossRoles(t *testing.T) {
+	dir := t.TempDir()
+	_, err := natsauth.Init(dir, natsauth.Options{})
+	require.NoError(t, err)
+	_, err = natsauth.User(dir, natsauth.RoleServer, "gpu1", natsauth.UserOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, "gpu1.creds")), "handed out")
+
+	_, err = natsauth.User(dir, natsauth.RoleClient, "gpu1", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, `"gpu1" was issued to the server gpu1`)
+	assert.NoFileExists(t, filepath.Join(dir, "gpu1.creds"))
+	_, err = natsauth.User(dir, natsauth.RoleServer, "gpu1", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, "rotate replaces its key")
+	_, err = natsauth.User(dir, natsauth.RoleClient, "exchange", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, `"exchange" was issued to the exchange exchange`)
+	keys, err := signing.LoadKeys(filepath.Join(dir, natsauth.ServerKeys))
+	require.NoError(t, err, "one key for gpu1: the exchange still starts")
+	assert.Len(t, keys, 1)
+
+	// A folder made before the registry: it is rebuilt from what the
+	// folder holds, server-keys included.
+	_, err = natsauth.User(dir, natsauth.RoleServer, "gpu2", natsauth.UserOptions{})
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, "gpu2.creds")))
+	require.NoError(t, os.Remove(filepath.Join(dir, natsauth.Registry)))
+	_, err = natsauth.User(dir, natsauth.RoleClient, "gpu2", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, `"gpu2" was issued to the server gpu2`)
+	_, err = natsauth.User(dir, natsauth.RoleServer, "exchange", natsauth.UserOptions{})
+	assert.ErrorContains(t, err, `"exchange" was issued to the exchange exchange`)
 }

@@ -170,17 +170,16 @@ func (f *File) check() error {
 	if !fileName.MatchString(f.Name) {
 		return fieldErr("name", "%q: want letters, digits, '.', '_' or '-' (it names the report's folder)", f.Name)
 	}
-	for _, d := range []struct {
-		path string
-		v    time.Duration
-	}{{"horizon", f.Horizon}, {"limit", f.Limit}, {"sample", f.Sample}, {"reading_every", f.ReadingEvery}} {
-		if d.v < 0 {
-			return fieldErr(d.path, "%v is negative", d.v)
-		}
+	if err := f.checkRun(); err != nil {
+		return err
 	}
-	for name, p := range f.Policies {
+	for _, name := range f.PolicyNames() {
+		p := f.Policies[name]
 		if !fileName.MatchString(name) {
 			return fieldErr("policies", "%q: want letters, digits, '.', '_' or '-' (it names the policy's files)", name)
+		}
+		if err := checkPolicy("policies."+name, p); err != nil {
+			return err
 		}
 		if _, err := p.Build(); err != nil {
 			return fieldErr("policies."+name, "%v", err)
@@ -190,6 +189,7 @@ func (f *File) check() error {
 		return fieldErr("servers", "a scenario needs servers")
 	}
 	ids := map[string]bool{}
+	servers, gpus := 0, 0
 	for i, s := range f.Servers {
 		at := fmt.Sprintf("servers[%d]", i)
 		switch {
@@ -199,10 +199,24 @@ func (f *File) check() error {
 			return fieldErr(at+".id", "%q is another server's id", s.ID)
 		case s.GPUs < 1:
 			return fieldErr(at+".gpus", "a server needs at least one GPU")
-		case s.Replicas < 0:
-			return fieldErr(at+".replicas", "negative")
+		}
+		if err := firstErr(bGPUs.whole(at+".gpus", s.GPUs), bReplicas.whole(at+".replicas", s.Replicas), bMemory.whole(at+".memory_mib", s.MemoryMiB)); err != nil {
+			return err
+		}
+		servers += max(1, s.Replicas)
+		gpus += max(1, s.Replicas) * s.GPUs
+		if servers > int(bServers.max) {
+			return fieldErr(at+".replicas", "the servers add up to %d with these: want %s", servers, bServers.want())
+		}
+		if gpus > int(bAllGPUs.max) {
+			return fieldErr(at+".gpus", "the GPUs add up to %d with these: want %s", gpus, bAllGPUs.want())
 		}
 		ids[s.ID] = true
+		if s.Policy.Inline != nil {
+			if err := checkPolicy(at+".policy", *s.Policy.Inline); err != nil {
+				return err
+			}
+		}
 		if _, err := f.policy(s.Policy, ""); err != nil {
 			return fieldErr(at+".policy", "%v", err)
 		}
@@ -252,10 +266,69 @@ func (c ClientFile) check(at string) error {
 	case c.Allowance != nil && c.Allowance.A.IsZero() && c.Allowance.B.IsZero():
 		return fieldErr(at+".allowance", "a and b are both zero: it does nothing")
 	}
+	errs := []error{bBudget.money(at+".budget", c.Budget), bValue.money(at+".value", c.Value), bPatience.duration(at+".patience", c.Patience)}
+	if a := c.Allowance; a != nil {
+		errs = append(errs, bAllowanceA.money(at+".allowance.a", a.A), bAllowanceB.money(at+".allowance.b", a.B), bPeriod.duration(at+".allowance.period", a.Period))
+	}
+	s := c.Strategy
+	errs = append(errs, bStart.money(at+".strategy.start", s.Start), bStep.money(at+".strategy.step", s.Step), bBase.money(at+".strategy.base", s.Base),
+		bWindow.duration(at+".strategy.window", s.Window), bSlack.number(at+".strategy.slack", s.Slack))
+	if err := firstErr(errs...); err != nil {
+		return err
+	}
 	if _, err := c.Strategy.Build(); err != nil {
 		return fieldErr(at+".strategy", "%v", err)
 	}
 	return nil
+}
+
+// checkRun checks the run's settings: its seeds, times and samples.
+func (f *File) checkRun() error {
+	for _, d := range []struct {
+		path string
+		v    time.Duration
+	}{{"horizon", f.Horizon}, {"limit", f.Limit}, {"sample", f.Sample}, {"reading_every", f.ReadingEvery}} {
+		if d.v < 0 {
+			return fieldErr(d.path, "%v is negative", d.v)
+		}
+	}
+	err := firstErr(bSeeds.whole("seeds", len(f.Seeds)), bHorizon.duration("horizon", f.Horizon), bLimit.duration("limit", f.Limit),
+		bSample.duration("sample", f.Sample), bReadingEvery.duration("reading_every", f.ReadingEvery))
+	if err != nil {
+		return err
+	}
+	// The series holds a point a sample for the whole run: sim.Config's
+	// defaults say how long that is.
+	length, sample := f.Limit, f.Sample
+	if length == 0 {
+		length = year
+		if f.Horizon > 0 {
+			length = f.Horizon + 30*24*time.Hour
+		}
+	}
+	if sample == 0 {
+		sample = time.Hour
+	}
+	if n := length / sample; n > time.Duration(bSamples.max) {
+		return fieldErr("sample", "%v makes %d samples in a run of %v: at most %d (raise sample, or set limit)", sample, n, length, int(bSamples.max))
+	}
+	return nil
+}
+
+// checkPolicy checks a policy's numbers; Build checks its curves.
+func checkPolicy(at string, p server.PolicyConfig) error {
+	errs := []error{
+		bPolicyTime.duration(at+".max_time_limit", p.MaxTimeLimit), bPolicyTime.duration(at+".counter_ttl", p.CounterTTL),
+		bPolicyTime.duration(at+".fair_use.min_time_limit", p.FairUse.MinTimeLimit), bPolicyTime.duration(at+".fair_use.max_time_limit", p.FairUse.MaxTimeLimit),
+		bPolicyTime.duration(at+".fair_use.cooldown", p.FairUse.Cooldown), bMaxRunning.whole(at+".fair_use.max_running", p.FairUse.MaxRunning),
+	}
+	if p.Bookings != nil {
+		errs = append(errs, bPolicyTime.duration(at+".bookings.max_ahead", p.Bookings.MaxAhead))
+	}
+	if k, err := decimal.NewFromString(p.K); err == nil {
+		errs = append(errs, bK.money(at+".k", k))
+	}
+	return firstErr(errs...)
 }
 
 // PolicyNames lists the file's named policies, sorted.

@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,7 +71,8 @@ func TestParseErrors(t *testing.T) {
 		{"UnknownKeyDeep", "    arrivals: {process: poisson, rate: 0.1}", "    arrivals: {process: poisson, rat: 0.1}", `17: workload.generator.arrivals.rat: no such field`},
 		{"UnknownPolicyKey", `    p: [["0", "0.001"]]`, `    price: [["0", "0.001"]]`, `4: policies.posted.price: no such field`},
 		{"UnknownPolicyName", "replicas: 2, policy: posted}", "replicas: 2, policy: postd}", `7: servers[0].policy: no policy "postd"`},
-		{"BadPolicy", `k: "2"}`, `k: "-2"}`, `5: policies.surge: `},
+		{"BadPolicy", `k: "2"}`, `k: "-2"}`, `5: policies.surge.k: "-2" is out of bounds: want 0 to 1000`},
+		{"BadPolicyKind", `surge: {kind: utilisation`, `surge: {kind: surging`, `5: policies.surge: policy "surging": want reserve or utilisation`},
 		{"BadStrategy", "strategy: fixed}", "strategy: greedy}", `12: clients[0].strategy: no strategy "greedy"`},
 		{"StrategyKey", `start: "0.5"}`, `begin: "0.5"}`, `13: clients[1].strategy.begin: no such field (want one of base, kind, slack, start, step, window)`},
 		{"NoValue", `value: "0.004"`, `value: "0"`, `12: clients[0].value: a client needs a positive value`},
@@ -80,7 +82,31 @@ func TestParseErrors(t *testing.T) {
 		{"AllowanceKey", `allowance: {a: "1", b: "0.1"}`, `allowance: {a: "1", c: "0.1"}`, `13: clients[1].allowance.c: no such field`},
 		{"NoGPUs", "    gpus: 4", "    gpus: 0", `9: servers[1].gpus: a server needs at least one GPU`},
 		{"WorkloadField", "rate: 0.1}", "rate: -1}", `17: workload.generator.arrivals.rate`},
-		{"BadDuration", "mean: 10m}", "mean: ten}", `t.yaml:`},
+		{"BadDuration", "mean: 10m}", "mean: ten}", `18: workload.generator.durations.mean: "ten" is not a duration like 90s or 1h30m`},
+		// Bounds (docs/sim.md): past them a run spins, runs out of
+		// memory, or means nothing.
+		{"ReadingEvery", "name: t", "name: t\nreading_every: 1ns", `2: reading_every: 1ns is out of bounds: want 1s to 24h0m0s, or 0 for a minute`},
+		{"Sample", "name: t", "name: t\nsample: 1ns", `2: sample: 1ns is out of bounds: want 1s to`},
+		{"Samples", "name: t", "name: t\nsample: 1s", `2: sample: 1s makes 31536000 samples in a run of 8760h0m0s: at most 1000000`},
+		{"Replicas", "replicas: 2, policy: posted}", "replicas: 1000000000, policy: posted}", `7: servers[0].replicas: 1000000000 is out of bounds: want 1 to 100000, or 0 for one`},
+		{"GPUs", "    gpus: 4", "    gpus: 1000000000", `9: servers[1].gpus: 1000000000 is out of bounds: want 1 to 1024`},
+		{"AllServers", "replicas: 2, policy: posted}", "replicas: 100000, policy: posted}", `8: servers[1].replicas: the servers add up to 100001 with these`},
+		{"AllGPUs", "gpus: 8, replicas: 2", "gpus: 1024, replicas: 1000", `7: servers[0].gpus: the GPUs add up to 1024000 with these: want 1 to 1000000`},
+		{"Memory", "model: H100, gpus: 8", "model: H100, memory_mib: -1, gpus: 8", `7: servers[0].memory_mib: -1 is out of bounds`},
+		{"BudgetNaN", `budget: "100"`, `budget: "NaN"`, `12: clients[0].budget: "NaN" is not a decimal number like "12.50"`},
+		{"BudgetHuge", `budget: "100"`, `budget: "1e13"`, `12: clients[0].budget: "10000000000000" is out of bounds: want 0 to 1000000000000`},
+		{"ValueHuge", `value: "0.004"`, `value: "2000000"`, `12: clients[0].value: "2000000" is out of bounds: want more than 0, at most 1000000`},
+		{"SeedNegative", "name: t", "name: t\nseeds: [1, -1]", `2: seeds[1]: "-1" is not a whole number from 0 to 18446744073709551615`},
+		{"SeedType", "name: t", "name: t\nseeds: one", `2: seeds: "one" is not a list`},
+		{"Slack", "strategy: fixed}", "strategy: {kind: fixed, slack: .nan}}", `12: clients[0].strategy.slack: NaN is out of bounds: want more than 1, at most 100, or 0 for 1.5`},
+		{"Start", `start: "0.5"}`, `start: "2"}`, `13: clients[1].strategy.start: "2" is out of bounds: want more than 0, at most 1, or 0 for 0.5`},
+		{"Patience", "patience: 1h", "patience: 9000h", `13: clients[1].patience: 9000h0m0s is out of bounds`},
+		{"AllowancePeriod", `allowance: {a: "1", b: "0.1"}`, `allowance: {a: "1", b: "0.1", period: 1ns}`, `13: clients[1].allowance.period: 1ns is out of bounds: want 1m0s to`},
+		{"PolicyTime", "preempt: true}", "preempt: true, counter_ttl: -1s}", `10: servers[1].policy.counter_ttl: -1s is out of bounds`},
+		{"MaxRunning", "preempt: true}", "preempt: true, fair_use: {max_running: -1}}", `10: servers[1].policy.fair_use.max_running: -1 is out of bounds`},
+		{"JobGPUs", "    clients: {ada: 1, bea: 1}", "    gpus: {1000000000: 1}\n    clients: {ada: 1, bea: 1}", `19: workload.generator.gpus.1000000000: a job needs 1 to 1024 GPUs`},
+		{"Rate", "rate: 0.1}", "rate: 1e12}", `17: workload.generator.arrivals.rate: must be a number more than 0, at most 1e+06`},
+		{"Limit", "name: t", "name: t\nlimit: 100000h", `2: limit: 100000h0m0s is out of bounds: want 1s to 87600h0m0s`},
 		{"NoName", "name: t", "name: \"\"", `1: name: a scenario needs a name`},
 		{"NameNotAFileName", "name: t", "name: ../etc", `1: name: "../etc": want letters, digits`},
 		{"PolicyNameNotAFileName", "  surge: {kind", "  su/rge: {kind", `2: policies: "su/rge": want letters`},
@@ -113,5 +139,15 @@ func TestExamples(t *testing.T) {
 			_, _, _, err := f.Market(pol)
 			assert.NoError(t, err, "%s under %q", p, pol)
 		}
+	}
+}
+
+// TestBoundsDocumented: docs/sim.md lists every bound the scenario checks,
+// as the checks word it.
+func TestBoundsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/sim.md")
+	require.NoError(t, err)
+	for _, line := range scenario.BoundLines() {
+		assert.True(t, strings.Contains(string(doc), "\n"+line+"\n"), "docs/sim.md, Bounds, lacks the line\n%s", line)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/shopspring/decimal"
 	"gopkg.in/yaml.v3"
 )
 
@@ -77,6 +79,15 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 	if reflect.PointerTo(t).Implements(unmarshaler) || t == nodeType {
 		return nil
 	}
+	if n.Kind == yaml.ScalarNode {
+		// A value of the wrong type (seeds: [-1], budget: "NaN"): the
+		// decoder would say so without the field, and for some types
+		// without the line.
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			return &LineError{Line: n.Line, Path: path, Err: fmt.Errorf("%q is not %s", n.Value, describe(t))}
+		}
+		return nil
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -113,6 +124,33 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// describe says what a value of type t is, for a person.
+func describe(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[time.Duration]():
+		return "a duration like 90s or 1h30m"
+	case reflect.TypeFor[decimal.Decimal]():
+		return `a decimal number like "12.50"`
+	}
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping of keys to values"
+	}
+	return "a " + t.String()
 }
 
 var (

@@ -67,3 +67,43 @@ func TestReadKeysErrors(t *testing.T) {
 	_, err := signing.LoadSigner(filepath.Join(t.TempDir(), "none"))
 	assert.ErrorContains(t, err, "signing key")
 }
+
+// TestKeyFileReload: a rotated server's new key verifies after Reload,
+// its old one no longer; a file broken meanwhile keeps the keys read
+// before.
+func TestKeyFileReload(t *testing.T) {
+	oldSeed, oldPub, err := signing.NewKey()
+	require.NoError(t, err)
+	newSeed, newPub, err := signing.NewKey()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	signer := func(seed []byte) signing.Signer {
+		path := filepath.Join(dir, "k.nk")
+		require.NoError(t, os.WriteFile(path, seed, 0o600))
+		s, err := signing.LoadSigner(path)
+		require.NoError(t, err)
+		return s
+	}
+	body := []byte(`{"contract":"c-1","seq":1}`)
+	oldSig, err := signer(oldSeed).Sign(body)
+	require.NoError(t, err)
+	newSig, err := signer(newSeed).Sign(body)
+	require.NoError(t, err)
+
+	path := filepath.Join(dir, "server-keys")
+	require.NoError(t, os.WriteFile(path, []byte("gpu1 "+oldPub+"\n"), 0o644))
+	f, err := signing.OpenKeyFile(path)
+	require.NoError(t, err)
+	assert.NoError(t, f.Verify("gpu1", body, oldSig))
+	assert.ErrorIs(t, f.Verify("gpu1", body, newSig), signing.ErrBadSignature)
+
+	require.NoError(t, os.WriteFile(path, []byte("gpu1 "+newPub+"\n"), 0o644))
+	require.NoError(t, f.Reload())
+	assert.NoError(t, f.Verify("gpu1", body, newSig), "the new key, without a restart")
+	assert.ErrorIs(t, f.Verify("gpu1", body, oldSig), signing.ErrBadSignature, "the old key no longer")
+
+	require.NoError(t, os.WriteFile(path, []byte("gpu1 "+newPub+"\ngpu1 "+oldPub+"\n"), 0o644))
+	assert.ErrorContains(t, f.Reload(), "has a key already")
+	assert.NoError(t, f.Verify("gpu1", body, newSig), "the keys read before stay")
+	assert.Equal(t, 1, f.Len())
+}

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"context"
 	"runtime"
 	"testing"
 )
@@ -16,7 +17,7 @@ func BenchmarkMarket(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
-	r, err := m.Run()
+	r, err := m.Run(context.Background())
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
 	if err != nil || r.Summary.Contracts == 0 {

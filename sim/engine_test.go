@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestEngine(t *testing.T) {
@@ -32,4 +34,25 @@ func TestEngine(t *testing.T) {
 	assert.Len(t, got, 7, "the late event is after until")
 	e.Run(t0.Add(2 * time.Hour))
 	assert.Equal(t, "late@1h1m0s", got[7])
+}
+
+// TestEngineRunContext: a run stops once its context is done, even one
+// whose events never let the clock move (an event that schedules itself
+// at once, for ever), within a thousand events, and says why.
+func TestEngineRunContext(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := NewEngine(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	var spin func()
+	spin = func() {
+		if e.Events() == 5000 {
+			cancel()
+		}
+		e.After(0, spin)
+	}
+	e.After(0, spin)
+	err := e.RunContext(ctx, start.Add(time.Hour))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.LessOrEqual(t, e.Events(), uint64(5000+1024))
+	assert.Equal(t, start, e.Now(), "the clock where it stopped")
 }

@@ -49,7 +49,7 @@ func TestInProcessMarket(t *testing.T) {
 	run := func(seed uint64) (*sim.Market, metrics.Result, []byte) {
 		var log bytes.Buffer
 		m := market(t, seed, jobs, &log)
-		r, err := m.Run()
+		r, err := m.Run(context.Background())
 		require.NoError(t, err)
 		dump, err := m.Contracts(context.Background())
 		require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestForget(t *testing.T) {
 		m, err := sim.New(sim.Config{Scenario: "demo", Servers: scenario.DefaultServers(), Clients: clients, Seed: 1,
 			Workload: newDemoJobs(1, jobs, 30*time.Second), Log: &log, Forget: forget})
 		require.NoError(t, err)
-		r, err := m.Run()
+		r, err := m.Run(context.Background())
 		require.NoError(t, err)
 		rs, err := json.Marshal(r)
 		require.NoError(t, err)

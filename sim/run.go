@@ -9,12 +9,18 @@ import (
 	"github.com/bourse/bourse/sim/metrics"
 )
 
+// ErrInterrupted is why a run stopped before its end: its context was
+// done (bourse sim on SIGINT or SIGTERM). The Result that comes with it
+// is the run as far as it went, marked Interrupted.
+var ErrInterrupted = errors.New("sim: interrupted")
+
 // Run trades the workload: each job is submitted at its arrival, the
 // market runs until every job has ended or given up (or Limit), and the
-// result sums it up.
-func (m *Market) Run() (metrics.Result, error) {
+// result sums it up. Once stop is done the run ends within a thousand
+// events, with the result so far and ErrInterrupted.
+func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	hc := m.house.Config()
-	ctx := context.Background()
+	ctx := context.Background() // the House's calls: a run never abandons one halfway
 	// One event a reading interval per server: its readings, stops and
 	// heartbeat, as its agent's tick loop would.
 	for _, id := range m.ids {
@@ -43,7 +49,12 @@ func (m *Market) Run() (metrics.Result, error) {
 	}
 	m.e.At(m.m.Due(), m.sample)
 	m.pull()
-	m.e.Run(m.cfg.Start.Add(m.cfg.Limit))
+	if err := m.e.RunContext(stop, m.cfg.Start.Add(m.cfg.Limit)); err != nil {
+		m.finish()
+		r := m.m.Result(m.e.Now())
+		r.Scenario, r.Policy, r.Seed, r.Interrupted = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed, true
+		return r, fmt.Errorf("%w after %v of virtual time: %w", ErrInterrupted, m.e.Now().Sub(m.cfg.Start), err)
+	}
 	if m.srcErr != nil {
 		return metrics.Result{}, fmt.Errorf("sim: workload: %w", m.srcErr)
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -36,19 +37,26 @@ type Progress interface {
 // same results. progress, if set, hears each run's arrivals, from the
 // runs' goroutines. The first error stops the runs not yet started and is
 // returned.
+//
+// Once ctx is done the runs under way stop within a thousand events each
+// and those not started never start: RunAll then returns what it has,
+// the runs that ended and those cut off (Result.Interrupted), in the
+// plans' order, with an error that wraps ErrInterrupted.
 func RunAll(ctx context.Context, plans []Plan, workers int, progress Progress) ([]metrics.Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	stop := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	results := make([]metrics.Result, len(plans))
+	ran := make([]bool, len(plans))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(workers, len(plans)) {
 		wg.Go(func() {
 			for i := range next {
-				r, err := runPlan(plans[i], func(jobs int) {
+				r, err := runPlan(stop, plans[i], func(jobs int) {
 					if progress != nil {
 						progress.Arrived(i, jobs)
 					}
@@ -56,11 +64,11 @@ func RunAll(ctx context.Context, plans []Plan, workers int, progress Progress) (
 				if progress != nil {
 					progress.Finished(i, r.Summary.Jobs)
 				}
-				if err != nil {
+				if err != nil && !errors.Is(err, ErrInterrupted) {
 					cancel(fmt.Errorf("sim: %s, seed %d: %w", plans[i].Policy, plans[i].Seed, err))
 					continue
 				}
-				results[i] = r
+				results[i], ran[i] = r, true
 			}
 		})
 	}
@@ -74,13 +82,22 @@ feed:
 	}
 	close(next)
 	wg.Wait()
+	if err := stop.Err(); err != nil {
+		var got []metrics.Result
+		for i, r := range results {
+			if ran[i] {
+				got = append(got, r)
+			}
+		}
+		return got, fmt.Errorf("%w: %d of %d runs ended or were cut off: %w", ErrInterrupted, len(got), len(plans), err)
+	}
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
 	return results, nil
 }
 
-func runPlan(p Plan, progress func(int)) (metrics.Result, error) {
+func runPlan(stop context.Context, p Plan, progress func(int)) (metrics.Result, error) {
 	cfg, closeFn, err := p.Build()
 	if err != nil {
 		return metrics.Result{}, err
@@ -95,13 +112,13 @@ func runPlan(p Plan, progress func(int)) (metrics.Result, error) {
 	if err != nil {
 		return metrics.Result{}, err
 	}
-	r, err := m.Run()
-	if err != nil {
+	r, err := m.Run(stop)
+	if err != nil && !errors.Is(err, ErrInterrupted) {
 		return metrics.Result{}, err
 	}
 	r.Summary.Wall = time.Since(began).Seconds()
 	if r.Summary.Wall > 0 {
 		r.Summary.JobsPerSec = float64(r.Summary.Jobs) / r.Summary.Wall
 	}
-	return r, nil
+	return r, err
 }

@@ -60,3 +60,30 @@ func TestRunAllFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "seed 2: no such trace")
 }
+
+// TestRunAllInterrupted: once its context is done, RunAll stops the run
+// under way within a second, starts no other, and returns that run as far
+// as it went, marked Interrupted, with ErrInterrupted.
+func TestRunAllInterrupted(t *testing.T) {
+	plans := demoPlans(3, false)
+	for i := range plans {
+		seed := plans[i].Seed
+		plans[i].Build = func() (sim.Config, func() error, error) {
+			return sim.Config{Scenario: "demo", Servers: scenario.DefaultServers(), Clients: richClients(), ReadingEvery: time.Second, Sample: time.Minute,
+				Workload: newDemoJobs(seed, 10_000_000, 30*time.Second)}, nil, nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	time.AfterFunc(500*time.Millisecond, func() { cancelled = time.Now(); cancel() })
+	rs, err := sim.RunAll(ctx, plans, 1, nil)
+	took := time.Since(cancelled)
+	require.ErrorIs(t, err, sim.ErrInterrupted)
+	assert.Less(t, took, time.Second, "stopped within a second")
+	require.Len(t, rs, 1, "the run under way; the others never started")
+	assert.True(t, rs[0].Interrupted)
+	assert.Equal(t, uint64(1), rs[0].Seed)
+	assert.Positive(t, rs[0].Summary.Jobs)
+	assert.Less(t, rs[0].Summary.Jobs, 10_000_000)
+	assert.NotEmpty(t, rs[0].Series, "what it sampled so far")
+}

@@ -29,7 +29,7 @@ func settledCharges(t *testing.T, cfg sim.Config) (decimal.Decimal, []trade.Cont
 	t.Helper()
 	m, err := sim.New(cfg)
 	require.NoError(t, err)
-	r, err := m.Run()
+	r, err := m.Run(context.Background())
 	require.NoError(t, err)
 	cs, err := m.Contracts(context.Background())
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestTheoryProportionalShare(t *testing.T) {
 	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 8, Policy: server.Posted{P: contract.Flat(price)}}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})
 	require.NoError(t, err)
-	r, err := m.Run()
+	r, err := m.Run(context.Background())
 	require.NoError(t, err)
 	var total, funding float64
 	for _, c := range r.Clients {
@@ -169,7 +169,7 @@ func TestTheoryAllowance(t *testing.T) {
 	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: contract.Flat(d("0.01"))}}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}, Forget: time.Hour})
 	require.NoError(t, err)
-	_, err = m.Run()
+	_, err = m.Run(context.Background())
 	require.NoError(t, err)
 	l := m.Store().Ledger()
 	bal := func(id string) float64 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 // parseDay reads a report bound: a date (UTC midnight) or an RFC 3339 time.
@@ -101,7 +101,7 @@ func writeReportTables(w io.Writer, r breakdown.Report) error {
 }
 
 func writeReportCSV(w io.Writer, r breakdown.Report) error {
-	cw := csv.NewWriter(w)
+	cw := safecsv.NewWriter(w)
 	_ = cw.Write([]string{"period", "currency", "org", "project", "client", "model", "contracts", "gpu_seconds", "cost"})
 	for _, l := range r.Lines {
 		_ = cw.Write([]string{l.Period, l.Currency, l.Org, l.Project, l.Client, l.Model, strconv.Itoa(l.Contracts), l.GPUSeconds.String(), l.Cost.String()})

@@ -2,28 +2,24 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
+	"net/netip"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/console"
-	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/treasury"
 )
 
 func newConsoleCmd() *cobra.Command {
 	var dbURL, listen, usersFile, secretFile, certFile, keyFile string
+	var proxies []netip.Prefix
+	var insecureHTTP bool
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the administrators' web console on the ledger's database",
@@ -32,9 +28,13 @@ project, the money supply, allowances, caps, rates, cost reports and the
 audit trail, with forms for grants, burns, allowances, caps, rates and
 exchanges. Every form is the same idempotent, audited action as
 "bourse admin", recorded under the logged-in user. Users and their roles
-(admin or viewer) are in --users, made with "bourse console user". Serve
-it over TLS (--tls-cert, --tls-key) or behind a proxy that does; it listens
-on 127.0.0.1 by default.`,
+(admin or viewer) are in --users, made with "bourse console user"; send
+the process SIGHUP after editing the file. Sessions are kept in the
+database: logout, a change of password and "end all sessions" end them at
+once in every console on it, and they outlive a restart. Serve it over TLS
+(--tls-cert, --tls-key) or behind a proxy that does (--behind-proxy); it
+listens on 127.0.0.1 by default, and refuses plain HTTP on any other
+address unless told --insecure-http (docs/console.md, "Off loopback").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbURL == "" || usersFile == "" {
@@ -64,7 +64,8 @@ on 127.0.0.1 by default.`,
 			if err != nil {
 				return err
 			}
-			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, secret: secret, cert: certFile, key: keyFile, log: log})
+			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, usersFile: usersFile, secret: secret, cert: certFile, key: keyFile,
+				proxies: proxies, insecureHTTP: insecureHTTP, log: log})
 		},
 	}
 	f := cmd.Flags()
@@ -72,9 +73,11 @@ on 127.0.0.1 by default.`,
 	bindEnv(f, "db", "DATABASE_URL")
 	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
 	f.StringVar(&usersFile, "users", "", `users file ("name role bcrypt-hash" a line; see bourse console user)`)
-	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign session cookies, so that sessions outlive a restart and several consoles share them (default: random at start)")
+	f.StringVar(&secretFile, "secret-file", "", "file whose bytes sign device cookies (the login throttle's), so that browsers stay known across a restart and to several consoles (default: random at start)")
 	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM); with --tls-key serves HTTPS and marks cookies Secure")
 	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
+	f.Var(prefixList{&proxies}, "behind-proxy", "the address (or CIDR) of the TLS-terminating proxy the console is served behind (repeat): cookies are Secure, only the proxy may connect, and the client's address is read from its X-Forwarded-For")
+	f.BoolVar(&insecureHTTP, "insecure-http", false, "serve plain HTTP on an address other than loopback anyway (passwords and session cookies cross the network in clear): a loud warning instead of a refusal")
 	cmd.AddCommand(newConsoleUserCmd())
 	return cmd
 }
@@ -133,54 +136,6 @@ func newConsoleUserCmd() *cobra.Command {
 	cmd.Flags().StringVar(&role, "role", string(console.Admin), "admin (reads and writes) or viewer (reads)")
 	cmd.Flags().StringVar(&passwordFile, "password-file", "", "read the password from this file instead of stdin")
 	return cmd
-}
-
-type consoleOptions struct {
-	listen    string
-	users     console.Users
-	secret    []byte
-	cert, key string
-	log       *slog.Logger
-	// ready, if set, gets the address once the console listens.
-	ready func(addr string)
-}
-
-// serveConsole serves the console on treasury t and store's contracts
-// until ctx ends.
-func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, store exchange.Store, o consoleOptions) error {
-	c, err := console.New(console.Config{Treasury: t, Contracts: store, Users: o.users, Secret: o.secret, Secure: o.cert != "", Logger: o.log})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("console listener: %w", err)
-	}
-	scheme := "http"
-	if o.cert != "" {
-		scheme = "https"
-	}
-	fmt.Fprintf(out, "console at %s://%s/\n", scheme, ln.Addr())
-	if o.ready != nil {
-		o.ready(ln.Addr().String())
-	}
-	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute}
-	errc := make(chan error, 1)
-	go func() {
-		if o.cert != "" {
-			errc <- srv.ServeTLS(ln, o.cert, o.key)
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
 }
 
 // randomPassword is a demo's console password.

@@ -57,12 +57,16 @@ finishes those in flight and exits.`,
 				return err
 			}
 			if serverKeys != "" {
-				keys, err := signing.LoadKeys(serverKeys)
+				keys, err := signing.OpenKeyFile(serverKeys)
 				if err != nil {
 					return err
 				}
 				cfg.Verifier = keys
-				log.Info("readings must be signed", "servers", len(keys), "keys", serverKeys)
+				log.Info("readings must be signed", "servers", keys.Len(), "keys", serverKeys)
+				// SIGHUP reads the file again: a rotated server's new
+				// key, a revoked server's gone, without a restart.
+				stop := onHUP("server keys", keys.Reload, log)
+				defer stop()
 			}
 			nc, err := nats.Connect(natsURL, append(opts, tlsOpts...)...)
 			if err != nil {
@@ -110,7 +114,7 @@ finishes those in flight and exits.`,
 	bindEnv(f, "nats", "BOURSE_NATS_URL")
 	login.addFlags(f)
 	tls.addFlags(f)
-	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature`)
+	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature; SIGHUP reads it again`)
 	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger`)
 	bindEnv(f, "db", "DATABASE_URL")
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)

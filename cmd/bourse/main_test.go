@@ -4,11 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/bourse/bourse"
 )
+
+// TestMain runs the bourse command itself when BOURSE_TEST_MAIN=1, so
+// that a test can run it as a process of its own and send it signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("BOURSE_TEST_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
 
 func TestRun(t *testing.T) {
 	tests := []struct {

@@ -24,7 +24,11 @@ trusts the operator and preloads the accounts.
   bourse admin nats-auth init /etc/bourse/nats
   bourse admin nats-auth user /etc/bourse/nats --client alice --server gpu1
   nats-server -c /etc/bourse/nats/nats-server.conf -sd /var/lib/bourse/jetstream
-  bourse exchange --nats-creds /etc/bourse/nats/exchange.creds --db …`,
+  bourse exchange --nats-creds /etc/bourse/nats/exchange.creds --db …
+
+Credentials expire (--expires, a year by default); rotate gives a party a
+new key and revokes its old one, revoke ends a party's credentials, list
+says who holds what until when (docs/operations.md, "Credentials").`,
 	}
 	var o natsauth.Options
 	initCmd := &cobra.Command{
@@ -51,9 +55,11 @@ trusts the operator and preloads the accounts.
 	f.StringVar(&o.ResolverDir, "resolver-dir", "/var/lib/bourse/nats-jwt", "where the full resolver keeps account JWTs on each server")
 	f.StringVar(&o.Host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&o.Port, "port", 4222, "the port nats-server listens on")
+	f.DurationVar(&o.Expires, "expires", defaultExpiry, "how long the exchange's credentials work (0: never)")
 
 	var clients, servers []string
 	var exchangeID string
+	var uo natsauth.UserOptions
 	userCmd := &cobra.Command{
 		Use:   "user DIR --client ID … --server ID …",
 		Short: "Make a credentials file per client and server (DIR/<id>.creds)",
@@ -74,7 +80,7 @@ trusts the operator and preloads the accounts.
 				ps = append(ps, party{natsauth.RoleServer, s})
 			}
 			for _, p := range ps {
-				path, err := natsauth.User(args[0], p.role, p.id)
+				path, err := natsauth.User(args[0], p.role, p.id, uo)
 				if err != nil {
 					return err
 				}
@@ -86,6 +92,7 @@ trusts the operator and preloads the accounts.
 	userCmd.Flags().StringArrayVar(&clients, "client", nil, "a client's id (repeat)")
 	userCmd.Flags().StringArrayVar(&servers, "server", nil, "a GPU server's id (repeat)")
 	userCmd.Flags().StringVar(&exchangeID, "exchange", "", "another exchange user (init makes one, exchange)")
-	cmd.AddCommand(initCmd, userCmd)
+	userCmd.Flags().DurationVar(&uo.Expires, "expires", defaultExpiry, "how long the credentials work (0: never)")
+	cmd.AddCommand(initCmd, userCmd, newNATSRotateCmd(), newNATSRevokeCmd(), newNATSListCmd(), newNATSPushCmd())
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,6 +23,12 @@ func TestNATSAuthCommand(t *testing.T) {
 	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
 	require.NoError(t, err)
 	assert.Len(t, opts.TrustedOperators, 1)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "gpu1.creds")), "handed out")
+	_, errOut, code := bourseCmd("admin", "nats-auth", "user", dir, "--client", "gpu1")
+	assert.Equal(t, 1, code, "a client under a server's id")
+	assert.Contains(t, errOut, `"gpu1" was issued to the server gpu1`)
+	assert.NoFileExists(t, filepath.Join(dir, "gpu1.creds"))
 
 	for _, tt := range []struct {
 		args []string

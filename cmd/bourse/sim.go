@@ -151,19 +151,28 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 		b.Done() // those of runs that never started, after an error
 	}
 	prog.Wait()
-	if err != nil {
+	// Interrupted (SIGINT, SIGTERM): the runs stopped where they were,
+	// and the report holds what they had.
+	interrupted := errors.Is(err, sim.ErrInterrupted)
+	if err != nil && (!interrupted || len(results) == 0) {
 		return err
 	}
 	if err := report.Write(out, results); err != nil {
 		return err
 	}
 	if f.asJSON {
-		return report.JSON(stdout, results)
+		if err := report.JSON(stdout, results); err != nil {
+			return err
+		}
+	} else {
+		if err := report.Table(stdout, results); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\n%s\nreport: %s\n", speed(results), filepath.Join(out, "index.html"))
 	}
-	if err := report.Table(stdout, results); err != nil {
-		return err
+	if interrupted {
+		return fmt.Errorf("%w; the report in %s holds the runs as far as they went", err, out)
 	}
-	fmt.Fprintf(stdout, "\n%s\nreport: %s\n", speed(results), filepath.Join(out, "index.html"))
 	return nil
 }
 

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +116,58 @@ func TestSimGen(t *testing.T) {
 	b, _, _ := simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--jobs", "20")
 	assert.Equal(t, a, b, "one seed, one workload")
 	assert.Equal(t, 20, strings.Count(a, "\n"))
+}
+
+// TestSimSignal: bourse sim, sent SIGINT or SIGTERM in the middle of a
+// long run, stops and writes the report of what it had, as a process of
+// its own (this test binary running the command).
+func TestSimSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			out := t.TempDir()
+			cmd := exec.Command(os.Args[0], "sim", "run", "../../examples/sim/bench-1m.yaml", "-o", out, "--parallel", "1", "--json")
+			cmd.Env = append(os.Environ(), "BOURSE_TEST_MAIN=1")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			time.Sleep(1500 * time.Millisecond) // a million jobs take minutes: it is under way
+			sent := time.Now()
+			require.NoError(t, cmd.Process.Signal(sig))
+			kill := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() }) // one that ignores the signal
+			err := cmd.Wait()
+			kill.Stop()
+			took := time.Since(sent)
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+			assert.Equal(t, 1, ee.ExitCode())
+			// The run's end, as its progress line logs it, is within a
+			// second of the signal; writing the report follows (its plots
+			// take seconds under the race detector, a tenth of one
+			// without).
+			m := regexp.MustCompile(`time=(\S+) level=INFO msg="run done"`).FindStringSubmatch(stderr.String())
+			require.NotNil(t, m, stderr.String())
+			done, perr := time.Parse(time.RFC3339Nano, m[1])
+			require.NoError(t, perr)
+			t.Logf("after %v: the run stopped in %v, the process exited in %v", sig, done.Sub(sent).Round(time.Millisecond), took.Round(time.Millisecond))
+			assert.Less(t, done.Sub(sent), time.Second, "the run stopped within a second")
+			assert.Less(t, took, 10*time.Second, "and the report was written")
+			assert.Contains(t, stderr.String(), "sim: interrupted")
+			assert.Contains(t, stderr.String(), "the report in "+out+" holds the runs as far as they went")
+
+			var rs []struct {
+				Interrupted bool `json:"interrupted"`
+				Summary     struct {
+					Jobs int `json:"jobs"`
+				} `json:"summary"`
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rs), stdout.String())
+			require.Len(t, rs, 1)
+			assert.True(t, rs[0].Interrupted)
+			assert.Positive(t, rs[0].Summary.Jobs)
+			assert.Less(t, rs[0].Summary.Jobs, 1_000_000)
+			for _, f := range []string{"summary.json", "summary.csv", "series.csv", "index.html"} {
+				assert.FileExists(t, filepath.Join(out, f))
+			}
+		})
+	}
 }

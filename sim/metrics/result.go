@@ -14,6 +14,9 @@ type Result struct {
 	Clients []Client `json:"clients"`
 	// Series samples the market at a fixed virtual interval.
 	Series []Point `json:"series"`
+	// Interrupted marks a run stopped before its end (bourse sim on
+	// SIGINT or SIGTERM): its figures are those of the time it reached.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Summary is a run's headline figures. Money is in the scenario's

@@ -1,13 +1,13 @@
 package report
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/bourse/bourse/internal/safecsv"
 	"github.com/bourse/bourse/sim/metrics"
 )
 
@@ -44,7 +44,7 @@ func CSV(dir string, rs []metrics.Result) error {
 }
 
 func summaryCSV(w io.Writer, rs []metrics.Result) error {
-	cw := csv.NewWriter(w)
+	cw := safecsv.NewWriter(w)
 	if err := cw.Write(summaryHeader); err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func summaryCSV(w io.Writer, rs []metrics.Result) error {
 }
 
 func seriesCSV(w io.Writer, rs []metrics.Result) error {
-	cw := csv.NewWriter(w)
+	cw := safecsv.NewWriter(w)
 	if err := cw.Write(seriesHeader); err != nil {
 		return err
 	}

@@ -48,3 +48,18 @@ func TestCSVMissingDir(t *testing.T) {
 	err := CSV(filepath.Join(t.TempDir(), "absent"), fixture())
 	assert.ErrorContains(t, err, "summary.csv")
 }
+
+// TestCSVInjection: names that would start a formula are written as text;
+// negative numbers stay numbers.
+func TestCSVInjection(t *testing.T) {
+	rs := fixture()[:1]
+	rs[0].Policy = "-cmd|' /C calc'!A0"
+	rs[0].Summary.Surplus = -2.5
+	dir := t.TempDir()
+	require.NoError(t, CSV(dir, rs))
+	summary := readCSV(t, filepath.Join(dir, "summary.csv"))
+	assert.Equal(t, "'-cmd|' /C calc'!A0", summary[1][1])
+	assert.Equal(t, "-2.5", summary[1][15], "surplus")
+	series := readCSV(t, filepath.Join(dir, "series.csv"))
+	assert.Equal(t, "'-cmd|' /C calc'!A0", series[1][0])
+}

@@ -1,12 +1,13 @@
 package workload
 
 import (
-	"encoding/csv"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 // alibabaHeader is cluster-trace-gpu-v2023's pod list header, which
@@ -146,7 +147,7 @@ func firstModel(spec string) string {
 // 1000 otherwise; qos is BE for preemptible jobs and LS for the others.
 // The client, deadline and reference have no column and are lost.
 func writeAlibaba(w io.Writer, src Source) (int, error) {
-	cw := csv.NewWriter(w)
+	cw := safecsv.NewWriter(w)
 	if err := cw.Write(alibabaHeader); err != nil {
 		return 0, err
 	}

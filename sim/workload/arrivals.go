@@ -34,11 +34,11 @@ func (a ArrivalSpec) MeanRate() float64 {
 // Validate says which field is wrong, by its path from the spec.
 func (a ArrivalSpec) Validate() error {
 	rate := func(path string, v float64, zero bool) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (v == 0 && !zero) {
+		if math.IsNaN(v) || v > MaxRate || v < 0 || (v == 0 && !zero) {
 			if zero {
-				return fieldErr(path, "must be a finite number ≥ 0 (jobs a second), is %v", v)
+				return fieldErr(path, "must be a number from 0 to %v (jobs a second), is %v", MaxRate, v)
 			}
-			return fieldErr(path, "must be a finite number more than 0 (jobs a second), is %v", v)
+			return fieldErr(path, "must be a number more than 0, at most %v (jobs a second), is %v", MaxRate, v)
 		}
 		return nil
 	}
@@ -52,11 +52,11 @@ func (a ArrivalSpec) Validate() error {
 		if err := rate("rate_off", a.RateOff, true); err != nil {
 			return err
 		}
-		if a.MeanOn <= 0 {
-			return fieldErr("mean_on", "must be more than 0, is %v", a.MeanOn)
+		if a.MeanOn <= 0 || a.MeanOn > MaxTime {
+			return fieldErr("mean_on", "must be more than 0, at most %v, is %v", MaxTime, a.MeanOn)
 		}
-		if a.MeanOff <= 0 {
-			return fieldErr("mean_off", "must be more than 0, is %v", a.MeanOff)
+		if a.MeanOff <= 0 || a.MeanOff > MaxTime {
+			return fieldErr("mean_off", "must be more than 0, at most %v, is %v", MaxTime, a.MeanOff)
 		}
 		return nil
 	case "":

@@ -39,8 +39,8 @@ const (
 // Validate says which field is wrong, by its path from the spec.
 func (d DurationSpec) Validate() error {
 	positive := func(path string, v time.Duration) error {
-		if v <= 0 {
-			return fieldErr(path, "must be more than 0, is %v", v)
+		if v <= 0 || v > MaxTime {
+			return fieldErr(path, "must be more than 0, at most %v, is %v", MaxTime, v)
 		}
 		return nil
 	}
@@ -48,13 +48,13 @@ func (d DurationSpec) Validate() error {
 	switch d.Dist {
 	case "lognormal":
 		err = positive("median", d.Median)
-		if err == nil && (d.Sigma <= 0 || math.IsNaN(d.Sigma) || math.IsInf(d.Sigma, 0)) {
-			err = fieldErr("sigma", "must be a finite number more than 0, is %v", d.Sigma)
+		if err == nil && !(d.Sigma > 0 && d.Sigma <= MaxShape) {
+			err = fieldErr("sigma", "must be a number more than 0, at most %v, is %v", MaxShape, d.Sigma)
 		}
 	case "pareto":
 		err = positive("min", d.Min)
-		if err == nil && (d.Alpha <= 0 || math.IsNaN(d.Alpha) || math.IsInf(d.Alpha, 0)) {
-			err = fieldErr("alpha", "must be a finite number more than 0, is %v", d.Alpha)
+		if err == nil && !(d.Alpha > 0 && d.Alpha <= MaxShape) {
+			err = fieldErr("alpha", "must be a number more than 0, at most %v, is %v", MaxShape, d.Alpha)
 		}
 	case "exponential":
 		err = positive("mean", d.Mean)
@@ -68,11 +68,11 @@ func (d DurationSpec) Validate() error {
 	if err != nil {
 		return err
 	}
-	if d.Min < 0 {
-		return fieldErr("min", "must not be negative, is %v", d.Min)
+	if d.Min < 0 || d.Min > MaxTime {
+		return fieldErr("min", "must be 0 to %v, is %v", MaxTime, d.Min)
 	}
-	if d.Max < 0 {
-		return fieldErr("max", "must not be negative, is %v", d.Max)
+	if d.Max < 0 || d.Max > MaxTime {
+		return fieldErr("max", "must be 0 to %v, is %v", MaxTime, d.Max)
 	}
 	if lo, hi := d.clamp(); hi < lo {
 		return fieldErr("max", "%v is below the minimum %v", hi, lo)

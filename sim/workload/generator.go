@@ -68,8 +68,8 @@ func (g GeneratorSpec) Validate() error {
 			return under("gpus", err)
 		}
 		for n := range g.GPUs {
-			if n < 1 {
-				return fieldErr("gpus."+strconv.Itoa(n), "a job needs at least one GPU")
+			if n < 1 || n > MaxJobGPUs {
+				return fieldErr("gpus."+strconv.Itoa(n), "a job needs 1 to %d GPUs", MaxJobGPUs)
 			}
 		}
 	}
@@ -103,8 +103,8 @@ func (d DeadlineSpec) validate() error {
 		return nil
 	}
 	lo, hi := d.Slack[0], d.Slack[1]
-	if !(lo >= 1 && lo <= hi && !math.IsInf(hi, 0)) {
-		return fieldErr("slack", "needs [lo, hi] with 1 ≤ lo ≤ hi, finite, is [%v, %v]", lo, hi)
+	if !(lo >= 1 && lo <= hi && hi <= MaxSlack) {
+		return fieldErr("slack", "needs [lo, hi] with 1 ≤ lo ≤ hi ≤ %v, is [%v, %v]", MaxSlack, lo, hi)
 	}
 	return nil
 }

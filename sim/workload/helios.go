@@ -1,12 +1,13 @@
 package workload
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 // heliosHeader is the Helios cluster_log.csv header, which WriteHelios
@@ -135,7 +136,7 @@ func (h *heliosRows) datetime(rec []string, i int) (time.Duration, error) {
 // up: the simulator reads none of them. The model, utilisation,
 // preemptibility, deadline and reference have no column and are lost.
 func writeHelios(w io.Writer, src Source) (int, error) {
-	cw := csv.NewWriter(w)
+	cw := safecsv.NewWriter(w)
 	if err := cw.Write(heliosHeader); err != nil {
 		return 0, err
 	}

@@ -99,3 +99,22 @@ func TestRoundTripExact(t *testing.T) {
 	}
 	assert.Equal(t, jobs, roundTrip(t, JSONL, jobs))
 }
+
+// TestCSVInjection: ids, clients and models that would start a formula
+// are written as text in the CSV traces, and read back as they were.
+func TestCSVInjection(t *testing.T) {
+	jobs := []Job{
+		{ID: "=1+1", Client: "@SUM(A1)", Arrival: 0, GPUs: 1, Model: "+H100", Duration: time.Second, Utilization: 1, Reference: time.Second},
+		{ID: "'=x", Client: "-c", Arrival: time.Second, GPUs: 2, Model: "=H100", Duration: time.Second, Utilization: 1, Reference: time.Second},
+	}
+	for _, f := range []Format{Alibaba, Helios} {
+		var buf bytes.Buffer
+		_, err := Write(&buf, f, &jobList{jobs: append([]Job(nil), jobs...)})
+		require.NoError(t, err)
+		assert.Contains(t, buf.String(), "\n'=1+1,", f)
+		assert.NotContains(t, buf.String(), ",=", f)
+		assert.NotContains(t, buf.String(), ",+", f)
+		assert.NotContains(t, buf.String(), ",@", f)
+		assert.Equal(t, throughCSV(f, jobs), roundTrip(t, f, jobs), f)
+	}
+}

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"errors"
-	"math"
 	"time"
 )
 
@@ -59,14 +58,31 @@ type TraceSpec struct {
 	Clients int `yaml:"clients,omitempty" json:"clients,omitempty"`
 }
 
+// The bounds of a workload's numbers beyond those their meaning sets
+// (docs/sim.md, "Bounds"): past them a run means nothing or cannot end.
+const (
+	MaxJobs      = 1_000_000_000
+	MaxTime      = 10 * 365 * 24 * time.Hour // horizons, durations, spells
+	MaxRate      = 1e6                       // jobs a second
+	MaxJobGPUs   = 1024                      // a job's GPUs: no server has more
+	MaxTimeScale = 1e6
+	MaxClients   = 1_000_000
+	MaxSlack     = 1000 // a deadline's slack
+	MaxShape     = 1000 // a lognormal's sigma, a Pareto's alpha
+)
+
 // Validate says what is wrong with the spec, as a *FieldError whose path
 // starts below the workload (e.g. "generator.arrivals.rate").
 func (s Spec) Validate() error {
 	switch {
 	case s.Jobs < 0:
 		return fieldErr("jobs", "must not be negative, is %d", s.Jobs)
+	case s.Jobs > MaxJobs:
+		return fieldErr("jobs", "at most %d, is %d", MaxJobs, s.Jobs)
 	case s.Horizon < 0:
 		return fieldErr("horizon", "must not be negative, is %v", s.Horizon)
+	case s.Horizon > MaxTime:
+		return fieldErr("horizon", "at most %v, is %v", MaxTime, s.Horizon)
 	case s.Generator != nil && s.Trace != nil:
 		return fieldErr("trace", "a workload has a generator or a trace, not both")
 	case s.Generator != nil:
@@ -94,10 +110,10 @@ func (t TraceSpec) Validate() error {
 		return fieldErr("file", "missing: the trace's path")
 	case !(t.Utilization >= 0 && t.Utilization <= 1):
 		return fieldErr("utilization", "must be in (0, 1], is %v", t.Utilization)
-	case !(t.TimeScale >= 0) || math.IsInf(t.TimeScale, 0):
-		return fieldErr("time_scale", "must be a finite number more than 0, is %v", t.TimeScale)
-	case t.Clients < 0:
-		return fieldErr("clients", "must not be negative, is %d", t.Clients)
+	case !(t.TimeScale >= 0 && t.TimeScale <= MaxTimeScale):
+		return fieldErr("time_scale", "must be a number more than 0, at most %v, is %v", MaxTimeScale, t.TimeScale)
+	case t.Clients < 0 || t.Clients > MaxClients:
+		return fieldErr("clients", "must be 0 to %d, is %d", MaxClients, t.Clients)
 	case t.Clients > 0 && t.Format != Alibaba:
 		return fieldErr("clients", "only an alibaba trace, which has no users, spreads its jobs over clients")
 	}

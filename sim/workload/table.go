@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 // table reads a CSV trace one record at a time and finds its columns by
@@ -70,6 +72,9 @@ func (t *table) next() ([]string, int, error) {
 	line, _ := t.r.FieldPos(0)
 	if len(rec) != len(t.names) {
 		return nil, line, &LineError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), len(t.names))}
+	}
+	for i, c := range rec {
+		rec[i] = safecsv.Restore(c) // a trace this package wrote: its cells as they were
 	}
 	return rec, line, nil
 }
