@@ -66,7 +66,7 @@ func New(cfg Config) (*Market, error) {
 	m := &Market{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
 		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}}
-	m.log = &eventLog{w: cfg.Log}
+	m.log = &eventLog{w: cfg.Log, scale: scenario.Currency.Scale}
 	m.ledger = mem.New(mem.Options{Now: m.e.Now, Remember: cfg.Forget})
 	m.store = memstore.New(m.ledger)
 	quiet := slog.New(slog.DiscardHandler)
