@@ -33,7 +33,6 @@ type job struct {
 	giveUp    time.Time     // leaves the queue after this
 	remaining time.Duration // of its run, at full speed
 	firstRun  time.Time     // when it first started
-	used      decimal.Decimal
 	neg       *strategy.Negotiator
 	contract  string // the contract it holds, if any
 	tries     int

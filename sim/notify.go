@@ -68,15 +68,13 @@ func (m *Market) ended(j *job, c *trade.Contract) {
 			u = c.Reading.U
 			j.remaining -= time.Duration(c.Reading.T)
 		}
-		j.used = j.used.Add(u)
-		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64())
+		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64(), j.c.spec.Value.Mul(u).InexactFloat64())
 	}
 	switch {
 	case c.Reason == trade.ReasonCompleted:
 		delete(m.live, j)
 		missed := j.w.Deadline > 0 && now.Sub(j.arrived) > j.w.Deadline
-		value := j.c.spec.Value.Mul(j.used).InexactFloat64()
-		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, value, missed)
+		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, missed)
 	case c.Reason == trade.ReasonTimeLimit || c.Reason == trade.ReasonExhausted || c.Reason == trade.ReasonKilled:
 		m.reject(j) // its terms ran out before the job did: it is not done
 	default: // preempted, its server lost or shut down, never started

@@ -92,12 +92,17 @@ func (c *Collector) integrate(at time.Time) {
 	}
 }
 
-// Settle counts a contract's settlement: u GPU-seconds measured, charged.
-func (c *Collector) Settle(client string, u, charge float64) {
+// Settle counts a contract's settlement: u GPU-seconds measured, charged,
+// and worth value to its client (its value per GPU-second × u). Value is
+// counted here, for every contract however it ended, and not when a job
+// completes: a job preempted and never resumed paid for what ran and had
+// the use of it, and surplus (value less payment) must see both sides.
+func (c *Collector) Settle(client string, u, charge, value float64) {
 	k := c.client(client)
 	k.GPUSeconds += u
 	k.Paid += charge
-	k.Surplus -= charge
+	k.Surplus += value - charge
+	c.s.Welfare += value
 	c.revenue += charge
 	c.used += u
 	c.intCharge += charge
@@ -105,15 +110,12 @@ func (c *Collector) Settle(client string, u, charge float64) {
 }
 
 // Complete counts a job run to its end: how long it waited from arrival to
-// its last start and to its end, its reference time alone (zero if
-// unknown), what it was worth to its client and whether it missed a
-// deadline.
-func (c *Collector) Complete(client string, wait, jct, reference time.Duration, value float64, missed bool) {
+// its first start and to its end, its reference time alone (zero if
+// unknown) and whether it missed a deadline. Its value was counted as its
+// contracts settled (Settle).
+func (c *Collector) Complete(client string, wait, jct, reference time.Duration, missed bool) {
 	c.s.Completed++
-	k := c.client(client)
-	k.Completed++
-	k.Surplus += value
-	c.s.Welfare += value
+	c.client(client).Completed++
 	c.waits.Add(wait.Seconds())
 	c.jcts.Add(jct.Seconds())
 	if reference > 0 {
