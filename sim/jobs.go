@@ -159,6 +159,7 @@ func (m *Market) requeue(j *job) {
 
 func (m *Market) reject(j *job) {
 	delete(m.live, j)
+	m.lastEnd = m.e.Now()
 	m.m.Reject(j.w.Deadline > 0)
 }
 

@@ -48,6 +48,7 @@ type Market struct {
 	offers  int
 
 	live    map[*job]struct{} // arrived, neither completed nor given up
+	lastEnd time.Time         // when the last job completed or was given up
 	jobs    map[string]*job   // by contract, while it holds escrow
 	offerer *job              // the job whose offer the House is handling
 	waiting queue             // jobs waiting for capacity, oldest first

@@ -73,6 +73,7 @@ func (m *Market) ended(j *job, c *trade.Contract) {
 	switch {
 	case c.Reason == trade.ReasonCompleted:
 		delete(m.live, j)
+		m.lastEnd = now
 		missed := j.w.Deadline > 0 && now.Sub(j.arrived) > j.w.Deadline
 		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, missed)
 	case c.Reason == trade.ReasonTimeLimit || c.Reason == trade.ReasonExhausted || c.Reason == trade.ReasonKilled:

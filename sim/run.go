@@ -50,8 +50,15 @@ func (m *Market) Run() (metrics.Result, error) {
 	if m.broke != nil {
 		return metrics.Result{}, m.broke
 	}
+	end := m.e.Now()
+	if m.done() && !m.lastEnd.IsZero() {
+		// The sweep that saw the market done came up to a sweep interval
+		// after the last job ended: the run's length, over which
+		// utilisation is averaged, ends with that job.
+		end = m.lastEnd
+	}
 	m.finish()
-	r := m.m.Result(m.e.Now())
+	r := m.m.Result(end)
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
 	return r, nil
 }

@@ -72,3 +72,21 @@ func TestSurplusWithPreemption(t *testing.T) {
 		assert.InDelta(t, want, c.Surplus, 1e-9, "%s's surplus", c.ID)
 	}
 }
+
+// TestUtilisationToLastJobsEnd: utilisation is GPUs allocated over GPUs ×
+// the run's length, which ends with the last job: one job on one of two
+// GPUs from 10s to 100s is 45%, however long after it the engine noticed
+// that nothing was left to do (its sweep every reading interval, a
+// minute, which would make it 37.5%).
+func TestUtilisationToLastJobsEnd(t *testing.T) {
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 2, Policy: server.Posted{P: contract.Flat(d("0.01"))}}}
+	clients := []scenario.ClientSpec{{ID: "ada", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}}}
+	jobs := []workload.Job{{ID: "j", Client: "ada", Arrival: 10 * time.Second, GPUs: 1, Duration: 90 * time.Second, Utilization: 1}}
+	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})
+	require.NoError(t, err)
+	r, err := m.Run()
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Summary.Completed)
+	// 90 GPU-s of 2 GPUs × 100 s: the run starts at 0, the job ends at 100s.
+	assert.InDelta(t, 0.45, r.Summary.Utilization, 1e-9)
+}
