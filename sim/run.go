@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/bourse/bourse/sim/metrics"
+	"github.com/bourse/bourse/sim/workload"
 )
 
 // Run trades the workload: each job is submitted at its arrival, the
@@ -60,6 +61,10 @@ func (m *Market) Run() (metrics.Result, error) {
 	m.finish()
 	r := m.m.Result(end)
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
+	if t, ok := m.cfg.Workload.(interface{ Rows() workload.Rows }); ok {
+		rows := t.Rows()
+		r.Trace = &rows
+	}
 	return r, nil
 }
 

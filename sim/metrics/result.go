@@ -4,6 +4,8 @@
 // what the report prints and plots.
 package metrics
 
+import "github.com/bourse/bourse/sim/workload"
+
 // Result is one run: a scenario under one policy and seed.
 type Result struct {
 	Scenario string  `json:"scenario"`
@@ -14,6 +16,9 @@ type Result struct {
 	Clients []Client `json:"clients"`
 	// Series samples the market at a fixed virtual interval.
 	Series []Point `json:"series"`
+	// Trace, for a run that read a trace, says what became of its rows:
+	// how many made jobs, and how many were dropped or skipped and why.
+	Trace *workload.Rows `json:"trace,omitempty"`
 }
 
 // Summary is a run's headline figures. Money is in the scenario's

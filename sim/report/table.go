@@ -44,7 +44,9 @@ var metricRows = []metric{
 type grid struct {
 	Header []string   // "metric", then one per policy
 	Rows   [][]string // a metric's name, then its cell per policy
-	Note   string     // how to read a cell with several seeds
+	// Notes say how to read a cell with several seeds, and what became
+	// of a trace's rows.
+	Notes []string
 }
 
 func gridOf(rs []metrics.Result) grid {
@@ -69,9 +71,12 @@ func gridOf(rs []metrics.Result) grid {
 		}
 		g.Rows = append(g.Rows, row)
 	}
+	rows, notes := traceRows(gs)
+	g.Rows = append(g.Rows, rows...)
 	if several {
-		g.Note = "With several seeds a cell is the mean over seeds and, in brackets, the lowest–highest seed."
+		g.Notes = append(g.Notes, "With several seeds a cell is the mean over seeds and, in brackets, the lowest–highest seed.")
 	}
+	g.Notes = append(g.Notes, notes...)
 	return g
 }
 
@@ -111,8 +116,8 @@ func Table(w io.Writer, rs []metrics.Result) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("report: write table: %w", err)
 	}
-	if g.Note != "" {
-		if _, err := fmt.Fprintln(w, g.Note); err != nil {
+	for _, n := range g.Notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
 			return fmt.Errorf("report: write table: %w", err)
 		}
 	}
