@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
@@ -74,13 +75,16 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return strict(n, as.strictAs(), path)
 	}
-	if reflect.PointerTo(t).Implements(unmarshaler) || t == nodeType {
+	if t == nodeType {
 		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return scalar(n, t, path) // it decodes itself: a decimal, say
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return nil // the decoder says what is wrong with it
+			return scalar(n, t, path)
 		}
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -95,7 +99,7 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
-			return nil
+			return scalar(n, t, path)
 		}
 		for i, v := range n.Content {
 			if err := strict(v, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
@@ -104,20 +108,27 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			return nil
+			return scalar(n, t, path)
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := strict(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			at := join(path, n.Content[i].Value)
+			if err := scalar(n.Content[i], t.Key(), at); err != nil {
+				return err
+			}
+			if err := strict(n.Content[i+1], t.Elem(), at); err != nil {
 				return err
 			}
 		}
+	default:
+		return scalar(n, t, path)
 	}
 	return nil
 }
 
 var (
-	unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
-	nodeType    = reflect.TypeFor[yaml.Node]()
+	unmarshaler     = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	nodeType        = reflect.TypeFor[yaml.Node]()
 )
 
 func yamlFields(t reflect.Type) map[string]reflect.Type {

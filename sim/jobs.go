@@ -141,6 +141,12 @@ func (m *Market) failed(j *job, err error) {
 	code := bourse.ErrorCode(err)
 	later := errors.Is(err, strategy.ErrGaveUp) || code == bourse.EInsufficientFunds || code == bourse.ECapacityGone
 	if !later {
+		if code == bourse.ENoMatch {
+			m.m.NoMatch()
+			if m.noMatch == nil {
+				m.noMatch = err
+			}
+		}
 		m.reject(j)
 		return
 	}

@@ -49,6 +49,7 @@ type Market struct {
 
 	live    map[*job]struct{} // arrived, neither completed nor given up
 	lastEnd time.Time         // when the last job completed or was given up
+	noMatch error             // why the first job that no server fits was refused
 	jobs    map[string]*job   // by contract, while it holds escrow
 	offerer *job              // the job whose offer the House is handling
 	waiting queue             // jobs waiting for capacity, oldest first

@@ -60,6 +60,9 @@ func (m *Market) Run() (metrics.Result, error) {
 	}
 	m.finish()
 	r := m.m.Result(end)
+	if s := r.Summary; s.Jobs > 0 && s.NoMatch == s.Jobs {
+		return metrics.Result{}, &NoMatchError{Jobs: s.Jobs, First: m.noMatch}
+	}
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
 	if t, ok := m.cfg.Workload.(interface{ Rows() workload.Rows }); ok {
 		rows := t.Rows()
@@ -127,3 +130,18 @@ func (m *Market) tick(id string) {
 		}
 	}
 }
+
+// NoMatchError is a run none of whose jobs any server could take: no
+// server has the GPUs they ask for (their model, their count). Its
+// results would be a market that never traded, which is a mistake in the
+// scenario, not a finding.
+type NoMatchError struct {
+	Jobs  int
+	First error // the House's answer to the first of them
+}
+
+func (e *NoMatchError) Error() string {
+	return fmt.Sprintf("sim: no server fits any of the %d jobs (the first: %v): the servers have no GPUs of the models and counts the workload asks for", e.Jobs, e.First)
+}
+
+func (e *NoMatchError) Unwrap() error { return e.First }

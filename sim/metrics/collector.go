@@ -73,6 +73,11 @@ func (c *Collector) Reject(missed bool) {
 	}
 }
 
+// NoMatch counts a job rejected because no server has the GPUs it asks
+// for (their model and count): no price would have placed it. It is
+// counted by Reject too.
+func (c *Collector) NoMatch() { c.s.NoMatch++ }
+
 // Preempt counts a job stopped for a dearer one.
 func (c *Collector) Preempt() { c.s.Preempted++ }
 

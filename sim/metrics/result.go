@@ -28,6 +28,7 @@ type Summary struct {
 	Jobs           int `json:"jobs"`            // arrived
 	Completed      int `json:"completed"`       // ran to their end
 	Rejected       int `json:"rejected"`        // never got a contract
+	NoMatch        int `json:"no_match"`        // rejected because no server has the GPUs they ask for
 	Preempted      int `json:"preempted"`       // stopped for a dearer job
 	DeadlineMisses int `json:"deadline_misses"` // done after their deadline, or never done
 	Contracts      int `json:"contracts"`

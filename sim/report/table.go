@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/bourse/bourse/sim/metrics"
@@ -39,6 +40,12 @@ var metricRows = []metric{
 	{"ρ p99", func(s metrics.Summary) float64 { return s.RhoP99 }, ratio},
 }
 
+// optionalRows are rows shown only where some run has something to
+// show: they speak of mistakes, and a table of zeros would bury them.
+var optionalRows = []metric{
+	{"jobs no server fits", func(s metrics.Summary) float64 { return float64(s.NoMatch) }, count},
+}
+
 // grid is the table as text cells, shared by the terminal and the HTML
 // so that both always say the same.
 type grid struct {
@@ -61,6 +68,20 @@ func gridOf(rs []metrics.Result) grid {
 	}
 	g.Rows = append(g.Rows, seeds)
 	for _, m := range metricRows {
+		row := []string{m.Name}
+		for _, gr := range gs {
+			xs := make([]float64, len(gr.Runs))
+			for i, r := range gr.Runs {
+				xs[i] = m.Of(r.Summary)
+			}
+			row = append(row, cell(spreadOf(xs), m.Unit))
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	for _, m := range optionalRows {
+		if !slices.ContainsFunc(rs, func(r metrics.Result) bool { return m.Of(r.Summary) != 0 }) {
+			continue
+		}
 		row := []string{m.Name}
 		for _, gr := range gs {
 			xs := make([]float64, len(gr.Runs))
