@@ -68,29 +68,12 @@ func gridOf(rs []metrics.Result) grid {
 	}
 	g.Rows = append(g.Rows, seeds)
 	for _, m := range metricRows {
-		row := []string{m.Name}
-		for _, gr := range gs {
-			xs := make([]float64, len(gr.Runs))
-			for i, r := range gr.Runs {
-				xs[i] = m.Of(r.Summary)
-			}
-			row = append(row, cell(spreadOf(xs), m.Unit))
-		}
-		g.Rows = append(g.Rows, row)
+		g.Rows = append(g.Rows, m.row(gs))
 	}
 	for _, m := range optionalRows {
-		if !slices.ContainsFunc(rs, func(r metrics.Result) bool { return m.Of(r.Summary) != 0 }) {
-			continue
+		if slices.ContainsFunc(rs, func(r metrics.Result) bool { return m.Of(r.Summary) != 0 }) {
+			g.Rows = append(g.Rows, m.row(gs))
 		}
-		row := []string{m.Name}
-		for _, gr := range gs {
-			xs := make([]float64, len(gr.Runs))
-			for i, r := range gr.Runs {
-				xs[i] = m.Of(r.Summary)
-			}
-			row = append(row, cell(spreadOf(xs), m.Unit))
-		}
-		g.Rows = append(g.Rows, row)
 	}
 	rows, notes := traceRows(gs)
 	g.Rows = append(g.Rows, rows...)
@@ -99,6 +82,19 @@ func gridOf(rs []metrics.Result) grid {
 	}
 	g.Notes = append(g.Notes, notes...)
 	return g
+}
+
+// row is the metric's name and its cell for each policy.
+func (m metric) row(gs []group) []string {
+	row := []string{m.Name}
+	for _, gr := range gs {
+		xs := make([]float64, len(gr.Runs))
+		for i, r := range gr.Runs {
+			xs[i] = m.Of(r.Summary)
+		}
+		row = append(row, cell(spreadOf(xs), m.Unit))
+	}
+	return row
 }
 
 // cell is a figure alone for one seed, or its mean and range for several.
