@@ -57,6 +57,7 @@ type Market struct {
 	busy    int               // jobs negotiating
 	open    int               // contracts holding escrow
 	finals  map[string]trade.Reading
+	reserves
 }
 
 // New builds the market: its currency, the scenario's clients' funded
@@ -124,6 +125,7 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 	m.nodes[s.ID] = n
 	m.ids = append(m.ids, s.ID)
 	m.free.add(s.ID, s.Model, s.Count)
+	m.reserves.addServer(s)
 	if _, err := m.house.Hello(ctx, s.ID, n.Hello(m.e.Now())); err != nil {
 		return fmt.Errorf("sim: server %s: hello: %w", s.ID, err)
 	}

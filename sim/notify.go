@@ -22,6 +22,7 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 	case protocol.EventAccepted:
 		m.open++
 		m.m.Contract()
+		m.acceptedReserve(c)
 		if j := m.offerer; j != nil {
 			j.contract = c.ID
 			m.jobs[c.ID] = j
@@ -43,6 +44,7 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 		m.e.After(j.remaining, func() { m.tick(id) })
 	case protocol.EventSettled, protocol.EventVoided:
 		m.open--
+		m.endedReserve(c)
 		j := m.jobs[c.ID]
 		delete(m.jobs, c.ID)
 		if j == nil {

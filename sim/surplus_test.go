@@ -67,6 +67,10 @@ func TestSurplusWithPreemption(t *testing.T) {
 	assert.InDelta(t, 2.00+25.00, s.Welfare, 1e-9)
 	assert.InDelta(t, 1.00+12.50, s.Revenue, 1e-9)
 	assert.InDelta(t, (2.00-1.00)+(25.00-12.50), s.Surplus, 1e-9)
+	// The reserve, 0.01 a GPU-second, on the 600 GPU-seconds used: high
+	// bid above it and paid its bid.
+	assert.InDelta(t, 0.01, s.ReserveIndex, 1e-12)
+	assert.InDelta(t, 13.50/600, s.PriceIndex, 1e-12)
 	for _, c := range r.Clients {
 		want := map[string]float64{"low": 1.00, "high": 12.50}[c.ID]
 		assert.InDelta(t, want, c.Surplus, 1e-9, "%s's surplus", c.ID)

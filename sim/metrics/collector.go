@@ -21,6 +21,7 @@ type Collector struct {
 	rhos    Quantiles
 	revenue float64
 	used    float64 // GPU-seconds measured (U), settled
+	reserve float64 // what the servers' reserves would have charged for it
 
 	// The allocation integral: GPUs under contract over time.
 	busy      int
@@ -114,6 +115,11 @@ func (c *Collector) Settle(client string, u, charge, value float64) {
 	c.intUsed += u
 }
 
+// Reserve counts what a settled contract's server would have charged for
+// the same use at its reserve price of the moment it accepted: beside
+// revenue it says how much of the price was the clients' offers.
+func (c *Collector) Reserve(due float64) { c.reserve += due }
+
 // Complete counts a job run to its end: how long it waited from arrival to
 // its first start and to its end, its reference time alone (zero if
 // unknown) and whether it missed a deadline. Its value was counted as its
@@ -163,6 +169,7 @@ func (c *Collector) Result(end time.Time) Result {
 	}
 	if c.used > 0 {
 		s.PriceIndex = c.revenue / c.used
+		s.ReserveIndex = c.reserve / c.used
 	}
 	s.WaitP50, s.WaitP99 = c.waits.Quantile(0.5), c.waits.Quantile(0.99)
 	s.JCTP50, s.JCTP99 = c.jcts.Quantile(0.5), c.jcts.Quantile(0.99)

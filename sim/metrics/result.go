@@ -47,6 +47,11 @@ type Summary struct {
 	Welfare float64 `json:"welfare"`
 	// PriceIndex is the average charge per GPU-second used.
 	PriceIndex float64 `json:"price_index"`
+	// ReserveIndex is what the servers' reserve prices would have charged
+	// for the same use, per GPU-second used: each contract priced on its
+	// final reading at the reserve its server posted when it accepted.
+	// Contracts charge the clients' offered curves, which may be above it.
+	ReserveIndex float64 `json:"reserve_index"`
 	// Jain's index of GPU-seconds per client, and of GPU-seconds per unit
 	// of each client's funding: 1 is perfectly even, 1/n all to one.
 	JainGPU     float64 `json:"jain_gpu_seconds"`

@@ -34,6 +34,7 @@ var metricRows = []metric{
 	{"surplus", func(s metrics.Summary) float64 { return s.Surplus }, money},
 	{"welfare", func(s metrics.Summary) float64 { return s.Welfare }, money},
 	{"price index /GPU-h", func(s metrics.Summary) float64 { return s.PriceIndex }, perHour},
+	{"reserve index /GPU-h", func(s metrics.Summary) float64 { return s.ReserveIndex }, perHour},
 	{"Jain GPU-s", func(s metrics.Summary) float64 { return s.JainGPU }, ratio},
 	{"Jain per funding", func(s metrics.Summary) float64 { return s.JainFunding }, ratio},
 	{"ρ p50", func(s metrics.Summary) float64 { return s.RhoP50 }, ratio},
