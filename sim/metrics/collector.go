@@ -164,7 +164,8 @@ func (c *Collector) Result(end time.Time) Result {
 	s := c.s
 	s.Revenue = c.revenue
 	s.Surplus = s.Welfare - c.revenue
-	if span := end.Sub(c.start).Seconds(); span > 0 && c.capacity > 0 {
+	s.Length = end.Sub(c.start).Seconds()
+	if span := s.Length; span > 0 && c.capacity > 0 {
 		s.Utilization = c.allocated / (float64(c.capacity) * span)
 	}
 	if c.used > 0 {

@@ -33,6 +33,9 @@ type Summary struct {
 	DeadlineMisses int `json:"deadline_misses"` // done after their deadline, or never done
 	Contracts      int `json:"contracts"`
 
+	// Length is the run's length in virtual seconds: from the market's
+	// opening to the last job's end, or to the run's limit.
+	Length      float64 `json:"length_s"`
 	Revenue     float64 `json:"revenue"`     // charged to clients
 	Utilization float64 `json:"utilization"` // GPU-seconds used / GPU-seconds there were
 	// Waits are from arrival to start; JCT from arrival to end, of
