@@ -14,11 +14,13 @@ import (
 // times tie. It is not safe for concurrent use; nothing in a simulation
 // needs it to be.
 type Engine struct {
-	now    time.Time
-	queue  events
-	seq    uint64
-	ran    uint64
-	halted bool
+	now     time.Time
+	queue   events
+	seq     uint64
+	ran     uint64
+	halted  bool
+	onAlarm func(key int)
+	rang    event // the last alarm run, to run one (time, key) once
 }
 
 // NewEngine returns an engine whose clock reads start.
@@ -34,6 +36,23 @@ func (e *Engine) At(t time.Time, f func()) {
 	}
 	e.seq++
 	heap.Push(&e.queue, event{at: t, seq: e.seq, run: f})
+}
+
+// OnAlarm sets what an alarm runs: f with the alarm's key.
+func (e *Engine) OnAlarm(f func(key int)) { e.onAlarm = f }
+
+// Alarm schedules the alarm of key (0 or more) at t; a time in the past
+// runs it next, at now. Alarms are what a simulation's servers are woken
+// by: at one time they run before the other events, in order of key,
+// and an alarm set twice for one time runs once. Their order depends on
+// nothing but their times and keys, so a server woken for two reasons,
+// or woken when it has nothing to do, runs as if woken once, when it
+// must.
+func (e *Engine) Alarm(t time.Time, key int) {
+	if t.Before(e.now) {
+		t = e.now
+	}
+	heap.Push(&e.queue, event{at: t, seq: uint64(key), alarm: true})
 }
 
 // After schedules f d from now.
@@ -62,6 +81,15 @@ func (e *Engine) Run(until time.Time) {
 		}
 		heap.Pop(&e.queue)
 		e.now = next.at
+		if next.alarm {
+			if next.at.Equal(e.rang.at) && next.seq == e.rang.seq && e.rang.alarm {
+				continue // the same alarm again
+			}
+			e.rang = next
+			e.ran++
+			e.onAlarm(int(next.seq))
+			continue
+		}
 		e.ran++
 		next.run()
 	}
@@ -77,18 +105,23 @@ func (e *Engine) Halt() { e.halted = true }
 func (e *Engine) Events() uint64 { return e.ran }
 
 type event struct {
-	at  time.Time
-	seq uint64
-	run func()
+	at    time.Time
+	seq   uint64 // the order of scheduling; an alarm's key
+	run   func()
+	alarm bool
 }
 
-// events is a min-heap by time, then by the order of scheduling.
+// events is a min-heap by time, then alarms by key, then the other events
+// by the order of scheduling.
 type events []event
 
 func (q events) Len() int { return len(q) }
 func (q events) Less(i, j int) bool {
 	if !q[i].at.Equal(q[j].at) {
 		return q[i].at.Before(q[j].at)
+	}
+	if q[i].alarm != q[j].alarm {
+		return q[i].alarm
 	}
 	return q[i].seq < q[j].seq
 }

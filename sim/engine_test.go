@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,4 +33,22 @@ func TestEngine(t *testing.T) {
 	assert.Len(t, got, 7, "the late event is after until")
 	e.Run(t0.Add(2 * time.Hour))
 	assert.Equal(t, "late@1h1m0s", got[7])
+}
+
+// TestEngineAlarms: alarms at one time run before the other events, in
+// order of key whatever order they were set in, and an alarm set twice
+// for one time runs once.
+func TestEngineAlarms(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := NewEngine(t0)
+	var got []string
+	e.OnAlarm(func(key int) { got = append(got, fmt.Sprintf("alarm%d@%v", key, e.Now().Sub(t0))) })
+	e.After(time.Second, func() { got = append(got, "event@1s") })
+	e.Alarm(t0.Add(time.Second), 2)
+	e.Alarm(t0.Add(time.Second), 1)
+	e.Alarm(t0.Add(time.Second), 2)
+	e.Alarm(t0.Add(2*time.Second), 0)
+	e.After(1500*time.Millisecond, func() { e.Alarm(t0, 3) }) // in the past: now
+	e.Run(t0.Add(time.Hour))
+	assert.Equal(t, []string{"alarm1@1s", "alarm2@1s", "event@1s", "alarm3@1.5s", "alarm0@2s"}, got)
 }

@@ -34,7 +34,9 @@ type Market struct {
 	store   *memstore.Store
 	house   *exchange.House
 	nodes   map[string]*server.Node
-	ids     []string // the servers, sorted
+	ids     []string       // the servers, sorted
+	index   map[string]int // a server's place in ids: its alarm's key
+	armed   []time.Time    // each server's next alarm, zero if none
 	specs   map[string]scenario.ClientSpec
 	clients map[string]*client
 	log     *eventLog
@@ -97,6 +99,10 @@ func New(cfg Config) (*Market, error) {
 		capacity += s.Count
 	}
 	slices.Sort(m.ids)
+	m.index, m.armed = map[string]int{}, make([]time.Time, len(m.ids))
+	for i, id := range m.ids {
+		m.index[id] = i
+	}
 	m.m = metrics.NewCollector(cfg.Start, capacity, cfg.Sample)
 	for _, c := range cfg.Clients {
 		m.specs[c.ID] = c
@@ -117,7 +123,7 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 	}
 	ids := 0
 	n, err := server.NewNode(server.NodeConfig{ID: s.ID, Currency: scenario.Currency, GPUs: s.GPUs(), Policy: s.Policy,
-		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.house.Config().ReadingEvery, Logger: log,
+		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.cfg.nodeReadings(), Logger: log,
 		NewID: func() string { ids++; return fmt.Sprintf("%s-k%d", s.ID, ids) }})
 	if err != nil {
 		return fmt.Errorf("sim: server %s: %w", s.ID, err)

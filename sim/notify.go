@@ -38,10 +38,6 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 		}
 		m.m.Allocate(now, c.Terms.GPUs)
 		m.free.take(c.Server, c.Terms.GPUs, c.Terms.Preemptible)
-		// The node ends the job when its tick sees the profile run out:
-		// tick it then, whatever the reading interval.
-		id := c.Server
-		m.e.After(j.remaining, func() { m.tick(id) })
 	case protocol.EventSettled, protocol.EventVoided:
 		m.open--
 		m.endedReserve(c)

@@ -16,15 +16,17 @@ import (
 func (m *Market) Run() (metrics.Result, error) {
 	hc := m.house.Config()
 	ctx := context.Background()
-	// One event a reading interval per server: its readings, stops and
-	// heartbeat, as its agent's tick loop would.
-	for _, id := range m.ids {
-		n := m.nodes[id]
-		m.e.Every(hc.ReadingEvery, func() bool {
-			m.tick(id)
-			_ = m.house.Heartbeat(ctx, id, n.Hello(m.e.Now()))
-			return true
-		})
+	m.e.OnAlarm(m.alarm)
+	if m.cfg.Poll {
+		// One event a reading interval per server: its readings, stops
+		// and heartbeat, as its agent's tick loop would.
+		for _, id := range m.ids {
+			m.e.Every(hc.ReadingEvery, func() bool {
+				m.tick(id)
+				m.heartbeat(id)
+				return true
+			})
+		}
 	}
 	m.e.Every(hc.SweepEvery, func() bool {
 		m.house.Sweep(ctx)
@@ -115,8 +117,9 @@ func (m *Market) finish() {
 
 // tick carries out what a node says is due, as the agent would: readings
 // to the House, jobs stopped (their finals to the House), booked jobs
-// launched and their starts reported.
-func (m *Market) tick(id string) {
+// launched and their starts reported. It reports whether a job stopped or
+// started: the server's state changed.
+func (m *Market) tick(id string) bool {
 	ctx := context.Background()
 	n := m.nodes[id]
 	due := n.Tick(m.e.Now())
@@ -129,6 +132,7 @@ func (m *Market) tick(id string) {
 			_, _ = m.house.Started(ctx, id, st)
 		}
 	}
+	return len(due.Stops) > 0 || len(due.Launch) > 0
 }
 
 // NoMatchError is a run none of whose jobs any server could take: no
