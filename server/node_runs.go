@@ -171,6 +171,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 		r.stop(trade.ReasonShutdown)
 	}
 	n.active[id] = r
+	n.runsValid = false
 	n.recent = append(n.recent, r.terms)
 	if len(n.recent) > recentMax {
 		n.recent = n.recent[len(n.recent)-recentMax:]
@@ -224,6 +225,7 @@ func (n *Node) Control(now time.Time, contractID string, action trade.Reason) er
 		return bourse.Errorf(bourse.ENotFound, op, "no contract %q runs here", contractID)
 	}
 	r.stop(action)
+	n.runsValid = false
 	return nil
 }
 
@@ -296,6 +298,7 @@ func (n *Node) Tick(now time.Time) Due {
 				r.halting = trade.ReasonTimeLimit // a runner that enforces the limit itself stopped it
 			}
 			r.stopping = true
+			n.runsValid = false
 			due.Stops = append(due.Stops, Stop{Contract: r.id, Job: r.job, Reason: r.halting})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bourse/bourse/bidder/strategy"
@@ -124,7 +125,7 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 	ids := 0
 	n, err := server.NewNode(server.NodeConfig{ID: s.ID, Currency: scenario.Currency, GPUs: s.GPUs(), Policy: s.Policy,
 		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.cfg.nodeReadings(), Logger: log,
-		NewID: func() string { ids++; return fmt.Sprintf("%s-k%d", s.ID, ids) }})
+		NewID: func() string { ids++; return s.ID + "-k" + strconv.Itoa(ids) }})
 	if err != nil {
 		return fmt.Errorf("sim: server %s: %w", s.ID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 
@@ -129,6 +130,13 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 	plans, err := sim.Plans(sc, policies, opt)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		// A simulation allocates at a great rate and holds little (what is
+		// live): collecting at four times the live heap rather than twice
+		// spends a fifth less of the run in the collector, for a heap a
+		// constant factor larger. GOGC set in the environment wins.
+		debug.SetGCPercent(400)
 	}
 	if f.cpuprof != "" {
 		pf, err := os.Create(f.cpuprof)
