@@ -149,10 +149,17 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The bars count arrivals, which the engine reaches however much
+	// virtual time it skips between events: their rate and ETA hold. A
+	// trace without a jobs limit counts its rows for a total.
+	total, err := workload.Expected(sc.Workload, sc.Dir)
+	if err != nil {
+		return err
+	}
 	prog := report.NewProgress(stderr, report.ProgressConfig{Terminal: report.IsTerminal(stderr)})
 	bars := simBars{seen: make([]int, len(plans))}
 	for _, p := range plans {
-		bars.bars = append(bars.bars, prog.Bar(fmt.Sprintf("%s seed %d", p.Policy, p.Seed), int64(sc.Workload.Jobs)))
+		bars.bars = append(bars.bars, prog.Bar(fmt.Sprintf("%s seed %d", p.Policy, p.Seed), total))
 	}
 	results, err := sim.RunAll(ctx, plans, f.workers, &bars)
 	for _, b := range bars.bars {
