@@ -20,7 +20,8 @@ type Engine struct {
 	ran     uint64
 	halted  bool
 	onAlarm func(key int)
-	rang    event // the last alarm run, to run one (time, key) once
+	rang    event  // the last alarm run, to run one (time, key) once
+	rangAt  uint64 // e.seq when it ran: alarms set after it run again
 }
 
 // NewEngine returns an engine whose clock reads start.
@@ -44,15 +45,16 @@ func (e *Engine) OnAlarm(f func(key int)) { e.onAlarm = f }
 // Alarm schedules the alarm of key (0 or more) at t; a time in the past
 // runs it next, at now. Alarms are what a simulation's servers are woken
 // by: at one time they run before the other events, in order of key,
-// and an alarm set twice for one time runs once. Their order depends on
-// nothing but their times and keys, so a server woken for two reasons,
-// or woken when it has nothing to do, runs as if woken once, when it
-// must.
+// and an alarm set twice for one time before it ran runs once. Their
+// order depends on nothing but their times and keys, so a server woken
+// for two reasons, or woken when it has nothing to do, runs as if woken
+// once, when it must.
 func (e *Engine) Alarm(t time.Time, key int) {
 	if t.Before(e.now) {
 		t = e.now
 	}
-	heap.Push(&e.queue, event{at: t, seq: uint64(key), alarm: true})
+	e.seq++
+	heap.Push(&e.queue, event{at: t, seq: e.seq, key: key, alarm: true})
 }
 
 // After schedules f d from now.
@@ -82,12 +84,12 @@ func (e *Engine) Run(until time.Time) {
 		heap.Pop(&e.queue)
 		e.now = next.at
 		if next.alarm {
-			if next.at.Equal(e.rang.at) && next.seq == e.rang.seq && e.rang.alarm {
-				continue // the same alarm again
+			if e.rang.alarm && next.at.Equal(e.rang.at) && next.key == e.rang.key && next.seq <= e.rangAt {
+				continue // the same alarm, set again before it ran
 			}
-			e.rang = next
+			e.rang, e.rangAt = next, e.seq
 			e.ran++
-			e.onAlarm(int(next.seq))
+			e.onAlarm(next.key)
 			continue
 		}
 		e.ran++
@@ -106,13 +108,14 @@ func (e *Engine) Events() uint64 { return e.ran }
 
 type event struct {
 	at    time.Time
-	seq   uint64 // the order of scheduling; an alarm's key
+	seq   uint64 // the order of scheduling
 	run   func()
 	alarm bool
+	key   int // an alarm's
 }
 
-// events is a min-heap by time, then alarms by key, then the other events
-// by the order of scheduling.
+// events is a min-heap by time, then alarms by key, then the order of
+// scheduling.
 type events []event
 
 func (q events) Len() int { return len(q) }
@@ -122,6 +125,9 @@ func (q events) Less(i, j int) bool {
 	}
 	if q[i].alarm != q[j].alarm {
 		return q[i].alarm
+	}
+	if q[i].alarm && q[i].key != q[j].key {
+		return q[i].key < q[j].key
 	}
 	return q[i].seq < q[j].seq
 }

@@ -51,4 +51,19 @@ func TestEngineAlarms(t *testing.T) {
 	e.After(1500*time.Millisecond, func() { e.Alarm(t0, 3) }) // in the past: now
 	e.Run(t0.Add(time.Hour))
 	assert.Equal(t, []string{"alarm1@1s", "alarm2@1s", "event@1s", "alarm3@1.5s", "alarm0@2s"}, got)
+
+	// An alarm set again for now by what its run set going runs again.
+	got = nil
+	again := true
+	e.OnAlarm(func(key int) {
+		got = append(got, fmt.Sprintf("alarm%d", key))
+		if again {
+			again = false
+			e.Alarm(e.Now(), key)
+		}
+	})
+	e.Alarm(e.Now().Add(time.Second), 5)
+	e.Alarm(e.Now().Add(time.Second), 5)
+	e.Run(e.Now().Add(time.Hour))
+	assert.Equal(t, []string{"alarm5", "alarm5"}, got, "once for the two set before it ran, once for the one set by it")
 }
