@@ -7,7 +7,7 @@ PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim gpu-meter lint fuzz clean demo console-shots
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim sim-trace gpu-meter lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -42,6 +42,12 @@ bench-exchange:
 ## bench-sim: a million simulated jobs, their jobs/s beside making the jobs alone
 bench-sim:
 	bash scripts/bench-sim.sh
+
+## sim-trace: the acceptance run of a trace (also part of make test):
+## examples/sim/openb-sample.yaml under every policy, every settled charge
+## priced again from the contract logs by bourse sim audit
+sim-trace:
+	$(GO) test -count=1 -run '^TestSimTrace' -v ./cmd/bourse/
 
 ## gpu-meter: the NVML meter against a real load on GPU 0 (needs an NVIDIA GPU,
 ## its driver and python3 with torch, or BOURSE_GPU_LOAD; not part of make test)

@@ -18,6 +18,10 @@ type registry struct {
 
 	mu      sync.Mutex
 	servers map[string]serverState
+	// order is the servers' ids, sorted: match lists them in this order,
+	// and a market of a thousand servers would otherwise sort a thousand
+	// ids for every offer.
+	order []string
 	// known caches whether a server has registered in a currency (has
 	// its revenue account): true for good, false until the time stored
 	// in unknownUntil, after which the ledger is asked again.
@@ -64,6 +68,10 @@ func (r *registry) remember(server, cur string, yes bool) {
 func (r *registry) update(id string, h protocol.Hello) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.servers[id]; !ok {
+		i, _ := slices.BinarySearch(r.order, id)
+		r.order = slices.Insert(r.order, i, id)
+	}
 	r.servers[id] = serverState{Hello: h, seen: r.now()}
 }
 
@@ -76,7 +84,8 @@ func (r *registry) match(t contract.Terms) []string {
 	defer r.mu.Unlock()
 	cutoff := r.now().Add(-r.lostAfter)
 	var out []string
-	for id, s := range r.servers {
+	for _, id := range r.order {
+		s := r.servers[id]
 		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) {
 			continue
 		}
@@ -90,7 +99,6 @@ func (r *registry) match(t contract.Terms) []string {
 			out = append(out, id)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 

@@ -155,6 +155,9 @@ func Parse(data []byte, name string) (*File, error) {
 	if err := f.check(); err != nil {
 		return nil, located(name, &root, err)
 	}
+	if err := f.feasible(); err != nil {
+		return nil, located(name, &root, err)
+	}
 	return &f, nil
 }
 

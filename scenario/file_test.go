@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{"AllowanceKey", `allowance: {a: "1", b: "0.1"}`, `allowance: {a: "1", c: "0.1"}`, `13: clients[1].allowance.c: no such field`},
 		{"NoGPUs", "    gpus: 4", "    gpus: 0", `9: servers[1].gpus: a server needs at least one GPU`},
 		{"WorkloadField", "rate: 0.1}", "rate: -1}", `17: workload.generator.arrivals.rate`},
-		{"BadDuration", "mean: 10m}", "mean: ten}", `18: workload.generator.durations.mean: "ten" is not a duration like 90s or 1h30m`},
+		{"BadDuration", "mean: 10m}", "mean: ten}", `18: workload.generator.durations.mean: "ten" is not a duration, like 90s, 20m or 1h30m`},
 		// Bounds (docs/sim.md): past them a run spins, runs out of
 		// memory, or means nothing.
 		{"ReadingEvery", "name: t", "name: t\nreading_every: 1ns", `2: reading_every: 1ns is out of bounds: want 1s to 24h0m0s, or 0 for a minute`},
@@ -93,10 +93,10 @@ func TestParseErrors(t *testing.T) {
 		{"AllServers", "replicas: 2, policy: posted}", "replicas: 100000, policy: posted}", `8: servers[1].replicas: the servers add up to 100001 with these`},
 		{"AllGPUs", "gpus: 8, replicas: 2", "gpus: 1024, replicas: 1000", `7: servers[0].gpus: the GPUs add up to 1024000 with these: want 1 to 1000000`},
 		{"Memory", "model: H100, gpus: 8", "model: H100, memory_mib: -1, gpus: 8", `7: servers[0].memory_mib: -1 is out of bounds`},
-		{"BudgetNaN", `budget: "100"`, `budget: "NaN"`, `12: clients[0].budget: "NaN" is not a decimal number like "12.50"`},
+		{"BudgetNaN", `budget: "100"`, `budget: "NaN"`, `12: clients[0].budget: "NaN" is not a decimal number, like "0.0010" or "40000"`},
 		{"BudgetHuge", `budget: "100"`, `budget: "1e13"`, `12: clients[0].budget: "10000000000000" is out of bounds: want 0 to 1000000000000`},
 		{"ValueHuge", `value: "0.004"`, `value: "2000000"`, `12: clients[0].value: "2000000" is out of bounds: want more than 0, at most 1000000`},
-		{"SeedNegative", "name: t", "name: t\nseeds: [1, -1]", `2: seeds[1]: "-1" is not a whole number from 0 to 18446744073709551615`},
+		{"SeedNegative", "name: t", "name: t\nseeds: [1, -1]", `2: seeds[1]: "-1" is not a whole number, 0 or more`},
 		{"SeedType", "name: t", "name: t\nseeds: one", `2: seeds: "one" is not a list`},
 		{"Slack", "strategy: fixed}", "strategy: {kind: fixed, slack: .nan}}", `12: clients[0].strategy.slack: NaN is out of bounds: want more than 1, at most 100, or 0 for 1.5`},
 		{"Start", `start: "0.5"}`, `start: "2"}`, `13: clients[1].strategy.start: "2" is out of bounds: want more than 0, at most 1, or 0 for 0.5`},

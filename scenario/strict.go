@@ -1,15 +1,14 @@
 package scenario
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/shopspring/decimal"
 	"gopkg.in/yaml.v3"
 )
 
@@ -76,22 +75,16 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return strict(n, as.strictAs(), path)
 	}
-	if reflect.PointerTo(t).Implements(unmarshaler) || t == nodeType {
+	if t == nodeType {
 		return nil
 	}
-	if n.Kind == yaml.ScalarNode {
-		// A value of the wrong type (seeds: [-1], budget: "NaN"): the
-		// decoder would say so without the field, and for some types
-		// without the line.
-		if err := n.Decode(reflect.New(t).Interface()); err != nil {
-			return &LineError{Line: n.Line, Path: path, Err: fmt.Errorf("%q is not %s", n.Value, describe(t))}
-		}
-		return nil
+	if reflect.PointerTo(t).Implements(unmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return scalar(n, t, path) // it decodes itself: a decimal, say
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return nil // the decoder says what is wrong with it
+			return scalar(n, t, path)
 		}
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -106,7 +99,7 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
-			return nil
+			return scalar(n, t, path)
 		}
 		for i, v := range n.Content {
 			if err := strict(v, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
@@ -115,47 +108,27 @@ func strict(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			return nil
+			return scalar(n, t, path)
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := strict(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			at := join(path, n.Content[i].Value)
+			if err := scalar(n.Content[i], t.Key(), at); err != nil {
+				return err
+			}
+			if err := strict(n.Content[i+1], t.Elem(), at); err != nil {
 				return err
 			}
 		}
+	default:
+		return scalar(n, t, path)
 	}
 	return nil
 }
 
-// describe says what a value of type t is, for a person.
-func describe(t reflect.Type) string {
-	switch t {
-	case reflect.TypeFor[time.Duration]():
-		return "a duration like 90s or 1h30m"
-	case reflect.TypeFor[decimal.Decimal]():
-		return `a decimal number like "12.50"`
-	}
-	switch t.Kind() {
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "a mapping of keys to values"
-	}
-	return "a " + t.String()
-}
-
 var (
-	unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
-	nodeType    = reflect.TypeFor[yaml.Node]()
+	unmarshaler     = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	nodeType        = reflect.TypeFor[yaml.Node]()
 )
 
 func yamlFields(t reflect.Type) map[string]reflect.Type {

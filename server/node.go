@@ -66,10 +66,16 @@ type Node struct {
 	owner        map[int]string // GPU index → "claim <offer>" or "run <contract>"
 	claims       map[string]*claim
 	counters     map[string]issued
+	// countersLapse is when the first of counters lapses; zero if none.
+	countersLapse time.Time
 	// free caches the GPUs that owner does not hold, for the policy's
 	// View: rebuilding it for every offer cost more than deciding.
 	free      []trade.GPU
 	freeValid bool
+	// running caches View.Running likewise: the runs not halted nor
+	// claimed, sorted; runsValid is cleared whenever that may change.
+	running   []Run
+	runsValid bool
 	runs      map[string]*run // every run the node remembers, by contract
 	active    map[string]*run // the runs whose jobs have not ended
 	ids       []string        // Tick's own: the active runs' ids, sorted
@@ -201,6 +207,7 @@ func (n *Node) Close() {
 	for _, r := range n.runs {
 		r.stop(trade.ReasonShutdown)
 	}
+	n.runsValid = false
 }
 
 // Running counts the jobs that have not ended.

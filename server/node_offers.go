@@ -97,6 +97,9 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 		t.Server = n.cfg.ID
 		c := trade.Counter{ID: n.cfg.NewID(), Server: n.cfg.ID, Terms: t, ValidUntil: until, Note: d.Reason}
 		n.counters[c.ID] = issued{terms: t, until: until}
+		if n.countersLapse.IsZero() || until.Before(n.countersLapse) {
+			n.countersLapse = until
+		}
 		reply.Counters = append(reply.Counters, c)
 	}
 	return reply
@@ -131,6 +134,7 @@ func (n *Node) claim(so protocol.ServerOffer, now time.Time, preempt []string) b
 	for _, r := range victims {
 		r.claimed = so.Offer
 	}
+	n.runsValid = false
 	n.claims[so.Offer] = &claim{terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.HoldFor), preempt: victims}
 	return true
 }
@@ -143,7 +147,7 @@ func (n *Node) own(i int, owner string) {
 	} else {
 		n.owner[i] = owner
 	}
-	n.freeValid = false
+	n.freeValid, n.runsValid = false, false
 }
 
 // pickFor chooses GPUs for terms that start now. A guaranteed job may not
@@ -214,6 +218,7 @@ func (n *Node) release(offer string) {
 	for _, r := range h.preempt {
 		r.claimed = ""
 	}
+	n.runsValid = false
 	delete(n.claims, offer)
 }
 
@@ -233,9 +238,17 @@ func (n *Node) sweep(now time.Time) {
 			break
 		}
 	}
-	for id, c := range n.counters {
-		if !now.Before(c.until) {
-			delete(n.counters, id)
+	// Counters pile up under load (a rejection makes one, and they stand
+	// for their TTL): they are looked through only once the first of them
+	// has lapsed, not before every decision.
+	if !n.countersLapse.IsZero() && !now.Before(n.countersLapse) {
+		n.countersLapse = time.Time{}
+		for id, c := range n.counters {
+			if !now.Before(c.until) {
+				delete(n.counters, id)
+			} else if n.countersLapse.IsZero() || c.until.Before(n.countersLapse) {
+				n.countersLapse = c.until
+			}
 		}
 	}
 	for id, b := range n.bookings {
@@ -275,20 +288,29 @@ func (n *Node) view(now time.Time, client string) View {
 		n.freeValid = true
 	}
 	// Clipped, so that a policy appending to it cannot write into the cache.
+	// The running list is cached too, for the same reason, until a run
+	// starts, stops, is halted or is claimed for a preemption (runsStale).
+	if !n.runsValid {
+		n.running = n.running[:0]
+		for _, r := range n.active {
+			if r.claimed == "" && r.halting == "" {
+				n.running = append(n.running, Run{ID: r.id, Terms: r.terms, GPUs: r.started.GPUs, Started: r.started.At})
+			}
+		}
+		// In a fixed order, so that a policy decides alike in alike states.
+		slices.SortFunc(n.running, func(x, y Run) int { return strings.Compare(x.ID, y.ID) })
+		n.runsValid = true
+	}
 	v := View{Now: now, Scale: n.cfg.Currency.Scale, GPUs: n.cfg.GPUs, Recent: n.recent, Free: slices.Clip(n.free),
 		Client: n.clientUse(client)}
-	for _, r := range n.active {
-		if r.claimed == "" && r.halting == "" {
-			v.Running = append(v.Running, Run{ID: r.id, Terms: r.terms, GPUs: r.started.GPUs, Started: r.started.At})
-		}
+	if len(n.running) > 0 {
+		v.Running = slices.Clip(n.running)
 	}
 	for _, b := range n.bookings {
 		if !b.starting {
 			v.Bookings = append(v.Bookings, b.view())
 		}
 	}
-	// In a fixed order, so that a policy decides alike in alike states.
-	slices.SortFunc(v.Running, func(x, y Run) int { return strings.Compare(x.ID, y.ID) })
 	slices.SortFunc(v.Bookings, func(x, y Booking) int { return strings.Compare(x.ID, y.ID) })
 	return v
 }

@@ -30,6 +30,8 @@ type run struct {
 	claimed  string       // the offer whose claim took GPUs of this run, to preempt it
 	seq      uint64       // the last reading's sequence number
 	next     time.Time    // when its next reading is due
+	ends     time.Time    // when its job ends by itself, if it forecasts (Forecaster)
+	exhausts time.Time    // when its prepayment runs out, if it forecasts and does
 	last     Measurement  // the last good measurement
 	ended    bool         // the job has stopped and its GPUs are free
 	booked   bool         // its end is in the node's clientBook
@@ -163,11 +165,13 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	r.job, r.victims = job, nil
 	r.started.At = now
 	r.next = now.Add(n.readingEvery)
+	n.forecast(r)
 	if n.closing || r.halting != "" {
 		// A control or the shutdown came first: the next Tick stops it.
 		r.stop(trade.ReasonShutdown)
 	}
 	n.active[id] = r
+	n.runsValid = false
 	n.recent = append(n.recent, r.terms)
 	if len(n.recent) > recentMax {
 		n.recent = n.recent[len(n.recent)-recentMax:]
@@ -221,6 +225,7 @@ func (n *Node) Control(now time.Time, contractID string, action trade.Reason) er
 		return bourse.Errorf(bourse.ENotFound, op, "no contract %q runs here", contractID)
 	}
 	r.stop(action)
+	n.runsValid = false
 	return nil
 }
 
@@ -264,7 +269,10 @@ func (n *Node) Tick(now time.Time) Due {
 			default:
 			}
 		}
-		if r.halting == "" && !now.Before(r.next) {
+		// Measured when a reading is due, and when its prepayment is
+		// forecast to run out, so that it stops then to the nanosecond
+		// whatever the reading interval.
+		if r.halting == "" && (!now.Before(r.next) || (!r.exhausts.IsZero() && !now.Before(r.exhausts))) {
 			r.next = now.Add(n.readingEvery)
 			m, err := r.job.Measure()
 			if err != nil {
@@ -290,6 +298,7 @@ func (n *Node) Tick(now time.Time) Due {
 				r.halting = trade.ReasonTimeLimit // a runner that enforces the limit itself stopped it
 			}
 			r.stopping = true
+			n.runsValid = false
 			due.Stops = append(due.Stops, Stop{Contract: r.id, Job: r.job, Reason: r.halting})
 		}
 	}

@@ -136,6 +136,18 @@ func (j *syntheticJob) Measure() (Measurement, error) {
 	return m, nil
 }
 
+// Forecast is the measurement after the job has run for elapsed: the
+// synthetic meter's use is known ahead (Forecaster).
+func (j *syntheticJob) Forecast(elapsed time.Duration) Measurement {
+	return syntheticUsage(j.gpus, j.util, j.length, max(elapsed, 0), j.watts)
+}
+
+// Length is how long the job runs by itself: its profile's duration, 0
+// for a job without one, which runs until stopped.
+func (j *syntheticJob) Length() time.Duration { return j.length }
+
+var _ Forecaster = (*syntheticJob)(nil)
+
 // syntheticUsage is the meter of a job on g GPUs, each busy a fraction util
 // of the time, that ends after length (0: never) and has run for elapsed:
 // U = g·util·t and T = t, with t = elapsed capped at length, S = g, and

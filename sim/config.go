@@ -63,6 +63,17 @@ type Config struct {
 	// Progress, if set, is told every ProgressEvery jobs how many have
 	// arrived so far.
 	Progress func(jobs int)
+	// Poll runs the servers as their agents do over NATS: every server
+	// ticks every ReadingEvery, sending its heartbeat and a reading of
+	// each running contract, and the House's watchdog judges silence
+	// after 3 × ReadingEvery. Without it (the default) a server speaks
+	// only when its state changes, sends no reading but the final one
+	// (the synthetic meter's use is known between events), and is never
+	// judged lost, since nothing in a simulation fails: the run costs
+	// what its events cost, not servers × virtual time. Both give the
+	// same results and contract log (TestEventsAsPolling); Poll is for
+	// that comparison.
+	Poll bool
 }
 
 // ProgressEvery is how many arrivals pass between Progress calls.
@@ -102,7 +113,26 @@ func (c *Config) defaults() error {
 	def(&x.ReadingEvery, c.ReadingEvery)
 	def(&x.Heartbeat, c.ReadingEvery)
 	def(&x.SweepEvery, c.ReadingEvery)
-	def(&x.ServerLostAfter, 3*c.ReadingEvery)
+	if c.Poll {
+		def(&x.ServerLostAfter, 3*c.ReadingEvery)
+	} else {
+		def(&x.ServerLostAfter, c.silence())
+	}
 	def(&x.StuckLimit, max(time.Hour, 10*c.ReadingEvery))
 	return nil
+}
+
+// silence is a time no server of a run goes without speaking: beyond the
+// run's limit. Servers that speak only when their state changes are
+// never lost in a simulation, where nothing fails, and the House's
+// watchdog must not take their quiet for a failure.
+func (c *Config) silence() time.Duration { return c.Limit + 24*time.Hour }
+
+// nodeReadings is how often a node's running contracts are read: every
+// ReadingEvery when polling, else never before the final reading.
+func (c *Config) nodeReadings() time.Duration {
+	if c.Poll {
+		return c.Exchange.ReadingEvery
+	}
+	return c.silence()
 }

@@ -15,11 +15,14 @@ import (
 // times tie. It is not safe for concurrent use; nothing in a simulation
 // needs it to be.
 type Engine struct {
-	now    time.Time
-	queue  events
-	seq    uint64
-	ran    uint64
-	halted bool
+	now     time.Time
+	queue   events
+	seq     uint64
+	ran     uint64
+	halted  bool
+	onAlarm func(key int)
+	rang    event  // the last alarm run, to run one (time, key) once
+	rangAt  uint64 // e.seq when it ran: alarms set after it run again
 }
 
 // NewEngine returns an engine whose clock reads start.
@@ -35,6 +38,24 @@ func (e *Engine) At(t time.Time, f func()) {
 	}
 	e.seq++
 	heap.Push(&e.queue, event{at: t, seq: e.seq, run: f})
+}
+
+// OnAlarm sets what an alarm runs: f with the alarm's key.
+func (e *Engine) OnAlarm(f func(key int)) { e.onAlarm = f }
+
+// Alarm schedules the alarm of key (0 or more) at t; a time in the past
+// runs it next, at now. Alarms are what a simulation's servers are woken
+// by: at one time they run before the other events, in order of key,
+// and an alarm set twice for one time before it ran runs once. Their
+// order depends on nothing but their times and keys, so a server woken
+// for two reasons, or woken when it has nothing to do, runs as if woken
+// once, when it must.
+func (e *Engine) Alarm(t time.Time, key int) {
+	if t.Before(e.now) {
+		t = e.now
+	}
+	e.seq++
+	heap.Push(&e.queue, event{at: t, seq: e.seq, key: key, alarm: true})
 }
 
 // After schedules f d from now.
@@ -79,6 +100,15 @@ func (e *Engine) RunContext(ctx context.Context, until time.Time) error {
 		}
 		heap.Pop(&e.queue)
 		e.now = next.at
+		if next.alarm {
+			if e.rang.alarm && next.at.Equal(e.rang.at) && next.key == e.rang.key && next.seq <= e.rangAt {
+				continue // the same alarm, set again before it ran
+			}
+			e.rang, e.rangAt = next, e.seq
+			e.ran++
+			e.onAlarm(next.key)
+			continue
+		}
 		e.ran++
 		next.run()
 	}
@@ -95,18 +125,27 @@ func (e *Engine) Halt() { e.halted = true }
 func (e *Engine) Events() uint64 { return e.ran }
 
 type event struct {
-	at  time.Time
-	seq uint64
-	run func()
+	at    time.Time
+	seq   uint64 // the order of scheduling
+	run   func()
+	alarm bool
+	key   int // an alarm's
 }
 
-// events is a min-heap by time, then by the order of scheduling.
+// events is a min-heap by time, then alarms by key, then the order of
+// scheduling.
 type events []event
 
 func (q events) Len() int { return len(q) }
 func (q events) Less(i, j int) bool {
 	if !q[i].at.Equal(q[j].at) {
 		return q[i].at.Before(q[j].at)
+	}
+	if q[i].alarm != q[j].alarm {
+		return q[i].alarm
+	}
+	if q[i].alarm && q[i].key != q[j].key {
+		return q[i].key < q[j].key
 	}
 	return q[i].seq < q[j].seq
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,4 +56,37 @@ func TestEngineRunContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.LessOrEqual(t, e.Events(), uint64(5000+1024))
 	assert.Equal(t, start, e.Now(), "the clock where it stopped")
+}
+
+// TestEngineAlarms: alarms at one time run before the other events, in
+// order of key whatever order they were set in, and an alarm set twice
+// for one time runs once.
+func TestEngineAlarms(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := NewEngine(t0)
+	var got []string
+	e.OnAlarm(func(key int) { got = append(got, fmt.Sprintf("alarm%d@%v", key, e.Now().Sub(t0))) })
+	e.After(time.Second, func() { got = append(got, "event@1s") })
+	e.Alarm(t0.Add(time.Second), 2)
+	e.Alarm(t0.Add(time.Second), 1)
+	e.Alarm(t0.Add(time.Second), 2)
+	e.Alarm(t0.Add(2*time.Second), 0)
+	e.After(1500*time.Millisecond, func() { e.Alarm(t0, 3) }) // in the past: now
+	e.Run(t0.Add(time.Hour))
+	assert.Equal(t, []string{"alarm1@1s", "alarm2@1s", "event@1s", "alarm3@1.5s", "alarm0@2s"}, got)
+
+	// An alarm set again for now by what its run set going runs again.
+	got = nil
+	again := true
+	e.OnAlarm(func(key int) {
+		got = append(got, fmt.Sprintf("alarm%d", key))
+		if again {
+			again = false
+			e.Alarm(e.Now(), key)
+		}
+	})
+	e.Alarm(e.Now().Add(time.Second), 5)
+	e.Alarm(e.Now().Add(time.Second), 5)
+	e.Run(e.Now().Add(time.Hour))
+	assert.Equal(t, []string{"alarm5", "alarm5"}, got, "once for the two set before it ran, once for the one set by it")
 }

@@ -33,7 +33,6 @@ type job struct {
 	giveUp    time.Time     // leaves the queue after this
 	remaining time.Duration // of its run, at full speed
 	firstRun  time.Time     // when it first started
-	used      decimal.Decimal
 	neg       *strategy.Negotiator
 	contract  string // the contract it holds, if any
 	tries     int
@@ -142,6 +141,12 @@ func (m *Market) failed(j *job, err error) {
 	code := bourse.ErrorCode(err)
 	later := errors.Is(err, strategy.ErrGaveUp) || code == bourse.EInsufficientFunds || code == bourse.ECapacityGone
 	if !later {
+		if code == bourse.ENoMatch {
+			m.m.NoMatch()
+			if m.noMatch == nil {
+				m.noMatch = err
+			}
+		}
 		m.reject(j)
 		return
 	}
@@ -160,6 +165,7 @@ func (m *Market) requeue(j *job) {
 
 func (m *Market) reject(j *job) {
 	delete(m.live, j)
+	m.lastEnd = m.e.Now()
 	m.m.Reject(j.w.Deadline > 0)
 }
 

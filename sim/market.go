@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bourse/bourse/bidder/strategy"
@@ -35,7 +36,9 @@ type Market struct {
 	store   *memstore.Store
 	house   *exchange.House
 	nodes   map[string]*server.Node
-	ids     []string // the servers, sorted
+	ids     []string       // the servers, sorted
+	index   map[string]int // a server's place in ids: its alarm's key
+	armed   []time.Time    // each server's next alarm, zero if none
 	specs   map[string]scenario.ClientSpec
 	clients map[string]*client
 	log     *eventLog
@@ -49,6 +52,8 @@ type Market struct {
 	offers  int
 
 	live    map[*job]struct{} // arrived, neither completed nor given up
+	lastEnd time.Time         // when the last job completed or was given up
+	noMatch error             // why the first job that no server fits was refused
 	jobs    map[string]*job   // by contract, while it holds escrow
 	offerer *job              // the job whose offer the House is handling
 	waiting queue             // jobs waiting for capacity, oldest first
@@ -56,6 +61,7 @@ type Market struct {
 	busy    int               // jobs negotiating
 	open    int               // contracts holding escrow
 	finals  map[string]trade.Reading
+	reserves
 }
 
 // New builds the market: its currency, the scenario's clients' funded
@@ -67,7 +73,7 @@ func New(cfg Config) (*Market, error) {
 	m := &Market{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
 		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}}
-	m.log = &eventLog{w: cfg.Log}
+	m.log = &eventLog{w: cfg.Log, scale: scenario.Currency.Scale}
 	m.ledger = mem.New(mem.Options{Now: m.e.Now, Remember: cfg.Forget})
 	m.store = memstore.New(m.ledger)
 	quiet := slog.New(slog.DiscardHandler)
@@ -97,6 +103,10 @@ func New(cfg Config) (*Market, error) {
 		capacity += s.Count
 	}
 	slices.Sort(m.ids)
+	m.index, m.armed = map[string]int{}, make([]time.Time, len(m.ids))
+	for i, id := range m.ids {
+		m.index[id] = i
+	}
 	m.m = metrics.NewCollector(cfg.Start, capacity, cfg.Sample)
 	for _, c := range cfg.Clients {
 		m.specs[c.ID] = c
@@ -117,14 +127,15 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 	}
 	ids := 0
 	n, err := server.NewNode(server.NodeConfig{ID: s.ID, Currency: scenario.Currency, GPUs: s.GPUs(), Policy: s.Policy,
-		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.house.Config().ReadingEvery, Logger: log,
-		NewID: func() string { ids++; return fmt.Sprintf("%s-k%d", s.ID, ids) }})
+		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.cfg.nodeReadings(), Logger: log,
+		NewID: func() string { ids++; return s.ID + "-k" + strconv.Itoa(ids) }})
 	if err != nil {
 		return fmt.Errorf("sim: server %s: %w", s.ID, err)
 	}
 	m.nodes[s.ID] = n
 	m.ids = append(m.ids, s.ID)
 	m.free.add(s.ID, s.Model, s.Count)
+	m.reserves.addServer(s)
 	if _, err := m.house.Hello(ctx, s.ID, n.Hello(m.e.Now())); err != nil {
 		return fmt.Errorf("sim: server %s: hello: %w", s.ID, err)
 	}

@@ -22,6 +22,7 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 	case protocol.EventAccepted:
 		m.open++
 		m.m.Contract()
+		m.acceptedReserve(c)
 		if j := m.offerer; j != nil {
 			j.contract = c.ID
 			m.jobs[c.ID] = j
@@ -37,12 +38,9 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 		}
 		m.m.Allocate(now, c.Terms.GPUs)
 		m.free.take(c.Server, c.Terms.GPUs, c.Terms.Preemptible)
-		// The node ends the job when its tick sees the profile run out:
-		// tick it then, whatever the reading interval.
-		id := c.Server
-		m.e.After(j.remaining, func() { m.tick(id) })
 	case protocol.EventSettled, protocol.EventVoided:
 		m.open--
+		m.endedReserve(c)
 		j := m.jobs[c.ID]
 		delete(m.jobs, c.ID)
 		if j == nil {
@@ -68,15 +66,14 @@ func (m *Market) ended(j *job, c *trade.Contract) {
 			u = c.Reading.U
 			j.remaining -= time.Duration(c.Reading.T)
 		}
-		j.used = j.used.Add(u)
-		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64())
+		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64(), j.c.spec.Value.Mul(u).InexactFloat64())
 	}
 	switch {
 	case c.Reason == trade.ReasonCompleted:
 		delete(m.live, j)
+		m.lastEnd = now
 		missed := j.w.Deadline > 0 && now.Sub(j.arrived) > j.w.Deadline
-		value := j.c.spec.Value.Mul(j.used).InexactFloat64()
-		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, value, missed)
+		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, missed)
 	case c.Reason == trade.ReasonTimeLimit || c.Reason == trade.ReasonExhausted || c.Reason == trade.ReasonKilled:
 		m.reject(j) // its terms ran out before the job did: it is not done
 	default: // preempted, its server lost or shut down, never started

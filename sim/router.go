@@ -52,12 +52,17 @@ func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol
 	case err != nil:
 		done(protocol.Started{}, err)
 		return
-	case plan.Started != nil:
+	case plan.Started != nil: // a booking confirmed: its slot is a wake
 		done(*plan.Started, nil)
+		r.m.rewake(id)
 		return
 	}
 	r.m.stop(id, plan.Stops)
 	done(n.Launch(ctx, now, s.Contract.ID))
+	if !r.m.cfg.Poll {
+		r.m.heartbeat(id)
+	}
+	r.m.rewake(id)
 }
 
 func (r *router) Cancel(server, offer string) { r.m.nodes[server].Cancel(r.m.e.Now(), offer) }
@@ -67,4 +72,5 @@ func (r *router) Control(_ context.Context, c trade.Contract, action trade.Reaso
 	if done != nil {
 		done(err)
 	}
+	r.m.rewake(c.Server) // the job stops at the node's next tick: now
 }

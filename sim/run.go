@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/bourse/bourse/sim/metrics"
+	"github.com/bourse/bourse/sim/workload"
 )
 
 // ErrInterrupted is why a run stopped before its end: its context was
@@ -21,15 +22,17 @@ var ErrInterrupted = errors.New("sim: interrupted")
 func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	hc := m.house.Config()
 	ctx := context.Background() // the House's calls: a run never abandons one halfway
-	// One event a reading interval per server: its readings, stops and
-	// heartbeat, as its agent's tick loop would.
-	for _, id := range m.ids {
-		n := m.nodes[id]
-		m.e.Every(hc.ReadingEvery, func() bool {
-			m.tick(id)
-			_ = m.house.Heartbeat(ctx, id, n.Hello(m.e.Now()))
-			return true
-		})
+	m.e.OnAlarm(m.alarm)
+	if m.cfg.Poll {
+		// One event a reading interval per server: its readings, stops
+		// and heartbeat, as its agent's tick loop would.
+		for _, id := range m.ids {
+			m.e.Every(hc.ReadingEvery, func() bool {
+				m.tick(id)
+				m.heartbeat(id)
+				return true
+			})
+		}
 	}
 	m.e.Every(hc.SweepEvery, func() bool {
 		m.house.Sweep(ctx)
@@ -61,9 +64,23 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	if m.broke != nil {
 		return metrics.Result{}, m.broke
 	}
+	end := m.e.Now()
+	if m.done() && !m.lastEnd.IsZero() {
+		// The sweep that saw the market done came up to a sweep interval
+		// after the last job ended: the run's length, over which
+		// utilisation is averaged, ends with that job.
+		end = m.lastEnd
+	}
 	m.finish()
-	r := m.m.Result(m.e.Now())
+	r := m.m.Result(end)
+	if s := r.Summary; s.Jobs > 0 && s.NoMatch == s.Jobs {
+		return metrics.Result{}, &NoMatchError{Jobs: s.Jobs, First: m.noMatch}
+	}
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
+	if t, ok := m.cfg.Workload.(interface{ Rows() workload.Rows }); ok {
+		rows := t.Rows()
+		r.Trace = &rows
+	}
 	return r, nil
 }
 
@@ -111,8 +128,9 @@ func (m *Market) finish() {
 
 // tick carries out what a node says is due, as the agent would: readings
 // to the House, jobs stopped (their finals to the House), booked jobs
-// launched and their starts reported.
-func (m *Market) tick(id string) {
+// launched and their starts reported. It reports whether a job stopped or
+// started: the server's state changed.
+func (m *Market) tick(id string) bool {
 	ctx := context.Background()
 	n := m.nodes[id]
 	due := n.Tick(m.e.Now())
@@ -125,4 +143,20 @@ func (m *Market) tick(id string) {
 			_, _ = m.house.Started(ctx, id, st)
 		}
 	}
+	return len(due.Stops) > 0 || len(due.Launch) > 0
 }
+
+// NoMatchError is a run none of whose jobs any server could take: no
+// server has the GPUs they ask for (their model, their count). Its
+// results would be a market that never traded, which is a mistake in the
+// scenario, not a finding.
+type NoMatchError struct {
+	Jobs  int
+	First error // the House's answer to the first of them
+}
+
+func (e *NoMatchError) Error() string {
+	return fmt.Sprintf("sim: no server fits any of the %d jobs (the first: %v): the servers have no GPUs of the models and counts the workload asks for", e.Jobs, e.First)
+}
+
+func (e *NoMatchError) Unwrap() error { return e.First }

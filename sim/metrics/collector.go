@@ -21,6 +21,7 @@ type Collector struct {
 	rhos    Quantiles
 	revenue float64
 	used    float64 // GPU-seconds measured (U), settled
+	reserve float64 // what the servers' reserves would have charged for it
 
 	// The allocation integral: GPUs under contract over time.
 	busy      int
@@ -75,6 +76,11 @@ func (c *Collector) Reject(missed bool) {
 	}
 }
 
+// NoMatch counts a job rejected because no server has the GPUs it asks
+// for (their model and count): no price would have placed it. It is
+// counted by Reject too.
+func (c *Collector) NoMatch() { c.s.NoMatch++ }
+
 // Preempt counts a job stopped for a dearer one.
 func (c *Collector) Preempt() { c.s.Preempted++ }
 
@@ -94,28 +100,35 @@ func (c *Collector) integrate(at time.Time) {
 	}
 }
 
-// Settle counts a contract's settlement: u GPU-seconds measured, charged.
-func (c *Collector) Settle(client string, u, charge float64) {
+// Settle counts a contract's settlement: u GPU-seconds measured, charged,
+// and worth value to its client (its value per GPU-second × u). Value is
+// counted here, for every contract however it ended, and not when a job
+// completes: a job preempted and never resumed paid for what ran and had
+// the use of it, and surplus (value less payment) must see both sides.
+func (c *Collector) Settle(client string, u, charge, value float64) {
 	k := c.client(client)
 	k.GPUSeconds += u
 	k.Paid += charge
-	k.Surplus -= charge
+	k.Surplus += value - charge
+	c.s.Welfare += value
 	c.revenue += charge
 	c.used += u
 	c.intCharge += charge
 	c.intUsed += u
 }
 
+// Reserve counts what a settled contract's server would have charged for
+// the same use at its reserve price of the moment it accepted: beside
+// revenue it says how much of the price was the clients' offers.
+func (c *Collector) Reserve(due float64) { c.reserve += due }
+
 // Complete counts a job run to its end: how long it waited from arrival to
-// its last start and to its end, its reference time alone (zero if
-// unknown), what it was worth to its client and whether it missed a
-// deadline.
-func (c *Collector) Complete(client string, wait, jct, reference time.Duration, value float64, missed bool) {
+// its first start and to its end, its reference time alone (zero if
+// unknown) and whether it missed a deadline. Its value was counted as its
+// contracts settled (Settle).
+func (c *Collector) Complete(client string, wait, jct, reference time.Duration, missed bool) {
 	c.s.Completed++
-	k := c.client(client)
-	k.Completed++
-	k.Surplus += value
-	c.s.Welfare += value
+	c.client(client).Completed++
 	c.waits.Add(wait.Seconds())
 	c.jcts.Add(jct.Seconds())
 	if reference > 0 {
@@ -153,11 +166,13 @@ func (c *Collector) Result(end time.Time) Result {
 	s := c.s
 	s.Revenue = c.revenue
 	s.Surplus = s.Welfare - c.revenue
-	if span := end.Sub(c.start).Seconds(); span > 0 && c.capacity > 0 {
+	s.Length = end.Sub(c.start).Seconds()
+	if span := s.Length; span > 0 && c.capacity > 0 {
 		s.Utilization = c.allocated / (float64(c.capacity) * span)
 	}
 	if c.used > 0 {
 		s.PriceIndex = c.revenue / c.used
+		s.ReserveIndex = c.reserve / c.used
 	}
 	s.WaitP50, s.WaitP99 = c.waits.Quantile(0.5), c.waits.Quantile(0.99)
 	s.JCTP50, s.JCTP99 = c.jcts.Quantile(0.5), c.jcts.Quantile(0.99)

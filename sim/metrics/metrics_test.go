@@ -53,12 +53,12 @@ func TestCollector(t *testing.T) {
 	c.Allocate(t0, 2)                     // a's job: 2 GPUs for the first hour
 	c.Allocate(t0.Add(30*time.Minute), 2) // b's: 2 GPUs from 30m to 90m
 	c.Release(t0.Add(time.Hour), 2)
-	c.Settle("a", 7200, 36)
-	c.Complete("a", 0, time.Hour, time.Hour, 72, false)
+	c.Settle("a", 7200, 36, 72)
+	c.Complete("a", 0, time.Hour, time.Hour, false)
 	c.Sample(0, 1)
 	c.Release(t0.Add(90*time.Minute), 2)
-	c.Settle("b", 3600, 36)
-	c.Complete("b", 30*time.Minute, 90*time.Minute, time.Hour, 20, true)
+	c.Settle("b", 3600, 36, 20)
+	c.Complete("b", 30*time.Minute, 90*time.Minute, time.Hour, true)
 	c.Reject(false)
 	c.Sample(0, 0) // the second hour: no arrival
 	r := c.Result(t0.Add(2 * time.Hour))
@@ -86,4 +86,20 @@ func TestCollector(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b"}, []string{r.Clients[0].ID, r.Clients[1].ID})
 	assert.InDelta(t, 36.0, r.Clients[0].Surplus, 1e-9)
+}
+
+// TestCollectorCountsValueOfWhatRan: a contract that ends without its job
+// completing (preempted, its job given up after) counts its value as well
+// as its payment: surplus and welfare are the docs' value × GPU-seconds
+// used, less what was paid, whatever became of the job.
+func TestCollectorCountsValueOfWhatRan(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewCollector(t0, 1, time.Hour)
+	c.Arrive("a")
+	c.Settle("a", 600, 3, 5) // preempted after 600 GPU-s worth 5, paid 3
+	c.Reject(false)          // and never resumed
+	s := c.Result(t0.Add(time.Hour)).Summary
+	assert.Zero(t, s.Completed)
+	assert.InDelta(t, 5.0, s.Welfare, 1e-9)
+	assert.InDelta(t, 2.0, s.Surplus, 1e-9)
 }

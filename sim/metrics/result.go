@@ -4,6 +4,8 @@
 // what the report prints and plots.
 package metrics
 
+import "github.com/bourse/bourse/sim/workload"
+
 // Result is one run: a scenario under one policy and seed.
 type Result struct {
 	Scenario string  `json:"scenario"`
@@ -17,6 +19,9 @@ type Result struct {
 	// Interrupted marks a run stopped before its end (bourse sim on
 	// SIGINT or SIGTERM): its figures are those of the time it reached.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Trace, for a run that read a trace, says what became of its rows:
+	// how many made jobs, and how many were dropped or skipped and why.
+	Trace *workload.Rows `json:"trace,omitempty"`
 }
 
 // Summary is a run's headline figures. Money is in the scenario's
@@ -26,10 +31,14 @@ type Summary struct {
 	Jobs           int `json:"jobs"`            // arrived
 	Completed      int `json:"completed"`       // ran to their end
 	Rejected       int `json:"rejected"`        // never got a contract
+	NoMatch        int `json:"no_match"`        // rejected because no server has the GPUs they ask for
 	Preempted      int `json:"preempted"`       // stopped for a dearer job
 	DeadlineMisses int `json:"deadline_misses"` // done after their deadline, or never done
 	Contracts      int `json:"contracts"`
 
+	// Length is the run's length in virtual seconds: from the market's
+	// opening to the last job's end, or to the run's limit.
+	Length      float64 `json:"length_s"`
 	Revenue     float64 `json:"revenue"`     // charged to clients
 	Utilization float64 `json:"utilization"` // GPU-seconds used / GPU-seconds there were
 	// Waits are from arrival to start; JCT from arrival to end, of
@@ -44,6 +53,11 @@ type Summary struct {
 	Welfare float64 `json:"welfare"`
 	// PriceIndex is the average charge per GPU-second used.
 	PriceIndex float64 `json:"price_index"`
+	// ReserveIndex is what the servers' reserve prices would have charged
+	// for the same use, per GPU-second used: each contract priced on its
+	// final reading at the reserve its server posted when it accepted.
+	// Contracts charge the clients' offered curves, which may be above it.
+	ReserveIndex float64 `json:"reserve_index"`
 	// Jain's index of GPU-seconds per client, and of GPU-seconds per unit
 	// of each client's funding: 1 is perfectly even, 1/n all to one.
 	JainGPU     float64 `json:"jain_gpu_seconds"`

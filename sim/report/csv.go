@@ -20,6 +20,7 @@ var summaryHeader = []string{
 	"wait_p50_s", "wait_p99_s", "jct_p50_s", "jct_p99_s",
 	"surplus", "welfare", "price_index",
 	"jain_gpu_seconds", "jain_per_funding", "rho_p50", "rho_p99",
+	"no_match", "reserve_index",
 }
 
 var seriesHeader = []string{"policy", "seed", "hours", "price", "utilization", "running", "queued"}
@@ -62,6 +63,7 @@ func summaryCSV(w io.Writer, rs []metrics.Result) error {
 		} {
 			row = append(row, exact(x))
 		}
+		row = append(row, strconv.Itoa(s.NoMatch), exact(s.ReserveIndex))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -37,6 +37,8 @@ var figures = []figure{
 	{"price", "Price index per GPU-hour over the run, one line per policy (mean over seeds), up to the last arrival: " +
 		"after it the market only drains, and the few contracts still settling price nothing. " +
 		"Look for which policy prices higher, and whether prices settle or swing with the load.", priceOverTime},
+	{"reserve", "Per policy, what the servers' reserve prices would have charged per GPU-hour of use (each contract at the reserve its server posted when it accepted) beside what the contracts charged (mean over seeds). " +
+		"Contracts charge the client's offered curve, not the reserve: a client who bids its value pays its value when the reserve is lower.", reserveVsPaid},
 	{"utilization", "Share of GPUs busy over the run, one line per policy (mean over seeds). " +
 		"A policy that earns more while keeping GPUs idle is rationing, not allocating.", utilizationOverTime},
 	{"welfare", "Welfare (value of what ran) against revenue, one point per policy and seed. " +

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/bourse/bourse/sim/metrics"
 )
 
 // welfareVsRevenue is a scatter with one labelled point per run, so that
@@ -58,38 +60,67 @@ func pad(p *plot.Plot, frac float64) {
 // GPU-seconds beside Jain's index per unit of funding.
 func fairness(gs []group) (*plot.Plot, error) {
 	p := newPlot("Fairness (Jain's index)", "", "index (1 = even)")
-	gpu := make(plotter.Values, len(gs))
-	funding := make(plotter.Values, len(gs))
+	if err := barPairs(p, gs, bar{"GPU-seconds", func(s metrics.Summary) float64 { return s.JainGPU }},
+		bar{"per funding", func(s metrics.Summary) float64 { return s.JainFunding }}); err != nil {
+		return nil, err
+	}
+	p.Y.Min, p.Y.Max = 0, 1.15 // room above the bars for the legend
+	return p, nil
+}
+
+// bar is one of a pair of bars a policy gets: a figure of its runs'
+// summaries, drawn as their mean over seeds.
+type bar struct {
+	name string
+	of   func(metrics.Summary) float64
+}
+
+// barPairs draws two bars side by side for each policy, with the legend
+// top right.
+func barPairs(p *plot.Plot, gs []group, bars ...bar) error {
 	names := make([]string, len(gs))
 	for i, g := range gs {
-		var a, b []float64
-		for _, r := range g.Runs {
-			a = append(a, r.Summary.JainGPU)
-			b = append(b, r.Summary.JainFunding)
-		}
-		gpu[i], funding[i] = spreadOf(a).Mean, spreadOf(b).Mean
 		names[i] = g.Policy
 	}
 	w := vg.Points(24)
-	for k, bar := range []struct {
-		name string
-		vs   plotter.Values
-	}{{"GPU-seconds", gpu}, {"per funding", funding}} {
-		b, err := plotter.NewBarChart(bar.vs, w)
-		if err != nil {
-			return nil, err
+	for k, b := range bars {
+		vs := make(plotter.Values, len(gs))
+		for i, g := range gs {
+			xs := make([]float64, len(g.Runs))
+			for j, r := range g.Runs {
+				xs[j] = b.of(r.Summary)
+			}
+			vs[i] = spreadOf(xs).Mean
 		}
-		b.Color = plotutil.Color(k)
-		b.LineStyle.Width = 0
-		b.Offset = vg.Length(2*k-1) * w / 2
-		p.Add(b)
-		p.Legend.Add(bar.name, b)
+		chart, err := plotter.NewBarChart(vs, w)
+		if err != nil {
+			return err
+		}
+		chart.Color = plotutil.Color(k)
+		chart.LineStyle.Width = 0
+		chart.Offset = vg.Length(2*k-1) * w / 2
+		p.Add(chart)
+		p.Legend.Add(b.name, chart)
 	}
 	p.NominalX(names...)
 	// Half a slot either side, or the outer bars are cut by the axes.
 	p.X.Min, p.X.Max = -0.5, float64(len(gs))-0.5
-	p.Y.Min, p.Y.Max = 0, 1.15 // room above the bars for the legend
 	p.Legend.Left = false
+	return nil
+}
+
+// reserveVsPaid puts, per policy, what the servers' reserve prices would
+// have charged per GPU-hour used beside what the contracts charged: the
+// gap is the clients' bids above the reserve, which a price index alone
+// shows as the servers' price.
+func reserveVsPaid(gs []group) (*plot.Plot, error) {
+	p := newPlot("Reserve and price paid", "", "per GPU-hour")
+	if err := barPairs(p, gs, bar{"servers' reserve", func(s metrics.Summary) float64 { return 3600 * s.ReserveIndex }},
+		bar{"paid (price index)", func(s metrics.Summary) float64 { return 3600 * s.PriceIndex }}); err != nil {
+		return nil, err
+	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.2 // room above the bars for the legend
 	return p, nil
 }
 

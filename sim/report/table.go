@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/bourse/bourse/sim/metrics"
@@ -33,10 +34,17 @@ var metricRows = []metric{
 	{"surplus", func(s metrics.Summary) float64 { return s.Surplus }, money},
 	{"welfare", func(s metrics.Summary) float64 { return s.Welfare }, money},
 	{"price index /GPU-h", func(s metrics.Summary) float64 { return s.PriceIndex }, perHour},
+	{"reserve index /GPU-h", func(s metrics.Summary) float64 { return s.ReserveIndex }, perHour},
 	{"Jain GPU-s", func(s metrics.Summary) float64 { return s.JainGPU }, ratio},
 	{"Jain per funding", func(s metrics.Summary) float64 { return s.JainFunding }, ratio},
 	{"ρ p50", func(s metrics.Summary) float64 { return s.RhoP50 }, ratio},
 	{"ρ p99", func(s metrics.Summary) float64 { return s.RhoP99 }, ratio},
+}
+
+// optionalRows are rows shown only where some run has something to
+// show: they speak of mistakes, and a table of zeros would bury them.
+var optionalRows = []metric{
+	{"jobs no server fits", func(s metrics.Summary) float64 { return float64(s.NoMatch) }, count},
 }
 
 // grid is the table as text cells, shared by the terminal and the HTML
@@ -44,7 +52,9 @@ var metricRows = []metric{
 type grid struct {
 	Header []string   // "metric", then one per policy
 	Rows   [][]string // a metric's name, then its cell per policy
-	Note   string     // how to read a cell with several seeds
+	// Notes say how to read a cell with several seeds, and what became
+	// of a trace's rows.
+	Notes []string
 }
 
 func gridOf(rs []metrics.Result) grid {
@@ -59,20 +69,33 @@ func gridOf(rs []metrics.Result) grid {
 	}
 	g.Rows = append(g.Rows, seeds)
 	for _, m := range metricRows {
-		row := []string{m.Name}
-		for _, gr := range gs {
-			xs := make([]float64, len(gr.Runs))
-			for i, r := range gr.Runs {
-				xs[i] = m.Of(r.Summary)
-			}
-			row = append(row, cell(spreadOf(xs), m.Unit))
+		g.Rows = append(g.Rows, m.row(gs))
+	}
+	for _, m := range optionalRows {
+		if slices.ContainsFunc(rs, func(r metrics.Result) bool { return m.Of(r.Summary) != 0 }) {
+			g.Rows = append(g.Rows, m.row(gs))
 		}
-		g.Rows = append(g.Rows, row)
 	}
+	rows, notes := traceRows(gs)
+	g.Rows = append(g.Rows, rows...)
 	if several {
-		g.Note = "With several seeds a cell is the mean over seeds and, in brackets, the lowest–highest seed."
+		g.Notes = append(g.Notes, "With several seeds a cell is the mean over seeds and, in brackets, the lowest–highest seed.")
 	}
+	g.Notes = append(g.Notes, notes...)
 	return g
+}
+
+// row is the metric's name and its cell for each policy.
+func (m metric) row(gs []group) []string {
+	row := []string{m.Name}
+	for _, gr := range gs {
+		xs := make([]float64, len(gr.Runs))
+		for i, r := range gr.Runs {
+			xs[i] = m.Of(r.Summary)
+		}
+		row = append(row, cell(spreadOf(xs), m.Unit))
+	}
+	return row
 }
 
 // cell is a figure alone for one seed, or its mean and range for several.
@@ -111,8 +134,8 @@ func Table(w io.Writer, rs []metrics.Result) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("report: write table: %w", err)
 	}
-	if g.Note != "" {
-		if _, err := fmt.Fprintln(w, g.Note); err != nil {
+	for _, n := range g.Notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
 			return fmt.Errorf("report: write table: %w", err)
 		}
 	}

@@ -75,8 +75,14 @@ func (a *alibabaRows) next() (row, error) {
 	if err != nil {
 		return rw, err
 	}
+	// A CPU-only pod is no GPU job whether or not it was scheduled: it
+	// is counted as that first.
+	if gpus == 0 {
+		rw.drop = DropNoGPUs
+		return rw, nil
+	}
 	if missing(field(rec, a.scheduled)) {
-		rw.drop = true // never scheduled: it never ran
+		rw.drop = DropNeverScheduled
 		return rw, nil
 	}
 	scheduled, err := a.t.seconds(rec, a.scheduled)
@@ -86,8 +92,8 @@ func (a *alibabaRows) next() (row, error) {
 	if deleted < scheduled {
 		return rw, a.t.bad(a.deletion, "%s is before scheduled_time %s", field(rec, a.deletion), field(rec, a.scheduled))
 	}
-	if gpus == 0 || deleted == scheduled {
-		rw.drop = true // CPU-only, or ran for no time
+	if deleted == scheduled {
+		rw.drop = DropNoTime
 		return rw, nil
 	}
 	name := field(rec, a.name)

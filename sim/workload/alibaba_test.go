@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"io"
 	"strings"
 	"testing"
@@ -53,6 +54,8 @@ func TestAlibaba(t *testing.T) {
 	}, jobs)
 	assert.Equal(t, 3, r.Dropped(), "CPU-only, never scheduled, no time")
 	assert.Zero(t, r.Skipped())
+	assert.Equal(t, Rows{Read: 7, Jobs: 4, Skipped: []RowCount{},
+		Dropped: []RowCount{{DropNeverScheduled, 1}, {DropNoGPUs, 1}, {DropNoTime, 1}}}, r.Rows(), "each drop by its reason")
 
 	t.Run("Clients", func(t *testing.T) {
 		jobs, _, err := readAll(t, Alibaba, alibabaRowsOK, ReadOptions{Clients: 3, Utilization: 0.8})
@@ -113,6 +116,7 @@ func TestAlibabaErrors(t *testing.T) {
 				assert.Len(t, jobs, 2, "skipped past it")
 			}
 			assert.Equal(t, 1, r.Skipped())
+			assert.Equal(t, "bad "+cmp.Or(tc.column, "row"), r.Rows().Skipped[0].Reason)
 		})
 	}
 	t.Run("Header", func(t *testing.T) {
@@ -148,4 +152,5 @@ func TestAlibabaOutOfOrder(t *testing.T) {
 	assert.Equal(t, []string{"a", "d"}, []string{jobs[0].ID, jobs[1].ID})
 	assert.Equal(t, 1, r.Skipped())
 	assert.Equal(t, 1, r.Dropped())
+	assert.Equal(t, Rows{Read: 4, Jobs: 2, Skipped: []RowCount{{SkipOutOfOrder, 1}}, Dropped: []RowCount{{DropNoGPUs, 1}}}, r.Rows())
 }

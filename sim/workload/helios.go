@@ -73,8 +73,15 @@ func (h *heliosRows) next() (row, error) {
 	if err != nil {
 		return rw, err
 	}
-	if gpus == 0 || !ran || run == 0 {
-		rw.drop = true // CPU-only, or it never ran
+	switch {
+	case gpus == 0:
+		rw.drop = DropNoGPUs
+		return rw, nil
+	case !ran:
+		rw.drop = DropNeverScheduled
+		return rw, nil
+	case run == 0:
+		rw.drop = DropNoTime
 		return rw, nil
 	}
 	rw.job = Job{ID: field(rec, h.id), Client: user, GPUs: int(gpus), Duration: run}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -73,3 +74,47 @@ func (t *traceFile) Next() (Job, error) {
 }
 
 func (t *traceFile) Close() error { return t.f.Close() }
+
+// Expected is how many jobs a workload will make at most, for a progress
+// bar's total: its Jobs if set, else, for a trace, its rows (lines, less
+// a CSV's header), counted in one pass over the file; 0 if unknown (a
+// generator stopped by its horizon alone). A trace's count includes the
+// rows it will drop: an estimate from above.
+func Expected(s Spec, dir string) (int64, error) {
+	if s.Jobs > 0 || s.Trace == nil {
+		return int64(s.Jobs), nil
+	}
+	path := s.Trace.File
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("workload: trace: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return 0, fmt.Errorf("workload: trace %s: %w", path, err)
+		}
+		r = gz
+	}
+	var lines int64
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("workload: trace %s: %w", path, err)
+		}
+	}
+	if s.Trace.Format != JSONL && lines > 0 {
+		lines-- // the header
+	}
+	return lines, nil
+}

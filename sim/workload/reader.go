@@ -1,9 +1,11 @@
 package workload
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -44,8 +46,20 @@ type row struct {
 	at   time.Duration
 	raw  string // the time as written, for messages; "" to print at
 	job  Job
-	drop bool
+	drop string // why the row is no job, if it is not: one of the Drop reasons
 }
+
+// Why rows are dropped: they are no GPU job the market could run.
+const (
+	DropNoGPUs         = "no GPUs"         // CPU-only
+	DropNeverScheduled = "never scheduled" // never ran
+	DropNoTime         = "ran for no time"
+)
+
+// Why rows are skipped, with ReadOptions.SkipBadRows: SkipOutOfOrder,
+// or "bad " and the column that could not be read ("bad row" for a row
+// whose columns do not fit the header).
+const SkipOutOfOrder = "out of order"
 
 // rows is a format's way through a file.
 type rows interface {
@@ -65,8 +79,10 @@ type Reader struct {
 	started bool
 	origin  time.Duration
 	last    row
-	skipped int
-	dropped int
+	read    int
+	jobs    int
+	skipped map[string]int // by reason
+	dropped map[string]int // by reason
 }
 
 // NewReader reads the trace r holds in format f; CSV formats read their
@@ -82,7 +98,7 @@ func NewReader(r io.Reader, f Format, opt ReadOptions) (*Reader, error) {
 		rs  rows
 		err error
 	)
-	rd := &Reader{opt: opt, rebase: true}
+	rd := &Reader{opt: opt, rebase: true, skipped: map[string]int{}, dropped: map[string]int{}}
 	switch f {
 	case Alibaba:
 		rs, err = newAlibabaRows(r, opt.Clients)
@@ -107,12 +123,16 @@ func (r *Reader) Next() (Job, error) {
 		rw, err := r.rows.next()
 		if err != nil {
 			var le *LineError
-			if r.opt.SkipBadRows && errors.As(err, &le) {
-				r.skipped++
-				continue
+			if errors.As(err, &le) {
+				r.read++
+				if r.opt.SkipBadRows {
+					r.skipped[badReason(le)]++
+					continue
+				}
 			}
 			return Job{}, err
 		}
+		r.read++
 		if !r.started {
 			r.started, r.last = true, rw
 			if r.rebase {
@@ -121,7 +141,7 @@ func (r *Reader) Next() (Job, error) {
 		}
 		if rw.at < r.last.at {
 			if r.opt.SkipBadRows {
-				r.skipped++
+				r.skipped[SkipOutOfOrder]++
 				continue
 			}
 			col, how := r.rows.order()
@@ -131,10 +151,11 @@ func (r *Reader) Next() (Job, error) {
 		}
 		r.last = rw
 		r.last.job = Job{} // hold no more than the time
-		if rw.drop {
-			r.dropped++
+		if rw.drop != "" {
+			r.dropped[rw.drop]++
 			continue
 		}
+		r.jobs++
 		j := rw.job
 		j.Arrival = rw.at - r.origin
 		if j.ID == "" {
@@ -159,11 +180,79 @@ func (rw row) written() string {
 }
 
 // Skipped is how many bad rows were skipped so far (SkipBadRows).
-func (r *Reader) Skipped() int { return r.skipped }
+func (r *Reader) Skipped() int { return sum(r.skipped) }
 
 // Dropped is how many rows were read but were no GPU job to run: CPU-only
 // pods and jobs, pods never scheduled, jobs that ran for no time.
-func (r *Reader) Dropped() int { return r.dropped }
+func (r *Reader) Dropped() int { return sum(r.dropped) }
+
+// Rows says what became of the rows read so far.
+func (r *Reader) Rows() Rows {
+	return Rows{Read: r.read, Jobs: r.jobs, Dropped: byReason(r.dropped), Skipped: byReason(r.skipped)}
+}
+
+// Rows is what became of a trace's rows: read, made into jobs, or
+// dropped or skipped, and why. A run that stops early (the workload's
+// jobs or horizon) reads only the rows up to where it stopped.
+type Rows struct {
+	Read int `json:"read"`
+	// Jobs are the rows read as jobs; the run submits them all but one
+	// past its horizon, if it has one.
+	Jobs int `json:"jobs"`
+	// Dropped are rows that are no GPU job the market could run (the
+	// Drop reasons), Skipped rows that could not be read or came out of
+	// order (ReadOptions.SkipBadRows): each by reason, most first.
+	Dropped []RowCount `json:"dropped"`
+	Skipped []RowCount `json:"skipped"`
+}
+
+// RowCount is how many rows went one way.
+type RowCount struct {
+	Reason string `json:"reason"`
+	Rows   int    `json:"rows"`
+}
+
+// Total adds the counts up.
+func Total(cs []RowCount) int {
+	n := 0
+	for _, c := range cs {
+		n += c.Rows
+	}
+	return n
+}
+
+func byReason(m map[string]int) []RowCount {
+	out := []RowCount{}
+	for why, n := range m {
+		out = append(out, RowCount{Reason: why, Rows: n})
+	}
+	slices.SortFunc(out, func(a, b RowCount) int {
+		if a.Rows != b.Rows {
+			return cmp.Compare(b.Rows, a.Rows)
+		}
+		return cmp.Compare(a.Reason, b.Reason)
+	})
+	return out
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// badReason names a bad row's reason by its column.
+func badReason(le *LineError) string {
+	if errors.Is(le, ErrOutOfOrder) {
+		return SkipOutOfOrder
+	}
+	if le.Column == "" {
+		return "bad row"
+	}
+	return "bad " + le.Column
+}
 
 var _ Source = (*Reader)(nil)
 
