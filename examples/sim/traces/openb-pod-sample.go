@@ -15,13 +15,15 @@ package main
 
 import (
 	"cmp"
-	"encoding/csv"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 type pod struct {
@@ -107,7 +109,7 @@ func main() {
 		pods = append(pods, p)
 	}
 	slices.SortStableFunc(pods, func(a, b pod) int { return cmp.Compare(a.created, b.created) })
-	w := csv.NewWriter(os.Stdout)
+	w := safecsv.NewWriter(os.Stdout)
 	w.Write([]string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"})
 	for i, p := range pods {
 		sched := ""
