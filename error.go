@@ -32,6 +32,7 @@ const (
 	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
 	ERateLimited         Code = "rate_limited"         // too many requests from one party; retry after RetryAfterMS
 	ECapExceeded         Code = "cap_exceeded"         // an administrator's cap on the client would be passed
+	EUnmetered           Code = "unmetered"            // the server cannot measure GPU use, and runs no job it could not charge for
 )
 
 // Error is the one error type that carries a Code. Op names the operation

@@ -105,9 +105,10 @@ func examples(t *testing.T) []example {
 		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateAccepted,
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
-	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms")}
+	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: trade.MeterNVML}
 	running := accepted
 	running.State, running.GPUs, running.StartedAt, running.LastSeen = trade.StateRunning, started.GPUs, started.At, at(t, "37ms")
+	running.Meter = started.Meter
 
 	reading := trade.Reading{
 		Contract: id, Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute), S: dec("2"),
@@ -142,7 +143,7 @@ func examples(t *testing.T) []example {
 
 	resumed := trade.Contract{
 		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateRunning,
-		Resumes: id, GPUs: []int{2, 3},
+		Resumes: id, GPUs: []int{2, 3}, Meter: trade.MeterNVML,
 		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
 		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
 		Reading: &trade.Reading{
@@ -476,8 +477,9 @@ func TestDocVocabulary(t *testing.T) {
 			t.Errorf("%s: the error table lacks a row for code `%s`", docPath, c)
 		}
 	}
-	for _, typ := range []string{"State", "Reason", "EventType"} {
+	for _, typ := range []string{"State", "Reason", "EventType", "Meter"} {
 		consts := stringConsts(t, "../trade/contract.go", typ)
+		consts = append(consts, stringConsts(t, "../trade/meter.go", typ)...)
 		consts = append(consts, stringConsts(t, "messages.go", typ)...)
 		if len(consts) == 0 {
 			t.Fatalf("no constants of type %s found", typ)

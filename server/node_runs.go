@@ -162,6 +162,9 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	}
 	r.job, r.victims = job, nil
 	r.started.At = now
+	if m, ok := n.runner.(Metered); ok {
+		r.started.Meter = m.Meter()
+	}
 	r.next = now.Add(n.readingEvery)
 	if n.closing || r.halting != "" {
 		// A control or the shutdown came first: the next Tick stops it.

@@ -83,7 +83,7 @@ func helper(act string, args []string) int {
 		time.Sleep(time.Hour)
 		return 0
 	case "runner":
-		r, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, OutputDir: args[0], Logger: quiet()})
+		r, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, OutputDir: args[0], Meter: server.FullUse{}, Logger: quiet()})
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -79,9 +79,13 @@ type Config struct {
 	// StoppedTTL is how long a job frozen by a suspend waits for its
 	// resume before it is killed. Zero for DefaultStoppedTTL.
 	StoppedTTL time.Duration
-	// Meter measures the jobs' GPU use; nil reports none (U = 0).
-	Meter  server.Meter
-	Logger *slog.Logger // nil: slog.Default()
+	// Meter measures the jobs' GPU use. Without one the runner refuses
+	// every job (bourse.EUnmetered): it could charge nothing for it.
+	Meter server.Meter
+	// NoMeter says why there is no Meter ("no NVIDIA driver"), for the
+	// refusal.
+	NoMeter string
+	Logger  *slog.Logger // nil: slog.Default()
 }
 
 // Runner starts jobs as process groups. Make one with New; Close kills
@@ -98,7 +102,31 @@ type Runner struct {
 var (
 	_ server.Runner  = (*Runner)(nil)
 	_ server.Checker = (*Runner)(nil)
+	_ server.Metered = (*Runner)(nil)
 )
+
+// Meter is how the runner's jobs are measured; empty without a meter.
+func (r *Runner) Meter() trade.Meter {
+	if r.cfg.Meter == nil {
+		return ""
+	}
+	return r.cfg.Meter.Kind()
+}
+
+// FullUseHint names the fallback an operator may choose where NVML cannot
+// meter, in the words of bourse server's configuration: refusals and the
+// server's start line quote it.
+const FullUseHint = "meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"
+
+// unmetered is the refusal of a runner without a meter.
+func (r *Runner) unmetered(op string) error {
+	why := r.cfg.NoMeter
+	if why == "" {
+		why = "no GPU meter"
+	}
+	return &bourse.Error{Code: bourse.EUnmetered, Op: op, Message: fmt.Sprintf(
+		"this server cannot measure GPU use (%s), so it runs no process job; its operator may choose the fallback %s", why, FullUseHint)}
+}
 
 // New checks cfg, resolves the allowed programs and creates the output
 // directory.
@@ -165,11 +193,15 @@ func checkName(k string) error {
 	return nil
 }
 
-// Check says whether the runner would start job: its command allowed, its
-// variables allowed. It refuses a missing job or command with
+// Check says whether the runner would start job: a meter to measure it,
+// its command allowed, its variables allowed. It refuses every job with
+// EUnmetered without a meter, a missing job or command with
 // EInvalidOffer and anything the configuration does not allow with
 // EPermission.
 func (r *Runner) Check(job *contract.JobSpec) error {
+	if r.cfg.Meter == nil {
+		return r.unmetered("process.Check")
+	}
 	_, _, err := r.prepare(job)
 	return err
 }
@@ -224,6 +256,9 @@ func (r *Runner) envAllowed(k string) bool {
 // assignment resumes when it was frozen on the same GPUs.
 func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, error) {
 	const op = "process.Start"
+	if r.cfg.Meter == nil {
+		return nil, r.unmetered(op)
+	}
 	path, jobEnv, err := r.prepare(a.Job)
 	if err != nil {
 		return nil, err
@@ -272,6 +307,14 @@ func (r *Runner) devices(a server.Assignment) string {
 
 // track wraps a running process group as the contract's job.
 func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (server.Job, error) {
+	// The gauge starts before the job's clock, so that a meter that
+	// counts time (FullUse) never falls short of GPUs × T.
+	g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
+	if err != nil {
+		// Running unmetered would give the GPUs away.
+		p.kill()
+		return nil, fmt.Errorf("process.Start: meter: %w", err)
+	}
 	j := &job{
 		runner:     r,
 		contract:   a.Contract,
@@ -279,17 +322,9 @@ func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (ser
 		gpus:       a.GPUs,
 		canFreeze:  env[CheckpointEnv] == "none",
 		started:    time.Now(),
+		gauge:      g,
 		done:       make(chan struct{}),
 		stopSignal: make(chan struct{}),
-	}
-	if r.cfg.Meter != nil {
-		g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
-		if err != nil {
-			// Running unmetered would give the GPUs away.
-			p.kill()
-			return nil, fmt.Errorf("process.Start: meter: %w", err)
-		}
-		j.gauge = g
 	}
 	if a.TimeLimit > 0 {
 		j.limit = time.AfterFunc(a.TimeLimit, func() {
