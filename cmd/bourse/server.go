@@ -43,6 +43,9 @@ type serverConfig struct {
 	// NVML is auto (use it where the driver is, else the declared GPUs),
 	// off, or required.
 	NVML string `yaml:"nvml"`
+	// MeterFallback is what measures process jobs where NVML cannot:
+	// none (the default: they are refused) or full_use (server_meter.go).
+	MeterFallback string `yaml:"meter_fallback"`
 	// GPUs are declared, for machines without NVML: groups of count GPUs.
 	GPUs []struct {
 		Count     int    `yaml:"count"`
@@ -116,6 +119,7 @@ final readings.`,
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
 	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
+	f.StringVar(&fl.MeterFallback, "meter-fallback", "", "where NVML cannot meter process jobs: none (refuse them) or full_use (charge U = GPUs × T) (default none)")
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
 	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
 	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
@@ -175,6 +179,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("signing-key", &c.SigningKey, fl.SigningKey)
 	str("currency", &c.Currency.Code, fl.Currency.Code)
 	str("nvml", &c.NVML, fl.NVML)
+	str("meter-fallback", &c.MeterFallback, fl.MeterFallback)
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
 	str("runner", &c.Runner.Kind, fl.Runner.Kind)
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
@@ -240,44 +245,37 @@ func (c *serverConfig) policy() (server.Policy, error) {
 
 // gpusAndMeter discovers the GPUs through NVML, or falls back to the
 // declared ones where NVML is off or, with nvml auto, unavailable. It
-// returns a nil meter without NVML.
-func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, stderr io.Writer, log *slog.Logger) ([]trade.GPU, *nvmlmeter.Meter, error) {
+// returns a nil meter without NVML, and why: the start line says it
+// (server_meter.go).
+func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, log *slog.Logger) (gpus []trade.GPU, m *nvmlmeter.Meter, why string, err error) {
 	declared, err := c.declaredGPUs()
 	if err != nil {
-		return nil, nil, err
-	}
-	fallback := func(why string) ([]trade.GPU, *nvmlmeter.Meter, error) {
-		if len(declared) == 0 {
-			return nil, nil, fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", why)
-		}
-		meter := "the synthetic meter"
-		if c.Runner.Kind == "process" {
-			meter = "no meter: process jobs report no GPU use (U = 0)"
-		}
-		fmt.Fprintf(stderr, "%s: using the declared GPUs and %s\n", why, meter)
-		return declared, nil, nil
+		return nil, nil, "", err
 	}
 	switch c.NVML {
 	case "off":
 		if len(declared) == 0 {
-			return nil, nil, errors.New("nvml is off and no GPUs are declared (gpus in the configuration, or --gpus)")
+			return nil, nil, "", errors.New("nvml is off and no GPUs are declared (gpus in the configuration, or --gpus)")
 		}
-		return declared, nil, nil
+		return declared, nil, "nvml is off", nil
 	case "", "auto", "required":
 	default:
-		return nil, nil, fmt.Errorf("server config: nvml %q: want auto, off or required", c.NVML)
+		return nil, nil, "", fmt.Errorf("server config: nvml %q: want auto, off or required", c.NVML)
 	}
-	m, err := nvmlmeter.Open(openNVML(), nvmlmeter.Config{Interval: c.SampleEvery, Logger: log})
+	m, err = nvmlmeter.Open(openNVML(), nvmlmeter.Config{Interval: c.SampleEvery, Logger: log})
 	if err != nil {
 		if c.NVML == "required" {
-			return nil, nil, fmt.Errorf("NVML is required: %w", err)
+			return nil, nil, "", fmt.Errorf("NVML is required: %w", err)
 		}
-		return fallback(err.Error())
+		if len(declared) == 0 {
+			return nil, nil, "", fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", err)
+		}
+		return declared, nil, err.Error(), nil
 	}
 	if len(declared) > 0 {
 		log.Warn("NVML found the GPUs; the declared ones are ignored", "found", len(m.GPUs()), "declared", len(declared))
 	}
-	return m.GPUs(), m, nil
+	return m.GPUs(), m, "", nil
 }
 
 func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
@@ -306,20 +304,24 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 			return fmt.Errorf("server config: outbox_dir: %w", err)
 		}
 	}
-	gpus, meter, err := c.gpusAndMeter(openNVML, cmd.ErrOrStderr(), log)
+	gpus, meter, noNVML, err := c.gpusAndMeter(openNVML, log)
 	if err != nil {
 		return err
 	}
 	if meter != nil {
 		defer meter.Close()
 	}
+	jobMeter, meterLine, err := c.jobMeter(meter, noNVML, len(gpus))
+	if err != nil {
+		return err
+	}
 	var runner server.Runner = &server.Synthetic{}
 	if c.Runner.Kind == "process" {
 		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Logger: log}
+			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Logger: log}
 		if meter != nil {
-			pc.Meter, pc.Devices = meter, meter.Devices()
+			pc.Devices = meter.Devices()
 		}
 		pr, err := process.New(pc)
 		if err != nil {
@@ -354,6 +356,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(cmd.ErrOrStderr(), meterLine)
 	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
 		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := ag.Run(ctx); err != nil {
