@@ -108,6 +108,11 @@ type Agent struct {
 	mu        sync.Mutex
 	heartbeat time.Duration
 	closing   bool
+
+	// bookMu orders the saves of the bookings; savedGen is the node's
+	// generation of them last saved.
+	bookMu   sync.Mutex
+	savedGen uint64
 }
 
 // New checks cfg and fills in its defaults.
@@ -179,6 +184,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("readings left unsent by the last run; sending them", "readings", n)
 		}
 		a.outbox = ob
+		if err := a.restoreBookings(); err != nil {
+			return err
+		}
 	}
 	closed, err := a.connect()
 	if err != nil {
