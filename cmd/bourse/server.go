@@ -78,9 +78,10 @@ type serverConfig struct {
 
 func newServerCmd() *cobra.Command {
 	var (
-		file string
-		fl   serverConfig
-		gpus string
+		file   string
+		fl     serverConfig
+		gpus   string
+		prices priceFlags // server_policy.go
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -104,6 +105,9 @@ final readings.`,
 			if err := cfg.override(cmd, fl, gpus); err != nil {
 				return err
 			}
+			if err := prices.apply(cmd, &cfg); err != nil {
+				return err
+			}
 			return runServer(cmd, cfg, nvml.New)
 		},
 	}
@@ -122,6 +126,7 @@ final readings.`,
 	f.StringVar(&fl.MeterFallback, "meter-fallback", "", "where NVML cannot meter process jobs: none (refuse them) or full_use (charge U = GPUs × T) (default none)")
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
 	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
+	prices.add(f)
 	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
 	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
@@ -357,6 +362,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return err
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), meterLine)
+	fmt.Fprintln(cmd.ErrOrStderr(), c.policyLine())
 	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
 		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := ag.Run(ctx); err != nil {
