@@ -65,7 +65,7 @@ fen, gus and hal:
 
 	cmd.AddCommand(newBidOfferCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
-		newBidBalanceCmd(f), newBidStatementCmd(f))
+		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/trade"
 )
@@ -62,6 +63,10 @@ type serverConfig struct {
 		OutputDir  string            `yaml:"output_dir"`
 		OutputCap  int64             `yaml:"output_cap"`
 		Grace      time.Duration     `yaml:"grace"`
+		// ResultsCap and OutputKeep bound what the spool keeps and sends
+		// of each job's output (server_output.go).
+		ResultsCap int64         `yaml:"results_cap"`
+		OutputKeep time.Duration `yaml:"output_keep"`
 	} `yaml:"runner"`
 	SampleEvery  time.Duration `yaml:"sample_every"`
 	Heartbeat    time.Duration `yaml:"heartbeat"`
@@ -76,7 +81,11 @@ type serverConfig struct {
 	OutboxDir string `yaml:"outbox_dir"`
 }
 
-func newServerCmd() *cobra.Command {
+func newServerCmd() *cobra.Command { return newServerCmdWith(nvml.New) }
+
+// newServerCmdWith is bourse server with openNVML to load NVML: nvml.New,
+// or in tests go-nvml's mock.
+func newServerCmdWith(openNVML func(...nvml.LibraryOption) nvml.Interface) *cobra.Command {
 	var (
 		file   string
 		fl     serverConfig
@@ -108,7 +117,7 @@ final readings.`,
 			if err := prices.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			return runServer(cmd, cfg, nvml.New)
+			return runServer(cmd, cfg, openNVML)
 		},
 	}
 	f := cmd.Flags()
@@ -131,6 +140,8 @@ final readings.`,
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
 	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
 	f.Int64Var(&fl.Runner.OutputCap, "output-cap", 0, "bytes of stdout and of stderr kept per job")
+	f.Int64Var(&fl.Runner.ResultsCap, "results-cap", 0, "bytes of the files a job leaves in $BOURSE_RESULTS sent to its client (default 64 MiB)")
+	f.DurationVar(&fl.Runner.OutputKeep, "output-keep", 0, "how long a job's output stays on this disk once its client can fetch it (default 24h)")
 	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
 	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
 	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them (default: in memory only)")
@@ -197,6 +208,12 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	}
 	if set("output-cap") {
 		c.Runner.OutputCap = fl.Runner.OutputCap
+	}
+	if set("results-cap") {
+		c.Runner.ResultsCap = fl.Runner.ResultsCap
+	}
+	if set("output-keep") {
+		c.Runner.OutputKeep = fl.Runner.OutputKeep
 	}
 	if set("sample-every") {
 		c.SampleEvery = fl.SampleEvery
@@ -321,6 +338,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return err
 	}
 	var runner server.Runner = &server.Synthetic{}
+	var output *spool.Config // the process runner's jobs' output, for their clients
 	if c.Runner.Kind == "process" {
 		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
@@ -334,6 +352,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		}
 		defer pr.Close()
 		runner = pr
+		output = c.outputSpool(pr)
 	}
 	var opts []nats.Option
 	if c.NATS.User != "" {
@@ -348,7 +367,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	opts = append(opts, tlsOpts...)
 	cfg := agent.Config{URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
-		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log}
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Output: output, Logger: log}
 	if key := cmp.Or(c.SigningKey, c.NATS.Creds); key != "" {
 		s, err := signing.LoadSigner(key)
 		if err != nil {

@@ -8,7 +8,8 @@
 // assigned GPUs in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES. Each job
 // runs in its own process group, so that a stop reaches every process it
 // started; its output goes to files under the output directory, capped in
-// size.
+// size, with a directory for the files it leaves ($BOURSE_RESULTS), laid
+// out as package spool reads them to send them to the job's client.
 package process
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -43,6 +45,10 @@ const (
 // checkpoint: it is frozen with SIGSTOP instead, and a contract that
 // resumes it on the same GPUs thaws it with SIGCONT.
 const CheckpointEnv = "BOURSE_CHECKPOINT"
+
+// ResultsEnv names the directory where a job leaves the files its client
+// fetches (bourse bid results).
+const ResultsEnv = "BOURSE_RESULTS"
 
 // shells are refused as programs unless Config.AllowShell: one would run
 // whatever its arguments say.
@@ -68,7 +74,8 @@ type Config struct {
 	// their index.
 	Devices map[int]string
 	// OutputDir holds a directory per contract with the job's stdout and
-	// stderr; the job runs in it. Empty for os.TempDir()/bourse-jobs.
+	// stderr, its results directory and its exit status (package spool's
+	// layout); the job runs in it. Empty for os.TempDir()/bourse-jobs.
 	OutputDir string
 	// OutputCap bounds each of the two files in bytes; what a job writes
 	// beyond it is dropped. Zero for DefaultOutputCap.
@@ -239,7 +246,7 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 
 func (r *Runner) envAllowed(k string) bool {
 	switch k {
-	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES":
+	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", ResultsEnv, "BOURSE_CONTRACT":
 		return false
 	case CheckpointEnv:
 		return true
@@ -270,7 +277,8 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 		return r.track(a, p, jobEnv)
 	}
 	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	results := filepath.Join(dir, spool.ResultsDir)
+	if err := os.MkdirAll(results, 0o750); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	env := map[string]string{}
@@ -284,8 +292,11 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	env["CUDA_VISIBLE_DEVICES"] = devices
 	env["NVIDIA_VISIBLE_DEVICES"] = devices
 	env["BOURSE_CONTRACT"] = a.Contract
+	env[ResultsEnv] = results
 	p, err := startProc(path, a.Job.Command, a.Job.Args, env, dir, r.cfg.OutputCap, r.log.With("contract", a.Contract))
 	if err != nil {
+		// Its output is complete: nothing. The spool sends that.
+		_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte("not started\n"), 0o640)
 		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
 	}
 	r.log.Info("job started", "contract", a.Contract, "pid", p.pid, "command", path, "gpus", devices, "output", dir)
@@ -378,6 +389,12 @@ func (r *Runner) keepStopped(contract string, p *proc) {
 		}
 	})
 }
+
+// OutputDir is where the jobs' output goes, a directory per contract.
+func (r *Runner) OutputDir() string { return r.cfg.OutputDir }
+
+// OutputCap is the cap on each of a job's stdout and stderr.
+func (r *Runner) OutputCap() int64 { return r.cfg.OutputCap }
 
 // Close kills the frozen jobs the runner keeps for a resume. Running jobs
 // are the agent's to stop.
