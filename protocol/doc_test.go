@@ -227,6 +227,20 @@ func examples(t *testing.T) []example {
 		}},
 		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
 		{"statement.reply", protocol.StatementReply{Entries: entries}},
+		{"logs.request", protocol.OutputRequest{Contract: id}},
+		{"logs.reply", protocol.OutputReply{Chunks: []protocol.OutputChunk{
+			{Seq: 4107, Stream: protocol.StreamStdout, Offset: 0, Data: []byte("epoch 1/90 loss 6.91\n")},
+			{Seq: 4108, Stream: protocol.StreamStderr, Offset: 0, Data: []byte("warning: cudnn benchmark off\n")},
+			{Seq: 4522, Stream: protocol.StreamStdout, Offset: 21, Data: []byte("epoch 2/90 loss 5.87\n")},
+		}, Next: 4522, State: trade.StateRunning}},
+		{"logs.request.next", protocol.OutputRequest{Contract: id, After: 4522}},
+		{"logs.reply.done", protocol.OutputReply{Chunks: []protocol.OutputChunk{}, Next: 98211, Done: true,
+			End: &protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}, State: trade.StateSettled}},
+		{"results.reply", protocol.OutputReply{Chunks: []protocol.OutputChunk{
+			{Seq: 98212, Stream: protocol.StreamResults, Offset: 0, Data: []byte("ckpt/\x00\x00\x00")},
+		}, Next: 98212, State: trade.StateSettled}},
+		{"output.end.log", protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}},
+		{"output.end.results", protocol.OutputEnd{Results: 20480, Omitted: []string{"ckpt/optimizer.pt: 3221225472 bytes, over the results cap"}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
@@ -341,6 +355,8 @@ func TestDocCommands(t *testing.T) {
 		"client.contracts": func() any { return new(protocol.ContractsRequest) },
 		"client.balance":   func() any { return new(protocol.BalanceRequest) },
 		"client.statement": func() any { return new(protocol.StatementRequest) },
+		"client.logs":      func() any { return new(protocol.OutputRequest) },
+		"client.results":   func() any { return new(protocol.OutputRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -376,7 +392,7 @@ func TestDocCommands(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"client.offer", "client.suspend", "client.contract", "client.contracts",
-		"client.balance", "client.statement", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
+		"client.balance", "client.statement", "client.logs", "client.results", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
 		if !seen[kind] {
 			t.Errorf("the walk-through shows no natscli command for %s", kind)
 		}
@@ -409,6 +425,9 @@ func TestDocExampleIDs(t *testing.T) {
 		protocol.InboxPrefix("alice"),
 		protocol.UsageStream,
 		protocol.UsageSubjects,
+		protocol.OutputStream,
+		protocol.OutputSubjects,
+		protocol.OutputMsgID("gpu1", r.Contract, protocol.StreamStdout, 21, []byte("epoch 2/90 loss 5.87\n")),
 	} {
 		if !strings.Contains(doc, s) {
 			t.Errorf("%s does not mention %q", docPath, s)
@@ -448,13 +467,13 @@ func TestDocSubjects(t *testing.T) {
 	doc := readDoc(t)
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
-		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement} {
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
-	want = append(want, protocol.UsageSubject("<server>", "<contract>"))
+	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))
 	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl} {
 		want = append(want, protocol.DeliverSubject("<server>", v))
 	}
