@@ -39,8 +39,21 @@ func TestMain(m *testing.M) {
 // helper is a job of the tests:
 //
 //	gpus    print CUDA_VISIBLE_DEVICES, then wait for SIGTERM and exit 3
+//	ticks   print "tick i" every 20 ms; on SIGTERM print "bye" and exit 3
 func helper(act string) int {
 	switch act {
+	case "ticks":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		for i := 0; ; i++ {
+			select {
+			case <-c:
+				fmt.Println("bye")
+				return 3
+			case <-time.After(20 * time.Millisecond):
+				fmt.Printf("tick %d\n", i)
+			}
+		}
 	case "gpus":
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM)
