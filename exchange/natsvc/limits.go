@@ -121,9 +121,9 @@ func (b *buckets) sweep(now time.Time) {
 	if b == nil {
 		return
 	}
-	full := time.Duration(float64(b.burst) / float64(b.every) * float64(time.Second))
-	b.mu.Lock()
+	b.mu.Lock() // setShare changes burst and every
 	defer b.mu.Unlock()
+	full := time.Duration(float64(b.burst) / float64(b.every) * float64(time.Second))
 	for p, k := range b.by {
 		if now.Sub(k.last) > full {
 			delete(b.by, p)
