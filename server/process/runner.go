@@ -273,10 +273,17 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	if len(a.GPUs) == 0 {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs assigned")
 	}
+	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
 	if p := r.takeStopped(a); p != nil {
+		// The thawed process still writes to the suspended contract's
+		// output; this contract's says so, and ends at once.
+		note := []byte("resumed: output in " + a.Resumes + "\n")
+		if err := os.MkdirAll(dir, 0o750); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, spool.StderrFile), note, 0o640)
+			_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), note, 0o640)
+		}
 		return r.track(a, p, jobEnv)
 	}
-	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
 	results := filepath.Join(dir, spool.ResultsDir)
 	if err := os.MkdirAll(results, 0o750); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

@@ -379,6 +379,10 @@ func TestSuspend(t *testing.T) {
 		if len(readFile(t, out)) == frozen {
 			t.Error("the thawed job writes nothing")
 		}
+		// Its output goes on in c1's folder; c2's says so, and is whole.
+		if got := readFile(t, filepath.Join(dir, "c2", "exit")); got != "resumed: output in c1\n" {
+			t.Errorf("c2's exit %q", got)
+		}
 		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
