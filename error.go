@@ -35,7 +35,8 @@ const (
 	// ERejected is a client's own: the exchange answers an offer that every
 	// server refused without a counter-offer with those rejections, and
 	// bourse bid turns them into this error.
-	ERejected Code = "rejected"
+	ERejected  Code = "rejected"
+	EUnmetered Code = "unmetered" // the server cannot measure GPU use, and runs no job it could not charge for
 )
 
 // Error is the one error type that carries a Code. Op names the operation

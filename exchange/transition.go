@@ -28,17 +28,24 @@ import (
 // offer.go.
 
 // started records that the server started the job: accepted → running.
-// A start reported again changes nothing but the GPUs, if a reading came
-// first and left them unknown.
+// A start reported again changes nothing but the GPUs and the meter, if a
+// reading came first and left them unknown.
 func (h *House) started(c *trade.Contract, st protocol.Started) error {
 	if c.State != trade.StateAccepted {
-		if c.GPUs == nil && c.State == trade.StateRunning {
-			c.GPUs = st.GPUs
-			return nil
+		changed := false
+		if c.State == trade.StateRunning && c.GPUs == nil && st.GPUs != nil {
+			c.GPUs, changed = st.GPUs, true
 		}
-		return ErrNoChange
+		if c.State == trade.StateRunning && c.Meter == "" && st.Meter != "" {
+			c.Meter, changed = st.Meter, true
+		}
+		if !changed {
+			return ErrNoChange
+		}
+		return nil
 	}
 	c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, h.cfg.Now().UTC()
+	c.Meter = st.Meter
 	return nil
 }
 

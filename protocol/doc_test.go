@@ -105,9 +105,10 @@ func examples(t *testing.T) []example {
 		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateAccepted,
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
-	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms")}
+	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: trade.MeterNVML}
 	running := accepted
 	running.State, running.GPUs, running.StartedAt, running.LastSeen = trade.StateRunning, started.GPUs, started.At, at(t, "37ms")
+	running.Meter = started.Meter
 
 	reading := trade.Reading{
 		Contract: id, Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute), S: dec("2"),
@@ -142,7 +143,7 @@ func examples(t *testing.T) []example {
 
 	resumed := trade.Contract{
 		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateRunning,
-		Resumes: id, GPUs: []int{2, 3},
+		Resumes: id, GPUs: []int{2, 3}, Meter: trade.MeterNVML,
 		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
 		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
 		Reading: &trade.Reading{
@@ -226,6 +227,20 @@ func examples(t *testing.T) []example {
 		}},
 		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
 		{"statement.reply", protocol.StatementReply{Entries: entries}},
+		{"logs.request", protocol.OutputRequest{Contract: id}},
+		{"logs.reply", protocol.OutputReply{Chunks: []protocol.OutputChunk{
+			{Seq: 4107, Stream: protocol.StreamStdout, Offset: 0, Data: []byte("epoch 1/90 loss 6.91\n")},
+			{Seq: 4108, Stream: protocol.StreamStderr, Offset: 0, Data: []byte("warning: cudnn benchmark off\n")},
+			{Seq: 4522, Stream: protocol.StreamStdout, Offset: 21, Data: []byte("epoch 2/90 loss 5.87\n")},
+		}, Next: 4522, State: trade.StateRunning}},
+		{"logs.request.next", protocol.OutputRequest{Contract: id, After: 4522}},
+		{"logs.reply.done", protocol.OutputReply{Chunks: []protocol.OutputChunk{}, Next: 98211, Done: true,
+			End: &protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}, State: trade.StateSettled}},
+		{"results.reply", protocol.OutputReply{Chunks: []protocol.OutputChunk{
+			{Seq: 98212, Stream: protocol.StreamResults, Offset: 0, Data: []byte("ckpt/\x00\x00\x00")},
+		}, Next: 98212, State: trade.StateSettled}},
+		{"output.end.log", protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}},
+		{"output.end.results", protocol.OutputEnd{Results: 20480, Omitted: []string{"ckpt/optimizer.pt: 3221225472 bytes, over the results cap"}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
@@ -340,6 +355,8 @@ func TestDocCommands(t *testing.T) {
 		"client.contracts": func() any { return new(protocol.ContractsRequest) },
 		"client.balance":   func() any { return new(protocol.BalanceRequest) },
 		"client.statement": func() any { return new(protocol.StatementRequest) },
+		"client.logs":      func() any { return new(protocol.OutputRequest) },
+		"client.results":   func() any { return new(protocol.OutputRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -375,7 +392,7 @@ func TestDocCommands(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"client.offer", "client.suspend", "client.contract", "client.contracts",
-		"client.balance", "client.statement", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
+		"client.balance", "client.statement", "client.logs", "client.results", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
 		if !seen[kind] {
 			t.Errorf("the walk-through shows no natscli command for %s", kind)
 		}
@@ -408,6 +425,9 @@ func TestDocExampleIDs(t *testing.T) {
 		protocol.InboxPrefix("alice"),
 		protocol.UsageStream,
 		protocol.UsageSubjects,
+		protocol.OutputStream,
+		protocol.OutputSubjects,
+		protocol.OutputMsgID("gpu1", r.Contract, protocol.StreamStdout, 21, []byte("epoch 2/90 loss 5.87\n")),
 	} {
 		if !strings.Contains(doc, s) {
 			t.Errorf("%s does not mention %q", docPath, s)
@@ -447,13 +467,13 @@ func TestDocSubjects(t *testing.T) {
 	doc := readDoc(t)
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
-		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement} {
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
-	want = append(want, protocol.UsageSubject("<server>", "<contract>"))
+	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))
 	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl} {
 		want = append(want, protocol.DeliverSubject("<server>", v))
 	}
@@ -476,8 +496,9 @@ func TestDocVocabulary(t *testing.T) {
 			t.Errorf("%s: the error table lacks a row for code `%s`", docPath, c)
 		}
 	}
-	for _, typ := range []string{"State", "Reason", "EventType"} {
+	for _, typ := range []string{"State", "Reason", "EventType", "Meter"} {
 		consts := stringConsts(t, "../trade/contract.go", typ)
+		consts = append(consts, stringConsts(t, "../trade/meter.go", typ)...)
 		consts = append(consts, stringConsts(t, "messages.go", typ)...)
 		if len(consts) == 0 {
 			t.Fatalf("no constants of type %s found", typ)

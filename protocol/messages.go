@@ -200,6 +200,9 @@ type Started struct {
 	GPUs     []int     `json:"gpus"`
 	At       time.Time `json:"at"`
 	Booked   bool      `json:"booked,omitempty"`
+	// Meter is how the server measures the job (trade.Meter); the
+	// exchange records it on the contract.
+	Meter trade.Meter `json:"meter,omitempty"`
 }
 
 // Cancel releases an accept the exchange did not take.

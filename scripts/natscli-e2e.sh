@@ -78,6 +78,12 @@ done
 [ "$state" = '"state":"settled"' ] || fail "contract $id did not settle: $state"
 echo "natscli-e2e: contract $id settled"
 
+logs="$(req ada logs "{\"contract\":\"$id\"}")" || fail "logs: $logs"
+echo "$logs" | grep -q '"done":true' || fail "the logs of a synthetic job did not say done: $logs"
+theirs="$(req bea logs "{\"contract\":\"$id\"}" || true)"
+echo "$theirs" | grep -q '"code":"not_found"' || fail "bea read ada's logs: $theirs"
+echo "natscli-e2e: ada read her contract's logs, bea was told there is no such contract"
+
 balance="$(req ada balance '{"currency":"CRED"}')" || fail "balance: $balance"
 echo "$balance" | grep -q '"account":"wallet/CRED/ada"' || fail "balance: $balance"
 
@@ -88,4 +94,4 @@ demo_pid=""
 tail -n1 "$tmp/demo.out" | grep -q ': pass$' || fail "the demo's audit did not pass"
 [ "$status" = 0 ] || fail "the demo exited with $status"
 echo "natscli-e2e: the demo stopped on SIGTERM with a clean audit"
-echo "natscli-e2e: 7 passed, 0 failed"
+echo "natscli-e2e: 8 passed, 0 failed"

@@ -6,9 +6,12 @@ import (
 )
 
 // Meter measures the GPU use of jobs that run as processes. The NVML meter
-// (package nvmlmeter) is the real one; a process runner without a meter
-// reports no use (U = 0).
+// (package nvmlmeter) is the real one; FullUse is the fallback an operator
+// may choose where there is none. A process runner without a meter runs
+// no job: it could charge nothing for it.
 type Meter interface {
+	// Kind says how it measures, for the contract's record.
+	Kind() trade.Meter
 	// Track starts measuring a job on its assigned GPUs. owns tells the
 	// job's processes from others on the same GPUs; a meter that reads
 	// whole devices need not call it.

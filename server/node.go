@@ -83,8 +83,10 @@ type Node struct {
 	recent    []contract.Terms
 	clients   clientBook
 	// bookings are accepted offers for a future slot, by offer, until
-	// their jobs start.
+	// their jobs start. bookGen counts the changes of the confirmed ones,
+	// which a driver keeps on disk (Bookings).
 	bookings map[string]*booking
+	bookGen  uint64
 }
 
 // NewNode checks cfg and fills in its defaults.

@@ -124,6 +124,7 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 		b = n.bookings[s.Offer]
 	}
 	b.contract, b.resumes, b.until = id, s.Contract.Resumes, time.Time{}
+	n.bookGen++
 	n.log.Info("booked", "contract", id, "client", t.Client, "gpus", b.gpus, "start", t.StartAt)
 	return b.started(), true, nil
 }
@@ -175,6 +176,7 @@ func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
 			}
 		}
 		delete(n.bookings, offer)
+		n.bookGen++
 		if blocked != "" {
 			n.log.Error("booked GPUs are taken by a guaranteed job", "contract", b.contract, "by", blocked)
 			continue
@@ -193,6 +195,7 @@ func (n *Node) cancelBooking(contractID string, action trade.Reason) bool {
 	for _, id := range slices.Sorted(maps.Keys(n.bookings)) {
 		if b := n.bookings[id]; b.contract == contractID {
 			delete(n.bookings, id)
+			n.bookGen++
 			n.log.Info("booking cancelled", "contract", contractID, "action", action)
 			return true
 		}

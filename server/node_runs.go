@@ -164,6 +164,9 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	}
 	r.job, r.victims = job, nil
 	r.started.At = now
+	if m, ok := n.runner.(Metered); ok {
+		r.started.Meter = m.Meter()
+	}
 	r.next = now.Add(n.readingEvery)
 	n.forecast(r)
 	if n.closing || r.halting != "" {

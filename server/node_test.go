@@ -130,6 +130,7 @@ func TestNodeRunsAJob(t *testing.T) {
 	tn := newTestNode(t, Posted{})
 	st, _ := tn.start("o1", "c1", job(2, "0.5", 3500*time.Millisecond, time.Minute))
 	assert.Equal(t, []int{0, 1}, st.GPUs, "lowest indexes first; models match without case")
+	assert.Equal(t, trade.MeterSynthetic, st.Meter, "the synthetic runner's jobs are measured by the synthetic meter")
 	assert.Equal(t, 2, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free)
 
 	rs := tn.run(5 * time.Second)

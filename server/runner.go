@@ -31,6 +31,12 @@ type Checker interface {
 	Check(job *contract.JobSpec) error
 }
 
+// Metered is a Runner that says how its jobs are measured: the node puts
+// it in the start it reports, and the exchange on the contract.
+type Metered interface {
+	Meter() trade.Meter
+}
+
 // Assignment is a job to start and the GPUs it gets.
 type Assignment struct {
 	Contract string

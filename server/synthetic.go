@@ -22,7 +22,14 @@ type Synthetic struct {
 	Watts decimal.Decimal  // power of a busy GPU in watts; zero for 300
 }
 
-var _ Runner = (*Synthetic)(nil)
+var (
+	_ Runner  = (*Synthetic)(nil)
+	_ Metered = (*Synthetic)(nil)
+)
+
+// Meter is trade.MeterSynthetic: the synthetic meter goes with the
+// synthetic runner only, and measures the profile its jobs consume.
+func (s *Synthetic) Meter() trade.Meter { return trade.MeterSynthetic }
 
 // Start starts the job at Now.
 func (s *Synthetic) Start(_ context.Context, a Assignment) (Job, error) {

@@ -55,6 +55,9 @@ type Contract struct {
 	Resumes string `json:"resumes,omitempty"`
 	// GPUs are the server's device indexes the job was given.
 	GPUs []int `json:"gpus,omitempty"`
+	// Meter is how the server measures the job's use, as it reported at
+	// the start; empty until then, or from a server that does not say.
+	Meter Meter `json:"meter,omitempty"`
 
 	AcceptedAt    time.Time `json:"accepted_at"`
 	StartDeadline time.Time `json:"start_deadline"`

@@ -67,7 +67,7 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 
 	cmd.AddCommand(newBidOfferCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
-		newBidBalanceCmd(f), newBidStatementCmd(f))
+		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd
 }
 

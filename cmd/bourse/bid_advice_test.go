@@ -114,6 +114,7 @@ nvml: off
 gpus: [{count: 2, model: H100, memory_mib: 81920}]
 policy: {kind: reserve, p: [["0", "0.01"]]}
 runner: {kind: process, allowed: [/bin/true], output_dir: `+dir+`/jobs}
+meter_fallback: full_use
 outbox_dir: `+dir+`/outbox
 heartbeat: 200ms
 `)

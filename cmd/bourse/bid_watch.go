@@ -54,7 +54,7 @@ func printEvent(w io.Writer, ev protocol.Event, sc *scales) {
 	case protocol.EventAccepted:
 		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, k.Server, sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventStarted:
-		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s\n", at, k.Server, k.GPUs, usage(k.Reading))
+		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s%s\n", at, k.Server, k.GPUs, metered(k.Meter), usage(k.Reading))
 	case protocol.EventReading:
 		fmt.Fprintf(w, "%s  running  %s  due %s of %s %s\n", at, usage(k.Reading), sc.amount(ev.Due, cur), sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventSettled:
@@ -73,4 +73,12 @@ func usage(r *trade.Reading) string {
 		return ""
 	}
 	return fmt.Sprintf("  U %s GPU-s  T %s", r.U.StringFixed(1), time.Duration(r.T).Round(100*time.Millisecond))
+}
+
+// metered says how the server measures the job, where it said.
+func metered(m trade.Meter) string {
+	if m == "" {
+		return ""
+	}
+	return ", metered by " + string(m)
 }

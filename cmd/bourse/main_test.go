@@ -14,6 +14,7 @@ import (
 // TestMain runs the bourse command itself when BOURSE_TEST_MAIN=1, so
 // that a test can run it as a process of its own and send it signals.
 func TestMain(m *testing.M) {
+	runTestJob()
 	if os.Getenv("BOURSE_TEST_MAIN") == "1" {
 		main()
 	}

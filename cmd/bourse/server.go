@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/trade"
 )
@@ -41,6 +42,9 @@ type serverConfig struct {
 	// NVML is auto (use it where the driver is, else the declared GPUs),
 	// off, or required.
 	NVML string `yaml:"nvml"`
+	// MeterFallback is what measures process jobs where NVML cannot:
+	// none (the default: they are refused) or full_use (server_meter.go).
+	MeterFallback string `yaml:"meter_fallback"`
 	// GPUs are declared, for machines without NVML: groups of count GPUs.
 	GPUs []struct {
 		Count     int    `yaml:"count"`
@@ -57,6 +61,10 @@ type serverConfig struct {
 		OutputDir  string            `yaml:"output_dir"`
 		OutputCap  int64             `yaml:"output_cap"`
 		Grace      time.Duration     `yaml:"grace"`
+		// ResultsCap and OutputKeep bound what the spool keeps and sends
+		// of each job's output (server_output.go).
+		ResultsCap int64         `yaml:"results_cap"`
+		OutputKeep time.Duration `yaml:"output_keep"`
 	} `yaml:"runner"`
 	SampleEvery  time.Duration `yaml:"sample_every"`
 	Heartbeat    time.Duration `yaml:"heartbeat"`
@@ -71,11 +79,16 @@ type serverConfig struct {
 	OutboxDir string `yaml:"outbox_dir"`
 }
 
-func newServerCmd() *cobra.Command {
+func newServerCmd() *cobra.Command { return newServerCmdWith(nvml.New) }
+
+// newServerCmdWith is bourse server with openNVML to load NVML: nvml.New,
+// or in tests go-nvml's mock.
+func newServerCmdWith(openNVML func(...nvml.LibraryOption) nvml.Interface) *cobra.Command {
 	var (
-		file string
-		fl   serverConfig
-		gpus string
+		file   string
+		fl     serverConfig
+		gpus   string
+		prices priceFlags // server_policy.go
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -99,7 +112,10 @@ final readings.`,
 			if err := cfg.override(cmd, fl, gpus); err != nil {
 				return err
 			}
-			return runServer(cmd, cfg, nvml.New)
+			if err := prices.apply(cmd, &cfg); err != nil {
+				return err
+			}
+			return runServer(cmd, cfg, openNVML)
 		},
 	}
 	f := cmd.Flags()
@@ -114,12 +130,16 @@ final readings.`,
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
 	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
+	f.StringVar(&fl.MeterFallback, "meter-fallback", "", "where NVML cannot meter process jobs: none (refuse them) or full_use (charge U = GPUs × T) (default none)")
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
 	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
+	prices.add(f)
 	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
 	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
 	f.Int64Var(&fl.Runner.OutputCap, "output-cap", 0, "bytes of stdout and of stderr kept per job")
+	f.Int64Var(&fl.Runner.ResultsCap, "results-cap", 0, "bytes of the files a job leaves in $BOURSE_RESULTS sent to its client (default 64 MiB)")
+	f.DurationVar(&fl.Runner.OutputKeep, "output-keep", 0, "how long a job's output stays on this disk once its client can fetch it (default 24h)")
 	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
 	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
 	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them (default: in memory only)")
@@ -177,6 +197,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("signing-key", &c.SigningKey, fl.SigningKey)
 	str("currency", &c.Currency.Code, fl.Currency.Code)
 	str("nvml", &c.NVML, fl.NVML)
+	str("meter-fallback", &c.MeterFallback, fl.MeterFallback)
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
 	str("runner", &c.Runner.Kind, fl.Runner.Kind)
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
@@ -189,6 +210,12 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	}
 	if set("output-cap") {
 		c.Runner.OutputCap = fl.Runner.OutputCap
+	}
+	if set("results-cap") {
+		c.Runner.ResultsCap = fl.Runner.ResultsCap
+	}
+	if set("output-keep") {
+		c.Runner.OutputKeep = fl.Runner.OutputKeep
 	}
 	if set("sample-every") {
 		c.SampleEvery = fl.SampleEvery
@@ -242,44 +269,37 @@ func (c *serverConfig) policy() (server.Policy, error) {
 
 // gpusAndMeter discovers the GPUs through NVML, or falls back to the
 // declared ones where NVML is off or, with nvml auto, unavailable. It
-// returns a nil meter without NVML.
-func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, stderr io.Writer, log *slog.Logger) ([]trade.GPU, *nvmlmeter.Meter, error) {
+// returns a nil meter without NVML, and why: the start line says it
+// (server_meter.go).
+func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, log *slog.Logger) (gpus []trade.GPU, m *nvmlmeter.Meter, why string, err error) {
 	declared, err := c.declaredGPUs()
 	if err != nil {
-		return nil, nil, err
-	}
-	fallback := func(why string) ([]trade.GPU, *nvmlmeter.Meter, error) {
-		if len(declared) == 0 {
-			return nil, nil, fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", why)
-		}
-		meter := "the synthetic meter"
-		if c.Runner.Kind == "process" {
-			meter = "no meter: process jobs report no GPU use (U = 0)"
-		}
-		fmt.Fprintf(stderr, "%s: using the declared GPUs and %s\n", why, meter)
-		return declared, nil, nil
+		return nil, nil, "", err
 	}
 	switch c.NVML {
 	case "off":
 		if len(declared) == 0 {
-			return nil, nil, errors.New("nvml is off and no GPUs are declared (gpus in the configuration, or --gpus)")
+			return nil, nil, "", errors.New("nvml is off and no GPUs are declared (gpus in the configuration, or --gpus)")
 		}
-		return declared, nil, nil
+		return declared, nil, "nvml is off", nil
 	case "", "auto", "required":
 	default:
-		return nil, nil, fmt.Errorf("server config: nvml %q: want auto, off or required", c.NVML)
+		return nil, nil, "", fmt.Errorf("server config: nvml %q: want auto, off or required", c.NVML)
 	}
-	m, err := nvmlmeter.Open(openNVML(), nvmlmeter.Config{Interval: c.SampleEvery, Logger: log})
+	m, err = nvmlmeter.Open(openNVML(), nvmlmeter.Config{Interval: c.SampleEvery, Logger: log})
 	if err != nil {
 		if c.NVML == "required" {
-			return nil, nil, fmt.Errorf("NVML is required: %w", err)
+			return nil, nil, "", fmt.Errorf("NVML is required: %w", err)
 		}
-		return fallback(err.Error())
+		if len(declared) == 0 {
+			return nil, nil, "", fmt.Errorf("%s, and no GPUs are declared (gpus in the configuration, or --gpus)", err)
+		}
+		return declared, nil, err.Error(), nil
 	}
 	if len(declared) > 0 {
 		log.Warn("NVML found the GPUs; the declared ones are ignored", "found", len(m.GPUs()), "declared", len(declared))
 	}
-	return m.GPUs(), m, nil
+	return m.GPUs(), m, "", nil
 }
 
 func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
@@ -311,20 +331,25 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 			return fmt.Errorf("server config: outbox_dir: %w", err)
 		}
 	}
-	gpus, meter, err := c.gpusAndMeter(openNVML, cmd.ErrOrStderr(), log)
+	gpus, meter, noNVML, err := c.gpusAndMeter(openNVML, log)
 	if err != nil {
 		return err
 	}
 	if meter != nil {
 		defer meter.Close()
 	}
+	jobMeter, meterLine, err := c.jobMeter(meter, noNVML, len(gpus))
+	if err != nil {
+		return err
+	}
 	var runner server.Runner = &server.Synthetic{}
+	var output *spool.Config // the process runner's jobs' output, for their clients
 	if c.Runner.Kind == "process" {
 		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Logger: log}
+			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Logger: log}
 		if meter != nil {
-			pc.Meter, pc.Devices = meter, meter.Devices()
+			pc.Devices = meter.Devices()
 		}
 		pr, err := process.New(pc)
 		if err != nil {
@@ -332,6 +357,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		}
 		defer pr.Close()
 		runner = pr
+		output = c.outputSpool(pr)
 	}
 	opts, err := c.NATS.natsLogin.options()
 	if err != nil {
@@ -343,7 +369,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	opts = append(opts, tlsOpts...)
 	cfg := agent.Config{URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
-		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Logger: log}
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Output: output, Logger: log}
 	if key := cmp.Or(c.SigningKey, c.NATS.Creds); key != "" {
 		s, err := signing.LoadSigner(key)
 		if err != nil {
@@ -356,6 +382,8 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(cmd.ErrOrStderr(), meterLine)
+	fmt.Fprintln(cmd.ErrOrStderr(), c.policyLine())
 	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
 		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := ag.Run(ctx); err != nil {

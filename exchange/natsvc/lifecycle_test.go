@@ -298,8 +298,9 @@ func TestBooking(t *testing.T) {
 	assert.Equal(t, trade.StateAccepted, got.State, "booked, not started: %s", got.Reason)
 
 	time.Sleep(time.Until(tm.StartAt))
-	got = srv.started(protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC()})
+	got = srv.started(protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC(), Meter: trade.MeterFullUse})
 	assert.Equal(t, trade.StateRunning, got.State)
+	assert.Equal(t, trade.MeterFullUse, got.Meter, "the contract records how the server measures it")
 	srv.publish(reading(c.ID, 1, "1", 1, true))
 	waitFor(t, "settlement", func() bool {
 		got, err := erin.Contract(ctx, c.ID)

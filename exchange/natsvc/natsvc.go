@@ -50,6 +50,8 @@ type Config struct {
 	// Past either the stream refuses new readings, and servers keep them.
 	StreamMaxBytes    int64
 	StreamPerContract int64
+	// Output bounds the stream of jobs' output (output.go).
+	Output OutputLimits
 	// JetStreamWait is how long Start waits for JetStream to create the
 	// usage stream and its consumer, retrying (2 minutes): a NATS cluster
 	// just started has no stream leader for a while.
@@ -82,6 +84,7 @@ func (c *Config) defaults() error {
 		c.JetStreamWait = 2 * time.Minute
 	}
 	c.Limits.defaults()
+	c.Output.defaults(c.StreamStorage)
 	return nil
 }
 
@@ -104,6 +107,7 @@ type Service struct {
 
 	svc      micro.Service
 	subs     []*nats.Subscription
+	output   jetstream.Stream // jobs' output, read for their clients
 	consumer jetstream.ConsumeContext
 	readers  sync.WaitGroup // the reading workers
 	cancel   context.CancelFunc
@@ -147,6 +151,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.startUsage(ctx, runCtx); err != nil {
 		cancel()
 		return nil, err
+	}
+	if err := s.startOutput(ctx); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("natsvc: create stream %s: %w", protocol.OutputStream, err)
 	}
 	if err := s.startEndpoints(); err != nil {
 		s.Stop()
@@ -240,6 +248,8 @@ func (s *Service) startEndpoints() error {
 		{client, protocol.VerbContracts, s.handleContracts},
 		{client, protocol.VerbBalance, s.handleBalance},
 		{client, protocol.VerbStatement, s.handleStatement},
+		{client, protocol.VerbLogs, s.async(s.handleOutput(protocol.PartLog))},
+		{client, protocol.VerbResults, s.async(s.handleOutput(protocol.PartResults))},
 		{server, protocol.VerbHello, s.handleHello},
 		{server, protocol.VerbStarted, s.handleStarted},
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/outbox"
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -63,6 +64,11 @@ type Config struct {
 	// keeps them in memory only: a final reading not sent by the end of
 	// ShutdownTimeout is lost.
 	OutboxDir string
+	// Output, if set, sends the output its jobs leave in their directories
+	// under Output.Dir (the process runner's) to the exchange's output
+	// stream, for their clients (package spool; the agent sets Send and
+	// Logger).
+	Output *spool.Config
 	// OnFinal, if set, is called with each final reading as the agent is
 	// about to publish it: the server's own record of what its jobs ran,
 	// for its operator's books, and for tests that hold the exchange's
@@ -93,6 +99,8 @@ type Agent struct {
 	// Config.OutboxDir. resendKick asks for a pass over it.
 	outbox     *outbox.Outbox
 	resendKick chan struct{}
+	// spool sends the jobs' output; nil without Config.Output.
+	spool *spool.Spool
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
 	// readings of stopped jobs still go out.
 	runCtx   context.Context
@@ -108,6 +116,11 @@ type Agent struct {
 	mu        sync.Mutex
 	heartbeat time.Duration
 	closing   bool
+
+	// bookMu orders the saves of the bookings; savedGen is the node's
+	// generation of them last saved.
+	bookMu   sync.Mutex
+	savedGen uint64
 }
 
 // New checks cfg and fills in its defaults.
@@ -179,6 +192,19 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("readings left unsent by the last run; sending them", "readings", n)
 		}
 		a.outbox = ob
+		if err := a.restoreBookings(); err != nil {
+			return err
+		}
+	}
+	if err := a.openSpool(); err != nil {
+		return fmt.Errorf("server %s: %w", a.id, err)
+	}
+	if a.spool != nil {
+		defer func() {
+			if err := a.spool.Close(); err != nil {
+				a.log.Error("close the spool", "err", err)
+			}
+		}()
 	}
 	closed, err := a.connect()
 	if err != nil {
@@ -190,6 +216,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	resendCtx, stopResend := context.WithCancel(runCtx)
 	resent := make(chan struct{})
 	go func() { defer close(resent); a.resend(resendCtx) }()
+	spoolCtx, stopSpool := context.WithCancel(runCtx)
+	spooled := make(chan struct{})
+	go func() {
+		defer close(spooled)
+		if a.spool != nil {
+			a.runSpool(spoolCtx)
+		}
+	}()
 	tickCtx, stopTicks := context.WithCancel(runCtx)
 	ticked := make(chan struct{})
 	go func() { defer close(ticked); a.ticks(tickCtx) }()
@@ -205,6 +239,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-ticked
 	stopResend()
 	<-resent
+	stopSpool()
+	<-spooled
 	if a.cfg.Conn == nil {
 		if derr := a.nc.Drain(); derr != nil {
 			a.log.Warn("drain", "err", derr)

@@ -53,6 +53,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	case err != nil:
 		return protocol.Started{}, err
 	case plan.Started != nil:
+		a.saveBookings() // a booking confirmed: on disk before the exchange hears of it
 		return *plan.Started, nil
 	}
 	a.stopAll(plan.Stops, preemptWait)
@@ -108,6 +109,7 @@ func (a *Agent) onControl(m *nats.Msg) {
 		a.respondError(m, err)
 		return
 	}
+	a.saveBookings() // a booking cancelled
 	a.kickTick()
 	a.respond(m, struct{}{})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/trade"
@@ -37,8 +39,21 @@ func TestMain(m *testing.M) {
 // helper is a job of the tests:
 //
 //	gpus    print CUDA_VISIBLE_DEVICES, then wait for SIGTERM and exit 3
+//	ticks   print "tick i" every 20 ms; on SIGTERM print "bye" and exit 3
 func helper(act string) int {
 	switch act {
+	case "ticks":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		for i := 0; ; i++ {
+			select {
+			case <-c:
+				fmt.Println("bye")
+				return 3
+			case <-time.After(20 * time.Millisecond):
+				fmt.Printf("tick %d\n", i)
+			}
+		}
 	case "gpus":
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM)
@@ -56,7 +71,7 @@ func helper(act string) int {
 func TestAgentProcessRunner(t *testing.T) {
 	out := t.TempDir()
 	pr, err := process.New(process.Config{Allowed: []string{os.Args[0]}, AllowEnv: []string{helperEnv},
-		OutputDir: out, Grace: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		OutputDir: out, Grace: 5 * time.Second, Meter: server.FullUse{}, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(pr.Close)
 	x := newExchange(t, setup{})
@@ -65,7 +80,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		return &contract.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
 	}
 	withJob := func(g int, limit time.Duration, j *contract.JobSpec) contract.Terms {
-		tm := terms(g, limit, "1", "0.20", "1", time.Hour)
+		tm := terms(g, limit, "0.01", "0.20", "1", time.Hour) // 20 GPU-seconds, fully used
 		tm.Job = j
 		return tm
 	}
@@ -77,6 +92,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		st, err := x.start("gpu1", "o1", "c1", tm)
 		require.NoError(t, err)
 		require.Len(t, st.GPUs, 2)
+		assert.Equal(t, trade.MeterFullUse, st.Meter, "the start says how the job is measured")
 		stdout := filepath.Join(out, "c1", "stdout")
 		want := fmt.Sprintf("CUDA_VISIBLE_DEVICES=%d,%d\n", st.GPUs[0], st.GPUs[1])
 		require.Eventually(t, func() bool {
@@ -86,7 +102,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		rd, _ := rs.next()
 		require.Equal(t, uint64(1), rd.Seq)
 		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
-		assert.True(t, rd.U.IsZero(), "no meter, no use: u = %s", rd.U)
+		assert.True(t, rd.U.Equal(dec("2").Mul(decimal.New(int64(rd.T), -9))), "full use: u = %s = 2 × t (%v)", rd.U, time.Duration(rd.T))
 
 		require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
 		final := rs.final(rd.Seq)
@@ -96,6 +112,9 @@ func TestAgentProcessRunner(t *testing.T) {
 	})
 	t.Run("time limit", func(t *testing.T) {
 		tm := withJob(1, 300*time.Millisecond, job("gpus"))
+		// Fully used, the prepayment runs out with the time: the limit
+		// comes first.
+		tm.P, tm.Prepayment = contract.Flat(dec("1")), dec("0.30")
 		rs := x.readings("gpu1", "c2")
 		_, err := x.start("gpu1", "o2", "c2", tm)
 		require.NoError(t, err)
@@ -108,6 +127,19 @@ func TestAgentProcessRunner(t *testing.T) {
 		assert.Less(t, time.Duration(final.T), 3*time.Second)
 		require.NotNil(t, final.ExitCode)
 		assert.Equal(t, 3, *final.ExitCode)
+	})
+	t.Run("unmetered", func(t *testing.T) {
+		// A server whose runner has no meter refuses process jobs, and
+		// says what its operator could choose.
+		bare, err := process.New(process.Config{Allowed: []string{os.Args[0]}, AllowEnv: []string{helperEnv},
+			OutputDir: t.TempDir(), NoMeter: "no NVIDIA driver", Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		x.startAgent("gpu2", agent.Config{Runner: bare})
+		tm := withJob(1, time.Hour, job("gpus"))
+		d := x.offer("gpu2", protocol.ServerOffer{Offer: "o-unmetered", Terms: tm})
+		assert.False(t, d.Accept)
+		assert.Equal(t, bourse.EUnmetered, d.Code, d.Reason)
+		assert.Contains(t, d.Reason, "full_use")
 	})
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {

@@ -51,6 +51,7 @@ func (a *Agent) tick() {
 			a.publishUntil(rd, every)
 		}()
 	}
+	a.saveBookings() // bookings whose slot began are runs now, or dropped
 	if len(due.Stops) == 0 && len(due.Launch) == 0 {
 		return
 	}

@@ -132,6 +132,9 @@ func (m *Meter) Close() error {
 	return nil
 }
 
+// Kind is trade.MeterNVML.
+func (m *Meter) Kind() trade.Meter { return trade.MeterNVML }
+
 // GPUs are the GPUs found, indexed from 0 in NVML's order, a MIG device's
 // slices in the place of the device.
 func (m *Meter) GPUs() []trade.GPU { return append([]trade.GPU(nil), m.gpus...) }

@@ -385,22 +385,7 @@ func (o *Outbox) compact() error {
 		buf.Write(line)
 	}
 	path := filepath.Join(o.cfg.Dir, logName)
-	tmp, err := os.CreateTemp(o.cfg.Dir, logName+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(buf.Bytes())
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := replaceFile(path, buf.Bytes()); err != nil {
 		return err
 	}
 	// The old log is gone from here on: keep writing to it and what is
@@ -419,6 +404,30 @@ func (o *Outbox) compact() error {
 	}
 	o.f = f
 	return nil
+}
+
+// replaceFile writes data to a new file beside path, syncs it and renames
+// it over path: a crash leaves the old file or the new one, whole. The
+// directory is not synced: callers do, when they need the rename to last.
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
 
 func syncDir(dir string) error {

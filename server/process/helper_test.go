@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 //	count        print a number every 10ms until killed
 //	sleep        sleep until killed
 //	runner DIR   start /bin/sleep as a job of a Runner with output in DIR, print its pid, wait
+//	results      write "done" to $BOURSE_RESULTS/out.txt, say so on stderr, exit 4
 func helper(act string, args []string) int {
 	switch act {
 	case "env":
@@ -82,8 +84,15 @@ func helper(act string, args []string) int {
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
+	case "results":
+		if err := os.WriteFile(filepath.Join(os.Getenv(process.ResultsEnv), "out.txt"), []byte("done"), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "wrote out.txt")
+		return 4
 	case "runner":
-		r, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, OutputDir: args[0], Logger: quiet()})
+		r, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, OutputDir: args[0], Meter: server.FullUse{}, Logger: quiet()})
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -21,8 +21,8 @@ type job struct {
 	gpus      []trade.GPU
 	canFreeze bool // the job cannot checkpoint: suspend freezes it
 	started   time.Time
-	gauge     server.Gauge // nil without a meter
-	limit     *time.Timer  // the runner's own time limit; nil for none
+	gauge     server.Gauge
+	limit     *time.Timer // the runner's own time limit; nil for none
 	done      chan struct{}
 	// stopSignal is closed when the job was frozen, to end watch.
 	stopSignal chan struct{}
@@ -59,9 +59,7 @@ func (j *job) end(exitCode *int) {
 	if j.limit != nil {
 		j.limit.Stop()
 	}
-	if j.gauge != nil {
-		j.gauge.Stop()
-	}
+	j.gauge.Stop()
 	close(j.done)
 }
 
@@ -106,11 +104,9 @@ func (j *job) Measure() (server.Measurement, error) {
 		t = time.Since(j.started)
 	}
 	s := decimal.NewFromInt(int64(len(j.gpus)))
-	m := server.Measurement{T: t, S: s, U: decimal.Zero, EnergyJ: decimal.Zero, ExitCode: code}
-	if j.gauge != nil {
-		m.U, m.EnergyJ = j.gauge.Read()
-		m.U = decimal.Min(m.U, s.Mul(decimal.New(int64(t), -9)))
-	}
+	m := server.Measurement{T: t, S: s, ExitCode: code}
+	m.U, m.EnergyJ = j.gauge.Read()
+	m.U = decimal.Min(m.U, s.Mul(decimal.New(int64(t), -9)))
 	return m, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -35,7 +36,9 @@ type proc struct {
 const outputDrain = 2 * time.Second
 
 // startProc starts path as the leader of a new process group, with its
-// output copied into dir/stdout and dir/stderr up to outputCap bytes each.
+// output copied into dir/stdout and dir/stderr up to outputCap bytes each,
+// and dir/exit written once the leader has exited and its output is
+// drained: then the output is whole.
 func startProc(path, name string, args []string, env map[string]string, dir string, outputCap int64, log *slog.Logger) (*proc, error) {
 	var files []*os.File // to close if the start fails
 	closeAll := func() {
@@ -45,7 +48,7 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 	}
 	var readers, writers []*os.File
 	var outputs []*capped
-	for _, stream := range []string{"stdout", "stderr"} {
+	for _, stream := range []string{spool.StdoutFile, spool.StderrFile} {
 		f, err := os.OpenFile(filepath.Join(dir, stream), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 		if err != nil {
 			closeAll()
@@ -121,6 +124,9 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 			<-drained
 		}
 		p.state = cmd.ProcessState
+		if err := os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte(strconv.Itoa(p.exitCode())+"\n"), 0o640); err != nil {
+			log.Error("record the job's exit: its output will be sent at the agent's next start", "err", err)
+		}
 		close(p.exited)
 	}()
 	return p, nil

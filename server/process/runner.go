@@ -8,7 +8,8 @@
 // assigned GPUs in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES. Each job
 // runs in its own process group, so that a stop reaches every process it
 // started; its output goes to files under the output directory, capped in
-// size.
+// size, with a directory for the files it leaves ($BOURSE_RESULTS), laid
+// out as package spool reads them to send them to the job's client.
 package process
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -43,6 +45,10 @@ const (
 // checkpoint: it is frozen with SIGSTOP instead, and a contract that
 // resumes it on the same GPUs thaws it with SIGCONT.
 const CheckpointEnv = "BOURSE_CHECKPOINT"
+
+// ResultsEnv names the directory where a job leaves the files its client
+// fetches (bourse bid results).
+const ResultsEnv = "BOURSE_RESULTS"
 
 // shells are refused as programs unless Config.AllowShell: one would run
 // whatever its arguments say.
@@ -68,7 +74,8 @@ type Config struct {
 	// their index.
 	Devices map[int]string
 	// OutputDir holds a directory per contract with the job's stdout and
-	// stderr; the job runs in it. Empty for os.TempDir()/bourse-jobs.
+	// stderr, its results directory and its exit status (package spool's
+	// layout); the job runs in it. Empty for os.TempDir()/bourse-jobs.
 	OutputDir string
 	// OutputCap bounds each of the two files in bytes; what a job writes
 	// beyond it is dropped. Zero for DefaultOutputCap.
@@ -79,9 +86,13 @@ type Config struct {
 	// StoppedTTL is how long a job frozen by a suspend waits for its
 	// resume before it is killed. Zero for DefaultStoppedTTL.
 	StoppedTTL time.Duration
-	// Meter measures the jobs' GPU use; nil reports none (U = 0).
-	Meter  server.Meter
-	Logger *slog.Logger // nil: slog.Default()
+	// Meter measures the jobs' GPU use. Without one the runner refuses
+	// every job (bourse.EUnmetered): it could charge nothing for it.
+	Meter server.Meter
+	// NoMeter says why there is no Meter ("no NVIDIA driver"), for the
+	// refusal.
+	NoMeter string
+	Logger  *slog.Logger // nil: slog.Default()
 }
 
 // Runner starts jobs as process groups. Make one with New; Close kills
@@ -98,7 +109,31 @@ type Runner struct {
 var (
 	_ server.Runner  = (*Runner)(nil)
 	_ server.Checker = (*Runner)(nil)
+	_ server.Metered = (*Runner)(nil)
 )
+
+// Meter is how the runner's jobs are measured; empty without a meter.
+func (r *Runner) Meter() trade.Meter {
+	if r.cfg.Meter == nil {
+		return ""
+	}
+	return r.cfg.Meter.Kind()
+}
+
+// FullUseHint names the fallback an operator may choose where NVML cannot
+// meter, in the words of bourse server's configuration: refusals and the
+// server's start line quote it.
+const FullUseHint = "meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"
+
+// unmetered is the refusal of a runner without a meter.
+func (r *Runner) unmetered(op string) error {
+	why := r.cfg.NoMeter
+	if why == "" {
+		why = "no GPU meter"
+	}
+	return &bourse.Error{Code: bourse.EUnmetered, Op: op, Message: fmt.Sprintf(
+		"this server cannot measure GPU use (%s), so it runs no process job; its operator may choose the fallback %s", why, FullUseHint)}
+}
 
 // New checks cfg, resolves the allowed programs and creates the output
 // directory.
@@ -165,11 +200,15 @@ func checkName(k string) error {
 	return nil
 }
 
-// Check says whether the runner would start job: its command allowed, its
-// variables allowed. It refuses a missing job or command with
+// Check says whether the runner would start job: a meter to measure it,
+// its command allowed, its variables allowed. It refuses every job with
+// EUnmetered without a meter, a missing job or command with
 // EInvalidOffer and anything the configuration does not allow with
 // EPermission.
 func (r *Runner) Check(job *contract.JobSpec) error {
+	if r.cfg.Meter == nil {
+		return r.unmetered("process.Check")
+	}
 	_, _, err := r.prepare(job)
 	return err
 }
@@ -207,7 +246,7 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 
 func (r *Runner) envAllowed(k string) bool {
 	switch k {
-	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES":
+	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", ResultsEnv, "BOURSE_CONTRACT":
 		return false
 	case CheckpointEnv:
 		return true
@@ -224,6 +263,9 @@ func (r *Runner) envAllowed(k string) bool {
 // assignment resumes when it was frozen on the same GPUs.
 func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, error) {
 	const op = "process.Start"
+	if r.cfg.Meter == nil {
+		return nil, r.unmetered(op)
+	}
 	path, jobEnv, err := r.prepare(a.Job)
 	if err != nil {
 		return nil, err
@@ -231,11 +273,19 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	if len(a.GPUs) == 0 {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs assigned")
 	}
+	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
 	if p := r.takeStopped(a); p != nil {
+		// The thawed process still writes to the suspended contract's
+		// output; this contract's says so, and ends at once.
+		note := []byte("resumed: output in " + a.Resumes + "\n")
+		if err := os.MkdirAll(dir, 0o750); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, spool.StderrFile), note, 0o640)
+			_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), note, 0o640)
+		}
 		return r.track(a, p, jobEnv)
 	}
-	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	results := filepath.Join(dir, spool.ResultsDir)
+	if err := os.MkdirAll(results, 0o750); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	env := map[string]string{}
@@ -249,8 +299,11 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	env["CUDA_VISIBLE_DEVICES"] = devices
 	env["NVIDIA_VISIBLE_DEVICES"] = devices
 	env["BOURSE_CONTRACT"] = a.Contract
+	env[ResultsEnv] = results
 	p, err := startProc(path, a.Job.Command, a.Job.Args, env, dir, r.cfg.OutputCap, r.log.With("contract", a.Contract))
 	if err != nil {
+		// Its output is complete: nothing. The spool sends that.
+		_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte("not started\n"), 0o640)
 		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
 	}
 	r.log.Info("job started", "contract", a.Contract, "pid", p.pid, "command", path, "gpus", devices, "output", dir)
@@ -272,6 +325,14 @@ func (r *Runner) devices(a server.Assignment) string {
 
 // track wraps a running process group as the contract's job.
 func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (server.Job, error) {
+	// The gauge starts before the job's clock, so that a meter that
+	// counts time (FullUse) never falls short of GPUs × T.
+	g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
+	if err != nil {
+		// Running unmetered would give the GPUs away.
+		p.kill()
+		return nil, fmt.Errorf("process.Start: meter: %w", err)
+	}
 	j := &job{
 		runner:     r,
 		contract:   a.Contract,
@@ -279,17 +340,9 @@ func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (ser
 		gpus:       a.GPUs,
 		canFreeze:  env[CheckpointEnv] == "none",
 		started:    time.Now(),
+		gauge:      g,
 		done:       make(chan struct{}),
 		stopSignal: make(chan struct{}),
-	}
-	if r.cfg.Meter != nil {
-		g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
-		if err != nil {
-			// Running unmetered would give the GPUs away.
-			p.kill()
-			return nil, fmt.Errorf("process.Start: meter: %w", err)
-		}
-		j.gauge = g
 	}
 	if a.TimeLimit > 0 {
 		j.limit = time.AfterFunc(a.TimeLimit, func() {
@@ -343,6 +396,12 @@ func (r *Runner) keepStopped(contract string, p *proc) {
 		}
 	})
 }
+
+// OutputDir is where the jobs' output goes, a directory per contract.
+func (r *Runner) OutputDir() string { return r.cfg.OutputDir }
+
+// OutputCap is the cap on each of a job's stdout and stderr.
+func (r *Runner) OutputCap() int64 { return r.cfg.OutputCap }
 
 // Close kills the frozen jobs the runner keeps for a resume. Running jobs
 // are the agent's to stop.

@@ -26,11 +26,13 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// newRunner allows the test binary (as the helper) and /bin/sleep.
+// newRunner allows the test binary (as the helper) and /bin/sleep, its
+// jobs measured by the full-use meter unless edit says otherwise.
 func newRunner(t *testing.T, edit func(*process.Config)) (*process.Runner, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := process.Config{
+		Meter:     server.FullUse{},
 		Allowed:   []string{os.Args[0], "/bin/sleep"},
 		AllowEnv:  []string{helperEnv, "SEED", "SECRET"},
 		Env:       map[string]string{"PATH": "/usr/bin:/bin"},
@@ -245,8 +247,8 @@ func TestEnvironment(t *testing.T) {
 			t.Errorf("the job's environment lacks %q:\n%s", want, got)
 		}
 	}
-	if !m.S.Equal(decimal.NewFromInt(2)) || !m.U.IsZero() || m.T <= 0 {
-		t.Errorf("measurement %+v; want S = 2, U = 0 without a meter, T > 0", m)
+	if full := decimal.NewFromInt(2).Mul(decimal.New(int64(m.T), -9)); !m.S.Equal(decimal.NewFromInt(2)) || !m.U.Equal(full) || m.T <= 0 {
+		t.Errorf("measurement %+v; want S = 2, T > 0 and U = S·T = %s by the full-use meter", m, full)
 	}
 }
 
@@ -377,6 +379,10 @@ func TestSuspend(t *testing.T) {
 		if len(readFile(t, out)) == frozen {
 			t.Error("the thawed job writes nothing")
 		}
+		// Its output goes on in c1's folder; c2's says so, and is whole.
+		if got := readFile(t, filepath.Join(dir, "c2", "exit")); got != "resumed: output in c1\n" {
+			t.Errorf("c2's exit %q", got)
+		}
 		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
@@ -443,6 +449,8 @@ type fakeMeter struct {
 	started time.Time
 	failed  bool
 }
+
+func (f *fakeMeter) Kind() trade.Meter { return "fake" }
 
 func (f *fakeMeter) Track(_ []trade.GPU, owns func(int) bool) (server.Gauge, error) {
 	f.mu.Lock()

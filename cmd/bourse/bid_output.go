@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/protocol"
+)
+
+// newBidLogsCmd prints a contract's stdout and stderr, as the job wrote
+// them, from the exchange that relays them from the job's server.
+func newBidLogsCmd(f *bidFlags) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs CONTRACT",
+		Short: "Print a contract's job's stdout and stderr, while it runs and after it ends (--follow to follow)",
+		Long: `logs prints what the job of one of your contracts wrote: its stdout to
+stdout and its stderr to stderr, as it wrote them. Without --follow it
+prints what has come so far and stops; with --follow it goes on as the job
+writes, until the job has ended and all of its output has come.
+
+Only the contract's client can read it: the server sends it to the
+exchange, which hands it to no one else. The server keeps up to its
+output cap of each stream (output_cap); the exchange keeps it for its
+retention (7 days by default).`,
+		Args: cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			end, err := c.FollowLogs(ctx, args[0], bidder.Follow{Wait: follow}, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			switch {
+			case end == nil && !follow:
+				k, err := c.Contract(ctx, args[0])
+				if err == nil && !ended(k.State) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the job is %s; more may come: bourse bid logs --follow %s\n", k.State, args[0])
+				}
+			case end != nil && end.Cap > 0 && (end.Stdout >= end.Cap || end.Stderr >= end.Cap):
+				fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the server keeps %d bytes of each stream; the job wrote more, which was dropped\n", end.Cap)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing as the job writes, until it has ended and all its output has come")
+	return cmd
+}
+
+// newBidResultsCmd fetches the files a contract's job left in
+// $BOURSE_RESULTS into a folder.
+func newBidResultsCmd(f *bidFlags) *cobra.Command {
+	var (
+		out  string
+		wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "results CONTRACT -o DIR",
+		Short: "Fetch the files a contract's job left in $BOURSE_RESULTS into DIR",
+		Long: `results fetches the files the job of one of your contracts left in the
+folder $BOURSE_RESULTS names, once the job has ended, and writes them into
+DIR (made if missing; files of the same names are replaced). The server
+packs at most its results cap (results_cap, 64 MiB by default) and names
+the files it left out; the exchange keeps them for its retention (7 days
+by default). With --wait it waits for a job that is still running.`,
+		Args: cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			if out == "" {
+				return errors.New("-o DIR is required: the folder to write the results into")
+			}
+			tmp, err := os.CreateTemp("", "bourse-results-*.tar")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			defer tmp.Close()
+			end, err := c.Results(ctx, args[0], bidder.Follow{Wait: wait}, tmp)
+			if err != nil {
+				return err
+			}
+			if end == nil {
+				k, err := c.Contract(ctx, args[0])
+				if err == nil && !ended(k.State) {
+					return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job is %s: its results come once it ends (--wait waits for them)", k.State)}
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "no results: the job ran no program here")
+				return nil
+			}
+			if _, err := tmp.Seek(0, 0); err != nil {
+				return err
+			}
+			files, err := bidder.ExtractResults(tmp, out)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if f.json {
+				return printJSON(w, struct {
+					Dir     string              `json:"dir"`
+					Files   []string            `json:"files"`
+					Archive *protocol.OutputEnd `json:"archive"`
+				}{out, append([]string{}, files...), end})
+			}
+			for _, name := range files {
+				fmt.Fprintln(w, name)
+			}
+			fmt.Fprintf(w, "%d files in %s (%d bytes archived)\n", len(files), out, end.Results)
+			for _, o := range end.Omitted {
+				fmt.Fprintf(cmd.ErrOrStderr(), "bourse: left out by the server: %s\n", o)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the folder to write the results into")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for a job still running to end and its results to come")
+	return cmd
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/trade"
+)
+
+// lockedBuffer is a buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// busyNVML is go-nvml's mock of a DGX A100 whose every process keeps its
+// GPU's SMs busy half the time: per-process samples for each process of
+// the machine, read from /proc, at each call. The meter keeps the job's.
+func busyNVML(...nvml.LibraryOption) nvml.Interface {
+	lib := dgxa100.New()
+	for _, d := range lib.Devices {
+		dev := d.(*dgxa100.Device)
+		dev.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			entries, err := os.ReadDir("/proc")
+			if err != nil {
+				return nil, nvml.ERROR_UNKNOWN
+			}
+			now := uint64(time.Now().UnixMicro())
+			var out []nvml.ProcessUtilizationSample
+			for _, e := range entries {
+				if pid, err := strconv.Atoi(e.Name()); err == nil {
+					out = append(out, nvml.ProcessUtilizationSample{Pid: uint32(pid), TimeStamp: now, SmUtil: 50})
+				}
+			}
+			return out, nvml.SUCCESS
+		}
+		dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return uint64(time.Now().UnixMilli()) * 300, nvml.SUCCESS }
+	}
+	return lib
+}
+
+func noNVML(...nvml.LibraryOption) nvml.Interface {
+	return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+}
+
+// startServer runs `bourse server` with config, on openNVML, until the
+// test ends, and returns its stderr.
+func startServer(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, config string) *lockedBuffer {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := newServerCmdWith(openNVML)
+	cmd.SetArgs([]string{"--config", writeConfig(t, "server.yaml", config)})
+	cmd.SetOut(stderr)
+	cmd.SetErr(stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("bourse server: %v\n%s", err, stderr)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("bourse server did not stop")
+		}
+	})
+	return stderr
+}
+
+// TestRealJobs is the life of a real job as a new user lives it: ada
+// offers a program, watches it run, reads its logs live with bourse bid
+// logs --follow, lets it finish (or kills it), fetches its results, and
+// the contract settles on the use NVML metered (go-nvml's mock, here); bob
+// cannot read those logs; a server without a meter refuses the job and
+// names the fallback.
+func TestRealJobs(t *testing.T) {
+	b := startBidMarket(t, []scenario.ServerSpec{}...)
+	job := os.Args[0]
+	common := `
+nats: {url: ` + b.m.URL() + `}
+currency: {code: CRED, scale: 2}
+policy: {kind: reserve}
+heartbeat: 100ms
+sample_every: 50ms
+`
+	gpu1 := startServer(t, busyNVML, "id: gpu1\nnvml: required\noutbox_dir: "+t.TempDir()+common+
+		"runner: {kind: process, allowed: ["+job+"], output_dir: "+t.TempDir()+", grace: 2s}\n")
+	bare := startServer(t, noNVML, "id: bare\ngpus: [{count: 1, model: H100, memory_mib: 81920}]\n"+common+
+		"runner: {kind: process, allowed: ["+job+"], output_dir: "+t.TempDir()+"}\n")
+	require.Eventually(t, func() bool {
+		return strings.Contains(gpu1.String(), "msg=registered") && strings.Contains(bare.String(), "msg=registered")
+	}, 10*time.Second, 50*time.Millisecond,
+		"the servers did not register:\n%s\n%s", gpu1, bare)
+	assert.Contains(t, gpu1.String(), "meter: nvml: the SM utilisation of each job's processes on 8 GPUs NVML found\n")
+	assert.Contains(t, gpu1.String(), "policy: reserve: takes any price")
+	assert.Contains(t, bare.String(), "meter: none: no NVIDIA driver (NVML: library not found), so process jobs are refused; meter_fallback: full_use")
+
+	offer := func(t *testing.T, model string, steps int) (trade.Contract, string, int) {
+		t.Helper()
+		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", model, "--price", "0.50", "--time-limit", "2m",
+			"--command", job, "--arg="+jobFlag, "--arg=train", "--arg="+strconv.Itoa(steps))
+		var r struct{ Contract *trade.Contract }
+		if code == 0 {
+			require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+			require.NotNil(t, r.Contract, out)
+			return *r.Contract, errOut, code
+		}
+		return trade.Contract{}, errOut, code
+	}
+	background := func(id string, args ...string) (out *lockedBuffer, errOut *lockedBuffer, done chan int) {
+		out, errOut, done = &lockedBuffer{}, &lockedBuffer{}, make(chan int, 1)
+		full := append([]string{"bid", "--nats", b.m.URL(), "--id", id, "--timeout", "5s"}, args...)
+		go func() { done <- run(context.Background(), full, out, errOut) }()
+		return out, errOut, done
+	}
+	wait := func(t *testing.T, done chan int, what string) int {
+		t.Helper()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not end", what)
+			return -1
+		}
+	}
+	t.Run("NoMeter", func(t *testing.T) {
+		_, errOut, code := b.bid("ada", "offer", "--server", "bare", "--gpus", "1", "--model", "H100", "--price", "0.01", "--time-limit", "1m",
+			"--command", job, "--arg="+jobFlag, "--arg=train", "--arg=1")
+		assert.Equal(t, exitRefused, code, "the market said no")
+		for _, want := range []string{"bare: unmetered: this server cannot measure GPU use (no NVIDIA driver", "meter_fallback: full_use", "U = GPUs × T"} {
+			assert.Contains(t, errOut, want)
+		}
+	})
+
+	t.Run("Finishes", func(t *testing.T) {
+		k, errOut, code := offer(t, "A100", 15)
+		require.Equal(t, 0, code, errOut)
+		logs, logErr, logsDone := background("ada", "logs", "--follow", k.ID)
+		watch, _, watchDone := background("ada", "watch", k.ID)
+		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "step 3\n") }, 10*time.Second, 20*time.Millisecond,
+			"no live logs: %q %q", logs, logErr)
+		assert.NotContains(t, logs.String(), "step 15\n", "the logs came live, before the job ended")
+		require.Equal(t, 0, wait(t, logsDone, "bid logs --follow"), logErr.String())
+		var want strings.Builder
+		for i := 1; i <= 15; i++ {
+			want.WriteString("step " + strconv.Itoa(i) + "\n")
+		}
+		assert.Equal(t, want.String(), logs.String(), "all of stdout, once, in order")
+		assert.Equal(t, "loss 0.5\n", logErr.String(), "stderr on stderr")
+		assert.Equal(t, 0, wait(t, watchDone, "bid watch"))
+		assert.Contains(t, watch.String(), "metered by nvml")
+
+		got := b.waitState("ada", k.ID, trade.StateSettled)
+		assert.Equal(t, trade.ReasonCompleted, got.Reason)
+		assert.Equal(t, trade.MeterNVML, got.Meter, "the contract says how it was measured")
+		require.NotNil(t, got.Reading)
+		u, tSecs := got.Reading.U, decimal.New(int64(got.Reading.T), -9)
+		assert.True(t, u.GreaterThan(tSecs.Mul(decimal.RequireFromString("0.3"))) && u.LessThan(tSecs.Mul(decimal.RequireFromString("0.6"))),
+			"U = %s for T = %s: NVML saw the job's process half busy", u, tSecs)
+		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
+		require.NoError(t, err)
+		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
+		assert.True(t, got.Charge.Add(got.Refund).Equal(got.Terms.Prepayment))
+
+		dir := filepath.Join(t.TempDir(), "results")
+		out, errOut, code := b.bid("ada", "results", k.ID, "-o", dir)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "ckpt/model.txt\nnotes.txt\n2 files in "+dir)
+		data, err := os.ReadFile(filepath.Join(dir, "ckpt", "model.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "weights\n", string(data))
+
+		_, errOut, code = b.bid("bob", "logs", k.ID)
+		assert.Equal(t, exitRefused, code, "bob read ada's logs")
+		assert.Contains(t, errOut, "not_found")
+		_, errOut, code = b.bid("bob", "results", k.ID, "-o", t.TempDir())
+		assert.Equal(t, exitRefused, code, "bob fetched ada's results")
+		assert.Contains(t, errOut, "not_found")
+	})
+
+	t.Run("Killed", func(t *testing.T) {
+		k, errOut, code := offer(t, "A100", 1000)
+		require.Equal(t, 0, code, errOut)
+		logs, logErr, logsDone := background("ada", "logs", "--follow", k.ID)
+		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "step 2\n") }, 10*time.Second, 20*time.Millisecond,
+			"no live logs: %q %q", logs, logErr)
+		_, errOut, code = b.bid("ada", "kill", k.ID)
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, 0, wait(t, logsDone, "bid logs --follow"), logErr.String())
+		got := b.waitState("ada", k.ID, trade.StateSettled)
+		assert.Equal(t, trade.ReasonKilled, got.Reason)
+		assert.True(t, got.Charge.IsPositive())
+
+		dir := t.TempDir()
+		out, errOut, code := b.bid("ada", "results", k.ID, "-o", dir)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "notes.txt\n1 files in", "what the job had left when it was killed")
+		again, _, _ := b.bid("ada", "logs", k.ID)
+		assert.Equal(t, logs.String(), again, "the logs read after the end are those read live")
+	})
+	rep, err := b.ledger.Audit(context.Background())
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%s", rep)
+}
