@@ -343,3 +343,29 @@ func TestBrowserLogoutRevokes(t *testing.T) {
 		chromedp.WaitVisible(css("#login")))...)
 	do(t, ctx, "a page asks to log in", chromedp.Navigate(srv.URL+"/caps"), chromedp.WaitVisible(css("#login")))
 }
+
+// TestBrowserAccountPages: a statement of 120 entries shows 50 at a time
+// in Chromium, newest first, and the pager's links walk it both ways.
+func TestBrowserAccountPages(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	grants(t, tr, 120)
+	ctx := browse(t)
+	rows := func() int {
+		return get(t, ctx, "the statement's rows", chromedp.Evaluate[int](`document.querySelectorAll("#statement tr").length - 1`))
+	}
+	top := css("#statement tr:nth-child(2) td:first-child")
+	do(t, ctx, "log in and open alice's account", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/account?id=wallet/CRED/alice")}, logIn("ann")...),
+		chromedp.WaitVisible(css("#statement")))...)
+	assert.Equal(t, statementPage, rows(), "one page of the statement")
+	assert.Equal(t, "120", get(t, ctx, "the newest entry", chromedp.Text(top)))
+	height := get(t, ctx, "the page's height", chromedp.Evaluate[int](`document.documentElement.scrollHeight`))
+	assert.Less(t, height, 3000, "no 6,000-pixel table")
+
+	do(t, ctx, "older", chromedp.Click(css("a.older")), chromedp.WaitVisible(css("a.newer")))
+	assert.Equal(t, "70", get(t, ctx, "the page's newest entry", chromedp.Text(top)))
+	do(t, ctx, "older again", chromedp.Click(css("a.older")), chromedp.WaitNotPresent(css("a.older")))
+	assert.Equal(t, 20, rows(), "the last page holds the rest")
+	assert.Contains(t, get(t, ctx, "the pager", chromedp.Text(css("nav.pager"))), "entries 1–20 of 120")
+	do(t, ctx, "back to the newest", chromedp.Click(css("a.newest")), chromedp.WaitNotPresent(css("a.newer")))
+	assert.Equal(t, "120", get(t, ctx, "the newest entry", chromedp.Text(top)))
+}

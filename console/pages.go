@@ -152,57 +152,6 @@ func owner(id currency.AccountID) string {
 	return parts[len(parts)-1]
 }
 
-type accountView struct {
-	Account currency.Account
-	Balance currency.Balance
-	Scale   int32
-	Entries []currency.Entry
-	Chart   template.HTML
-}
-
-func (c *Console) account(r *http.Request, v *view) error {
-	v.Page, v.Title = "account", "Account"
-	ctx := r.Context()
-	l := c.cfg.Treasury.Ledger()
-	id := currency.AccountID(r.URL.Query().Get("id"))
-	a, err := l.Account(ctx, id)
-	if err != nil {
-		return err
-	}
-	v.Title = string(id)
-	cur, err := l.Currency(ctx, a.Currency)
-	if err != nil {
-		return err
-	}
-	b, err := l.Balance(ctx, id)
-	if err != nil {
-		return err
-	}
-	var es []currency.Entry
-	var after int64
-	for {
-		page, err := l.Statement(ctx, id, after, currency.MaxPage)
-		if err != nil {
-			return err
-		}
-		es = append(es, page...)
-		if len(page) < currency.MaxPage {
-			break
-		}
-		after = page[len(page)-1].Seq
-		if len(es) > 20*currency.MaxPage {
-			es = es[len(es)-currency.MaxPage:]
-		}
-	}
-	s := series{Name: string(id)}
-	for _, e := range es {
-		s.At, s.Y = append(s.At, e.At), append(s.Y, e.Balance.InexactFloat64())
-	}
-	slices.Reverse(es)
-	v.Data = accountView{Account: a, Balance: b, Scale: cur.Scale, Entries: es[:min(len(es), 200)], Chart: lineChart("balance of "+string(id), []series{s}, 720, 220)}
-	return nil
-}
-
 type supplyView struct {
 	Currencies []currency.Code
 	Currency   currency.Code
