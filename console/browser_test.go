@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -98,8 +99,15 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, "ann (admin)", get(t, ctx, "who", chromedp.Text(css("#who"))))
 	assert.Equal(t, "0.00", get(t, ctx, "alice's balance", chromedp.Text(alice)))
 
+	ledgerBalance := func() string {
+		t.Helper()
+		b, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+		require.NoError(t, err)
+		return b.Available.String()
+	}
 	grant := func(amount string) {
 		t.Helper()
+		before := ledgerBalance()
 		do(t, ctx, "grant "+amount,
 			chromedp.Navigate(srv.URL+"/"),
 			chromedp.WaitVisible(css("#grant-form")),
@@ -107,7 +115,10 @@ func TestBrowser(t *testing.T) {
 			chromedp.SendKeys(css("#grant-currency"), "CRED"),
 			chromedp.SendKeys(css("#grant-amount"), amount),
 			chromedp.Click(css("#grant-submit")),
-			chromedp.WaitVisible(css("#done")))
+			chromedp.WaitVisible(css("#confirm-form")))
+		assert.Contains(t, get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))), "Mint ")
+		assert.Equal(t, before, ledgerBalance(), "nothing minted before it is confirmed")
+		do(t, ctx, "confirm the grant of "+amount, chromedp.Click(css("#confirm-submit")), chromedp.WaitVisible(css("#done")))
 	}
 	points := func() string {
 		t.Helper()
@@ -154,10 +165,37 @@ func TestBrowser(t *testing.T) {
 	do(t, ctx, "the audit trail", chromedp.Navigate(srv.URL+"/audit"), chromedp.WaitVisible(css("#trail")))
 	assert.Equal(t, "ann", get(t, ctx, "the last actor", chromedp.Text(css("#trail tr:nth-child(2) .actor"))))
 
+	// A burn asks too, and Cancel leaves everything as it was.
+	do(t, ctx, "a burn, cancelled",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css("#burn-form")),
+		chromedp.SendKeys(css("#burn-owner"), "alice"),
+		chromedp.SendKeys(css("#burn-currency"), "CRED"),
+		chromedp.SendKeys(css("#burn-amount"), "2.5"),
+		chromedp.Click(css("#burn-submit")),
+		chromedp.WaitVisible(css("#confirm-form")))
+	assert.Equal(t, "Destroy 2.50 CRED from alice's wallet?", get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))))
+	assert.Equal(t, "40.00", get(t, ctx, "the balance after", chromedp.Text(css("#confirm-wallet"))))
+	do(t, ctx, "cancel", chromedp.Click(css("#confirm-cancel")), chromedp.WaitVisible(alice))
+	assert.Equal(t, "42.50", get(t, ctx, "alice's balance", chromedp.Text(alice)), "nothing burned")
+
+	// The server holds to the confirmation: the session's own POST
+	// without it only shows the question, and one with a made-up token is
+	// refused.
+	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	forged := url.Values{"csrf": {csrf}, "key": {"forged-1"}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}}
+	code, body := postAs(t, ctx, srv.URL+"/grant", forged)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `id="confirm-form"`, "a grant without confirmation is asked about")
+	forged.Set("confirm", "forged")
+	code, _ = postAs(t, ctx, srv.URL+"/grant", forged)
+	assert.Equal(t, http.StatusForbidden, code, "a made-up confirmation is refused")
+	assert.Equal(t, "42.5", ledgerBalance(), "the forged grants minted nothing")
+
 	do(t, ctx, "log out, and in as vic, a viewer", append([]chromedp.Action[chromedp.Void]{chromedp.Click(css("header form button"))}, logIn("vic")...)...)
 	assert.Equal(t, "vic (viewer)", get(t, ctx, "who", chromedp.Text(css("#who"))))
 	assert.Zero(t, get(t, ctx, "forms", chromedp.Evaluate[int](`document.querySelectorAll("form.action").length`)), "a viewer sees no forms")
-	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	csrf = get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
 	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
 		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
 	}))
@@ -176,6 +214,26 @@ func TestBrowser(t *testing.T) {
 	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
 	require.NoError(t, err)
 	assert.True(t, bal.Available.Equal(decimal.RequireFromString("42.5")), "the viewer moved nothing: %s", bal.Available)
+}
+
+// postAs posts form to u with the browser's cookies, as a script in
+// another tab of it could: what the server does, not what the page lets
+// one do.
+func postAs(t *testing.T, ctx context.Context, u string, form url.Values) (int, string) {
+	t.Helper()
+	cookies := get(t, ctx, "the cookies", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	}))
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range cookies.Cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // TestScreenshots draws the main pages of a small market into

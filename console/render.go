@@ -161,14 +161,20 @@ func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, Sessio
 			http.Redirect(w, r, back+sep+"done="+url.QueryEscape(done), http.StatusSeeOther)
 			return
 		}
-		fe := formErrOf(r.PostForm.Get("form"), err)
-		u, _ := url.Parse(back)
-		p := c.pageFor(u.Path)
-		// The page reads its query (a report's filters, an account's id)
-		// from the URL it came from.
-		r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
-		c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
+		c.comeBack(w, r, s, values, err)
 	}
+}
+
+// comeBack draws the page a form came from (its back field) with the
+// form's error beside it and what was typed in it.
+func (c *Console) comeBack(w http.ResponseWriter, r *http.Request, s Session, values url.Values, err error) {
+	fe := formErrOf(values.Get("form"), err)
+	u, _ := url.Parse(localPath(values.Get("back")))
+	p := c.pageFor(u.Path)
+	// The page reads its query (a report's filters, an account's id)
+	// from the URL it came from.
+	r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
+	c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
 }
 
 // formErrOf is err as the error of the named form.

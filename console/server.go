@@ -171,13 +171,16 @@ func (c *Console) routes() {
 		c.mux.HandleFunc("GET "+path, c.read(p))
 	}
 	for path, f := range map[string]form{
-		"/grant": c.grant, "/burn": c.burn, "/open": c.open, "/allowance": c.setAllowance,
+		"/open": c.open, "/allowance": c.setAllowance,
 		"/allowance/remove": c.removeAllowance, "/cap": c.setCap, "/spend-cap": c.setSpendCap,
 		"/rate": c.setRate, "/exchange": c.exchange, "/spend-rate": c.setSpendRate,
 		"/price": c.setPrice, "/sell": c.sell,
 	} {
 		c.mux.HandleFunc("POST "+path, c.write(c.submit(f)))
 	}
+	// Minting and destroying money are confirmed first (confirm.go).
+	c.mux.HandleFunc("POST /grant", c.write(c.confirmed(c.previewGrant, c.grant)))
+	c.mux.HandleFunc("POST /burn", c.write(c.confirmed(c.previewBurn, c.burn)))
 }
 
 // SetUsers replaces the console's users (after the users file changed):
