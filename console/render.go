@@ -34,6 +34,8 @@ type view struct {
 	Err    *formErr
 	Values url.Values
 	Data   any
+	// Choices are what the page's forms offer (choices.go).
+	Choices choices
 }
 
 // formErr is a refused form's error, shown beside it.
@@ -87,6 +89,15 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pa
 			return
 		}
 		status = statusOf(err)
+	}
+	if choicePages[v.Page] && (v.Admin || v.Page == "report") {
+		ch, err := choicesOf(r.Context(), c.cfg.Treasury.Ledger())
+		if err != nil {
+			c.cfg.Logger.Warn("console choices", "path", r.URL.Path, "err", err)
+			http.Error(w, "the forms' choices cannot be read now: try again", statusOf(err))
+			return
+		}
+		v.Choices = ch
 	}
 	t := c.pages[v.Page]
 	if t == nil {
