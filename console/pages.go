@@ -425,25 +425,6 @@ func (c *Console) report(r *http.Request, v *view) error {
 	return nil
 }
 
-type auditView struct {
-	Actions []treasury.Action
-	Older   string
-}
-
-func (c *Console) audit(r *http.Request, v *view) error {
-	v.Page, v.Title = "audit", "Audit trail"
-	acts, err := c.cfg.Treasury.Actions(r.Context(), r.URL.Query().Get("before"), 50)
-	if err != nil {
-		return err
-	}
-	av := auditView{Actions: acts}
-	if len(acts) == 50 {
-		av.Older = acts[len(acts)-1].Key
-	}
-	v.Data = av
-	return nil
-}
-
 // periodLayout parses a report's period names.
 func periodLayout(by string) string {
 	if by == string(breakdown.Month) {
