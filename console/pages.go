@@ -155,6 +155,7 @@ func owner(id currency.AccountID) string {
 type supplyView struct {
 	Currencies []currency.Code
 	Currency   currency.Code
+	Scale      int32
 	Points     []treasury.SupplyPoint
 	Chart      template.HTML
 }
@@ -177,6 +178,11 @@ func (c *Console) supply(r *http.Request, v *view) error {
 		sv.Currency = sv.Currencies[0]
 	}
 	if sv.Currency != "" {
+		cur, err := c.cfg.Treasury.Ledger().Currency(ctx, sv.Currency)
+		if err != nil {
+			return err
+		}
+		sv.Scale = cur.Scale
 		ps, err := c.cfg.Treasury.Supply(ctx, sv.Currency, 2000)
 		if err != nil {
 			return err
@@ -197,6 +203,9 @@ type allowanceRow struct {
 	Rule     allowance.Rule
 	Owner    string
 	Currency currency.Code
+	// A is money an hour, in the currency's places; B a rate, written
+	// as the column's others.
+	A, B     string
 	Steady   string
 	HalfLife string
 	Balance  string
@@ -225,7 +234,8 @@ func (c *Console) allowances(r *http.Request, v *view) error {
 		if err != nil {
 			return err
 		}
-		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
+		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, A: rule.A.StringFixed(cur.Scale),
+			Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
 		if st, ok := rule.Steady(); ok {
 			row.Steady, row.HalfLife = st.StringFixed(cur.Scale), rule.HalfLife().Round(time.Second).String()
 		}
@@ -238,6 +248,13 @@ func (c *Console) allowances(r *http.Request, v *view) error {
 		}
 		row.Chart = lineChart("projected balance of "+row.Owner+", a week", []series{s}, 480, 160)
 		rows = append(rows, row)
+	}
+	var bs []decimal.Decimal
+	for _, row := range rows {
+		bs = append(bs, row.Rule.B)
+	}
+	for i, b := range column(bs) {
+		rows[i].B = b
 	}
 	v.Data = rows
 	return nil
@@ -255,8 +272,10 @@ type gpuRow struct {
 
 type spendRow struct {
 	treasury.SpendUse
-	Share string
-	Bar   template.HTML
+	// Used, Held and Limit in the currency's places.
+	UsedText, HeldText, LimitText string
+	Share                         string
+	Bar                           template.HTML
 }
 
 func (c *Console) caps(r *http.Request, v *view) error {
@@ -270,12 +289,17 @@ func (c *Console) caps(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
+	scales, err := c.scales(r)
+	if err != nil {
+		return err
+	}
 	var cv capsView
 	for _, g := range gpu {
 		cv.GPU = append(cv.GPU, gpuRow{Cap: g, Bar: bar(float64(g.InUse), float64(g.GPUs), 0)})
 	}
 	for _, u := range uses {
-		row := spendRow{SpendUse: u, Share: "0%"}
+		row := spendRow{SpendUse: u, Share: "0%", UsedText: money(u.Used, u.Currency, scales), HeldText: money(u.Held, u.Currency, scales),
+			LimitText: money(u.Limit, u.Currency, scales)}
 		if u.Limit.IsPositive() {
 			row.Share = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0).String() + "%"
 		}
@@ -287,14 +311,21 @@ func (c *Console) caps(r *http.Request, v *view) error {
 }
 
 type ratesView struct {
-	Rates  []treasury.Rate
+	Rates  []rateRow
 	Prices []priceRow
+}
+
+// rateRow is a rate written as the others of its column.
+type rateRow struct {
+	treasury.Rate
+	Text string
 }
 
 // priceRow is a price with what its sales have been paid so far (what is
 // in the proceeds wallet: administrators may have taken some out).
 type priceRow struct {
 	Sale     treasury.Price
+	Price    string // written as the others of its column
 	Proceeds currency.AccountID
 	Paid     string
 }
@@ -310,7 +341,14 @@ func (c *Console) rates(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	rv := ratesView{Rates: rs}
+	var rv ratesView
+	var rates, prices []decimal.Decimal
+	for _, rt := range rs {
+		rv.Rates, rates = append(rv.Rates, rateRow{Rate: rt}), append(rates, rt.Rate)
+	}
+	for i, t := range column(rates) {
+		rv.Rates[i].Text = t
+	}
 	for _, p := range ps {
 		l := c.cfg.Treasury.Ledger()
 		cur, err := l.Currency(ctx, p.PaidIn)
@@ -325,7 +363,10 @@ func (c *Console) rates(r *http.Request, v *view) error {
 		case bourse.ErrorCode(err) != bourse.ENotFound: // not opened: nothing sold yet
 			return err
 		}
-		rv.Prices = append(rv.Prices, row)
+		rv.Prices, prices = append(rv.Prices, row), append(prices, p.Price)
+	}
+	for i, t := range column(prices) {
+		rv.Prices[i].Price = t
 	}
 	v.Data = rv
 	return nil
@@ -339,6 +380,12 @@ type reportView struct {
 	Total                              string
 	Chart, Utilisation                 template.HTML
 	NoSource                           bool
+	scales                             map[currency.Code]int32
+}
+
+// Money is d in cur's places.
+func (rv *reportView) Money(d decimal.Decimal, cur string) string {
+	return money(d, currency.Code(cur), rv.scales)
 }
 
 func (c *Console) report(r *http.Request, v *view) error {
@@ -369,6 +416,9 @@ func (c *Console) report(r *http.Request, v *view) error {
 		return err
 	}
 	rv.Report = rep
+	if rv.scales, err = c.scales(r); err != nil {
+		return err
+	}
 	total := map[string]decimal.Decimal{}
 	for _, l := range rep.Lines {
 		if (rv.Org == "" || l.Org == rv.Org) && (rv.Project == "" || l.Project == rv.Project) && (rv.Client == "" || l.Client == rv.Client) {
@@ -378,7 +428,7 @@ func (c *Console) report(r *http.Request, v *view) error {
 	}
 	var parts []string
 	for cur, t := range total {
-		parts = append(parts, t.String()+" "+cur)
+		parts = append(parts, rv.Money(t, cur)+" "+cur)
 	}
 	sort.Strings(parts)
 	rv.Total = strings.Join(parts, ", ")
