@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/trade"
 )
 
 // pageFunc fills a view for a page: its template, title and data.
@@ -66,8 +67,11 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"bar":    bar,
-	"indent": func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
+	"bar": bar,
+	// dur is a reading's wall time, to the second.
+	"dur":        func(d trade.Duration) string { return time.Duration(d).Round(time.Second).String() },
+	"contractOf": contractOfHold,
+	"indent":     func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
 }
 
 // render runs p and its template; a form that came back (fe) shows its
@@ -216,6 +220,8 @@ func (c *Console) pageFor(path string) pageFunc {
 		return c.audit
 	case "/sessions":
 		return c.sessions
+	case "/contracts":
+		return c.contracts
 	}
 	return c.overview
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"fmt"
 	"html/template"
 	"net/http"
 	"sort"
@@ -43,13 +42,9 @@ func (c *Console) report(r *http.Request, v *view) error {
 		rv.NoSource = true
 		return nil
 	}
-	from, err := time.Parse("2006-01-02", rv.From)
+	from, to, err := dayRange(rv.From, rv.To)
 	if err != nil {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "from", Message: fmt.Sprintf("%q: a date such as 2026-11-01", rv.From)}
-	}
-	to, err := time.Parse("2006-01-02", rv.To)
-	if err != nil {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "to", Message: fmt.Sprintf("%q: a date such as 2026-12-01", rv.To)}
+		return err
 	}
 	capacity, err := breakdown.ParseCapacity(rv.Capacity)
 	if err != nil {

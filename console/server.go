@@ -31,7 +31,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -44,8 +43,9 @@ var staticFiles embed.FS
 // Config configures a console. Treasury and Users are required.
 type Config struct {
 	Treasury *treasury.Treasury
-	// Contracts, if set, feeds the cost report (the exchange's store).
-	Contracts breakdown.Source
+	// Contracts, if set, feeds the cost report and the contracts' pages
+	// (the exchange's store).
+	Contracts Contracts
 	Users     Users
 	// UsersFile, if set, is the file Users were read from: a user's change
 	// of her password is written there. Without it the change lasts as
@@ -167,6 +167,7 @@ func (c *Console) routes() {
 	for path, p := range map[string]pageFunc{
 		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
 		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit, "/sessions": c.sessions,
+		"/contracts": c.contracts, "/contract": c.contractPage,
 	} {
 		c.mux.HandleFunc("GET "+path, c.read(p))
 	}
