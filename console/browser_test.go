@@ -429,3 +429,50 @@ func TestBrowserAccountPages(t *testing.T) {
 	do(t, ctx, "back to the newest", chromedp.Click(css("a.newest")), chromedp.WaitNotPresent(css("a.newer")))
 	assert.Equal(t, "120", get(t, ctx, "the newest entry", chromedp.Text(top)))
 }
+
+// TestBrowserRefresh: the balances reload themselves (every second
+// here) and show a grant made elsewhere; paused, they stay as they are
+// until resumed; and they never reload over a half-typed form.
+func TestBrowserRefresh(t *testing.T) {
+	cfg, tr, _ := testConfig(t)
+	cfg.Refresh = time.Second
+	srv, _ := serve(t, cfg)
+	ctx := browse(t)
+	alice := css(`[id="w-wallet/CRED/alice"] .avail`)
+	n := 0
+	grantElsewhere := func() {
+		t.Helper()
+		n++
+		_, err := tr.Grant(context.Background(), "bea", "CRED", "alice", decimal.NewFromInt(1), fmt.Sprint("elsewhere-", n), "")
+		require.NoError(t, err)
+	}
+	// balanceAfter waits up to d for alice's balance to read want.
+	balanceAfter := func(d time.Duration, want string) string {
+		t.Helper()
+		var got string
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			got = get(t, ctx, "alice's balance", chromedp.Text(alice))
+			if got == want {
+				break
+			}
+		}
+		return got
+	}
+	do(t, ctx, "log in as ann", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	do(t, ctx, "the balances", chromedp.WaitVisible(css("#refresh-toggle")))
+	assert.Equal(t, "Pause refresh", get(t, ctx, "the button", chromedp.Text(css("#refresh-toggle"))))
+	grantElsewhere()
+	assert.Equal(t, "1.00", balanceAfter(5*time.Second, "1.00"), "the list reloaded itself")
+
+	do(t, ctx, "pause", chromedp.Click(css("#refresh-toggle")))
+	assert.Equal(t, "Resume refresh", get(t, ctx, "the button", chromedp.Text(css("#refresh-toggle"))))
+	grantElsewhere()
+	assert.Equal(t, "1.00", balanceAfter(2500*time.Millisecond, "2.00"), "paused: no reload")
+	do(t, ctx, "resume", chromedp.Click(css("#refresh-toggle")))
+	assert.Equal(t, "2.00", balanceAfter(5*time.Second, "2.00"), "resumed")
+
+	do(t, ctx, "type half a grant", chromedp.SendKeys(css("#grant-amount"), "12"), chromedp.Blur(css("#grant-amount")))
+	grantElsewhere()
+	assert.Equal(t, "2.00", balanceAfter(2500*time.Millisecond, "3.00"), "no reload over a touched form")
+	assert.Equal(t, "12", get(t, ctx, "what was typed", chromedp.Value(css("#grant-amount"))), "nothing typed is lost")
+}

@@ -37,6 +37,9 @@ type view struct {
 	Data   any
 	// Choices are what the page's forms offer (choices.go).
 	Choices choices
+	// Refresh is how many seconds the page waits before it reloads
+	// itself (refresh.go); zero for never.
+	Refresh int
 }
 
 // formErr is a refused form's error, shown beside it.
@@ -93,6 +96,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pa
 			return
 		}
 		status = statusOf(err)
+	}
+	if fe == nil && r.Method == http.MethodGet && refreshPages[v.Page] && c.cfg.Refresh > 0 {
+		v.Refresh = max(1, int(c.cfg.Refresh/time.Second))
 	}
 	if choicePages[v.Page] && (v.Admin || v.Page == "report") {
 		ch, err := choicesOf(r.Context(), c.cfg.Treasury.Ledger())

@@ -67,8 +67,11 @@ type Config struct {
 	// address, which the login throttle keys on, is read from their
 	// X-Forwarded-For. Without them X-Forwarded-For is ignored.
 	TrustedProxies []netip.Prefix
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Refresh is how often lists reload themselves in the browser: 30
+	// seconds if zero, never if negative.
+	Refresh time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Console serves the pages. Build it with New.
@@ -105,6 +108,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Sessions == nil {
 		cfg.Sessions = NewMemSessions()
 	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = 30 * time.Second
+	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	c.throttle.clock = cfg.Now
 	if err := c.SetUsers(cfg.Users); err != nil {
@@ -132,7 +138,7 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := c.cfg.Now()
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
