@@ -68,30 +68,15 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	after, more := q.Get("after"), false
-	// A filter may leave few of a page of the store's: read on until the
-	// page is full, or the range is done.
-scan:
-	for {
-		ks, err := c.cfg.Contracts.Between(r.Context(), from, to, after, currency.MaxPage)
-		if err != nil {
-			return err
-		}
-		for i, k := range ks {
-			after = k.ID
-			if (cv.Client == "" || k.Client == cv.Client) && (cv.State == "" || string(k.State) == cv.State) {
-				cv.Rows = append(cv.Rows, rowOf(k, scales))
-				if len(cv.Rows) == contractsPage {
-					more = i < len(ks)-1 || len(ks) == currency.MaxPage
-					break scan
-				}
-			}
-		}
-		if len(ks) < currency.MaxPage {
-			break
-		}
+	ks, more, err := c.matching(r.Context(), from, to, q.Get("after"), contractFilter{cv.Client, cv.State}, contractsPage)
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
+		cv.Rows = append(cv.Rows, rowOf(k, scales))
 	}
 	if more {
+		after := ks[len(ks)-1].ID
 		u := url.Values{"from": {cv.From}, "to": {cv.To}, "after": {after}}
 		for k, val := range map[string]string{"client": cv.Client, "state": cv.State} {
 			if val != "" {
@@ -101,6 +86,40 @@ scan:
 		cv.Next = "/contracts?" + u.Encode()
 	}
 	return nil
+}
+
+// contractFilter keeps the contracts of a client, in a state (either
+// empty for any).
+type contractFilter struct{ client, state string }
+
+func (f contractFilter) keep(k trade.Contract) bool {
+	return (f.client == "" || k.Client == f.client) && (f.state == "" || string(k.State) == f.state)
+}
+
+// matching reads up to limit contracts that f keeps, of those accepted
+// in [from, to) after the contract after, earliest first, and whether
+// there may be more. A filter may keep few of a page of the store's: it
+// reads on until it has limit, or the range is done.
+func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]trade.Contract, bool, error) {
+	var out []trade.Contract
+	for {
+		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, k := range ks {
+			after = k.ID
+			if f.keep(k) {
+				out = append(out, k)
+				if len(out) == limit {
+					return out, i < len(ks)-1 || len(ks) == currency.MaxPage, nil
+				}
+			}
+		}
+		if len(ks) < currency.MaxPage {
+			return out, false, nil
+		}
+	}
 }
 
 // dayRange reads a range of days, from's start to to's.

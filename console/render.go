@@ -22,9 +22,12 @@ type pageFunc func(r *http.Request, v *view) error
 type view struct {
 	Page, Title string
 	Path        string
-	User        string
-	Admin       bool
-	CSRF        string
+	// Query is the page's query, for its CSV links (csv.go): a URL's
+	// part already, escaped, that the template must not escape again.
+	Query template.URL
+	User  string
+	Admin bool
+	CSRF  string
 	// SessionID is the session's, to tell it among the sessions listed.
 	SessionID string
 	// Key is a fresh idempotency key for the page's forms (the submitted
@@ -80,7 +83,7 @@ var funcs = template.FuncMap{
 // render runs p and its template; a form that came back (fe) shows its
 // error and values.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pageFunc, fe *formState, status int) {
-	v := &view{Path: r.URL.Path, User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, SessionID: s.ID, Done: r.URL.Query().Get("done"), Key: newKey()}
+	v := &view{Path: r.URL.Path, Query: template.URL(r.URL.RawQuery), User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, SessionID: s.ID, Done: r.URL.Query().Get("done"), Key: newKey()}
 	if fe != nil {
 		v.Err, v.Values, v.Done = fe.err, fe.values, ""
 		v.Path = fe.path

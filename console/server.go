@@ -170,6 +170,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /logout", c.write(c.logout))
 	c.mux.HandleFunc("POST /password", c.write(c.changePassword))
 	c.mux.HandleFunc("POST /sessions/end", c.write(c.endAll))
+	c.mux.HandleFunc("GET /csv/{table}", c.exportCSV)
 	for path, p := range map[string]pageFunc{
 		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
 		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit, "/sessions": c.sessions,
