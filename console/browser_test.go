@@ -105,17 +105,23 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		return b.Available.String()
 	}
+	// fill fills the grant or burn form for alice and sends it, then
+	// waits for what answers.
+	fill := func(form, amount, answer string) []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.Navigate(srv.URL + "/"),
+			chromedp.WaitVisible(css("#" + form + "-form")),
+			chromedp.SendKeys(css("#"+form+"-owner"), "alice"),
+			chromedp.SendKeys(css("#"+form+"-currency"), "CRED"),
+			chromedp.SendKeys(css("#"+form+"-amount"), amount),
+			chromedp.Click(css("#" + form + "-submit")),
+			chromedp.WaitVisible(css(answer)),
+		}
+	}
 	grant := func(amount string) {
 		t.Helper()
 		before := ledgerBalance()
-		do(t, ctx, "grant "+amount,
-			chromedp.Navigate(srv.URL+"/"),
-			chromedp.WaitVisible(css("#grant-form")),
-			chromedp.SendKeys(css("#grant-owner"), "alice"),
-			chromedp.SendKeys(css("#grant-currency"), "CRED"),
-			chromedp.SendKeys(css("#grant-amount"), amount),
-			chromedp.Click(css("#grant-submit")),
-			chromedp.WaitVisible(css("#confirm-form")))
+		do(t, ctx, "grant "+amount, fill("grant", amount, "#confirm-form")...)
 		assert.Contains(t, get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))), "Mint ")
 		assert.Equal(t, before, ledgerBalance(), "nothing minted before it is confirmed")
 		do(t, ctx, "confirm the grant of "+amount, chromedp.Click(css("#confirm-submit")), chromedp.WaitVisible(css("#done")))
@@ -153,14 +159,7 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rules, 1)
 
-	do(t, ctx, "a bad amount comes back with its error",
-		chromedp.Navigate(srv.URL+"/"),
-		chromedp.WaitVisible(css("#grant-form")),
-		chromedp.SendKeys(css("#grant-owner"), "alice"),
-		chromedp.SendKeys(css("#grant-currency"), "CRED"),
-		chromedp.SendKeys(css("#grant-amount"), "lots"),
-		chromedp.Click(css("#grant-submit")),
-		chromedp.WaitVisible(css("#form-error")))
+	do(t, ctx, "a bad amount comes back with its error", fill("grant", "lots", "#form-error")...)
 	assert.Contains(t, get(t, ctx, "the error", chromedp.Text(css("#form-error"))), `invalid (amount): "lots" is not a number`)
 	assert.Equal(t, "lots", get(t, ctx, "the amount typed", chromedp.AttributeValue(css("#grant-amount"), "value")).Value, "nothing typed is lost")
 
@@ -168,14 +167,7 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, "ann", get(t, ctx, "the last actor", chromedp.Text(css("#trail tr:nth-child(2) .actor"))))
 
 	// A burn asks too, and Cancel leaves everything as it was.
-	do(t, ctx, "a burn, cancelled",
-		chromedp.Navigate(srv.URL+"/"),
-		chromedp.WaitVisible(css("#burn-form")),
-		chromedp.SendKeys(css("#burn-owner"), "alice"),
-		chromedp.SendKeys(css("#burn-currency"), "CRED"),
-		chromedp.SendKeys(css("#burn-amount"), "2.5"),
-		chromedp.Click(css("#burn-submit")),
-		chromedp.WaitVisible(css("#confirm-form")))
+	do(t, ctx, "a burn, cancelled", fill("burn", "2.5", "#confirm-form")...)
 	assert.Equal(t, "Destroy 2.50 CRED from alice's wallet?", get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))))
 	assert.Equal(t, "40.00", get(t, ctx, "the balance after", chromedp.Text(css("#confirm-wallet"))))
 	do(t, ctx, "cancel", chromedp.Click(css("#confirm-cancel")), chromedp.WaitVisible(alice))
@@ -198,21 +190,9 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, "vic (viewer)", get(t, ctx, "who", chromedp.Text(css("#who"))))
 	assert.Zero(t, get(t, ctx, "forms", chromedp.Evaluate[int](`document.querySelectorAll("form.action").length`)), "a viewer sees no forms")
 	csrf = get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
-	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
-		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
-	}))
 	// The viewer's own session, sending a well-formed grant anyway.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/grant", strings.NewReader(url.Values{"csrf": {csrf}, "key": {"vic-1"},
-		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", srv.URL)
-	for _, c := range cookies.Cookies {
-		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	code, _ = postAs(t, ctx, srv.URL+"/grant", url.Values{"csrf": {csrf}, "key": {"vic-1"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}})
+	assert.Equal(t, http.StatusForbidden, code)
 	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
 	require.NoError(t, err)
 	assert.True(t, bal.Available.Equal(decimal.RequireFromString("42.5")), "the viewer moved nothing: %s", bal.Available)
@@ -228,6 +208,7 @@ func postAs(t *testing.T, ctx context.Context, u string, form url.Values) (int, 
 	}))
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host)
 	for _, c := range cookies.Cookies {
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	}

@@ -33,6 +33,10 @@ type contractsView struct {
 	Next     string
 	NoSource bool
 	States   []trade.State
+	// from, to and scales are the list's days and its currencies' places,
+	// for its CSV.
+	from, to time.Time
+	scales   map[currency.Code]int32
 }
 
 // contractRow is a contract with its money in its currency's places.
@@ -60,20 +64,19 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 		cv.NoSource = true
 		return nil
 	}
-	from, to, err := dayRange(cv.From, cv.To)
-	if err != nil {
+	var err error
+	if cv.from, cv.to, err = dayRange(cv.From, cv.To); err != nil {
 		return err
 	}
-	scales, err := c.scales(r)
-	if err != nil {
+	if cv.scales, err = c.scales(r); err != nil {
 		return err
 	}
-	ks, more, err := c.matching(r.Context(), from, to, q.Get("after"), contractFilter{cv.Client, cv.State}, contractsPage)
+	ks, more, err := c.matching(r.Context(), cv.from, cv.to, q.Get("after"), contractFilter{cv.Client, cv.State}, contractsPage)
 	if err != nil {
 		return err
 	}
 	for _, k := range ks {
-		cv.Rows = append(cv.Rows, rowOf(k, scales))
+		cv.Rows = append(cv.Rows, rowOf(k, cv.scales))
 	}
 	if more {
 		after := ks[len(ks)-1].ID

