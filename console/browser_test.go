@@ -233,6 +233,7 @@ func TestScreenshots(t *testing.T) {
 	for name, path := range map[string]string{
 		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
 		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26&capacity=atlas%3D8%2Cboreal%3D4%2Ccirrus%3D4", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
+		"contracts": "/contracts?from=2026-11-20&to=2026-11-26",
 	} {
 		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
 		png := get(t, ctx, name, chromedp.FullScreenshot(100))
@@ -279,11 +280,12 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		client := []string{"alice", "bob", "carl"}[i%3]
 		model := []string{"H100", "A100", "L4"}[i%3]
 		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
-			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}}}
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}, Prepayment: d("20")}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
 			c.State, c.Charge = trade.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
+			c.Refund = c.Terms.Prepayment.Sub(c.Charge)
 			c.Reading = &trade.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
 			return nil, nil
 		})
