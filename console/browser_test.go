@@ -418,6 +418,8 @@ func TestBrowserAccountPages(t *testing.T) {
 // until resumed; and they never reload over a half-typed form.
 func TestBrowserRefresh(t *testing.T) {
 	cfg, tr, _ := testConfig(t)
+	// Two currencies: the forms' selects have no choice made yet.
+	require.NoError(t, tr.Ledger().CreateCurrency(context.Background(), currency.Currency{Code: "EUR", Scale: 2}))
 	cfg.Refresh = time.Second
 	srv, _ := serve(t, cfg)
 	ctx := browse(t)

@@ -19,25 +19,24 @@
     button.textContent = paused() ? "Resume refresh" : "Pause refresh";
     button.setAttribute("aria-pressed", String(paused()));
   }
+  // What the fields held when the page was drawn: a field that holds
+  // something else now has been touched. (A select without a selected
+  // option shows its first, which is no choice of the user's.)
+  var fields = document.querySelectorAll("input, select, textarea");
+  function state() {
+    var out = [];
+    for (var i = 0; i < fields.length; i++) {
+      out.push(fields[i].tagName === "SELECT" ? fields[i].selectedIndex : fields[i].value);
+    }
+    return out.join("\u0000");
+  }
+  var drawn = state();
   function touched() {
     var a = document.activeElement;
     if (a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName)) {
       return true;
     }
-    var fields = document.querySelectorAll("input, select, textarea");
-    for (var i = 0; i < fields.length; i++) {
-      var f = fields[i];
-      if (f.tagName === "SELECT") {
-        for (var j = 0; j < f.options.length; j++) {
-          if (f.options[j].selected !== f.options[j].defaultSelected) {
-            return true;
-          }
-        }
-      } else if (f.type !== "hidden" && f.value !== f.defaultValue) {
-        return true;
-      }
-    }
-    return false;
+    return state() !== drawn;
   }
   button.hidden = false;
   show();
