@@ -68,9 +68,10 @@ type picker struct {
 	Options            []currency.Code
 }
 
-// Pick is the currency select of the field name, with element id.
-func (v *view) Pick(name, id string) picker {
-	p := picker{Name: name, ID: id, Selected: v.Val(name, ""), Options: v.Choices.Currencies}
+// Pick is the currency select of the named form's field name, with
+// element id.
+func (v *view) Pick(form, name, id string) picker {
+	p := picker{Name: name, ID: id, Selected: v.In(form, name, ""), Options: v.Choices.Currencies}
 	if p.Selected == "" && len(p.Options) == 1 {
 		p.Selected = string(p.Options[0])
 	}

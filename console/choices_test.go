@@ -44,6 +44,10 @@ func TestChoices(t *testing.T) {
 	code, page, _ := b.post("/grant", url.Values{"csrf": {csrf}, "key": {key}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"EUR"}, "amount": {"5"}}, srv.URL)
 	assert.Equal(t, http.StatusNotFound, code, "alice has no EUR wallet")
 	assert.Contains(t, page, `<select name="currency" id="grant-currency" required><option value="">choose…</option><option>CRED</option><option selected>EUR</option></select>`)
+	assert.Contains(t, page, `<select name="currency" id="burn-currency" required><option value="">choose…</option><option>CRED</option><option>EUR</option></select>`,
+		"the other forms are as they were")
+	assert.Contains(t, page, `id="grant-amount" value="5"`)
+	assert.Contains(t, page, `id="burn-amount" value=""`, "what was typed in one form is not put in another")
 
 	v := newBrowser(t, srv)
 	v.login("vic")

@@ -50,9 +50,11 @@ type formErr struct {
 	Form, Code, Field, Message string
 }
 
-// Val is a submitted value of the form that came back, or def.
-func (v *view) Val(name, def string) string {
-	if v.Values != nil && v.Values.Has(name) {
+// In is the value of field name as submitted in the named form, if that
+// form came back (an error), or def: what was typed in one form is not
+// put in another of the page's that has a field of the same name.
+func (v *view) In(form, name, def string) string {
+	if v.Values != nil && v.Values.Get("form") == form && v.Values.Has(name) {
 		return v.Values.Get(name)
 	}
 	return def
