@@ -97,6 +97,8 @@ type Report struct {
 	Lines   []Line       `json:"lines"`
 	Servers []ServerLine `json:"servers"`
 	Prices  []PriceLine  `json:"prices"`
+	// Trend is the prices again, in buckets fine enough to draw.
+	Trend Trend `json:"trend,omitzero"`
 }
 
 // Options shape a report.
@@ -133,6 +135,7 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 	lines := map[Line]*Line{}
 	servers := map[ServerLine]*ServerLine{}
 	h := hierarchy{accts: accts, chains: map[currency.AccountID][]string{}}
+	tr := newTrend()
 	after := ""
 	for {
 		cs, err := src.Between(ctx, o.From, o.To, after, page)
@@ -168,6 +171,7 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 			}
 			s.Contracts++
 			s.GPUSeconds, s.Revenue = s.GPUSeconds.Add(u), s.Revenue.Add(c.Charge)
+			tr.add(c.AcceptedAt, c.Terms.Currency, u, c.Charge)
 		}
 		if len(cs) < page {
 			break
@@ -187,6 +191,7 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 	}
 	r.Servers = serverLines(servers, o, since)
 	r.Prices = prices(r.Lines)
+	r.Trend = tr.result()
 	return r, nil
 }
 

@@ -142,3 +142,20 @@ func TestCapacityWhileTheServerExisted(t *testing.T) {
 		{"2026-11-02", "gpu1", "21600", "21600"}, // 3 h × 2 GPUs, up to now
 	}, got, "no idle days before gpu1 existed, none after now, none for a server never seen")
 }
+
+// TestBuildTrend: the market's two days of contracts are one price a
+// day in Prices, and a line by the hour in Trend, of the ended
+// contracts alone.
+func TestBuildTrend(t *testing.T) {
+	s, l := market(t)
+	r, err := breakdown.Build(context.Background(), s, l, breakdown.Options{From: day1, To: day1.AddDate(0, 0, 2)})
+	require.NoError(t, err)
+	assert.Len(t, r.Prices, 2)
+	assert.Equal(t, "1h", r.Trend.Every)
+	var got []string
+	for _, p := range r.Trend.Points {
+		got = append(got, p.At.Format("02 15:04")+" "+p.PerGPUSecond.String())
+	}
+	assert.Equal(t, []string{"01 01:00 0.1", "01 02:00 0.1", "01 03:00 0.05", "01 04:00 0.2", "02 01:00 0.1"}, got,
+		"c1-c4 and c6; c5 sold nothing, c7 runs, c0 is before the report")
+}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -98,16 +99,32 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, "ann (admin)", get(t, ctx, "who", chromedp.Text(css("#who"))))
 	assert.Equal(t, "0.00", get(t, ctx, "alice's balance", chromedp.Text(alice)))
 
+	ledgerBalance := func() string {
+		t.Helper()
+		b, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
+		require.NoError(t, err)
+		return b.Available.String()
+	}
+	// fill fills the grant or burn form for alice and sends it, then
+	// waits for what answers.
+	fill := func(form, amount, answer string) []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.Navigate(srv.URL + "/"),
+			chromedp.WaitVisible(css("#" + form + "-form")),
+			chromedp.SendKeys(css("#"+form+"-owner"), "alice"),
+			chromedp.SendKeys(css("#"+form+"-currency"), "CRED"),
+			chromedp.SendKeys(css("#"+form+"-amount"), amount),
+			chromedp.Click(css("#" + form + "-submit")),
+			chromedp.WaitVisible(css(answer)),
+		}
+	}
 	grant := func(amount string) {
 		t.Helper()
-		do(t, ctx, "grant "+amount,
-			chromedp.Navigate(srv.URL+"/"),
-			chromedp.WaitVisible(css("#grant-form")),
-			chromedp.SendKeys(css("#grant-owner"), "alice"),
-			chromedp.SendKeys(css("#grant-currency"), "CRED"),
-			chromedp.SendKeys(css("#grant-amount"), amount),
-			chromedp.Click(css("#grant-submit")),
-			chromedp.WaitVisible(css("#done")))
+		before := ledgerBalance()
+		do(t, ctx, "grant "+amount, fill("grant", amount, "#confirm-form")...)
+		assert.Contains(t, get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))), "Mint ")
+		assert.Equal(t, before, ledgerBalance(), "nothing minted before it is confirmed")
+		do(t, ctx, "confirm the grant of "+amount, chromedp.Click(css("#confirm-submit")), chromedp.WaitVisible(css("#done")))
 	}
 	points := func() string {
 		t.Helper()
@@ -117,7 +134,9 @@ func TestBrowser(t *testing.T) {
 	grant("40")
 	do(t, ctx, "back to the balances", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(alice))
 	assert.Equal(t, "40.00", get(t, ctx, "alice's balance", chromedp.Text(alice)))
-	chart1 := points()
+	do(t, ctx, "alice's account", chromedp.Navigate(srv.URL+"/account?id=wallet/CRED/alice"), chromedp.WaitVisible(css("#available")))
+	chart1 := get(t, ctx, "alice's balance chart", chromedp.TextContent(css("svg.chart .empty")))
+	assert.Contains(t, chart1, "one moment only, no line to draw: wallet/CRED/alice 40 at", "one grant is no line")
 	grant("2.50")
 	assert.Equal(t, "granted 2.5 CRED to alice", get(t, ctx, "what was done", chromedp.Text(css("#done"))))
 	assert.Equal(t, "42.50", get(t, ctx, "alice's balance", chromedp.Text(alice)))
@@ -140,42 +159,64 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rules, 1)
 
-	do(t, ctx, "a bad amount comes back with its error",
-		chromedp.Navigate(srv.URL+"/"),
-		chromedp.WaitVisible(css("#grant-form")),
-		chromedp.SendKeys(css("#grant-owner"), "alice"),
-		chromedp.SendKeys(css("#grant-currency"), "CRED"),
-		chromedp.SendKeys(css("#grant-amount"), "lots"),
-		chromedp.Click(css("#grant-submit")),
-		chromedp.WaitVisible(css("#form-error")))
+	do(t, ctx, "a bad amount comes back with its error", fill("grant", "lots", "#form-error")...)
 	assert.Contains(t, get(t, ctx, "the error", chromedp.Text(css("#form-error"))), `invalid (amount): "lots" is not a number`)
 	assert.Equal(t, "lots", get(t, ctx, "the amount typed", chromedp.AttributeValue(css("#grant-amount"), "value")).Value, "nothing typed is lost")
 
 	do(t, ctx, "the audit trail", chromedp.Navigate(srv.URL+"/audit"), chromedp.WaitVisible(css("#trail")))
 	assert.Equal(t, "ann", get(t, ctx, "the last actor", chromedp.Text(css("#trail tr:nth-child(2) .actor"))))
 
+	// A burn asks too, and Cancel leaves everything as it was.
+	do(t, ctx, "a burn, cancelled", fill("burn", "2.5", "#confirm-form")...)
+	assert.Equal(t, "Destroy 2.50 CRED from alice's wallet?", get(t, ctx, "the question", chromedp.Text(css("#confirm-question"))))
+	assert.Equal(t, "40.00", get(t, ctx, "the balance after", chromedp.Text(css("#confirm-wallet"))))
+	do(t, ctx, "cancel", chromedp.Click(css("#confirm-cancel")), chromedp.WaitVisible(alice))
+	assert.Equal(t, "42.50", get(t, ctx, "alice's balance", chromedp.Text(alice)), "nothing burned")
+
+	// The server holds to the confirmation: the session's own POST
+	// without it only shows the question, and one with a made-up token is
+	// refused.
+	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
+	forged := url.Values{"csrf": {csrf}, "key": {"forged-1"}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}}
+	code, body := postAs(t, ctx, srv.URL+"/grant", forged)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `id="confirm-form"`, "a grant without confirmation is asked about")
+	forged.Set("confirm", "forged")
+	code, _ = postAs(t, ctx, srv.URL+"/grant", forged)
+	assert.Equal(t, http.StatusForbidden, code, "a made-up confirmation is refused")
+	assert.Equal(t, "42.5", ledgerBalance(), "the forged grants minted nothing")
+
 	do(t, ctx, "log out, and in as vic, a viewer", append([]chromedp.Action[chromedp.Void]{chromedp.Click(css("header form button"))}, logIn("vic")...)...)
 	assert.Equal(t, "vic (viewer)", get(t, ctx, "who", chromedp.Text(css("#who"))))
 	assert.Zero(t, get(t, ctx, "forms", chromedp.Evaluate[int](`document.querySelectorAll("form.action").length`)), "a viewer sees no forms")
-	csrf := get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
-	cookies := get(t, ctx, "the session cookie", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
-		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
-	}))
+	csrf = get(t, ctx, "the session's CSRF token", chromedp.AttributeValue(css(`input[name="csrf"]`), "value")).Value
 	// The viewer's own session, sending a well-formed grant anyway.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/grant", strings.NewReader(url.Values{"csrf": {csrf}, "key": {"vic-1"},
-		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", srv.URL)
-	for _, c := range cookies.Cookies {
-		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	code, _ = postAs(t, ctx, srv.URL+"/grant", url.Values{"csrf": {csrf}, "key": {"vic-1"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1000"}})
+	assert.Equal(t, http.StatusForbidden, code)
 	bal, err := tr.Ledger().Balance(context.Background(), "wallet/CRED/alice")
 	require.NoError(t, err)
 	assert.True(t, bal.Available.Equal(decimal.RequireFromString("42.5")), "the viewer moved nothing: %s", bal.Available)
+}
+
+// postAs posts form to u with the browser's cookies, as a script in
+// another tab of it could: what the server does, not what the page lets
+// one do.
+func postAs(t *testing.T, ctx context.Context, u string, form url.Values) (int, string) {
+	t.Helper()
+	cookies := get(t, ctx, "the cookies", chromedp.Action[network.GetCookiesResult](func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	}))
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host)
+	for _, c := range cookies.Cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // TestScreenshots draws the main pages of a small market into
@@ -192,6 +233,7 @@ func TestScreenshots(t *testing.T) {
 	for name, path := range map[string]string{
 		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
 		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26&capacity=atlas%3D8%2Cboreal%3D4%2Ccirrus%3D4", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
+		"contracts": "/contracts?from=2026-11-20&to=2026-11-26",
 	} {
 		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
 		png := get(t, ctx, name, chromedp.FullScreenshot(100))
@@ -238,11 +280,12 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		client := []string{"alice", "bob", "carl"}[i%3]
 		model := []string{"H100", "A100", "L4"}[i%3]
 		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
-			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}}}
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}, Prepayment: d("20")}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
 			c.State, c.Charge = trade.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
+			c.Refund = c.Terms.Prepayment.Sub(c.Charge)
 			c.Reading = &trade.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
 			return nil, nil
 		})
@@ -342,4 +385,88 @@ func TestBrowserLogoutRevokes(t *testing.T) {
 		chromedp.Click(css("#end-all-submit")),
 		chromedp.WaitVisible(css("#login")))...)
 	do(t, ctx, "a page asks to log in", chromedp.Navigate(srv.URL+"/caps"), chromedp.WaitVisible(css("#login")))
+}
+
+// TestBrowserAccountPages: a statement of 120 entries shows 50 at a time
+// in Chromium, newest first, and the pager's links walk it both ways.
+func TestBrowserAccountPages(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	grants(t, tr, 120)
+	ctx := browse(t)
+	rows := func() int {
+		return get(t, ctx, "the statement's rows", chromedp.Evaluate[int](`document.querySelectorAll("#statement tr").length - 1`))
+	}
+	top := css("#statement tr:nth-child(2) td:first-child")
+	do(t, ctx, "log in and open alice's account", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/account?id=wallet/CRED/alice")}, logIn("ann")...),
+		chromedp.WaitVisible(css("#statement")))...)
+	assert.Equal(t, statementPage, rows(), "one page of the statement")
+	assert.Equal(t, "120", get(t, ctx, "the newest entry", chromedp.Text(top)))
+	height := get(t, ctx, "the page's height", chromedp.Evaluate[int](`document.documentElement.scrollHeight`))
+	assert.Less(t, height, 3000, "no 6,000-pixel table")
+
+	// Each page is told by its links (a link vanishes as well while the
+	// next page loads).
+	do(t, ctx, "older", chromedp.Click(css("a.older")), chromedp.WaitVisible(css(`a.older[href*="before=21&"]`)))
+	assert.Equal(t, "70", get(t, ctx, "the page's newest entry", chromedp.Text(top)))
+	do(t, ctx, "older again", chromedp.Click(css("a.older")), chromedp.WaitVisible(css(`a.newer[href*="before=71&"]`)))
+	assert.Equal(t, 20, rows(), "the last page holds the rest")
+	assert.Contains(t, get(t, ctx, "the pager", chromedp.Text(css("nav.pager"))), "entries 1–20 of 120")
+	assert.Zero(t, get(t, ctx, "older links", chromedp.Evaluate[int](`document.querySelectorAll("a.older").length`)), "nothing older than the first entry")
+	do(t, ctx, "back to the newest", chromedp.Click(css("a.newest")), chromedp.WaitVisible(css(`a.older[href*="before=71&"]`)))
+	assert.Equal(t, "120", get(t, ctx, "the newest entry", chromedp.Text(top)))
+}
+
+// TestBrowserRefresh: the balances reload themselves (every second
+// here) and show a grant made elsewhere; paused, they stay as they are
+// until resumed; and they never reload over a half-typed form.
+func TestBrowserRefresh(t *testing.T) {
+	cfg, tr, _ := testConfig(t)
+	// Two currencies: the forms' selects have no choice made yet.
+	require.NoError(t, tr.Ledger().CreateCurrency(context.Background(), currency.Currency{Code: "EUR", Scale: 2}))
+	cfg.Refresh = time.Second
+	srv, _ := serve(t, cfg)
+	ctx := browse(t)
+	alice := css(`[id="w-wallet/CRED/alice"] .avail`)
+	n := 0
+	grantElsewhere := func() {
+		t.Helper()
+		n++
+		_, err := tr.Grant(context.Background(), "bea", "CRED", "alice", decimal.NewFromInt(1), fmt.Sprint("elsewhere-", n), "")
+		require.NoError(t, err)
+	}
+	// balanceAfter waits up to d for alice's balance to read want.
+	balanceAfter := func(d time.Duration, want string) string {
+		t.Helper()
+		var got string
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			// A read while the page reloads may fail: read again.
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			text, err := chromedp.Run(tctx, chromedp.Text(alice))
+			cancel()
+			if err == nil {
+				got = text
+			}
+			if got == want {
+				break
+			}
+		}
+		return got
+	}
+	do(t, ctx, "log in as ann", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/")}, logIn("ann")...)...)
+	do(t, ctx, "the balances", chromedp.WaitVisible(css("#refresh-toggle")))
+	assert.Equal(t, "Pause refresh", get(t, ctx, "the button", chromedp.Text(css("#refresh-toggle"))))
+	grantElsewhere()
+	assert.Equal(t, "1.00", balanceAfter(5*time.Second, "1.00"), "the list reloaded itself")
+
+	do(t, ctx, "pause", chromedp.Click(css("#refresh-toggle")))
+	assert.Equal(t, "Resume refresh", get(t, ctx, "the button", chromedp.Text(css("#refresh-toggle"))))
+	grantElsewhere()
+	assert.Equal(t, "1.00", balanceAfter(2500*time.Millisecond, "2.00"), "paused: no reload")
+	do(t, ctx, "resume", chromedp.Click(css("#refresh-toggle")))
+	assert.Equal(t, "2.00", balanceAfter(5*time.Second, "2.00"), "resumed")
+
+	do(t, ctx, "type half a grant", chromedp.SendKeys(css("#grant-amount"), "12"), chromedp.Blur(css("#grant-amount")))
+	grantElsewhere()
+	assert.Equal(t, "2.00", balanceAfter(2500*time.Millisecond, "3.00"), "no reload over a touched form")
+	assert.Equal(t, "12", get(t, ctx, "what was typed", chromedp.Value(css("#grant-amount"))), "nothing typed is lost")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,13 @@ type series struct {
 // lineChart draws series over time, w×h pixels, with the y axis from zero
 // (or the lowest value, if below) to the highest, labelled at both ends.
 func lineChart(title string, ss []series, w, h int) template.HTML {
+	return lineChartOr(title, "nothing yet", ss, w, h)
+}
+
+// lineChartOr is lineChart, saying empty where there is nothing to draw.
+// Points all at one moment are no line either (an axis from a time to
+// itself, a line of one point): it says so, with their values.
+func lineChartOr(title, empty string, ss []series, w, h int) template.HTML {
 	const padL, padR, padT, padB = 64, 12, 24, 28
 	var t0, t1 time.Time
 	lo, hi := 0.0, 0.0
@@ -43,7 +51,18 @@ func lineChart(title string, ss []series, w, h int) template.HTML {
 		template.HTMLEscapeString(title), w, h, w, h)
 	fmt.Fprintf(&b, `<text x="%d" y="16" class="title">%s</text>`, padL, template.HTMLEscapeString(title))
 	if n == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">nothing yet</text></svg>`, padL, h/2)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">%s</text></svg>`, padL, h/2, template.HTMLEscapeString(empty))
+		return template.HTML(b.String())
+	}
+	if t1.Equal(t0) {
+		var vals []string
+		for _, s := range ss {
+			for _, y := range s.Y {
+				vals = append(vals, s.Name+" "+strconv.FormatFloat(y, 'g', 4, 64))
+			}
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">one moment only, no line to draw: %s at %s</text></svg>`,
+			padL, h/2, template.HTMLEscapeString(strings.Join(vals, "; ")), t0.UTC().Format("2006-01-02 15:04"))
 		return template.HTML(b.String())
 	}
 	if hi == lo {
@@ -110,6 +129,8 @@ func short(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
+	case a > 0 && a < 0.1: // a price of a GPU-second: its first figures
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	}
 	return fmt.Sprintf("%.2f", v)
 }

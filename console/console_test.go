@@ -162,7 +162,7 @@ func TestGrantIdempotentAndAudited(t *testing.T) {
 	csrf, key := b.hidden("/")
 	form := url.Values{"csrf": {csrf}, "key": {key}, "back": {"/"}, "form": {"grant"}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"25.5"}}
 	for range 2 {
-		code, _, loc := b.post("/grant", form, srv.URL)
+		code, _, loc := b.confirm("/grant", form)
 		require.Equal(t, http.StatusSeeOther, code)
 		assert.True(t, strings.HasPrefix(loc, "/?done="), loc)
 	}
@@ -190,7 +190,7 @@ func TestCSRFAndOrigin(t *testing.T) {
 	form.Set("csrf", csrf)
 	code, _, _ = b.post("/grant", form, "https://evil.example")
 	assert.Equal(t, http.StatusForbidden, code, "another origin")
-	code, _, _ = b.post("/grant", form, srv.URL)
+	code, _, _ = b.confirm("/grant", form)
 	assert.Equal(t, http.StatusSeeOther, code)
 }
 

@@ -64,7 +64,7 @@ func TestNextStaysOnSite(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, code)
 		assert.Equal(t, "/", loc, "after login, for %q", p)
 		csrf, key := b.hidden("/")
-		code, _, loc = b.post("/grant", url.Values{"csrf": {csrf}, "key": {key}, "back": {p}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1"}}, srv.URL)
+		code, _, loc = b.confirm("/grant", url.Values{"csrf": {csrf}, "key": {key}, "back": {p}, "owner": {"alice"}, "currency": {"CRED"}, "amount": {"1"}})
 		require.Equal(t, http.StatusSeeOther, code)
 		assert.True(t, strings.HasPrefix(loc, "/?done="), "after a form, for %q: %s", p, loc)
 	}

@@ -1,19 +1,15 @@
 package console
 
 import (
-	"cmp"
-	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
@@ -152,60 +148,10 @@ func owner(id currency.AccountID) string {
 	return parts[len(parts)-1]
 }
 
-type accountView struct {
-	Account currency.Account
-	Balance currency.Balance
-	Scale   int32
-	Entries []currency.Entry
-	Chart   template.HTML
-}
-
-func (c *Console) account(r *http.Request, v *view) error {
-	v.Page, v.Title = "account", "Account"
-	ctx := r.Context()
-	l := c.cfg.Treasury.Ledger()
-	id := currency.AccountID(r.URL.Query().Get("id"))
-	a, err := l.Account(ctx, id)
-	if err != nil {
-		return err
-	}
-	v.Title = string(id)
-	cur, err := l.Currency(ctx, a.Currency)
-	if err != nil {
-		return err
-	}
-	b, err := l.Balance(ctx, id)
-	if err != nil {
-		return err
-	}
-	var es []currency.Entry
-	var after int64
-	for {
-		page, err := l.Statement(ctx, id, after, currency.MaxPage)
-		if err != nil {
-			return err
-		}
-		es = append(es, page...)
-		if len(page) < currency.MaxPage {
-			break
-		}
-		after = page[len(page)-1].Seq
-		if len(es) > 20*currency.MaxPage {
-			es = es[len(es)-currency.MaxPage:]
-		}
-	}
-	s := series{Name: string(id)}
-	for _, e := range es {
-		s.At, s.Y = append(s.At, e.At), append(s.Y, e.Balance.InexactFloat64())
-	}
-	slices.Reverse(es)
-	v.Data = accountView{Account: a, Balance: b, Scale: cur.Scale, Entries: es[:min(len(es), 200)], Chart: lineChart("balance of "+string(id), []series{s}, 720, 220)}
-	return nil
-}
-
 type supplyView struct {
 	Currencies []currency.Code
 	Currency   currency.Code
+	Scale      int32
 	Points     []treasury.SupplyPoint
 	Chart      template.HTML
 }
@@ -228,6 +174,11 @@ func (c *Console) supply(r *http.Request, v *view) error {
 		sv.Currency = sv.Currencies[0]
 	}
 	if sv.Currency != "" {
+		cur, err := c.cfg.Treasury.Ledger().Currency(ctx, sv.Currency)
+		if err != nil {
+			return err
+		}
+		sv.Scale = cur.Scale
 		ps, err := c.cfg.Treasury.Supply(ctx, sv.Currency, 2000)
 		if err != nil {
 			return err
@@ -248,6 +199,9 @@ type allowanceRow struct {
 	Rule     allowance.Rule
 	Owner    string
 	Currency currency.Code
+	// A is money an hour, in the currency's places; B a rate, written
+	// as the column's others.
+	A, B     string
 	Steady   string
 	HalfLife string
 	Balance  string
@@ -276,7 +230,8 @@ func (c *Console) allowances(r *http.Request, v *view) error {
 		if err != nil {
 			return err
 		}
-		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
+		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, A: rule.A.StringFixed(cur.Scale),
+			Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
 		if st, ok := rule.Steady(); ok {
 			row.Steady, row.HalfLife = st.StringFixed(cur.Scale), rule.HalfLife().Round(time.Second).String()
 		}
@@ -289,6 +244,13 @@ func (c *Console) allowances(r *http.Request, v *view) error {
 		}
 		row.Chart = lineChart("projected balance of "+row.Owner+", a week", []series{s}, 480, 160)
 		rows = append(rows, row)
+	}
+	var bs []decimal.Decimal
+	for _, row := range rows {
+		bs = append(bs, row.Rule.B)
+	}
+	for i, b := range column(bs) {
+		rows[i].B = b
 	}
 	v.Data = rows
 	return nil
@@ -306,8 +268,10 @@ type gpuRow struct {
 
 type spendRow struct {
 	treasury.SpendUse
-	Share string
-	Bar   template.HTML
+	// Used, Held and Limit in the currency's places.
+	UsedText, HeldText, LimitText string
+	Share                         string
+	Bar                           template.HTML
 }
 
 func (c *Console) caps(r *http.Request, v *view) error {
@@ -321,12 +285,17 @@ func (c *Console) caps(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
+	scales, err := c.scales(r)
+	if err != nil {
+		return err
+	}
 	var cv capsView
 	for _, g := range gpu {
 		cv.GPU = append(cv.GPU, gpuRow{Cap: g, Bar: bar(float64(g.InUse), float64(g.GPUs), 0)})
 	}
 	for _, u := range uses {
-		row := spendRow{SpendUse: u, Share: "0%"}
+		row := spendRow{SpendUse: u, Share: "0%", UsedText: money(u.Used, u.Currency, scales), HeldText: money(u.Held, u.Currency, scales),
+			LimitText: money(u.Limit, u.Currency, scales)}
 		if u.Limit.IsPositive() {
 			row.Share = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0).String() + "%"
 		}
@@ -338,14 +307,21 @@ func (c *Console) caps(r *http.Request, v *view) error {
 }
 
 type ratesView struct {
-	Rates  []treasury.Rate
+	Rates  []rateRow
 	Prices []priceRow
+}
+
+// rateRow is a rate written as the others of its column.
+type rateRow struct {
+	treasury.Rate
+	Text string
 }
 
 // priceRow is a price with what its sales have been paid so far (what is
 // in the proceeds wallet: administrators may have taken some out).
 type priceRow struct {
 	Sale     treasury.Price
+	Price    string // written as the others of its column
 	Proceeds currency.AccountID
 	Paid     string
 }
@@ -361,7 +337,14 @@ func (c *Console) rates(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	rv := ratesView{Rates: rs}
+	var rv ratesView
+	var rates, prices []decimal.Decimal
+	for _, rt := range rs {
+		rv.Rates, rates = append(rv.Rates, rateRow{Rate: rt}), append(rates, rt.Rate)
+	}
+	for i, t := range column(rates) {
+		rv.Rates[i].Text = t
+	}
 	for _, p := range ps {
 		l := c.cfg.Treasury.Ledger()
 		cur, err := l.Currency(ctx, p.PaidIn)
@@ -376,129 +359,11 @@ func (c *Console) rates(r *http.Request, v *view) error {
 		case bourse.ErrorCode(err) != bourse.ENotFound: // not opened: nothing sold yet
 			return err
 		}
-		rv.Prices = append(rv.Prices, row)
+		rv.Prices, prices = append(rv.Prices, row), append(prices, p.Price)
+	}
+	for i, t := range column(prices) {
+		rv.Prices[i].Price = t
 	}
 	v.Data = rv
 	return nil
-}
-
-type reportView struct {
-	From, To, By, Org, Project, Client string
-	Capacity                           string
-	Report                             breakdown.Report
-	Lines                              []breakdown.Line
-	Total                              string
-	Chart, Utilisation                 template.HTML
-	NoSource                           bool
-}
-
-func (c *Console) report(r *http.Request, v *view) error {
-	v.Page, v.Title = "report", "Cost report"
-	q := r.URL.Query()
-	now := c.cfg.Now().UTC()
-	rv := reportView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -6).Format("2006-01-02")), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format("2006-01-02")),
-		By: cmp.Or(q.Get("by"), "day"), Org: q.Get("org"), Project: q.Get("project"), Client: q.Get("client"), Capacity: q.Get("capacity")}
-	v.Data = &rv
-	if c.cfg.Contracts == nil {
-		rv.NoSource = true
-		return nil
-	}
-	from, err := time.Parse("2006-01-02", rv.From)
-	if err != nil {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "from", Message: fmt.Sprintf("%q: a date such as 2026-11-01", rv.From)}
-	}
-	to, err := time.Parse("2006-01-02", rv.To)
-	if err != nil {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "to", Message: fmt.Sprintf("%q: a date such as 2026-12-01", rv.To)}
-	}
-	capacity, err := breakdown.ParseCapacity(rv.Capacity)
-	if err != nil {
-		return &bourse.Error{Code: bourse.EInvalid, Field: "capacity", Message: err.Error()}
-	}
-	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity, Now: c.cfg.Now()})
-	if err != nil {
-		return err
-	}
-	rv.Report = rep
-	total := map[string]decimal.Decimal{}
-	for _, l := range rep.Lines {
-		if (rv.Org == "" || l.Org == rv.Org) && (rv.Project == "" || l.Project == rv.Project) && (rv.Client == "" || l.Client == rv.Client) {
-			rv.Lines = append(rv.Lines, l)
-			total[l.Currency] = total[l.Currency].Add(l.Cost)
-		}
-	}
-	var parts []string
-	for cur, t := range total {
-		parts = append(parts, t.String()+" "+cur)
-	}
-	sort.Strings(parts)
-	rv.Total = strings.Join(parts, ", ")
-	byCur := map[string]*series{}
-	var names []string
-	for _, p := range rep.Prices {
-		s := byCur[p.Currency]
-		if s == nil {
-			s = &series{Name: p.Currency + " per GPU-second"}
-			byCur[p.Currency] = s
-			names = append(names, p.Currency)
-		}
-		at, _ := time.Parse(periodLayout(rv.By), p.Period)
-		s.At, s.Y = append(s.At, at), append(s.Y, p.PerGPUSecond.InexactFloat64())
-	}
-	var ss []series
-	for _, n := range names {
-		ss = append(ss, *byCur[n])
-	}
-	rv.Chart = lineChart("average price of a GPU-second", ss, 720, 200)
-	if len(capacity) > 0 {
-		util := map[string]*series{}
-		var servers []string
-		for _, s := range rep.Servers {
-			if !s.Capacity.IsPositive() {
-				continue
-			}
-			u := util[s.Server]
-			if u == nil {
-				u = &series{Name: s.Server}
-				util[s.Server] = u
-				servers = append(servers, s.Server)
-			}
-			at, _ := time.Parse(periodLayout(rv.By), s.Period)
-			u.At, u.Y = append(u.At, at), append(u.Y, s.GPUSeconds.Div(s.Capacity).InexactFloat64()*100)
-		}
-		sort.Strings(servers)
-		var us []series
-		for _, n := range servers {
-			us = append(us, *util[n])
-		}
-		rv.Utilisation = lineChart("utilisation, % of each server's GPU-seconds sold", us, 720, 200)
-	}
-	return nil
-}
-
-type auditView struct {
-	Actions []treasury.Action
-	Older   string
-}
-
-func (c *Console) audit(r *http.Request, v *view) error {
-	v.Page, v.Title = "audit", "Audit trail"
-	acts, err := c.cfg.Treasury.Actions(r.Context(), r.URL.Query().Get("before"), 50)
-	if err != nil {
-		return err
-	}
-	av := auditView{Actions: acts}
-	if len(acts) == 50 {
-		av.Older = acts[len(acts)-1].Key
-	}
-	v.Data = av
-	return nil
-}
-
-// periodLayout parses a report's period names.
-func periodLayout(by string) string {
-	if by == string(breakdown.Month) {
-		return "2006-01"
-	}
-	return "2006-01-02"
 }

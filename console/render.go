@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/trade"
 )
 
 // pageFunc fills a view for a page: its template, title and data.
@@ -21,9 +22,12 @@ type pageFunc func(r *http.Request, v *view) error
 type view struct {
 	Page, Title string
 	Path        string
-	User        string
-	Admin       bool
-	CSRF        string
+	// Query is the page's query, for its CSV links (csv.go): a URL's
+	// part already, escaped, that the template must not escape again.
+	Query template.URL
+	User  string
+	Admin bool
+	CSRF  string
 	// SessionID is the session's, to tell it among the sessions listed.
 	SessionID string
 	// Key is a fresh idempotency key for the page's forms (the submitted
@@ -34,6 +38,11 @@ type view struct {
 	Err    *formErr
 	Values url.Values
 	Data   any
+	// Choices are what the page's forms offer (choices.go).
+	Choices choices
+	// Refresh is how many seconds the page waits before it reloads
+	// itself (refresh.go); zero for never.
+	Refresh int
 }
 
 // formErr is a refused form's error, shown beside it.
@@ -41,9 +50,11 @@ type formErr struct {
 	Form, Code, Field, Message string
 }
 
-// Val is a submitted value of the form that came back, or def.
-func (v *view) Val(name, def string) string {
-	if v.Values != nil && v.Values.Has(name) {
+// In is the value of field name as submitted in the named form, if that
+// form came back (an error), or def: what was typed in one form is not
+// put in another of the page's that has a field of the same name.
+func (v *view) In(form, name, def string) string {
+	if v.Values != nil && v.Values.Get("form") == form && v.Values.Has(name) {
 		return v.Values.Get(name)
 	}
 	return def
@@ -64,14 +75,17 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"bar":    bar,
-	"indent": func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
+	"bar": bar,
+	// dur is a reading's wall time, to the second.
+	"dur":        func(d trade.Duration) string { return time.Duration(d).Round(time.Second).String() },
+	"contractOf": contractOfHold,
+	"indent":     func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
 }
 
 // render runs p and its template; a form that came back (fe) shows its
 // error and values.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pageFunc, fe *formState, status int) {
-	v := &view{Path: r.URL.Path, User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, SessionID: s.ID, Done: r.URL.Query().Get("done"), Key: newKey()}
+	v := &view{Path: r.URL.Path, Query: template.URL(r.URL.RawQuery), User: s.User, Admin: s.Role == Admin, CSRF: s.CSRF, SessionID: s.ID, Done: r.URL.Query().Get("done"), Key: newKey()}
 	if fe != nil {
 		v.Err, v.Values, v.Done = fe.err, fe.values, ""
 		v.Path = fe.path
@@ -87,6 +101,18 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pa
 			return
 		}
 		status = statusOf(err)
+	}
+	if fe == nil && r.Method == http.MethodGet && refreshPages[v.Page] && c.cfg.Refresh > 0 {
+		v.Refresh = max(1, int(c.cfg.Refresh/time.Second))
+	}
+	if choicePages[v.Page] && (v.Admin || v.Page == "report") {
+		ch, err := choicesOf(r.Context(), c.cfg.Treasury.Ledger())
+		if err != nil {
+			c.cfg.Logger.Warn("console choices", "path", r.URL.Path, "err", err)
+			http.Error(w, "the forms' choices cannot be read now: try again", statusOf(err))
+			return
+		}
+		v.Choices = ch
 	}
 	t := c.pages[v.Page]
 	if t == nil {
@@ -161,14 +187,20 @@ func (c *Console) submit(f form) func(http.ResponseWriter, *http.Request, Sessio
 			http.Redirect(w, r, back+sep+"done="+url.QueryEscape(done), http.StatusSeeOther)
 			return
 		}
-		fe := formErrOf(r.PostForm.Get("form"), err)
-		u, _ := url.Parse(back)
-		p := c.pageFor(u.Path)
-		// The page reads its query (a report's filters, an account's id)
-		// from the URL it came from.
-		r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
-		c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
+		c.comeBack(w, r, s, values, err)
 	}
+}
+
+// comeBack draws the page a form came from (its back field) with the
+// form's error beside it and what was typed in it.
+func (c *Console) comeBack(w http.ResponseWriter, r *http.Request, s Session, values url.Values, err error) {
+	fe := formErrOf(values.Get("form"), err)
+	u, _ := url.Parse(localPath(values.Get("back")))
+	p := c.pageFor(u.Path)
+	// The page reads its query (a report's filters, an account's id)
+	// from the URL it came from.
+	r.URL.Path, r.URL.RawQuery = u.Path, u.RawQuery
+	c.render(w, r, s, p, &formState{path: u.Path, err: fe, values: values}, statusOf(err))
 }
 
 // formErrOf is err as the error of the named form.
@@ -199,6 +231,8 @@ func (c *Console) pageFor(path string) pageFunc {
 		return c.audit
 	case "/sessions":
 		return c.sessions
+	case "/contracts":
+		return c.contracts
 	}
 	return c.overview
 }

@@ -31,7 +31,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -44,8 +43,9 @@ var staticFiles embed.FS
 // Config configures a console. Treasury and Users are required.
 type Config struct {
 	Treasury *treasury.Treasury
-	// Contracts, if set, feeds the cost report (the exchange's store).
-	Contracts breakdown.Source
+	// Contracts, if set, feeds the cost report and the contracts' pages
+	// (the exchange's store).
+	Contracts Contracts
 	Users     Users
 	// UsersFile, if set, is the file Users were read from: a user's change
 	// of her password is written there. Without it the change lasts as
@@ -67,8 +67,11 @@ type Config struct {
 	// address, which the login throttle keys on, is read from their
 	// X-Forwarded-For. Without them X-Forwarded-For is ignored.
 	TrustedProxies []netip.Prefix
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Refresh is how often lists reload themselves in the browser: 30
+	// seconds if zero, never if negative.
+	Refresh time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Console serves the pages. Build it with New.
@@ -105,6 +108,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Sessions == nil {
 		cfg.Sessions = NewMemSessions()
 	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = 30 * time.Second
+	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	c.throttle.clock = cfg.Now
 	if err := c.SetUsers(cfg.Users); err != nil {
@@ -132,7 +138,7 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := c.cfg.Now()
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
@@ -164,20 +170,25 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /logout", c.write(c.logout))
 	c.mux.HandleFunc("POST /password", c.write(c.changePassword))
 	c.mux.HandleFunc("POST /sessions/end", c.write(c.endAll))
+	c.mux.HandleFunc("GET /csv/{table}", c.exportCSV)
 	for path, p := range map[string]pageFunc{
 		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
 		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit, "/sessions": c.sessions,
+		"/contracts": c.contracts, "/contract": c.contractPage,
 	} {
 		c.mux.HandleFunc("GET "+path, c.read(p))
 	}
 	for path, f := range map[string]form{
-		"/grant": c.grant, "/burn": c.burn, "/open": c.open, "/allowance": c.setAllowance,
+		"/open": c.open, "/allowance": c.setAllowance,
 		"/allowance/remove": c.removeAllowance, "/cap": c.setCap, "/spend-cap": c.setSpendCap,
 		"/rate": c.setRate, "/exchange": c.exchange, "/spend-rate": c.setSpendRate,
 		"/price": c.setPrice, "/sell": c.sell,
 	} {
 		c.mux.HandleFunc("POST "+path, c.write(c.submit(f)))
 	}
+	// Minting and destroying money are confirmed first (confirm.go).
+	c.mux.HandleFunc("POST /grant", c.write(c.confirmed(c.previewGrant, c.grant)))
+	c.mux.HandleFunc("POST /burn", c.write(c.confirmed(c.previewBurn, c.burn)))
 }
 
 // SetUsers replaces the console's users (after the users file changed):

@@ -59,8 +59,18 @@ func TestConsoleCommand(t *testing.T) {
 	assert.Contains(t, string(body), "ann (admin)")
 	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
 	require.NotNil(t, csrf)
-	resp, err = c.PostForm(base+"/grant", url.Values{"csrf": {csrf[1]}, "key": {"console-g1"}, "form": {"grant"}, "back": {"/"},
-		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"12"}})
+	grant := url.Values{"csrf": {csrf[1]}, "key": {"console-g1"}, "form": {"grant"}, "back": {"/"},
+		"owner": {"alice"}, "currency": {"CRED"}, "amount": {"12"}}
+	resp, err = c.PostForm(base+"/grant", grant)
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// A grant is confirmed on a page of its own: confirm it as its form does.
+	confirm := regexp.MustCompile(`name="confirm" value="([^"]+)"`).FindStringSubmatch(string(body))
+	require.NotNil(t, confirm, "a grant asks for confirmation")
+	grant.Set("confirm", confirm[1])
+	resp, err = c.PostForm(base+"/grant", grant)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)

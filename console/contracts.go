@@ -1,0 +1,205 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/trade"
+)
+
+// Contracts is what the console reads of the exchange's contracts: the
+// report's listing by time and each one by id (exchange.Store has both).
+type Contracts interface {
+	breakdown.Source
+	Contract(ctx context.Context, id string) (trade.Contract, error)
+}
+
+// contractsPage is how many contracts a page of the list shows.
+const contractsPage = 50
+
+type contractsView struct {
+	From, To, Client, State string
+	Rows                    []contractRow
+	// Next is the link to the page after this one, empty at the end.
+	Next     string
+	NoSource bool
+	States   []trade.State
+	// from, to and scales are the list's days and its currencies' places,
+	// for its CSV.
+	from, to time.Time
+	scales   map[currency.Code]int32
+}
+
+// contractRow is a contract with its money in its currency's places.
+type contractRow struct {
+	trade.Contract
+	Prepayment, Charge, Refund string
+}
+
+func rowOf(k trade.Contract, scales map[currency.Code]int32) contractRow {
+	cur := currency.Code(k.Terms.Currency)
+	return contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales)}
+}
+
+// contracts lists the contracts accepted in a range of days, earliest
+// first (the store's order), a page at a time (?after=ID), of one client
+// or in one state if asked.
+func (c *Console) contracts(r *http.Request, v *view) error {
+	v.Page, v.Title = "contracts", "Contracts"
+	q := r.URL.Query()
+	now := c.cfg.Now().UTC()
+	cv := contractsView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -1).Format(time.DateOnly)), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format(time.DateOnly)),
+		Client: q.Get("client"), State: q.Get("state"), States: []trade.State{trade.StateAccepted, trade.StateRunning, trade.StateSettled, trade.StateVoided}}
+	v.Data = &cv
+	if c.cfg.Contracts == nil {
+		cv.NoSource = true
+		return nil
+	}
+	var err error
+	if cv.from, cv.to, err = dayRange(cv.From, cv.To); err != nil {
+		return err
+	}
+	if cv.scales, err = c.scales(r); err != nil {
+		return err
+	}
+	ks, more, err := c.matching(r.Context(), cv.from, cv.to, q.Get("after"), contractFilter{cv.Client, cv.State}, contractsPage)
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
+		cv.Rows = append(cv.Rows, rowOf(k, cv.scales))
+	}
+	if more {
+		after := ks[len(ks)-1].ID
+		u := url.Values{"from": {cv.From}, "to": {cv.To}, "after": {after}}
+		for k, val := range map[string]string{"client": cv.Client, "state": cv.State} {
+			if val != "" {
+				u.Set(k, val)
+			}
+		}
+		cv.Next = "/contracts?" + u.Encode()
+	}
+	return nil
+}
+
+// contractFilter keeps the contracts of a client, in a state (either
+// empty for any).
+type contractFilter struct{ client, state string }
+
+func (f contractFilter) keep(k trade.Contract) bool {
+	return (f.client == "" || k.Client == f.client) && (f.state == "" || string(k.State) == f.state)
+}
+
+// matching reads up to limit contracts that f keeps, of those accepted
+// in [from, to) after the contract after, earliest first, and whether
+// there may be more. A filter may keep few of a page of the store's: it
+// reads on until it has limit, or the range is done.
+func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]trade.Contract, bool, error) {
+	var out []trade.Contract
+	for {
+		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, k := range ks {
+			after = k.ID
+			if f.keep(k) {
+				out = append(out, k)
+				if len(out) == limit {
+					return out, i < len(ks)-1 || len(ks) == currency.MaxPage, nil
+				}
+			}
+		}
+		if len(ks) < currency.MaxPage {
+			return out, false, nil
+		}
+	}
+}
+
+// dayRange reads a range of days, from's start to to's.
+func dayRange(fromText, toText string) (time.Time, time.Time, error) {
+	from, err := time.Parse(time.DateOnly, fromText)
+	if err != nil {
+		return time.Time{}, time.Time{}, &bourse.Error{Code: bourse.EInvalid, Field: "from", Message: fmt.Sprintf("%q: a date such as 2026-11-01", fromText)}
+	}
+	to, err := time.Parse(time.DateOnly, toText)
+	if err != nil {
+		return time.Time{}, time.Time{}, &bourse.Error{Code: bourse.EInvalid, Field: "to", Message: fmt.Sprintf("%q: a date such as 2026-12-01", toText)}
+	}
+	return from, to, nil
+}
+
+type contractView struct {
+	contractRow
+	// P and Q are the price curves, point by point.
+	P, Q string
+	// Wallet, Revenue and Escrow are the accounts the contract's money
+	// moved between (Escrow empty once the ledger has none).
+	Wallet, Revenue, Escrow currency.AccountID
+}
+
+// contractPage is one contract: its terms, its life, its reading and its
+// money, with links to the accounts it moved money between.
+func (c *Console) contractPage(r *http.Request, v *view) error {
+	v.Page, v.Title = "contract", "Contract"
+	if c.cfg.Contracts == nil {
+		return &bourse.Error{Code: bourse.ENotFound, Message: "this console has no contract store (run it with --db on the exchange's database)"}
+	}
+	id := r.URL.Query().Get("id")
+	k, err := c.cfg.Contracts.Contract(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	v.Title = "Contract " + id
+	scales, err := c.scales(r)
+	if err != nil {
+		return err
+	}
+	cur := currency.Code(k.Terms.Currency)
+	cv := contractView{contractRow: rowOf(k, scales), P: curveText(k.Terms.P), Q: curveText(k.Terms.Q),
+		Wallet: currency.WalletID(cur, k.Client), Revenue: currency.RevenueID(cur, k.Server)}
+	escrow := currency.EscrowID(currency.HoldID(k.ID))
+	switch _, err := c.cfg.Treasury.Ledger().Account(r.Context(), escrow); {
+	case err == nil:
+		cv.Escrow = escrow
+	case bourse.ErrorCode(err) != bourse.ENotFound:
+		return err
+	}
+	v.Data = cv
+	return nil
+}
+
+// curveText writes a price curve as its points: "0 → 0.35, 4 → 0.40".
+func curveText(cv contract.Curve) string {
+	if len(cv) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, p := range cv {
+		parts = append(parts, p.X.String()+" → "+p.Y.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// contractOfHold is the contract a ledger hold is for: its escrow holds
+// the contract's id, its caps gpus/<id>[/<owner>] and spend/<id>/<n>
+// (package caps).
+func contractOfHold(h currency.HoldID) string {
+	s := string(h)
+	for _, prefix := range []string{"gpus/", "spend/"} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			id, _, _ := strings.Cut(rest, "/")
+			return id
+		}
+	}
+	return s
+}

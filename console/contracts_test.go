@@ -1,0 +1,93 @@
+package console
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/trade"
+)
+
+var contractLinkRE = regexp.MustCompile(`<td><a href="/contract\?id=([^"]+)">`)
+
+// TestContracts: the contracts of a range of days are listed 50 a page,
+// each linked to a page of its own, which an account's statement links
+// to as well; a filter keeps the pages full.
+func TestContracts(t *testing.T) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	srv, cfg, tr, store := consoleAt(t, day.Add(23*time.Hour))
+	ctx := context.Background()
+	var at []time.Time
+	for i := range 60 {
+		at = append(at, day.Add(time.Duration(i)*time.Minute))
+	}
+	settle(t, store, at, []string{"0.2", "0.35"})
+
+	// One contract as the exchange makes it: its prepayment escrowed.
+	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(50), "g", "")
+	require.NoError(t, err)
+	k := trade.Contract{ID: "c-escrowed", Client: "alice", Server: "atlas", State: trade.StateRunning, AcceptedAt: day.Add(2 * time.Hour),
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, Class: contract.Class{Model: "H100"}, TimeLimit: 10 * time.Minute,
+			Prepayment: decimal.NewFromInt(12), P: contract.Flat(decimal.RequireFromString("0.35"))}}
+	_, _, err = store.Open(ctx, k, "", currency.Reserve{Key: "escrow/o1", Hold: currency.HoldID(k.ID), From: "wallet/CRED/alice", Amount: k.Terms.Prepayment, Deadline: day.Add(3 * time.Hour)})
+	require.NoError(t, err)
+
+	b := newBrowser(t, srv)
+	b.login("vic")
+	code, page := b.get("/contracts")
+	require.Equal(t, http.StatusOK, code)
+	ids := contractLinkRE.FindAllStringSubmatch(page, -1)
+	require.Len(t, ids, contractsPage)
+	assert.Contains(t, page, `<td class="num">0.20</td>`, "a charge in its currency's places")
+	m := regexp.MustCompile(`<a href="(/contracts\?[^"]+)" class="older"`).FindStringSubmatch(page)
+	require.NotNil(t, m, "a link to the next page")
+	_, page = b.get(html.UnescapeString(m[1]))
+	assert.Len(t, contractLinkRE.FindAllStringSubmatch(page, -1), 11, "the other ten and the escrowed one")
+	assert.NotContains(t, page, `class="older"`)
+
+	_, page = b.get("/contracts?state=running")
+	assert.Equal(t, [][]string{{`<td><a href="/contract?id=c-escrowed">`, "c-escrowed"}}, contractLinkRE.FindAllStringSubmatch(page, -1), "a filter")
+	_, page = b.get("/contracts?client=nobody")
+	assert.Contains(t, page, "no contracts accepted in these days")
+	code, _ = b.get("/contracts?from=yesterday")
+	assert.Equal(t, http.StatusBadRequest, code)
+
+	code, page = b.get("/contract?id=c-escrowed")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `<td id="contract-state">running</td>`)
+	assert.Contains(t, page, `<a href="/account?id=wallet%2fCRED%2falice">alice</a>`)
+	assert.Contains(t, page, `12.00 CRED (<a href="/account?id=escrow%2fc-escrowed">escrow</a>)`)
+	assert.Contains(t, page, "2 × H100")
+	assert.Contains(t, page, "0 → 0.35")
+
+	_, page = b.get("/account?id=wallet/CRED/alice")
+	assert.Contains(t, page, `<a href="/contract?id=c-escrowed" class="contract">c-escrowed</a>`, "the statement links the contract")
+
+	code, page = b.get("/contract?id=c-none")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, page, "not_found")
+
+	cfg.Contracts = nil
+	bare, _ := serve(t, cfg)
+	nb := newBrowser(t, bare)
+	nb.login("vic")
+	_, page = nb.get("/contracts")
+	assert.Contains(t, page, "no contract store")
+	code, _ = nb.get("/contract?id=c-escrowed")
+	assert.Equal(t, http.StatusNotFound, code)
+}
+
+func TestContractOfHold(t *testing.T) {
+	for h, want := range map[currency.HoldID]string{"c-1": "c-1", "gpus/c-1": "c-1", "gpus/c-1/acme": "c-1", "spend/c-1/0": "c-1"} {
+		assert.Equal(t, want, contractOfHold(h), h)
+	}
+}

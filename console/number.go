@@ -1,0 +1,38 @@
+package console
+
+import (
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/currency"
+)
+
+// Every number in a column is written alike, so that its points line up
+// and no figure looks rounder than its neighbour (181 beside 184.5):
+// money with its currency's places, always; other figures (rates,
+// prices, decay rates) with the most places any of the column needs.
+
+// money is d in cur's places, or as it is where cur is unknown.
+func money(d decimal.Decimal, cur currency.Code, scales map[currency.Code]int32) string {
+	if s, ok := scales[cur]; ok {
+		return d.StringFixed(s)
+	}
+	return d.String()
+}
+
+// column writes ds alike: each with the most decimal places that any of
+// them needs (0.5 and 0.25 are 0.50 and 0.25).
+func column(ds []decimal.Decimal) []string {
+	places := int32(0)
+	for _, d := range ds {
+		if _, frac, ok := strings.Cut(d.String(), "."); ok {
+			places = max(places, int32(len(frac)))
+		}
+	}
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.StringFixed(places)
+	}
+	return out
+}

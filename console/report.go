@@ -1,0 +1,136 @@
+package console
+
+import (
+	"cmp"
+	"html/template"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/currency"
+)
+
+type reportView struct {
+	From, To, By, Org, Project, Client string
+	Capacity                           string
+	Report                             breakdown.Report
+	Lines                              []breakdown.Line
+	Total                              string
+	Chart, Utilisation                 template.HTML
+	NoSource                           bool
+	scales                             map[currency.Code]int32
+}
+
+// Money is d in cur's places.
+func (rv *reportView) Money(d decimal.Decimal, cur string) string {
+	return money(d, currency.Code(cur), rv.scales)
+}
+
+func (c *Console) report(r *http.Request, v *view) error {
+	v.Page, v.Title = "report", "Cost report"
+	q := r.URL.Query()
+	now := c.cfg.Now().UTC()
+	rv := reportView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -6).Format("2006-01-02")), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format("2006-01-02")),
+		By: cmp.Or(q.Get("by"), "day"), Org: q.Get("org"), Project: q.Get("project"), Client: q.Get("client"), Capacity: q.Get("capacity")}
+	v.Data = &rv
+	if c.cfg.Contracts == nil {
+		rv.NoSource = true
+		return nil
+	}
+	from, to, err := dayRange(rv.From, rv.To)
+	if err != nil {
+		return err
+	}
+	capacity, err := breakdown.ParseCapacity(rv.Capacity)
+	if err != nil {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "capacity", Message: err.Error()}
+	}
+	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity, Now: c.cfg.Now()})
+	if err != nil {
+		return err
+	}
+	rv.Report = rep
+	if rv.scales, err = c.scales(r); err != nil {
+		return err
+	}
+	total := map[string]decimal.Decimal{}
+	for _, l := range rep.Lines {
+		if (rv.Org == "" || l.Org == rv.Org) && (rv.Project == "" || l.Project == rv.Project) && (rv.Client == "" || l.Client == rv.Client) {
+			rv.Lines = append(rv.Lines, l)
+			total[l.Currency] = total[l.Currency].Add(l.Cost)
+		}
+	}
+	var parts []string
+	for cur, t := range total {
+		parts = append(parts, rv.Money(t, cur)+" "+cur)
+	}
+	sort.Strings(parts)
+	rv.Total = strings.Join(parts, ", ")
+	rv.Chart = priceChart(rep.Trend)
+	if len(capacity) > 0 {
+		util := map[string]*series{}
+		var servers []string
+		for _, s := range rep.Servers {
+			if !s.Capacity.IsPositive() {
+				continue
+			}
+			u := util[s.Server]
+			if u == nil {
+				u = &series{Name: s.Server}
+				util[s.Server] = u
+				servers = append(servers, s.Server)
+			}
+			at, _ := time.Parse(periodLayout(rv.By), s.Period)
+			u.At, u.Y = append(u.At, at), append(u.Y, s.GPUSeconds.Div(s.Capacity).InexactFloat64()*100)
+		}
+		sort.Strings(servers)
+		var us []series
+		for _, n := range servers {
+			us = append(us, *util[n])
+		}
+		rv.Utilisation = lineChart("utilisation, % of each server's GPU-seconds sold", us, 720, 200)
+	}
+	return nil
+}
+
+// everyWords says how long a trend's buckets are.
+var everyWords = map[string]string{"month": "by month", "day": "by day", "6h": "every 6 hours", "1h": "by the hour", "10m": "every 10 minutes", "1m": "by the minute"}
+
+// priceChart draws the average price of a GPU-second over time, a line a
+// currency, in the trend's buckets: finer than the report's periods
+// where the market is younger than a few of them.
+func priceChart(t breakdown.Trend) template.HTML {
+	byCur := map[string]*series{}
+	var names []string
+	for _, p := range t.Points {
+		s := byCur[p.Currency]
+		if s == nil {
+			s = &series{Name: p.Currency + " per GPU-second"}
+			byCur[p.Currency] = s
+			names = append(names, p.Currency)
+		}
+		s.At, s.Y = append(s.At, p.At), append(s.Y, p.PerGPUSecond.InexactFloat64())
+	}
+	var ss []series
+	for _, n := range names {
+		ss = append(ss, *byCur[n])
+	}
+	title := "average price of a GPU-second"
+	if w := everyWords[t.Every]; w != "" {
+		title += ", " + w
+	}
+	return lineChartOr(title, "no contract ended in these days: no price to draw", ss, 720, 200)
+}
+
+// periodLayout parses a report's period names.
+func periodLayout(by string) string {
+	if by == string(breakdown.Month) {
+		return "2006-01"
+	}
+	return "2006-01-02"
+}

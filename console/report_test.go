@@ -1,0 +1,89 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury"
+)
+
+// settle records contracts of alice's accepted at the times given, each
+// 100 GPU-seconds for its charge.
+func settle(t testing.TB, store *memstore.Store, at []time.Time, charges []string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, when := range at {
+		k := trade.Contract{ID: fmt.Sprintf("k%d-%d", when.Unix(), i), Client: "alice", Server: "atlas", State: trade.StateAccepted, AcceptedAt: when,
+			Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1}}
+		_, _, err := store.Open(ctx, k, "")
+		require.NoError(t, err)
+		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
+			c.State, c.Charge, c.Reading = trade.StateSettled, decimal.RequireFromString(charges[i%len(charges)]), &trade.Reading{Contract: c.ID, U: decimal.NewFromInt(100)}
+			return nil, nil
+		})
+		require.NoError(t, err)
+	}
+}
+
+// consoleAt serves a console whose clock reads at, over testConfig's
+// ledger and contract store.
+func consoleAt(t testing.TB, at time.Time) (*httptest.Server, Config, *treasury.Treasury, *memstore.Store) {
+	cfg, tr, store := testConfig(t)
+	cfg.Now = func() time.Time { return at }
+	srv, _ := serve(t, cfg)
+	return srv, cfg, tr, store
+}
+
+var priceChartRE = regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="average price of a GPU-second[^"]*".*?</svg>`)
+
+// TestReportPriceChart: a market of one day draws its prices by the hour,
+// not one point on an axis from a moment to itself; a market of one
+// minute, and one with nothing ended, say why there is no line.
+func TestReportPriceChart(t *testing.T) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	chart := func(at []time.Time) string {
+		t.Helper()
+		srv, _, _, store := consoleAt(t, day.Add(23*time.Hour))
+		settle(t, store, at, []string{"0.2", "0.3"})
+		b := newBrowser(t, srv)
+		b.login("vic")
+		_, page := b.get("/report")
+		svg := priceChartRE.FindString(page)
+		require.NotEmpty(t, svg, "the price chart")
+		return svg
+	}
+
+	var hours []time.Time
+	for h := 9; h <= 21; h++ {
+		hours = append(hours, day.Add(time.Duration(h)*time.Hour+15*time.Minute))
+	}
+	svg := chart(hours)
+	assert.Contains(t, svg, "average price of a GPU-second, by the hour")
+	m := regexp.MustCompile(`<polyline class="line s0" points="([^"]+)"`).FindStringSubmatch(svg)
+	require.NotNil(t, m, "a line")
+	assert.Len(t, strings.Fields(m[1]), 13, "a point an hour")
+	assert.Contains(t, svg, ">11-25 09:00<", "the axis starts at the first hour")
+	assert.Contains(t, svg, ">11-25 21:00<", "and ends at the last")
+	assert.Contains(t, svg, ">0.003<", "the highest price, 0.3 for 100 GPU-seconds")
+
+	svg = chart([]time.Time{day.Add(10 * time.Hour), day.Add(10*time.Hour + 20*time.Second)})
+	assert.NotContains(t, svg, "<polyline")
+	assert.Contains(t, svg, "one moment only, no line to draw: CRED per GPU-second 0.0025 at 2026-11-25 10:00")
+
+	svg = chart(nil)
+	assert.NotContains(t, svg, "<polyline")
+	assert.Contains(t, svg, "no contract ended in these days: no price to draw")
+}
