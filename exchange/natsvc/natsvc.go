@@ -136,7 +136,12 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.house, s.cfg = house, house.Config()
 	if hc.Metrics != nil {
-		for _, c := range []prometheus.Collector{s.busy, s.refused} {
+		// How close the instance is to MaxInFlight, the one limit that
+		// is its own and not a share of the market's.
+		inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bourse_exchange_in_flight",
+			Help: "Offers, suspends and kills this instance is handling now, of its MaxInFlight."},
+			func() float64 { return float64(len(s.inflight)) })
+		for _, c := range []prometheus.Collector{s.busy, s.refused, inFlight} {
 			if err := hc.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("natsvc: register metrics: %w", err)
 			}
