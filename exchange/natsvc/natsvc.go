@@ -96,6 +96,7 @@ type Service struct {
 	inflight chan struct{}
 	perParty counts         // each client's requests among inflight
 	limiter  *buckets       // each party's request rate
+	beats    *buckets       // each server's heartbeats, which reach every instance
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
 	logLines *buckets       // each party's refusals logged
@@ -124,6 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
+		beats:    newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
 		logLines: newBuckets(1, 5),
@@ -213,6 +215,7 @@ func (s *Service) sweep(ctx context.Context) {
 			s.house.Sweep(ctx)
 			now := s.cfg.Now()
 			s.limiter.sweep(now)
+			s.beats.sweep(now)
 			s.answers.sweep(now)
 			s.readings.sweep(now)
 			s.logLines.sweep(now)
