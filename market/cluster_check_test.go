@@ -169,21 +169,6 @@ func waitInFlight(t *testing.T, ex *clusterExchange, within time.Duration) int {
 	return 0
 }
 
-// waitServing waits until exchange ex serves its metrics, which it does
-// once it has the usage stream and its consumer and takes requests.
-func waitServing(t *testing.T, ex *clusterExchange, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + ex.metrics + "/metrics"); err == nil {
-			resp.Body.Close()
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("exchange %d does not serve within %v", ex.n, within)
-}
-
 // gauge reads one unlabelled metric from a Prometheus endpoint.
 func gauge(t *testing.T, addr, name string) int {
 	t.Helper()
@@ -203,7 +188,7 @@ func gauge(t *testing.T, addr, name string) int {
 }
 
 // freeAddr is a free loopback address.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

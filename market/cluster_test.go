@@ -52,7 +52,7 @@ func TestCluster(t *testing.T) {
 		exchanges[i] = startClusterExchange(t, bin, dbURL, nodes.URLs(i), i+1)
 	}
 	for _, ex := range exchanges {
-		waitServing(t, ex, time.Minute)
+		waitMetrics(t, ex.metrics, time.Minute)
 	}
 	leader := waitStreamHealthy(t, js, 3, time.Minute)
 	t.Logf("three exchanges up; the usage stream's leader is %s", leader)

@@ -171,7 +171,7 @@ func waitNoOpenHolds(t *testing.T, store exchange.Store, d time.Duration) {
 }
 
 // buildBourse builds the command into the test's temporary directory.
-func buildBourse(t *testing.T) string {
+func buildBourse(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))

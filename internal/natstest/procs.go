@@ -38,6 +38,10 @@ type Proc struct {
 // URL is the node's client URL.
 func (p *Proc) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", p.Port) }
 
+// Pid is the node's process id, while it runs (for a benchmark to weigh
+// its CPU).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
 // Running reports whether the node's process runs.
 func (p *Proc) Running() bool {
 	if p.cmd == nil {
