@@ -102,7 +102,9 @@ func TestCluster(t *testing.T) {
 		t.Logf("%s killed; %s leads the usage stream after %v", name, next, time.Since(began).Round(time.Millisecond))
 		time.Sleep(3 * time.Second)
 		nodes.Start(i)
+		began = time.Now()
 		waitStreamHealthy(t, js, 3, time.Minute)
+		t.Logf("%s back; the usage stream's replicas current after %v", name, time.Since(began).Round(time.Millisecond))
 	}, 3*time.Second)
 
 	phase("an exchange killed and restarted", func() {
@@ -135,7 +137,9 @@ func TestCluster(t *testing.T) {
 		nodes.Stop(0) // the node of the first server and of exchange 1
 		time.Sleep(time.Second)
 		nodes.Start(0)
+		began := time.Now()
 		waitStreamHealthy(t, js, 3, time.Minute)
+		t.Logf("%s back; the usage stream's replicas current after %v", nodes.Nodes[0].Name, time.Since(began).Round(time.Millisecond))
 	}, 4*time.Second)
 
 	stopCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
