@@ -168,19 +168,6 @@ func (t *Treasury) SpendRates(ctx context.Context) ([]SpendRate, error) {
 	return out, nil
 }
 
-func (t *Treasury) spendRate(ctx context.Context, owner string, cur currency.Code) (SpendRate, error) {
-	rs, err := t.SpendRates(ctx)
-	if err != nil {
-		return SpendRate{}, err
-	}
-	for _, r := range rs {
-		if r.Owner == owner && r.Currency == cur {
-			return r, nil
-		}
-	}
-	return SpendRate{}, nil
-}
-
 // Refill is what RunSpendRates put in one bucket.
 type Refill struct {
 	Bucket currency.AccountID `json:"bucket"`

@@ -43,7 +43,7 @@ func TestAdminStuck(t *testing.T) {
 	c := trade.Contract{ID: "c-stuck", Client: "alice", Server: "ghost", State: trade.StateRunning, AcceptedAt: now, StartDeadline: now,
 		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(3), P: contract.Flat(decimal.RequireFromString("0.01"))},
 		Stuck: &trade.Stuck{Since: now, Attempts: 4, Retry: now.Add(time.Minute), Error: "no account revenue/CRED/ghost"}}
-	_, _, err = store.Open(ctx, c, currency.Reserve{Key: "escrow/c-stuck", Hold: "c-stuck", From: w.ID, Amount: c.Terms.Prepayment, Deadline: now.Add(time.Hour)})
+	_, _, err = store.Open(ctx, c, "", currency.Reserve{Key: "escrow/c-stuck", Hold: "c-stuck", From: w.ID, Amount: c.Terms.Prepayment, Deadline: now.Add(time.Hour)})
 	require.NoError(t, err)
 
 	out, errOut, code = admin(t, dbURL, "stuck")
