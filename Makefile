@@ -5,9 +5,10 @@
 GO       ?= go
 PGRUN    := bash scripts/pg.sh run --
 FUZZTIME ?= 20s
+BENCH_OFFERS ?= 5000
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-sim sim-trace gpu-meter lint fuzz clean demo console-shots
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-sim sim-trace gpu-meter lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -38,6 +39,11 @@ bench-ledger:
 ## bench-exchange: contracts/s and negotiation latency beside raw NATS request/reply
 bench-exchange:
 	$(PGRUN) bash scripts/nats-server.sh run -- bash scripts/bench-exchange.sh
+
+## bench-instances: contracts/s and CPU per contract with 1, 2 and 3 bourse
+## exchange processes on one PostgreSQL and a three-node NATS cluster
+bench-instances:
+	$(PGRUN) env GOGC=400 $(GO) test -run '^$$' -bench BenchmarkInstances -benchtime $(BENCH_OFFERS)x ./market
 
 ## bench-sim: a million simulated jobs, their jobs/s beside making the jobs alone
 bench-sim:

@@ -55,9 +55,10 @@ func (h *House) Sweep(ctx context.Context) {
 	}
 }
 
-// Disconnected tells the House that its driver cannot reach the servers'
-// readings now (NATS is down): the sweep judges no silence until a whole
-// ServerLostAfter after the last call.
+// Disconnected tells the House that its driver cannot hear the servers'
+// readings now (NATS is down, or the usage stream or its consumer has no
+// leader): the sweep judges no silence until a whole ServerLostAfter after
+// the last call.
 func (h *House) Disconnected() {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()

@@ -3,8 +3,6 @@ package market_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -53,8 +51,7 @@ func benchOffers(b *testing.B, clients int) {
 	if url == "" {
 		url = natstest.Start(b).ClientURL()
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	connect := func(party string) *nats.Conn {
+	connect := func(party string, _ int) *nats.Conn {
 		opts := []nats.Option{}
 		if party != "" {
 			opts = append(opts, nats.CustomInboxPrefix(protocol.InboxPrefix(party)))
@@ -65,18 +62,28 @@ func benchOffers(b *testing.B, clients int) {
 		return nc
 	}
 	store := benchStore(b)
-	l := store.Ledger()
-	run := fmt.Sprint(time.Now().UnixNano())
-	require.NoError(b, l.CreateCurrency(ctx, market.Currency))
+	require.NoError(b, store.Ledger().CreateCurrency(ctx, market.Currency))
 	// No rate limits: the benchmark is one client as fast as it can go.
-	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect(""), Config: exchange.Config{Store: store, Logger: quiet},
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect("", 0), Config: exchange.Config{Store: store, Logger: quiet()},
 		Limits: natsvc.Limits{Rate: -1, Readings: -1, InFlight: 1 << 20}})
 	require.NoError(b, err)
 	b.Cleanup(ex.Stop)
+	cls := benchParties(b, store.Ledger(), clients, connect)
+	for ex.LiveServers() < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runOffers(b, cls)
+}
 
+// benchParties starts the benchmarks' two server agents with 64 GPUs
+// each and funds and dials clients, each connected with connect (its
+// party's name, and its index among the agents or among the clients).
+func benchParties(b *testing.B, l currency.Ledger, clients int, connect func(party string, i int) *nats.Conn) []*bidder.Client {
+	ctx := context.Background()
+	run := fmt.Sprint(time.Now().UnixNano())
 	agentCtx, stopAgents := context.WithCancel(ctx)
 	var agents sync.WaitGroup
-	conns := []*nats.Conn{connect("bench-" + run + "-0"), connect("bench-" + run + "-1")}
+	conns := []*nats.Conn{connect("bench-"+run+"-0", 0), connect("bench-"+run+"-1", 1)}
 	// Registered after the agents' connections, so it runs before they
 	// close: a stopping agent publishes its running jobs' final readings,
 	// and on a closed connection it would retry until its shutdown timeout.
@@ -87,15 +94,11 @@ func benchOffers(b *testing.B, clients int) {
 		for g := range gpus {
 			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
-		a, err := agent.New(agent.Config{Conn: nc, ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet})
+		a, err := agent.New(agent.Config{Conn: nc, ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet()})
 		require.NoError(b, err)
 		agents.Add(1)
 		go func() { defer agents.Done(); _ = a.Run(agentCtx) }()
 	}
-	for ex.LiveServers() < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
-
 	cls := make([]*bidder.Client, clients)
 	for i := range cls {
 		id := fmt.Sprintf("c%d-%s", i, run)
@@ -103,19 +106,31 @@ func benchOffers(b *testing.B, clients int) {
 		require.NoError(b, err)
 		_, err = currency.Do(ctx, l, currency.Transfer{Key: "fund/" + id, From: currency.IssuanceID(market.Currency.Code), To: w.ID, Amount: decimalMillion})
 		require.NoError(b, err)
-		cls[i], err = bidder.Dial(bidder.Config{ID: id, Conn: connect(id)})
+		cls[i], err = bidder.Dial(bidder.Config{ID: id, Conn: connect(id, i)})
 		require.NoError(b, err)
 	}
-	t := contract.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
+	return cls
+}
+
+// benchTerms is the benchmarks' offer: one GPU, a job of 1 ms.
+func benchTerms() contract.Terms {
+	return contract.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
 		Prepayment: d("0.60"), P: contract.Flat(d("0.01")),
 		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: d("1"), Duration: time.Millisecond}}}
+}
 
+// runOffers has the clients make b.N offers between them, as fast as they
+// are answered, each of which must make a contract, and reports
+// contracts/s and the p50 and p99 latency of an offer.
+func runOffers(b *testing.B, cls []*bidder.Client) {
+	ctx := context.Background()
+	t := benchTerms()
 	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
+	lat := make([][]time.Duration, len(cls))
 	var wg sync.WaitGroup
-	errs := make(chan error, clients)
+	errs := make(chan error, len(cls))
 	b.ResetTimer()
-	for c := range clients {
+	for c := range cls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

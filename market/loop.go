@@ -12,7 +12,6 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
@@ -54,7 +53,7 @@ func (b *bidderLoop) nextJob() strategy.Job {
 // contract to the settlement. A client without the money for this job
 // pauses before the next, which may be smaller.
 func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) {
-	k, err := strategy.Negotiate(ctx, open{b.client, &b.m.Tally.closing}, strategy.Negotiation{
+	k, err := strategy.Negotiate(ctx, open{Exchange: b.client, closing: &b.m.Tally.closing, told: b.m.Told, client: b.spec.ID}, strategy.Negotiation{
 		Strategy: b.spec.Strategy, Job: job, Pause: 150 * time.Millisecond,
 		Report: func(r strategy.Round) {
 			if !errors.Is(r.Err, errClosed) {
@@ -74,17 +73,13 @@ func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) {
 var errClosed = errors.New("market: closed to new offers")
 
 // open is the exchange while the market trades: once closing is set, it
-// makes no new offer, though a counter-offer may still be taken.
+// makes no new offer, though a counter-offer may still be taken. It notes
+// what the client was told for each request (told.go).
 type open struct {
 	strategy.Exchange
 	closing *atomic.Bool
-}
-
-func (o open) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
-	if o.closing.Load() {
-		return protocol.OfferReply{}, errClosed
-	}
-	return o.Exchange.Offer(ctx, requestID, t)
+	told    *Told
+	client  string
 }
 
 // follow waits for the contract's settlement, from its events, or from the

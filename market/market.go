@@ -13,6 +13,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +61,17 @@ type Config struct {
 	// NATSURL, if set, is an external NATS server (with JetStream) to use
 	// instead of an embedded one.
 	NATSURL string
+	// Nodes, if set instead, are the client URLs of an external NATS
+	// cluster's nodes. Every party lists them all, starting with a node
+	// of its own, taken in turn in the order the parties connect (the
+	// servers first where the exchange runs elsewhere): so servers sit on
+	// different nodes, and each moves to another when its node goes.
+	Nodes []string
 	// ClientTimeout bounds each bidder request (bidder's default if 0).
 	ClientTimeout time.Duration
+	// ClientRetries is how often a bidder sends a request that got no
+	// answer again under its request id (bidder's default if 0).
+	ClientRetries int
 	// External, if true, starts no exchange: one runs elsewhere (another
 	// process) on Store's database and NATSURL. Store still funds the
 	// clients and audits the ledger.
@@ -90,11 +101,13 @@ type Market struct {
 	url       string
 	exchanges []*natsvc.Service
 	Tally     *Tally
-	cancelA   context.CancelFunc // agents
-	cancelC   context.CancelFunc // allowances
-	cancelB   context.CancelFunc // bidders
-	agents    sync.WaitGroup
-	bidders   sync.WaitGroup
+	// Told is what each client was told for each request id it sent.
+	Told    *Told
+	cancelA context.CancelFunc // agents
+	cancelC context.CancelFunc // allowances
+	cancelB context.CancelFunc // bidders
+	agents  sync.WaitGroup
+	bidders sync.WaitGroup
 	// allowances pays the clients' allowances while the market runs.
 	allowances sync.WaitGroup
 	Clients    []scenario.ClientSpec
@@ -140,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Clients: cfg.Clients, Servers: cfg.Servers,
+	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Told: newTold(), Clients: cfg.Clients, Servers: cfg.Servers,
 		Wallets: cfg.Wallets, finals: map[string]trade.Reading{}}
 	if m.cfg.Treasury == nil {
 		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger(), caps.NewPeriods(time.Now))
@@ -184,6 +197,10 @@ func (m *Market) startNATS() error {
 		m.url = m.cfg.NATSURL
 		return nil
 	}
+	if len(m.cfg.Nodes) > 0 {
+		m.url = strings.Join(m.cfg.Nodes, ",")
+		return nil
+	}
 	m.natsDir = m.cfg.StoreDir
 	if m.natsDir == "" {
 		// NATS's default store is shared by every server on the machine
@@ -221,7 +238,7 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 		return nil, err
 	}
 	storage := jetstream.FileStorage
-	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" {
+	if m.cfg.StoreDir == "" && m.cfg.NATSURL == "" && len(m.cfg.Nodes) == 0 {
 		storage = jetstream.MemoryStorage
 	}
 	// The treasury's Periods: a cap set and the offers it caps meet the
@@ -271,7 +288,14 @@ func (m *Market) connect(party string) (*nats.Conn, error) {
 	if party != "" {
 		opts = append(opts, nats.CustomInboxPrefix(protocol.InboxPrefix(party)))
 	}
-	nc, err := nats.Connect(m.url, opts...)
+	url := m.url
+	if n := len(m.cfg.Nodes); n > 0 {
+		// This party's own node first, then the others in turn.
+		first := len(m.conns) % n
+		url = strings.Join(append(slices.Clone(m.cfg.Nodes[first:]), m.cfg.Nodes[:first]...), ",")
+		opts = append(opts, nats.DontRandomize())
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("market: connect %s: %w", party, err)
 	}
@@ -402,7 +426,7 @@ func (m *Market) startClients() error {
 		if err != nil {
 			return err
 		}
-		cl, err := bidder.Dial(bidder.Config{ID: c.ID, Conn: nc, Timeout: m.cfg.ClientTimeout})
+		cl, err := bidder.Dial(bidder.Config{ID: c.ID, Conn: nc, Timeout: m.cfg.ClientTimeout, Retries: m.cfg.ClientRetries})
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -170,7 +171,7 @@ func waitNoOpenHolds(t *testing.T, store exchange.Store, d time.Duration) {
 }
 
 // buildBourse builds the command into the test's temporary directory.
-func buildBourse(t *testing.T) string {
+func buildBourse(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
@@ -184,10 +185,14 @@ func buildBourse(t *testing.T) string {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// prefixWriter passes a child process's log lines to the test log.
-type prefixWriter struct{ t *testing.T }
+// prefixWriter passes a child process's log lines to the test log, each
+// after prefix ("bourse exchange" if empty).
+type prefixWriter struct {
+	t      *testing.T
+	prefix string
+}
 
 func (w *prefixWriter) Write(p []byte) (int, error) {
-	w.t.Logf("bourse exchange: %s", p)
+	w.t.Logf("%s: %s", cmp.Or(w.prefix, "bourse exchange"), p)
 	return len(p), nil
 }

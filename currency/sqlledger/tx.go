@@ -181,6 +181,10 @@ func retryable(err error) bool {
 		switch pe.Code {
 		case "40001", // serialization_failure
 			"40P01", // deadlock_detected
+			// lock_not_available: a row lock waited past a lock_timeout
+			// set by a caller of Tx (exchange/sqlstore's groups), which
+			// may be a deadlock not found yet: run again.
+			"55P03",
 			// unique_violation: every insert of ours follows a read that
 			// found no such row in the same transaction, so a duplicate
 			// means a concurrent transaction inserted it first; run again,

@@ -350,3 +350,27 @@ func TestLimitsForTheWholeMarket(t *testing.T) {
 	assert.LessOrEqual(t, served, 12, "the market's burst of 12, a third at each instance")
 	assert.GreaterOrEqual(t, served, 6, "each instance serves its share")
 }
+
+// TestHeartbeatsAtEveryInstance: every instance hears every heartbeat,
+// so each holds a server's heartbeats to its whole rate, not to the share
+// of it that each allows its requests. A market that allows a party 3
+// requests a second, with three instances (a share of 1 a second each),
+// hears a server that speaks twice a second at every instance.
+func TestHeartbeatsAtEveryInstance(t *testing.T) {
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 3, Burst: 3})
+	first := m.ex
+	m.cfg.Metrics = nil // each instance registers its own
+	m.startExchange()
+	m.startExchange()
+	time.Sleep(2500 * time.Millisecond) // the instances hear one another (every second)
+	srv := m.scriptedServer("gpu1", 2, accept)
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus)})
+	for range 8 {
+		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
+		time.Sleep(500 * time.Millisecond)
+	}
+	assert.Zero(t, refused(t, reg, "heartbeat"), "heartbeats within the server's rate ignored")
+	for i, ex := range []*natsvc.Service{first, m.ex} {
+		assert.Equal(t, 1, ex.LiveServers(), "instance %d", i)
+	}
+}

@@ -99,6 +99,7 @@ type Service struct {
 	inflight chan struct{}
 	perParty counts         // each client's requests among inflight
 	limiter  *buckets       // each party's request rate
+	beats    *buckets       // each server's heartbeats, which reach every instance
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
 	logLines *buckets       // each party's refusals logged
@@ -128,6 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
+		beats:    newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
 		logLines: newBuckets(1, 5),
@@ -140,7 +142,12 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.house, s.cfg = house, house.Config()
 	if hc.Metrics != nil {
-		for _, c := range []prometheus.Collector{s.busy, s.refused} {
+		// How close the instance is to MaxInFlight, the one limit that
+		// is its own and not a share of the market's.
+		inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bourse_exchange_in_flight",
+			Help: "Offers, suspends and kills this instance is handling now, of its MaxInFlight."},
+			func() float64 { return float64(len(s.inflight)) })
+		for _, c := range []prometheus.Collector{s.busy, s.refused, inFlight} {
 			if err := hc.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("natsvc: register metrics: %w", err)
 			}
@@ -216,6 +223,7 @@ func (s *Service) sweep(ctx context.Context) {
 			s.house.Sweep(ctx)
 			now := s.cfg.Now()
 			s.limiter.sweep(now)
+			s.beats.sweep(now)
 			s.answers.sweep(now)
 			s.readings.sweep(now)
 			s.logLines.sweep(now)

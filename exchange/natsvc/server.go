@@ -36,9 +36,14 @@ func (s *Service) handleHeartbeat(m *nats.Msg) {
 	if !ok || role != protocol.RoleServer {
 		return
 	}
-	// Heartbeats count against the server's rate as its requests do: a
-	// server speaks once a second, one that floods is not heard.
-	if ok, _ := s.limiter.take(role+"."+id, s.cfg.Now()); !ok {
+	// Heartbeats count against the server's rate, as its requests do: a
+	// server speaks once a second, one that floods is not heard. Unlike
+	// requests, which the queue group spreads, every instance hears every
+	// heartbeat, so each holds them to the server's whole rate, not to
+	// its share (peers.go): with a share, enough instances (or a low
+	// rate) would leave a server's every heartbeat over it, and the
+	// server unheard.
+	if ok, _ := s.beats.take(role+"."+id, s.cfg.Now()); !ok {
 		s.refused.WithLabelValues("heartbeat").Inc()
 		s.warn(role+"."+id, "heartbeats over the server's rate ignored", "server", id)
 		return

@@ -60,19 +60,30 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 			}
 		}()
 	}
+	hb := pullHeartbeat(s.cfg.ServerLostAfter, s.cfg.ReadingEvery)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
 		case shards[shardOf(m.Subject(), len(shards))] <- m:
 		case <-runCtx.Done():
 		}
 	},
+		jetstream.PullHeartbeat(hb), jetstream.PullExpiry(4*hb),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			s.house.Config().Logger.Debug("usage consumer", "err", err)
+			if deaf(err) {
+				// Readings may be waiting that this instance cannot
+				// hear: its watchdog must not take their silence for
+				// a lost server's.
+				s.house.Disconnected()
+				log.Warn("usage consumer: not hearing readings; the watchdog judges no silence until it does again", "err", err)
+				return
+			}
+			log.Debug("usage consumer", "err", err)
 		}))
 	if err != nil {
 		return fmt.Errorf("natsvc: consume usage: %w", err)
 	}
 	s.consumer = cc
+	s.wg.Go(func() { s.watchStream(runCtx, stream, hb) })
 	return nil
 }
 

@@ -263,3 +263,34 @@ func TestClosedStoreUnavailable(t *testing.T) {
 	require.NoError(t, err, "reads go on: the ledger is still open")
 	assert.Equal(t, trade.StateAccepted, c.State, "nothing written after Close")
 }
+
+// A change whose contract row another transaction holds longer than the
+// store's lock timeout (100 ms; group.go) is run again until it gets the
+// row, not failed: the timeout only turns a long wait, or a deadlock
+// PostgreSQL has not found yet, into a retry.
+func TestLockHeldPastTheTimeout(t *testing.T) {
+	s, _, dbURL := openTest(t, sqlledger.Options{})
+	f := setup(t, s)
+	f.open(t, "c1")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	holder, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, `SELECT record FROM contracts FOR UPDATE`)
+	require.NoError(t, err)
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		_ = holder.Rollback(ctx)
+		close(released)
+	}()
+	got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State, c.StartedAt, c.LastSeen = trade.StateRunning, t0, t0
+		return nil, nil
+	})
+	require.NoError(t, err, "a row held for 400 ms")
+	assert.Equal(t, trade.StateRunning, got.State)
+	<-released
+}

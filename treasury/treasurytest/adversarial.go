@@ -384,10 +384,11 @@ func testUnreachableLimits(t *testing.T, open Opener) {
 	f.audit()
 }
 
-// testSchedulers: two schedulers (two exchange instances) run their rounds
-// at once, every ten minutes of a day, over an allowance, a top-up and a
-// spend rate; each action is done once, and a rule replaced midway is
-// paid from its own start.
+// testSchedulers: three schedulers (three exchange instances) run their
+// rounds at once, every ten minutes of a day, over an allowance, a top-up
+// and a spend rate, and the third stops (its instance dies) a quarter of
+// the way in; each action is done once, none waits for the one that
+// stopped, and a rule replaced midway is paid from its own start.
 func testSchedulers(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := f.hourGrid()
@@ -403,7 +404,7 @@ func testSchedulers(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	bucket := caps.BucketWallet("alice", "CRED")
 
-	a, b := treasury.NewScheduler(f.tr, "exchange-a"), treasury.NewScheduler(f.tr, "exchange-b")
+	a, b, c := treasury.NewScheduler(f.tr, "exchange-a"), treasury.NewScheduler(f.tr, "exchange-b"), treasury.NewScheduler(f.tr, "exchange-c")
 	for i := 1; i <= 6*24; i++ {
 		now := start.Add(time.Duration(i) * 10 * time.Minute)
 		f.at(now)
@@ -416,8 +417,12 @@ func testSchedulers(t *testing.T, open Opener) {
 			_, err := f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("2"), Period: time.Hour, Start: now}, "a2")
 			require.NoError(t, err)
 		}
+		running := []*treasury.Scheduler{a, b, c}
+		if i > 36 {
+			running = running[:2]
+		}
 		var wg sync.WaitGroup
-		for _, s := range []*treasury.Scheduler{a, b} {
+		for _, s := range running {
 			wg.Go(func() {
 				_, err := s.Run(f.ctx, now)
 				assert.NoError(t, err)

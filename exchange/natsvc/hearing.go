@@ -1,0 +1,77 @@
+package natsvc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The watchdog takes a running contract's silence for its server's loss,
+// so an instance must know when it cannot hear readings, and tell its
+// House (Disconnected): then the House judges no silence until a whole
+// ServerLostAfter after it hears again. Besides its own connection to
+// NATS (the sweep's driver checks it), two things on a NATS cluster stop
+// readings while everything else runs:
+//
+//   - The usage stream's leader dies. Until the other replicas elect
+//     another (4 to 9 s measured in TestCluster, after a SIGKILL), the
+//     stream takes no reading, so servers cannot publish; nothing comes
+//     to any instance, and the servers' heartbeats go on. Every instance
+//     asks the stream for its leader every pull heartbeat (watchStream).
+//   - The consumer's leader dies. A pull waits at that node, and is lost
+//     with it; nothing says so but the missing heartbeats. With nats.go's
+//     defaults (a 30 s pull, heartbeats every 15 s) an instance notices
+//     after 30 s, while readings wait; so pulls carry a heartbeat that is
+//     missed well within ServerLostAfter, and an instance that misses one,
+//     or hears that the consumer's leader changed, is deaf until its next
+//     pull.
+
+// pullHeartbeat is the heartbeat of the usage consumer's pulls: a fifth of
+// the time between a server's last reading and its judgement, between
+// 500 ms (the least JetStream takes) and 5 s.
+func pullHeartbeat(lostAfter, readingEvery time.Duration) time.Duration {
+	return min(max((lostAfter-readingEvery)/5, 500*time.Millisecond), 5*time.Second)
+}
+
+// deaf reports whether a consumer error means that readings may be
+// waiting which this instance does not get.
+func deaf(err error) bool {
+	return errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerLeadershipChanged) ||
+		errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound)
+}
+
+// watchStream asks the usage stream every, until ctx ends, whether it has
+// a leader, and tells the House it cannot hear readings while it has none
+// or does not answer within every.
+func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, every time.Duration) {
+	log := s.cfg.Logger
+	t := time.NewTicker(every)
+	defer t.Stop()
+	leaderless := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		actx, cancel := context.WithTimeout(ctx, every)
+		info, err := stream.Info(actx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		ok := err == nil && (info.Cluster == nil || info.Cluster.Leader != "")
+		switch {
+		case !ok:
+			s.house.Disconnected()
+			if !leaderless {
+				log.Warn("usage stream has no leader: servers cannot publish readings; the watchdog judges no silence until it has one", "err", err)
+			}
+		case leaderless:
+			log.Info("usage stream has a leader again", "leader", info.Cluster.Leader)
+		}
+		leaderless = !ok
+	}
+}

@@ -1,0 +1,187 @@
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Procs is a NATS cluster of nats-server processes on loopback, each
+// node configured by a file as docs/operations.md's cluster recipe says:
+// its name, its client port, routes to every node, and the JetStream store
+// on the command line (-sd). Unlike Cluster, a node can be killed (SIGKILL)
+// as an operator's machine dies, not only shut down.
+type Procs struct {
+	t     testing.TB
+	bin   string
+	Nodes []*Proc
+}
+
+// Proc is one node of Procs.
+type Proc struct {
+	Name        string
+	Port        int // clients
+	ClusterPort int // routes
+	conf, store string
+	log         string
+	cmd         *exec.Cmd
+	exited      chan struct{}
+}
+
+// URL is the node's client URL.
+func (p *Proc) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", p.Port) }
+
+// Pid is the node's process id, while it runs (for a benchmark to weigh
+// its CPU).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Running reports whether the node's process runs.
+func (p *Proc) Running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// StartProcs starts n nats-server processes in one cluster ("bourse")
+// with JetStream, built from the nats-server module this module requires
+// (NATSServer), and stops them when the test ends. It returns once every
+// node takes clients; JetStream may still be electing its leader.
+func StartProcs(t testing.TB, n int) *Procs {
+	t.Helper()
+	c := &Procs{t: t, bin: NATSServer(t)}
+	dir := t.TempDir()
+	ports := freePorts(t, 2*n)
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+	}
+	for i := range n {
+		p := &Proc{Name: fmt.Sprintf("nats-%d", i+1), Port: ports[i], ClusterPort: ports[n+i],
+			conf: filepath.Join(dir, fmt.Sprintf("nats-%d.conf", i+1)), store: filepath.Join(dir, fmt.Sprintf("store-%d", i+1)),
+			log: filepath.Join(dir, fmt.Sprintf("nats-%d.log", i+1))}
+		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\njetstream: enabled\n"+
+			"cluster { name: bourse, listen: 127.0.0.1:%d, routes: [%s] }\n",
+			p.Name, p.Port, p.ClusterPort, strings.Join(routes, ", "))
+		if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+		c.Nodes = append(c.Nodes, p)
+	}
+	for i := range c.Nodes {
+		c.Start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.Nodes {
+			c.Kill(i)
+		}
+	})
+	return c
+}
+
+// Start starts node i, again on its ports, configuration and store.
+func (c *Procs) Start(i int) {
+	c.t.Helper()
+	p := c.Nodes[i]
+	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		c.t.Fatalf("natstest: %v", err)
+	}
+	defer log.Close()
+	p.cmd = exec.Command(c.bin, "-c", p.conf, "-sd", p.store)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatalf("natstest: start %s: %v", p.Name, err)
+	}
+	p.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.cmd, p.exited)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port), time.Second); err == nil {
+			conn.Close()
+			return
+		}
+		if !p.Running() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := os.ReadFile(p.log)
+	c.t.Fatalf("natstest: %s does not take clients:\n%s", p.Name, out)
+}
+
+// Kill ends node i with SIGKILL, as a machine that dies: no goodbye to
+// its peers, no leadership handed over.
+func (c *Procs) Kill(i int) { c.signal(i, syscall.SIGKILL) }
+
+// Stop ends node i with SIGTERM, as an operator's restart does.
+func (c *Procs) Stop(i int) { c.signal(i, syscall.SIGTERM) }
+
+func (c *Procs) signal(i int, sig syscall.Signal) {
+	p := c.Nodes[i]
+	if !p.Running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// URLs is every node's client URL, starting with node first's and going
+// round: a party given it connects to that node first (with
+// nats.DontRandomize), and to the others when that one is down.
+func (c *Procs) URLs(first int) string {
+	var urls []string
+	for k := range c.Nodes {
+		urls = append(urls, c.Nodes[(first+k)%len(c.Nodes)].URL())
+	}
+	return strings.Join(urls, ",")
+}
+
+// Index is the index of the node named name, or -1.
+func (c *Procs) Index(name string) int {
+	for i, p := range c.Nodes {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Log is node i's log so far, for a failing test to show.
+func (c *Procs) Log(i int) string {
+	out, _ := os.ReadFile(c.Nodes[i].log)
+	return string(out)
+}
+
+// NATSServer builds the nats-server command of the module version this
+// module requires (go.mod: a current release, where Debian ships 2.9) into
+// the test's temporary directory and returns its path. Go's build cache
+// makes a build after the first a link only.
+func NATSServer(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(t.TempDir(), "nats-server")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
+	cmd.Dir = filepath.Dir(file)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("natstest: go build nats-server: %v: %s", err, out)
+	}
+	return bin
+}
