@@ -13,6 +13,7 @@ type metrics struct {
 	stuck       prometheus.Counter     // contracts that began to fail to settle or void
 	stuckNow    prometheus.Gauge       // contracts holding escrow that are stuck now
 	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
+	quotes      *prometheus.CounterVec // by outcome: accepted, countered, rejected, no_match, error
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -35,10 +36,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Contracts that hold their escrow and have failed to settle or void, as the store says (the same on every instance)."}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
 			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
+		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
+			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
-			m.stuck, m.stuckNow, m.heartbeats)
+			m.stuck, m.stuckNow, m.heartbeats, m.quotes)
 	}
 	return m
 }

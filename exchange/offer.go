@@ -243,18 +243,7 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 		case a.Decision.Accept:
 			return a.Server, nil, protocol.OfferReply{}
 		default:
-			for _, c := range a.Decision.Counters {
-				c.Server = a.Server
-				c.Terms.Server = a.Server
-				reply.Counters = append(reply.Counters, c)
-			}
-			reason := a.Decision.Reason
-			if a.Decision.Code != "" {
-				reason = string(a.Decision.Code) + ": " + reason
-			}
-			if len(a.Decision.Counters) == 0 {
-				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: reason, Code: a.Decision.Code})
-			}
+			reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
 		}
 	}
 	return "", nil, reply

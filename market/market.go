@@ -59,6 +59,9 @@ type Config struct {
 	// NATSURL, if set, is an external NATS server (with JetStream) to use
 	// instead of an embedded one.
 	NATSURL string
+	// MarketEvery is how often the exchange publishes market data, 2s:
+	// a demo is short.
+	MarketEvery time.Duration
 	// ClientTimeout bounds each bidder request (bidder's default if 0).
 	ClientTimeout time.Duration
 	// External, if true, starts no exchange: one runs elsewhere (another
@@ -227,7 +230,8 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 	// The treasury's Periods: a cap set and the offers it caps meet the
 	// same period.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log,
-		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods()}, StreamStorage: storage})
+		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods(),
+		MarketEvery: cmp.Or(m.cfg.MarketEvery, 2*time.Second)}, StreamStorage: storage})
 	if err != nil {
 		return nil, err
 	}

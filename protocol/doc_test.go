@@ -226,6 +226,15 @@ func examples(t *testing.T) []example {
 		}},
 		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
 		{"statement.reply", protocol.StatementReply{Entries: entries}},
+		{"quote.request", protocol.QuoteRequest{Terms: terms}},
+		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
+			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
+		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
+			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
+				Model: "H100", Contracts: 12, GPUSeconds: dec("86400"),
+				Prices: &protocol.Prices{Low: dec("0.0035"), Median: dec("0.004"), High: dec("0.006"), VWAP: dec("0.00418333")},
+				GPUs:   8, Free: 2,
+			}}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
@@ -256,6 +265,7 @@ func examples(t *testing.T) []example {
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
 		{"deliver.control", protocol.Control{Contract: id, Action: trade.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},
+		{"deliver.quote", protocol.ServerOffer{Offer: "quote-alice-" + strconv.FormatInt(at(t, "-1m").UnixNano(), 10), Terms: terms}},
 	}
 }
 
@@ -340,6 +350,7 @@ func TestDocCommands(t *testing.T) {
 		"client.contracts": func() any { return new(protocol.ContractsRequest) },
 		"client.balance":   func() any { return new(protocol.BalanceRequest) },
 		"client.statement": func() any { return new(protocol.StatementRequest) },
+		"client.quote":     func() any { return new(protocol.QuoteRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -374,7 +385,7 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("%s: data after the body", line)
 		}
 	}
-	for _, kind := range []string{"client.offer", "client.suspend", "client.contract", "client.contracts",
+	for _, kind := range []string{"client.offer", "client.quote", "client.suspend", "client.contract", "client.contracts",
 		"client.balance", "client.statement", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
 		if !seen[kind] {
 			t.Errorf("the walk-through shows no natscli command for %s", kind)
@@ -447,17 +458,17 @@ func TestDocSubjects(t *testing.T) {
 	doc := readDoc(t)
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
-		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement} {
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbQuote} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
 	want = append(want, protocol.UsageSubject("<server>", "<contract>"))
-	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl} {
+	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl, protocol.DeliverQuote} {
 		want = append(want, protocol.DeliverSubject("<server>", v))
 	}
-	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent))
+	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent), protocol.MarketSubject("<currency>"))
 	for _, s := range want {
 		if !strings.Contains(doc, "`"+s+"`") {
 			t.Errorf("%s does not name the subject `%s`", docPath, s)

@@ -34,6 +34,7 @@ const (
 	VerbContracts = "contracts"
 	VerbBalance   = "balance"
 	VerbStatement = "statement"
+	VerbQuote     = "quote" // what the servers would say to an offer, binding no one
 )
 
 // Server verbs: bourse.v1.server.<server>.<verb>.
@@ -51,6 +52,7 @@ const (
 	DeliverCancel  = "cancel"  // to a server, publish: an accept that was not chosen
 	DeliverControl = "control" // to a server, request: suspend or kill a contract
 	DeliverEvent   = "event"   // to a client, publish: a contract event
+	DeliverQuote   = "quote"   // to a server, request: decide on a quote, claiming nothing
 )
 
 // SigHeader carries a server's signature of a message's body (package

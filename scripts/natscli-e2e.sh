@@ -3,7 +3,8 @@
 # through nothing but NATS subjects and JSON. It checks that the exchange is
 # a discoverable micro service, that an offer made with `nats req` becomes
 # a running contract, that a low offer is answered with counter-offers, that
-# bad JSON gets its typed error, and that the demo ends with a clean audit.
+# a quote is answered, that the market data can be read, that bad JSON
+# gets its typed error, and that the demo ends with a clean audit.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -66,6 +67,18 @@ done
 echo "$reply" | grep -q '"counters"' || fail "20 low offers got no counter-offers: $reply"
 echo "natscli-e2e: a low offer was answered with counter-offers"
 
+# A quote is answered by the servers (accepts, counters or rejections).
+reply="$(req bea quote '{"terms":{"currency":"CRED","gpus":1,"time_limit":"30s","prepayment":"0.03","p":[["0","0.001"]]}}')" || fail "quote: $reply"
+echo "$reply" | grep -Eq '"(accepts|counters|rejections)"' || fail "a quote got no servers' answers: $reply"
+echo "natscli-e2e: a quote was answered: $reply"
+
+# The market data: public, every two seconds in the demo, no client named.
+"$nats" -s "$url" sub 'bourse.v1.market.CRED' --count 1 --raw >"$tmp/market.json" 2>&1 || fail "market data: $(cat "$tmp/market.json")"
+grep -q '"currency":"CRED"' "$tmp/market.json" || fail "market data: $(cat "$tmp/market.json")"
+grep -q '"contracts":[1-9]' "$tmp/market.json" || fail "the market data shows no contract made: $(cat "$tmp/market.json")"
+! grep -Eq '"(ada|bea)"' "$tmp/market.json" || fail "the market data names a client: $(cat "$tmp/market.json")"
+echo "natscli-e2e: nats sub read the market data"
+
 reply="$(req bea offer '{"request_id":' || true)"
 echo "$reply" | grep -q '"code":"invalid"' || fail "malformed JSON did not get the invalid code: $reply"
 echo "natscli-e2e: malformed JSON got its typed error"
@@ -88,4 +101,4 @@ demo_pid=""
 tail -n1 "$tmp/demo.out" | grep -q ': pass$' || fail "the demo's audit did not pass"
 [ "$status" = 0 ] || fail "the demo exited with $status"
 echo "natscli-e2e: the demo stopped on SIGTERM with a clean audit"
-echo "natscli-e2e: 7 passed, 0 failed"
+echo "natscli-e2e: 9 passed, 0 failed"

@@ -254,6 +254,9 @@ counter-offers for you until it has a contract or gives up:
   cheapest   opens at half the value, takes the cheapest counter within it
   adaptive   opens low and raises its price after each rejection
   deadline   pays more as --deadline nears, the whole value at the end
+  going      bids the median price of the contracts made lately (bourse
+             market), within the value, and a quarter of the way to the
+             value more after each rejection
 
 Every offer has a request id (--request-id, generated if not given): making
 the same offer again with the same id returns the same contract and never
@@ -277,7 +280,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 		}),
 	}
 	o.register(cmd.Flags())
-	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive or deadline")
+	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive, deadline or going")
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")

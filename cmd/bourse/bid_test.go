@@ -369,7 +369,7 @@ func TestBid(t *testing.T) {
 			{"NoPrice", []string{"offer"}, exitUsage, []string{"say what you pay"}},
 			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitFailure, []string{"--p", "invalid_curve"}},
 			{"NoSuchContract", []string{"kill", "c-nosuch"}, exitRefused, []string{"(code not_found)"}},
-			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive or deadline"}},
+			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive, deadline or going"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

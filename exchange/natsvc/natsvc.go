@@ -126,8 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
-		logLines: newBuckets(1, 5),
-		peers:    newPeers()}
+		logLines: newBuckets(1, 5)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	house, err := exchange.New(hc)
@@ -135,6 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.house, s.cfg = house, house.Config()
+	s.peers = newPeers(s.cfg.Now())
 	if hc.Metrics != nil {
 		for _, c := range []prometheus.Collector{s.busy, s.refused} {
 			if err := hc.Metrics.Register(c); err != nil {
@@ -161,6 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		defer s.wg.Done()
 		s.sweep(runCtx)
 	}()
+	s.wg.Go(func() { s.publishMarket(runCtx) })
 	return s, nil
 }
 
@@ -234,6 +235,7 @@ func (s *Service) startEndpoints() error {
 		h    micro.HandlerFunc
 	}{
 		{client, protocol.VerbOffer, s.async(s.handleOffer)},
+		{client, protocol.VerbQuote, s.async(s.handleQuote)},
 		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
 		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},
