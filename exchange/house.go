@@ -73,6 +73,17 @@ type Config struct {
 	MarketEvery  time.Duration
 	MarketTape   int
 
+	// BookPerClient bounds one client's waiting offers, 16; BookTotal
+	// the book's, 10,000 (Store.Queue refuses more with book_full).
+	BookPerClient int
+	BookTotal     int
+	// MatchBatch is how many waiting offers of a currency one matching
+	// pass offers at most, 100; RematchEvery how often every server with
+	// free GPUs is matched again, whether or not they freed lately, 30s
+	// (its prices may have fallen, or the instance that matched stopped).
+	MatchBatch   int
+	RematchEvery time.Duration
+
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
 	// Verifier, if set, requires every reading that travels (Reading) to
@@ -118,6 +129,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("exchange: AckWait %v must be shorter than ServerLostAfter %v less ReadingEvery %v", c.AckWait, c.ServerLostAfter, c.ReadingEvery)
 	}
 	c.marketDefaults()
+	c.bookDefaults()
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 500
 	}
@@ -162,7 +174,8 @@ type House struct {
 	// contract).
 	retryHold map[currency.HoldID]time.Time
 
-	tape tape // the contracts made lately, for market data (tape.go)
+	tape tape  // the contracts made lately, for market data (tape.go)
+	room rooms // the servers that may have room for waiting offers (match.go)
 }
 
 // New checks cfg and returns a House.

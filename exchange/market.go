@@ -39,6 +39,22 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 		k := key{s.currency, s.model}
 		sold[k] = append(sold[k], s)
 	}
+	book, err := h.store.Book(ctx, BookQuery{Limit: h.cfg.BookTotal})
+	if err != nil {
+		return nil, fmt.Errorf("market data: read the book: %w", err)
+	}
+	for _, w := range book {
+		model := w.Terms.Class.Model
+		if model == "" {
+			model = anyModel
+		}
+		d := &line(w.Terms.Currency, model).Waiting
+		d.Offers++
+		d.GPUs += w.Terms.GPUs
+		if w.Price.GreaterThan(d.Best) {
+			d.Best = w.Price
+		}
+	}
 	for cur, byModel := range h.servers.capacity() {
 		for model, c := range byModel {
 			l := line(cur, model)
@@ -126,5 +142,21 @@ func (c *Config) marketDefaults() {
 	}
 	if c.MarketTape <= 0 {
 		c.MarketTape = 100_000
+	}
+}
+
+// bookDefaults fills in the book's settings of c.
+func (c *Config) bookDefaults() {
+	if c.BookPerClient <= 0 {
+		c.BookPerClient = 16
+	}
+	if c.BookTotal <= 0 {
+		c.BookTotal = 10_000
+	}
+	if c.MatchBatch <= 0 {
+		c.MatchBatch = 100
+	}
+	if c.RematchEvery <= 0 {
+		c.RematchEvery = 30 * time.Second
 	}
 }

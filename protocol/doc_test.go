@@ -192,6 +192,20 @@ func examples(t *testing.T) []example {
 			Memo: "prepayment of contract " + resumedID, At: resumed.AcceptedAt},
 	}
 
+	// At 13:00 every H100 is taken: alice's offer waits in the book up to
+	// six hours, behind one better-priced offer, and is matched at 13:42.
+	waitID := contractID("alice", "train-81880")
+	waitTerms := terms
+	waitTerms.Job = nil
+	queued := trade.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
+		Price: dec("0.004"), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
+	cancelled := queued
+	cancelled.Ahead, cancelled.Left = 0, trade.LeftCancelled
+	expired := queued
+	expired.Ahead, expired.Left = 0, trade.LeftExpired
+	waitCounter := counter
+	waitCounter.ID, waitCounter.Terms.Job, waitCounter.ValidUntil = "Qm7hT2cV9pL4xZ8aR1sN3e", nil, at(t, "1h42m15.2s")
+
 	gpus := make([]trade.GPU, 4)
 	for i := range gpus {
 		gpus[i] = trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
@@ -226,6 +240,19 @@ func examples(t *testing.T) []example {
 		}},
 		{"statement.request", protocol.StatementRequest{Currency: "CRED", Limit: 50}},
 		{"statement.reply", protocol.StatementReply{Entries: entries}},
+		{"offer.request.wait", protocol.OfferRequest{RequestID: "train-81880", Terms: waitTerms, Wait: trade.Duration(6 * time.Hour)}},
+		{"offer.reply.queued", protocol.OfferReply{
+			Rejections: []protocol.Rejection{{Server: "gpu1", Reason: "no free GPU of the class"}, {Server: "gpu2", Reason: "no free GPU of the class"}},
+			Queued:     &queued,
+		}},
+		{"waiting.request", protocol.WaitingRequest{Currency: "CRED"}},
+		{"waiting.reply", protocol.WaitingReply{Offers: []trade.Waiting{queued}}},
+		{"cancel.request", protocol.CancelRequest{Offer: waitID}},
+		{"cancel.reply", cancelled},
+		{"balance.reply.waiting", protocol.BalanceReply{
+			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
+			Scale:   scale, Waiting: &protocol.WaitingSum{Offers: 1, Prepayments: terms.Prepayment},
+		}},
 		{"quote.request", protocol.QuoteRequest{Terms: terms}},
 		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
@@ -242,6 +269,8 @@ func examples(t *testing.T) []example {
 		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}.Lean()},
 		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}.Lean()},
 		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}.Lean()},
+		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []trade.Counter{waitCounter}, At: at(t, "1h42m0.2s")}.Lean()},
+		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}.Lean()},
 
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
@@ -351,6 +380,8 @@ func TestDocCommands(t *testing.T) {
 		"client.balance":   func() any { return new(protocol.BalanceRequest) },
 		"client.statement": func() any { return new(protocol.StatementRequest) },
 		"client.quote":     func() any { return new(protocol.QuoteRequest) },
+		"client.cancel":    func() any { return new(protocol.CancelRequest) },
+		"client.waiting":   func() any { return new(protocol.WaitingRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -385,7 +416,7 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("%s: data after the body", line)
 		}
 	}
-	for _, kind := range []string{"client.offer", "client.quote", "client.suspend", "client.contract", "client.contracts",
+	for _, kind := range []string{"client.offer", "client.quote", "client.cancel", "client.waiting", "client.suspend", "client.contract", "client.contracts",
 		"client.balance", "client.statement", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
 		if !seen[kind] {
 			t.Errorf("the walk-through shows no natscli command for %s", kind)
@@ -458,7 +489,8 @@ func TestDocSubjects(t *testing.T) {
 	doc := readDoc(t)
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
-		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbQuote} {
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbQuote,
+		protocol.VerbCancel, protocol.VerbWaiting} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {

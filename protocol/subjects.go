@@ -34,7 +34,9 @@ const (
 	VerbContracts = "contracts"
 	VerbBalance   = "balance"
 	VerbStatement = "statement"
-	VerbQuote     = "quote" // what the servers would say to an offer, binding no one
+	VerbQuote     = "quote"   // what the servers would say to an offer, binding no one
+	VerbCancel    = "cancel"  // take a waiting offer out of the book
+	VerbWaiting   = "waiting" // list one's waiting offers
 )
 
 // Server verbs: bourse.v1.server.<server>.<verb>.

@@ -56,6 +56,9 @@ type Contract struct {
 	// GPUs are the server's device indexes the job was given.
 	GPUs []int `json:"gpus,omitempty"`
 
+	// QueuedAt, for a contract made from a waiting offer (Waiting), is
+	// when that offer entered the book: it waited AcceptedAt − QueuedAt.
+	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time `json:"accepted_at"`
 	StartDeadline time.Time `json:"start_deadline"`
 	StartedAt     time.Time `json:"started_at,omitzero"`

@@ -128,6 +128,8 @@ finishes those in flight and exits.`,
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")
 	f.DurationVar(&cfg.MarketEvery, "market-every", 5*time.Second, "how often market data is published on bourse.v1.market.<currency> (by one instance of those running)")
 	f.DurationVar(&cfg.MarketWindow, "market-window", time.Hour, "how far back market data counts the contracts made")
+	f.IntVar(&cfg.BookPerClient, "book-per-client", 16, "the most offers one client may have waiting in the book")
+	f.IntVar(&cfg.BookTotal, "book-total", 10_000, "the most offers the book holds in all")
 	f.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the usage stream (3 on a NATS cluster)")
 	f.DurationVar(&cfg.JetStreamWait, "jetstream-wait", 2*time.Minute, "how long to wait, retrying, for JetStream to create the usage stream at start (a NATS cluster just started has no leader for a while)")
 	f.Int64Var(&cfg.StreamMaxBytes, "stream-max-bytes", 1<<30, "bytes of readings the usage stream holds while they wait for the exchange; past it servers keep them")

@@ -32,7 +32,7 @@ import (
 // Currency is the harness's currency: scale 2.
 const Currency = "CRED"
 
-// T0 is the manual clock's first instant.
+// T0 is the manual clock's first instant on the memory store.
 var T0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // Clock is a manual clock: it moves only when told.
@@ -60,11 +60,12 @@ func (c *Clock) Set(t time.Time) {
 type Harness struct {
 	T      testing.TB
 	Clock  *Clock
-	Store  *memstore.Store
-	Ledger *mem.Ledger
+	Store  exchange.Store
+	Ledger currency.Ledger
 	House  *exchange.House
 	Router *Router
 
+	cfg    exchange.Config
 	mu     sync.Mutex
 	events []Event
 }
@@ -75,22 +76,47 @@ type Event struct {
 	protocol.Event
 }
 
-// New is a harness whose House has cfg's settings (Store, Router,
-// Notifier and Now are the harness's), with currency CRED.
+// New is a harness on the memory store whose House has cfg's settings
+// (Store, Router, Notifier and Now are the harness's), with currency
+// CRED.
 func New(t testing.TB, cfg exchange.Config) *Harness {
 	t.Helper()
-	h := &Harness{T: t, Clock: &Clock{now: T0}, Ledger: mem.New(mem.Options{})}
-	h.Store = memstore.New(h.Ledger)
-	h.Router = &Router{h: h, Nodes: map[string]*server.Node{}}
+	clock := &Clock{now: T0}
+	return newOn(t, memstore.New(mem.New(mem.Options{Now: clock.Now})), clock, cfg)
+}
+
+// NewOn is New on store, whose ledger must be empty. Its clock starts at
+// the wall clock's second: a SQL ledger keeps the database's time, by
+// which holds fall due.
+func NewOn(t testing.TB, store exchange.Store, cfg exchange.Config) *Harness {
+	t.Helper()
+	return newOn(t, store, &Clock{now: time.Now().UTC().Truncate(time.Second)}, cfg)
+}
+
+func newOn(t testing.TB, store exchange.Store, clock *Clock, cfg exchange.Config) *Harness {
+	t.Helper()
+	h := &Harness{T: t, Clock: clock, Store: store, Ledger: store.Ledger()}
+	h.Router = &Router{h: h, Nodes: map[string]*server.Node{}, Silent: map[string]bool{}, Asked: map[string]int{}}
+	require.NoError(t, h.Ledger.CreateCurrency(context.Background(), currency.Currency{Code: Currency, Scale: 2}))
+	h.cfg = cfg
+	h.House = h.Instance()
+	return h
+}
+
+// Instance is another House on the harness's store, router, events and
+// clock, as another exchange instance would be (or this one after a
+// restart): what it knows of the servers it learns from their next
+// heartbeats (Beat).
+func (h *Harness) Instance() *exchange.House {
+	h.T.Helper()
+	cfg := h.cfg
 	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now = h.Store, h.Router, h, h.Clock.Now
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	require.NoError(t, h.Ledger.CreateCurrency(context.Background(), currency.Currency{Code: Currency, Scale: 2}))
 	house, err := exchange.New(cfg)
-	require.NoError(t, err)
-	h.House = house
-	return h
+	require.NoError(h.T, err)
+	return house
 }
 
 // Now is the harness's time.
@@ -175,10 +201,13 @@ func (h *Harness) Server(id, model string, n int, policy server.Policy) *server.
 
 // Tick does what the servers' agents do at the clock's time: each node
 // says which readings are due and which jobs stop or start, and the House
-// hears of each; then every server heartbeats.
+// hears of each; then every server heartbeats. Silent servers do nothing.
 func (h *Harness) Tick() {
 	ctx := context.Background()
 	for _, id := range slices.Sorted(maps.Keys(h.Router.Nodes)) {
+		if h.Router.silent(id) {
+			continue
+		}
 		n := h.Router.Nodes[id]
 		due := n.Tick(h.Now())
 		for _, r := range due.Readings {
@@ -194,20 +223,27 @@ func (h *Harness) Tick() {
 	h.Beat()
 }
 
-// Beat has every server heartbeat as it stands.
-func (h *Harness) Beat() {
+// Beat has every server but the silent ones heartbeat as it stands, to
+// the harness's House and to others.
+func (h *Harness) Beat(others ...*exchange.House) {
 	for _, id := range slices.Sorted(maps.Keys(h.Router.Nodes)) {
-		_ = h.House.Heartbeat(context.Background(), id, h.Router.Nodes[id].Hello(h.Now()))
+		if h.Router.silent(id) {
+			continue
+		}
+		for _, house := range append([]*exchange.House{h.House}, others...) {
+			_ = house.Heartbeat(context.Background(), id, h.Router.Nodes[id].Hello(h.Now()))
+		}
 	}
 }
 
-// Run ticks every step until d has passed, sweeping after each tick as
-// the House's driver does.
+// Run ticks every step until d has passed, sweeping and matching after
+// each tick as the House's driver does.
 func (h *Harness) Run(d, step time.Duration) {
 	end := h.Now().Add(d)
 	for h.Now().Before(end) {
 		h.Advance(step)
 		h.Tick()
 		h.House.Sweep(context.Background())
+		h.House.Match(context.Background())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/bourse/bourse/exchange"
@@ -17,11 +18,49 @@ import (
 // given (by id), until one accepts. A server in Silent answers nothing,
 // like one that hung.
 type Router struct {
-	h      *Harness
-	Nodes  map[string]*server.Node
+	h     *Harness
+	Nodes map[string]*server.Node
+	mu    sync.Mutex
+	// Silent are the servers that answer nothing (set before the House
+	// runs, or under Lock).
 	Silent map[string]bool
-	// Asked counts the offers each server was asked to decide.
+	// Asked counts the offers each server was asked to decide (read it
+	// with AskedOf).
 	Asked map[string]int
+	// mute are the servers that decide offers but never answer a start,
+	// like one that hung after its accept (MuteStarts).
+	mute map[string]bool
+}
+
+// MuteStarts has server decide offers but never answer a start.
+func (r *Router) MuteStarts(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mute == nil {
+		r.mute = map[string]bool{}
+	}
+	r.mute[server] = true
+}
+
+// Silence makes server silent (or speak again): it answers nothing and
+// sends nothing.
+func (r *Router) Silence(server string, silent bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Silent[server] = silent
+}
+
+// AskedOf is how many offers server was asked to decide.
+func (r *Router) AskedOf(server string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Asked[server]
+}
+
+func (r *Router) silent(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Silent[server]
 }
 
 var _ exchange.Router = (*Router)(nil)
@@ -29,12 +68,11 @@ var _ exchange.Router = (*Router)(nil)
 var errSilent = errors.New("the server is silent")
 
 func (r *Router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
-	if r.Asked == nil {
-		r.Asked = map[string]int{}
-	}
+	r.mu.Lock()
 	for _, s := range servers {
 		r.Asked[s]++
 	}
+	r.mu.Unlock()
 	return r.ask(offer, servers, (*server.Node).Decide)
 }
 
@@ -46,7 +84,7 @@ func (r *Router) ask(offer protocol.ServerOffer, servers []string, decide func(*
 	return func(yield func(exchange.Answer) bool) {
 		for _, s := range servers {
 			a := exchange.Answer{Server: s}
-			if r.Silent[s] {
+			if r.silent(s) {
 				a.Err = errSilent
 			} else {
 				a.Decision = decide(r.Nodes[s], r.h.Now(), offer)
@@ -62,7 +100,10 @@ func (r *Router) ask(offer protocol.ServerOffer, servers []string, decide func(*
 // first (their final readings go to the House), then it launches.
 func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {
 	id := s.Contract.Server
-	if r.Silent[id] {
+	r.mu.Lock()
+	mute := r.mute[id] || r.Silent[id]
+	r.mu.Unlock()
+	if mute {
 		done(protocol.Started{}, errSilent)
 		return
 	}
@@ -84,7 +125,7 @@ func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now()
 
 func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
 	err := errSilent
-	if !r.Silent[c.Server] {
+	if !r.silent(c.Server) {
 		err = r.Nodes[c.Server].Control(r.h.Now(), c.ID, action)
 	}
 	if done != nil {

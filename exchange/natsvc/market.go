@@ -2,7 +2,6 @@ package natsvc
 
 import (
 	"context"
-	"time"
 
 	"github.com/bourse/bourse/protocol"
 )
@@ -14,21 +13,14 @@ import (
 // what each instance did: should two instances publish for a moment, each
 // message is whole and the same, never a share to be added up.
 func (s *Service) publishMarket(ctx context.Context) {
-	t := time.NewTicker(s.cfg.MarketEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, s.cfg.MarketEvery, func() {
 		if !s.peers.leads(s.cfg.Now()) {
-			continue
+			return
 		}
 		ms, err := s.house.Market(ctx)
 		if err != nil {
 			s.cfg.Logger.Warn("market data not published", "err", err)
-			continue
+			return
 		}
 		for _, m := range ms {
 			body, err := protocol.Marshal(m)
@@ -38,5 +30,5 @@ func (s *Service) publishMarket(ctx context.Context) {
 			}
 			_ = s.nc.Publish(protocol.MarketSubject(m.Currency), body)
 		}
-	}
+	})
 }

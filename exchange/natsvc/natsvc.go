@@ -162,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		s.sweep(runCtx)
 	}()
 	s.wg.Go(func() { s.publishMarket(runCtx) })
+	s.wg.Go(func() { s.match(runCtx) })
 	return s, nil
 }
 
@@ -236,6 +237,8 @@ func (s *Service) startEndpoints() error {
 	}{
 		{client, protocol.VerbOffer, s.async(s.handleOffer)},
 		{client, protocol.VerbQuote, s.async(s.handleQuote)},
+		{client, protocol.VerbCancel, s.handleCancel},
+		{client, protocol.VerbWaiting, s.handleWaiting},
 		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
 		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},
