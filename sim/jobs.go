@@ -37,6 +37,7 @@ type job struct {
 	neg       *strategy.Negotiator
 	contract  string // the contract it holds, if any
 	tries     int
+	last      contract.Terms // the terms it last offered
 }
 
 // rounds is how many offers a job's first negotiation makes before it
@@ -112,6 +113,9 @@ func (m *Market) step(j *job) {
 		switch a.Op {
 		case strategy.Offer, strategy.Take:
 			req := protocol.OfferRequest{RequestID: a.RequestID, Terms: a.Terms}
+			if a.Op == strategy.Offer {
+				j.last = a.Terms
+			}
 			if a.Op == strategy.Take {
 				req.Terms, req.Counter = a.Counter.Terms, a.Counter.ID
 				req.Terms.Server = a.Counter.Server
@@ -143,6 +147,9 @@ func (m *Market) failed(j *job, err error) {
 	later := errors.Is(err, strategy.ErrGaveUp) || code == bourse.EInsufficientFunds || code == bourse.ECapacityGone
 	if !later {
 		m.reject(j)
+		return
+	}
+	if m.cfg.Standing && m.e.Now().Before(j.giveUp) && m.stand(j) {
 		return
 	}
 	m.requeue(j)

@@ -33,6 +33,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	}
 	m.e.Every(hc.SweepEvery, func() bool {
 		m.house.Sweep(ctx)
+		m.matchBook()
 		m.wake(1) // prices and budgets move without a contract ending
 		if m.done() {
 			m.e.Halt()
@@ -52,6 +53,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	if err := m.e.RunContext(stop, m.cfg.Start.Add(m.cfg.Limit)); err != nil {
 		m.finish()
 		r := m.m.Result(m.e.Now())
+		r.Summary.Offers = m.offers
 		r.Scenario, r.Policy, r.Seed, r.Interrupted = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed, true
 		return r, fmt.Errorf("%w after %v of virtual time: %w", ErrInterrupted, m.e.Now().Sub(m.cfg.Start), err)
 	}
@@ -63,6 +65,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	}
 	m.finish()
 	r := m.m.Result(m.e.Now())
+	r.Summary.Offers = m.offers
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
 	return r, nil
 }
@@ -90,13 +93,13 @@ func (m *Market) pull() {
 
 // sample records the series at its interval.
 func (m *Market) sample() {
-	m.m.Sample(m.open, m.waiting.len()+m.busy)
+	m.m.Sample(m.open, m.waiting.len()+m.busy+len(m.standing))
 	m.e.At(m.m.Due(), m.sample)
 }
 
 // done reports that the market has nothing left to do.
 func (m *Market) done() bool {
-	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0
+	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0 && len(m.standing) == 0
 }
 
 // finish counts the jobs the run's limit cut off, waiting, negotiating

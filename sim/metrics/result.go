@@ -29,6 +29,9 @@ type Summary struct {
 	Preempted      int `json:"preempted"`       // stopped for a dearer job
 	DeadlineMisses int `json:"deadline_misses"` // done after their deadline, or never done
 	Contracts      int `json:"contracts"`
+	// Offers is how many offers the clients made (a counter-offer taken
+	// counts as one; a waiting offer counts once, however long it waits).
+	Offers int `json:"offers"`
 
 	Revenue     float64 `json:"revenue"`     // charged to clients
 	Utilization float64 `json:"utilization"` // GPU-seconds used / GPU-seconds there were
