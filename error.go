@@ -32,6 +32,7 @@ const (
 	ENoMatch             Code = "no_match"             // no server has the GPUs an offer asks for
 	ERateLimited         Code = "rate_limited"         // too many requests from one party; retry after RetryAfterMS
 	ECapExceeded         Code = "cap_exceeded"         // an administrator's cap on the client would be passed
+	EBookFull            Code = "book_full"            // the book holds as many waiting offers as it may (the client's, or in all)
 	// ERejected is a client's own: the exchange answers an offer that every
 	// server refused without a counter-offer with those rejections, and
 	// bourse bid turns them into this error.

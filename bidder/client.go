@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -324,38 +323,5 @@ func (c *Client) Statement(ctx context.Context, cur string, after int64, limit i
 // warning) carries the contract's terms; the later ones leave them out
 // (protocol.Event.Lean). Watch fills them in.
 func (c *Client) Events(ctx context.Context, buffer int) (<-chan protocol.Event, error) {
-	ch := make(chan protocol.Event, buffer)
-	var mu sync.Mutex // guards closed: a callback may run while ctx ends
-	closed := false
-	sub, err := c.nc.Subscribe(protocol.DeliverSubject(c.cfg.ID, protocol.DeliverEvent), func(m *nats.Msg) {
-		var ev protocol.Event
-		if json.Unmarshal(m.Data, &ev) != nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return
-		}
-		select {
-		case ch <- ev:
-		default:
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bidder: subscribe to events: %w", err)
-	}
-	if err := c.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("bidder: subscribe to events: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		_ = sub.Unsubscribe()
-		mu.Lock()
-		closed = true
-		close(ch)
-		mu.Unlock()
-	}()
-	return ch, nil
+	return subscribe[protocol.Event](ctx, c.nc, protocol.DeliverSubject(c.cfg.ID, protocol.DeliverEvent), buffer)
 }

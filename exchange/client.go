@@ -93,6 +93,9 @@ func (h *House) Balance(ctx context.Context, client, cur string) (protocol.Balan
 		return protocol.BalanceReply{}, bourse.Errorf(bourse.EUnavailable, "exchange.Balance", "currency %s: cannot read its scale", b.Currency)
 	}
 	b.Scale = scale
+	if b.Waiting, err = h.waitingSum(ctx, client, cur); err != nil {
+		return protocol.BalanceReply{}, err
+	}
 	return b, nil
 }
 

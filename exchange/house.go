@@ -65,6 +65,25 @@ type Config struct {
 	// valid reading, else voided (ReasonExpired), 1h.
 	StuckLimit time.Duration
 
+	// MarketWindow is how far back market data counts the contracts
+	// made, 1h; MarketEvery how often its driver publishes it, 5s;
+	// MarketTape the most contracts it keeps in memory to do so, 100,000
+	// (past that the window it covers shortens, and says so).
+	MarketWindow time.Duration
+	MarketEvery  time.Duration
+	MarketTape   int
+
+	// BookPerClient bounds one client's waiting offers, 16; BookTotal
+	// the book's, 10,000 (Store.Queue refuses more with book_full).
+	BookPerClient int
+	BookTotal     int
+	// MatchBatch is how many waiting offers of a currency one matching
+	// pass offers at most, 100; RematchEvery how often every server with
+	// free GPUs is matched again, whether or not they freed lately, 30s
+	// (its prices may have fallen, or the instance that matched stopped).
+	MatchBatch   int
+	RematchEvery time.Duration
+
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
 	// Verifier, if set, requires every reading that travels (Reading) to
@@ -109,6 +128,8 @@ func (c *Config) defaults() error {
 	if c.AckWait >= c.ServerLostAfter-c.ReadingEvery {
 		return fmt.Errorf("exchange: AckWait %v must be shorter than ServerLostAfter %v less ReadingEvery %v", c.AckWait, c.ServerLostAfter, c.ReadingEvery)
 	}
+	c.marketDefaults()
+	c.bookDefaults()
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 500
 	}
@@ -152,6 +173,9 @@ type House struct {
 	// for contracts the store has no Stuck.Retry for (a hold without a
 	// contract).
 	retryHold map[currency.HoldID]time.Time
+
+	tape tape  // the contracts made lately, for market data (tape.go)
+	room rooms // the servers that may have room for waiting offers (match.go)
 }
 
 // New checks cfg and returns a House.

@@ -178,3 +178,7 @@ func (n *tally) Start(_ context.Context, _ protocol.Start, done func(protocol.St
 }
 
 func (n *tally) Cancel(string, string) {}
+
+func (n *tally) Quote(context.Context, protocol.ServerOffer, []string) iter.Seq[exchange.Answer] {
+	return func(func(exchange.Answer) bool) {}
+}

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the exchange's Prometheus series, all prefixed bourse_exchange_.
 type metrics struct {
-	offers      *prometheus.CounterVec // by outcome: contract, countered, rejected, error
+	offers      *prometheus.CounterVec // by outcome: contract, queued, countered, rejected, error
 	negotiation prometheus.Histogram   // seconds from offer to reply
 	settled     *prometheus.CounterVec // by reason
 	voided      prometheus.Counter
@@ -13,6 +13,8 @@ type metrics struct {
 	stuck       prometheus.Counter     // contracts that began to fail to settle or void
 	stuckNow    prometheus.Gauge       // contracts holding escrow that are stuck now
 	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
+	quotes      *prometheus.CounterVec // by outcome: accepted, countered, rejected, no_match, error
+	book        *prometheus.CounterVec // waiting offers by what happened: queued, matched, and why they left
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -35,10 +37,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Contracts that hold their escrow and have failed to settle or void, as the store says (the same on every instance)."}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
 			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
+		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
+			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
+		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
+			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid."}, []string{"event"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
-			m.stuck, m.stuckNow, m.heartbeats)
+			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book)
 	}
 	return m
 }

@@ -35,6 +35,8 @@ func (h *House) Offer(ctx context.Context, client string, req protocol.OfferRequ
 		}
 	case reply.Contract != nil:
 		h.metrics.offers.WithLabelValues("contract").Inc()
+	case reply.Queued != nil:
+		h.metrics.offers.WithLabelValues("queued").Inc()
 	case len(reply.Counters) > 0:
 		h.metrics.offers.WithLabelValues("countered").Inc()
 	default:
@@ -72,41 +74,17 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err := h.checkResume(ctx, client, req.Resumes); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	// The funds and every concurrent-GPU cap above the client, read in
-	// one go: on a database, one round trip.
-	cur := currency.Code(t.Currency)
-	wallet := currency.WalletID(cur, client)
-	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
-		Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
-	owners, err := h.owners(ctx, client, cur)
-	if bourse.ErrorCode(err) == bourse.ENotFound {
-		return protocol.OfferReply{}, noWallet
-	} else if err != nil {
+	if err := h.checkWait(req); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	ids := make([]currency.AccountID, 1, 1+len(owners))
-	ids[0] = wallet
-	for _, o := range owners {
-		ids = append(ids, caps.GPUWallet(o))
-	}
-	bals, err := h.store.Ledger().Balances(ctx, ids...)
-	if err != nil {
-		return protocol.OfferReply{}, err
-	}
-	bal := bals[0]
-	if bal.Account == "" {
-		return protocol.OfferReply{}, noWallet
-	}
-	if bal.Available.LessThan(t.Prepayment) {
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
-			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
-	}
-	adm, err := h.cfg.Periods.Admit(ctx, h.store.Ledger(), h.cfg.SpendCaps,
-		caps.Offer{Owners: owners, Currency: cur, GPUs: t.GPUs, Prepayment: t.Prepayment}, bals[1:])
+	adm, available, err := h.admit(ctx, client, t)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
 	servers := h.servers.match(t)
+	if len(servers) == 0 && req.Wait > 0 {
+		return h.queue(ctx, id, t, req, claim, available, protocol.OfferReply{})
+	}
 	if len(servers) == 0 {
 		if h.servers.live() == 0 {
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
@@ -122,9 +100,12 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
 				Message: "the counter-offer's GPUs were taken meanwhile"}
 		}
+		if req.Wait > 0 {
+			return h.queue(ctx, id, t, req, claim, available, reply)
+		}
 		return reply, nil
 	}
-	c, err := h.open(ctx, id, claim, offerID, win, signed, adm, t, req)
+	c, _, err := h.open(ctx, id, claim, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -133,14 +114,16 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 }
 
 // open escrows and records the contract that win accepted, then starts it.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest) (trade.Contract, error) {
+// A contract made from the book has queuedAt, when its offer was queued:
+// the store makes it only if the offer still waits there.
+func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (trade.Contract, bool, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
 	// then, and the hold's deadline with it.
 	c := trade.Contract{
 		ID: id, Client: t.Client, Server: win, Terms: t, State: trade.StateAccepted,
-		Resumes: req.Resumes, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
+		Resumes: req.Resumes, QueuedAt: queuedAt, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
 		AcceptSigned: signed,
 	}
 	// The key is the negotiation's, not the request's: an escrow that
@@ -160,15 +143,15 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-			return trade.Contract{}, adm.Refusal(ctx, h.store.Ledger(), err)
+			return trade.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)
 		}
-		return trade.Contract{}, err
+		return trade.Contract{}, false, err
 	}
 	if !created {
 		// A retry of this request won meanwhile: keep its contract and
 		// release this negotiation's accept.
 		h.router.Cancel(win, offerID)
-		return stored, nil
+		return stored, false, nil
 	}
 	h.metrics.escrowed.Inc()
 	h.event(protocol.EventAccepted, stored)
@@ -193,7 +176,7 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 			}
 		}
 	})
-	return stored, nil
+	return stored, true, nil
 }
 
 // Started records that server started the job of contract st.Contract, as
@@ -243,18 +226,7 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 		case a.Decision.Accept:
 			return a.Server, nil, protocol.OfferReply{}
 		default:
-			for _, c := range a.Decision.Counters {
-				c.Server = a.Server
-				c.Terms.Server = a.Server
-				reply.Counters = append(reply.Counters, c)
-			}
-			reason := a.Decision.Reason
-			if a.Decision.Code != "" {
-				reason = string(a.Decision.Code) + ": " + reason
-			}
-			if len(a.Decision.Counters) == 0 {
-				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: reason, Code: a.Decision.Code})
-			}
+			reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
 		}
 	}
 	return "", nil, reply

@@ -186,6 +186,9 @@ func (h *House) updatePriced(ctx context.Context, id string, change func(c *trad
 
 // event tells the client about its contract.
 func (h *House) event(typ protocol.EventType, c trade.Contract) {
+	if typ == protocol.EventSettled || typ == protocol.EventVoided {
+		h.room.mark(c.Server) // its GPUs free up: offer them the book
+	}
 	h.notify.Notify(c.Client, protocol.Event{Type: typ, Contract: c, At: h.cfg.Now().UTC()})
 }
 

@@ -65,14 +65,48 @@ func (r *registry) remember(server, cur string, yes bool) {
 	r.unknownUntil[k] = r.now().Add(r.lostAfter)
 }
 
-func (r *registry) update(id string, h protocol.Hello) {
+// update records server id's hello or heartbeat, and reports whether it
+// has more room than it had: it is new, back after silence, or has more
+// GPUs free.
+func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.servers[id]; !ok {
+	now := r.now()
+	old, ok := r.servers[id]
+	if !ok {
 		i, _ := slices.BinarySearch(r.order, id)
 		r.order = slices.Insert(r.order, i, id)
 	}
-	r.servers[id] = serverState{Hello: h, seen: r.now()}
+	r.servers[id] = serverState{Hello: h, seen: now}
+	return !ok || old.seen.Before(now.Add(-r.lostAfter)) || h.Free > old.Free
+}
+
+// rooms returns the live servers of ids as they last said, by id.
+func (r *registry) rooms(ids []string) map[string]serverState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	out := make(map[string]serverState, len(ids))
+	for _, id := range ids {
+		if s, ok := r.servers[id]; ok && !s.seen.Before(cutoff) {
+			out[id] = s
+		}
+	}
+	return out
+}
+
+// liveIDs lists the servers heard from recently.
+func (r *registry) liveIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	var out []string
+	for _, id := range r.order { // in order: the simulator must be deterministic
+		if !r.servers[id].seen.Before(cutoff) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // match returns the live servers that could run t, sorted by id: the same

@@ -20,6 +20,10 @@ type Router interface {
 	// has taken an accept: the router cancels (Cancel) any accept that
 	// comes after.
 	Ask(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[Answer]
+	// Quote asks every one of servers what it would answer the offer,
+	// claiming nothing, and yields their answers as Ask does. An accept
+	// binds no one, so nothing is cancelled.
+	Quote(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[Answer]
 	// Start asks the contract's server to start its job; done hears its
 	// answer, or why there was none.
 	Start(ctx context.Context, start protocol.Start, done func(protocol.Started, error))

@@ -23,8 +23,30 @@ type Store interface {
 	// none of the reserves is kept. With a claim token (see Claim), the
 	// id must be claimed by that token, or Open makes nothing and fails
 	// with EUnavailable (another try took the claim over); the contract,
-	// made or found, ends the claim.
+	// made or found, ends the claim. The contract made takes its id's
+	// waiting offer out of the book, if there is one, in the same
+	// transaction; one made from the book (c.QueuedAt set) is made only
+	// if its waiting offer is still there, else Open fails with
+	// EConflict (it was cancelled or expired meanwhile).
 	Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (stored trade.Contract, created bool, err error)
+	// Queue puts w in the book, unless it is there already (it returns
+	// the one stored, created=false) or a contract of w.ID exists
+	// (EConflict). With a claim token the id must be claimed by it, as
+	// for Open. It writes nothing and fails with EBookFull where
+	// w.Client has limits.PerClient waiting offers, or the book
+	// limits.Total in all.
+	Queue(ctx context.Context, w trade.Waiting, claim string, limits BookLimits) (stored trade.Waiting, created bool, err error)
+	// Waiting is waiting offer id with its Ahead counted; ENotFound if it
+	// is not in the book.
+	Waiting(ctx context.Context, id string) (trade.Waiting, error)
+	// Book lists the waiting offers q selects in book order: the highest
+	// Price first, then the earliest QueuedAt, then by id. Ahead is not
+	// set.
+	Book(ctx context.Context, q BookQuery) ([]trade.Waiting, error)
+	// Unqueue takes waiting offer id out of the book and returns it as it
+	// was; ENotFound if it is not there (matched, cancelled or expired
+	// already): of calls that race, one finds it.
+	Unqueue(ctx context.Context, id string) (trade.Waiting, error)
 	// Claim claims c.ID for negotiation c.Token until c.Until, unless
 	// another negotiation holds it and its Until is after now; it says
 	// which. A claim taken over leaves the other negotiation unable to
@@ -66,3 +88,18 @@ type Store interface {
 // ErrNoChange is returned by an Update change function that finds nothing
 // to do (a stale reading, a contract settled already).
 var ErrNoChange = errors.New("no change")
+
+// BookLimits bound the book: waiting offers of one client, and in all.
+type BookLimits struct {
+	PerClient int
+	Total     int
+}
+
+// BookQuery selects waiting offers: of Currency and of Client where set,
+// whose Until is not after DueBy where set, at most Limit (all if ≤ 0).
+type BookQuery struct {
+	Currency string
+	Client   string
+	DueBy    time.Time
+	Limit    int
+}

@@ -35,6 +35,8 @@ func (h *House) Sweep(ctx context.Context) {
 	now := h.cfg.Now().UTC()
 	defer func() { h.pauses.end(now, h.cfg.Now().UTC(), h.cfg.SweepEvery) }()
 	silentSince := now.Add(-h.cfg.ServerLostAfter)
+	// A wait's end needs no server's word: it is judged after a pause too.
+	h.expireBook(ctx, now)
 	if !h.pauses.begin(now, h.cfg.SweepEvery, silentSince) {
 		return
 	}

@@ -67,6 +67,9 @@ type Config struct {
 	// servers first where the exchange runs elsewhere): so servers sit on
 	// different nodes, and each moves to another when its node goes.
 	Nodes []string
+	// MarketEvery is how often the exchange publishes market data, 2s:
+	// a demo is short.
+	MarketEvery time.Duration
 	// ClientTimeout bounds each bidder request (bidder's default if 0).
 	ClientTimeout time.Duration
 	// ClientRetries is how often a bidder sends a request that got no
@@ -244,7 +247,8 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 	// The treasury's Periods: a cap set and the offers it caps meet the
 	// same period.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log,
-		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods()}, StreamStorage: storage})
+		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods(),
+		MarketEvery: cmp.Or(m.cfg.MarketEvery, 2*time.Second)}, StreamStorage: storage})
 	if err != nil {
 		return nil, err
 	}

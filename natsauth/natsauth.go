@@ -177,7 +177,8 @@ func permit(p *jwt.Permissions, role, id string) error {
 		return nil // everything in the account: JetStream's API, micro's $SRV, every party's deliveries
 	case RoleClient, RoleServer:
 		p.Pub.Allow.Add(fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, role, id))
-		p.Sub.Allow.Add(protocol.InboxPrefix(id)+".>", protocol.DeliverSubject(id, ">"))
+		// The market data is public: every party may read it.
+		p.Sub.Allow.Add(protocol.InboxPrefix(id)+".>", protocol.DeliverSubject(id, ">"), protocol.MarketSubjects)
 		if role == RoleServer {
 			p.Resp = &jwt.ResponsePermission{MaxMsgs: 1} // it answers the exchange's offers, starts and controls
 		}

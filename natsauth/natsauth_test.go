@@ -159,6 +159,12 @@ func TestOperatorPermissions(t *testing.T) {
 	_, err = alice.Subscribe(protocol.InboxPrefix("bob")+".>", func(*nats.Msg) {})
 	require.NoError(t, err)
 	require.NoError(t, gpu1.Publish(protocol.ServerSubject("gpu2", protocol.VerbHeartbeat), []byte(`{}`)))
+	require.NoError(t, alice.Publish(protocol.MarketSubject("CRED"), []byte(`{}`)))
+	// Both may read the market data, which is public.
+	for _, nc := range []*nats.Conn{alice, gpu1} {
+		_, err := nc.SubscribeSync(protocol.MarketSubjects)
+		require.NoError(t, err)
+	}
 	require.NoError(t, alice.Flush())
 	require.NoError(t, gpu1.Flush())
 
@@ -168,6 +174,7 @@ func TestOperatorPermissions(t *testing.T) {
 		`alice: nats: permissions violation: permissions violation for subscription to "bourse.v1.deliver.bob.>"`,
 		`alice: nats: permissions violation: permissions violation for subscription to "_inbox_bob.>"`,
 		`gpu1: nats: permissions violation: permissions violation for publish to "bourse.v1.server.gpu2.heartbeat"`,
+		`alice: nats: permissions violation: permissions violation for publish to "bourse.v1.market.cred"`,
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for {
@@ -181,6 +188,9 @@ func TestOperatorPermissions(t *testing.T) {
 			}
 		}
 		if missing == 0 {
+			// Refused in order: the market data's subscriptions, made
+			// before the last of these, would have been refused by now.
+			assert.NotContains(t, got, `subscription to "bourse.v1.market`)
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "violations seen:\n%s", got)

@@ -193,6 +193,20 @@ func examples(t *testing.T) []example {
 			Memo: "prepayment of contract " + resumedID, At: resumed.AcceptedAt},
 	}
 
+	// At 13:00 every H100 is taken: alice's offer waits in the book up to
+	// six hours, behind one better-priced offer, and is matched at 13:42.
+	waitID := contractID("alice", "train-81880")
+	waitTerms := terms
+	waitTerms.Job = nil
+	queued := trade.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
+		Price: dec("0.004"), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
+	cancelled := queued
+	cancelled.Ahead, cancelled.Left = 0, trade.LeftCancelled
+	expired := queued
+	expired.Ahead, expired.Left = 0, trade.LeftExpired
+	waitCounter := counter
+	waitCounter.ID, waitCounter.Terms.Job, waitCounter.ValidUntil = "Qm7hT2cV9pL4xZ8aR1sN3e", nil, at(t, "1h42m15.2s")
+
 	gpus := make([]trade.GPU, 4)
 	for i := range gpus {
 		gpus[i] = trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
@@ -241,6 +255,28 @@ func examples(t *testing.T) []example {
 		}, Next: 98212, State: trade.StateSettled}},
 		{"output.end.log", protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}},
 		{"output.end.results", protocol.OutputEnd{Results: 20480, Omitted: []string{"ckpt/optimizer.pt: 3221225472 bytes, over the results cap"}}},
+		{"offer.request.wait", protocol.OfferRequest{RequestID: "train-81880", Terms: waitTerms, Wait: trade.Duration(6 * time.Hour)}},
+		{"offer.reply.queued", protocol.OfferReply{
+			Rejections: []protocol.Rejection{{Server: "gpu1", Reason: "no free GPU of the class"}, {Server: "gpu2", Reason: "no free GPU of the class"}},
+			Queued:     &queued,
+		}},
+		{"waiting.request", protocol.WaitingRequest{Currency: "CRED"}},
+		{"waiting.reply", protocol.WaitingReply{Offers: []trade.Waiting{queued}}},
+		{"cancel.request", protocol.CancelRequest{Offer: waitID}},
+		{"cancel.reply", cancelled},
+		{"balance.reply.waiting", protocol.BalanceReply{
+			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
+			Scale:   scale, Waiting: &protocol.WaitingSum{Offers: 1, Prepayments: terms.Prepayment},
+		}},
+		{"quote.request", protocol.QuoteRequest{Terms: terms}},
+		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
+			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
+		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
+			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
+				Model: "H100", Contracts: 12, GPUSeconds: dec("86400"),
+				Prices: &protocol.Prices{Low: dec("0.0035"), Median: dec("0.004"), High: dec("0.006"), VWAP: dec("0.00418333")},
+				GPUs:   8, Free: 2,
+			}}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
@@ -248,6 +284,8 @@ func examples(t *testing.T) []example {
 		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}.Lean()},
 		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}.Lean()},
 		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}.Lean()},
+		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []trade.Counter{waitCounter}, At: at(t, "1h42m0.2s")}.Lean()},
+		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}.Lean()},
 
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
@@ -271,6 +309,7 @@ func examples(t *testing.T) []example {
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
 		{"deliver.control", protocol.Control{Contract: id, Action: trade.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},
+		{"deliver.quote", protocol.ServerOffer{Offer: "quote-alice-" + strconv.FormatInt(at(t, "-1m").UnixNano(), 10), Terms: terms}},
 	}
 }
 
@@ -357,6 +396,9 @@ func TestDocCommands(t *testing.T) {
 		"client.statement": func() any { return new(protocol.StatementRequest) },
 		"client.logs":      func() any { return new(protocol.OutputRequest) },
 		"client.results":   func() any { return new(protocol.OutputRequest) },
+		"client.quote":     func() any { return new(protocol.QuoteRequest) },
+		"client.cancel":    func() any { return new(protocol.CancelRequest) },
+		"client.waiting":   func() any { return new(protocol.WaitingRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -391,7 +433,7 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("%s: data after the body", line)
 		}
 	}
-	for _, kind := range []string{"client.offer", "client.suspend", "client.contract", "client.contracts",
+	for _, kind := range []string{"client.offer", "client.quote", "client.cancel", "client.waiting", "client.suspend", "client.contract", "client.contracts",
 		"client.balance", "client.statement", "client.logs", "client.results", "server.hello", "server.heartbeat", "server.usage", "deliver.offer"} {
 		if !seen[kind] {
 			t.Errorf("the walk-through shows no natscli command for %s", kind)
@@ -467,17 +509,18 @@ func TestDocSubjects(t *testing.T) {
 	doc := readDoc(t)
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
-		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults} {
+		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults, protocol.VerbQuote,
+		protocol.VerbCancel, protocol.VerbWaiting} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
 	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))
-	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl} {
+	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl, protocol.DeliverQuote} {
 		want = append(want, protocol.DeliverSubject("<server>", v))
 	}
-	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent))
+	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent), protocol.MarketSubject("<currency>"))
 	for _, s := range want {
 		if !strings.Contains(doc, "`"+s+"`") {
 			t.Errorf("%s does not name the subject `%s`", docPath, s)

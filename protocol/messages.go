@@ -30,7 +30,15 @@ type OfferRequest struct {
 	Counter string `json:"counter,omitempty"`
 	// Resumes continues a suspended contract's job under new terms.
 	Resumes string `json:"resumes,omitempty"`
+	// Wait, if set, is how long the offer may wait in the book when no
+	// server accepts it at once (at most MaxWait): the reply is then
+	// Queued, and a contract is made when GPUs free up and a server
+	// accepts it (an accepted event tells).
+	Wait trade.Duration `json:"wait,omitempty"`
 }
+
+// MaxWait is the longest an offer may wait in the book.
+const MaxWait = 7 * 24 * time.Hour
 
 // OfferReply carries a contract, or, when no server accepted, every
 // counter-offer the matching servers made.
@@ -39,6 +47,10 @@ type OfferReply struct {
 	Counters []trade.Counter `json:"counters,omitempty"`
 	// Rejections lists servers that rejected without a counter, and why.
 	Rejections []Rejection `json:"rejections,omitempty"`
+	// Queued is the offer as it waits in the book, for an offer that
+	// said it would wait and that no server accepted at once; Counters
+	// and Rejections are then the servers' answers before it was queued.
+	Queued *trade.Waiting `json:"queued,omitempty"`
 }
 
 // Rejection is a server's no. Code, where there is one, says that the
@@ -86,6 +98,34 @@ type BalanceRequest struct {
 type BalanceReply struct {
 	currency.Balance
 	Scale int32 `json:"scale"`
+	// Waiting counts the sender's waiting offers in the currency and sums
+	// their prepayments: money not held (it is in available), which each
+	// needs at its match, when it is escrowed from the balance then.
+	Waiting *WaitingSum `json:"waiting,omitempty"`
+}
+
+// WaitingSum is what a client's waiting offers in a currency will need.
+type WaitingSum struct {
+	Offers      int             `json:"offers"`
+	Prepayments decimal.Decimal `json:"prepayments"`
+}
+
+// CancelRequest takes a waiting offer out of the book
+// (bourse.v1.client.<c>.cancel); the reply is the waiting offer, left
+// cancelled.
+type CancelRequest struct {
+	Offer string `json:"offer"`
+}
+
+// WaitingRequest lists the sender's waiting offers
+// (bourse.v1.client.<c>.waiting), best price first.
+type WaitingRequest struct {
+	Currency string `json:"currency,omitempty"`
+}
+
+// WaitingReply is the answer to a WaitingRequest.
+type WaitingReply struct {
+	Offers []trade.Waiting `json:"offers"`
 }
 
 // StatementRequest pages through the sender's wallet statement.
@@ -104,13 +144,22 @@ type StatementReply struct {
 // bourse.v1.deliver.<client>.event. Events are notifications; the contract
 // record is the truth.
 type Event struct {
-	Type     EventType      `json:"type"`
-	Contract trade.Contract `json:"contract"`
+	Type EventType `json:"type"`
+	// Contract is the contract's record; absent in the events of a
+	// waiting offer (countered, left_book), which carry Waiting.
+	Contract trade.Contract `json:"contract,omitzero"`
+	Waiting  *trade.Waiting `json:"waiting,omitempty"`
+	// Counters are the counter-offers servers made a waiting offer when
+	// it was offered to them (countered events): take one as from an
+	// offer's reply.
+	Counters []trade.Counter `json:"counters,omitempty"`
 	// Due is the running charge of the reading, for reading events.
 	Due decimal.Decimal `json:"due,omitzero"`
 	// Warning says, for spend_warning events, which cap the contract took
 	// past its warning share and how much of it is used.
-	Warning string    `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty"`
+	// Message says in words, for left_book events, why the offer left.
+	Message string    `json:"message,omitempty"`
 	At      time.Time `json:"at"`
 }
 
@@ -139,6 +188,12 @@ const (
 	// EventSpendWarning: the contract took a spend cap past the share at
 	// which its administrators want the client warned (e.g. 80%).
 	EventSpendWarning EventType = "spend_warning"
+	// EventCountered: a waiting offer, offered to servers when GPUs
+	// freed up, was countered; it waits on.
+	EventCountered EventType = "countered"
+	// EventLeftBook: a waiting offer left the book without a contract
+	// (Waiting.Left says why).
+	EventLeftBook EventType = "left_book"
 )
 
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange

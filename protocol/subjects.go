@@ -33,6 +33,9 @@ const (
 	VerbContracts = "contracts"
 	VerbBalance   = "balance"
 	VerbStatement = "statement"
+	VerbQuote     = "quote"   // what the servers would say to an offer, binding no one
+	VerbCancel    = "cancel"  // take a waiting offer out of the book
+	VerbWaiting   = "waiting" // list one's waiting offers
 )
 
 // Server verbs: bourse.v1.server.<server>.<verb>.
@@ -50,6 +53,7 @@ const (
 	DeliverCancel  = "cancel"  // to a server, publish: an accept that was not chosen
 	DeliverControl = "control" // to a server, request: suspend or kill a contract
 	DeliverEvent   = "event"   // to a client, publish: a contract event
+	DeliverQuote   = "quote"   // to a server, request: decide on a quote, claiming nothing
 )
 
 // SigHeader carries a server's signature of a message's body (package

@@ -3,7 +3,9 @@
 # through nothing but NATS subjects and JSON. It checks that the exchange is
 # a discoverable micro service, that an offer made with `nats req` becomes
 # a running contract, that a low offer is answered with counter-offers, that
-# bad JSON gets its typed error, and that the demo ends with a clean audit.
+# an offer with a wait becomes a contract (at once, or from the book), that
+# a quote is answered, that the market data can be read, that bad JSON
+# gets its typed error, and that the demo ends with a clean audit.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -66,6 +68,38 @@ done
 echo "$reply" | grep -q '"counters"' || fail "20 low offers got no counter-offers: $reply"
 echo "natscli-e2e: a low offer was answered with counter-offers"
 
+# An offer that may wait: a contract at once, or queued in the book and
+# matched when the bots' jobs free GPUs; listed meanwhile, then a contract.
+wait_offer='{"request_id":"natscli-wait","wait":"5m","terms":{"currency":"CRED","gpus":4,"time_limit":"30s","prepayment":"60.00","p":[["0","0.50"]],"job":{"profile":{"utilization":"0.9","duration":"2s"}}}}'
+reply="$(req you offer "$wait_offer")" || fail "offer with a wait: $reply"
+echo "$reply" | grep -Eq '"(contract|queued)"' || fail "an offer with a wait was neither accepted nor queued: $reply"
+wid="$(echo "$reply" | grep -o '"id":"c-[0-9a-f]*"' | head -n1 | cut -d'"' -f4)"
+if echo "$reply" | grep -q '"queued"'; then
+  listed="$(req you waiting '{}')" || fail "waiting: $listed"
+  echo "$listed" | grep -q "$wid" || echo "$listed" | grep -q '"offers":\[\]' || fail "waiting does not list $wid: $listed"
+  for _ in $(seq 1 300); do
+    got="$(req you contract "{\"contract\":\"$wid\"}" || true)"
+    echo "$got" | grep -q '"queued_at"' && break
+    sleep 0.1
+  done
+  echo "$got" | grep -q '"queued_at"' || fail "waiting offer $wid was not matched: $got"
+  echo "natscli-e2e: an offer waited in the book and became contract $wid"
+else
+  echo "natscli-e2e: an offer with a wait was accepted at once: $wid"
+fi
+
+# A quote is answered by the servers (accepts, counters or rejections).
+reply="$(req bea quote '{"terms":{"currency":"CRED","gpus":1,"time_limit":"30s","prepayment":"0.03","p":[["0","0.001"]]}}')" || fail "quote: $reply"
+echo "$reply" | grep -Eq '"(accepts|counters|rejections)"' || fail "a quote got no servers' answers: $reply"
+echo "natscli-e2e: a quote was answered: $reply"
+
+# The market data: public, every two seconds in the demo, no client named.
+"$nats" -s "$url" sub 'bourse.v1.market.CRED' --count 1 --raw >"$tmp/market.json" 2>&1 || fail "market data: $(cat "$tmp/market.json")"
+grep -q '"currency":"CRED"' "$tmp/market.json" || fail "market data: $(cat "$tmp/market.json")"
+grep -q '"contracts":[1-9]' "$tmp/market.json" || fail "the market data shows no contract made: $(cat "$tmp/market.json")"
+! grep -Eq '"(ada|bea)"' "$tmp/market.json" || fail "the market data names a client: $(cat "$tmp/market.json")"
+echo "natscli-e2e: nats sub read the market data"
+
 reply="$(req bea offer '{"request_id":' || true)"
 echo "$reply" | grep -q '"code":"invalid"' || fail "malformed JSON did not get the invalid code: $reply"
 echo "natscli-e2e: malformed JSON got its typed error"
@@ -94,4 +128,4 @@ demo_pid=""
 tail -n1 "$tmp/demo.out" | grep -q ': pass$' || fail "the demo's audit did not pass"
 [ "$status" = 0 ] || fail "the demo exited with $status"
 echo "natscli-e2e: the demo stopped on SIGTERM with a clean audit"
-echo "natscli-e2e: 8 passed, 0 failed"
+echo "natscli-e2e: 11 passed, 0 failed"

@@ -63,8 +63,18 @@ func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time) protocol.De
 // book reserves GPUs free for the offer's slot, lowest indexes first, and
 // reports whether there were enough. n.mu is held.
 func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
-	t := so.Terms
 	delete(n.bookings, so.Offer)
+	gpus := n.slot(so.Terms, now)
+	if gpus == nil {
+		return false
+	}
+	n.bookings[so.Offer] = &booking{offer: so.Offer, terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.HoldFor)}
+	return true
+}
+
+// slot picks GPUs of t's class free for t's slot, lowest indexes first,
+// or nil if there are too few. n.mu is held.
+func (n *Node) slot(t contract.Terms, now time.Time) []int {
 	var gpus []int
 	for _, g := range n.view(now, t.Client).FreeDuring(t.StartAt, t.StartAt.Add(t.TimeLimit)) {
 		if len(gpus) < t.GPUs && t.Class.Fits(g.Model, g.MemoryMiB) {
@@ -72,10 +82,9 @@ func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
 		}
 	}
 	if len(gpus) < t.GPUs {
-		return false
+		return nil
 	}
-	n.bookings[so.Offer] = &booking{offer: so.Offer, terms: t, gpus: gpus, until: now.Add(n.cfg.HoldFor)}
-	return true
+	return gpus
 }
 
 // bookedDuring reports the GPUs of bookings whose slots overlap

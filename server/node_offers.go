@@ -36,16 +36,8 @@ type issued struct {
 // taken unchanged in time, is accepted whatever the policy says now, if
 // the GPUs are there.
 func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision {
-	if err := contract.Validate(so.Terms, n.scaleOf); err != nil {
-		return protocol.Decision{Reason: err.Error(), Code: bourse.ErrorCode(err)}
-	}
-	if so.Terms.Server != "" && so.Terms.Server != n.cfg.ID {
-		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}
-	}
-	if c, ok := n.runner.(Checker); ok {
-		if err := c.Check(so.Terms.Job); err != nil {
-			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}
-		}
+	if d, refused := n.refuse(so); refused {
+		return d
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -85,6 +77,23 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 	return n.reject(d, now)
 }
 
+// refuse answers terms the node cannot take whatever its GPUs and
+// prices: invalid, naming another server, or a job its runner cannot run.
+func (n *Node) refuse(so protocol.ServerOffer) (protocol.Decision, bool) {
+	if err := contract.Validate(so.Terms, n.scaleOf); err != nil {
+		return protocol.Decision{Reason: err.Error(), Code: bourse.ErrorCode(err)}, true
+	}
+	if so.Terms.Server != "" && so.Terms.Server != n.cfg.ID {
+		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}, true
+	}
+	if c, ok := n.runner.(Checker); ok {
+		if err := c.Check(so.Terms.Job); err != nil {
+			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}, true
+		}
+	}
+	return protocol.Decision{}, false
+}
+
 // reject answers a policy's no: its reason and code, and its counter-offers,
 // remembered so that the node honours them when taken. n.mu is held.
 func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
@@ -116,13 +125,9 @@ func (n *Node) accepted() protocol.Decision {
 // under the same offer id, for other terms, is replaced. n.mu is held.
 func (n *Node) claim(so protocol.ServerOffer, now time.Time, preempt []string) bool {
 	n.release(so.Offer)
-	var victims []*run
-	for _, id := range preempt {
-		r, ok := n.active[id]
-		if !ok || !r.terms.Preemptible || r.claimed != "" || r.halting != "" {
-			return false
-		}
-		victims = append(victims, r)
+	victims, ok := n.victims(preempt)
+	if !ok {
+		return false
 	}
 	gpus := n.pickFor(so.Terms, now, victims...)
 	if gpus == nil {
@@ -137,6 +142,21 @@ func (n *Node) claim(so protocol.ServerOffer, now time.Time, preempt []string) b
 	n.runsValid = false
 	n.claims[so.Offer] = &claim{terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.HoldFor), preempt: victims}
 	return true
+}
+
+// victims are the running preemptible contracts preempt names, and
+// whether each may still give way (none is claimed or stopping). n.mu
+// is held.
+func (n *Node) victims(preempt []string) ([]*run, bool) {
+	var victims []*run
+	for _, id := range preempt {
+		r, ok := n.active[id]
+		if !ok || !r.terms.Preemptible || r.claimed != "" || r.halting != "" {
+			return nil, false
+		}
+		victims = append(victims, r)
+	}
+	return victims, true
 }
 
 // own gives GPU i to owner ("claim …" or "run …"), or frees it if owner is

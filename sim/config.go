@@ -74,6 +74,10 @@ type Config struct {
 	// same results and contract log (TestEventsAsPolling); Poll is for
 	// that comparison.
 	Poll bool
+	// Standing makes a job whose negotiation ends without a contract wait
+	// in the House's book (an offer with a wait, standing.go) rather than
+	// in its client's queue, offering again whenever a server frees up.
+	Standing bool
 }
 
 // ProgressEvery is how many arrivals pass between Progress calls.
@@ -119,6 +123,16 @@ func (c *Config) defaults() error {
 		def(&x.ServerLostAfter, c.silence())
 	}
 	def(&x.StuckLimit, max(time.Hour, 10*c.ReadingEvery))
+	// A simulated client stands for its users, with as many jobs at once
+	// as they have: the book's bounds on a client's waiting offers and on
+	// all of them, a production guard against one flooding it, would
+	// only turn jobs back to their clients' queues here.
+	if x.BookPerClient <= 0 {
+		x.BookPerClient = 1 << 30
+	}
+	if x.BookTotal <= 0 {
+		x.BookTotal = 1 << 30
+	}
 	return nil
 }
 

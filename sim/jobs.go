@@ -36,6 +36,7 @@ type job struct {
 	neg       *strategy.Negotiator
 	contract  string // the contract it holds, if any
 	tries     int
+	last      contract.Terms // the terms it last offered
 }
 
 // rounds is how many offers a job's first negotiation makes before it
@@ -111,6 +112,9 @@ func (m *Market) step(j *job) {
 		switch a.Op {
 		case strategy.Offer, strategy.Take:
 			req := protocol.OfferRequest{RequestID: a.RequestID, Terms: a.Terms}
+			if a.Op == strategy.Offer {
+				j.last = a.Terms
+			}
 			if a.Op == strategy.Take {
 				req.Terms, req.Counter = a.Counter.Terms, a.Counter.ID
 				req.Terms.Server = a.Counter.Server
@@ -148,6 +152,9 @@ func (m *Market) failed(j *job, err error) {
 			}
 		}
 		m.reject(j)
+		return
+	}
+	if m.cfg.Standing && m.e.Now().Before(j.giveUp) && m.stand(j) {
 		return
 	}
 	m.requeue(j)

@@ -57,10 +57,13 @@ type Market struct {
 	jobs    map[string]*job   // by contract, while it holds escrow
 	offerer *job              // the job whose offer the House is handling
 	waiting queue             // jobs waiting for capacity, oldest first
-	free    capacity          // the servers' free GPUs, as their heartbeats say
-	busy    int               // jobs negotiating
-	open    int               // contracts holding escrow
-	finals  map[string]trade.Reading
+	// standing are the jobs waiting in the House's book, by the id of
+	// their waiting offer (Config.Standing).
+	standing map[string]*job
+	free     capacity // the servers' free GPUs, as their heartbeats say
+	busy     int      // jobs negotiating
+	open     int      // contracts holding escrow
+	finals   map[string]trade.Reading
 	reserves
 }
 
@@ -72,7 +75,7 @@ func New(cfg Config) (*Market, error) {
 	}
 	m := &Market{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
-		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}}
+		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}, standing: map[string]*job{}}
 	m.log = &eventLog{w: cfg.Log, scale: scenario.Currency.Scale}
 	m.ledger = mem.New(mem.Options{Now: m.e.Now, Remember: cfg.Forget})
 	m.store = memstore.New(m.ledger)

@@ -23,9 +23,17 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 		m.open++
 		m.m.Contract()
 		m.acceptedReserve(c)
-		if j := m.offerer; j != nil {
+		j := m.offerer
+		if j == nil {
+			j = m.fromBook(c.ID) // matched from the book
+		}
+		if j != nil {
 			j.contract = c.ID
 			m.jobs[c.ID] = j
+		}
+	case protocol.EventLeftBook:
+		if j := m.fromBook(ev.Waiting.ID); j != nil {
+			m.reject(j) // its wait ended, or it could no longer be paid
 		}
 	case protocol.EventStarted:
 		j := m.jobs[c.ID]
@@ -48,7 +56,16 @@ func (m *Market) Notify(client string, ev protocol.Event) {
 		}
 		j.contract = ""
 		m.ended(j, c)
-		m.e.After(0, func() { m.wake(c.Terms.GPUs + 1) })
+		server := c.Server
+		m.e.After(0, func() {
+			m.wake(c.Terms.GPUs + 1)
+			if m.cfg.Standing {
+				// The agent's next heartbeat tells the House of the
+				// freed GPUs at once, and the book is offered them.
+				_ = m.house.Heartbeat(context.Background(), server, m.nodes[server].Hello(m.e.Now()))
+				m.matchBook()
+			}
+		})
 	}
 }
 

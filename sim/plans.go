@@ -18,7 +18,14 @@ type PlanOptions struct {
 	Seeds []uint64
 	// Log, if set, opens the contract log of a run (policy, seed).
 	Log func(policy string, seed uint64) (io.WriteCloser, error)
+	// Standing is whether jobs wait in the House's book (Config.Standing):
+	// each value given makes each policy's runs once, those with it on
+	// labelled policy+standing. Empty is off.
+	Standing []bool
 }
+
+// StandingLabel is added to the policy of runs with standing offers.
+const StandingLabel = "+standing"
 
 // Plans makes the runs of a scenario: each seed under each policy. A
 // policy of "" gives every server its own policy from the file (the
@@ -48,16 +55,30 @@ func Plans(f *scenario.File, policies []string, opt PlanOptions) ([]Plan, error)
 		if label == "" {
 			label = "scenario"
 		}
-		for _, seed := range seeds {
-			plans = append(plans, Plan{Policy: label, Seed: seed, Build: func() (Config, func() error, error) {
-				return configFor(f, pol, seed, opt)
-			}})
+		modes := opt.Standing
+		if len(modes) == 0 {
+			modes = []bool{false}
+		}
+		for _, standing := range modes {
+			name := label
+			if standing {
+				name += StandingLabel
+			}
+			for _, seed := range seeds {
+				plans = append(plans, Plan{Policy: name, Seed: seed, Build: func() (Config, func() error, error) {
+					cfg, closer, err := configFor(f, pol, name, seed, opt)
+					cfg.Standing = standing
+					return cfg, closer, err
+				}})
+			}
 		}
 	}
 	return plans, nil
 }
 
-func configFor(f *scenario.File, policy string, seed uint64, opt PlanOptions) (Config, func() error, error) {
+// configFor is the run of f under policy ("" for the servers' own),
+// named label, with seed.
+func configFor(f *scenario.File, policy, label string, seed uint64, opt PlanOptions) (Config, func() error, error) {
 	servers, clients, def, err := f.Market(policy)
 	if err != nil {
 		return Config{}, nil, err
@@ -72,10 +93,6 @@ func configFor(f *scenario.File, policy string, seed uint64, opt PlanOptions) (C
 		Forget: ForgetAfter}
 	closeAll := closeSrc
 	if opt.Log != nil {
-		label := policy
-		if label == "" {
-			label = "scenario"
-		}
 		w, err := opt.Log(label, seed)
 		if err != nil {
 			closeSrc()

@@ -42,6 +42,18 @@ func (r *router) Ask(_ context.Context, offer protocol.ServerOffer, servers []st
 	}
 }
 
+// Quote asks each node what it would answer, claiming nothing.
+func (r *router) Quote(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return func(yield func(exchange.Answer) bool) {
+		now := r.m.e.Now()
+		for _, s := range servers {
+			if !yield(exchange.Answer{Server: s, Decision: r.m.nodes[s].Quote(now, offer)}) {
+				return
+			}
+		}
+	}
+}
+
 // Start starts the job as the agent would: the jobs it preempts stop (their
 // final readings go to the House), then it launches.
 func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {

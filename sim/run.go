@@ -36,6 +36,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	}
 	m.e.Every(hc.SweepEvery, func() bool {
 		m.house.Sweep(ctx)
+		m.matchBook()
 		m.wake(1) // prices and budgets move without a contract ending
 		if m.done() {
 			m.e.Halt()
@@ -55,6 +56,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	if err := m.e.RunContext(stop, m.cfg.Start.Add(m.cfg.Limit)); err != nil {
 		m.finish()
 		r := m.m.Result(m.e.Now())
+		r.Summary.Offers = m.offers
 		r.Scenario, r.Policy, r.Seed, r.Interrupted = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed, true
 		return r, fmt.Errorf("%w after %v of virtual time: %w", ErrInterrupted, m.e.Now().Sub(m.cfg.Start), err)
 	}
@@ -76,6 +78,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 	if s := r.Summary; s.Jobs > 0 && s.NoMatch == s.Jobs {
 		return metrics.Result{}, &NoMatchError{Jobs: s.Jobs, First: m.noMatch}
 	}
+	r.Summary.Offers = m.offers
 	r.Scenario, r.Policy, r.Seed = m.cfg.Scenario, m.cfg.Policy, m.cfg.Seed
 	if t, ok := m.cfg.Workload.(interface{ Rows() workload.Rows }); ok {
 		rows := t.Rows()
@@ -107,13 +110,13 @@ func (m *Market) pull() {
 
 // sample records the series at its interval.
 func (m *Market) sample() {
-	m.m.Sample(m.open, m.waiting.len()+m.busy)
+	m.m.Sample(m.open, m.waiting.len()+m.busy+len(m.standing))
 	m.e.At(m.m.Due(), m.sample)
 }
 
 // done reports that the market has nothing left to do.
 func (m *Market) done() bool {
-	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0
+	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0 && len(m.standing) == 0
 }
 
 // finish counts the jobs the run's limit cut off, waiting, negotiating

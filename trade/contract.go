@@ -59,6 +59,9 @@ type Contract struct {
 	// the start; empty until then, or from a server that does not say.
 	Meter Meter `json:"meter,omitempty"`
 
+	// QueuedAt, for a contract made from a waiting offer (Waiting), is
+	// when that offer entered the book: it waited AcceptedAt − QueuedAt.
+	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time `json:"accepted_at"`
 	StartDeadline time.Time `json:"start_deadline"`
 	StartedAt     time.Time `json:"started_at,omitzero"`

@@ -19,7 +19,7 @@ var job = Job{Name: "train", Currency: "CRED", GPUs: 2, Runtime: 10 * time.Secon
 func TestTermsAreValid(t *testing.T) {
 	scale := func(string) (int32, bool) { return 2, true }
 	now := time.Now()
-	for _, s := range []Strategy{Fixed{}, Cheapest{}, &Adaptive{}, Deadline{}} {
+	for _, s := range []Strategy{Fixed{}, Cheapest{}, &Adaptive{}, Deadline{}, Going{Prices: prices{"CRED/any": "0.013"}}} {
 		for rejected := range 12 {
 			tm := s.Bid(job, rejected, now)
 			tm.Client = "alice"
@@ -109,7 +109,8 @@ func TestNeverAboveValue(t *testing.T) {
 		j := job
 		j.Deadline = now.Add(time.Duration(minutes) * time.Minute)
 		strategies := []Strategy{Fixed{}, Cheapest{Start: decimal.New(int64(start), -3)}, &Adaptive{},
-			Deadline{Base: decimal.New(int64(start), -3), Window: time.Duration(start) * time.Second}}
+			Deadline{Base: decimal.New(int64(start), -3), Window: time.Duration(start) * time.Second},
+			Going{Prices: prices{"CRED/any": decimal.New(int64(start), -4).String()}}}
 		for _, s := range strategies {
 			p := s.Bid(j, int(rejected), now).P
 			for _, x := range []string{"0", "1", "2", "100"} {
@@ -174,4 +175,34 @@ func TestDeadline(t *testing.T) {
 		require.NotNil(t, got)
 		assert.Equal(t, "a", got.ID)
 	})
+}
+
+// prices is market data by "currency/model".
+type prices map[string]string
+
+func (p prices) Median(cur, model string) (decimal.Decimal, bool) {
+	s, ok := p[cur+"/"+model]
+	if !ok {
+		return decimal.Decimal{}, false
+	}
+	return decimal.RequireFromString(s), true
+}
+
+// TestGoing: the going rate opens at the market's median, within the
+// value, and moves a quarter of the way to the value per rejection;
+// without market data it opens at half the value.
+func TestGoing(t *testing.T) {
+	now := time.Now()
+	price := func(s Strategy, j Job, rejected int) string {
+		return s.Bid(j, rejected, now).P.Eval(decimal.Zero).String()
+	}
+	g := Going{Prices: prices{"CRED/any": "0.03", "CRED/H100": "0.09"}}
+	assert.Equal(t, "0.03", price(g, job, 0), "the median")
+	assert.Equal(t, "0.04", price(g, job, 2), "half way from 0.03 to the value 0.05")
+	assert.Equal(t, "0.05", price(g, job, 9), "never past the value")
+	h100 := job
+	h100.Class.Model = "H100"
+	assert.Equal(t, "0.05", price(g, h100, 0), "a median above the value bids the value")
+	assert.Equal(t, "0.025", price(Going{}, job, 0), "no market data: half the value")
+	assert.Equal(t, "0.025", price(Going{Prices: prices{}}, job, 0), "no contract of the kind: half the value")
 }

@@ -65,7 +65,7 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
 
-	cmd.AddCommand(newBidOfferCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
+	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
 		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd
@@ -236,7 +236,14 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Account, b.Currency, b.Scale,
 				amountText(b.Available, b.Scale), amountText(b.Held, b.Scale), amountText(b.Available.Add(b.Held), b.Scale))
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if w := b.Waiting; w != nil {
+				fmt.Fprintf(out, "%d waiting offer(s) will need %s %s at their match: not held, escrowed from what is available then\n",
+					w.Offers, amountText(w.Prepayments, b.Scale), b.Currency)
+			}
+			return nil
 		}),
 	}
 }

@@ -30,8 +30,11 @@ var strategies = map[string]func() strategy.Strategy{
 // set everything else.
 func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
 	newStrategy, ok := strategies[o.auto]
+	if o.auto == "going" {
+		ok, newStrategy = true, o.going(ctx, c)
+	}
 	if !ok {
-		return usagef("--auto %q: want fixed, cheapest, adaptive or deadline", o.auto)
+		return usagef("--auto %q: want fixed, cheapest, adaptive, deadline or going", o.auto)
 	}
 	if cmd.Flags().Changed("price") || cmd.Flags().Changed("p") {
 		return usagef("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
@@ -90,6 +93,25 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	printContract(out, k, o.scales, f.command(cmd))
 	return nil
 }
+
+// going is the strategy that bids the going rate, from the market data
+// the exchange publishes, which it waits for (a few seconds at most) so
+// that its first bid knows the market.
+func (o *offerFlags) going(ctx context.Context, c *bidder.Client) func() strategy.Strategy {
+	prices, err := c.Prices(ctx)
+	if err != nil {
+		return func() strategy.Strategy { return strategy.Going{} } // bids as without market data
+	}
+	deadline := time.Now().Add(marketWait)
+	for time.Now().Before(deadline) && !prices.Known() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return func() strategy.Strategy { return strategy.Going{Prices: prices} }
+}
+
+// marketWait is how long --auto going waits for the market data before
+// its first bid: more than the exchange's default period.
+const marketWait = 6 * time.Second
 
 // parseDeadline reads a duration from now ("45m") or an RFC 3339 time;
 // empty is no deadline.

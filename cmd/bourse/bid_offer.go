@@ -42,6 +42,8 @@ type offerFlags struct {
 	file        string
 	take        string
 
+	wait time.Duration
+
 	auto     string
 	value    string
 	deadline string
@@ -74,6 +76,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
+	fs.DurationVar(&o.wait, "wait", 0, "if no server accepts at once, wait in the book up to this long (at most 168h) for GPUs to free up")
 	fs.StringVar(&o.take, "take", "", "take counter-offer N (as numbered, cheapest at full use first), or the cheapest of server NAME, without asking")
 }
 
@@ -254,6 +257,16 @@ counter-offers for you until it has a contract or gives up:
   cheapest   opens at half the value, takes the cheapest counter within it
   adaptive   opens low and raises its price after each rejection
   deadline   pays more as --deadline nears, the whole value at the end
+  going      bids the median price of the contracts made lately (bourse
+             market), within the value, and a quarter of the way to the
+             value more after each rejection
+
+With --wait 2h an offer that no server accepts at once waits in the
+exchange's book, best price first, for GPUs to free up: it prints where it
+stands, holds no money while it waits (the prepayment is escrowed at the
+match, from your balance then), and becomes a contract when a server
+accepts it. Follow it with watch ID, list them with waiting, take one out
+with cancel ID.
 
 Every offer has a request id (--request-id, generated if not given): making
 the same offer again with the same id returns the same contract and never
@@ -270,14 +283,17 @@ escrows twice, so a timed-out offer is safe to retry.`,
 				o.requestID = newRequestID()
 			}
 			if o.auto != "" {
+				if o.wait != 0 {
+					return usagef("--auto negotiates now: drop --wait, or --auto")
+				}
 				return o.negotiate(ctx, cmd, f, c, t)
 			}
-			reply, err := c.Offer(ctx, o.requestID, t)
+			reply, err := c.OfferWait(ctx, o.requestID, t, o.wait)
 			return o.answer(ctx, cmd, f, c, reply, retryHint(err, o.requestID))
 		}),
 	}
 	o.register(cmd.Flags())
-	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive or deadline")
+	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive, deadline or going")
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")
@@ -338,6 +354,13 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 			return printJSON(out, reply)
 		}
 		printContract(out, *reply.Contract, o.scales, f.command(cmd))
+		return nil
+	}
+	if reply.Queued != nil {
+		if f.json {
+			return printJSON(out, reply)
+		}
+		printQueued(out, *reply.Queued, f.command(cmd))
 		return nil
 	}
 	if len(reply.Counters) == 0 {

@@ -106,6 +106,11 @@ func ask(in io.Reader, out io.Writer, ks []trade.Counter) (int, error) {
 
 func printCounters(w io.Writer, r protocol.OfferReply, sc *scales) {
 	fmt.Fprintf(w, "No server accepted; %d counter-offer(s), cheapest at full use first:\n", len(r.Counters))
+	printCounterTable(w, r, sc)
+}
+
+// printCounterTable numbers the counter-offers and lists the rejections.
+func printCounterTable(w io.Writer, r protocol.OfferReply, sc *scales) {
 	tw := table(w)
 	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
 	for i, k := range r.Counters {

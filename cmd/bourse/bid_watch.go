@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -21,14 +22,24 @@ func newBidWatchCmd(f *bidFlags) *cobra.Command {
 		Long: `watch prints a line for each event of a contract: its state, and while it
 runs the GPU-seconds used (U), the wall time (T) and the running charge due
 against the prepayment. It ends when the contract settles (or is voided),
-with the charge and the refund. --json prints each event as a JSON line.`,
+with the charge and the refund. --json prints each event as a JSON line.
+An offer waiting in the book is followed there until a server accepts it
+(then its contract is followed) or it leaves the book.`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			out := cmd.OutOrStdout()
 			events, err := c.Watch(ctx, args[0])
+			if bourse.ErrorCode(err) == bourse.ENotFound {
+				// A waiting offer's id is its contract's to be: follow it
+				// in the book until it has one.
+				if werr := awaitMatch(ctx, out, c, args[0], f.json); werr != nil {
+					return werr
+				}
+				events, err = c.Watch(ctx, args[0])
+			}
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
 			sc := newScales(ctx, c)
 			for ev := range events {

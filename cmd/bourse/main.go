@@ -84,7 +84,7 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 	}
 	root.SetVersionTemplate("{{.Version}}")
 	addLogFlags(root.PersistentFlags())
-	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newServerCmd(), newSimCmd())
+	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newMarketCmd(), newServerCmd(), newSimCmd())
 	return root
 }
 

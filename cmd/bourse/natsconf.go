@@ -132,11 +132,12 @@ func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tl
 #
 # Each client and each GPU server is a NATS user that may publish only under
 # its own prefix (bourse.v1.client.<id>.> or bourse.v1.server.<id>.>) and
-# subscribe only to its own deliveries (bourse.v1.deliver.<id>.>) and its own
-# inbox (_INBOX_<id>.>, set with nats.CustomInboxPrefix). allow_responses
-# lets a server answer the exchange's requests. The exchange trusts the
-# subject token as the sender, so these permissions are what make identity
-# hold.
+# subscribe only to its own deliveries (bourse.v1.deliver.<id>.>), its own
+# inbox (_INBOX_<id>.>, set with nats.CustomInboxPrefix) and the public
+# market data (bourse.v1.market.>, which only the exchange publishes).
+# allow_responses lets a server answer the exchange's requests. The
+# exchange trusts the subject token as the sender, so these permissions are
+# what make identity hold.
 #
 # Made by:
 #   ` + command + `
@@ -167,7 +168,7 @@ func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tl
 		default:
 			fmt.Fprintf(&b, "\n    { user: %s, password: %q, permissions: {\n", p.id, p.password)
 			fmt.Fprintf(&b, "        publish: [%q]\n", fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, p.role, p.id))
-			fmt.Fprintf(&b, "        subscribe: [%q, %q]\n", protocol.InboxPrefix(p.id)+".>", protocol.DeliverSubject(p.id, ">"))
+			fmt.Fprintf(&b, "        subscribe: [%q, %q, %q]\n", protocol.InboxPrefix(p.id)+".>", protocol.DeliverSubject(p.id, ">"), protocol.MarketSubjects)
 			if p.role == protocol.RoleServer {
 				b.WriteString("        allow_responses: true\n")
 			}

@@ -37,12 +37,13 @@ The same scenario and seed write the same files, byte for byte.`,
 
 // simFlags are what run and compare share.
 type simFlags struct {
-	seeds   []uint
-	out     string
-	asJSON  bool
-	logs    bool
-	workers int
-	cpuprof string
+	seeds    []uint
+	out      string
+	asJSON   bool
+	logs     bool
+	workers  int
+	cpuprof  string
+	standing string
 }
 
 func (f *simFlags) add(cmd *cobra.Command) {
@@ -52,6 +53,20 @@ func (f *simFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.logs, "contract-log", false, "also write each run's contract log (one JSON line per contract event) to the report folder")
 	cmd.Flags().IntVar(&f.workers, "parallel", 0, "runs at once (default: all cores)")
 	cmd.Flags().StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
+	cmd.Flags().StringVar(&f.standing, "standing", "off", "jobs no server takes at once wait in the exchange's book (on), in their client's queue (off), or run both ways side by side (both, labelled POLICY+standing)")
+}
+
+// modes are the standing-offer modes --standing names.
+func (f simFlags) modes() ([]bool, error) {
+	switch f.standing {
+	case "off", "":
+		return []bool{false}, nil
+	case "on":
+		return []bool{true}, nil
+	case "both":
+		return []bool{false, true}, nil
+	}
+	return nil, usagef("--standing %q: want off, on or both", f.standing)
 }
 
 func newSimRunCmd() *cobra.Command {
@@ -118,7 +133,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("report folder: %w", err)
 	}
-	opt := sim.PlanOptions{}
+	modes, err := f.modes()
+	if err != nil {
+		return err
+	}
+	opt := sim.PlanOptions{Standing: modes}
 	for _, s := range f.seeds {
 		opt.Seeds = append(opt.Seeds, uint64(s))
 	}

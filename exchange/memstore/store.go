@@ -37,13 +37,15 @@ type Store struct {
 	// claimed counts the claims, to prune the ended ones now and then.
 	claims  map[string]*claim
 	claimed int
+	// book is the waiting offers (book.go).
+	book map[string]*trade.Waiting
 }
 
 // New returns a store over l. It remembers the ids of the contracts it
 // forgets as long as l remembers keys (mem.Options.Remember).
 func New(l *mem.Ledger) *Store {
 	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{},
-		forgotten: mem.NewNames(l.Remember()), claims: map[string]*claim{}}
+		forgotten: mem.NewNames(l.Remember()), claims: map[string]*claim{}, book: map[string]*trade.Waiting{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
@@ -61,6 +63,9 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserv
 	if s.forgotten.Has(0, c.ID) {
 		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
 			Message: "contract " + c.ID + " ended and was forgotten", Err: currency.ErrForgotten}
+	}
+	if err := s.unbook(c); err != nil {
+		return trade.Contract{}, false, err
 	}
 	if len(reserves) == 1 {
 		if _, err := currency.Do(ctx, s.ledger, reserves[0]); err != nil {
@@ -85,6 +90,7 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserv
 	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
 	delete(s.claims, c.ID)
+	delete(s.book, c.ID)
 	return cc.Clone(), true, nil
 }
 

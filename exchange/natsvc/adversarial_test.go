@@ -32,6 +32,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
@@ -418,12 +419,19 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 // market's exchange until the test ends.
 func (m *market) agent(id string, n int) *agent.Agent {
 	m.t.Helper()
+	return m.agentWith(id, n, nil)
+}
+
+// agentWith runs a real GPU server agent with n synthetic H100s and
+// policy (nil: server.Posted{}) until the test ends.
+func (m *market) agentWith(id string, n int, policy server.Policy) *agent.Agent {
+	m.t.Helper()
 	var gpus []trade.GPU
 	for i := range n {
 		gpus = append(gpus, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	a, err := agent.New(agent.Config{
-		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus,
+		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus, Policy: policy,
 		Conn:   natstest.Connect(m.t, m.ns, protocol.InboxPrefix(id)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

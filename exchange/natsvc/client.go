@@ -28,6 +28,24 @@ func (s *Service) handleOffer(r micro.Request) {
 	respond(r, reply)
 }
 
+// handleQuote answers a client's quote (bourse.v1.client.<c>.quote).
+func (s *Service) handleQuote(r micro.Request) {
+	client, err := sender(r, protocol.RoleClient)
+	var req protocol.QuoteRequest
+	if err == nil {
+		err = protocol.UnderTerms(decode(r, &req))
+	}
+	var reply protocol.QuoteReply
+	if err == nil {
+		reply, err = s.house.Quote(context.Background(), client, req)
+	}
+	if err != nil {
+		_ = natswire.RespondError(r, err)
+		return
+	}
+	respond(r, reply)
+}
+
 // handleControl suspends or kills a contract; the reply is the contract as
 // it stands, and the settlement follows as an event.
 func (s *Service) handleControl(action trade.Reason) micro.HandlerFunc {

@@ -13,7 +13,6 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -201,139 +200,8 @@ func TestKillAndSuspend(t *testing.T) {
 	m.audit()
 }
 
-func TestWatchdog(t *testing.T) {
-	m := newMarket(t, func(c *exchange.Config) {
-		c.ServerLostAfter = 300 * time.Millisecond
-		c.StartTimeout = 300 * time.Millisecond
-	})
-	m.wallet("dave", "100")
-	srv := m.scriptedServer("gpu1", 2, accept)
-	dave := m.client("dave")
-	ctx := context.Background()
-
-	reply, err := dave.Offer(ctx, "w1", terms("dave"))
-	require.NoError(t, err)
-	id := reply.Contract.ID
-	srv.publish(reading(id, 1, "30", 30, false))
-	waitFor(t, "server-lost settlement", func() bool {
-		c, err := dave.Contract(ctx, id)
-		return err == nil && c.State == trade.StateSettled
-	})
-	c, err := dave.Contract(ctx, id)
-	require.NoError(t, err)
-	assert.Equal(t, trade.ReasonServerLost, c.Reason)
-	assert.True(t, c.Charge.Equal(d("0.3")), "settled on the last reading: %s", c.Charge)
-
-	// A server that accepts but never starts the job nor reports.
-	mute := m.scriptedServer("gpu9", 2, accept)
-	mute.muteStarts.Store(true)
-	t9 := terms("dave")
-	t9.Server = "gpu9"
-	reply, err = dave.Offer(ctx, "w2", t9)
-	require.NoError(t, err)
-	assert.Equal(t, trade.StateAccepted, reply.Contract.State)
-	time.Sleep(100 * time.Millisecond)
-	c, err = dave.Contract(ctx, reply.Contract.ID)
-	require.NoError(t, err)
-	assert.Equal(t, trade.StateAccepted, c.State, "no start confirmed")
-	waitFor(t, "void of a contract never started", func() bool {
-		c, err := dave.Contract(ctx, reply.Contract.ID)
-		return err == nil && c.State == trade.StateVoided
-	})
-	c, err = dave.Contract(ctx, reply.Contract.ID)
-	require.NoError(t, err)
-	assert.Equal(t, trade.ReasonNotStarted, c.Reason)
-	assert.True(t, c.Refund.Equal(c.Terms.Prepayment))
-	assert.True(t, m.balance(currency.WalletID(cred, "dave")).Held.IsZero())
-	assert.True(t, m.balance(currency.WalletID(cred, "dave")).Available.Equal(d("99.7")))
-	m.audit()
-}
-
-// TestBooking: an offer with a future start_at is a booking. The exchange
-// escrows at once, leaves the contract accepted until the server reports
-// the start, and neither voids nor loses it before start_at plus the usual
-// deadlines.
-func TestBooking(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	m := newMarket(t, func(c *exchange.Config) {
-		c.ServerLostAfter, c.StartTimeout, c.SweepEvery = timeout, timeout, 20*time.Millisecond
-		c.MaxBookAhead = time.Hour
-	})
-	m.wallet("erin", "100")
-	srv := m.scriptedServer("gpu1", 2, accept)
-	srv.books.Store(true)
-	erin := m.client("erin")
-	ctx := context.Background()
-
-	t.Run("StartAtBounds", func(t *testing.T) {
-		for name, at := range map[string]time.Time{
-			"passed":  time.Now().Add(-2 * time.Minute),
-			"too-far": time.Now().Add(2 * time.Hour),
-		} {
-			tm := terms("erin")
-			tm.StartAt = at
-			_, err := erin.Offer(ctx, "bad-"+name, tm)
-			var e *bourse.Error
-			require.ErrorAs(t, err, &e, name)
-			assert.Equal(t, bourse.EInvalidOffer, e.Code, "%s: %v", name, err)
-			assert.Equal(t, "terms.start_at", e.Field, name)
-		}
-	})
-
-	tm := terms("erin")
-	tm.StartAt = time.Now().Add(4 * timeout).Truncate(time.Millisecond).UTC()
-	reply, err := erin.Offer(ctx, "book-1", tm)
-	require.NoError(t, err)
-	require.NotNil(t, reply.Contract, "%+v", reply)
-	c := *reply.Contract
-	assert.True(t, c.StartDeadline.Equal(tm.StartAt.Add(timeout)), "start deadline %v, start %v", c.StartDeadline, tm.StartAt)
-	st := <-srv.starts
-	assert.True(t, st.Contract.Terms.StartAt.Equal(tm.StartAt), "the start request carries start_at")
-	assert.True(t, m.balance(currency.WalletID(cred, "erin")).Held.Equal(d("6")), "escrowed at once")
-
-	// Past StartTimeout and ServerLostAfter from now, but before start_at.
-	time.Sleep(3 * timeout)
-	got, err := erin.Contract(ctx, c.ID)
-	require.NoError(t, err)
-	assert.Equal(t, trade.StateAccepted, got.State, "booked, not started: %s", got.Reason)
-
-	time.Sleep(time.Until(tm.StartAt))
-	got = srv.started(protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC(), Meter: trade.MeterFullUse})
-	assert.Equal(t, trade.StateRunning, got.State)
-	assert.Equal(t, trade.MeterFullUse, got.Meter, "the contract records how the server measures it")
-	srv.publish(reading(c.ID, 1, "1", 1, true))
-	waitFor(t, "settlement", func() bool {
-		got, err := erin.Contract(ctx, c.ID)
-		return err == nil && got.State == trade.StateSettled && got.Reason == trade.ReasonCompleted
-	})
-
-	t.Run("NeverStarted", func(t *testing.T) {
-		srv := m.scriptedServer("gpu2", 2, accept) // gpu1 has no heartbeat: lost by now
-		srv.books.Store(true)
-		tm := terms("erin")
-		tm.StartAt = time.Now().Add(2 * timeout).UTC()
-		reply, err := erin.Offer(ctx, "book-2", tm)
-		require.NoError(t, err)
-		id := reply.Contract.ID
-		<-srv.starts
-		time.Sleep(2*timeout + timeout/2) // past start_at, not its deadline
-		got, err := erin.Contract(ctx, id)
-		require.NoError(t, err)
-		assert.Equal(t, trade.StateAccepted, got.State)
-		waitFor(t, "void", func() bool {
-			got, err := erin.Contract(ctx, id)
-			return err == nil && got.State == trade.StateVoided
-		})
-		select {
-		case ctl := <-srv.ctrl:
-			assert.Equal(t, id, ctl.Contract, "the server is told to drop the booking")
-		case <-time.After(2 * time.Second):
-			t.Error("no control for the voided booking")
-		}
-	})
-	assert.True(t, m.balance(currency.WalletID(cred, "erin")).Held.IsZero())
-	m.audit()
-}
+// The watchdog's and bookings' rules (TestWatchdog, TestBooking) are
+// tested on a manual clock without NATS, in exchange/rules_test.go.
 
 // TestNoServerYet: an exchange that has heard from no server says so,
 // rather than suggesting other terms that would fare no better.

@@ -212,18 +212,6 @@ func (s *scripted) sub(verb string, h nats.MsgHandler) {
 	require.NoError(s.t, err)
 }
 
-// started reports a job's start on the server's started subject.
-func (s *scripted) started(st protocol.Started) trade.Contract {
-	s.t.Helper()
-	body, _ := json.Marshal(st)
-	msg, err := s.nc.Request(protocol.ServerSubject(s.id, protocol.VerbStarted), body, 2*time.Second)
-	require.NoError(s.t, err)
-	require.NoError(s.t, natswire.DecodeError(msg))
-	var c trade.Contract
-	require.NoError(s.t, json.Unmarshal(msg.Data, &c))
-	return c
-}
-
 // publish sends a reading as a server must: to JetStream, with its msg id.
 func (s *scripted) publish(r trade.Reading) {
 	s.t.Helper()

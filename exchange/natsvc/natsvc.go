@@ -132,8 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		beats:    newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
-		logLines: newBuckets(1, 5),
-		peers:    newPeers()}
+		logLines: newBuckets(1, 5)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	house, err := exchange.New(hc)
@@ -141,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.house, s.cfg = house, house.Config()
+	s.peers = newPeers(s.cfg.Now())
 	if hc.Metrics != nil {
 		// How close the instance is to MaxInFlight, the one limit that
 		// is its own and not a share of the market's.
@@ -176,6 +176,8 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		defer s.wg.Done()
 		s.sweep(runCtx)
 	}()
+	s.wg.Go(func() { s.publishMarket(runCtx) })
+	s.wg.Go(func() { s.match(runCtx) })
 	return s, nil
 }
 
@@ -250,6 +252,9 @@ func (s *Service) startEndpoints() error {
 		h    micro.HandlerFunc
 	}{
 		{client, protocol.VerbOffer, s.async(s.handleOffer)},
+		{client, protocol.VerbQuote, s.async(s.handleQuote)},
+		{client, protocol.VerbCancel, s.handleCancel},
+		{client, protocol.VerbWaiting, s.handleWaiting},
 		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
 		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},

@@ -29,15 +29,35 @@ const peersEvery = time.Second
 
 // peers counts the instances running, this one included.
 type peers struct {
-	self string
-	mu   sync.Mutex
-	seen map[string]time.Time
+	self  string
+	since time.Time // when this instance began to listen
+	mu    sync.Mutex
+	seen  map[string]time.Time
 }
 
-func newPeers() *peers {
+func newPeers(now time.Time) *peers {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &peers{self: hex.EncodeToString(b[:]), seen: map[string]time.Time{}}
+	return &peers{self: hex.EncodeToString(b[:]), since: now, seen: map[string]time.Time{}}
+}
+
+// leads says whether this instance is the one of those running that does
+// what one instance must do for all (publish market data): the one with
+// the least id. An instance listens two of the peers' periods before it
+// may lead, so that it has heard the others; while the instances' views
+// differ (one just stopped) two may lead for a moment.
+func (p *peers) leads(now time.Time) bool {
+	if now.Sub(p.since) < 2*peersEvery {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, at := range p.seen {
+		if now.Sub(at) <= 3*peersEvery && id < p.self {
+			return false
+		}
+	}
+	return true
 }
 
 // heard notes an instance's word at now.

@@ -79,4 +79,24 @@ func TestShippedPermissions(t *testing.T) {
 		_, err = own.NextMsg(2 * time.Second)
 		assert.NoError(t, err, "bob reads his own deliveries")
 	})
+	t.Run("MarketDataPublic", func(t *testing.T) {
+		gpu1 := natstest.Connect(t, ns, protocol.InboxPrefix("gpu1"), nats.UserInfo("gpu1", "gpu1-secret"))
+		var subs []*nats.Subscription
+		for _, nc := range []*nats.Conn{alice, bob, gpu1} {
+			sub, err := nc.SubscribeSync(protocol.MarketSubject("CRED"))
+			require.NoError(t, err)
+			require.NoError(t, nc.Flush())
+			subs = append(subs, sub)
+		}
+		// A client's word on the market subject never reaches anyone:
+		// only the exchange publishes market data.
+		require.NoError(t, bob.Publish(protocol.MarketSubject("CRED"), []byte(`{"currency":"forged"}`)))
+		_ = bob.Flush()
+		require.NoError(t, exch.Publish(protocol.MarketSubject("CRED"), []byte(`{"currency":"CRED"}`)))
+		for i, sub := range subs {
+			msg, err := sub.NextMsg(2 * time.Second)
+			require.NoError(t, err, "party %d reads the market data", i)
+			assert.JSONEq(t, `{"currency":"CRED"}`, string(msg.Data), "party %d got the exchange's, not bob's", i)
+		}
+	})
 }

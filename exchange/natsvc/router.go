@@ -26,6 +26,18 @@ var (
 // accept, the answers still to come are read off in the background and
 // every later accept is cancelled.
 func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return r.ask(ctx, protocol.DeliverOffer, offer, servers)
+}
+
+// Quote sends the quote to every server at once, as Ask sends an offer;
+// an accept claims nothing, so none is cancelled.
+func (r *router) Quote(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return r.ask(ctx, protocol.DeliverQuote, offer, servers)
+}
+
+// ask delivers offer as verb to every server and yields the answers.
+func (r *router) ask(ctx context.Context, verb string, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	quote := verb == protocol.DeliverQuote
 	return func(yield func(exchange.Answer) bool) {
 		body, _ := protocol.Marshal(offer)
 		ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
@@ -33,7 +45,7 @@ func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []
 		for _, srv := range servers {
 			go func() {
 				a := exchange.Answer{Server: srv}
-				msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, protocol.DeliverOffer), body)
+				msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, verb), body)
 				if err == nil {
 					if err = natswire.DecodeError(msg); err == nil {
 						err = json.Unmarshal(msg.Data, &a.Decision)
@@ -50,7 +62,7 @@ func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []
 				go func() { // cancel the accepts that arrive after the winner
 					defer cancel()
 					for range left {
-						if late := <-answers; late.Err == nil && late.Decision.Accept {
+						if late := <-answers; late.Err == nil && late.Decision.Accept && !quote {
 							r.Cancel(late.Server, offer.Offer)
 						}
 					}

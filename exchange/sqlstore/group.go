@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/groupcommit"
 	"github.com/bourse/bourse/trade"
 )
@@ -212,6 +213,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		if len(claimed) > 0 {
 			queueClaims(b, claimed, holders)
 		}
+		booked := queueBooked(b, jobs)
 		b.Queue(`SELECT uid, record FROM contracts WHERE uid = ANY($1::UUID[]) ORDER BY uid FOR UPDATE`, uids).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -256,7 +258,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			var err error
 			switch {
 			case j.open != nil:
-				err = j.open.apply(ctx, t, found[j.uid], holders)
+				err = j.open.apply(ctx, t, found[j.uid], holders, booked)
 			case j.upd.changeErr == nil:
 				err = j.upd.apply(ctx, t)
 			}
@@ -272,6 +274,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 			}
 		}
 		queueWrites(t, added, changed)
+		queueUnbook(t, added)
 		// A contract made, or found, ends its id's claim.
 		var ended []string
 		for _, j := range jobs {
@@ -317,13 +320,17 @@ func (j *job) written() *row {
 // unless it exists. A single reserve that fails keeps its failure under
 // its key, as a failed Apply does; one of several that fails takes the
 // others back with it.
-func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record, holders map[string]string) error {
+func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record, holders map[string]string, booked map[string]bool) error {
 	if old != nil {
 		o.old = old // a retry: nothing to write
 		return nil
 	}
 	if o.claim != "" && holders[o.row.c.ID] != o.claim {
 		o.failed = claimTaken()
+		return nil
+	}
+	if c := o.row.c; !c.QueuedAt.IsZero() && !booked[c.ID] {
+		o.failed = &bourse.Error{Code: bourse.EConflict, Op: "sqlstore.Open", Field: "id", Message: exchange.LeftMeanwhile(c.ID)}
 		return nil
 	}
 	ops := make([]currency.Op, len(o.reserves))

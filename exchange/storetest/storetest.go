@@ -52,6 +52,10 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
 	t.Run("ConcurrentMixed", func(t *testing.T) { testConcurrentMixed(t, open) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
+	t.Run("Book", func(t *testing.T) { testBook(t, open) })
+	t.Run("BookLimits", func(t *testing.T) { testBookLimits(t, open) })
+	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
+	t.Run("BookConcurrent", func(t *testing.T) { testBookConcurrent(t, open) })
 }
 
 // dec parses a decimal literal; it panics on bad input, for tests only.

@@ -333,6 +333,7 @@ func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 		// most of the work, and only the decision itself takes the node's lock. Starts
 		// stay in order, so that a repeated start cannot start a job twice.
 		{protocol.DeliverOffer, a.concurrently(a.onOffer)},
+		{protocol.DeliverQuote, a.concurrently(a.onQuote)},
 		{protocol.DeliverStart, a.onStart},
 		{protocol.DeliverCancel, a.onCancel},
 		{protocol.DeliverControl, a.onControl},

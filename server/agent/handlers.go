@@ -28,6 +28,18 @@ func (a *Agent) onOffer(m *nats.Msg) {
 	a.respond(m, d)
 }
 
+// onQuote answers a quote (a protocol.ServerOffer) with the
+// protocol.Decision the node would make of the offer, claiming nothing.
+// Nothing binds on it, so it is not signed.
+func (a *Agent) onQuote(m *nats.Msg) {
+	var so protocol.ServerOffer
+	if err := decode(m, &so); err != nil {
+		a.respond(m, protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)})
+		return
+	}
+	a.respond(m, a.node.Quote(a.now(), so))
+}
+
 // onStart starts an accepted contract's job and answers protocol.Started,
 // or an error reply: the jobs it preempts are stopped first. The start
 // subscription delivers one message at a time, so two starts of one

@@ -35,6 +35,9 @@ type Summary struct {
 	Preempted      int `json:"preempted"`       // stopped for a dearer job
 	DeadlineMisses int `json:"deadline_misses"` // done after their deadline, or never done
 	Contracts      int `json:"contracts"`
+	// Offers is how many offers the clients made (a counter-offer taken
+	// counts as one; a waiting offer counts once, however long it waits).
+	Offers int `json:"offers"`
 
 	// Length is the run's length in virtual seconds: from the market's
 	// opening to the last job's end, or to the run's limit.

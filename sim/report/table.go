@@ -26,6 +26,7 @@ var metricRows = []metric{
 	{"jobs completed", func(s metrics.Summary) float64 { return float64(s.Completed) }, count},
 	{"jobs rejected", func(s metrics.Summary) float64 { return float64(s.Rejected) }, count},
 	{"jobs preempted", func(s metrics.Summary) float64 { return float64(s.Preempted) }, count},
+	{"offers per job", func(s metrics.Summary) float64 { return float64(s.Offers) / float64(max(s.Jobs, 1)) }, ratio},
 	{"wait p50", func(s metrics.Summary) float64 { return s.WaitP50 }, duration},
 	{"wait p99", func(s metrics.Summary) float64 { return s.WaitP99 }, duration},
 	{"JCT p50", func(s metrics.Summary) float64 { return s.JCTP50 }, duration},

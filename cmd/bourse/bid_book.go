@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// printQueued tells an offer queued in the book, and how to follow it.
+func printQueued(w io.Writer, q trade.Waiting, bid string) {
+	fmt.Fprintf(w, "no server accepted at once: offer %s waits in the book until %s, %d ahead of it; nothing is held meanwhile\n",
+		q.ID, when(q.Until), q.Ahead)
+	fmt.Fprintf(w, "follow it: %s watch %s   (cancel it: %s cancel %s)\n", bid, q.ID, bid, q.ID)
+}
+
+func newBidWaitingCmd(f *bidFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "waiting",
+		Short: "List your offers waiting in the book, best price first, and where each stands",
+		Args:  cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			ws, err := c.Waiting(ctx, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				if ws == nil {
+					ws = []trade.Waiting{}
+				}
+				return printJSON(out, ws)
+			}
+			if len(ws) == 0 {
+				fmt.Fprintln(out, "no offer waits: offer with --wait to have one wait for GPUs")
+				return nil
+			}
+			sc := newScales(ctx, c)
+			tw := table(out)
+			fmt.Fprintln(tw, "ID\tGPUS\tCLASS\tPRICE AT FULL USE\tPREPAYMENT\tAHEAD\tQUEUED\tUNTIL")
+			for _, w := range ws {
+				cur := w.Terms.Currency
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s %s\t%d\t%s\t%s\n", w.ID, w.Terms.GPUs, classText(w.Terms.Class), w.Price,
+					sc.amount(w.Terms.Prepayment, cur), cur, w.Ahead, when(w.QueuedAt), when(w.Until))
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func newBidCancelCmd(f *bidFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Take a waiting offer out of the book",
+		Args:  cobra.ExactArgs(1),
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			w, err := c.Cancel(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), w)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s cancelled after waiting %s; nothing was held for it\n", w.ID, time.Since(w.QueuedAt).Round(time.Second))
+			return nil
+		}),
+	}
+}
+
+// awaitMatch follows waiting offer id until a server accepts it (nil) or
+// it leaves the book (an error of code rejected), printing what happens
+// to it; not_found if it is not one of the client's waiting offers.
+func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string, asJSON bool) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := c.Events(wctx, 64) // before the look, so nothing falls in between
+	if err != nil {
+		return err
+	}
+	find := func() (trade.Waiting, bool, error) {
+		ws, err := c.Waiting(ctx, "")
+		for _, w := range ws {
+			if w.ID == id {
+				return w, true, err
+			}
+		}
+		return trade.Waiting{}, false, err
+	}
+	w, ok, err := find()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		_, err := c.Contract(ctx, id) // matched meanwhile, or not_found
+		return err
+	}
+	enc := json.NewEncoder(out)
+	if !asJSON {
+		fmt.Fprintf(out, "%s  waiting   %d ahead, until %s\n", time.Now().Format("15:04:05"), w.Ahead, when(w.Until))
+	}
+	poll := time.NewTicker(bidder.WatchPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				return ctx.Err()
+			}
+			switch {
+			case ev.Type == protocol.EventAccepted && ev.Contract.ID == id:
+				if !asJSON {
+					k := ev.Contract
+					fmt.Fprintf(out, "%s  matched   %s accepted it after %s in the book\n", ev.At.Local().Format("15:04:05"), k.Server,
+						k.AcceptedAt.Sub(k.QueuedAt).Round(time.Second))
+				}
+				return nil
+			case ev.Waiting == nil || ev.Waiting.ID != id:
+				continue
+			}
+			if asJSON {
+				if err := enc.Encode(ev); err != nil {
+					return err
+				}
+			}
+			switch ev.Type {
+			case protocol.EventCountered:
+				if !asJSON {
+					fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s; it waits on\n", ev.At.Local().Format("15:04:05"),
+						len(ev.Counters), priceText(cheapest(ev.Counters).Terms), cheapest(ev.Counters).Server)
+				}
+			case protocol.EventLeftBook:
+				return &bourse.Error{Code: bourse.ERejected, Op: "bid.watch", Message: fmt.Sprintf("%s left the book (%s): %s", id, ev.Waiting.Left, ev.Message)}
+			}
+		case <-poll.C:
+			if _, ok, err := find(); err == nil && !ok {
+				if _, err := c.Contract(ctx, id); err == nil {
+					return nil // matched; its event was lost
+				}
+				return &bourse.Error{Code: bourse.ERejected, Op: "bid.watch", Message: id + " left the book without a contract"}
+			}
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// newBidQuoteCmd asks what an offer would get, binding no one.
+func newBidQuoteCmd(f *bidFlags) *cobra.Command {
+	o := &offerFlags{}
+	cmd := &cobra.Command{
+		Use:   "quote",
+		Short: "Ask what an offer would get, without making it: which servers would accept, and their counter-offers",
+		Long: `quote sends the terms an offer would have (the same flags, or -f) as a quote:
+every matching server answers as it would answer the offer now, but nothing
+is escrowed, no GPU is held and no contract comes of it. It prints the
+servers that would accept and the counter-offers of the others, numbered by
+price per GPU-second at full use, cheapest first. A counter-offer is honoured
+while valid: --take N (or --take SERVER) takes it at once, as offer --take
+does. Quotes count against your request rate as offers do.
+
+  bourse bid --nats URL --id you quote --gpus 1 --model H100 --price 0.20`,
+		Args: cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			o.scales = newScales(ctx, c)
+			t, err := o.terms(cmd.Flags(), contract.Terms{Currency: f.currency}, false)
+			if err != nil {
+				return err
+			}
+			q, err := c.Quote(ctx, t)
+			if err != nil {
+				return err
+			}
+			return o.quoted(ctx, cmd, f, c, q)
+		}),
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// quoted prints a quote's answer and takes the counter-offer --take names.
+func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, q protocol.QuoteReply) error {
+	out := cmd.OutOrStdout()
+	reply := protocol.OfferReply{Counters: q.Counters, Rejections: q.Rejections}
+	sortCounters(reply.Counters)
+	if o.take == "" {
+		if f.json {
+			return printJSON(out, q)
+		}
+		if len(q.Accepts) > 0 {
+			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(q.Accepts, ", "))
+		} else {
+			fmt.Fprintln(out, "No server would accept these terms now.")
+		}
+		if len(q.Counters) > 0 {
+			fmt.Fprintf(out, "%d counter-offer(s), cheapest at full use first (take one with --take N):\n", len(q.Counters))
+		}
+		printCounterTable(out, reply, o.scales)
+		return nil
+	}
+	if len(reply.Counters) == 0 {
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: "--take: the quote brought no counter-offer"}
+	}
+	n, err := pick(reply.Counters, o.take)
+	if err != nil {
+		return err
+	}
+	if o.requestID == "" {
+		o.requestID = newRequestID()
+	}
+	got, err := c.Take(ctx, o.requestID, reply.Counters[n-1])
+	if err != nil {
+		return retryHint(err, o.requestID)
+	}
+	if got.Contract == nil {
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: quote again", n, reply.Counters[n-1].Server)}
+	}
+	if f.json {
+		return printJSON(out, got)
+	}
+	printContract(out, *got.Contract, o.scales, f.command(cmd))
+	return nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/shopspring/decimal"
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/protocol"
+)
+
+// newMarketCmd prints the public market data the exchange publishes.
+func newMarketCmd() *cobra.Command {
+	var (
+		natsURL string
+		login   natsLogin
+		tlsf    natsTLS
+		cur     string
+		asJSON  bool
+		watch   bool
+		wait    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "market",
+		Short: "Show the market: contracts made and their prices, GPUs free, offers waiting",
+		Long: `market prints the market data the exchange publishes every few seconds on
+bourse.v1.market.<currency>, which any NATS user of the market may read: per
+currency and GPU model, the contracts made in the last hour (or the window
+the exchange says), the GPU-seconds they bought, their prices per GPU-second
+at full use (low, median, high, and weighted by GPU-seconds), the GPUs of the
+servers heard from and how many are free, and the offers waiting in the book.
+It names no client.
+
+Without --watch it waits for the next publication (every currency's, or
+--currency's) and prints it; --watch prints each as it comes until
+interrupted; --json prints JSON (with --watch, a line per message).
+
+  bourse market --nats URL
+  bourse market --nats URL --currency CRED --watch`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tlsOpts, err := tlsf.options()
+			if err != nil {
+				return err
+			}
+			loginOpts, err := login.options()
+			if err != nil {
+				return err
+			}
+			nc, err := nats.Connect(natsURL, append(append([]nats.Option{nats.Name("bourse-market")}, loginOpts...), tlsOpts...)...)
+			if err != nil {
+				return &bourse.Error{Code: bourse.EUnavailable, Op: "market", Message: "connect to NATS at " + natsURL, Err: err}
+			}
+			defer nc.Close()
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			ch, err := bidder.SubscribeMarket(ctx, nc, cur)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if watch {
+				return watchMarket(ctx, out, ch, asJSON)
+			}
+			ms, err := nextMarket(ctx, ch, cur != "", wait)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(out, ms)
+			}
+			return printMarket(out, ms)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
+	bindEnv(f, "nats", "BOURSE_NATS_URL", "NATS_URL")
+	login.addFlags(f)
+	tlsf.addFlags(f)
+	f.StringVar(&cur, "currency", "", "one currency's market (default every currency's)")
+	f.BoolVar(&asJSON, "json", false, "print JSON for scripts instead of tables")
+	f.BoolVar(&watch, "watch", false, "print each publication as it comes, until interrupted")
+	f.DurationVar(&wait, "wait", 15*time.Second, "how long to wait for a publication")
+	return cmd
+}
+
+// nextMarket gathers one publication: the first message if one currency
+// was asked for, else every currency published within the period the
+// first message states (its "every"), and fails if none comes in wait.
+func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait time.Duration) ([]protocol.Market, error) {
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	var got []protocol.Market
+	var round <-chan time.Time
+	for {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return got, ctx.Err()
+			}
+			if slices.ContainsFunc(got, func(g protocol.Market) bool { return g.Currency == m.Currency }) {
+				return got, nil // a second round has begun
+			}
+			got = append(got, m)
+			if one {
+				return got, nil
+			}
+			if round == nil {
+				// One instance publishes every currency at once: the
+				// rest of the round follows within moments.
+				round = time.After(min(time.Duration(m.Every), time.Second))
+			}
+		case <-round:
+			slices.SortFunc(got, func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
+			return got, nil
+		case <-timeout.C:
+			return nil, &bourse.Error{Code: bourse.EUnavailable, Op: "market",
+				Message: fmt.Sprintf("no market data came in %v: is an exchange running on this NATS (bourse exchange, or bourse demo)?", wait)}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// watchMarket prints each publication until ctx ends.
+func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, asJSON bool) error {
+	enc := json.NewEncoder(out)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			var err error
+			if asJSON {
+				err = enc.Encode(m)
+			} else {
+				err = printMarket(out, []protocol.Market{m})
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// printMarket prints market data as a table per currency.
+func printMarket(out io.Writer, ms []protocol.Market) error {
+	for i, m := range ms {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "%s at %s: contracts made in the last %s; prices per GPU-second at full use\n",
+			m.Currency, when(m.At), time.Duration(m.Window).Round(time.Second))
+		tw := table(out)
+		fmt.Fprintln(tw, "MODEL\tCONTRACTS\tGPU-SECONDS\tLOW\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING\tWAITING GPUS\tBEST WAITING")
+		for _, l := range m.Models {
+			low, median, high, vwap := "-", "-", "-", "-"
+			if p := l.Prices; p != nil {
+				low, median, high, vwap = p.Low.String(), p.Median.String(), p.High.String(), p.VWAP.String()
+			}
+			best := "-"
+			if l.Waiting.Offers > 0 {
+				best = l.Waiting.Best.String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", l.Model, l.Contracts, gpuSeconds(l.GPUSeconds),
+				low, median, high, vwap, l.GPUs, l.Free, l.Waiting.Offers, l.Waiting.GPUs, best)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gpuSeconds writes GPU-seconds whole: a fraction of one is noise here.
+func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/protocol"
+)
+
+// TestBidQuoteAndMarket: through the command alone, a quote hears atlas's
+// answer and holds nothing, and `bourse market` shows the contract made
+// and the GPUs.
+func TestBidQuoteAndMarket(t *testing.T) {
+	b := startBidMarket(t)
+	var q protocol.QuoteReply
+	require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "quote", "--gpus", "2", "--model", "H100", "--price", "0.20", "--time-limit", "1m")), &q))
+	assert.Empty(t, q.Accepts)
+	require.Len(t, q.Counters, 1, "%+v", q)
+	assert.Equal(t, "atlas", q.Counters[0].Server)
+	out := b.ok("ada", "quote", "--gpus", "2", "--model", "H100", "--price", "0.40", "--time-limit", "1m")
+	assert.Contains(t, out, "Would accept now: atlas")
+	bal := b.ok("ada", "--json", "balance")
+	assert.Contains(t, bal, `"held": "0"`, "a quote holds nothing: %s", bal)
+
+	k := b.offerJSON("ada", "--gpus", "2", "--model", "H100", "--price", "0.35", "--time-limit", "1m", "--duration", "30s")
+	assert.Equal(t, "atlas", k.Server)
+
+	market := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"market", "--nats", b.m.URL()}, args...), &out, &errOut)
+		require.Equal(t, 0, code, "bourse market: %s", errOut.String())
+		return out.String()
+	}
+	var ms []protocol.Market
+	for {
+		require.NoError(t, json.Unmarshal([]byte(market("--currency", "CRED", "--json")), &ms))
+		require.Len(t, ms, 1)
+		if len(ms[0].Models) > 0 && ms[0].Models[0].Contracts > 0 {
+			break
+		}
+	}
+	h := ms[0].Models[0]
+	assert.Equal(t, "H100", h.Model)
+	assert.Equal(t, 1, h.Contracts)
+	assert.True(t, h.Prices.Median.Equal(decimal.RequireFromString("0.35")), "%+v", h.Prices)
+	assert.Equal(t, 16, h.GPUs)
+	// --auto going bids the median of the contracts made: 0.35.
+	g := b.offerJSON("bob", "--gpus", "1", "--model", "H100", "--auto", "going", "--value", "0.50", "--time-limit", "1m", "--duration", "10s")
+	assert.Equal(t, "0.35", g.Terms.P.Eval(decimal.Zero).String(), "the going rate")
+
+	table := market()
+	assert.True(t, strings.HasPrefix(table, "CRED at "), "%s", table)
+	assert.Contains(t, table, "H100")
+	assert.NotContains(t, table, "ada")
+}

@@ -1,0 +1,51 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+)
+
+// admit checks that client can pay for t and that its caps let t
+// through: its funds and every concurrent-GPU cap above it read in one
+// go (on a database, one round trip). It returns the caps' admission,
+// whose reserves the escrow makes, and the wallet's available balance.
+// This is a cheap early no; the binding check is the escrow's own.
+func (h *House) admit(ctx context.Context, client string, t contract.Terms) (caps.Admission, decimal.Decimal, error) {
+	cur := currency.Code(t.Currency)
+	wallet := currency.WalletID(cur, client)
+	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
+		Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
+	owners, err := h.owners(ctx, client, cur)
+	if bourse.ErrorCode(err) == bourse.ENotFound {
+		return caps.Admission{}, decimal.Zero, noWallet
+	} else if err != nil {
+		return caps.Admission{}, decimal.Zero, err
+	}
+	ids := make([]currency.AccountID, 1, 1+len(owners))
+	ids[0] = wallet
+	for _, o := range owners {
+		ids = append(ids, caps.GPUWallet(o))
+	}
+	bals, err := h.store.Ledger().Balances(ctx, ids...)
+	if err != nil {
+		return caps.Admission{}, decimal.Zero, err
+	}
+	bal := bals[0]
+	if bal.Account == "" {
+		return caps.Admission{}, decimal.Zero, noWallet
+	}
+	if bal.Available.LessThan(t.Prepayment) {
+		return caps.Admission{}, decimal.Zero, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
+			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
+	}
+	adm, err := h.cfg.Periods.Admit(ctx, h.store.Ledger(), h.cfg.SpendCaps,
+		caps.Offer{Owners: owners, Currency: cur, GPUs: t.GPUs, Prepayment: t.Prepayment}, bals[1:])
+	return adm, bal.Available, err
+}

@@ -1,0 +1,290 @@
+package exchange_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/treasury/sqltreasury"
+)
+
+// job is terms for gpus H100s at price a GPU-second, a minute's job.
+func job(gpus int, price string) contract.Terms {
+	t := contract.Terms{Currency: housetest.Currency, GPUs: gpus, Class: contract.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
+		P: contract.Flat(dec(price)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dec("1"), Duration: time.Minute}}}
+	t.Prepayment = t.CappedPrepayment(2)
+	return t
+}
+
+// offer makes client's offer of t under request id, waiting up to wait.
+func offer(t *testing.T, h *housetest.Harness, client, id string, tm contract.Terms, wait time.Duration) protocol.OfferReply {
+	t.Helper()
+	reply, err := h.House.Offer(context.Background(), client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait)})
+	require.NoError(t, err, "offer %s", id)
+	return reply
+}
+
+// eventsOf returns the types of client's events since the last call.
+func eventsOf(h *housetest.Harness, client string) []protocol.EventType {
+	var out []protocol.EventType
+	for _, e := range h.Events(client) {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// TestBookMatchesWhenGPUsFree: offers no server can take now wait in the
+// book and say where they stand; when the running contract ends and its
+// server's heartbeat shows the GPUs free, the best-priced waiting offer
+// becomes a contract, then the next. Nothing is held for an offer while
+// it waits.
+func TestBookMatchesWhenGPUsFree(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dec("0.01"))})
+	for _, c := range []string{"alice", "bob", "carol"} {
+		h.Wallet(c, "100")
+	}
+	first := offer(t, h, "alice", "a1", job(2, "0.01"), 0)
+	require.NotNil(t, first.Contract)
+
+	bob := offer(t, h, "bob", "b1", job(2, "0.01"), time.Hour)
+	require.Nil(t, bob.Contract)
+	require.NotNil(t, bob.Queued, "%+v", bob)
+	assert.Equal(t, 0, bob.Queued.Ahead)
+	assert.True(t, bob.Queued.Until.Equal(h.Now().Add(time.Hour)))
+	require.Len(t, bob.Rejections, 1, "gpu1's answer before it was queued")
+	h.Advance(time.Second)
+	carol := offer(t, h, "carol", "c1", job(2, "0.02"), time.Hour)
+	require.NotNil(t, carol.Queued)
+	assert.Equal(t, 0, carol.Queued.Ahead, "carol pays more: she goes first")
+	w, err := h.Store.Waiting(context.Background(), bob.Queued.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.Ahead, "bob is behind carol now")
+
+	t.Run("NothingHeld", func(t *testing.T) {
+		b, err := h.House.Balance(context.Background(), "bob", housetest.Currency)
+		require.NoError(t, err)
+		assert.True(t, b.Held.IsZero() && b.Available.Equal(dec("100")), "%+v", b.Balance)
+		require.NotNil(t, b.Waiting)
+		assert.Equal(t, 1, b.Waiting.Offers)
+		assert.True(t, b.Waiting.Prepayments.Equal(job(2, "0.01").Prepayment), "%s", b.Waiting.Prepayments)
+	})
+	t.Run("RetrySameAnswer", func(t *testing.T) {
+		again := offer(t, h, "bob", "b1", job(2, "0.01"), time.Hour)
+		require.NotNil(t, again.Queued)
+		assert.Equal(t, bob.Queued.ID, again.Queued.ID, "one waiting offer per request id")
+		assert.Equal(t, 1, again.Queued.Ahead)
+	})
+
+	h.Run(90*time.Second, time.Second)
+	cs, err := h.House.Contracts(context.Background(), "carol", 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "carol matched when alice's job ended")
+	assert.Equal(t, carol.Queued.ID, cs[0].ID, "the contract her request names")
+	assert.False(t, cs[0].QueuedAt.IsZero())
+	assert.Contains(t, eventsOf(h, "carol"), protocol.EventAccepted)
+	bobs, err := h.House.WaitingOffers(context.Background(), "bob", "")
+	require.NoError(t, err)
+	require.Len(t, bobs, 1, "bob waits on")
+	assert.Equal(t, 0, bobs[0].Ahead)
+
+	h.Run(90*time.Second, time.Second)
+	cs, err = h.House.Contracts(context.Background(), "bob", 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "then bob")
+	assert.Equal(t, trade.StateSettled, cs[0].State)
+	b, err := h.House.Balance(context.Background(), "bob", housetest.Currency)
+	require.NoError(t, err)
+	assert.Nil(t, b.Waiting, "nothing waits")
+	h.Audit()
+}
+
+// TestBookLeaves: cancel, expiry, and a match the wallet cannot pay each
+// take an offer out of the book once, with an event that says why, and
+// no money moves.
+func TestBookLeaves(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("0.01"))})
+	wallet := h.Wallet("bob", "100")
+	h.Wallet("alice", "100")
+	ctx := context.Background()
+	require.NotNil(t, offer(t, h, "alice", "busy", job(1, "0.01"), 0).Contract)
+
+	t.Run("Cancel", func(t *testing.T) {
+		q := offer(t, h, "bob", "cancel-me", job(1, "0.01"), time.Hour)
+		require.NotNil(t, q.Queued)
+		_, err := h.House.Cancel(ctx, "alice", q.Queued.ID)
+		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "not alice's")
+		left, err := h.House.Cancel(ctx, "bob", q.Queued.ID)
+		require.NoError(t, err)
+		assert.Equal(t, trade.LeftCancelled, left.Left)
+		_, err = h.House.Cancel(ctx, "bob", q.Queued.ID)
+		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "once")
+		ev := h.Events("bob")
+		require.Len(t, ev, 1)
+		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
+		assert.Equal(t, trade.LeftCancelled, ev[0].Waiting.Left)
+	})
+	t.Run("Expire", func(t *testing.T) {
+		q := offer(t, h, "bob", "expire-me", job(1, "0.01"), 10*time.Second)
+		require.NotNil(t, q.Queued)
+		h.Advance(9 * time.Second)
+		h.House.Sweep(ctx)
+		assert.Empty(t, h.Events("bob"))
+		h.Advance(2 * time.Second)
+		h.House.Sweep(ctx)
+		ev := h.Events("bob")
+		require.Len(t, ev, 1)
+		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
+		assert.Equal(t, trade.LeftExpired, ev[0].Waiting.Left)
+		h.House.Sweep(ctx)
+		assert.Empty(t, h.Events("bob"), "once")
+	})
+	t.Run("Unpaid", func(t *testing.T) {
+		q := offer(t, h, "bob", "unpaid", job(1, "0.01"), time.Hour)
+		require.NotNil(t, q.Queued)
+		// bob spends his money elsewhere meanwhile.
+		_, err := currency.Do(ctx, h.Ledger, currency.Transfer{Key: "spent", From: wallet, To: currency.IssuanceID(housetest.Currency), Amount: dec("99")})
+		require.NoError(t, err)
+		h.Run(90*time.Second, time.Second) // alice's job ends: gpu1 frees up
+		ev := h.Events("bob")
+		require.Len(t, ev, 1, "%+v", ev)
+		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
+		assert.Equal(t, trade.LeftUnpaid, ev[0].Waiting.Left)
+		assert.Contains(t, ev[0].Message, "exceeds the available")
+		b := h.Balance(wallet)
+		assert.True(t, b.Available.Equal(dec("1")) && b.Held.IsZero(), "%+v", b)
+	})
+	h.Audit()
+}
+
+// TestBookBounds: waits are bounded, a client's waiting offers and the
+// book too, each refusal typed; a client's waiting offers must fit its
+// balance together.
+func TestBookBounds(t *testing.T) {
+	h := housetest.New(t, exchange.Config{BookPerClient: 2, BookTotal: 3})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("1"))}) // rejects them all
+	h.Wallet("bob", "100")
+	h.Wallet("carol", "100")
+	h.Wallet("dan", "100")
+	ctx := context.Background()
+	refuse := func(client, id string, tm contract.Terms, wait time.Duration, counter string) error {
+		_, err := h.House.Offer(ctx, client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait), Counter: counter})
+		return err
+	}
+	assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(refuse("bob", "long", job(1, "0.01"), 8*24*time.Hour, "")))
+	assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(refuse("bob", "neg", job(1, "0.01"), -time.Second, "")))
+	taken := job(1, "0.01")
+	taken.Server = "gpu1"
+	assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(refuse("bob", "counter", taken, time.Hour, "k1")))
+
+	big := job(1, "0.01")
+	big.Prepayment = dec("0.9")
+	require.NotNil(t, offer(t, h, "bob", "b1", big, time.Hour).Queued)
+	big.TimeLimit, big.Prepayment = time.Hour, dec("36")
+	require.NotNil(t, offer(t, h, "bob", "b2", big, time.Hour).Queued)
+	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("bob", "b3", job(1, "0.01"), time.Hour, "")), "bob's third")
+	require.NotNil(t, offer(t, h, "carol", "c1", job(1, "0.01"), time.Hour).Queued)
+	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("dan", "d1", job(1, "0.01"), time.Hour, "")), "the fourth in all")
+
+	// carol's waiting offers together may not pass her balance.
+	h2 := housetest.New(t, exchange.Config{})
+	h2.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("1"))})
+	h2.Wallet("carol", "50")
+	half := job(1, "0.01")
+	half.TimeLimit, half.Prepayment = time.Hour, dec("30")
+	require.NotNil(t, offer(t, h2, "carol", "c1", half, time.Hour).Queued)
+	_, err := h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: trade.Duration(time.Hour)})
+	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "30 + 30 > 50: %v", err)
+}
+
+// TestBookRace: two instances matching at once, cancels racing them and a
+// restart, on the memory store (exchange/sqlstore runs it on PostgreSQL).
+func TestBookRace(t *testing.T) {
+	housetest.BookRace(t, memstore.New(mem.New(mem.Options{})))
+}
+
+// TestBookCapped: a waiting offer that its client's concurrent-GPU cap
+// refuses when GPUs free up leaves the book with cap_exceeded, and
+// nothing is held for it.
+func TestBookCapped(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dec("0.01"))})
+	h.Server("gpu2", "A100", 1, server.Posted{P: contract.Flat(dec("0.01"))})
+	h.Wallet("alice", "100")
+	wallet := h.Wallet("bob", "100")
+	ctx := context.Background()
+	tr, err := sqltreasury.Beside(ctx, h.Ledger, nil)
+	require.NoError(t, err)
+	_, err = tr.SetCap(ctx, "ops", "bob", 2, "cap-set/bob")
+	require.NoError(t, err)
+
+	require.NotNil(t, offer(t, h, "alice", "busy", job(2, "0.01"), 0).Contract)
+	q := offer(t, h, "bob", "wait", job(2, "0.01"), time.Hour)
+	require.NotNil(t, q.Queued, "bob's cap lets 2 GPUs through now")
+	a100 := job(1, "0.01")
+	a100.Class.Model, a100.Job.Profile.Duration, a100.TimeLimit = "A100", 10*time.Minute, 11*time.Minute
+	a100.Prepayment = a100.CappedPrepayment(2)
+	require.NotNil(t, offer(t, h, "bob", "a100", a100, 0).Contract, "bob runs one GPU elsewhere meanwhile")
+	h.Events("bob")
+	held := h.Balance(wallet).Held
+
+	h.Run(90*time.Second, time.Second) // alice's job ends: gpu1 frees up
+	ev := h.Events("bob")
+	var left []protocol.Event
+	for _, e := range ev {
+		if e.Type == protocol.EventLeftBook {
+			left = append(left, e)
+		}
+	}
+	require.Len(t, left, 1, "%+v", ev)
+	assert.Equal(t, trade.LeftCapped, left[0].Waiting.Left)
+	assert.Equal(t, q.Queued.ID, left[0].Waiting.ID)
+	assert.True(t, h.Balance(wallet).Held.Equal(held), "only the A100 contract's escrow")
+	h.Audit()
+}
+
+// TestBookCountered: a waiting offer below a freed server's price is
+// countered, the counter-offers reach its client as an event, and it
+// waits on; the client may take one.
+func TestBookCountered(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("0.02"))})
+	h.Wallet("alice", "100")
+	h.Wallet("bob", "100")
+	ctx := context.Background()
+	require.NotNil(t, offer(t, h, "alice", "busy", job(1, "0.02"), 0).Contract)
+	q := offer(t, h, "bob", "low", job(1, "0.01"), time.Hour)
+	require.NotNil(t, q.Queued)
+	h.Events("bob")
+
+	h.Run(70*time.Second, time.Second)
+	var counters []trade.Counter
+	for _, e := range h.Events("bob") {
+		if e.Type == protocol.EventCountered {
+			assert.Equal(t, q.Queued.ID, e.Waiting.ID)
+			counters = e.Counters
+		}
+	}
+	require.NotEmpty(t, counters, "gpu1 countered when it freed up")
+	assert.True(t, counters[0].Terms.P.Equal(contract.Flat(dec("0.02"))))
+	_, err := h.Store.Waiting(ctx, q.Queued.ID)
+	require.NoError(t, err, "it waits on")
+	took, err := h.House.Offer(ctx, "bob", protocol.OfferRequest{RequestID: "take", Terms: counters[0].Terms, Counter: counters[0].ID})
+	require.NoError(t, err)
+	require.NotNil(t, took.Contract, "%+v", took)
+	h.Audit()
+}

@@ -1,0 +1,79 @@
+package exchange
+
+import (
+	"slices"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/trade"
+)
+
+// anyModel names, in market data, what asks for no model and what the
+// exchange cannot pin to one.
+const anyModel = "any"
+
+// gpuCount is how many GPUs of a model there are, and how many are free.
+type gpuCount struct{ gpus, free int }
+
+// capacity counts the GPUs of the live servers by currency and model. A
+// heartbeat says how many of a server's GPUs are free, not which: a
+// server with GPUs of several models has its free GPUs counted against
+// its GPUs in index order.
+func (r *registry) capacity() map[string]map[string]gpuCount {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	out := map[string]map[string]gpuCount{}
+	for _, s := range r.servers {
+		if s.seen.Before(cutoff) {
+			continue
+		}
+		byModel := out[s.Currency]
+		if byModel == nil {
+			byModel = map[string]gpuCount{}
+			out[s.Currency] = byModel
+		}
+		gpus := slices.Clone(s.GPUs)
+		slices.SortFunc(gpus, func(a, b trade.GPU) int { return a.Index - b.Index })
+		free := s.Free
+		for _, g := range gpus {
+			c := byModel[g.Model]
+			c.gpus++
+			if free > 0 {
+				c.free++
+				free--
+			}
+			byModel[g.Model] = c
+		}
+	}
+	return out
+}
+
+// model is the GPU model a contract of t on server counts under in market
+// data: the one its terms ask for, else the one model of the server's GPUs
+// that fit them, else anyModel (the server is not heard from, or has
+// several models that fit).
+func (r *registry) model(server string, t contract.Terms) string {
+	if t.Class.Model != "" {
+		return t.Class.Model
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok {
+		return anyModel
+	}
+	model := ""
+	for _, g := range s.GPUs {
+		if !t.Class.Fits(g.Model, g.MemoryMiB) {
+			continue
+		}
+		if model != "" && g.Model != model {
+			return anyModel
+		}
+		model = g.Model
+	}
+	if model == "" {
+		return anyModel
+	}
+	return model
+}

@@ -1,0 +1,147 @@
+package housetest
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
+)
+
+// Router is the House's Router to the harness's nodes, called in the
+// caller's goroutine at the clock's time, servers asked in the order
+// given (by id), until one accepts. A server in Silent answers nothing,
+// like one that hung.
+type Router struct {
+	h     *Harness
+	Nodes map[string]*server.Node
+	mu    sync.Mutex
+	// Silent are the servers that answer nothing (set before the House
+	// runs, or under Lock).
+	Silent map[string]bool
+	// Asked counts the offers each server was asked to decide (read it
+	// with AskedOf).
+	Asked map[string]int
+	// mute are the servers that decide offers but never answer a start,
+	// like one that hung after its accept (MuteStarts).
+	mute map[string]bool
+}
+
+// MuteStarts has server decide offers but never answer a start.
+func (r *Router) MuteStarts(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mute == nil {
+		r.mute = map[string]bool{}
+	}
+	r.mute[server] = true
+}
+
+// Silence makes server silent (or speak again): it answers nothing and
+// sends nothing.
+func (r *Router) Silence(server string, silent bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Silent[server] = silent
+}
+
+// AskedOf is how many offers server was asked to decide.
+func (r *Router) AskedOf(server string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Asked[server]
+}
+
+func (r *Router) silent(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Silent[server]
+}
+
+var _ exchange.Router = (*Router)(nil)
+
+var errSilent = errors.New("the server is silent")
+
+func (r *Router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	r.mu.Lock()
+	for _, s := range servers {
+		r.Asked[s]++
+	}
+	r.mu.Unlock()
+	return r.ask(offer, servers, (*server.Node).Decide)
+}
+
+func (r *Router) Quote(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	return r.ask(offer, servers, (*server.Node).Quote)
+}
+
+func (r *Router) ask(offer protocol.ServerOffer, servers []string, decide func(*server.Node, time.Time, protocol.ServerOffer) protocol.Decision) iter.Seq[exchange.Answer] {
+	return func(yield func(exchange.Answer) bool) {
+		for _, s := range servers {
+			a := exchange.Answer{Server: s}
+			if r.silent(s) {
+				a.Err = errSilent
+			} else {
+				a.Decision = decide(r.Nodes[s], r.h.Now(), offer)
+			}
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// Start starts the job as an agent would: the jobs it preempts stop
+// first (their final readings go to the House), then it launches.
+func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {
+	id := s.Contract.Server
+	r.mu.Lock()
+	mute := r.mute[id] || r.Silent[id]
+	r.mu.Unlock()
+	if mute {
+		done(protocol.Started{}, errSilent)
+		return
+	}
+	n := r.Nodes[id]
+	plan, err := n.Start(r.h.Now(), s)
+	switch {
+	case err != nil:
+		done(protocol.Started{}, err)
+		return
+	case plan.Started != nil:
+		done(*plan.Started, nil)
+		return
+	}
+	r.stop(id, plan.Stops)
+	done(n.Launch(ctx, r.h.Now(), s.Contract.ID))
+}
+
+func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now(), offer) }
+
+func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+	err := errSilent
+	if !r.silent(c.Server) {
+		err = r.Nodes[c.Server].Control(r.h.Now(), c.ID, action)
+	}
+	if done != nil {
+		done(err)
+	}
+}
+
+// stop stops jobs as an agent does, and hands the House their final
+// readings.
+func (r *Router) stop(id string, stops []server.Stop) {
+	ctx := context.Background()
+	n := r.Nodes[id]
+	for _, s := range stops {
+		_ = s.Job.Stop(ctx, s.Reason)
+		if f, err := n.Stopped(r.h.Now(), s.Contract); err == nil {
+			_ = r.h.House.Count(ctx, id, f)
+		}
+	}
+}

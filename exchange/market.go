@@ -1,0 +1,162 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Market is the market data of every currency traded or offered lately,
+// by currency code: the contracts made in the last MarketWindow (from the
+// store, so that each counts once whichever instance made it), the GPUs
+// of the servers heard from (every instance hears every heartbeat), and
+// the waiting offers of the book. It names no client. Its driver
+// publishes it every MarketEvery, from one instance at a time.
+func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
+	now := h.cfg.Now().UTC()
+	covers, err := h.refresh(ctx, now.Add(-h.cfg.MarketWindow), now, h.cfg.MarketTape)
+	if err != nil {
+		return nil, fmt.Errorf("market data: read contracts made: %w", err)
+	}
+	type key struct{ cur, model string }
+	lines := map[key]*protocol.MarketModel{}
+	line := func(cur, model string) *protocol.MarketModel {
+		k := key{cur, model}
+		if lines[k] == nil {
+			lines[k] = &protocol.MarketModel{Model: model, GPUSeconds: decimal.Zero}
+		}
+		return lines[k]
+	}
+	sold := map[key][]sale{}
+	for _, s := range h.tape.copy() {
+		k := key{s.currency, s.model}
+		sold[k] = append(sold[k], s)
+	}
+	book, err := h.store.Book(ctx, BookQuery{Limit: h.cfg.BookTotal})
+	if err != nil {
+		return nil, fmt.Errorf("market data: read the book: %w", err)
+	}
+	for _, w := range book {
+		model := w.Terms.Class.Model
+		if model == "" {
+			model = anyModel
+		}
+		d := &line(w.Terms.Currency, model).Waiting
+		d.Offers++
+		d.GPUs += w.Terms.GPUs
+		if w.Price.GreaterThan(d.Best) {
+			d.Best = w.Price
+		}
+	}
+	for cur, byModel := range h.servers.capacity() {
+		for model, c := range byModel {
+			l := line(cur, model)
+			l.GPUs, l.Free = c.gpus, c.free
+		}
+	}
+	// Every currency has its market data, traded in or not, so that a
+	// reader learns at once that nothing trades.
+	all, err := h.store.Ledger().Currencies(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("market data: list currencies: %w", err)
+	}
+	curs := make(map[string]int32, len(all))
+	for _, c := range all {
+		curs[string(c.Code)] = c.Scale
+	}
+	for k, ss := range sold {
+		sc, ok := curs[k.cur]
+		if !ok {
+			continue
+		}
+		l := line(k.cur, k.model)
+		l.Contracts, l.GPUSeconds, l.Prices = len(ss), total(ss), prices(ss, sc+protocol.PricePlaces)
+	}
+	var out []protocol.Market
+	for cur, sc := range curs {
+		m := protocol.Market{Currency: cur, Scale: sc, At: now, Window: trade.Duration(now.Sub(covers)),
+			Every: trade.Duration(h.cfg.MarketEvery), Models: []protocol.MarketModel{}}
+		for k, l := range lines {
+			if k.cur == cur {
+				m.Models = append(m.Models, *l)
+			}
+		}
+		slices.SortFunc(m.Models, func(a, b protocol.MarketModel) int { return strings.Compare(a.Model, b.Model) })
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
+	return out, nil
+}
+
+// total is the GPU-seconds of sales.
+func total(ss []sale) decimal.Decimal {
+	sum := decimal.Zero
+	for _, s := range ss {
+		sum = sum.Add(s.gpuSeconds)
+	}
+	return sum
+}
+
+// prices sums up the prices of sales at places decimal places: the low,
+// the median (of the contracts, the lower middle one of an even count,
+// so that it is a price some contract paid), the high, and the average
+// weighted by GPU-seconds. The weighted sum is taken on prices with four
+// more places, so that only the result rounds.
+func prices(ss []sale, places int32) *protocol.Prices {
+	if len(ss) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(ss)
+	slices.SortFunc(sorted, func(a, b sale) int { return a.rate.Cmp(b.rate) })
+	weighted, volume := decimal.Zero, decimal.Zero
+	for _, s := range sorted {
+		weighted = weighted.Add(s.rate.Decimal(places + 4).Mul(s.gpuSeconds))
+		volume = volume.Add(s.gpuSeconds)
+	}
+	p := &protocol.Prices{
+		Low:    sorted[0].rate.Decimal(places),
+		Median: sorted[(len(sorted)-1)/2].rate.Decimal(places),
+		High:   sorted[len(sorted)-1].rate.Decimal(places),
+		VWAP:   sorted[len(sorted)/2].rate.Decimal(places),
+	}
+	if volume.IsPositive() {
+		p.VWAP = weighted.DivRound(volume, places)
+	}
+	return p
+}
+
+// marketDefaults fills in the market data's settings of c.
+func (c *Config) marketDefaults() {
+	if c.MarketWindow <= 0 {
+		c.MarketWindow = time.Hour
+	}
+	if c.MarketEvery <= 0 {
+		c.MarketEvery = 5 * time.Second
+	}
+	if c.MarketTape <= 0 {
+		c.MarketTape = 100_000
+	}
+}
+
+// bookDefaults fills in the book's settings of c.
+func (c *Config) bookDefaults() {
+	if c.BookPerClient <= 0 {
+		c.BookPerClient = 16
+	}
+	if c.BookTotal <= 0 {
+		c.BookTotal = 10_000
+	}
+	if c.MatchBatch <= 0 {
+		c.MatchBatch = 100
+	}
+	if c.RematchEvery <= 0 {
+		c.RematchEvery = 30 * time.Second
+	}
+}

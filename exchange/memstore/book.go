@@ -1,0 +1,95 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/trade"
+)
+
+func (s *Store) Queue(_ context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (trade.Waiting, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.book[w.ID]; ok {
+		return s.ahead(*old), false, nil
+	}
+	if err := s.checkClaim(w.ID, claim); err != nil {
+		return trade.Waiting{}, false, err
+	}
+	if _, ok := s.contracts[w.ID]; ok || s.forgotten.Has(0, w.ID) {
+		return trade.Waiting{}, false, exchange.ContractExists(w.ID)
+	}
+	mine := 0
+	for _, o := range s.book {
+		if o.Client == w.Client {
+			mine++
+		}
+	}
+	if err := exchange.CheckBookLimits(limits, mine, len(s.book)); err != nil {
+		return trade.Waiting{}, false, err
+	}
+	w.Ahead, w.Left = 0, ""
+	s.book[w.ID] = &w
+	return s.ahead(w), true, nil
+}
+
+func (s *Store) Waiting(_ context.Context, id string) (trade.Waiting, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.book[id]
+	if !ok {
+		return trade.Waiting{}, currency.NotFound("memstore.Waiting", "waiting offer "+id)
+	}
+	return s.ahead(*w), nil
+}
+
+// ahead is w with Ahead counted. s.mu is held.
+func (s *Store) ahead(w trade.Waiting) trade.Waiting {
+	w.Ahead = 0
+	for _, o := range s.book {
+		if o.Terms.Currency == w.Terms.Currency && exchange.BookOrder(*o, w) < 0 {
+			w.Ahead++
+		}
+	}
+	return w
+}
+
+func (s *Store) Book(_ context.Context, q exchange.BookQuery) ([]trade.Waiting, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []trade.Waiting{}
+	for _, w := range s.book {
+		if (q.Currency == "" || w.Terms.Currency == q.Currency) && (q.Client == "" || w.Client == q.Client) &&
+			(q.DueBy.IsZero() || !w.Until.After(q.DueBy)) {
+			out = append(out, *w)
+		}
+	}
+	slices.SortFunc(out, exchange.BookOrder)
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+func (s *Store) Unqueue(_ context.Context, id string) (trade.Waiting, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.book[id]
+	if !ok {
+		return trade.Waiting{}, currency.NotFound("memstore.Unqueue", "waiting offer "+id)
+	}
+	delete(s.book, id)
+	return *w, nil
+}
+
+// unbook takes c's waiting offer out of the book as Open makes c: one
+// made from the book must find it there. s.mu is held.
+func (s *Store) unbook(c trade.Contract) error {
+	if _, ok := s.book[c.ID]; !ok && !c.QueuedAt.IsZero() {
+		return &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id", Message: exchange.LeftMeanwhile(c.ID)}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package natsvc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// TestStandingOffer: over NATS, an offer that no server can take now waits
+// in the book, its client told where it stands and nothing held; when the
+// running job ends and the agent's heartbeat shows the GPU free, the
+// exchange offers it again and the accept makes its contract, which the
+// client hears of as an accepted event. A cancel takes another out.
+func TestStandingOffer(t *testing.T) {
+	m := newMarket(t, nil)
+	m.wallet("alice", "100")
+	m.wallet("bob", "100")
+	m.agent("gpu1", 1)
+	alice, bob := m.client("alice"), m.client("bob")
+	ctx := context.Background()
+	events, err := bob.Events(ctx, 64)
+	require.NoError(t, err)
+
+	short := terms("alice")
+	short.Job.Profile.Duration = 2 * time.Second
+	first, err := alice.Offer(ctx, "first", short)
+	require.NoError(t, err)
+	require.NotNil(t, first.Contract)
+
+	q, err := bob.OfferWait(ctx, "standing", terms("bob"), time.Hour)
+	require.NoError(t, err)
+	require.Nil(t, q.Contract)
+	require.NotNil(t, q.Queued, "%+v", q)
+	assert.Equal(t, 0, q.Queued.Ahead)
+	ws, err := bob.Waiting(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	bal, err := bob.Balance(ctx, cred)
+	require.NoError(t, err)
+	assert.True(t, bal.Held.IsZero(), "nothing held while it waits")
+	require.NotNil(t, bal.Waiting)
+	assert.True(t, bal.Waiting.Prepayments.Equal(d("6")))
+
+	other, err := bob.OfferWait(ctx, "other", terms("bob"), time.Hour)
+	require.NoError(t, err)
+	require.NotNil(t, other.Queued)
+	assert.Equal(t, 1, other.Queued.Ahead, "same price, later")
+	left, err := bob.Cancel(ctx, other.Queued.ID)
+	require.NoError(t, err)
+	assert.Equal(t, trade.LeftCancelled, left.Left)
+	_, err = bob.Cancel(ctx, other.Queued.ID)
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
+
+	var got trade.Contract
+	deadline := time.After(15 * time.Second)
+	for got.ID == "" {
+		select {
+		case ev := <-events:
+			if ev.Type == protocol.EventAccepted {
+				got = ev.Contract
+			}
+		case <-deadline:
+			t.Fatal("the waiting offer was not matched when gpu1 freed up")
+		}
+	}
+	assert.Equal(t, q.Queued.ID, got.ID, "the contract its request names")
+	assert.False(t, got.QueuedAt.IsZero())
+	waitFor(t, "bob's contract to settle", func() bool {
+		c, err := bob.Contract(ctx, got.ID)
+		return err == nil && c.State == trade.StateSettled
+	})
+	ws, err = bob.Waiting(ctx, "")
+	require.NoError(t, err)
+	assert.Empty(t, ws)
+	b := m.balance(currency.WalletID(cred, "bob"))
+	assert.True(t, b.Held.IsZero(), "%+v", b)
+	m.audit()
+}
+
+// TestStandingOfferSurvivesRestart: the book is in the store: an offer
+// queued before the exchange restarts is matched by the new instance when
+// the GPU frees up, once.
+func TestStandingOfferSurvivesRestart(t *testing.T) {
+	onStores(t, func(t *testing.T, store exchange.Store) {
+		m := newMarketOn(t, store, nil)
+		m.wallet("alice", "100")
+		m.wallet("bob", "100")
+		m.agent("gpu1", 1)
+		ctx := context.Background()
+		short := terms("alice")
+		short.Job.Profile.Duration = 3 * time.Second
+		first, err := m.client("alice").Offer(ctx, "first", short)
+		require.NoError(t, err)
+		require.NotNil(t, first.Contract)
+		bob := m.client("bob")
+		q, err := bob.OfferWait(ctx, "standing", terms("bob"), time.Hour)
+		require.NoError(t, err)
+		require.NotNil(t, q.Queued, "%+v", q)
+
+		m.exStop()
+		m.startExchange()
+		waitFor(t, "the new instance to hear gpu1", func() bool { return m.ex.LiveServers() == 1 })
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			c, err := bob.Contract(ctx, q.Queued.ID)
+			if err == nil && c.State == trade.StateSettled {
+				assert.False(t, c.QueuedAt.IsZero())
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "not matched after the restart: %v %+v", err, c)
+			time.Sleep(50 * time.Millisecond)
+		}
+		cs, err := bob.Contracts(ctx, 10)
+		require.NoError(t, err)
+		assert.Len(t, cs, 1)
+		m.noOpenHold()
+		m.audit()
+	})
+}

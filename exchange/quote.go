@@ -1,0 +1,87 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// Quote asks the servers that match client's terms what they would answer
+// an offer of them now, without making one: nothing is escrowed, no GPU is
+// claimed, no request id is claimed, and no contract or waiting offer comes
+// of it. The reply lists the servers that would accept, every
+// counter-offer (which the client may take, while valid, as it would take
+// one from an offer's reply) and the rejections. Terms are checked as an
+// offer's are; funds and caps are not, since nothing is spent.
+func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequest) (protocol.QuoteReply, error) {
+	t, err := h.quoteTerms(ctx, client, req.Terms)
+	if err != nil {
+		h.metrics.quotes.WithLabelValues("error").Inc()
+		return protocol.QuoteReply{}, err
+	}
+	servers := h.servers.match(t)
+	if len(servers) == 0 {
+		h.metrics.quotes.WithLabelValues("no_match").Inc()
+		return protocol.QuoteReply{}, &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
+			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
+	}
+	so := protocol.ServerOffer{Offer: fmt.Sprintf("quote-%s-%d", client, h.cfg.Now().UnixNano()), Terms: t}
+	var reply protocol.QuoteReply
+	for a := range h.router.Quote(ctx, so, servers) {
+		switch {
+		case a.Err != nil:
+			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
+		case a.Decision.Accept:
+			reply.Accepts = append(reply.Accepts, a.Server)
+		default:
+			reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
+		}
+	}
+	outcome := "rejected"
+	switch {
+	case len(reply.Accepts) > 0:
+		outcome = "accepted"
+	case len(reply.Counters) > 0:
+		outcome = "countered"
+	}
+	h.metrics.quotes.WithLabelValues(outcome).Inc()
+	return reply, nil
+}
+
+// quoteTerms checks a quote's terms as an offer's: the sender is the
+// client, the terms valid, the start not past nor too far ahead.
+func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms) (contract.Terms, error) {
+	if t.Client == "" {
+		t.Client = client
+	}
+	if t.Client != client {
+		return t, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
+			Message: fmt.Sprintf("quote names client %q but was sent by %q", t.Client, client)}
+	}
+	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
+		return t, protocol.UnderTerms(err)
+	}
+	return t, h.checkStartAt(t.StartAt)
+}
+
+// gather adds a's counter-offers, each naming its server, to counters, and
+// its rejection to rejections where it made no counter.
+func gather(counters []trade.Counter, rejections []protocol.Rejection, a Answer) ([]trade.Counter, []protocol.Rejection) {
+	for _, c := range a.Decision.Counters {
+		c.Server = a.Server
+		c.Terms.Server = a.Server
+		counters = append(counters, c)
+	}
+	reason := a.Decision.Reason
+	if a.Decision.Code != "" {
+		reason = string(a.Decision.Code) + ": " + reason
+	}
+	if len(a.Decision.Counters) == 0 {
+		rejections = append(rejections, protocol.Rejection{Server: a.Server, Reason: reason, Code: a.Decision.Code})
+	}
+	return counters, rejections
+}

@@ -1,0 +1,137 @@
+package exchange_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/trade"
+)
+
+// The watchdog's and bookings' rules on a manual clock: what the natsvc
+// tests checked with wall-clock sleeps, here to the second, without NATS.
+
+// contractOf reads client's contract id.
+func contractOf(t *testing.T, h *housetest.Harness, client, id string) trade.Contract {
+	t.Helper()
+	c, err := h.House.Contract(context.Background(), client, id)
+	require.NoError(t, err)
+	return c
+}
+
+// TestWatchdog: a running contract whose server falls silent settles on
+// its last reading once ServerLostAfter has passed, not before; an
+// accepted one never started is voided at its start deadline, not before,
+// with the whole prepayment back.
+func TestWatchdog(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, StartTimeout: 15 * time.Second})
+	h.Server("gpu1", "H100", 2, nil)
+	h.Server("gpu9", "H100", 2, nil)
+	wallet := h.Wallet("dave", "100")
+	long := job(1, "0.01")
+	long.Job.Profile.Duration, long.TimeLimit = 10*time.Minute, 20*time.Minute
+	long.Prepayment = long.CappedPrepayment(2)
+	long.Server = "gpu1"
+
+	reply := offer(t, h, "dave", "w1", long, 0)
+	require.NotNil(t, reply.Contract)
+	id := reply.Contract.ID
+	h.Run(30*time.Second, time.Second)
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateRunning, c.State)
+	require.NotNil(t, c.Reading)
+	last := *c.Reading
+
+	h.Router.Silence("gpu1", true)
+	h.Run(10*time.Second, time.Second)
+	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "silent for ServerLostAfter, not past it")
+	h.Run(2*time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateSettled, c.State)
+	assert.Equal(t, trade.ReasonServerLost, c.Reason)
+	assert.True(t, c.Reading.U.Equal(last.U), "settled on the last reading")
+	st, err := contract.Charge(c.Terms, last.Usage(), 2)
+	require.NoError(t, err)
+	assert.True(t, c.Charge.Equal(st.Charge), "charged %s for %s", c.Charge, last.U)
+
+	// A server that accepts but never starts the job.
+	h.Router.MuteStarts("gpu9")
+	never := job(1, "0.01")
+	never.Server = "gpu9"
+	reply = offer(t, h, "dave", "w2", never, 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	id = reply.Contract.ID
+	h.Run(15*time.Second, time.Second)
+	assert.Equal(t, trade.StateAccepted, contractOf(t, h, "dave", id).State, "not past its start deadline")
+	h.Run(time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateVoided, c.State)
+	assert.Equal(t, trade.ReasonNotStarted, c.Reason)
+	assert.True(t, c.Refund.Equal(c.Terms.Prepayment))
+	b := h.Balance(wallet)
+	assert.True(t, b.Held.IsZero(), "%+v", b)
+	h.Audit()
+}
+
+// TestBooking: an offer with a future start_at is a booking, escrowed at
+// once and left accepted past StartTimeout and ServerLostAfter until its
+// slot begins; the node starts it then, and it runs and settles. One
+// whose server never starts it is voided StartTimeout after its start_at,
+// not before. Start times out of bounds are refused.
+func TestBooking(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, StartTimeout: 15 * time.Second, MaxBookAhead: time.Hour})
+	h.Server("gpu1", "H100", 2, server.Bookings{Base: server.Posted{}})
+	wallet := h.Wallet("erin", "100")
+	ctx := context.Background()
+	for name, at := range map[string]time.Time{"passed": h.Now().Add(-2 * time.Minute), "too-far": h.Now().Add(2 * time.Hour)} {
+		tm := job(1, "0.01")
+		tm.StartAt = at
+		_, err := h.House.Offer(ctx, "erin", protocol.OfferRequest{RequestID: "bad-" + name, Terms: tm})
+		var e *bourse.Error
+		require.ErrorAs(t, err, &e, name)
+		assert.Equal(t, bourse.EInvalidOffer, e.Code, "%s: %v", name, err)
+		assert.Equal(t, "terms.start_at", e.Field, name)
+	}
+
+	tm := job(1, "0.01")
+	tm.StartAt = h.Now().Add(time.Minute)
+	reply := offer(t, h, "erin", "book-1", tm, 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	c := *reply.Contract
+	assert.True(t, c.StartDeadline.Equal(tm.StartAt.Add(15*time.Second)), "start deadline %v", c.StartDeadline)
+	assert.True(t, h.Balance(wallet).Held.Equal(tm.Prepayment), "escrowed at once")
+	h.Run(59*time.Second, time.Second)
+	assert.Equal(t, trade.StateAccepted, contractOf(t, h, "erin", c.ID).State, "booked: neither voided nor lost before its slot")
+	h.Run(2*time.Minute, time.Second)
+	got := contractOf(t, h, "erin", c.ID)
+	assert.Equal(t, trade.StateSettled, got.State)
+	assert.Equal(t, trade.ReasonCompleted, got.Reason)
+	assert.False(t, got.StartedAt.Before(tm.StartAt), "started at its slot: %v", got.StartedAt)
+
+	t.Run("NeverStarted", func(t *testing.T) {
+		h.Server("gpu2", "H100", 2, server.Bookings{Base: server.Posted{}})
+		h.Router.MuteStarts("gpu2")
+		tm := job(1, "0.01")
+		tm.Server, tm.StartAt = "gpu2", h.Now().Add(time.Minute)
+		reply := offer(t, h, "erin", "book-2", tm, 0)
+		require.NotNil(t, reply.Contract, "%+v", reply)
+		id := reply.Contract.ID
+		h.Run(74*time.Second, time.Second) // past start_at, not its deadline
+		assert.Equal(t, trade.StateAccepted, contractOf(t, h, "erin", id).State)
+		h.Run(2*time.Second, time.Second)
+		c := contractOf(t, h, "erin", id)
+		assert.Equal(t, trade.StateVoided, c.State)
+		assert.Equal(t, trade.ReasonNotStarted, c.Reason)
+	})
+	assert.True(t, h.Balance(wallet).Held.IsZero())
+	h.Audit()
+}

@@ -1,0 +1,96 @@
+package protocol
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/trade"
+)
+
+// MarketPrefix is where the exchange publishes market data:
+// bourse.v1.market.<currency>, a Market every few seconds. Any party may
+// subscribe; nobody but the exchange may publish there.
+const MarketPrefix = Prefix + ".market"
+
+// MarketSubject is where the market data of currency cur is published.
+func MarketSubject(cur string) string { return MarketPrefix + "." + cur }
+
+// MarketSubjects is every currency's market data, for a subscription.
+const MarketSubjects = MarketPrefix + ".>"
+
+// Market is one currency's market data, as the exchange publishes it every
+// Every on MarketSubject(Currency). It names no client: every figure is a
+// count or a price. The contracts figures cover those accepted in the
+// Window before At; the GPUs are those of the servers heard from lately.
+// Prices are per GPU-second at full use (contract.Terms.FullUseRate), at
+// the currency's Scale plus PricePlaces decimal places.
+type Market struct {
+	Currency string         `json:"currency"`
+	Scale    int32          `json:"scale"`
+	At       time.Time      `json:"at"`
+	Window   trade.Duration `json:"window"`
+	Every    trade.Duration `json:"every"`
+	// Models has a line per GPU model: a contract counts under the model
+	// its terms ask for, or else the one model of its server's GPUs that
+	// fit it ("any" where neither says); a waiting offer under the model
+	// it asks for, "any" if none.
+	Models []MarketModel `json:"models"`
+}
+
+// PricePlaces is how many decimal places beyond its currency's scale a
+// price at full use carries in market data: a price per GPU-second is
+// small beside the amounts it adds up to.
+const PricePlaces = 6
+
+// MarketModel is one GPU model's market data in a currency.
+type MarketModel struct {
+	Model string `json:"model"`
+	// Contracts made in the window, and the GPU-seconds they bought: GPUs
+	// × time limit, the most they can use.
+	Contracts  int             `json:"contracts"`
+	GPUSeconds decimal.Decimal `json:"gpu_seconds"`
+	// Prices of those contracts at full use, each weighted by its
+	// GPU-seconds in VWAP; absent with no contracts.
+	Prices *Prices `json:"prices,omitempty"`
+	// GPUs of the model on the servers heard from lately, and how many
+	// of them are free.
+	GPUs int `json:"gpus"`
+	Free int `json:"free"`
+	// Waiting offers in the book that ask for the model.
+	Waiting Depth `json:"waiting"`
+}
+
+// Prices sums up the prices at full use of contracts made.
+type Prices struct {
+	Low    decimal.Decimal `json:"low"`
+	Median decimal.Decimal `json:"median"`
+	High   decimal.Decimal `json:"high"`
+	VWAP   decimal.Decimal `json:"vwap"`
+}
+
+// Depth sums up the book's waiting offers of a model: how many, the GPUs
+// they ask for, and the best (highest) price at full use among them.
+type Depth struct {
+	Offers int             `json:"offers"`
+	GPUs   int             `json:"gpus"`
+	Best   decimal.Decimal `json:"best,omitzero"`
+}
+
+// QuoteRequest asks what the servers would say to an offer of Terms
+// (bourse.v1.client.<c>.quote), without making one: nothing is escrowed,
+// no GPU is claimed, and no contract or waiting offer comes of it.
+type QuoteRequest struct {
+	Terms contract.Terms `json:"terms"`
+}
+
+// QuoteReply is what the matching servers answered a quote: the servers
+// that would accept the terms now, the counter-offers the others made
+// (each may be taken as from an offer's reply, while valid), and the
+// rejections without a counter.
+type QuoteReply struct {
+	Accepts    []string        `json:"accepts,omitempty"`
+	Counters   []trade.Counter `json:"counters,omitempty"`
+	Rejections []Rejection     `json:"rejections,omitempty"`
+}
