@@ -12,8 +12,8 @@ import (
 // so an instance must know when it cannot hear readings, and tell its
 // House (Disconnected): then the House judges no silence until a whole
 // ServerLostAfter after it hears again. Besides its own connection to
-// NATS (the sweep's driver checks it), two things on a NATS cluster stop
-// readings while everything else runs:
+// NATS (the sweep's driver checks it), three things on a NATS cluster stop
+// readings, or hold them back, while everything else runs:
 //
 //   - The usage stream's leader dies. Until the other replicas elect
 //     another (4 to 9 s measured in TestCluster, after a SIGKILL), the
@@ -27,6 +27,22 @@ import (
 //     missed well within ServerLostAfter, and an instance that misses one,
 //     or hears that the consumer's leader changed, is deaf until its next
 //     pull.
+
+//   - An instance is paused (SIGSTOP, a VM pause) with a pull waiting.
+//     JetStream goes on handing readings to that pull until it expires,
+//     and hands them out again only after AckWait, perhaps to the same
+//     pull: a reading can wait the pull's expiry and AckWait before a
+//     live instance counts it, while the live instances' watchdogs count
+//     the silence. So a pull expires after two of its heartbeats (at
+//     least a second, JetStream's least): with AckWait half of
+//     ServerLostAfter less ReadingEvery, and a heartbeat a fifth of it,
+//     a reading reaches a live instance within 0.9 of that, before its
+//     contract may be judged lost (TestCluster pauses an instance for 8 s).
+
+// pullExpiry is how long each pull of the usage consumer waits.
+func pullExpiry(heartbeat time.Duration) time.Duration {
+	return max(time.Second, 2*heartbeat)
+}
 
 // pullHeartbeat is the heartbeat of the usage consumer's pulls: a fifth of
 // the time between a server's last reading and its judgement, between

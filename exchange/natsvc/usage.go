@@ -67,7 +67,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 		case <-runCtx.Done():
 		}
 	},
-		jetstream.PullHeartbeat(hb), jetstream.PullExpiry(4*hb),
+		jetstream.PullHeartbeat(hb), jetstream.PullExpiry(pullExpiry(hb)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if deaf(err) {
 				// Readings may be waiting that this instance cannot
