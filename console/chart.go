@@ -27,23 +27,49 @@ func lineChart(title string, ss []series, w, h int) template.HTML {
 }
 
 // lineChartOr is lineChart, saying empty where there is nothing to draw.
-// Points all at one moment are no line either (an axis from a time to
-// itself, a line of one point): it says so, with their values.
 func lineChartOr(title, empty string, ss []series, w, h int) template.HTML {
+	return bandChart(title, empty, nil, ss, w, h)
+}
+
+// band is a range over time, drawn as a shaded area from Lo to Hi: the
+// low and high prices of a market, say, behind its median.
+type band struct {
+	Name   string
+	At     []time.Time
+	Lo, Hi []float64
+}
+
+// bandChart draws bands behind series over time, w×h pixels, with the y
+// axis from zero (or the lowest value, if below) to the highest, labelled
+// at both ends, and the time at both ends of the x axis (to the second
+// where they are less than an hour apart). Points all at one moment are no
+// line either (an axis from a time to itself, a line of one point): it
+// says so, with their values.
+func bandChart(title, empty string, bs []band, ss []series, w, h int) template.HTML {
 	const padL, padR, padT, padB = 64, 12, 24, 28
 	var t0, t1 time.Time
 	lo, hi := 0.0, 0.0
 	n := 0
+	extend := func(at time.Time, ys ...float64) {
+		if n == 0 || at.Before(t0) {
+			t0 = at
+		}
+		if n == 0 || at.After(t1) {
+			t1 = at
+		}
+		for _, y := range ys {
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+		}
+		n++
+	}
+	for _, b := range bs {
+		for i, at := range b.At {
+			extend(at, b.Lo[i], b.Hi[i])
+		}
+	}
 	for _, s := range ss {
 		for i, at := range s.At {
-			if n == 0 || at.Before(t0) {
-				t0 = at
-			}
-			if n == 0 || at.After(t1) {
-				t1 = at
-			}
-			lo, hi = math.Min(lo, s.Y[i]), math.Max(hi, s.Y[i])
-			n++
+			extend(at, s.Y[i])
 		}
 	}
 	var b strings.Builder
@@ -56,6 +82,11 @@ func lineChartOr(title, empty string, ss []series, w, h int) template.HTML {
 	}
 	if t1.Equal(t0) {
 		var vals []string
+		for _, bd := range bs {
+			for i := range bd.Lo {
+				vals = append(vals, bd.Name+" "+strconv.FormatFloat(bd.Lo[i], 'g', 4, 64)+"–"+strconv.FormatFloat(bd.Hi[i], 'g', 4, 64))
+			}
+		}
 		for _, s := range ss {
 			for _, y := range s.Y {
 				vals = append(vals, s.Name+" "+strconv.FormatFloat(y, 'g', 4, 64))
@@ -69,23 +100,43 @@ func lineChartOr(title, empty string, ss []series, w, h int) template.HTML {
 		hi = lo + 1
 	}
 	span := t1.Sub(t0).Seconds()
-	if span == 0 {
-		span = 1
-	}
 	x := func(at time.Time) float64 { return padL + (at.Sub(t0).Seconds()/span)*float64(w-padL-padR) }
 	y := func(v float64) float64 { return float64(h-padB) - (v-lo)/(hi-lo)*float64(h-padT-padB) }
+	tick := "01-02 15:04"
+	if t1.Sub(t0) < time.Hour {
+		tick = "15:04:05"
+	}
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, padL, h-padB, w-padR, h-padB)
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, padL, padT, padL, h-padB)
 	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(hi)+4, short(hi))
 	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(lo)+4, short(lo))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, t0.UTC().Format("01-02 15:04"))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, t1.UTC().Format("01-02 15:04"))
-	if len(ss) > 1 { // a legend, right to left along the top
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, t0.UTC().Format(tick))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, t1.UTC().Format(tick))
+	// A legend, right to left along the top: the bands', then the lines'.
+	type entry struct{ name, class string }
+	var legend []entry
+	for _, bd := range bs {
+		legend = append(legend, entry{bd.Name, "lband"})
+	}
+	for i, s := range ss {
+		legend = append(legend, entry{s.Name, fmt.Sprintf("l%d", i%4)})
+	}
+	if len(legend) > 1 {
 		right := w - padR
-		for i := len(ss) - 1; i >= 0; i-- {
-			fmt.Fprintf(&b, `<text x="%d" y="16" class="legend l%d" text-anchor="end">■ %s</text>`, right, i%4, template.HTMLEscapeString(ss[i].Name))
-			right -= 14 + 7*len([]rune(ss[i].Name))
+		for i := len(legend) - 1; i >= 0; i-- {
+			fmt.Fprintf(&b, `<text x="%d" y="16" class="legend %s" text-anchor="end">■ %s</text>`, right, legend[i].class, template.HTMLEscapeString(legend[i].name))
+			right -= 14 + 7*len([]rune(legend[i].name))
 		}
+	}
+	for _, bd := range bs {
+		var pts []string
+		for i, at := range bd.At { // along the top, and back along the bottom
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(at), y(bd.Hi[i])))
+		}
+		for i := len(bd.At) - 1; i >= 0; i-- {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(bd.At[i]), y(bd.Lo[i])))
+		}
+		fmt.Fprintf(&b, `<polygon class="band" points="%s"><title>%s</title></polygon>`, strings.Join(pts, " "), template.HTMLEscapeString(bd.Name))
 	}
 	for i, s := range ss {
 		var pts []string

@@ -80,6 +80,7 @@ var funcs = template.FuncMap{
 	"dur":        func(d trade.Duration) string { return time.Duration(d).Round(time.Second).String() },
 	"contractOf": contractOfHold,
 	"indent":     func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
+	"since":      since,
 }
 
 // render runs p and its template; a form that came back (fe) shows its
@@ -103,7 +104,11 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s Session, p pa
 		status = statusOf(err)
 	}
 	if fe == nil && r.Method == http.MethodGet && refreshPages[v.Page] && c.cfg.Refresh > 0 {
-		v.Refresh = max(1, int(c.cfg.Refresh/time.Second))
+		every := c.cfg.Refresh
+		if v.Page == "market" { // live: the exchange publishes every few seconds
+			every = min(every, marketRefresh)
+		}
+		v.Refresh = max(1, int(every/time.Second))
 	}
 	if choicePages[v.Page] && (v.Admin || v.Page == "report") {
 		ch, err := choicesOf(r.Context(), c.cfg.Treasury.Ledger())

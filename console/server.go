@@ -1,9 +1,10 @@
 // Package console is the administrators' web console: balances rolled up
 // by organisation and project, the money supply, allowances, caps, rates,
-// prices, cost reports and the audit trail, with forms for the
-// administrative actions. It only calls the treasury (and reads contracts
-// for reports): every write is the same idempotent, audited action as on
-// the command line, recorded under the logged-in user.
+// prices, cost reports, the audit trail and the live market data, with
+// forms for the administrative actions. It only calls the treasury (and
+// reads contracts for reports, and the market data it is fed): every
+// write is the same idempotent, audited action as on the command line,
+// recorded under the logged-in user.
 //
 // Pages are html/template with embedded templates and CSS, charts are SVG
 // drawn on the server, nothing is fetched from elsewhere: it works
@@ -67,6 +68,10 @@ type Config struct {
 	// address, which the login throttle keys on, is read from their
 	// X-Forwarded-For. Without them X-Forwarded-For is ignored.
 	TrustedProxies []netip.Prefix
+	// Market, if set, is the market data the Market page shows, fed by
+	// whoever runs the console (market.go); without it the page says
+	// there is none.
+	Market *MarketHistory
 	// Refresh is how often lists reload themselves in the browser: 30
 	// seconds if zero, never if negative.
 	Refresh time.Duration
@@ -174,7 +179,7 @@ func (c *Console) routes() {
 	for path, p := range map[string]pageFunc{
 		"/{$}": c.overview, "/account": c.account, "/supply": c.supply, "/allowances": c.allowances,
 		"/caps": c.caps, "/rates": c.rates, "/report": c.report, "/audit": c.audit, "/sessions": c.sessions,
-		"/contracts": c.contracts, "/contract": c.contractPage,
+		"/contracts": c.contracts, "/contract": c.contractPage, "/market": c.market,
 	} {
 		c.mux.HandleFunc("GET "+path, c.read(p))
 	}

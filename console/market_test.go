@@ -1,0 +1,201 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// manualClock is a clock that moves when told.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *manualClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// marketAt is CRED's market data at at: H100s with contracts made at
+// three prices and an offer waiting, and L4s with none.
+func marketAt(at time.Time, h100Free int, model string) protocol.Market {
+	d := decimal.RequireFromString
+	return protocol.Market{Currency: "CRED", Scale: 2, At: at, Window: trade.Duration(time.Hour), Every: trade.Duration(5 * time.Second),
+		Models: []protocol.MarketModel{
+			{Model: model, Contracts: 3, GPUSeconds: d("7200.4"), GPUs: 8, Free: h100Free,
+				Prices:  &protocol.Prices{Low: d("0.0012"), Median: d("0.00135"), High: d("0.0015"), VWAP: d("0.001375")},
+				Waiting: protocol.Depth{Offers: 1, GPUs: 4, Best: d("0.002")}},
+			{Model: "L4", GPUs: 4, Free: 4},
+		}}
+}
+
+// marketConsole serves a console on a manual clock that follows h.
+func marketConsole(t *testing.T, h *MarketHistory, clock *manualClock) *browser {
+	cfg, _, _ := testConfig(t)
+	cfg.Now, cfg.Market = clock.Now, h
+	srv, _ := serve(t, cfg)
+	b := newBrowser(t, srv)
+	b.login("vic")
+	return b
+}
+
+// TestMarketPage: market data published on a real NATS server reaches the
+// Market page, which a viewer sees, through the subscription the console
+// is fed by: its figures in the table, one format a column, its prices
+// and GPUs drawn over time, and the table as CSV.
+func TestMarketPage(t *testing.T) {
+	ns := natstest.Start(t)
+	pub, sub := natstest.Connect(t, ns, ""), natstest.Connect(t, ns, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	h := NewMarketHistory(0, clock.Now)
+	ch, err := bidder.SubscribeMarket(ctx, sub, "")
+	require.NoError(t, err)
+	go h.Follow(ctx, ch)
+	b := marketConsole(t, h, clock)
+
+	_, page := b.get("/market")
+	assert.Contains(t, page, `<a href="/market" class="here">Market</a>`, "in the nav")
+	assert.Contains(t, page, "No market data has come yet")
+
+	start := clock.Now()
+	for i, free := range []int{6, 5, 3} {
+		body, err := protocol.Marshal(marketAt(start.Add(time.Duration(i)*5*time.Second), free, "H100"))
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish(protocol.MarketSubject("CRED"), body))
+		require.Eventually(t, func() bool { return len(h.snapshots()["CRED"]) == i+1 }, 5*time.Second, 10*time.Millisecond, "publication %d", i)
+		clock.Add(5 * time.Second)
+	}
+	clock.Add(-3 * time.Second) // 2 s after the last came
+
+	code, page := b.get("/market")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `<body data-refresh="5">`, "live: every 5 s, not the lists' 30")
+	assert.Contains(t, page, "Published at 2026-11-25 14:00:10 (UTC): contracts made in the last 1h0m0s")
+	assert.Contains(t, page, "last update <span class=\"ago\">2 s ago</span>, every 5s; 3 publications kept")
+	assert.NotContains(t, page, "Stale")
+	row := regexp.MustCompile(`<tr><td class="model">H100</td>.*</tr>`).FindString(page)
+	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
+	var got []string
+	for _, c := range cells {
+		got = append(got, c[1])
+	}
+	// Every price of the table in the places the finest needs.
+	assert.Equal(t, []string{"3", "7200", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, got)
+	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num low">-</td>`, page)
+	for _, chart := range []string{"price per GPU-second at full use, H100 in CRED", "GPUs of H100 in CRED: registered and free"} {
+		svg := regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="` + regexp.QuoteMeta(chart) + `".*?</svg>`).FindString(page)
+		require.NotEmpty(t, svg, chart)
+		lines := regexp.MustCompile(`<polyline class="line s\d" points="([^"]*)"`).FindAllStringSubmatch(svg, -1)
+		require.Len(t, lines, 2, "%s: two lines", chart)
+		assert.Len(t, strings.Fields(lines[0][1]), 3, "%s: a point a publication", chart)
+	}
+	assert.Contains(t, page, `<polygon class="band"`, "the low–high band")
+	assert.Contains(t, page, "no contracts made in the window yet", "L4's prices")
+	assert.Contains(t, page, `href="/csv/market"`)
+
+	code, _, recs := b.csvOf("/csv/market")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, recs, 3)
+	assert.Equal(t, []string{"currency", "at", "model", "contracts", "gpu_seconds", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, recs[0])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "H100", "3", "7200", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, recs[1])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "L4", "0", "0", "", "", "", "", "4", "4", "0", "0", ""}, recs[2])
+}
+
+// TestMarketStale: on the console's clock, market data is stale once
+// three of its intervals pass with nothing new, and fresh again when a
+// publication comes.
+func TestMarketStale(t *testing.T) {
+	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	h := NewMarketHistory(0, clock.Now)
+	b := marketConsole(t, h, clock)
+	h.Add(marketAt(clock.Now(), 4, "H100"))
+	clock.Add(15 * time.Second)
+	_, page := b.get("/market")
+	assert.Contains(t, page, "15 s ago")
+	assert.NotContains(t, page, "Stale", "three intervals, not more")
+	clock.Add(time.Second)
+	_, page = b.get("/market")
+	assert.Contains(t, page, `<p class="stale" role="alert" id="stale-CRED">Stale: the last market data of CRED came 16 s ago, and it should come every 5s (stale after 15s).`)
+	h.Add(marketAt(clock.Now(), 4, "H100"))
+	_, page = b.get("/market")
+	assert.NotContains(t, page, "Stale")
+	assert.Contains(t, page, "0 s ago")
+}
+
+// TestMarketHistoryBounded: a history keeps the last publications of each
+// currency up to its limit, in order, none twice, and so many currencies.
+func TestMarketHistoryBounded(t *testing.T) {
+	h := NewMarketHistory(3, nil)
+	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		h.Add(marketAt(t0.Add(time.Duration(i)*time.Second), i, "H100"))
+	}
+	h.Add(marketAt(t0.Add(9*time.Second), 99, "H100")) // the same again, from a second instance
+	h.Add(marketAt(t0.Add(2*time.Second), 99, "H100")) // late
+	s := h.snapshots()["CRED"]
+	require.Len(t, s, 3)
+	for i, want := range []int{7, 8, 9} {
+		assert.Equal(t, want, s[i].Models[0].Free, "publication %d", i)
+	}
+	for i := range 2 * maxMarketCurrencies {
+		m := marketAt(t0, 1, "H100")
+		m.Currency = fmt.Sprintf("C%02d", i)
+		h.Add(m)
+	}
+	assert.Len(t, h.snapshots(), maxMarketCurrencies, "CRED and the first 31 others")
+	assert.Len(t, NewMarketHistory(0, nil).snapshots(), 0)
+	assert.Equal(t, MarketSnapshots, NewMarketHistory(0, nil).limit)
+}
+
+// TestMarketNoNATS: a console given no market data says so plainly, and
+// has no market table to export.
+func TestMarketNoNATS(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("ann")
+	code, page := b.get("/market")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `This console follows no market data: it was started without a NATS connection`)
+	assert.Contains(t, page, `<a href="/market" class="here">Market</a>`)
+	code, _, _ = b.csvOf("/csv/market")
+	assert.Equal(t, http.StatusNotFound, code)
+}
+
+// TestMarketHostileModel: a server may announce any model: on the page
+// it is text, in the charts too, and in the CSV no formula.
+func TestMarketHostileModel(t *testing.T) {
+	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	h := NewMarketHistory(0, clock.Now)
+	b := marketConsole(t, h, clock)
+	script, formula := `<script>alert(1)</script>`, `=HYPERLINK("http://evil.example/","x")`
+	for i := range 2 {
+		m := marketAt(clock.Now(), i, script)
+		m.Models = append(m.Models, protocol.MarketModel{Model: formula, GPUs: 1})
+		h.Add(m)
+		clock.Add(5 * time.Second)
+	}
+	_, page := b.get("/market")
+	assert.NotContains(t, page, "<script>alert")
+	assert.Contains(t, page, `<td class="model">&lt;script&gt;alert(1)&lt;/script&gt;</td>`)
+	assert.Contains(t, page, `aria-label="price per GPU-second at full use, &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
+	_, _, recs := b.csvOf("/csv/market")
+	require.Len(t, recs, 4)
+	assert.Equal(t, script, recs[1][2])
+	assert.Equal(t, `'`+formula, recs[3][2])
+}
