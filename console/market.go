@@ -109,6 +109,17 @@ func (h *MarketHistory) Follow(ctx context.Context, ch <-chan protocol.Market) {
 	}
 }
 
+// Latest is the last publication of currency cur kept, if any.
+func (h *MarketHistory) Latest(cur string) (protocol.Market, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.cur[cur]
+	if len(s) == 0 {
+		return protocol.Market{}, false
+	}
+	return s[len(s)-1].Market, true
+}
+
 // snapshots are the publications kept, by currency, oldest first.
 func (h *MarketHistory) snapshots() map[string][]marketSnap {
 	h.mu.Lock()

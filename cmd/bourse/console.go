@@ -11,15 +11,18 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/console"
 )
 
 func newConsoleCmd() *cobra.Command {
-	var dbURL, listen, usersFile, secretFile, certFile, keyFile string
+	var dbURL, listen, usersFile, secretFile, certFile, keyFile, natsURL string
 	var proxies []netip.Prefix
 	var insecureHTTP bool
+	var login natsLogin
+	var tlsf natsTLS
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the administrators' web console on the ledger's database",
@@ -34,7 +37,11 @@ database: logout, a change of password and "end all sessions" end them at
 once in every console on it, and they outlive a restart. Serve it over TLS
 (--tls-cert, --tls-key) or behind a proxy that does (--behind-proxy); it
 listens on 127.0.0.1 by default, and refuses plain HTTP on any other
-address unless told --insecure-http (docs/console.md, "Off loopback").`,
+address unless told --insecure-http (docs/console.md, "Off loopback").
+With --nats its Market page shows the market data the exchange publishes
+there, live (its NATS user needs only to read bourse.v1.market.>:
+docs/operations.md, "The console's NATS user"); without it the page says
+it has none.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dbURL == "" || usersFile == "" {
@@ -53,6 +60,18 @@ address unless told --insecure-http (docs/console.md, "Off loopback").`,
 					return fmt.Errorf("--secret-file: %w", err)
 				}
 			}
+			var natsOpts []nats.Option
+			if natsURL != "" {
+				loginOpts, err := login.options()
+				if err != nil {
+					return err
+				}
+				tlsOpts, err := tlsf.options()
+				if err != nil {
+					return err
+				}
+				natsOpts = append(loginOpts, tlsOpts...)
+			}
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
 			store, closeStore, err := openStore(ctx, dbURL, log)
@@ -65,7 +84,7 @@ address unless told --insecure-http (docs/console.md, "Off loopback").`,
 				return err
 			}
 			return serveConsole(ctx, cmd.OutOrStdout(), t, store, consoleOptions{listen: listen, users: users, usersFile: usersFile, secret: secret, cert: certFile, key: keyFile,
-				proxies: proxies, insecureHTTP: insecureHTTP, log: log})
+				proxies: proxies, insecureHTTP: insecureHTTP, natsURL: natsURL, natsOpts: natsOpts, log: log})
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +97,10 @@ address unless told --insecure-http (docs/console.md, "Off loopback").`,
 	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
 	f.Var(prefixList{&proxies}, "behind-proxy", "the address (or CIDR) of the TLS-terminating proxy the console is served behind (repeat): cookies are Secure, only the proxy may connect, and the client's address is read from its X-Forwarded-For")
 	f.BoolVar(&insecureHTTP, "insecure-http", false, "serve plain HTTP on an address other than loopback anyway (passwords and session cookies cross the network in clear): a loud warning instead of a refusal")
+	f.StringVar(&natsURL, "nats", "", "NATS server URL(s), comma-separated, whose market data the Market page shows (default: none)")
+	bindEnv(f, "nats", "BOURSE_NATS_URL")
+	login.addFlags(f)
+	tlsf.addFlags(f)
 	cmd.AddCommand(newConsoleUserCmd())
 	return cmd
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/bourse/bourse/console"
 	"github.com/bourse/bourse/console/sqlsessions"
 	"github.com/bourse/bourse/exchange"
@@ -31,6 +33,10 @@ type consoleOptions struct {
 	// insecureHTTP serves plain HTTP off loopback, with a warning.
 	insecureHTTP bool
 	log          *slog.Logger
+	// natsURL, if set, is the NATS the Market page follows the market
+	// data on, logging in with natsOpts; without it the page has none.
+	natsURL  string
+	natsOpts []nats.Option
 	// ready, if set, gets the address once the console listens.
 	ready func(addr string)
 }
@@ -45,7 +51,16 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 	if err != nil {
 		return err
 	}
-	c, err := console.New(console.Config{Treasury: t, Contracts: store, Users: o.users, UsersFile: o.usersFile, Sessions: sessions,
+	var market *console.MarketHistory
+	if o.natsURL != "" {
+		h, closeNATS, err := followMarket(ctx, o.natsURL, o.natsOpts, o.log)
+		if err != nil {
+			return err
+		}
+		defer closeNATS()
+		market = h
+	}
+	c, err := console.New(console.Config{Treasury: t, Contracts: store, Market: market, Users: o.users, UsersFile: o.usersFile, Sessions: sessions,
 		Secret: o.secret, Secure: o.cert != "" || len(o.proxies) > 0, TrustedProxies: o.proxies, Logger: o.log})
 	if err != nil {
 		return err

@@ -115,7 +115,9 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 			fmt.Fprintf(out, "console: log in as admin with password %s\n", pw)
 		}
 		go func() {
-			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, log: cfg.logger, ready: cfg.consoleReady})
+			// Its Market page follows the embedded NATS, which has no
+			// users: nothing to log in with.
+			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
 		}()
 	}
 	v := newView(out, m, store.Ledger(), cfg.duration)
