@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 )
@@ -226,14 +228,16 @@ func TestScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("BOURSE_CONSOLE_SHOTS is not set (make console-shots)")
 	}
-	srv, tr, store := testConsole(t)
+	cfg, tr, store := testConfig(t)
+	cfg.Market = furnishMarket()
+	srv, _ := serve(t, cfg)
 	furnish(t, tr, store)
 	ctx := browse(t)
 	do(t, ctx, "log in", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/login")}, logIn("ann")...)...)
 	for name, path := range map[string]string{
 		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
 		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26&capacity=atlas%3D8%2Cboreal%3D4%2Ccirrus%3D4", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
-		"contracts": "/contracts?from=2026-11-20&to=2026-11-26",
+		"contracts": "/contracts?from=2026-11-20&to=2026-11-26", "market": "/market",
 	} {
 		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
 		png := get(t, ctx, name, chromedp.FullScreenshot(100))
@@ -291,6 +295,59 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		})
 		require.NoError(t, err)
 	}
+}
+
+// furnishMarket is ten minutes of a market's data, a publication every
+// 5 seconds: H100s and A100s traded at prices that wander, and their
+// GPUs filling up and freeing.
+func furnishMarket() *MarketHistory {
+	d := decimal.RequireFromString
+	h := NewMarketHistory(0, nil)
+	end := time.Now()
+	wave := func(i int, period, mid, amp float64) decimal.Decimal {
+		return decimal.NewFromFloat(mid + amp*math.Sin(2*math.Pi*float64(i)/period)).Round(6)
+	}
+	for i := range 120 {
+		at := end.Add(time.Duration(i-119) * 5 * time.Second)
+		m := marketAt(at, 2+i/10%6, "H100")
+		h100 := &m.Models[0]
+		h100.Contracts, h100.GPUSeconds = 20+i/4, decimal.NewFromInt(int64(7200+90*i))
+		h100.Prices = &protocol.Prices{Low: wave(i, 90, 0.00115, 0.0001), Median: wave(i, 60, 0.00140, 0.00008), High: wave(i, 45, 0.00175, 0.0001),
+			VWAP: wave(i+8, 60, 0.00137, 0.00007)}
+		m.Models = append(m.Models[:1], protocol.MarketModel{Model: "A100", Contracts: 9 + i/8, GPUSeconds: d(fmt.Sprint(3600 + 60*i)), GPUs: 16, Free: 12 - i/12,
+			Prices: &protocol.Prices{Low: d("0.0006"), Median: wave(i, 120, 0.00074, 0.00004), High: d("0.0009"), VWAP: wave(i+15, 120, 0.00073, 0.00005)}}, m.Models[1])
+		h.Add(m)
+	}
+	return h
+}
+
+// TestBrowserMarket: the Market page in Chromium shows a viewer the
+// market data and its charts, and reloads itself to show the next
+// publication.
+func TestBrowserMarket(t *testing.T) {
+	cfg, _, _ := testConfig(t)
+	cfg.Refresh = time.Second
+	cfg.Market = NewMarketHistory(0, nil)
+	srv, _ := serve(t, cfg)
+	now := time.Now()
+	cfg.Market.Add(marketAt(now.Add(-10*time.Second), 6, "H100"))
+	cfg.Market.Add(marketAt(now.Add(-5*time.Second), 5, "H100"))
+	ctx := browse(t)
+	free := css(`#market-CRED tr:nth-child(2) .free`)
+	do(t, ctx, "log in as vic, to the Market page", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/market")}, logIn("vic")...),
+		chromedp.WaitVisible(free))...)
+	assert.Equal(t, "5", get(t, ctx, "H100s free", chromedp.Text(free)))
+	assert.Equal(t, 1, get(t, ctx, "the price band", chromedp.Evaluate[int](`document.querySelectorAll("#market-CRED svg.chart polygon.band").length`)))
+	cfg.Market.Add(marketAt(now, 2, "H100"))
+	var got string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && got != "2"; time.Sleep(100 * time.Millisecond) {
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		if text, err := chromedp.Run(tctx, chromedp.Text(free)); err == nil { // a read while the page reloads may fail
+			got = text
+		}
+		cancel()
+	}
+	assert.Equal(t, "2", got, "the page reloaded itself")
 }
 
 // TestBrowserThrottleFlood: ann has logged in from this browser before;

@@ -12,6 +12,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -77,8 +79,13 @@ func NewMarketHistory(limit int, now func() time.Time) *MarketHistory {
 // Add keeps m, dropping its currency's oldest publication if it has
 // limit already. A publication no later than the last one of its
 // currency (the same one again, from a second instance of the exchange
-// for a moment, or one late) is not kept, nor one of a 33rd currency.
+// for a moment, or one late) is not kept, nor one of a 33rd currency,
+// nor the empty market of a caps' unit (GPU-CAP, SPEND-…), which are
+// ledger currencies that nothing is traded in.
 func (h *MarketHistory) Add(m protocol.Market) {
+	if caps.Unit(currency.Code(m.Currency)) {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.cur[m.Currency]
@@ -270,8 +277,8 @@ func modelCharts(cur, model string, snaps []marketSnap) marketChart {
 	}
 	name := model + " in " + cur
 	return marketChart{Model: model,
-		Prices: bandChart("price per GPU-second at full use, "+name, "no contracts made in the window yet", []band{rng}, []series{median, vwap}, 480, 180),
-		GPUs:   lineChart("GPUs of "+name+": registered and free", []series{gpus, free}, 480, 180)}
+		Prices: bandChart("prices of "+name, "no contracts made in the window yet", []band{rng}, []series{median, vwap}, 480, 180),
+		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
 }
 
 // since writes how long ago, to the second.

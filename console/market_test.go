@@ -98,7 +98,7 @@ func TestMarketPage(t *testing.T) {
 	// Every price of the table in the places the finest needs.
 	assert.Equal(t, []string{"3", "7200", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, got)
 	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num low">-</td>`, page)
-	for _, chart := range []string{"price per GPU-second at full use, H100 in CRED", "GPUs of H100 in CRED: registered and free"} {
+	for _, chart := range []string{"prices of H100 in CRED", "GPUs of H100 in CRED"} {
 		svg := regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="` + regexp.QuoteMeta(chart) + `".*?</svg>`).FindString(page)
 		require.NotEmpty(t, svg, chart)
 		lines := regexp.MustCompile(`<polyline class="line s\d" points="([^"]*)"`).FindAllStringSubmatch(svg, -1)
@@ -159,6 +159,13 @@ func TestMarketHistoryBounded(t *testing.T) {
 		h.Add(m)
 	}
 	assert.Len(t, h.snapshots(), maxMarketCurrencies, "CRED and the first 31 others")
+	for _, unit := range []string{"GPU-CAP", "SPEND-CRED"} {
+		h := NewMarketHistory(0, nil)
+		m := marketAt(t0, 1, "H100")
+		m.Currency = unit
+		h.Add(m)
+		assert.Empty(t, h.snapshots(), "%s counts caps: nothing is traded in it", unit)
+	}
 	assert.Len(t, NewMarketHistory(0, nil).snapshots(), 0)
 	assert.Equal(t, MarketSnapshots, NewMarketHistory(0, nil).limit)
 }
@@ -193,7 +200,7 @@ func TestMarketHostileModel(t *testing.T) {
 	_, page := b.get("/market")
 	assert.NotContains(t, page, "<script>alert")
 	assert.Contains(t, page, `<td class="model">&lt;script&gt;alert(1)&lt;/script&gt;</td>`)
-	assert.Contains(t, page, `aria-label="price per GPU-second at full use, &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
+	assert.Contains(t, page, `aria-label="prices of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
 	_, _, recs := b.csvOf("/csv/market")
 	require.Len(t, recs, 4)
 	assert.Equal(t, script, recs[1][2])
