@@ -27,9 +27,9 @@ func newConsoleCmd() *cobra.Command {
 		Use:   "console",
 		Short: "Serve the administrators' web console on the ledger's database",
 		Long: `console serves the administrators' web console: balances by organisation and
-project, the money supply, allowances, caps, rates, cost reports and the
-audit trail, with forms for grants, burns, allowances, caps, rates and
-exchanges. Every form is the same idempotent, audited action as
+project, the money supply, allowances, caps, rates, the live market, cost
+reports and the audit trail, with forms for grants, burns, allowances,
+caps, rates and exchanges. Every form is the same idempotent, audited action as
 "bourse admin", recorded under the logged-in user. Users and their roles
 (admin or viewer) are in --users, made with "bourse console user"; send
 the process SIGHUP after editing the file. Sessions are kept in the
