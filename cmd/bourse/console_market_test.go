@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -31,16 +30,13 @@ import (
 // user that may not read it is refused at start, and so is a NATS that
 // is not there.
 func TestConsoleNATSUser(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	opts, err := server.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
-	require.NoError(t, err)
-	opts.Port, opts.StoreDir, opts.NoLog = server.RANDOM_PORT, t.TempDir(), true
-	opts.Users = append(opts.Users,
-		&server.User{Username: "console", Password: "console-secret", Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Deny: []string{">"}}, Subscribe: &server.SubjectPermission{Allow: []string{protocol.MarketSubjects}}}},
-		&server.User{Username: "nobody", Password: "nobody-secret", Permissions: &server.Permissions{
-			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_nobody.>"}}}})
-	ns := natstest.StartWith(t, opts)
+	ns := natstest.StartShipped(t, func(opts *server.Options) {
+		opts.Users = append(opts.Users,
+			&server.User{Username: "console", Password: "console-secret", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Deny: []string{">"}}, Subscribe: &server.SubjectPermission{Allow: []string{protocol.MarketSubjects}}}},
+			&server.User{Username: "nobody", Password: "nobody-secret", Permissions: &server.Permissions{
+				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_nobody.>"}}}})
+	})
 	exch := natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret"))
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +57,7 @@ func TestConsoleNATSUser(t *testing.T) {
 			}, 5*time.Second, 50*time.Millisecond, "the market data came")
 		})
 	}
-	_, _, err = followMarket(ctx, ns.ClientURL(), []nats.Option{nats.UserInfo("nobody", "nobody-secret")}, log)
+	_, _, err := followMarket(ctx, ns.ClientURL(), []nats.Option{nats.UserInfo("nobody", "nobody-secret")}, log)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the console's NATS user may not read bourse.v1.market.>")
 	assert.ErrorIs(t, err, nats.ErrPermissionViolation)

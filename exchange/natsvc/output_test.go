@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,11 +36,7 @@ import (
 // such contract; NATS refuses him her subjects, the servers' output
 // subjects and the JetStream API.
 func TestOutputToItsClientOnly(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	opts, err := natsserver.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
-	require.NoError(t, err)
-	opts.Port, opts.StoreDir, opts.NoLog = natsserver.RANDOM_PORT, t.TempDir(), true
-	ns := natstest.StartWith(t, opts)
+	ns := natstest.StartShipped(t, nil)
 	ctx := context.Background()
 
 	store := memstore.New(mem.New(mem.Options{}))

@@ -2,13 +2,10 @@ package natsvc_test
 
 import (
 	"errors"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,11 +18,7 @@ import (
 // checks that a client cannot publish under another's prefix nor read
 // another's deliveries, while its own requests get through.
 func TestShippedPermissions(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	opts, err := server.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
-	require.NoError(t, err)
-	opts.Port, opts.StoreDir = server.RANDOM_PORT, t.TempDir()
-	ns := natstest.StartWith(t, opts)
+	ns := natstest.StartShipped(t, nil)
 
 	var mu sync.Mutex
 	var violations []string
@@ -39,7 +32,7 @@ func TestShippedPermissions(t *testing.T) {
 	exch := natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret"))
 
 	got := make(chan string, 4)
-	_, err = exch.Subscribe(protocol.Prefix+".client.*.offer", func(m *nats.Msg) {
+	_, err := exch.Subscribe(protocol.Prefix+".client.*.offer", func(m *nats.Msg) {
 		got <- m.Subject
 		_ = m.Respond([]byte(`{}`))
 	})

@@ -3,6 +3,8 @@
 package natstest
 
 import (
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -45,6 +47,23 @@ func StartWith(t testing.TB, opts *server.Options) *server.Server {
 		s.WaitForShutdown()
 	})
 	return s
+}
+
+// StartShipped runs a server with the repository's docs/nats-server.conf
+// (bourse admin nats-config's users alice, bob, gpu1, gpu2 and exchange,
+// each "<id>-secret"), as StartWith does, after change if it is not nil.
+func StartShipped(t testing.TB, change func(*server.Options)) *server.Server {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	opts, err := server.ProcessConfigFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "nats-server.conf"))
+	if err != nil {
+		t.Fatalf("natstest: docs/nats-server.conf: %v", err)
+	}
+	opts.Port, opts.StoreDir, opts.NoLog = server.RANDOM_PORT, t.TempDir(), true
+	if change != nil {
+		change(opts)
+	}
+	return StartWith(t, opts)
 }
 
 // Connect opens a connection to s as party id (with its inbox prefix) and
