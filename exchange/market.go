@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -69,6 +70,10 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	}
 	curs := make(map[string]int32, len(all))
 	for _, c := range all {
+		// The caps' units are ledger currencies nothing is traded in.
+		if caps.Unit(c.Code) {
+			continue
+		}
 		curs[string(c.Code)] = c.Scale
 	}
 	for k, ss := range sold {

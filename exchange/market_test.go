@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/protocol"
@@ -127,4 +129,19 @@ func serversOf(q protocol.QuoteReply) []string {
 		out = append(out, c.Server)
 	}
 	return out
+}
+
+// TestMarketSkipsCapsUnits: the caps' units are currencies of the ledger
+// that nothing is traded in; market data does not publish an empty
+// market for each of them.
+func TestMarketSkipsCapsUnits(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	ctx := context.Background()
+	for _, code := range []currency.Code{caps.GPUCode, caps.SpendCode(housetest.Currency)} {
+		require.NoError(t, h.Ledger.CreateCurrency(ctx, currency.Currency{Code: code, Scale: 0}))
+	}
+	ms, err := h.House.Market(ctx)
+	require.NoError(t, err)
+	require.Len(t, ms, 1, "%+v", ms)
+	assert.Equal(t, string(housetest.Currency), ms[0].Currency)
 }
