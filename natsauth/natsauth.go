@@ -33,6 +33,10 @@ const (
 	RoleExchange = "exchange"
 	RoleClient   = protocol.RoleClient
 	RoleServer   = protocol.RoleServer
+	// RoleViewer reads the market data and nothing else: it publishes
+	// nothing, so it can neither make requests nor pass for a party. The
+	// console's Market page is one (docs/operations.md).
+	RoleViewer = "viewer"
 )
 
 // Options are the settings of a new market's keys.
@@ -183,8 +187,12 @@ func permit(p *jwt.Permissions, role, id string) error {
 			p.Resp = &jwt.ResponsePermission{MaxMsgs: 1} // it answers the exchange's offers, starts and controls
 		}
 		return nil
+	case RoleViewer:
+		p.Pub.Deny.Add(">")
+		p.Sub.Allow.Add(protocol.MarketSubjects)
+		return nil
 	}
-	return fmt.Errorf("role %q: want exchange, client or server", role)
+	return fmt.Errorf("role %q: want exchange, client, server or viewer", role)
 }
 
 // account makes an account signed by op, with JetStream limits if js is

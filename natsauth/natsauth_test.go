@@ -207,7 +207,7 @@ func TestUserErrors(t *testing.T) {
 	_, err = natsauth.Init(dir, natsauth.Options{})
 	assert.ErrorContains(t, err, "holds a market's keys already")
 	_, err = natsauth.User(dir, "admin", "root", natsauth.UserOptions{})
-	assert.ErrorContains(t, err, "want exchange, client or server")
+	assert.ErrorContains(t, err, "want exchange, client, server or viewer")
 	_, err = natsauth.User(dir, natsauth.RoleClient, "Bad.Id", natsauth.UserOptions{})
 	assert.Error(t, err)
 	_, err = natsauth.User(dir, natsauth.RoleClient, "alice", natsauth.UserOptions{})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -142,6 +143,9 @@ func (r *registry) seed(dir string) error {
 
 // roleOf reads a user's role from the permissions permit gave it.
 func roleOf(uc *jwt.UserClaims) string {
+	if slices.Contains(uc.Pub.Deny, ">") {
+		return RoleViewer
+	}
 	for _, s := range uc.Pub.Allow {
 		for _, role := range []string{RoleClient, RoleServer} {
 			if strings.HasPrefix(s, protocol.Prefix+"."+role+".") {

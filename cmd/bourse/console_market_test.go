@@ -25,18 +25,17 @@ import (
 )
 
 // TestConsoleNATSUser: the console follows the market data as a client
-// of docs/nats-server.conf (what nats-config writes) or as a user that
-// may only read it (docs/operations.md, "The console's NATS user"); a
-// user that may not read it is refused at start, and so is a NATS that
-// is not there.
+// or as a viewer, each as nats-config writes them (docs/operations.md,
+// "The console's NATS user"); a user that may not read it is refused at
+// start, and so is a NATS that is not there.
 func TestConsoleNATSUser(t *testing.T) {
-	ns := natstest.StartShipped(t, func(opts *server.Options) {
-		opts.Users = append(opts.Users,
-			&server.User{Username: "console", Password: "console-secret", Permissions: &server.Permissions{
-				Publish: &server.SubjectPermission{Deny: []string{">"}}, Subscribe: &server.SubjectPermission{Allow: []string{protocol.MarketSubjects}}}},
-			&server.User{Username: "nobody", Password: "nobody-secret", Permissions: &server.Permissions{
-				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_nobody.>"}}}})
-	})
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(execute(t, nil, "admin", "nats-config", "--client", "alice", "--viewer", "console", "--example-passwords")), 0o600))
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	opts.Users = append(opts.Users, &server.User{Username: "nobody", Password: "nobody-secret", Permissions: &server.Permissions{
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_nobody.>"}}}})
+	ns := natstest.StartWith(t, opts)
 	exch := natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret"))
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,7 +56,19 @@ func TestConsoleNATSUser(t *testing.T) {
 			}, 5*time.Second, 50*time.Millisecond, "the market data came")
 		})
 	}
-	_, _, err := followMarket(ctx, ns.ClientURL(), []nats.Option{nats.UserInfo("nobody", "nobody-secret")}, log)
+	// The viewer cannot pass for a client of its name.
+	refused := make(chan error, 1)
+	viewer := natstest.Connect(t, ns, "", nats.UserInfo("console", "console-secret"),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refused <- err }))
+	require.NoError(t, viewer.Publish(protocol.ClientSubject("console", protocol.VerbOffer), []byte(`{}`)))
+	select {
+	case err := <-refused:
+		assert.ErrorIs(t, err, nats.ErrPermissionViolation)
+	case <-time.After(3 * time.Second):
+		t.Fatal("a viewer published an offer")
+	}
+
+	_, _, err = followMarket(ctx, ns.ClientURL(), []nats.Option{nats.UserInfo("nobody", "nobody-secret")}, log)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the console's NATS user may not read bourse.v1.market.>")
 	assert.ErrorIs(t, err, nats.ErrPermissionViolation)

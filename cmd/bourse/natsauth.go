@@ -57,16 +57,16 @@ says who holds what until when (docs/operations.md, "Credentials").`,
 	f.IntVar(&o.Port, "port", 4222, "the port nats-server listens on")
 	f.DurationVar(&o.Expires, "expires", defaultExpiry, "how long the exchange's credentials work (0: never)")
 
-	var clients, servers []string
+	var clients, servers, viewers []string
 	var exchangeID string
 	var uo natsauth.UserOptions
 	userCmd := &cobra.Command{
-		Use:   "user DIR --client ID … --server ID …",
-		Short: "Make a credentials file per client and server (DIR/<id>.creds)",
+		Use:   "user DIR --client ID … --server ID … --viewer ID …",
+		Short: "Make a credentials file per client, server and viewer (DIR/<id>.creds)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(clients)+len(servers) == 0 && exchangeID == "" {
-				return errors.New("name the parties: --client ID or --server ID (repeat), or --exchange ID")
+			if len(clients)+len(servers)+len(viewers) == 0 && exchangeID == "" {
+				return errors.New("name the parties: --client ID, --server ID or --viewer ID (repeat), or --exchange ID")
 			}
 			type party struct{ role, id string }
 			var ps []party
@@ -78,6 +78,9 @@ says who holds what until when (docs/operations.md, "Credentials").`,
 			}
 			for _, s := range servers {
 				ps = append(ps, party{natsauth.RoleServer, s})
+			}
+			for _, v := range viewers {
+				ps = append(ps, party{natsauth.RoleViewer, v})
 			}
 			for _, p := range ps {
 				path, err := natsauth.User(args[0], p.role, p.id, uo)
@@ -91,6 +94,7 @@ says who holds what until when (docs/operations.md, "Credentials").`,
 	}
 	userCmd.Flags().StringArrayVar(&clients, "client", nil, "a client's id (repeat)")
 	userCmd.Flags().StringArrayVar(&servers, "server", nil, "a GPU server's id (repeat)")
+	userCmd.Flags().StringArrayVar(&viewers, "viewer", nil, "a reader of the market data only, such as the console (repeat)")
 	userCmd.Flags().StringVar(&exchangeID, "exchange", "", "another exchange user (init makes one, exchange)")
 	userCmd.Flags().DurationVar(&uo.Expires, "expires", defaultExpiry, "how long the credentials work (0: never)")
 	cmd.AddCommand(initCmd, userCmd, newNATSRotateCmd(), newNATSRevokeCmd(), newNATSListCmd(), newNATSPushCmd())

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/bourse/bourse/natsauth"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -20,21 +21,22 @@ type natsParty struct {
 
 func newNATSConfigCmd() *cobra.Command {
 	var (
-		clients, servers []string
-		exchangeUser     string
-		host             string
-		port             int
-		example          bool
-		tls              natsServerTLS
+		clients, servers, viewers []string
+		exchangeUser              string
+		host                      string
+		port                      int
+		example                   bool
+		tls                       natsServerTLS
 	)
 	cmd := &cobra.Command{
-		Use:   "nats-config --client ID … --server ID …",
+		Use:   "nats-config --client ID … --server ID … [--viewer ID …]",
 		Short: "Print a nats-server configuration with a user per client and server, each held to its own subjects",
 		Long: `nats-config prints a nats-server configuration for a market whose parties
 log in with passwords: the exchange's user, which may publish and subscribe
 anywhere, and a user per client and per GPU server that may publish only
 under its own prefix and read only its own deliveries and inbox (the rules
-of docs/protocol.md, "Identity"). Each password is made at random and
+of docs/protocol.md, "Identity"), and a user per --viewer that may only read
+the market data (the console's Market page needs no more). Each password is made at random and
 stored as a bcrypt hash; the passwords are printed once to stderr, as
 "user password" lines, for you to hand out. --example-passwords writes
 "<id>-secret" in the clear instead, as docs/nats-server.conf does.
@@ -49,6 +51,9 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 			}
 			for _, id := range servers {
 				parties = append(parties, natsParty{id: id, role: protocol.RoleServer})
+			}
+			for _, id := range viewers {
+				parties = append(parties, natsParty{id: id, role: natsauth.RoleViewer})
 			}
 			seen := map[string]bool{}
 			for _, p := range parties {
@@ -76,12 +81,13 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 			if (tls.cert == "") != (tls.key == "") || (tls.verify && tls.ca == "") || (tls.cert == "" && (tls.ca != "" || tls.verify)) {
 				return fmt.Errorf("TLS needs --tls-cert and --tls-key together, and --tls-verify needs --tls-ca")
 			}
-			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, exchangeUser, example, tls)...), " "))
+			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, viewers, exchangeUser, example, tls)...), " "))
 		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&clients, "client", nil, "a client's id (repeat)")
 	f.StringArrayVar(&servers, "server", nil, "a GPU server's id (repeat)")
+	f.StringArrayVar(&viewers, "viewer", nil, "a reader of the market data only, such as the console (repeat)")
 	f.StringVar(&exchangeUser, "exchange-user", "exchange", "the exchange's NATS user")
 	f.StringVar(&host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&port, "port", 4222, "the port nats-server listens on")
@@ -93,7 +99,7 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 	return cmd
 }
 
-func generatedBy(clients, servers []string, exchangeUser string, example bool, tls natsServerTLS) []string {
+func generatedBy(clients, servers, viewers []string, exchangeUser string, example bool, tls natsServerTLS) []string {
 	var args []string
 	if exchangeUser != "exchange" {
 		args = append(args, "--exchange-user", exchangeUser)
@@ -103,6 +109,9 @@ func generatedBy(clients, servers []string, exchangeUser string, example bool, t
 	}
 	for _, s := range servers {
 		args = append(args, "--server", s)
+	}
+	for _, v := range viewers {
+		args = append(args, "--viewer", v)
 	}
 	if example {
 		args = append(args, "--example-passwords")
@@ -165,6 +174,11 @@ func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tl
 		case "exchange":
 			b.WriteString("    # The exchange: everything, including JetStream and micro ($SRV) APIs.\n")
 			fmt.Fprintf(&b, "    { user: %s, password: %q }\n", p.id, p.password)
+		case natsauth.RoleViewer:
+			b.WriteString("\n    # A viewer reads the market data and publishes nothing.\n")
+			fmt.Fprintf(&b, "    { user: %s, password: %q, permissions: {\n", p.id, p.password)
+			b.WriteString("        publish: { deny: [\">\"] }\n")
+			fmt.Fprintf(&b, "        subscribe: [%q]\n    }}\n", protocol.MarketSubjects)
 		default:
 			fmt.Fprintf(&b, "\n    { user: %s, password: %q, permissions: {\n", p.id, p.password)
 			fmt.Fprintf(&b, "        publish: [%q]\n", fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, p.role, p.id))
