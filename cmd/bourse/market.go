@@ -163,16 +163,18 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 		}
 		fmt.Fprintf(out, "%s at %s: contracts made in the last %s; prices per GPU-second at full use\n",
 			m.Currency, when(m.At), time.Duration(m.Window).Round(time.Second))
+		places := pricePlaces(m)
+		price := func(d decimal.Decimal) string { return d.StringFixed(places) }
 		tw := table(out)
 		fmt.Fprintln(tw, "MODEL\tCONTRACTS\tGPU-SECONDS\tLOW\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING\tWAITING GPUS\tBEST WAITING")
 		for _, l := range m.Models {
 			low, median, high, vwap := "-", "-", "-", "-"
 			if p := l.Prices; p != nil {
-				low, median, high, vwap = p.Low.String(), p.Median.String(), p.High.String(), p.VWAP.String()
+				low, median, high, vwap = price(p.Low), price(p.Median), price(p.High), price(p.VWAP)
 			}
 			best := "-"
 			if l.Waiting.Offers > 0 {
-				best = l.Waiting.Best.String()
+				best = price(l.Waiting.Best)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", l.Model, l.Contracts, gpuSeconds(l.GPUSeconds),
 				low, median, high, vwap, l.GPUs, l.Free, l.Waiting.Offers, l.Waiting.GPUs, best)
@@ -186,3 +188,21 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 
 // gpuSeconds writes GPU-seconds whole: a fraction of one is noise here.
 func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
+
+// pricePlaces is the most decimal places any price of m needs, so that a
+// column's prices line up.
+func pricePlaces(m protocol.Market) int32 {
+	var places int32
+	see := func(d decimal.Decimal) { places = max(places, -min(d.Exponent(), 0)) }
+	for _, l := range m.Models {
+		if p := l.Prices; p != nil {
+			for _, d := range []decimal.Decimal{p.Low, p.Median, p.High, p.VWAP} {
+				see(d)
+			}
+		}
+		if l.Waiting.Offers > 0 {
+			see(l.Waiting.Best)
+		}
+	}
+	return places
+}

@@ -60,3 +60,19 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	assert.Contains(t, table, "H100")
 	assert.NotContains(t, table, "ada")
 }
+
+// TestPrintMarketAligned: a currency's prices share their decimal places,
+// so that a column lines up, whatever places each came with.
+func TestPrintMarketAligned(t *testing.T) {
+	d := decimal.RequireFromString
+	var b strings.Builder
+	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Models: []protocol.MarketModel{
+		{Model: "H100", Contracts: 2, Prices: &protocol.Prices{Low: d("0.3"), Median: d("0.4"), High: d("0.5"), VWAP: d("0.40243902")}},
+		{Model: "L4", Waiting: protocol.Depth{Offers: 1, Best: d("0.1")}},
+	}}}))
+	out := b.String()
+	assert.Contains(t, out, "0.30000000")
+	assert.Contains(t, out, "0.40243902")
+	assert.Contains(t, out, "0.10000000", "the waiting offers' best price too")
+	assert.NotContains(t, out, "0.3 ")
+}
