@@ -15,6 +15,9 @@ type metrics struct {
 	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
 	quotes      *prometheus.CounterVec // by outcome: accepted, countered, rejected, no_match, error
 	book        *prometheus.CounterVec // waiting offers by what happened: queued, matched, and why they left
+	// readingsLate counts sweeps that found a running contract's
+	// readings silent while its server's heartbeat said it runs it.
+	readingsLate prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,10 +44,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid."}, []string{"event"}),
+		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
+			Help: "Times the watchdog found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running (judged again at the next sweep)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
-			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book)
+			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate)
 	}
 	return m
 }

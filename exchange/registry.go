@@ -95,6 +95,16 @@ func (r *registry) rooms(ids []string) map[string]serverState {
 	return out
 }
 
+// runs says whether server's last heartbeat, heard no earlier than since,
+// listed contract as running: then the server is alive and running it,
+// and the contract's readings are late on their way, not lost.
+func (r *registry) runs(server, contract string, since time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	return ok && !s.seen.Before(since) && slices.Contains(s.Running, contract)
+}
+
 // liveIDs lists the servers heard from recently.
 func (r *registry) liveIDs() []string {
 	r.mu.Lock()

@@ -82,6 +82,51 @@ func TestWatchdog(t *testing.T) {
 	h.Audit()
 }
 
+// TestWatchdogHearsHeartbeats: a running contract whose readings are held
+// back (the usage stream keeps them for a paused instance) while its
+// server's heartbeats list it is not settled as lost; its readings come
+// again and it completes, charged for all it used. Once the server falls
+// silent too, it is settled as lost ServerLostAfter after its last
+// heartbeat.
+func TestWatchdogHearsHeartbeats(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	h.Server("gpu1", "H100", 2, nil)
+	h.Wallet("dave", "100")
+	tm := job(1, "0.01")
+	tm.Job.Profile.Duration, tm.TimeLimit = 2*time.Minute, 5*time.Minute
+	tm.Prepayment = tm.CappedPrepayment(2)
+	reply := offer(t, h, "dave", "w1", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id := reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	require.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State)
+
+	h.Router.HoldReadings("gpu1", true)
+	h.Run(30*time.Second, time.Second)
+	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "its server says it runs it: the readings are late, not lost")
+	h.Router.HoldReadings("gpu1", false)
+	h.Run(2*time.Minute, time.Second)
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateSettled, c.State)
+	assert.Equal(t, trade.ReasonCompleted, c.Reason)
+	assert.True(t, c.Charge.Equal(dec("1.20")), "two GPU-minutes at 0.01: %s", c.Charge)
+
+	reply = offer(t, h, "dave", "w2", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id = reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	h.Router.HoldReadings("gpu1", true)
+	h.Run(20*time.Second, time.Second)
+	h.Router.Silence("gpu1", true)
+	h.Run(10*time.Second, time.Second)
+	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "heard until ServerLostAfter ago")
+	h.Run(2*time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateSettled, c.State)
+	assert.Equal(t, trade.ReasonServerLost, c.Reason)
+	h.Audit()
+}
+
 // TestBooking: an offer with a future start_at is a booking, escrowed at
 // once and left accepted past StartTimeout and ServerLostAfter until its
 // slot begins; the node starts it then, and it runs and settles. One

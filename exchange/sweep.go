@@ -46,6 +46,17 @@ func (h *House) Sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range stale {
+		if c.State == trade.StateRunning && h.servers.runs(c.Server, c.ID, silentSince) {
+			// Its readings are late, not lost: the usage stream may hold
+			// them for another instance (one paused, its pull not yet
+			// expired) while the server's heartbeats, which every
+			// instance hears, say it runs the job. A server that
+			// heartbeats but never reads is ended at its escrow's
+			// deadline (expireDue) on its last reading, as one that
+			// reads but never ends is.
+			h.metrics.readingsLate.Inc()
+			continue
+		}
 		h.judge(ctx, c, now, silentSince)
 	}
 	h.expireDue(ctx, now)

@@ -211,7 +211,9 @@ func (h *Harness) Tick() {
 		n := h.Router.Nodes[id]
 		due := n.Tick(h.Now())
 		for _, r := range due.Readings {
-			_ = h.House.Count(ctx, id, r)
+			if !h.Router.readingsHeld(id) {
+				_ = h.House.Count(ctx, id, r)
+			}
 		}
 		h.Router.stop(id, due.Stops)
 		for _, c := range due.Launch {

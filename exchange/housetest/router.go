@@ -27,6 +27,9 @@ type Router struct {
 	// Asked counts the offers each server was asked to decide (read it
 	// with AskedOf).
 	Asked map[string]int
+	// late are the servers whose readings never reach the House while
+	// they heartbeat (HoldReadings).
+	late map[string]bool
 	// mute are the servers that decide offers but never answer a start,
 	// like one that hung after its accept (MuteStarts).
 	mute map[string]bool
@@ -40,6 +43,24 @@ func (r *Router) MuteStarts(server string) {
 		r.mute = map[string]bool{}
 	}
 	r.mute[server] = true
+}
+
+// HoldReadings has server's readings held back (or delivered again):
+// they never reach the House, as when the usage stream keeps them for an
+// instance that paused, while the server goes on heartbeating.
+func (r *Router) HoldReadings(server string, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.late == nil {
+		r.late = map[string]bool{}
+	}
+	r.late[server] = held
+}
+
+func (r *Router) readingsHeld(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.late[server]
 }
 
 // Silence makes server silent (or speak again): it answers nothing and

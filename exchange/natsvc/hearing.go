@@ -38,6 +38,9 @@ import (
 //     ServerLostAfter less ReadingEvery, and a heartbeat a fifth of it,
 //     a reading reaches a live instance within 0.9 of that, before its
 //     contract may be judged lost (TestCluster pauses an instance for 8 s).
+//     And a contract whose server's heartbeats (which every instance
+//     hears directly) still list it is not judged lost at all
+//     (House.Sweep): the timing above is a second line of defence.
 
 // pullExpiry is how long each pull of the usage consumer waits.
 func pullExpiry(heartbeat time.Duration) time.Duration {
