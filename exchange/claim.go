@@ -64,12 +64,20 @@ type outcome struct {
 	Err   *bourse.Error        `json:"error,omitempty"`
 }
 
-func encodeOutcome(reply protocol.OfferReply, err error) []byte {
+// encodeOutcome returns the encoding of an offer's answer, for
+// Store.Finish to call if a try waited on it.
+func encodeOutcome(reply protocol.OfferReply, err error) func() []byte {
+	return func() []byte { return outcomeBytes(reply, err) }
+}
+
+func outcomeBytes(reply protocol.OfferReply, err error) []byte {
 	o := outcome{Reply: &reply}
 	if err != nil {
 		o = outcome{Err: asBourseError(err)}
 	}
-	b, _ := json.Marshal(o)
+	// protocol.Marshal writes what encoding/json would, without its
+	// compacting pass over the terms' own JSON.
+	b, _ := protocol.Marshal(o)
 	return b
 }
 
@@ -153,11 +161,11 @@ func (h *House) await(ctx context.Context, client, id string, t contract.Terms, 
 			continue
 		}
 		if c, lerr := h.store.Contract(ctx, id); lerr == nil {
-			_ = h.store.Finish(context.WithoutCancel(ctx), cl, nil)
+			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return nil })
 			return protocol.OfferReply{Contract: &c}, nil
 		}
 		if got.Ended == awaited && len(got.Outcome) > 0 {
-			_ = h.store.Finish(context.WithoutCancel(ctx), cl, got.Outcome)
+			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
 			return decodeOutcome(got.Outcome)
 		}
 		// The id is this try's now and no other can make its contract:

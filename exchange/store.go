@@ -53,8 +53,12 @@ type Store interface {
 	// Open. A contract made under the id needs no claim: Open ends it.
 	Claim(ctx context.Context, c Claim, now time.Time) (Claimed, error)
 	// Finish records that negotiation c ended without a contract,
-	// answering outcome, and frees the id, if c still holds it.
-	Finish(ctx context.Context, c Claim, outcome []byte) error
+	// answering outcome(), and frees the id, if c still holds it. Only
+	// the tries that waited on c read the outcome (Claimed.Outcome, where
+	// Ended is c): a store that sees every try itself (memstore) need
+	// not call outcome when none waited, and most offers that make no
+	// contract were never retried.
+	Finish(ctx context.Context, c Claim, outcome func() []byte) error
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)

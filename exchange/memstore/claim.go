@@ -16,6 +16,8 @@ type claim struct {
 	ended   string
 	endedAt time.Time
 	outcome []byte
+	// waited: another try found the claim held, and may read the outcome.
+	waited bool
 }
 
 // keepEnded is how long the outcome of a negotiation that made no
@@ -38,18 +40,22 @@ func (s *Store) Claim(_ context.Context, c exchange.Claim, now time.Time) (excha
 		s.claims[c.ID] = cl
 	}
 	if cl.holder != "" && cl.holder != c.Token && cl.until.After(now) {
+		cl.waited = true
 		return exchange.Claimed{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.outcome}, nil
 	}
 	cl.holder, cl.until = c.Token, c.Until
 	return exchange.Claimed{Mine: true, Ended: cl.ended, Outcome: cl.outcome}, nil
 }
 
-func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome []byte) error {
+func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome func() []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cl := s.claims[c.ID]; cl != nil && cl.holder == c.Token {
 		// The store has no clock: the claim's Until stands for when it ended.
-		cl.holder, cl.ended, cl.outcome, cl.endedAt = "", c.Token, outcome, cl.until
+		cl.holder, cl.ended, cl.outcome, cl.endedAt = "", c.Token, nil, cl.until
+		if cl.waited {
+			cl.outcome, cl.waited = outcome(), false
+		}
 	}
 	return nil
 }

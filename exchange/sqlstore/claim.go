@@ -43,10 +43,10 @@ const (
 	keepEnded  = "1 minute"
 )
 
-func (s *Store) Finish(ctx context.Context, c exchange.Claim, outcome []byte) error {
+func (s *Store) Finish(ctx context.Context, c exchange.Claim, outcome func() []byte) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE offer_claims SET holder = '', ended = $2, outcome = $3, ended_at = current_timestamp WHERE id = $1 AND holder = $2`,
-		c.ID, c.Token, string(outcome))
+		c.ID, c.Token, string(outcome()))
 	if s.finished.Add(1)%pruneEvery == 0 {
 		b.Queue(`DELETE FROM offer_claims WHERE holder = '' AND ended_at < current_timestamp - INTERVAL '` + keepEnded + `'`)
 	}

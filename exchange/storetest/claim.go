@@ -38,11 +38,11 @@ func testClaims(t *testing.T, open Opener) {
 	assert.True(t, got.Until.Equal(a.Until), "%v", got.Until)
 
 	t.Run("Finish", func(t *testing.T) {
-		require.NoError(t, f.s.Finish(f.ctx, b, []byte(`"not b's to finish"`)))
+		require.NoError(t, f.s.Finish(f.ctx, b, func() []byte { return []byte(`"not b's to finish"`) }))
 		got, err := f.s.Claim(f.ctx, b, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		require.False(t, got.Mine, "b does not hold it: its Finish did nothing")
-		require.NoError(t, f.s.Finish(f.ctx, a, []byte(`{"reply":{}}`)))
+		require.NoError(t, f.s.Finish(f.ctx, a, func() []byte { return []byte(`{"reply":{}}`) }))
 		got, err = f.s.Claim(f.ctx, b, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.True(t, got.Mine, "a's negotiation ended: the id is free")
