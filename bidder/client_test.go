@@ -138,7 +138,7 @@ func TestClient(t *testing.T) {
 		events, err := ada.Watch(ctx, r.Contract.ID)
 		require.NoError(t, err)
 		var types []protocol.EventType
-		var last protocol.Event
+		var last bidder.Update
 		for ev := range events {
 			assert.Equal(t, r.Contract.ID, ev.Contract.ID)
 			assert.True(t, ev.Contract.Terms.Equal(r.Contract.Terms), "%s event: Watch fills in the terms the exchange leaves out", ev.Type)
@@ -148,11 +148,16 @@ func TestClient(t *testing.T) {
 		assert.Contains(t, types, protocol.EventReading)
 		assert.Equal(t, protocol.EventSettled, last.Type)
 		assert.Equal(t, trade.ReasonCompleted, last.Contract.Reason)
+		// The events, merged, make the contract the exchange keeps: the
+		// client's view of its record, to the byte.
+		stored, err := ada.Contract(ctx, r.Contract.ID)
+		require.NoError(t, err)
+		assert.Equal(t, jsonOf(t, stored), jsonOf(t, last.Contract), "Watch's merged view against the record")
 
 		// A watcher that comes after the settlement sees it at once.
 		events, err = ada.Watch(ctx, r.Contract.ID)
 		require.NoError(t, err)
-		var late []protocol.Event
+		var late []bidder.Update
 		for ev := range events {
 			late = append(late, ev)
 		}
@@ -255,4 +260,12 @@ func TestDialWrongInbox(t *testing.T) {
 	assert.Error(t, err)
 	_, err = bidder.Dial(bidder.Config{ID: "ada", Conn: natstest.Connect(t, ns, protocol.InboxPrefix("ada"))})
 	assert.NoError(t, err)
+}
+
+// jsonOf is v as the wire writes it.
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	b, err := protocol.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

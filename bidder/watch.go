@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -13,13 +15,28 @@ import (
 // truth).
 const WatchPoll = 2 * time.Second
 
+// Update is one event of a watched contract and the contract as it
+// stands after it: what the event changed merged into all that came
+// before (protocol.Contract.Apply). Encoded, it is the event with the
+// whole contract.
+type Update struct {
+	Type     protocol.EventType `json:"type"`
+	Contract protocol.Contract  `json:"contract"`
+	// Due is the running charge of a reading event.
+	Due decimal.Decimal `json:"due,omitzero"`
+	// Warning is a spend warning's.
+	Warning string    `json:"warning,omitempty"`
+	At      time.Time `json:"at"`
+}
+
 // Watch delivers the events of one contract, first the contract as it
-// stands now, then each event as it comes, each with the contract's terms
-// (which the exchange sends only with the accept), and closes the channel
-// after the settled or voided event, or when ctx ends. A watcher that
-// arrives after the settlement gets the settled (or voided) event at once.
-// It fails with not_found if the contract is not the client's.
-func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, error) {
+// stands now, then each event as it comes, each with the whole contract
+// (events carry only what changed: Watch merges them into the contract
+// it read), and closes the channel after the settled or voided event, or
+// when ctx ends. A watcher that arrives after the settlement gets the
+// settled (or voided) event at once. It fails with not_found if the
+// contract is not the client's.
+func (c *Client) Watch(ctx context.Context, id string) (<-chan Update, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	events, err := c.Events(wctx, 64) // subscribe before reading, so nothing falls in between
 	if err != nil {
@@ -31,12 +48,12 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, e
 		cancel()
 		return nil, err
 	}
-	out := make(chan protocol.Event, 1)
+	out := make(chan Update, 1)
 	go func() {
 		defer close(out)
 		defer cancel()
-		w := watcher{out: out, ctx: wctx}
-		if !w.send(protocol.Event{Type: eventOf(now.State), Contract: now, At: time.Now().UTC()}) {
+		w := watcher{out: out, ctx: wctx, view: now}
+		if !w.send(Update{Type: eventOf(now.State), Contract: now, At: time.Now().UTC()}) {
 			return
 		}
 		poll := time.NewTicker(WatchPoll)
@@ -49,19 +66,20 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, e
 				if !ok {
 					return
 				}
-				if ev.Contract.ID != id {
+				if ev.Contract == nil || ev.Contract.ID != id {
 					continue
 				}
-				if ev.Contract.Terms.IsZero() { // a lean event: terms never change
-					ev.Contract.Terms = now.Terms
-				}
-				if !w.send(ev) {
+				w.view.Apply(*ev.Contract)
+				if !w.send(Update{Type: ev.Type, Contract: w.view, Due: ev.Due, Warning: ev.Warning, At: ev.At}) {
 					return
 				}
 			case <-poll.C:
 				got, err := c.Contract(wctx, id)
-				if err == nil && ended(got.State) && !w.send(protocol.Event{Type: eventOf(got.State), Contract: got, At: time.Now().UTC()}) {
-					return
+				if err == nil && ended(got.State) {
+					w.view = got // the record is the truth
+					if !w.send(Update{Type: eventOf(got.State), Contract: got, At: time.Now().UTC()}) {
+						return
+					}
 				}
 			}
 		}
@@ -73,13 +91,14 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan protocol.Event, e
 // older than one already sent (a started event that arrives after the
 // first reading, or the record read at the start) is dropped.
 type watcher struct {
-	out  chan<- protocol.Event
+	out  chan<- Update
 	ctx  context.Context
+	view protocol.Contract // every event so far merged in
 	last int
 }
 
 // send forwards ev unless it is stale and reports whether to go on.
-func (w *watcher) send(ev protocol.Event) bool {
+func (w *watcher) send(ev Update) bool {
 	if ev.Type == protocol.EventSpendWarning {
 		// A warning about the client's caps, not a step of the contract's
 		// life: it goes through whatever came before.

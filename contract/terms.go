@@ -178,7 +178,8 @@ func (t Terms) Equal(u Terms) bool {
 }
 
 // IsZero reports whether t is no terms at all, as in an event that leaves
-// them out (protocol.Event.Lean): then encoding/json leaves them out too.
+// them out (protocol.ContractChange): then encoding/json leaves them out
+// too.
 func (t Terms) IsZero() bool {
 	return t.Equal(Terms{})
 }

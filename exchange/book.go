@@ -138,7 +138,7 @@ func (h *House) leave(ctx context.Context, id string, why trade.Left, message st
 	}
 	w.Left = why
 	h.metrics.book.WithLabelValues(string(why)).Inc()
-	h.notify.Notify(w.Client, protocol.Event{Type: protocol.EventLeftBook, Waiting: &w, Message: message, At: h.cfg.Now().UTC()})
+	h.notify.Notify(w.Client, Event{Type: protocol.EventLeftBook, Waiting: &w, Message: message, At: h.cfg.Now().UTC()})
 	return w, true, nil
 }
 

@@ -244,7 +244,7 @@ func TestBookCapped(t *testing.T) {
 
 	h.Run(90*time.Second, time.Second) // alice's job ends: gpu1 frees up
 	ev := h.Events("bob")
-	var left []protocol.Event
+	var left []exchange.Event
 	for _, e := range ev {
 		if e.Type == protocol.EventLeftBook {
 			left = append(left, e)

@@ -130,7 +130,7 @@ func (h *House) holding(ctx context.Context, client, id string, t contract.Terms
 	// finds the first contract there (Store.Open), so an offer that
 	// makes a contract never pays for the lookup.
 	if c, lerr := h.store.Contract(ctx, id); lerr == nil {
-		reply, err = protocol.OfferReply{Contract: &c}, nil
+		reply, err = made(c), nil
 	}
 	if ferr := h.store.Finish(context.WithoutCancel(ctx), cl, encodeOutcome(reply, err)); ferr != nil {
 		h.log.Warn("offer: the claim of a request not freed; it frees at its deadline", "contract", id, "err", ferr)
@@ -162,7 +162,7 @@ func (h *House) await(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		if c, lerr := h.store.Contract(ctx, id); lerr == nil {
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return nil })
-			return protocol.OfferReply{Contract: &c}, nil
+			return made(c), nil
 		}
 		if got.Ended == awaited && len(got.Outcome) > 0 {
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })

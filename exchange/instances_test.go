@@ -145,7 +145,7 @@ type tally struct {
 	events, kills map[string]int
 }
 
-func (n *tally) Notify(_ string, ev protocol.Event) {
+func (n *tally) Notify(_ string, ev exchange.Event) {
 	if ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided {
 		return
 	}

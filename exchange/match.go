@@ -171,7 +171,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string)
 	if win == "" {
 		finish()
 		if len(reply.Counters) > 0 {
-			h.notify.Notify(w.Client, protocol.Event{Type: protocol.EventCountered, Waiting: &w, Counters: reply.Counters, At: h.cfg.Now().UTC()})
+			h.notify.Notify(w.Client, Event{Type: protocol.EventCountered, Waiting: &w, Counters: reply.Counters, At: h.cfg.Now().UTC()})
 		}
 		return ""
 	}

@@ -110,7 +110,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
 	}
-	return protocol.OfferReply{Contract: &c}, nil
+	return made(c), nil
 }
 
 // open escrows and records the contract that win accepted, then starts it.
@@ -156,14 +156,14 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	h.metrics.escrowed.Inc()
 	h.event(protocol.EventAccepted, stored)
 	for _, w := range adm.Warnings(ctx, h.store.Ledger()) {
-		h.notify.Notify(stored.Client, protocol.Event{Type: protocol.EventSpendWarning, Contract: stored, At: h.cfg.Now().UTC(), Warning: w})
+		h.notify.Notify(stored.Client, Event{Type: protocol.EventSpendWarning, Contract: stored, At: h.cfg.Now().UTC(), Warning: w})
 	}
 	// The negotiation ends with the escrow: the client has its contract now,
 	// and the start follows, reported by a started event. Waiting for it
 	// would add a round trip to the server to every offer's latency. If the
 	// server does not answer, the contract stays accepted: a reading will
 	// show it running, or the sweep voids it at its start deadline.
-	h.router.Start(ctx, protocol.Start{Offer: offerID, Contract: stored}, func(st protocol.Started, err error) {
+	h.router.Start(ctx, protocol.Start{Offer: offerID, Contract: protocol.View(stored)}, func(st protocol.Started, err error) {
 		switch {
 		case err != nil:
 			h.log.Warn("server did not start contract", "contract", stored.ID, "server", stored.Server, "err", err)
@@ -334,4 +334,11 @@ func checkRequestID(id string) error {
 		return &bourse.Error{Code: bourse.EInvalid, Field: "request_id", Message: "a request id of 1-128 characters without spaces is required"}
 	}
 	return nil
+}
+
+// made is the reply to an offer that made contract c: the contract as
+// its client sees it.
+func made(c trade.Contract) protocol.OfferReply {
+	v := protocol.View(c)
+	return protocol.OfferReply{Contract: &v}
 }

@@ -116,7 +116,7 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 		h.event(protocol.EventSettled, c)
 		return nil
 	}
-	ev := protocol.Event{Type: protocol.EventReading, Contract: c, At: now}
+	ev := Event{Type: protocol.EventReading, Contract: c, At: now}
 	if scale, ok := h.scaleOf(ctx)(c.Terms.Currency); ok {
 		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
 	}
@@ -189,7 +189,7 @@ func (h *House) event(typ protocol.EventType, c trade.Contract) {
 	if typ == protocol.EventSettled || typ == protocol.EventVoided {
 		h.room.mark(c.Server) // its GPUs free up: offer them the book
 	}
-	h.notify.Notify(c.Client, protocol.Event{Type: typ, Contract: c, At: h.cfg.Now().UTC()})
+	h.notify.Notify(c.Client, Event{Type: typ, Contract: c, At: h.cfg.Now().UTC()})
 }
 
 // Transient reports whether err may pass if the same thing is tried again

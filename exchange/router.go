@@ -48,5 +48,5 @@ type Answer struct {
 // Notifier tells clients what happened to their contracts. Events are
 // notifications; the contract record is the truth.
 type Notifier interface {
-	Notify(client string, ev protocol.Event)
+	Notify(client string, ev Event)
 }

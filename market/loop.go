@@ -84,7 +84,7 @@ type open struct {
 
 // follow waits for the contract's settlement, from its events, or from the
 // record itself if an event was missed.
-func (b *bidderLoop) follow(ctx context.Context, c trade.Contract) {
+func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
 	t := b.m.Tally
 	t.opened(c)
 	ended := b.ends.wait(c.ID)
@@ -94,8 +94,9 @@ func (b *bidderLoop) follow(ctx context.Context, c trade.Contract) {
 	defer poll.Stop()
 	for {
 		select {
-		case got := <-ended:
-			t.closed(got)
+		case ch := <-ended:
+			c.Apply(ch) // the event carries what changed
+			t.closed(c)
 			return
 		case <-poll.C:
 			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == trade.StateSettled || got.State == trade.StateVoided) {
@@ -122,23 +123,23 @@ func (b *bidderLoop) sleep(ctx context.Context, d time.Duration) {
 // that follows the contract, whichever comes first.
 type endings struct {
 	mu      sync.Mutex
-	waiters map[string]chan trade.Contract
-	early   map[string]trade.Contract // ended before anyone waited
+	waiters map[string]chan protocol.ContractChange
+	early   map[string]protocol.ContractChange // ended before anyone waited
 }
 
 func newEndings(ctx context.Context, events <-chan protocol.Event) *endings {
-	e := &endings{waiters: map[string]chan trade.Contract{}, early: map[string]trade.Contract{}}
+	e := &endings{waiters: map[string]chan protocol.ContractChange{}, early: map[string]protocol.ContractChange{}}
 	go func() {
 		for ev := range events {
-			if ev.Type == protocol.EventSettled || ev.Type == protocol.EventVoided {
-				e.end(ev.Contract)
+			if (ev.Type == protocol.EventSettled || ev.Type == protocol.EventVoided) && ev.Contract != nil {
+				e.end(*ev.Contract)
 			}
 		}
 	}()
 	return e
 }
 
-func (e *endings) end(c trade.Contract) {
+func (e *endings) end(c protocol.ContractChange) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if w, ok := e.waiters[c.ID]; ok {
@@ -151,10 +152,10 @@ func (e *endings) end(c trade.Contract) {
 	e.early[c.ID] = c
 }
 
-func (e *endings) wait(id string) <-chan trade.Contract {
+func (e *endings) wait(id string) <-chan protocol.ContractChange {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := make(chan trade.Contract, 1)
+	w := make(chan protocol.ContractChange, 1)
 	if c, ok := e.early[id]; ok {
 		delete(e.early, id)
 		w <- c

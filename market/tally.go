@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -25,7 +26,7 @@ type Tally struct {
 	rejected  int
 	taken     int
 	errors    map[bourse.Code]int
-	running   map[string]trade.Contract
+	running   map[string]protocol.Contract
 	settled   map[trade.Reason]int
 	voided    int
 	clients   map[string]*ClientTally
@@ -49,7 +50,7 @@ type ServerTally struct {
 }
 
 func newTally() *Tally {
-	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]trade.Contract{},
+	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
 		settled: map[trade.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
 }
 
@@ -113,7 +114,7 @@ func (t *Tally) failed(client string, err error) {
 	t.note("%s: %s", client, bourse.ErrorMessage(err))
 }
 
-func (t *Tally) opened(c trade.Contract) {
+func (t *Tally) opened(c protocol.Contract) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running[c.ID] = c
@@ -125,7 +126,7 @@ func (t *Tally) opened(c trade.Contract) {
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 
-func (t *Tally) closed(c trade.Contract) {
+func (t *Tally) closed(c protocol.Contract) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.running[c.ID]; !ok {

@@ -58,6 +58,12 @@ func contractID(client, requestID string) string {
 	return "c-" + hex.EncodeToString(h[:10])
 }
 
+// view is the record c as its parties see it.
+func view(c trade.Contract) *protocol.Contract {
+	v := protocol.View(c)
+	return &v
+}
+
 type example struct {
 	name  string
 	value any
@@ -219,7 +225,7 @@ func examples(t *testing.T) []example {
 
 		// Client requests.
 		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},
-		{"offer.reply.contract", protocol.OfferReply{Contract: &accepted}},
+		{"offer.reply.contract", protocol.OfferReply{Contract: view(accepted)}},
 		{"offer.reply.counters", protocol.OfferReply{
 			Counters:   []trade.Counter{counter},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}},
@@ -229,11 +235,11 @@ func examples(t *testing.T) []example {
 			Message: "the counter-offer's GPUs were taken meanwhile"}}},
 		{"offer.request.resume", protocol.OfferRequest{RequestID: "train-81861-resume", Terms: onGPU1, Resumes: id}},
 		{"control.request", protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}},
-		{"control.reply", beingSuspended},
+		{"control.reply", *view(beingSuspended)},
 		{"contract.request", protocol.ContractRequest{Contract: id}},
-		{"contract.reply", settled},
+		{"contract.reply", *view(settled)},
 		{"contracts.request", protocol.ContractsRequest{Limit: 1}},
-		{"contracts.reply", protocol.ContractsReply{Contracts: []trade.Contract{resumed}}},
+		{"contracts.reply", protocol.ContractsReply{Contracts: protocol.Views([]trade.Contract{resumed})}},
 		{"balance.request", protocol.BalanceRequest{Currency: "CRED"}},
 		{"balance.reply", protocol.BalanceReply{
 			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
@@ -279,13 +285,13 @@ func examples(t *testing.T) []example {
 			}}}},
 
 		// Events.
-		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: accepted, At: accepted.AcceptedAt}},
-		{"event.started", protocol.Event{Type: protocol.EventStarted, Contract: running, At: running.LastSeen}.Lean()},
-		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: withReading, Due: due, At: withReading.LastSeen}.Lean()},
-		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: settled, At: settled.SettledAt}.Lean()},
-		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: voided, At: voided.SettledAt}.Lean()},
-		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []trade.Counter{waitCounter}, At: at(t, "1h42m0.2s")}.Lean()},
-		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}.Lean()},
+		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: protocol.Changed(protocol.EventAccepted, &accepted), At: accepted.AcceptedAt}},
+		{"event.started", protocol.Event{Type: protocol.EventStarted, Contract: protocol.Changed(protocol.EventStarted, &running), At: running.LastSeen}},
+		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: protocol.Changed(protocol.EventReading, &withReading), Due: due, At: withReading.LastSeen}},
+		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: protocol.Changed(protocol.EventSettled, &settled), At: settled.SettledAt}},
+		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: protocol.Changed(protocol.EventVoided, &voided), At: voided.SettledAt}},
+		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []trade.Counter{waitCounter}, At: at(t, "1h42m0.2s")}},
+		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
@@ -296,7 +302,7 @@ func examples(t *testing.T) []example {
 		}},
 		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", At: at(t, "10m0.5s")}},
 		{"started", started},
-		{"started.reply", running},
+		{"started.reply", *view(running)},
 		{"reading", reading},
 		{"reading.final", final},
 
@@ -305,7 +311,7 @@ func examples(t *testing.T) []example {
 		{"decision.accept", protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}},
 		{"decision.counter", protocol.Decision{Counters: []trade.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
-		{"deliver.start", protocol.Start{Offer: offerID, Contract: accepted}},
+		{"deliver.start", protocol.Start{Offer: offerID, Contract: *view(accepted)}},
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
 		{"deliver.control", protocol.Control{Contract: id, Action: trade.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},

@@ -43,7 +43,7 @@ const MaxWait = 7 * 24 * time.Hour
 // OfferReply carries a contract, or, when no server accepted, every
 // counter-offer the matching servers made.
 type OfferReply struct {
-	Contract *trade.Contract `json:"contract,omitempty"`
+	Contract *Contract       `json:"contract,omitempty"`
 	Counters []trade.Counter `json:"counters,omitempty"`
 	// Rejections lists servers that rejected without a counter, and why.
 	Rejections []Rejection `json:"rejections,omitempty"`
@@ -82,7 +82,7 @@ type ContractsRequest struct {
 
 // ContractsReply is the answer to a ContractsRequest.
 type ContractsReply struct {
-	Contracts []trade.Contract `json:"contracts"`
+	Contracts []Contract `json:"contracts"`
 }
 
 // BalanceRequest reads the sender's wallet in a currency.
@@ -145,10 +145,13 @@ type StatementReply struct {
 // record is the truth.
 type Event struct {
 	Type EventType `json:"type"`
-	// Contract is the contract's record; absent in the events of a
-	// waiting offer (countered, left_book), which carry Waiting.
-	Contract trade.Contract `json:"contract,omitzero"`
-	Waiting  *trade.Waiting `json:"waiting,omitempty"`
+	// Contract is what changed of the contract: the whole of it in the
+	// accepted event, its id and the fields the event changed in the
+	// others (Changed); absent in the events of a waiting offer
+	// (countered, left_book), which carry Waiting. Contract.Apply merges
+	// it into the contract as the client holds it.
+	Contract *ContractChange `json:"contract,omitempty"`
+	Waiting  *trade.Waiting  `json:"waiting,omitempty"`
 	// Counters are the counter-offers servers made a waiting offer when
 	// it was offered to them (countered events): take one as from an
 	// offer's reply.
@@ -161,19 +164,6 @@ type Event struct {
 	// Message says in words, for left_book events, why the offer left.
 	Message string    `json:"message,omitempty"`
 	At      time.Time `json:"at"`
-}
-
-// Lean returns the event as the exchange publishes it: the contract's
-// terms, which never change once it is accepted, only in the accepted
-// event and a spend warning (which comes with an accept); the later events
-// of its life (started, each reading, settled or voided) carry what
-// changes. A reading a second of a long job would otherwise repeat its
-// terms, job and all, every second.
-func (e Event) Lean() Event {
-	if e.Type != EventAccepted && e.Type != EventSpendWarning {
-		e.Contract.Terms = contract.Terms{}
-	}
-	return e
 }
 
 // EventType names an Event.
@@ -239,8 +229,8 @@ type Decision struct {
 // Start tells a server to start an accepted contract
 // (bourse.v1.deliver.<s>.start); it answers Started.
 type Start struct {
-	Offer    string         `json:"offer"`
-	Contract trade.Contract `json:"contract"`
+	Offer    string   `json:"offer"`
+	Contract Contract `json:"contract"`
 }
 
 // Started is a server's report that a contract's job runs

@@ -111,6 +111,9 @@ for _ in $(seq 1 150); do
 done
 [ "$state" = '"state":"settled"' ] || fail "contract $id did not settle: $state"
 echo "natscli-e2e: contract $id settled"
+full="$(req ada contract "{\"contract\":\"$id\"}")" || fail "contract: $full"
+! echo "$full" | grep -Eq '"(cap_holds|spend_holds|last_seen|stuck)"' || fail "the contract reply carries the exchange's own fields: $full"
+echo "natscli-e2e: the contract reads as its client's view, without the exchange's own fields"
 
 logs="$(req ada logs "{\"contract\":\"$id\"}")" || fail "logs: $logs"
 echo "$logs" | grep -q '"done":true' || fail "the logs of a synthetic job did not say done: $logs"

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -61,7 +62,7 @@ type logLine struct {
 	Refund *decimal.Decimal `json:"refund,omitempty"`
 }
 
-func (l *eventLog) write(ev protocol.Event) {
+func (l *eventLog) write(ev exchange.Event) {
 	if l.w == nil || l.err != nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -15,7 +16,7 @@ import (
 // becomes of the contract's job. It is called in the middle of the
 // House's work (a preemption settles one contract inside another's
 // start), so what it sets going runs as events of its own.
-func (m *Market) Notify(client string, ev protocol.Event) {
+func (m *Market) Notify(client string, ev exchange.Event) {
 	m.log.write(ev)
 	c := &ev.Contract
 	switch ev.Type {

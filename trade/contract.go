@@ -41,13 +41,15 @@ const (
 	ReasonExpired Reason = "expired"
 )
 
-// Contract is the exchange's record of an accepted offer.
+// Contract is the exchange's record of an accepted offer, as the store
+// keeps it. No party reads it whole: clients and servers get
+// protocol.Contract, its view without the exchange's own fields (the cap
+// and spend holds, LastSeen, Stuck), and events what changed of it.
 type Contract struct {
 	ID     string `json:"id"`
 	Client string `json:"client"`
 	Server string `json:"server"`
-	// Terms are always there in a contract record; events after the
-	// accepted one leave them out (protocol.Event.Lean).
+	// Terms are always there in a contract record.
 	Terms  contract.Terms `json:"terms,omitzero"`
 	State  State          `json:"state"`
 	Reason Reason         `json:"reason,omitempty"`

@@ -31,7 +31,7 @@ type Clock interface {
 // meanwhile only ends its round; after Rounds offers the error wraps
 // ErrGaveUp), or because ctx ended during a pause. It waits between rounds
 // on n.Clock, the wall clock if nil.
-func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (trade.Contract, error) {
+func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contract, error) {
 	clock := n.Clock
 	if clock == nil {
 		clock = wallClock{}
@@ -48,12 +48,12 @@ func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (trade.Contract,
 			g.Answer(clock.Now(), reply, err)
 		case Wait:
 			if err := clock.Sleep(ctx, a.Wait); err != nil {
-				return trade.Contract{}, err
+				return protocol.Contract{}, err
 			}
 		case Done:
 			return a.Contract, nil
 		default:
-			return trade.Contract{}, a.Err
+			return protocol.Contract{}, a.Err
 		}
 	}
 }

@@ -154,7 +154,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if f.json {
 				if cs == nil {
-					cs = []trade.Contract{}
+					cs = []protocol.Contract{}
 				}
 				return printJSON(out, cs)
 			}

@@ -117,7 +117,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string,
 				return ctx.Err()
 			}
 			switch {
-			case ev.Type == protocol.EventAccepted && ev.Contract.ID == id:
+			case ev.Type == protocol.EventAccepted && ev.Contract != nil && ev.Contract.ID == id:
 				if !asJSON {
 					k := ev.Contract
 					fmt.Fprintf(out, "%s  matched   %s accepted it after %s in the book\n", ev.At.Local().Format("15:04:05"), k.Server,

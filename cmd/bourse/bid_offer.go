@@ -19,7 +19,6 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // offerFlags shape an offer's terms; `offer` and `resume` share them.
@@ -408,7 +407,7 @@ func isTerminal(r io.Reader) bool {
 
 // printContract tells a new contract, and how to watch it: bid is
 // `bourse bid` with the flags that reach the exchange as this client.
-func printContract(w io.Writer, k trade.Contract, sc *scales, bid string) {
+func printContract(w io.Writer, k protocol.Contract, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)

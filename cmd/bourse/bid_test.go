@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
@@ -87,7 +88,7 @@ func (b *bidMarket) ok(id string, args ...string) string {
 }
 
 // offerJSON makes an offer with --json and returns its contract.
-func (b *bidMarket) offerJSON(id string, args ...string) trade.Contract {
+func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
 	b.t.Helper()
 	var r protocol.OfferReply
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, append([]string{"--json", "offer"}, args...)...)), &r))
@@ -95,9 +96,9 @@ func (b *bidMarket) offerJSON(id string, args ...string) trade.Contract {
 	return *r.Contract
 }
 
-func (b *bidMarket) contract(id, contractID string) trade.Contract {
+func (b *bidMarket) contract(id, contractID string) protocol.Contract {
 	b.t.Helper()
-	var cs []trade.Contract
+	var cs []protocol.Contract
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == contractID {
@@ -105,10 +106,10 @@ func (b *bidMarket) contract(id, contractID string) trade.Contract {
 		}
 	}
 	b.t.Fatalf("%s has no contract %s", id, contractID)
-	return trade.Contract{}
+	return protocol.Contract{}
 }
 
-func (b *bidMarket) waitState(id, contractID string, want trade.State) trade.Contract {
+func (b *bidMarket) waitState(id, contractID string, want trade.State) protocol.Contract {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -257,10 +258,11 @@ func TestBid(t *testing.T) {
 		// Watched after the settlement: the final state, as JSON lines.
 		out = b.ok("ada", "--json", "watch", k.ID)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var ev protocol.Event
+		var ev bidder.Update // each line the event with the whole contract
 		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &ev))
 		assert.Equal(t, protocol.EventSettled, ev.Type)
 		assert.True(t, ev.Contract.Charge.Add(ev.Contract.Refund).Equal(k.Terms.Prepayment))
+		assert.True(t, ev.Contract.Terms.Equal(k.Terms), "the terms, which the settled event leaves out")
 	})
 
 	t.Run("SuspendResume", func(t *testing.T) {
@@ -287,7 +289,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "PREPAYMENT")
 		assert.Contains(t, out, "settled")
 		assert.Regexp(t, `(?m) settled +\w+ +1 +24\.00 +\d+\.\d\d +\d+\.\d\d `, out, "amounts at CRED's scale")
-		var cs []trade.Contract
+		var cs []protocol.Contract
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
 		assert.GreaterOrEqual(t, len(cs), 5)
 		assert.Contains(t, b.ok("bob", "contracts"), "no contracts yet")

@@ -57,7 +57,7 @@ An offer waiting in the book is followed there until a server accepts it
 }
 
 // printEvent writes one line per event, amounts at the currency's scale.
-func printEvent(w io.Writer, ev protocol.Event, sc *scales) {
+func printEvent(w io.Writer, ev bidder.Update, sc *scales) {
 	k := ev.Contract
 	cur := k.Terms.Currency
 	at := ev.At.Local().Format("15:04:05")

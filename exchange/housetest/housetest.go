@@ -24,7 +24,6 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
-	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
@@ -73,7 +72,7 @@ type Harness struct {
 // Event is one event the House sent a client.
 type Event struct {
 	Client string
-	protocol.Event
+	exchange.Event
 }
 
 // New is a harness on the memory store whose House has cfg's settings
@@ -126,17 +125,17 @@ func (h *Harness) Now() time.Time { return h.Clock.Now() }
 func (h *Harness) Advance(d time.Duration) { h.Clock.Set(h.Clock.Now().Add(d)) }
 
 // Notify keeps the event.
-func (h *Harness) Notify(client string, ev protocol.Event) {
+func (h *Harness) Notify(client string, ev exchange.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, Event{Client: client, Event: ev})
 }
 
 // Events returns the events sent to client so far, and forgets them.
-func (h *Harness) Events(client string) []protocol.Event {
+func (h *Harness) Events(client string) []exchange.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []protocol.Event
+	var out []exchange.Event
 	kept := h.events[:0]
 	for _, e := range h.events {
 		if e.Client == client {

@@ -60,13 +60,13 @@ func TestStandingOffer(t *testing.T) {
 	_, err = bob.Cancel(ctx, other.Queued.ID)
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 
-	var got trade.Contract
+	var got protocol.Contract
 	deadline := time.After(15 * time.Second)
 	for got.ID == "" {
 		select {
 		case ev := <-events:
 			if ev.Type == protocol.EventAccepted {
-				got = ev.Contract
+				got.Apply(*ev.Contract)
 			}
 		case <-deadline:
 			t.Fatal("the waiting offer was not matched when gpu1 freed up")

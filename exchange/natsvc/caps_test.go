@@ -19,6 +19,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
@@ -52,7 +53,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		alice := m.client("alice")
 
 		var mu sync.Mutex
-		var made []trade.Contract
+		var made []protocol.Contract
 		capped, other := 0, []error{}
 		var wg sync.WaitGroup
 		for i := range 32 {
@@ -114,7 +115,7 @@ func TestNoCap(t *testing.T) {
 		r, err := bob.Offer(context.Background(), fmt.Sprint("free-", i), terms("bob"))
 		require.NoError(t, err)
 		require.NotNil(t, r.Contract)
-		assert.Empty(t, r.Contract.CapHolds)
+		assert.Empty(t, m.contract(r.Contract.ID).CapHolds)
 	}
 }
 

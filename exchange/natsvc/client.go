@@ -63,7 +63,7 @@ func (s *Service) handleControl(action trade.Reason) micro.HandlerFunc {
 			_ = natswire.RespondError(r, err)
 			return
 		}
-		respond(r, c)
+		respond(r, protocol.View(c))
 	}
 }
 
@@ -81,7 +81,7 @@ func (s *Service) handleContract(r micro.Request) {
 		_ = natswire.RespondError(r, err)
 		return
 	}
-	respond(r, c)
+	respond(r, protocol.View(c))
 }
 
 func (s *Service) handleContracts(r micro.Request) {
@@ -98,7 +98,7 @@ func (s *Service) handleContracts(r micro.Request) {
 		_ = natswire.RespondError(r, err)
 		return
 	}
-	respond(r, protocol.ContractsReply{Contracts: cs})
+	respond(r, protocol.ContractsReply{Contracts: protocol.Views(cs)})
 }
 
 func (s *Service) handleBalance(r micro.Request) {

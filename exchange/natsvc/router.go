@@ -127,9 +127,10 @@ func (r *router) request(ctx context.Context, server, verb string, v any) ([]byt
 	return msg.Data, nil
 }
 
-// Notify publishes an event to the client's delivery subject.
-func (r *router) Notify(client string, ev protocol.Event) {
-	body, err := protocol.Marshal(ev.Lean())
+// Notify publishes an event to the client's delivery subject: of the
+// contract, what the event changed.
+func (r *router) Notify(client string, ev exchange.Event) {
+	body, err := protocol.Marshal(ev.Wire())
 	if err != nil {
 		r.house.Config().Logger.Error("encode event", "err", err)
 		return

@@ -71,5 +71,5 @@ func (s *Service) handleStarted(r micro.Request) {
 		_ = natswire.RespondError(r, err)
 		return
 	}
-	respond(r, c)
+	respond(r, protocol.View(c)) // the server's view: none of the client's holds
 }

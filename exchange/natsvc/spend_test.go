@@ -35,7 +35,7 @@ func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
 }
 
 // burst sends n offers from client at once and sorts the answers.
-func burst(t *testing.T, m *market, client, tag string, n int) (made []trade.Contract, capped []error) {
+func burst(t *testing.T, m *market, client, tag string, n int) (made []protocol.Contract, capped []error) {
 	c := m.client(client)
 	var mu sync.Mutex
 	var other []error
@@ -168,7 +168,7 @@ func TestProjectGPUCap(t *testing.T) {
 		srv := m.scriptedServer("gpu1", 64, accept)
 
 		var mu sync.Mutex
-		var made []trade.Contract
+		var made []protocol.Contract
 		var capped []error
 		var wg sync.WaitGroup
 		for _, who := range []string{"alice", "bob"} {
@@ -189,7 +189,7 @@ func TestProjectGPUCap(t *testing.T) {
 			if c.Client == "alice" {
 				want = append([]string{"gpus/" + c.ID}, want...) // her own first
 			}
-			assert.Equal(t, want, c.CapHolds)
+			assert.Equal(t, want, m.contract(c.ID).CapHolds)
 		}
 		assert.LessOrEqual(t, byClient["alice"], 1, "alice's own cap")
 		ml := m.balance(caps.GPUWallet("acme.ml"))

@@ -1,0 +1,202 @@
+package protocol
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/trade"
+)
+
+// Contract is a contract as its parties see it: the client that pays, in
+// every reply and event about it, and the server that runs it, in the
+// start and the reply to a started report. It is the exchange's record
+// (trade.Contract) less what is the exchange's own: the ledger holds on
+// the caps above the client (which name its project and organisation),
+// the watchdog's clock, and the errors of a stuck settlement.
+// docs/protocol.md ("contract") says what each field promises.
+type Contract struct {
+	ID     string         `json:"id"`
+	Client string         `json:"client"`
+	Server string         `json:"server"`
+	Terms  contract.Terms `json:"terms"`
+	State  trade.State    `json:"state"`
+	Reason trade.Reason   `json:"reason,omitempty"`
+	// Resumes names the suspended contract whose job this one continues.
+	Resumes string `json:"resumes,omitempty"`
+	// GPUs are the server's device indexes the job was given.
+	GPUs  []int       `json:"gpus,omitempty"`
+	Meter trade.Meter `json:"meter,omitempty"`
+
+	QueuedAt      time.Time `json:"queued_at,omitzero"`
+	AcceptedAt    time.Time `json:"accepted_at"`
+	StartDeadline time.Time `json:"start_deadline"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	SettledAt     time.Time `json:"settled_at,omitzero"`
+
+	Reading      *trade.Reading  `json:"reading,omitempty"`
+	Signed       *trade.Signed   `json:"signed,omitempty"`
+	AcceptSigned *trade.Signed   `json:"accept_signed,omitempty"`
+	Charge       decimal.Decimal `json:"charge"`
+	Refund       decimal.Decimal `json:"refund"`
+
+	// SettlementDelayedSince is set while the exchange tries and fails to
+	// settle or void the contract (its record is stuck): since when. It
+	// ends, settled or voided, by the fixed rule within the stuck limit.
+	// The failures themselves are the exchange's and stay on its record.
+	SettlementDelayedSince time.Time `json:"settlement_delayed_since,omitzero"`
+}
+
+// View is the record c as its parties see it.
+func View(c trade.Contract) Contract {
+	v := Contract{
+		ID: c.ID, Client: c.Client, Server: c.Server, Terms: c.Terms, State: c.State, Reason: c.Reason,
+		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter,
+		QueuedAt: c.QueuedAt, AcceptedAt: c.AcceptedAt, StartDeadline: c.StartDeadline,
+		StartedAt: c.StartedAt, SettledAt: c.SettledAt,
+		Reading: c.Reading, Signed: c.Signed, AcceptSigned: c.AcceptSigned,
+		Charge: c.Charge, Refund: c.Refund,
+	}
+	if c.Stuck != nil && c.HoldsEscrow() {
+		v.SettlementDelayedSince = c.Stuck.Since
+	}
+	return v
+}
+
+// Views is View of each record of cs.
+func Views(cs []trade.Contract) []Contract {
+	out := make([]Contract, len(cs))
+	for i, c := range cs {
+		out[i] = View(c)
+	}
+	return out
+}
+
+// ContractChange is what an event says of its contract: the id, and the
+// fields the event changed; a field left out did not change. The accepted
+// event carries every field of Contract but SettlementDelayedSince
+// (Changed says which fields each event type carries, and
+// docs/protocol.md lists them). Contract.Apply merges one into a contract.
+type ContractChange struct {
+	ID            string           `json:"id"`
+	Client        string           `json:"client,omitempty"`
+	Server        string           `json:"server,omitempty"`
+	Terms         contract.Terms   `json:"terms,omitzero"`
+	State         trade.State      `json:"state,omitempty"`
+	Reason        trade.Reason     `json:"reason,omitempty"`
+	Resumes       string           `json:"resumes,omitempty"`
+	GPUs          []int            `json:"gpus,omitempty"`
+	Meter         trade.Meter      `json:"meter,omitempty"`
+	QueuedAt      time.Time        `json:"queued_at,omitzero"`
+	AcceptedAt    time.Time        `json:"accepted_at,omitzero"`
+	StartDeadline time.Time        `json:"start_deadline,omitzero"`
+	StartedAt     time.Time        `json:"started_at,omitzero"`
+	SettledAt     time.Time        `json:"settled_at,omitzero"`
+	Reading       *trade.Reading   `json:"reading,omitempty"`
+	Signed        *trade.Signed    `json:"signed,omitempty"`
+	AcceptSigned  *trade.Signed    `json:"accept_signed,omitempty"`
+	Charge        *decimal.Decimal `json:"charge,omitempty"`
+	Refund        *decimal.Decimal `json:"refund,omitempty"`
+}
+
+// Changed is what an event of type typ says of record c:
+//
+//	accepted           the whole contract (every field of Contract but settlement_delayed_since)
+//	started            id, state, started_at, gpus, meter
+//	reading            id, state, reading, signed
+//	settled, voided    id, state, reason, settled_at, reading, signed, charge, refund
+//	spend_warning      id, state
+//
+// It copies no more of c than the event carries, so that an event costs
+// what it says, not the whole record.
+func Changed(typ EventType, c *trade.Contract) *ContractChange {
+	ch := &ContractChange{ID: c.ID, State: c.State}
+	switch typ {
+	case EventAccepted:
+		ch.Client, ch.Server, ch.Terms, ch.Reason, ch.Resumes = c.Client, c.Server, c.Terms, c.Reason, c.Resumes
+		ch.GPUs, ch.Meter, ch.QueuedAt, ch.AcceptedAt, ch.StartDeadline = c.GPUs, c.Meter, c.QueuedAt, c.AcceptedAt, c.StartDeadline
+		ch.StartedAt, ch.SettledAt, ch.Reading, ch.Signed, ch.AcceptSigned = c.StartedAt, c.SettledAt, c.Reading, c.Signed, c.AcceptSigned
+		ch.Charge, ch.Refund = &c.Charge, &c.Refund
+	case EventStarted:
+		ch.StartedAt, ch.GPUs, ch.Meter = c.StartedAt, c.GPUs, c.Meter
+	case EventReading:
+		ch.Reading, ch.Signed = c.Reading, c.Signed
+	case EventSettled, EventVoided:
+		ch.Reason, ch.SettledAt, ch.Reading, ch.Signed = c.Reason, c.SettledAt, c.Reading, c.Signed
+		ch.Charge, ch.Refund = &c.Charge, &c.Refund
+	}
+	return ch
+}
+
+// Apply merges an event's change into the contract, c having the same id
+// (or none yet: then c becomes what the change says). Events may arrive
+// out of order, so a change moves nothing back: the state only forward
+// (accepted, running, then settled or voided), the reading only to a
+// later one (with its signature). A contract that ends is no longer
+// delayed.
+func (c *Contract) Apply(ch ContractChange) {
+	if c.ID == "" {
+		c.ID = ch.ID
+	}
+	setString(&c.Client, ch.Client)
+	setString(&c.Server, ch.Server)
+	setString(&c.Resumes, ch.Resumes)
+	if !ch.Terms.IsZero() {
+		c.Terms = ch.Terms
+	}
+	if ch.State != "" && stateRank(ch.State) > stateRank(c.State) {
+		c.State = ch.State
+	}
+	if ch.Reason != "" {
+		c.Reason = ch.Reason
+	}
+	if ch.GPUs != nil {
+		c.GPUs = ch.GPUs
+	}
+	if ch.Meter != "" {
+		c.Meter = ch.Meter
+	}
+	for _, t := range []struct{ to, from *time.Time }{
+		{&c.QueuedAt, &ch.QueuedAt}, {&c.AcceptedAt, &ch.AcceptedAt}, {&c.StartDeadline, &ch.StartDeadline},
+		{&c.StartedAt, &ch.StartedAt}, {&c.SettledAt, &ch.SettledAt},
+	} {
+		if !t.from.IsZero() {
+			*t.to = *t.from
+		}
+	}
+	if r := ch.Reading; r != nil && (c.Reading == nil || r.Seq > c.Reading.Seq) {
+		c.Reading, c.Signed = r, ch.Signed
+	}
+	if ch.AcceptSigned != nil {
+		c.AcceptSigned = ch.AcceptSigned
+	}
+	if ch.Charge != nil {
+		c.Charge = *ch.Charge
+	}
+	if ch.Refund != nil {
+		c.Refund = *ch.Refund
+	}
+	if c.State == trade.StateSettled || c.State == trade.StateVoided {
+		c.SettlementDelayedSince = time.Time{}
+	}
+}
+
+func setString(to *string, from string) {
+	if from != "" {
+		*to = from
+	}
+}
+
+// stateRank orders the states of a contract's life.
+func stateRank(s trade.State) int {
+	switch s {
+	case trade.StateAccepted:
+		return 1
+	case trade.StateRunning:
+		return 2
+	case trade.StateSettled, trade.StateVoided:
+		return 3
+	}
+	return 0
+}
