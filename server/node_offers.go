@@ -279,9 +279,9 @@ func (n *Node) sweep(now time.Time) {
 	// Ended runs are kept in the order they ended, so the newly ended are
 	// last, and forgetting the old ones costs nothing per offer when there
 	// are none.
-	for i := len(n.ended) - 1; i >= 0 && !n.ended[i].booked; i-- {
+	for i := len(n.ended) - 1; i >= 0 && !n.ended[i].counted; i-- {
 		r := n.ended[i]
-		r.booked = true
+		r.counted = true
 		n.clients.ended(r.terms.Client, r.endedAt, r.halting)
 	}
 	n.clients.prune(now)
