@@ -302,7 +302,7 @@ func examples(t *testing.T) []example {
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
-		{"decision.accept", protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}},
+		{"decision.accept", protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}},
 		{"decision.counter", protocol.Decision{Counters: []trade.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
 		{"deliver.start", protocol.Start{Offer: offerID, Contract: accepted}},

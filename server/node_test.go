@@ -38,7 +38,7 @@ func newTestNode(t *testing.T, policy Policy) *testNode {
 		gpus = append(gpus, h100(i))
 	}
 	n, err := NewNode(NodeConfig{ID: "gpu1", Currency: currency.Currency{Code: "GPU", Scale: 2}, GPUs: gpus, Policy: policy,
-		Runner: &Synthetic{Now: func() time.Time { return tn.now }}, ReadingEvery: time.Second, HoldFor: 5 * time.Second,
+		Runner: &Synthetic{Now: func() time.Time { return tn.now }}, ReadingEvery: time.Second, ClaimFor: 5 * time.Second,
 		NewID:  func() string { tn.ids++; return fmt.Sprintf("k%d", tn.ids) },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestNodeClaims(t *testing.T) {
 			"all four GPUs are claimed")
 		tn.advance(5 * time.Second)
 		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: job(1, "1", time.Second, time.Minute)}).Accept,
-			"the claim lapsed after HoldFor")
+			"the claim lapsed after ClaimFor")
 		tn.n.Cancel(tn.now, "o2")
 		assert.Equal(t, 4, tn.n.Hello(tn.now).Free, "a cancel frees the claim")
 	})

@@ -254,3 +254,45 @@ func TestServerExampleConfig(t *testing.T) {
 		t.Errorf("the example reads as %+v", c)
 	}
 }
+
+// TestServerConfigClaimFor: claim_for is how long an accept claims the
+// server's GPUs; hold_for, its name before, is still read, with a warning,
+// so that a configuration written for the release before still starts.
+func TestServerConfigClaimFor(t *testing.T) {
+	t.Run("ClaimFor", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("claim_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 3*time.Second || len(cfg.deprecated) != 0 {
+			t.Errorf("claim_for: %v, deprecated %v, %v", cfg.ClaimFor, cfg.deprecated, err)
+		}
+	})
+	t.Run("HoldForDeprecated", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("hold_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 3*time.Second {
+			t.Errorf("hold_for read as claim_for %v, %v", cfg.ClaimFor, err)
+		}
+		var log bytes.Buffer
+		cfg.warnDeprecated(slog.New(slog.NewTextHandler(&log, nil)))
+		if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "hold_for is deprecated: name it claim_for") {
+			t.Errorf("warning: %s", log.String())
+		}
+	})
+	t.Run("ClaimForWins", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("claim_for: 2s\nhold_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 2*time.Second {
+			t.Errorf("claim_for %v, %v", cfg.ClaimFor, err)
+		}
+	})
+	t.Run("WarnedAtStart", func(t *testing.T) {
+		// bourse server warns before anything else (here the missing id
+		// stops it).
+		file := filepath.Join(t.TempDir(), "old.yaml")
+		if err := os.WriteFile(file, []byte("hold_for: 3s\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"server", "--config", file}, &out, &errOut)
+		if code == 0 || !strings.Contains(errOut.String(), "hold_for is deprecated: name it claim_for") {
+			t.Errorf("exit %d, stderr %s", code, errOut.String())
+		}
+	})
+}

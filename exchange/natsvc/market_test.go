@@ -221,7 +221,7 @@ func (s *scripted) publish(r trade.Reading) {
 }
 
 func accept(protocol.ServerOffer) protocol.Decision {
-	return protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}
+	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}
 }
 
 // waitFor polls until cond holds or fails the test after 5 seconds.

@@ -54,7 +54,7 @@ func TestAgentLifecycle(t *testing.T) {
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "0.5", time.Hour)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, d.Accept, d.Reason)
-	assert.Equal(t, trade.Duration(server.DefaultHoldFor), d.HoldFor)
+	assert.Equal(t, trade.Duration(server.DefaultClaimFor), d.ClaimFor)
 	again := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, again.Accept, "a retried offer keeps its accept: %s", again.Reason)
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 2 })
@@ -151,7 +151,7 @@ func TestAgentCounterOffers(t *testing.T) {
 
 func TestAgentStartWithoutClaim(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond})
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
@@ -439,7 +439,7 @@ func TestAgentPreempts(t *testing.T) {
 // job keeps its GPUs and runs on.
 func TestAgentPreemptionLapses(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond,
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond,
 		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dec("0.001"))}}})
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	cheap.Preemptible = true
