@@ -65,7 +65,7 @@ func benchOffers(b *testing.B, clients int) {
 	require.NoError(b, store.Ledger().CreateCurrency(ctx, market.Currency))
 	// No rate limits: the benchmark is one client as fast as it can go.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect("", 0), Config: exchange.Config{Store: store, Logger: quiet()},
-		Limits: natsvc.Limits{Rate: -1, Readings: -1, InFlight: 1 << 20}})
+		Limits: natsvc.Limits{Requests: -1, Readings: -1, InFlight: 1 << 20}})
 	require.NoError(b, err)
 	b.Cleanup(ex.Stop)
 	cls := benchParties(b, store.Ledger(), clients, connect)

@@ -11,10 +11,10 @@ import (
 	"github.com/bourse/bourse/currency"
 )
 
-// Rate is the rate at which From's money exchanges into To's, in units of
+// ConversionRate is the rate at which From's money exchanges into To's, in units of
 // To per unit of From, as the administrators set it. Each direction has
 // its own (a spread between them is a fee).
-type Rate struct {
+type ConversionRate struct {
 	From  currency.Code   `json:"from"`
 	To    currency.Code   `json:"to"`
 	Rate  decimal.Decimal `json:"rate"`
@@ -31,14 +31,14 @@ func (t *Treasury) SetRate(ctx context.Context, actor string, from, to currency.
 }
 
 // Rates lists the rates set.
-func (t *Treasury) Rates(ctx context.Context) ([]Rate, error) {
+func (t *Treasury) Rates(ctx context.Context) ([]ConversionRate, error) {
 	vs, err := rates.list(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Rate, len(vs))
+	out := make([]ConversionRate, len(vs))
 	for i, v := range vs {
-		out[i] = Rate{From: v.first, To: v.second, Rate: v.value, SetBy: v.setBy, SetAt: v.setAt}
+		out[i] = ConversionRate{From: v.first, To: v.second, Rate: v.value, SetBy: v.setBy, SetAt: v.setAt}
 	}
 	return out, nil
 }

@@ -104,7 +104,7 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.Rate) string {
+			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) string {
 				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339))
 			})
 		}),

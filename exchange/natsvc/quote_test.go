@@ -94,7 +94,7 @@ func TestQuote(t *testing.T) {
 // TestQuoteRateLimited: quotes count against the client's request rate as
 // offers do (here each is answered no_match: no server is there).
 func TestQuoteRateLimited(t *testing.T) {
-	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 5, Burst: 5})
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 5, Burst: 5})
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
 	body, err := protocol.Marshal(protocol.QuoteRequest{Terms: terms("alice")})
 	require.NoError(t, err)

@@ -402,7 +402,7 @@ func testSpendRate(t *testing.T, open Opener) {
 	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, caps.Rate, got[0].Period)
+	assert.Equal(t, caps.Bucketed, got[0].Period)
 
 	// 8 spent: what the exchange's settlements do, by hand.
 	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: caps.SpentID("CRED"), Amount: d("8")})

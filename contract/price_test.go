@@ -12,20 +12,20 @@ func dd(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 func TestRate(t *testing.T) {
 	ramp := Ramp(dd("0.5"), dd("2"), dd("0.004")) // P(1.8993) = 0.004·1.3993/1.5
-	assert.Equal(t, 0, ramp.At(dd("1.8993")).Cmp(Rate{dd("0.0055972"), dd("1.5")}))
+	assert.Equal(t, 0, ramp.At(dd("1.8993")).Cmp(Price{dd("0.0055972"), dd("1.5")}))
 	assert.True(t, ramp.At(dd("1.8993")).Decimal(7).Equal(dd("0.0037315")))
 	assert.Equal(t, -1, ramp.At(dd("1")).Cmp(ramp.At(dd("1.5"))))
-	assert.Equal(t, 0, ramp.At(dd("0.2")).Cmp(Rate{decimal.Zero, one}), "zero below the first breakpoint")
-	assert.Equal(t, 0, ramp.At(dd("9")).Cmp(Rate{dd("0.004"), one}), "flat above the last")
+	assert.Equal(t, 0, ramp.At(dd("0.2")).Cmp(Price{decimal.Zero, one}), "zero below the first breakpoint")
+	assert.Equal(t, 0, ramp.At(dd("9")).Cmp(Price{dd("0.004"), one}), "flat above the last")
 
-	t.Run("FullUseRate", func(t *testing.T) {
+	t.Run("FullUsePrice", func(t *testing.T) {
 		// 2 GPUs, P(2) = 0.004 per GPU-second, Q(2) = 0.002 per second:
 		// (0.004·2 + 0.002)/2 = 0.005 per GPU-second.
 		tm := Terms{GPUs: 2, P: ramp, Q: Flat(dd("0.002"))}
-		assert.Equal(t, 0, tm.FullUseRate().Cmp(Rate{dd("0.005"), one}))
+		assert.Equal(t, 0, tm.FullUsePrice().Cmp(Price{dd("0.005"), one}))
 		cheaper := tm
 		cheaper.Q = nil
-		assert.Equal(t, -1, cheaper.FullUseRate().Cmp(tm.FullUseRate()), "Q counts")
+		assert.Equal(t, -1, cheaper.FullUsePrice().Cmp(tm.FullUsePrice()), "Q counts")
 	})
 	t.Run("Covers", func(t *testing.T) {
 		reserve := Flat(dd("0.01"))
