@@ -124,7 +124,7 @@ run, and record it.`,
 				return err
 			}
 			from, to := currency.Code(args[1]), currency.Code(args[2])
-			a, err := t.Exchange(ctx, actor, args[0], from, to, amount, key)
+			a, err := t.Convert(ctx, actor, args[0], from, to, amount, key)
 			if err != nil {
 				return err
 			}

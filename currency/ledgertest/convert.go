@@ -23,7 +23,7 @@ func testExchange(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	f.mint("m1", alice, "100")
 
-	x := currency.Exchange{Key: "x1", From: alice, To: aliceCred.ID, Amount: D("10.33"), Rate: D("1.5"), Memo: "november"}
+	x := currency.Convert{Key: "x1", From: alice, To: aliceCred.ID, Amount: D("10.33"), Rate: D("1.5"), Memo: "november"}
 	r := f.ok(x)
 	require.Len(t, r.Movements, 2)
 	assert.Equal(t, "exchange at 1.5: november", r.Movements[0].Memo, "the rate is on the statement")
@@ -44,7 +44,7 @@ func testExchange(t *testing.T, open Opener) {
 		assert.Equal(t, "rate", res.Err.Field, "a different rate is a different exchange")
 	})
 	t.Run("NotEnough", func(t *testing.T) {
-		f.fails(currency.Exchange{Key: "x2", From: alice, To: aliceCred.ID, Amount: D("1000"), Rate: D("1.5")}, bourse.EInsufficientFunds)
+		f.fails(currency.Convert{Key: "x2", From: alice, To: aliceCred.ID, Amount: D("1000"), Rate: D("1.5")}, bourse.EInsufficientFunds)
 		f.balance(alice, "89.67", "0")
 		f.balance(aliceCred.ID, "15", "0")
 	})
@@ -52,14 +52,14 @@ func testExchange(t *testing.T, open Opener) {
 		bob := f.wallet("bob")
 		for _, c := range []struct {
 			name  string
-			op    currency.Exchange
+			op    currency.Convert
 			field string
 		}{
-			{"SameCurrency", currency.Exchange{Key: "x3", From: alice, To: bob, Amount: D("1"), Rate: D("1")}, "to"},
-			{"ZeroRate", currency.Exchange{Key: "x4", From: alice, To: aliceCred.ID, Amount: D("1"), Rate: D("0")}, "rate"},
-			{"RoundsToNothing", currency.Exchange{Key: "x5", From: alice, To: aliceCred.ID, Amount: D("0.5"), Rate: D("1.5")}, "amount"},
-			{"TooPrecise", currency.Exchange{Key: "x6", From: alice, To: aliceCred.ID, Amount: D("0.001"), Rate: D("1000")}, "amount"},
-			{"FromIssuance", currency.Exchange{Key: "x7", From: currency.IssuanceID(gpu), To: aliceCred.ID, Amount: D("1"), Rate: D("1")}, "from"},
+			{"SameCurrency", currency.Convert{Key: "x3", From: alice, To: bob, Amount: D("1"), Rate: D("1")}, "to"},
+			{"ZeroRate", currency.Convert{Key: "x4", From: alice, To: aliceCred.ID, Amount: D("1"), Rate: D("0")}, "rate"},
+			{"RoundsToNothing", currency.Convert{Key: "x5", From: alice, To: aliceCred.ID, Amount: D("0.5"), Rate: D("1.5")}, "amount"},
+			{"TooPrecise", currency.Convert{Key: "x6", From: alice, To: aliceCred.ID, Amount: D("0.001"), Rate: D("1000")}, "amount"},
+			{"FromIssuance", currency.Convert{Key: "x7", From: currency.IssuanceID(gpu), To: aliceCred.ID, Amount: D("1"), Rate: D("1")}, "from"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				res := f.fails(c.op, bourse.EInvalid)
