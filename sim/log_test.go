@@ -19,7 +19,7 @@ import (
 // the run's revenue.
 func TestContractLogAudits(t *testing.T) {
 	var log bytes.Buffer
-	m := market(t, 3, 2000, &log)
+	m := demoSimulation(t, 3, 2000, &log)
 	r, err := m.Run(context.Background())
 	require.NoError(t, err)
 	rep, err := audit.Check(bytes.NewReader(log.Bytes()))
