@@ -17,9 +17,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 )
 
 func writeConfig(t *testing.T, name, text string) string {
@@ -131,23 +130,8 @@ func TestNoDriver(t *testing.T) {
 // only be ours, and one must settle.
 func TestServerSettles(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New(mem.New(mem.Options{}))
 	clients := scenario.DefaultClients()[:1] // ada: H100s
-	m, err := market.Start(ctx, market.Config{Store: store, Servers: []scenario.ServerSpec{}, Clients: clients,
-		JobScale: 0.3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stopMarket := func() {
-		if !stopped {
-			stopped = true
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			m.Stop(sctx)
-		}
-	}
-	defer stopMarket()
+	m := markettest.Start(t, market.Config{Servers: []scenario.ServerSpec{}, Clients: clients, JobScale: 0.3})
 
 	outbox := t.TempDir()
 	config := writeConfig(t, "server.yaml", `
@@ -183,8 +167,8 @@ heartbeat: 200ms
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	stopMarket() // the bidders stop, and the running contracts settle
-	cancel()     // SIGTERM, as far as the command can tell
+	m.Close() // the bidders stop, and the running contracts settle
+	cancel()  // SIGTERM, as far as the command can tell
 	select {
 	case code := <-exited:
 		if code != 0 {
@@ -197,7 +181,7 @@ heartbeat: 200ms
 	if !strings.Contains(out, "msg=registered") || !strings.Contains(out, "msg=stopped") {
 		t.Errorf("the server's log lacks its registration or a stopped contract:\n%s", out)
 	}
-	rep, err := store.Ledger().Audit(ctx)
+	rep, err := m.Ledger.Audit(ctx)
 	if err != nil || !rep.OK() {
 		t.Errorf("audit: %v\n%s", err, rep)
 	}
