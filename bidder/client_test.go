@@ -2,8 +2,6 @@ package bidder_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -17,47 +15,26 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
 
 // startMarket runs a market with one server (8 H100 at a posted 0.30 per
 // GPU-second) and no simulated bidders, and funds ada and bob.
-func startMarket(t *testing.T) (*market.Market, currency.Ledger) {
+func startMarket(t *testing.T) (*markettest.Market, currency.Ledger) {
 	t.Helper()
-	ctx := context.Background()
-	store := memstore.New(mem.New(mem.Options{}))
-	m, err := market.Start(ctx, market.Config{
-		Store: store, Clients: []scenario.ClientSpec{},
-		Servers: []scenario.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8,
-			Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.30"))}}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		m.Stop(stopCtx)
-	})
-	l := store.Ledger()
-	for _, id := range []string{"ada", "bob"} {
-		w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", id), Currency: "CRED", Kind: currency.Wallet})
-		require.NoError(t, err)
-		_, err = currency.Do(ctx, l, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(100)})
-		require.NoError(t, err)
-	}
-	return m, l
+	m := markettest.Start(t, market.Config{Clients: []scenario.ClientSpec{},
+		Servers: []scenario.ServerSpec{markettest.PostedH100s("atlas", 8, decimal.RequireFromString("0.30"))}})
+	m.Fund("CRED", decimal.NewFromInt(100), "ada", "bob")
+	return m, m.Ledger
 }
 
-func dial(t *testing.T, m *market.Market, id string) *bidder.Client {
+func dial(t *testing.T, m *markettest.Market, id string) *bidder.Client {
 	t.Helper()
 	c, err := bidder.Dial(bidder.Config{ID: id, URL: m.URL(), Timeout: 5 * time.Second})
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,12 +13,11 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
 var day1 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // market is acme (an organisation) with the project acme.ml, alice in
 // the project, bob directly in acme, and carl on his own; and contracts
@@ -63,8 +61,8 @@ func market(t *testing.T) (*memstore.Store, currency.Ledger) {
 		_, _, err := s.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = s.Update(ctx, c.id, func(k *trade.Contract) ([]currency.Op, error) {
-			k.State, k.Charge = c.state, d(c.charge)
-			k.Reading = &trade.Reading{Contract: c.id, U: d(c.u)}
+			k.State, k.Charge = c.state, dectest.D(c.charge)
+			k.Reading = &trade.Reading{Contract: c.id, U: dectest.D(c.u)}
 			return nil, nil
 		})
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"github.com/bourse/bourse/internal/dectest"
 	"testing"
 	"testing/quick"
 	"time"
@@ -9,8 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 var t0 = time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 
@@ -25,8 +24,8 @@ func TestTrendBuckets(t *testing.T) {
 		{20 * time.Hour, "1h"}, {72 * time.Hour, "6h"}, {12 * 24 * time.Hour, "day"}, {400 * 24 * time.Hour, "month"},
 	} {
 		tr := newTrend()
-		tr.add(t0, "CRED", dec("1"), dec("1"))
-		tr.add(t0.Add(c.span), "CRED", dec("1"), dec("1"))
+		tr.add(t0, "CRED", dectest.D("1"), dectest.D("1"))
+		tr.add(t0.Add(c.span), "CRED", dectest.D("1"), dectest.D("1"))
 		assert.Equal(t, c.want, tr.result().Every, "a span of %v", c.span)
 	}
 	assert.Equal(t, Trend{}, newTrend().result(), "no contracts, no trend")
@@ -37,11 +36,11 @@ func TestTrendBuckets(t *testing.T) {
 // hours with nothing sold.
 func TestTrendOneDay(t *testing.T) {
 	tr := newTrend()
-	tr.add(t0.Add(10*time.Minute), "CRED", dec("100"), dec("10"))
-	tr.add(t0.Add(50*time.Minute), "CRED", dec("100"), dec("30"))
-	tr.add(t0.Add(3*time.Hour), "CRED", dec("0"), dec("0")) // voided
-	tr.add(t0.Add(5*time.Hour), "EUR", dec("40"), dec("1"))
-	tr.add(t0.Add(14*time.Hour), "CRED", dec("10"), dec("1"))
+	tr.add(t0.Add(10*time.Minute), "CRED", dectest.D("100"), dectest.D("10"))
+	tr.add(t0.Add(50*time.Minute), "CRED", dectest.D("100"), dectest.D("30"))
+	tr.add(t0.Add(3*time.Hour), "CRED", dectest.D("0"), dectest.D("0")) // voided
+	tr.add(t0.Add(5*time.Hour), "EUR", dectest.D("40"), dectest.D("1"))
+	tr.add(t0.Add(14*time.Hour), "CRED", dectest.D("10"), dectest.D("1"))
 	got := tr.result()
 	assert.Equal(t, "1h", got.Every)
 	type point struct {
@@ -67,13 +66,13 @@ func TestTrendSums(t *testing.T) {
 		total := decimal.Zero
 		for _, c := range cs {
 			u := decimal.NewFromInt(int64(c.U))
-			tr.add(t0.Add(time.Duration(c.Offset%(40*24*3600))*time.Second), "CRED", u, u.Mul(dec("0.5")))
+			tr.add(t0.Add(time.Duration(c.Offset%(40*24*3600))*time.Second), "CRED", u, u.Mul(dectest.D("0.5")))
 			total = total.Add(u)
 		}
 		sum := decimal.Zero
 		for _, p := range tr.result().Points {
 			sum = sum.Add(p.GPUSeconds)
-			if !p.Cost.Equal(p.GPUSeconds.Mul(dec("0.5"))) || !p.PerGPUSecond.Equal(dec("0.5")) {
+			if !p.Cost.Equal(p.GPUSeconds.Mul(dectest.D("0.5"))) || !p.PerGPUSecond.Equal(dectest.D("0.5")) {
 				return false
 			}
 		}

@@ -60,7 +60,7 @@ func BudgetWallet(owner string, cur currency.Code, p Period, at time.Time) curre
 // BucketWallet is the budget of owner's spend rate in cur, its token
 // bucket, which never renews.
 func BucketWallet(owner string, cur currency.Code) currency.AccountID {
-	return BudgetWallet(owner, cur, Rate, time.Time{})
+	return BudgetWallet(owner, cur, Bucketed, time.Time{})
 }
 
 // BudgetKey is the key of the transfer that first gives budget w its

@@ -21,7 +21,7 @@ func TestNames(t *testing.T) {
 		{"Day", string(caps.BudgetWallet("alice", "CRED", caps.Day, at)), "wallet/SPEND-CRED/alice@day.2026-11-24"},
 		{"Month", string(caps.BudgetWallet("acme", "CRED", caps.Month, at)), "wallet/SPEND-CRED/acme@month.2026-11"},
 		{"Bucket", string(caps.BucketWallet("alice", "CRED")), "wallet/SPEND-CRED/alice@rate.bucket"},
-		{"BucketAnyTime", string(caps.BudgetWallet("alice", "CRED", caps.Rate, at)), "wallet/SPEND-CRED/alice@rate.bucket"},
+		{"BucketAnyTime", string(caps.BudgetWallet("alice", "CRED", caps.Bucketed, at)), "wallet/SPEND-CRED/alice@rate.bucket"},
 		{"BudgetKey", caps.BudgetKey(caps.BudgetWallet("alice", "CRED", caps.Day, at)), "spend-budget/SPEND-CRED/alice@day.2026-11-24"},
 		{"SpentID", string(caps.SpentID("CRED")), "revenue/SPEND-CRED/spent"},
 	} {

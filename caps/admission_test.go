@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -49,9 +50,9 @@ func newAdmitting(t *testing.T) *admitting {
 	}
 	w, err := caps.OpenGPUWallet(f.ctx, f.l, "alice")
 	require.NoError(t, err)
-	f.do(currency.Transfer{Key: "cap", From: currency.IssuanceID(caps.GPUCode), To: w, Amount: d("1")})
+	f.do(currency.Transfer{Key: "cap", From: currency.IssuanceID(caps.GPUCode), To: w, Amount: dectest.D("1")})
 	return &admitting{fixture: f, periods: caps.NewPeriods(f.clock),
-		offer: caps.Offer{Owners: []string{"alice", "acme"}, Currency: "CRED", GPUs: 1, Prepayment: d("6")}}
+		offer: caps.Offer{Owners: []string{"alice", "acme"}, Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6")}}
 }
 
 func (a *admitting) admit(l caps.Limits) (caps.Admission, error) {
@@ -64,7 +65,7 @@ func (a *admitting) admit(l caps.Limits) (caps.Admission, error) {
 // escrow applies an admitted contract's reserves, as the store does with
 // its escrow's.
 func (a *admitting) escrow(adm caps.Admission, id string) (trade.Contract, error) {
-	c := trade.Contract{ID: id, Client: "alice", Terms: contract.Terms{Currency: "CRED", GPUs: 1, Prepayment: d("6")}}
+	c := trade.Contract{ID: id, Client: "alice", Terms: contract.Terms{Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6")}}
 	var ops []currency.Op
 	for _, r := range adm.Reserves(&c, "o-"+id, a.now.Add(time.Hour)) {
 		ops = append(ops, r)
@@ -80,7 +81,7 @@ func (a *admitting) escrow(adm caps.Admission, id string) (trade.Contract, error
 }
 
 func TestAdmit(t *testing.T) {
-	daily := limits{"alice": {{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: d("10"), Warn: d("0.5")}}}
+	daily := limits{"alice": {{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: dectest.D("10"), Warn: dectest.D("0.5")}}}
 
 	t.Run("ReservesAndWarns", func(t *testing.T) {
 		a := newAdmitting(t)
@@ -106,7 +107,7 @@ func TestAdmit(t *testing.T) {
 	})
 	t.Run("SpendRefused", func(t *testing.T) {
 		a := newAdmitting(t)
-		a.offer.Prepayment = d("10.01")
+		a.offer.Prepayment = dectest.D("10.01")
 		_, err := a.admit(daily)
 		assert.Equal(t, bourse.ECapExceeded, bourse.ErrorCode(err))
 		assert.Contains(t, err.Error(), "day spend cap of alice: 0 of 10 CRED charged or held this day, a prepayment of 10.01 asked; it frees as contracts settle and renews at 2026-11-25T00:00:00Z")
@@ -132,7 +133,7 @@ func TestAdmit(t *testing.T) {
 		a.offer.GPUs = 0
 		_, err := a.admit(daily)
 		require.NoError(t, err)
-		raised := limits{"alice": {{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: d("50")}}}
+		raised := limits{"alice": {{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: dectest.D("50")}}}
 		_, err = a.admit(raised)
 		require.NoError(t, err)
 		avail, _ := a.balance(caps.BudgetWallet("alice", "CRED", caps.Day, a.now))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // A bucket's change moves the difference of capacities, back only as far
@@ -17,17 +18,17 @@ import (
 // rate, rounded down, up to its capacity.
 func TestBucket(t *testing.T) {
 	iss := currency.IssuanceID(caps.SpendCode("CRED"))
-	b := caps.Bucket{Owner: "alice", Currency: "CRED", Capacity: d("300"), PerHour: d("100")}
+	b := caps.Bucket{Owner: "alice", Currency: "CRED", Capacity: dectest.D("300"), PerHour: dectest.D("100")}
 	w := caps.BucketWallet("alice", "CRED")
 	assert.Equal(t, w, b.Wallet())
 
 	t.Run("Change", func(t *testing.T) {
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k/bucket", From: iss, To: w, Amount: d("300"), Memo: "spend rate of alice"}}, b.Change(d("0"), "k"),
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k/bucket", From: iss, To: w, Amount: dectest.D("300"), Memo: "spend rate of alice"}}, b.Change(dectest.D("0"), "k"),
 			"a new bucket starts full")
 		lower := b
-		lower.Capacity = d("200")
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k2/bucket", From: w, To: iss, Amount: d("100"), UpTo: true, Memo: "spend rate of alice"}}, lower.Change(d("300"), "k2"))
-		assert.Empty(t, b.Change(d("300"), "k3"))
+		lower.Capacity = dectest.D("200")
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k2/bucket", From: w, To: iss, Amount: dectest.D("100"), UpTo: true, Memo: "spend rate of alice"}}, lower.Change(dectest.D("300"), "k2"))
+		assert.Empty(t, b.Change(dectest.D("300"), "k3"))
 	})
 	t.Run("Refill", func(t *testing.T) {
 		for _, c := range []struct {
@@ -43,7 +44,7 @@ func TestBucket(t *testing.T) {
 			{"NoSteps", "0", 0, "0"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				amount, ops := b.Refill(d(c.bal), c.steps, 2, "refill-key")
+				amount, ops := b.Refill(dectest.D(c.bal), c.steps, 2, "refill-key")
 				assert.Equal(t, c.want, amount.String())
 				if amount.IsZero() {
 					assert.Empty(t, ops)

@@ -70,7 +70,7 @@ func (p *Periods) budget(ctx context.Context, l currency.Ledger, limits Limits, 
 		return err
 	}
 	limit := sc.cap.Limit
-	if f, ok := limits.(FreshLimits); ok && sc.cap.Period != Rate {
+	if f, ok := limits.(FreshLimits); ok && sc.cap.Period != Bucketed {
 		caps, err := f.FreshSpendCaps(ctx, sc.cap.Owner, sc.cap.Currency)
 		if err != nil {
 			return fmt.Errorf("spend caps of %s: %w", sc.cap.Owner, err)
@@ -81,7 +81,7 @@ func (p *Periods) budget(ctx context.Context, l currency.Ledger, limits Limits, 
 			}
 		}
 	}
-	if limit.IsPositive() && sc.cap.Period != Rate {
+	if limit.IsPositive() && sc.cap.Period != Bucketed {
 		mint := currency.Transfer{Key: BudgetKey(sc.wallet), From: currency.IssuanceID(SpendCode(sc.cap.Currency)),
 			To: sc.wallet, Amount: limit, Memo: fmt.Sprintf("%s spend cap of %s", sc.cap.Period, sc.cap.Owner)}
 		if _, err := currency.Do(ctx, l, mint); err != nil && bourse.ErrorCode(err) != bourse.EIdempotencyConflict {

@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // BudgetTo brings the budget of the period under way to a limit less all
@@ -25,7 +26,7 @@ func TestBudgetTo(t *testing.T) {
 	to := func(limit, key string) []currency.Op {
 		t.Helper()
 		ops, err := f.tx(func(ctx context.Context, tx currency.TxReader) ([]currency.Op, error) {
-			return caps.BudgetTo(ctx, tx, caps.Spend{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: d(limit)}, w, key)
+			return caps.BudgetTo(ctx, tx, caps.Spend{Owner: "alice", Currency: "CRED", Period: caps.Day, Limit: dectest.D(limit)}, w, key)
 		})
 		require.NoError(t, err)
 		return ops
@@ -36,24 +37,24 @@ func TestBudgetTo(t *testing.T) {
 	})
 	t.Run("First", func(t *testing.T) {
 		ops := to("100", "s1")
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: caps.BudgetKey(w), From: iss, To: w, Amount: d("100"), Memo: "day spend cap of alice set to 100"}}, ops,
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: caps.BudgetKey(w), From: iss, To: w, Amount: dectest.D("100"), Memo: "day spend cap of alice set to 100"}}, ops,
 			"under the House's key: a House that mints after finds it used")
-		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: caps.BudgetKey(w), From: iss, To: w, Amount: d("60"), Memo: "day spend cap of alice"})
+		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: caps.BudgetKey(w), From: iss, To: w, Amount: dectest.D("60"), Memo: "day spend cap of alice"})
 		assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "the House's mint, on the limit it read before")
 	})
 	// A contract takes 50 of it.
-	f.do(currency.Reserve{Key: "r1", Hold: "spend/c1/0", From: w, Amount: d("50"), Deadline: f.now.Add(time.Hour)})
-	f.do(currency.Capture{Key: "c1", Hold: "spend/c1/0", To: caps.SpentID("CRED"), Amount: d("50")})
+	f.do(currency.Reserve{Key: "r1", Hold: "spend/c1/0", From: w, Amount: dectest.D("50"), Deadline: f.now.Add(time.Hour)})
+	f.do(currency.Capture{Key: "c1", Hold: "spend/c1/0", To: caps.SpentID("CRED"), Amount: dectest.D("50")})
 
 	t.Run("Removed", func(t *testing.T) {
 		ops := to("0", "s2")
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: "s2/budget", From: w, To: iss, Amount: d("100"), UpTo: true, Memo: "day spend cap of alice set to 0"}}, ops)
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: "s2/budget", From: w, To: iss, Amount: dectest.D("100"), UpTo: true, Memo: "day spend cap of alice set to 0"}}, ops)
 		avail, _ := f.balance(w)
 		assert.Equal(t, "0", avail, "what was left, taken back")
 	})
 	t.Run("SetAgain", func(t *testing.T) {
 		ops := to("100", "s3")
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: "s3/budget", From: iss, To: w, Amount: d("50"), Memo: "day spend cap of alice set to 100"}}, ops)
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: "s3/budget", From: iss, To: w, Amount: dectest.D("50"), Memo: "day spend cap of alice set to 100"}}, ops)
 		avail, _ := f.balance(w)
 		assert.Equal(t, "50", avail, "the 50 used this period still count")
 	})

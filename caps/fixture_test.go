@@ -5,14 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 )
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // fixture is an in-memory ledger with the money CRED (cents) and a clock
 // that stands still until a test moves it.

@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // SetGPUs mints or burns a cap's wallet by the difference from the cap
@@ -34,8 +35,8 @@ func TestSetGPUs(t *testing.T) {
 	ch, err := set(4, "k1")
 	require.NoError(t, err)
 	assert.Equal(t, "0", ch.Cap.String())
-	assert.Equal(t, []currency.Op{currency.Transfer{Key: "k1", From: currency.IssuanceID(caps.GPUCode), To: w, Amount: d("4"), Memo: "cap of alice set to 4 GPUs"}}, ch.Ops)
-	f.do(currency.Reserve{Key: "r1", Hold: "gpus/c1", From: w, Amount: d("3"), Deadline: f.now.Add(time.Hour)})
+	assert.Equal(t, []currency.Op{currency.Transfer{Key: "k1", From: currency.IssuanceID(caps.GPUCode), To: w, Amount: dectest.D("4"), Memo: "cap of alice set to 4 GPUs"}}, ch.Ops)
+	f.do(currency.Reserve{Key: "r1", Hold: "gpus/c1", From: w, Amount: dectest.D("3"), Deadline: f.now.Add(time.Hour)})
 
 	t.Run("BelowInUse", func(t *testing.T) {
 		_, err := set(2, "k2")
@@ -49,7 +50,7 @@ func TestSetGPUs(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "4", ch.Cap.String(), "free and held")
 		assert.Equal(t, "3", ch.InUse.String())
-		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k3", From: w, To: currency.IssuanceID(caps.GPUCode), Amount: d("1"), Memo: "cap of alice set to 3 GPUs"}}, ch.Ops)
+		assert.Equal(t, []currency.Op{currency.Transfer{Key: "k3", From: w, To: currency.IssuanceID(caps.GPUCode), Amount: dectest.D("1"), Memo: "cap of alice set to 3 GPUs"}}, ch.Ops)
 		avail, held := f.balance(w)
 		assert.Equal(t, []string{"0", "3"}, []string{avail, held})
 	})

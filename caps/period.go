@@ -8,14 +8,15 @@ type Period string
 const (
 	// Hour caps spending in fixed windows of an hour: across the edge of
 	// two hours up to twice the limit can be committed within an hour
-	// (a Rate refills continuously instead).
+	// (a Bucketed budget refills continuously instead).
 	Hour  Period = "hour"
 	Day   Period = "day"
 	Month Period = "month"
-	// Rate is a token bucket: one budget for good, which the treasury
+	// Bucketed is a token bucket: one budget for good, which the treasury
 	// refills at a rate up to a capacity (Bucket); the House reserves
-	// from it and never mints into it.
-	Rate Period = "rate"
+	// from it and never mints into it. Its value is what it was called
+	// before ("rate"): it is in budget wallets' ids and stored caps.
+	Bucketed Period = "rate"
 )
 
 // Valid reports whether p is a period with a limit per period (a bucket
@@ -27,7 +28,7 @@ func (p Period) Valid() bool { return p == Hour || p == Day || p == Month }
 func (p Period) Span(at time.Time) (label string, end time.Time) {
 	at = at.UTC()
 	switch p {
-	case Rate:
+	case Bucketed:
 		return "bucket", time.Time{}
 	case Hour:
 		start := at.Truncate(time.Hour)

@@ -39,7 +39,7 @@ func TestSpan(t *testing.T) {
 		{"MonthFirstInstant", caps.Month, utc(2026, 3, 1, 0, 0, 0, 0), "2026-03", utc(2026, 4, 1, 0, 0, 0, 0)},
 		{"MonthEndOfYear", caps.Month, utc(2026, 12, 31, 23, 59, 59, 0), "2026-12", utc(2027, 1, 1, 0, 0, 0, 0)},
 		{"MonthInAnotherZone", caps.Month, time.Date(2027, 1, 1, 0, 30, 0, 0, cet), "2026-12", utc(2027, 1, 1, 0, 0, 0, 0)},
-		{"Bucket", caps.Rate, utc(2026, 11, 24, 10, 0, 0, 0), "bucket", time.Time{}},
+		{"Bucket", caps.Bucketed, utc(2026, 11, 24, 10, 0, 0, 0), "bucket", time.Time{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			label, end := c.p.Span(c.at)
@@ -71,7 +71,7 @@ func TestSpanTiles(t *testing.T) {
 }
 
 func TestPeriodValid(t *testing.T) {
-	for p, want := range map[caps.Period]bool{caps.Hour: true, caps.Day: true, caps.Month: true, caps.Rate: false, "week": false, "": false} {
+	for p, want := range map[caps.Period]bool{caps.Hour: true, caps.Day: true, caps.Month: true, caps.Bucketed: false, "week": false, "": false} {
 		if got := p.Valid(); got != want {
 			t.Errorf("%q.Valid() = %v, want %v", p, got, want)
 		}

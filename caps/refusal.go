@@ -25,7 +25,7 @@ func gpusExceeded(owner string, bal currency.Balance, gpus int) error {
 // exceeded refuses a prepayment that sc's budget cannot cover.
 func (sc spendCheck) exceeded(prepayment decimal.Decimal) error {
 	used := sc.cap.Limit.Sub(sc.bal.Available)
-	if sc.cap.Period == Rate {
+	if sc.cap.Period == Bucketed {
 		return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.prepayment",
 			Message: fmt.Sprintf("spend rate of %s: %s of its %s %s left, a prepayment of %s asked; it refills as time passes, and as contracts settle",
 				sc.cap.Owner, sc.bal.Available.String(), sc.cap.Limit.String(), sc.cap.Currency, prepayment.String())}
@@ -44,7 +44,7 @@ func (sc spendCheck) warning(after currency.Balance) (string, bool) {
 	}
 	used := sc.cap.Limit.Sub(after.Available)
 	pct := used.Mul(decimal.NewFromInt(100)).Div(sc.cap.Limit).Round(0)
-	if sc.cap.Period == Rate {
+	if sc.cap.Period == Bucketed {
 		return fmt.Sprintf("spend rate of %s: %s of its %s %s used (%s%%); offers past it are refused until it refills",
 			sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, pct), true
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -23,18 +24,18 @@ func TestRelease(t *testing.T) {
 		currency.Void{Key: "cap-release/c-1", Hold: "gpus/c-1", Memo: ended, IfOpen: true},
 		currency.Void{Key: "cap-release/c-1/acme.ml", Hold: "gpus/c-1/acme.ml", Memo: ended, IfOpen: true},
 		currency.Void{Key: "cap-release/c-1/acme", Hold: "gpus/c-1/acme", Memo: ended, IfOpen: true},
-		currency.Capture{Key: "spend-settle/c-1/0", Hold: "spend/c-1/0", To: caps.SpentID("CRED"), Amount: d("2.5"), Memo: ended, IfOpen: true},
-		currency.Capture{Key: "spend-settle/c-1/1", Hold: "spend/c-1/1", To: caps.SpentID("CRED"), Amount: d("2.5"), Memo: ended, IfOpen: true},
+		currency.Capture{Key: "spend-settle/c-1/0", Hold: "spend/c-1/0", To: caps.SpentID("CRED"), Amount: dectest.D("2.5"), Memo: ended, IfOpen: true},
+		currency.Capture{Key: "spend-settle/c-1/1", Hold: "spend/c-1/1", To: caps.SpentID("CRED"), Amount: dectest.D("2.5"), Memo: ended, IfOpen: true},
 	}
-	assert.Equal(t, want, caps.Release(c, d("2.5")))
-	assert.Equal(t, want, caps.Release(c, d("2.5")), "the same again: it reads nothing")
+	assert.Equal(t, want, caps.Release(c, dectest.D("2.5")))
+	assert.Equal(t, want, caps.Release(c, dectest.D("2.5")), "the same again: it reads nothing")
 
 	t.Run("OnlyAParentsCap", func(t *testing.T) {
 		c := &trade.Contract{ID: "c-2", Client: "bob", CapHolds: []string{"gpus/c-2/acme.ml"}}
 		assert.Equal(t, []currency.Op{currency.Void{Key: "cap-release/c-2/acme.ml", Hold: "gpus/c-2/acme.ml", Memo: "contract c-2 ended", IfOpen: true}},
-			caps.Release(c, d("0")))
+			caps.Release(c, dectest.D("0")))
 	})
 	t.Run("NoCaps", func(t *testing.T) {
-		assert.Empty(t, caps.Release(&trade.Contract{ID: "c-3"}, d("1")))
+		assert.Empty(t, caps.Release(&trade.Contract{ID: "c-3"}, dectest.D("1")))
 	})
 }

@@ -269,7 +269,7 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	must(tr.SetSpendCap(ctx, "ann", "alice", "CRED", caps.Day, d("150"), d("0.8"), "s2"))
 	must(tr.SetSpendRate(ctx, "ann", "bob", "CRED", d("60"), d("20"), d("0.8"), "sr1"))
 	must(tr.SetRate(ctx, "bea", "CRED", "GPUH", d("0.25"), "r1"))
-	must(tr.Exchange(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
+	must(tr.Convert(ctx, "ann", "alice", "CRED", "GPUH", d("40"), "x1"))
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "EUR", Scale: 2}))
 	must(tr.Open(ctx, "ann", "EUR", "acme", "", "o5"))
 	must(tr.Open(ctx, "ann", "EUR", "acme.vision", "acme", "o6"))

@@ -188,7 +188,7 @@ func (c *Console) exchange(r *http.Request, actor string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a, err := c.cfg.Treasury.Exchange(r.Context(), actor, f[0], currency.Code(f[1]), currency.Code(f[2]), amount, f[3])
+	a, err := c.cfg.Treasury.Convert(r.Context(), actor, f[0], currency.Code(f[1]), currency.Code(f[2]), amount, f[3])
 	if err != nil {
 		return "", err
 	}

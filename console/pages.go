@@ -313,7 +313,7 @@ type ratesView struct {
 
 // rateRow is a rate written as the others of its column.
 type rateRow struct {
-	treasury.Rate
+	treasury.ConversionRate
 	Text string
 }
 
@@ -340,7 +340,7 @@ func (c *Console) rates(r *http.Request, v *view) error {
 	var rv ratesView
 	var rates, prices []decimal.Decimal
 	for _, rt := range rs {
-		rv.Rates, rates = append(rv.Rates, rateRow{Rate: rt}), append(rates, rt.Rate)
+		rv.Rates, rates = append(rv.Rates, rateRow{ConversionRate: rt}), append(rates, rt.Rate)
 	}
 	for i, t := range column(rates) {
 		rv.Rates[i].Text = t

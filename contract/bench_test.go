@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"github.com/bourse/bourse/internal/dectest"
 	"testing"
 	"time"
 
@@ -8,8 +9,8 @@ import (
 )
 
 func BenchmarkCharge(b *testing.B) {
-	terms := gpuTerms(8, time.Hour, Ramp(d("0.5"), d("8"), d("0.01")), pts("0", "0", "1", "0.001", "8", "0.004"), "300")
-	use := Usage{U: d("10000.123456"), T: 1789*time.Second + 123456789, S: d("3.5")}
+	terms := gpuTerms(8, time.Hour, Ramp(dectest.D("0.5"), dectest.D("8"), dectest.D("0.01")), pts("0", "0", "1", "0.001", "8", "0.004"), "300")
+	use := Usage{U: dectest.D("10000.123456"), T: 1789*time.Second + 123456789, S: dectest.D("3.5")}
 	for b.Loop() {
 		if _, err := Charge(terms, use, 2); err != nil {
 			b.Fatal(err)
@@ -23,7 +24,7 @@ func BenchmarkEval(b *testing.B) {
 	for i := range c {
 		c[i] = Point{X: decimal.New(int64(i)*125, -2), Y: decimal.New(int64(i*i), -3)}
 	}
-	x := d("33.3")
+	x := dectest.D("33.3")
 	for b.Loop() {
 		c.Eval(x)
 	}

@@ -6,17 +6,15 @@ import (
 	"testing"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/shopspring/decimal"
 )
-
-// d reads a decimal constant of a test.
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // pts builds a curve from x, y, x, y, … constants.
 func pts(xy ...string) Curve {
 	var c Curve
 	for i := 0; i+1 < len(xy); i += 2 {
-		c = append(c, Point{X: d(xy[i]), Y: d(xy[i+1])})
+		c = append(c, Point{X: dectest.D(xy[i]), Y: dectest.D(xy[i+1])})
 	}
 	return c
 }
@@ -49,15 +47,15 @@ func TestEval(t *testing.T) {
 		want  string
 	}{
 		{"empty is zero", nil, "5", "0"},
-		{"flat at zero", Flat(d("0.01")), "0", "0.01"},
-		{"flat above", Flat(d("0.01")), "4", "0.01"},
-		{"flat below its only x", Flat(d("0.01")), "-1", "0"},
-		{"ramp below rmin", Ramp(d("1"), d("3"), d("0.06")), "0.5", "0"},
-		{"ramp at rmin", Ramp(d("1"), d("3"), d("0.06")), "1", "0"},
-		{"ramp quarter", Ramp(d("1"), d("3"), d("0.06")), "1.5", "0.015"},
-		{"ramp middle", Ramp(d("1"), d("3"), d("0.06")), "2", "0.03"},
-		{"ramp at rmax", Ramp(d("1"), d("3"), d("0.06")), "3", "0.06"},
-		{"ramp above rmax", Ramp(d("1"), d("3"), d("0.06")), "1000", "0.06"},
+		{"flat at zero", Flat(dectest.D("0.01")), "0", "0.01"},
+		{"flat above", Flat(dectest.D("0.01")), "4", "0.01"},
+		{"flat below its only x", Flat(dectest.D("0.01")), "-1", "0"},
+		{"ramp below rmin", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "0.5", "0"},
+		{"ramp at rmin", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "1", "0"},
+		{"ramp quarter", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "1.5", "0.015"},
+		{"ramp middle", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "2", "0.03"},
+		{"ramp at rmax", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "3", "0.06"},
+		{"ramp above rmax", Ramp(dectest.D("1"), dectest.D("3"), dectest.D("0.06")), "1000", "0.06"},
 		{"jump at x0: below", pts("2", "5"), "1.999", "0"},
 		{"jump at x0: at", pts("2", "5"), "2", "5"},
 		{"three: below", pts("1", "1", "2", "3", "4", "3.5"), "0.99", "0"},
@@ -73,7 +71,7 @@ func TestEval(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.curve.Eval(d(tt.x)); !got.Equal(d(tt.want)) {
+			if got := tt.curve.Eval(dectest.D(tt.x)); !got.Equal(dectest.D(tt.want)) {
 				t.Errorf("Eval(%s) = %s, want %s", tt.x, got, tt.want)
 			}
 		})
@@ -93,9 +91,9 @@ func TestCurveValidate(t *testing.T) {
 		ok     bool
 	}{
 		{name: "empty", curve: nil, ok: true},
-		{name: "flat", curve: Flat(d("0.01")), ok: true},
-		{name: "ramp", curve: Ramp(d("0.5"), d("2"), d("0.1")), ok: true},
-		{name: "zero ramp", curve: Ramp(d("0"), d("1"), d("0")), ok: true},
+		{name: "flat", curve: Flat(dectest.D("0.01")), ok: true},
+		{name: "ramp", curve: Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.1")), ok: true},
+		{name: "zero ramp", curve: Ramp(dectest.D("0"), dectest.D("1"), dectest.D("0")), ok: true},
 		{name: "MaxPoints", curve: long[:MaxPoints], ok: true},
 		{name: "18 places and digits", curve: pts("999999999999999999.999999999999999999", "0.000000000000000001"), ok: true},
 		{name: "too many points", curve: long, field: "", reason: "MaxPoints"},
@@ -104,7 +102,7 @@ func TestCurveValidate(t *testing.T) {
 		{name: "duplicate x", curve: pts("1", "0", "1", "2"), field: "[1].x", reason: "duplicate"},
 		{name: "unsorted x", curve: pts("0", "0", "2", "1", "1", "1"), field: "[2].x", reason: "unsorted"},
 		{name: "decreasing y", curve: pts("0", "2", "1", "1"), field: "[1].y", reason: "decreasing"},
-		{name: "ramp rmin above rmax", curve: Ramp(d("2"), d("1"), d("1")), field: "[1].x", reason: "unsorted"},
+		{name: "ramp rmin above rmax", curve: Ramp(dectest.D("2"), dectest.D("1"), dectest.D("1")), field: "[1].x", reason: "unsorted"},
 		{name: "too many places", curve: pts("0", "0.0000000000000000001"), field: "[0].y", reason: "decimal places"},
 		{name: "too large", curve: pts("1000000000000000000", "1"), field: "[0].x", reason: "10^18"},
 		{name: "absurd exponent", curve: Curve{{X: decimal.Zero, Y: decimal.New(1, -1000)}}, field: "[0].y", reason: "exponent"},

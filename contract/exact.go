@@ -278,9 +278,9 @@ func fixedDue(t Terms, u fixed, tt time.Duration, s fixed, scale int32) (decimal
 	return num.quo(den, scale)
 }
 
-// fixedRateCmp compares c(x) with r(x), or their limits from the left
+// fixedPriceCmp compares c(x) with r(x), or their limits from the left
 // when below is set, as Covers does with At and below.
-func fixedRateCmp(c, r Curve, x fixed, below bool) (int, bool) {
+func fixedPriceCmp(c, r Curve, x fixed, below bool) (int, bool) {
 	at := func(k Curve) (num, den fixed, ok bool) {
 		if below {
 			if len(k) == 0 {

@@ -88,7 +88,7 @@ func TestFixedIsDecimal(t *testing.T) {
 				continue
 			}
 			for _, below := range []bool{false, true} {
-				got, ok2 := fixedRateCmp(w.Terms.P, w.Reserve, fx, below)
+				got, ok2 := fixedPriceCmp(w.Terms.P, w.Reserve, fx, below)
 				if !ok2 {
 					continue
 				}

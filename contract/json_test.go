@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // fullJSON is the example offer of docs/pricing.md, with every field.
@@ -43,8 +44,8 @@ func fullTerms() Terms {
 		GPUs:        4,
 		Class:       Class{Model: "H100", MinMemoryMiB: 81920},
 		TimeLimit:   10 * time.Minute,
-		Prepayment:  d("12.5"),
-		P:           Ramp(d("0.5"), d("4"), d("0.01")),
+		Prepayment:  dectest.D("12.5"),
+		P:           Ramp(dectest.D("0.5"), dectest.D("4"), dectest.D("0.01")),
 		Q:           pts("1", "0.001"),
 		Preemptible: true,
 		Server:      "node-7",
@@ -52,7 +53,7 @@ func fullTerms() Terms {
 			Command: "python",
 			Args:    []string{"train.py", "--epochs=3"},
 			Env:     map[string]string{"SEED": "42"},
-			Profile: &Profile{Utilization: d("0.85"), Duration: 8 * time.Minute},
+			Profile: &Profile{Utilization: dectest.D("0.85"), Duration: 8 * time.Minute},
 		},
 		StartAt: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
 	}
@@ -83,7 +84,7 @@ func TestParseTermsMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gpuTerms(2, 10*time.Minute, Flat(d("0.01")), nil, "12")
+	want := gpuTerms(2, 10*time.Minute, Flat(dectest.D("0.01")), nil, "12")
 	want.Client = "bob"
 	if !got.Equal(want) || got.Job != nil {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -244,7 +245,7 @@ func TestParseTermsFormOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseTerms: %v", err)
 	}
-	if got.GPUs != -1 || got.TimeLimit != -5*time.Second || !got.Prepayment.Equal(d("-1")) {
+	if got.GPUs != -1 || got.TimeLimit != -5*time.Second || !got.Prepayment.Equal(dectest.D("-1")) {
 		t.Errorf("got %+v", got)
 	}
 	wantErr(t, Validate(got, scales), bourse.EInvalidOffer, "client")

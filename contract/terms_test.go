@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/shopspring/decimal"
 )
 
@@ -23,8 +24,8 @@ func validTerms() Terms {
 		GPUs:       4,
 		Class:      Class{Model: "H100", MinMemoryMiB: 81920},
 		TimeLimit:  480 * time.Second,
-		Prepayment: d("19.20"),
-		P:          Flat(d("0.01")),
+		Prepayment: dectest.D("19.20"),
+		P:          Flat(dectest.D("0.01")),
 		Job:        &JobSpec{Command: "train", Args: []string{"--epochs", "3"}, Env: map[string]string{"SEED": "1"}},
 	}
 }
@@ -37,12 +38,14 @@ func TestValidate(t *testing.T) {
 		field string
 	}{
 		{"valid", func(*Terms) {}, "", ""},
-		{"valid: prepayment below the maximum", func(t *Terms) { t.Prepayment = d("0.01") }, "", ""},
+		{"valid: prepayment below the maximum", func(t *Terms) { t.Prepayment = dectest.D("0.01") }, "", ""},
 		{"valid: MaxGPUs and MaxTimeLimit", func(t *Terms) { t.GPUs, t.TimeLimit = MaxGPUs, MaxTimeLimit }, "", ""},
-		{"valid: only a Q term", func(t *Terms) { t.P, t.Q = nil, Ramp(d("0"), d("4"), d("1")) }, "", ""},
-		{"valid: synthetic job", func(t *Terms) { t.Job = &JobSpec{Profile: &Profile{Utilization: d("1"), Duration: time.Minute}} }, "", ""},
+		{"valid: only a Q term", func(t *Terms) { t.P, t.Q = nil, Ramp(dectest.D("0"), dectest.D("4"), dectest.D("1")) }, "", ""},
+		{"valid: synthetic job", func(t *Terms) {
+			t.Job = &JobSpec{Profile: &Profile{Utilization: dectest.D("1"), Duration: time.Minute}}
+		}, "", ""},
 		{"valid: no job", func(t *Terms) { t.Job = nil }, "", ""},
-		{"valid: currency of scale 0", func(t *Terms) { t.Currency, t.Prepayment = "WHOLE", d("19") }, "", ""},
+		{"valid: currency of scale 0", func(t *Terms) { t.Currency, t.Prepayment = "WHOLE", dectest.D("19") }, "", ""},
 
 		{"valid: a start in the past (the exchange judges it)", func(t *Terms) { t.StartAt = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) }, "", ""},
 		{"valid: a start far ahead", func(t *Terms) { t.StartAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "", ""},
@@ -66,10 +69,10 @@ func TestValidate(t *testing.T) {
 		{"q decreasing", func(t *Terms) { t.Q = pts("0", "2", "1", "1") }, bourse.EInvalidCurve, "q[1].y"},
 		{"q negative x", func(t *Terms) { t.Q = pts("-1", "1") }, bourse.EInvalidCurve, "q[0].x"},
 		{"zero prepayment", func(t *Terms) { t.Prepayment = decimal.Zero }, bourse.EInvalidOffer, "prepayment"},
-		{"negative prepayment", func(t *Terms) { t.Prepayment = d("-1") }, bourse.EInvalidOffer, "prepayment"},
-		{"prepayment finer than the currency", func(t *Terms) { t.Prepayment = d("1.001") }, bourse.EInvalidOffer, "prepayment"},
-		{"prepayment finer than scale 0", func(t *Terms) { t.Currency, t.Prepayment = "WHOLE", d("1.5") }, bourse.EInvalidOffer, "prepayment"},
-		{"prepayment above the maximum charge", func(t *Terms) { t.Prepayment = d("19.21") }, bourse.EInvalidOffer, "prepayment"},
+		{"negative prepayment", func(t *Terms) { t.Prepayment = dectest.D("-1") }, bourse.EInvalidOffer, "prepayment"},
+		{"prepayment finer than the currency", func(t *Terms) { t.Prepayment = dectest.D("1.001") }, bourse.EInvalidOffer, "prepayment"},
+		{"prepayment finer than scale 0", func(t *Terms) { t.Currency, t.Prepayment = "WHOLE", dectest.D("1.5") }, bourse.EInvalidOffer, "prepayment"},
+		{"prepayment above the maximum charge", func(t *Terms) { t.Prepayment = dectest.D("19.21") }, bourse.EInvalidOffer, "prepayment"},
 		{"free terms cannot be prepaid", func(t *Terms) { t.P = nil }, bourse.EInvalidOffer, "prepayment"},
 		{"absurd prepayment exponent", func(t *Terms) { t.Prepayment = decimal.New(1, -2000000000) }, bourse.EInvalidOffer, "prepayment"},
 		{"empty job", func(t *Terms) { t.Job = &JobSpec{} }, bourse.EInvalidOffer, "job"},
@@ -78,9 +81,9 @@ func TestValidate(t *testing.T) {
 		{"= in an env name", func(t *Terms) { t.Job.Env["A=B"] = "1" }, bourse.EInvalidOffer, "job.env"},
 		{"empty env name", func(t *Terms) { t.Job.Env[""] = "1" }, bourse.EInvalidOffer, "job.env"},
 		{"NUL in an env value", func(t *Terms) { t.Job.Env["X"] = "\x00" }, bourse.EInvalidOffer, "job.env"},
-		{"utilisation above 1", func(t *Terms) { t.Job.Profile = &Profile{Utilization: d("1.01"), Duration: time.Second} }, bourse.EInvalidOffer, "job.profile.utilization"},
-		{"negative utilisation", func(t *Terms) { t.Job.Profile = &Profile{Utilization: d("-0.5"), Duration: time.Second} }, bourse.EInvalidOffer, "job.profile.utilization"},
-		{"no profile duration", func(t *Terms) { t.Job.Profile = &Profile{Utilization: d("0.5")} }, bourse.EInvalidOffer, "job.profile.duration"},
+		{"utilisation above 1", func(t *Terms) { t.Job.Profile = &Profile{Utilization: dectest.D("1.01"), Duration: time.Second} }, bourse.EInvalidOffer, "job.profile.utilization"},
+		{"negative utilisation", func(t *Terms) { t.Job.Profile = &Profile{Utilization: dectest.D("-0.5"), Duration: time.Second} }, bourse.EInvalidOffer, "job.profile.utilization"},
+		{"no profile duration", func(t *Terms) { t.Job.Profile = &Profile{Utilization: dectest.D("0.5")} }, bourse.EInvalidOffer, "job.profile.duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +103,7 @@ func TestValidate(t *testing.T) {
 
 func TestValidateSaysWhy(t *testing.T) {
 	terms := validTerms()
-	terms.Prepayment = d("19.21")
+	terms.Prepayment = dectest.D("19.21")
 	err := Validate(terms, scales)
 	if msg := bourse.ErrorMessage(err); !strings.Contains(msg, "maximum charge 19.2") {
 		t.Errorf("message %q does not give the maximum charge", msg)
@@ -109,7 +112,7 @@ func TestValidateSaysWhy(t *testing.T) {
 
 func TestTermsEqual(t *testing.T) {
 	a, b := validTerms(), validTerms()
-	b.Prepayment = d("19.2")
+	b.Prepayment = dectest.D("19.2")
 	if !a.Equal(b) {
 		t.Error("19.20 and 19.2 differ")
 	}

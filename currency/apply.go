@@ -83,8 +83,8 @@ func (a applier) apply(ctx context.Context, op Op) (Result, error) {
 		return a.resolve(ctx, o.Key, o.Hold, HoldVoided, "", decimal.Zero, o.Memo, o.IfOpen)
 	case Expire:
 		return a.resolve(ctx, o.Key, o.Hold, HoldExpired, "", decimal.Zero, "expired", false)
-	case Exchange:
-		return a.exchange(ctx, o)
+	case Convert:
+		return a.convert(ctx, o)
 	}
 	return Result{}, &bourse.Error{Code: bourse.EInvalid, Message: fmt.Sprintf("unknown operation %T", op)}
 }
@@ -322,7 +322,7 @@ func memoOf(op Op) string {
 		return o.Memo
 	case Void:
 		return o.Memo
-	case Exchange:
+	case Convert:
 		return o.memo()
 	}
 	return ""

@@ -7,13 +7,13 @@ import (
 
 // Rules that Audit checks, one name per invariant of the design.
 const (
-	RuleZeroSum       = "zero_sum"       // per currency, the balances sum to zero
-	RuleNonNegative   = "non_negative"   // no account but issuance is below zero
-	RuleEntries       = "entries"        // each balance equals the sum of its entries and its last running balance
-	RuleDoubleEntry   = "double_entry"   // each movement has exactly its two entries, of one currency
-	RuleAppliedOnce   = "applied_once"   // no movement ID (so no key, no hold resolution) twice
-	RuleExchangeWhole = "exchange_whole" // an exchange's two legs are both posted, or neither
-	RuleHoldBalanced  = "hold_balanced"  // open holds: escrow = amount; resolved: escrow = 0 and captured + released = amount
+	RuleZeroSum         = "zero_sum"       // per currency, the balances sum to zero
+	RuleNonNegative     = "non_negative"   // no account but issuance is below zero
+	RuleEntries         = "entries"        // each balance equals the sum of its entries and its last running balance
+	RuleDoubleEntry     = "double_entry"   // each movement has exactly its two entries, of one currency
+	RuleAppliedOnce     = "applied_once"   // no movement ID (so no key, no hold resolution) twice
+	RuleConversionWhole = "exchange_whole" // a conversion's two legs are both posted, or neither (the code keeps its name before)
+	RuleHoldBalanced    = "hold_balanced"  // open holds: escrow = amount; resolved: escrow = 0 and captured + released = amount
 )
 
 // Violation is one broken invariant.

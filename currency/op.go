@@ -23,7 +23,7 @@ import (
 // what moves where are equal (see content); a memo is a note for the
 // statement and never makes two operations different.
 //
-// The operations are Transfer, Reserve, Capture, Void, Expire and Exchange.
+// The operations are Transfer, Reserve, Capture, Void, Expire and Convert.
 type Op interface {
 	IdempotencyKey() string
 	// content is what makes the operation what it is, compared on replay.
@@ -247,7 +247,7 @@ func opName(op Op) string {
 		return "void"
 	case Expire:
 		return "expire"
-	case Exchange:
+	case Convert:
 		return "exchange"
 	}
 	return "unknown"

@@ -83,7 +83,7 @@ func (h *House) queue(ctx context.Context, id string, t contract.Terms, req prot
 // currency's scale plus protocol.PricePlaces, and at most 18 places, what
 // the SQL store keeps.
 func Price(t contract.Terms, scale int32) decimal.Decimal {
-	return t.FullUseRate().Decimal(min(scale+protocol.PricePlaces, 18))
+	return t.FullUsePrice().Decimal(min(scale+protocol.PricePlaces, 18))
 }
 
 // Cancel takes one of client's waiting offers out of the book; the reply

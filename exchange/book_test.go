@@ -15,6 +15,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -24,7 +25,7 @@ import (
 // job is terms for gpus H100s at price a GPU-second, a minute's job.
 func job(gpus int, price string) contract.Terms {
 	t := contract.Terms{Currency: housetest.Currency, GPUs: gpus, Class: contract.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
-		P: contract.Flat(dec(price)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dec("1"), Duration: time.Minute}}}
+		P: contract.Flat(dectest.D(price)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	t.Prepayment = t.CappedPrepayment(2)
 	return t
 }
@@ -53,7 +54,7 @@ func eventsOf(h *housetest.Harness, client string) []protocol.EventType {
 // it waits.
 func TestBookMatchesWhenGPUsFree(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dec("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	for _, c := range []string{"alice", "bob", "carol"} {
 		h.Wallet(c, "100")
 	}
@@ -77,7 +78,7 @@ func TestBookMatchesWhenGPUsFree(t *testing.T) {
 	t.Run("NothingHeld", func(t *testing.T) {
 		b, err := h.House.Balance(context.Background(), "bob", housetest.Currency)
 		require.NoError(t, err)
-		assert.True(t, b.Held.IsZero() && b.Available.Equal(dec("100")), "%+v", b.Balance)
+		assert.True(t, b.Held.IsZero() && b.Available.Equal(dectest.D("100")), "%+v", b.Balance)
 		require.NotNil(t, b.Waiting)
 		assert.Equal(t, 1, b.Waiting.Offers)
 		assert.True(t, b.Waiting.Prepayments.Equal(job(2, "0.01").Prepayment), "%s", b.Waiting.Prepayments)
@@ -117,7 +118,7 @@ func TestBookMatchesWhenGPUsFree(t *testing.T) {
 // no money moves.
 func TestBookLeaves(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("0.01"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	wallet := h.Wallet("bob", "100")
 	h.Wallet("alice", "100")
 	ctx := context.Background()
@@ -157,7 +158,7 @@ func TestBookLeaves(t *testing.T) {
 		q := offer(t, h, "bob", "unpaid", job(1, "0.01"), time.Hour)
 		require.NotNil(t, q.Queued)
 		// bob spends his money elsewhere meanwhile.
-		_, err := currency.Do(ctx, h.Ledger, currency.Transfer{Key: "spent", From: wallet, To: currency.IssuanceID(housetest.Currency), Amount: dec("99")})
+		_, err := currency.Do(ctx, h.Ledger, currency.Transfer{Key: "spent", From: wallet, To: currency.IssuanceID(housetest.Currency), Amount: dectest.D("99")})
 		require.NoError(t, err)
 		h.Run(90*time.Second, time.Second) // alice's job ends: gpu1 frees up
 		ev := h.Events("bob")
@@ -166,7 +167,7 @@ func TestBookLeaves(t *testing.T) {
 		assert.Equal(t, trade.LeftUnpaid, ev[0].Waiting.Left)
 		assert.Contains(t, ev[0].Message, "exceeds the available")
 		b := h.Balance(wallet)
-		assert.True(t, b.Available.Equal(dec("1")) && b.Held.IsZero(), "%+v", b)
+		assert.True(t, b.Available.Equal(dectest.D("1")) && b.Held.IsZero(), "%+v", b)
 	})
 	h.Audit()
 }
@@ -176,7 +177,7 @@ func TestBookLeaves(t *testing.T) {
 // balance together.
 func TestBookBounds(t *testing.T) {
 	h := housetest.New(t, exchange.Config{BookPerClient: 2, BookTotal: 3})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("1"))}) // rejects them all
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))}) // rejects them all
 	h.Wallet("bob", "100")
 	h.Wallet("carol", "100")
 	h.Wallet("dan", "100")
@@ -192,9 +193,9 @@ func TestBookBounds(t *testing.T) {
 	assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(refuse("bob", "counter", taken, time.Hour, "k1")))
 
 	big := job(1, "0.01")
-	big.Prepayment = dec("0.9")
+	big.Prepayment = dectest.D("0.9")
 	require.NotNil(t, offer(t, h, "bob", "b1", big, time.Hour).Queued)
-	big.TimeLimit, big.Prepayment = time.Hour, dec("36")
+	big.TimeLimit, big.Prepayment = time.Hour, dectest.D("36")
 	require.NotNil(t, offer(t, h, "bob", "b2", big, time.Hour).Queued)
 	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("bob", "b3", job(1, "0.01"), time.Hour, "")), "bob's third")
 	require.NotNil(t, offer(t, h, "carol", "c1", job(1, "0.01"), time.Hour).Queued)
@@ -202,10 +203,10 @@ func TestBookBounds(t *testing.T) {
 
 	// carol's waiting offers together may not pass her balance.
 	h2 := housetest.New(t, exchange.Config{})
-	h2.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("1"))})
+	h2.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))})
 	h2.Wallet("carol", "50")
 	half := job(1, "0.01")
-	half.TimeLimit, half.Prepayment = time.Hour, dec("30")
+	half.TimeLimit, half.Prepayment = time.Hour, dectest.D("30")
 	require.NotNil(t, offer(t, h2, "carol", "c1", half, time.Hour).Queued)
 	_, err := h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: trade.Duration(time.Hour)})
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "30 + 30 > 50: %v", err)
@@ -222,8 +223,8 @@ func TestBookRace(t *testing.T) {
 // nothing is held for it.
 func TestBookCapped(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dec("0.01"))})
-	h.Server("gpu2", "A100", 1, server.Posted{P: contract.Flat(dec("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	h.Server("gpu2", "A100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	h.Wallet("alice", "100")
 	wallet := h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -262,7 +263,7 @@ func TestBookCapped(t *testing.T) {
 // waits on; the client may take one.
 func TestBookCountered(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dec("0.02"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.02"))})
 	h.Wallet("alice", "100")
 	h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -280,7 +281,7 @@ func TestBookCountered(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, counters, "gpu1 countered when it freed up")
-	assert.True(t, counters[0].Terms.P.Equal(contract.Flat(dec("0.02"))))
+	assert.True(t, counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.02"))))
 	_, err := h.Store.Waiting(ctx, q.Queued.ID)
 	require.NoError(t, err, "it waits on")
 	took, err := h.House.Offer(ctx, "bob", protocol.OfferRequest{RequestID: "take", Terms: counters[0].Terms, Counter: counters[0].ID})

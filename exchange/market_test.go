@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,18 +14,17 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
-
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // record opens a contract of price on server, accepted at, with no money:
 // what market data reads of the store.
 func record(t *testing.T, h *housetest.Harness, id, server, price string, at time.Time) {
 	t.Helper()
 	tm := contract.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
-		P: contract.Flat(dec(price)), Prepayment: dec("1")}
+		P: contract.Flat(dectest.D(price)), Prepayment: dectest.D("1")}
 	_, created, err := h.Store.Open(context.Background(), trade.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
 		State: trade.StateAccepted, AcceptedAt: at, StartDeadline: at.Add(time.Minute)}, "")
 	require.NoError(t, err)
@@ -67,7 +65,7 @@ func TestMarketTape(t *testing.T) {
 	m := market(t, h)
 	l := line(m, "H100")
 	assert.Equal(t, 2, l.Contracts, "the one of two hours ago is outside the window")
-	assert.True(t, l.Prices.Low.Equal(dec("0.01")) && l.Prices.High.Equal(dec("0.03")), "%+v", l.Prices)
+	assert.True(t, l.Prices.Low.Equal(dectest.D("0.01")) && l.Prices.High.Equal(dectest.D("0.03")), "%+v", l.Prices)
 	assert.Equal(t, time.Hour, time.Duration(m.Window))
 	assert.Equal(t, 4, l.GPUs)
 	assert.Equal(t, 4, l.Free)
@@ -78,8 +76,8 @@ func TestMarketTape(t *testing.T) {
 	record(t, h, "c4", "gpu1", "0.02", now.Add(-2*time.Second))
 	l = line(market(t, h), "H100")
 	assert.Equal(t, 4, l.Contracts, "read again, nothing counts twice, and the late one counts")
-	assert.True(t, l.Prices.Median.Equal(dec("0.02")), "median %s", l.Prices.Median)
-	assert.True(t, l.GPUSeconds.Equal(dec("240")), "4 contracts of a GPU-minute: %s", l.GPUSeconds)
+	assert.True(t, l.Prices.Median.Equal(dectest.D("0.02")), "median %s", l.Prices.Median)
+	assert.True(t, l.GPUSeconds.Equal(dectest.D("240")), "4 contracts of a GPU-minute: %s", l.GPUSeconds)
 
 	h.Advance(time.Second)
 	record(t, h, "c5", "gpu1", "0.05", h.Now())
@@ -88,7 +86,7 @@ func TestMarketTape(t *testing.T) {
 	l = line(m, "H100")
 	assert.Equal(t, 4, l.Contracts, "the tape keeps 4")
 	assert.Less(t, time.Duration(m.Window), time.Hour, "and says it covers less than the window")
-	assert.True(t, l.Prices.High.Equal(dec("0.05")), "the latest are kept: %+v", l.Prices)
+	assert.True(t, l.Prices.High.Equal(dectest.D("0.05")), "the latest are kept: %+v", l.Prices)
 
 	h.Advance(2 * time.Hour)
 	l = line(market(t, h), "H100")
@@ -102,8 +100,8 @@ func TestQuoteClaimsNothing(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
 	node := h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("alice", "100")
-	tm := contract.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: contract.Flat(dec("0.01")), Prepayment: dec("1.2"),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dec("1"), Duration: time.Minute}}}
+	tm := contract.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: contract.Flat(dectest.D("0.01")), Prepayment: dectest.D("1.2"),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	for i := range 3 {
 		q, err := h.House.Quote(context.Background(), "alice", protocol.QuoteRequest{Terms: tm})
 		require.NoError(t, err)

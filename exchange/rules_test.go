@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -109,7 +110,7 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	c := contractOf(t, h, "dave", id)
 	require.Equal(t, trade.StateSettled, c.State)
 	assert.Equal(t, trade.ReasonCompleted, c.Reason)
-	assert.True(t, c.Charge.Equal(dec("1.20")), "two GPU-minutes at 0.01: %s", c.Charge)
+	assert.True(t, c.Charge.Equal(dectest.D("1.20")), "two GPU-minutes at 0.01: %s", c.Charge)
 
 	reply = offer(t, h, "dave", "w2", tm, 0)
 	require.NotNil(t, reply.Contract)

@@ -35,7 +35,7 @@ type sale struct {
 	currency   string
 	model      string
 	gpuSeconds decimal.Decimal // GPUs × time limit
-	rate       contract.Rate   // price at full use per GPU-second
+	rate       contract.Price  // price at full use per GPU-second
 }
 
 // tape is the sales of the market window, oldest first.
@@ -55,7 +55,7 @@ func saleOf(c trade.Contract, model string) sale {
 	return sale{id: c.ID, at: c.AcceptedAt, currency: c.Terms.Currency, model: model,
 		gpuSeconds: g.Mul(decimal.NewFromInt(int64(c.Terms.TimeLimit / time.Second))).Add(
 			g.Mul(decimal.NewFromInt(int64(c.Terms.TimeLimit % time.Second))).Shift(-9)),
-		rate: c.Terms.FullUseRate()}
+		rate: c.Terms.FullUsePrice()}
 }
 
 // refresh reads the contracts made since the last read into the tape and

@@ -21,6 +21,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
@@ -65,7 +66,7 @@ func benchOffers(b *testing.B, clients int) {
 	require.NoError(b, store.Ledger().CreateCurrency(ctx, market.Currency))
 	// No rate limits: the benchmark is one client as fast as it can go.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: connect("", 0), Config: exchange.Config{Store: store, Logger: quiet()},
-		Limits: natsvc.Limits{Rate: -1, Readings: -1, InFlight: 1 << 20}})
+		Limits: natsvc.Limits{Requests: -1, Readings: -1, InFlight: 1 << 20}})
 	require.NoError(b, err)
 	b.Cleanup(ex.Stop)
 	cls := benchParties(b, store.Ledger(), clients, connect)
@@ -115,8 +116,8 @@ func benchParties(b *testing.B, l currency.Ledger, clients int, connect func(par
 // benchTerms is the benchmarks' offer: one GPU, a job of 1 ms.
 func benchTerms() contract.Terms {
 	return contract.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
-		Prepayment: d("0.60"), P: contract.Flat(d("0.01")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: d("1"), Duration: time.Millisecond}}}
+		Prepayment: dectest.D("0.60"), P: contract.Flat(dectest.D("0.01")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Millisecond}}}
 }
 
 // runOffers has the clients make b.N offers between them, as fast as they
@@ -167,5 +168,3 @@ func runOffers(b *testing.B, cls []*bidder.Client) {
 }
 
 var decimalMillion = decimal.NewFromInt(1_000_000)
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }

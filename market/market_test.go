@@ -1,9 +1,6 @@
 package market_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -21,19 +19,15 @@ import (
 // audit is clean with no hold left open, and every settlement is the
 // contract package's charge of its final reading.
 func RunMarket(t *testing.T, store exchange.Store, d time.Duration) market.Snapshot {
-	ctx := context.Background()
-	m, err := market.Start(ctx, market.Config{Store: store, JobScale: 0.4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	m := markettest.Start(t, market.Config{Store: store, JobScale: 0.4})
 	time.Sleep(d)
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	m.Stop(stopCtx)
+	m.Close()
 	snap := m.Tally.Snapshot()
 	t.Logf("%d offers, %d settled, %d voided, %d countered, %d rejected, errors %v", snap.Offers, snap.SettledTotal(), snap.Voided, snap.Countered, snap.Rejected, snap.Errors)
 
 	assert.Positive(t, snap.SettledTotal(), "the market traded")
 	settled := 0
-	for _, n := range checkContracts(t, m, store) {
+	for _, n := range checkContracts(t, m.Market, store) {
 		settled += n
 	}
 	assert.Equal(t, snap.SettledTotal(), settled, "the bidders saw every settlement")
@@ -49,23 +43,19 @@ func TestMarketInMemory(t *testing.T) {
 // lost (every contract settles by its own final reading, none as server
 // lost) or counted twice (every charge is that of the final reading).
 func TestNATSRestart(t *testing.T) {
-	ctx := context.Background()
 	store := memstore.New(mem.New(mem.Options{}))
-	m, err := market.Start(ctx, market.Config{Store: store, JobScale: 0.5, StoreDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	m := markettest.Start(t, market.Config{Store: store, JobScale: 0.5, StoreDir: t.TempDir()})
 	time.Sleep(1500 * time.Millisecond)
 	before := m.Tally.Snapshot()
 	require.NoError(t, m.RestartNATS(500*time.Millisecond))
 	time.Sleep(3 * time.Second)
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	m.Stop(stopCtx)
+	m.Close()
 	after := m.Tally.Snapshot()
 	t.Logf("before the restart: %d settled, %d running; at the end: %d settled, reasons %v, errors %v",
 		before.SettledTotal(), before.Running, after.SettledTotal(), after.Settled, after.Errors)
 	assert.Greater(t, after.SettledTotal(), before.SettledTotal()+before.Running, "trading went on after the restart")
 	assert.Zero(t, after.Settled[trade.ReasonServerLost], "a reading was lost")
 
-	reasons := checkContracts(t, m, store)
+	reasons := checkContracts(t, m.Market, store)
 	assert.Zero(t, reasons[trade.ReasonServerLost], "a reading was lost")
 }

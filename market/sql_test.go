@@ -23,6 +23,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -49,15 +50,12 @@ func TestMarketOnPostgreSQL(t *testing.T) {
 func TestTwoExchanges(t *testing.T) {
 	ctx := context.Background()
 	dbURL := pgtest.FreshDB(t)
-	m, err := market.Start(ctx, market.Config{Store: openSQL(t, dbURL), JobScale: 0.4, Logger: quiet()})
-	require.NoError(t, err)
-	_, err = m.AddExchange(ctx, openSQL(t, dbURL))
+	m := markettest.Start(t, market.Config{Store: openSQL(t, dbURL), JobScale: 0.4})
+	_, err := m.AddExchange(ctx, openSQL(t, dbURL))
 	require.NoError(t, err)
 	time.Sleep(4 * time.Second)
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	m.Stop(stopCtx)
-	check(t, m, openSQL(t, dbURL))
+	m.Close()
+	check(t, m.Market, openSQL(t, dbURL))
 }
 
 // TestExchangeCrash runs the exchange as its own process (bourse exchange)

@@ -2,8 +2,6 @@ package market_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,9 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -33,16 +30,11 @@ func TestStaleDefaultStore(t *testing.T) {
 	leaveStaleStream(t)
 	require.DirExists(t, stale, "the other server used the default store")
 
-	ctx := context.Background()
-	m, err := market.Start(ctx, market.Config{Store: memstore.New(mem.New(mem.Options{})), JobScale: 0.4,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err, "the market read another server's store")
+	m := markettest.Start(t, market.Config{JobScale: 0.4}) // fails if the market read another server's store
 	ours := marketStores(t, tmp)
 	assert.Len(t, ours, 1, "the embedded server has one store of its own under $TMPDIR")
 	time.Sleep(2 * time.Second)
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	m.Stop(stopCtx)
+	m.Close()
 	assert.Positive(t, m.Tally.Snapshot().SettledTotal(), "the market traded")
 	assert.Empty(t, marketStores(t, tmp), "Stop leaves the market's store behind")
 	assert.DirExists(t, filepath.Join(stale, "$G", "streams", protocol.UsageStream), "the other server's stream was touched")

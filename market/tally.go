@@ -122,7 +122,7 @@ func (t *Tally) opened(c protocol.Contract) {
 	s := t.server(c.Server)
 	s.Contracts++
 	s.BusyGPUs += c.Terms.GPUs
-	s.LastPrice = c.Terms.FullUseRate().Decimal(6)
+	s.LastPrice = c.Terms.FullUsePrice().Decimal(6)
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -22,19 +23,19 @@ var internal = []string{"cap_holds", "cap_hold", "spend_holds", "last_seen", "st
 // fullRecord is a record with every field set, internal ones included.
 func fullRecord(state trade.State) trade.Contract {
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	r := trade.Reading{Contract: "c-1", Seq: 7, U: dec("12.5"), T: trade.Duration(10 * time.Second), S: dec("1"),
-		EnergyJ: dec("300"), At: t0.Add(11 * time.Second), Final: true, Reason: trade.ReasonCompleted}
+	r := trade.Reading{Contract: "c-1", Seq: 7, U: dectest.D("12.5"), T: trade.Duration(10 * time.Second), S: dectest.D("1"),
+		EnergyJ: dectest.D("300"), At: t0.Add(11 * time.Second), Final: true, Reason: trade.ReasonCompleted}
 	return trade.Contract{
 		ID: "c-1", Client: "alice", Server: "gpu1",
-		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: time.Hour, Prepayment: dec("40"),
-			P: contract.Flat(dec("0.004")), Server: "gpu1"},
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("40"),
+			P: contract.Flat(dectest.D("0.004")), Server: "gpu1"},
 		State: state, Reason: trade.ReasonCompleted, Resumes: "c-0", GPUs: []int{2, 3}, Meter: trade.MeterNVML,
 		QueuedAt: t0.Add(-time.Minute), AcceptedAt: t0, StartDeadline: t0.Add(15 * time.Second),
 		StartedAt: t0.Add(time.Second), SettledAt: t0.Add(12 * time.Second), LastSeen: t0.Add(12 * time.Second),
 		Reading: &r, Signed: &trade.Signed{Body: []byte(`{"seq":7}`), Sig: "sig-r"},
 		AcceptSigned: &trade.Signed{Body: []byte("offer\naccept"), Sig: "sig-a"},
 		CapHolds:     []string{"gpus/c-1", "gpus/c-1/acme"}, SpendHolds: []string{"spend/c-1/day"},
-		Charge: dec("0.05"), Refund: dec("39.95"),
+		Charge: dectest.D("0.05"), Refund: dectest.D("39.95"),
 		Stuck: &trade.Stuck{Since: t0.Add(12 * time.Second), Attempts: 3, Retry: t0.Add(20 * time.Second), Error: "ledger: hold h/c-1 of wallet/CRED/acme"},
 	}
 }
@@ -107,9 +108,9 @@ func TestApply(t *testing.T) {
 	accepted := rec
 	accepted.State, accepted.Reason, accepted.GPUs, accepted.Meter = trade.StateAccepted, "", nil, ""
 	accepted.StartedAt, accepted.SettledAt, accepted.Reading, accepted.Signed = time.Time{}, time.Time{}, nil, nil
-	accepted.Charge, accepted.Refund = dec("0"), dec("0")
+	accepted.Charge, accepted.Refund = dectest.D("0"), dectest.D("0")
 	running := rec
-	running.State, running.Reason, running.SettledAt, running.Charge, running.Refund = trade.StateRunning, "", time.Time{}, dec("0"), dec("0")
+	running.State, running.Reason, running.SettledAt, running.Charge, running.Refund = trade.StateRunning, "", time.Time{}, dectest.D("0"), dectest.D("0")
 	early := *rec.Reading
 	early.Seq, early.Final, early.Reason = 3, false, ""
 	reading := running

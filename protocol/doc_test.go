@@ -24,6 +24,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -48,8 +49,6 @@ func at(t *testing.T, offset string) time.Time {
 	}
 	return noon.Add(d)
 }
-
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // contractID is how the exchange names the contract of an offer (see
 // exchange/offer.go): retrying a request id finds the same contract.
@@ -89,8 +88,8 @@ func examples(t *testing.T) []example {
 		GPUs:       2,
 		Class:      contract.Class{Model: "H100", MinMemoryMiB: 80000},
 		TimeLimit:  2 * time.Hour,
-		Prepayment: dec("40.00"),
-		P:          contract.Ramp(dec("0.5"), dec("2"), dec("0.004")),
+		Prepayment: dectest.D("40.00"),
+		P:          contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")),
 		Job: &contract.JobSpec{
 			Command: "/opt/jobs/train.sh",
 			Args:    []string{"--config", "resnet50.yaml", "--ckpt-dir", "/scratch/alice/ckpt"},
@@ -117,8 +116,8 @@ func examples(t *testing.T) []example {
 	running.Meter = started.Meter
 
 	reading := trade.Reading{
-		Contract: id, Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute), S: dec("2"),
-		EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
+		Contract: id, Seq: 600, U: dectest.D("1140.5"), T: trade.Duration(10 * time.Minute), S: dectest.D("2"),
+		EnergyJ: dectest.D("781440"), At: at(t, "10m0.036s"),
 	}
 	withReading := running
 	withReading.Reading, withReading.LastSeen = &reading, at(t, "10m0.039s")
@@ -128,15 +127,15 @@ func examples(t *testing.T) []example {
 	}
 
 	lastBeforeSuspend := trade.Reading{
-		Contract: id, Seq: 2709, U: dec("5146.3"), T: trade.Duration(45*time.Minute + 9*time.Second), S: dec("2"),
-		EnergyJ: dec("3522870"), At: at(t, "45m9.036s"),
+		Contract: id, Seq: 2709, U: dectest.D("5146.3"), T: trade.Duration(45*time.Minute + 9*time.Second), S: dectest.D("2"),
+		EnergyJ: dectest.D("3522870"), At: at(t, "45m9.036s"),
 	}
 	beingSuspended := running
 	beingSuspended.Reading, beingSuspended.LastSeen = &lastBeforeSuspend, at(t, "45m9.040s")
 
 	final := trade.Reading{
-		Contract: id, Seq: 2710, U: dec("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dec("2"),
-		EnergyJ: dec("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: trade.ReasonSuspended,
+		Contract: id, Seq: 2710, U: dectest.D("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dectest.D("2"),
+		EnergyJ: dectest.D("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: trade.ReasonSuspended,
 	}
 	st, err := contract.Charge(terms, final.Usage(), scale)
 	if err != nil {
@@ -153,8 +152,8 @@ func examples(t *testing.T) []example {
 		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
 		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
 		Reading: &trade.Reading{
-			Contract: resumedID, Seq: 299, U: dec("571.2"), T: trade.Duration(4*time.Minute + 59*time.Second), S: dec("2"),
-			EnergyJ: dec("389220"), At: at(t, "54m59.033s"),
+			Contract: resumedID, Seq: 299, U: dectest.D("571.2"), T: trade.Duration(4*time.Minute + 59*time.Second), S: dectest.D("2"),
+			EnergyJ: dectest.D("389220"), At: at(t, "54m59.033s"),
 		},
 	}
 
@@ -169,7 +168,7 @@ func examples(t *testing.T) []example {
 
 	// The countered offer: gpu1 wants up to 0.006, gpu2 has no room.
 	counterTerms := onGPU1
-	counterTerms.P = contract.Ramp(dec("0.5"), dec("2"), dec("0.006"))
+	counterTerms.P = contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.006"))
 	counter := trade.Counter{
 		ID: "VbP3ZkQ8rT1nXw6YcJ2m4d", Server: "gpu1", Terms: counterTerms, ValidUntil: at(t, "20m10.004s"),
 		Note: "reserve price: 0.006 per GPU-second at full use",
@@ -178,7 +177,7 @@ func examples(t *testing.T) []example {
 	// alice's wallet: a grant, the escrow and refund of the suspended
 	// contract, the escrow of the resumed one.
 	wallet := currency.WalletID("CRED", "alice")
-	grant := dec("500.00")
+	grant := dectest.D("500.00")
 	afterEscrow := grant.Sub(terms.Prepayment)
 	afterRefund := afterEscrow.Add(st.Refund)
 	afterResume := afterRefund.Sub(terms.Prepayment)
@@ -205,7 +204,7 @@ func examples(t *testing.T) []example {
 	waitTerms := terms
 	waitTerms.Job = nil
 	queued := trade.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
-		Price: dec("0.004"), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
+		Price: dectest.D("0.004"), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
 	cancelled := queued
 	cancelled.Ahead, cancelled.Left = 0, trade.LeftCancelled
 	expired := queued
@@ -279,8 +278,8 @@ func examples(t *testing.T) []example {
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
 		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
 			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
-				Model: "H100", Contracts: 12, GPUSeconds: dec("86400"),
-				Prices: &protocol.Prices{Low: dec("0.0035"), Median: dec("0.004"), High: dec("0.006"), VWAP: dec("0.00418333")},
+				Model: "H100", Contracts: 12, GPUSeconds: dectest.D("86400"),
+				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
 			}}}},
 
@@ -308,7 +307,7 @@ func examples(t *testing.T) []example {
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
-		{"decision.accept", protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}},
+		{"decision.accept", protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}},
 		{"decision.counter", protocol.Decision{Counters: []trade.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
 		{"deliver.start", protocol.Start{Offer: offerID, Contract: *view(accepted)}},
@@ -464,8 +463,8 @@ func TestDocCommands(t *testing.T) {
 func TestDocExampleIDs(t *testing.T) {
 	doc := readDoc(t)
 	r := trade.Reading{
-		Contract: contractID("alice", "train-81861"), Seq: 600, U: dec("1140.5"), T: trade.Duration(10 * time.Minute),
-		S: dec("2"), EnergyJ: dec("781440"), At: at(t, "10m0.036s"),
+		Contract: contractID("alice", "train-81861"), Seq: 600, U: dectest.D("1140.5"), T: trade.Duration(10 * time.Minute),
+		S: dectest.D("2"), EnergyJ: dectest.D("781440"), At: at(t, "10m0.036s"),
 	}
 	for _, s := range []string{
 		protocol.MsgID("gpu1", r),
@@ -490,8 +489,8 @@ func TestDocExampleIDs(t *testing.T) {
 func TestDocFieldPaths(t *testing.T) {
 	doc := readDoc(t)
 	terms := contract.Terms{
-		Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: dec("1"),
-		P: contract.Curve{{X: dec("1"), Y: dec("0.01")}, {X: dec("0.5"), Y: dec("0.02")}},
+		Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("1"),
+		P: contract.Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}, {X: dectest.D("0.5"), Y: dectest.D("0.02")}},
 	}
 	err := contract.Validate(terms, func(string) (int32, bool) { return 2, true })
 	var e *bourse.Error

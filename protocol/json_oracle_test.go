@@ -57,6 +57,7 @@ func FuzzUnmarshalOracle(f *testing.F) {
 	seeds := []string{
 		`{"request_id":"r-1","terms":{"client":"c","currency":"CRED","gpus":1,"time_limit":"1m0s","prepayment":"0.60","p":[["0","0.01"]],"job":{"profile":{"utilization":"1","duration":"1ms"}}}}`,
 		`{"offer":"o-1","contract":{"id":"c-1","client":"c","server":"s","terms":{"client":"c","currency":"CRED","gpus":1,"time_limit":"1m0s","prepayment":"0.60","p":[["0","0.01"]],"server":"s"},"state":"accepted","accepted_at":"2026-11-25T04:34:50.532724356Z","start_deadline":"2026-11-25T04:35:05.532724356Z","charge":"0","refund":"0"}}`,
+		`{"accept":true,"claim_for":"15s"}`,
 		`{"accept":true,"hold_for":"15s"}`,
 		`{"accept":false,"counters":[{"id":"k-1","server":"s","terms":{"client":"c","currency":"CRED","gpus":2,"time_limit":"1h0m0s","prepayment":"5","p":[["0","0.02"]]}}],"reason":"busy","code":"capacity_gone"}`,
 		`{"contract":"c-1","gpus":[0,1],"at":"2026-11-25T04:35:00.555897846Z","booked":true}`,

@@ -24,7 +24,7 @@ const MarketSubjects = MarketPrefix + ".>"
 // Every on MarketSubject(Currency). It names no client: every figure is a
 // count or a price. The contracts figures cover those accepted in the
 // Window before At; the GPUs are those of the servers heard from lately.
-// Prices are per GPU-second at full use (contract.Terms.FullUseRate), at
+// Prices are per GPU-second at full use (contract.Terms.FullUsePrice), at
 // the currency's Scale plus PricePlaces decimal places.
 type Market struct {
 	Currency string         `json:"currency"`

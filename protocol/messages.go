@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -214,17 +215,25 @@ type ServerOffer struct {
 	Counter string         `json:"counter,omitempty"`
 }
 
-// Decision is a server's answer to a ServerOffer. An accept reserves the
-// GPUs until Start or Cancel, or until HoldFor passes.
+// Decision is a server's answer to a ServerOffer. An accept claims the
+// GPUs until Start or Cancel, or until ClaimFor passes.
 type Decision struct {
-	Accept   bool            `json:"accept"`
-	HoldFor  trade.Duration  `json:"hold_for,omitempty"`
-	Counters []trade.Counter `json:"counters,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
+	Accept   bool           `json:"accept"`
+	ClaimFor trade.Duration `json:"claim_for,omitempty"`
+	// DeprecatedHoldFor is ClaimFor as servers before claim_for wrote it
+	// ("hold_for"): read, so that a server one release behind is still
+	// understood, and never written by this one. Claim reads either.
+	DeprecatedHoldFor trade.Duration  `json:"hold_for,omitempty"`
+	Counters          []trade.Counter `json:"counters,omitempty"`
+	Reason            string          `json:"reason,omitempty"`
 	// Code is set when a rejection has a typed cause the client should see,
 	// such as capacity_gone for a counter-offer whose GPUs were taken.
 	Code bourse.Code `json:"code,omitempty"`
 }
+
+// Claim is how long an accept claims its GPUs: ClaimFor, or hold_for from
+// a server one release behind.
+func (d Decision) Claim() trade.Duration { return cmp.Or(d.ClaimFor, d.DeprecatedHoldFor) }
 
 // Start tells a server to start an accepted contract
 // (bourse.v1.deliver.<s>.start); it answers Started.

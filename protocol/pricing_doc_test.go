@@ -9,6 +9,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // pricingPath is the page of offers, curves and charges whose worked
@@ -29,9 +30,9 @@ func TestPricingDocExamples(t *testing.T) {
 	const scale = 2
 	scaleOf := func(code string) (int32, bool) { return scale, code == "GPU" }
 	terms := func(gpus int, limit time.Duration, p contract.Curve, prepayment string) contract.Terms {
-		return contract.Terms{Client: "alice", Currency: "GPU", GPUs: gpus, TimeLimit: limit, Prepayment: dec(prepayment), P: p}
+		return contract.Terms{Client: "alice", Currency: "GPU", GPUs: gpus, TimeLimit: limit, Prepayment: dectest.D(prepayment), P: p}
 	}
-	cent := contract.Flat(dec("0.01"))
+	cent := contract.Flat(dectest.D("0.01"))
 	seed4 := terms(4, time.Hour, cent, "50")
 	full, err := contract.ParseTerms([]byte(fullOffer(t, string(b))))
 	if err != nil {
@@ -46,7 +47,7 @@ func TestPricingDocExamples(t *testing.T) {
 		// the refund and the maximum charge.
 		says func(charge, refund, max string) []string
 	}{
-		{"4 GPUs for 8 minutes", seed4, contract.Usage{U: dec("1920"), T: 480 * time.Second},
+		{"4 GPUs for 8 minutes", seed4, contract.Usage{U: dectest.D("1920"), T: 480 * time.Second},
 			func(charge, refund, max string) []string {
 				return []string{
 					"**4 GPUs for 8 minutes**, under a time limit of 1 hour with a prepayment of 50:",
@@ -54,33 +55,33 @@ func TestPricingDocExamples(t *testing.T) {
 					"4 · 3600 · 0.01 = **" + max + "**, so a prepayment of 50 is allowed",
 				}
 			}},
-		{"2 GPUs for 10 minutes", terms(2, 10*time.Minute, cent, "12"), contract.Usage{U: dec("1200"), T: 600 * time.Second},
+		{"2 GPUs for 10 minutes", terms(2, 10*time.Minute, cent, "12"), contract.Usage{U: dectest.D("1200"), T: 600 * time.Second},
 			func(charge, refund, max string) []string {
 				return []string{
 					"**2 GPUs for 10 minutes**, under a time limit of 10 minutes:",
 					"charge = **" + charge + "**. A prepayment of exactly " + max + ", the maximum charge, is used up: refund " + refund + ", `Exhausted`.",
 				}
 			}},
-		{"half busy", seed4, contract.Usage{U: dec("960"), T: 480 * time.Second},
+		{"half busy", seed4, contract.Usage{U: dectest.D("960"), T: 480 * time.Second},
 			func(charge, refund, _ string) []string {
 				return []string{"Half busy, 4 GPUs for 480 s under the first example's terms: `U` = 960, `r` = 2, charge **" + charge + "**, refund " + refund}
 			}},
-		{"the full example", full, contract.Usage{U: dec("1350"), T: 10 * time.Minute, S: dec("4")},
+		{"the full example", full, contract.Usage{U: dectest.D("1350"), T: 10 * time.Minute, S: dectest.D("4")},
 			func(charge, refund, max string) []string {
 				return []string{
 					"the charge is **" + charge + "**, the refund 12.50 − " + charge + " = **" + refund + "**.",
 					"Its maximum charge is 4·600·0.01 + 600·0.001 = **" + max + "**.",
 				}
 			}},
-		{"rounding down", terms(1, 2*time.Hour, contract.Flat(dec("0.001")), "5.00"), contract.Usage{U: dec("1239"), T: 1239 * time.Second},
+		{"rounding down", terms(1, 2*time.Hour, contract.Flat(dectest.D("0.001")), "5.00"), contract.Usage{U: dectest.D("1239"), T: 1239 * time.Second},
 			func(charge, refund, _ string) []string {
 				return []string{
 					"`P` flat 0.001, 1 GPU, under a time limit of 2 hours, `U` = 1239 GPU-s in `T` = 1239 s:",
 					"charged **" + charge + "**; with a prepayment of 5.00 the refund is **" + refund + "**, and " + charge + " + " + refund + " = 5.00.",
 				}
 			}},
-		{"never half up", terms(1, time.Hour, contract.Curve{{X: dec("0"), Y: dec("0")}, {X: dec("3"), Y: dec("2")}}, "5"),
-			contract.Usage{U: dec("1"), T: time.Second},
+		{"never half up", terms(1, time.Hour, contract.Curve{{X: dectest.D("0"), Y: dectest.D("0")}, {X: dectest.D("3"), Y: dectest.D("2")}}, "5"),
+			contract.Usage{U: dectest.D("1"), T: time.Second},
 			func(charge, _, _ string) []string {
 				return []string{"the amount is 0.6666…, charged **" + charge + "** (never 0.67"}
 			}},

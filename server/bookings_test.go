@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 func TestBookingsDecide(t *testing.T) {
-	base := Posted{P: contract.Flat(d("0.001"))}
+	base := Posted{P: contract.Flat(dectest.D("0.001"))}
 	policy := Bookings{Base: base, MaxAhead: 24 * time.Hour, OnePerClient: true}
 	at := func(start time.Duration, f ...func(*contract.Terms)) contract.Terms {
 		o := offer()
@@ -78,7 +79,7 @@ func TestBookingsDecide(t *testing.T) {
 
 // A booking's cooldown counts to its start, not to now.
 func TestFairUseBookingCooldown(t *testing.T) {
-	rules := FairUse{Base: Bookings{Base: Posted{P: contract.Flat(d("0.001"))}}, Cooldown: 24 * time.Hour}
+	rules := FairUse{Base: Bookings{Base: Posted{P: contract.Flat(dectest.D("0.001"))}}, Cooldown: 24 * time.Hour}
 	st := testView()
 	st.Client.LastEnd = now.Add(-time.Hour)
 	o := offer()

@@ -18,8 +18,8 @@ import (
 
 // Defaults for the zero values of NodeConfig.
 const (
-	DefaultEvery   = time.Second
-	DefaultHoldFor = 5 * time.Second
+	DefaultEvery    = time.Second
+	DefaultClaimFor = 5 * time.Second
 )
 
 // NodeConfig configures a Node. ID, Currency and GPUs name the server and
@@ -37,9 +37,9 @@ type NodeConfig struct {
 	// ReadingEvery is how often a running contract's reading is due, until
 	// the exchange says otherwise (Adopt); DefaultEvery.
 	ReadingEvery time.Duration
-	// HoldFor is how long an accept claims its GPUs for the exchange's
-	// start; DefaultHoldFor.
-	HoldFor time.Duration
+	// ClaimFor is how long an accept claims its GPUs for the exchange's
+	// start; DefaultClaimFor.
+	ClaimFor time.Duration
 	// NewID names counter-offers; random ones if nil. The simulator
 	// passes a deterministic one.
 	NewID  func() string
@@ -120,7 +120,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "no runner")
 	}
 	cfg.ReadingEvery = orDefault(cfg.ReadingEvery, DefaultEvery)
-	cfg.HoldFor = orDefault(cfg.HoldFor, DefaultHoldFor)
+	cfg.ClaimFor = orDefault(cfg.ClaimFor, DefaultClaimFor)
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}

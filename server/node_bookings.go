@@ -68,7 +68,7 @@ func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
 	if gpus == nil {
 		return false
 	}
-	n.bookings[so.Offer] = &booking{offer: so.Offer, terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.HoldFor)}
+	n.bookings[so.Offer] = &booking{offer: so.Offer, terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.ClaimFor)}
 	return true
 }
 

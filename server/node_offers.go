@@ -31,7 +31,7 @@ type issued struct {
 }
 
 // Decide answers an offer the exchange routes here: accept (its GPUs
-// claimed for HoldFor), or reject with the policy's reason and the
+// claimed for ClaimFor), or reject with the policy's reason and the
 // counter-offers the node will honour. A counter-offer of the node's,
 // taken unchanged in time, is accepted whatever the policy says now, if
 // the GPUs are there.
@@ -47,7 +47,7 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 	}
 	// A retried offer gets the answer it had.
 	if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
-		return protocol.Decision{Accept: true, HoldFor: trade.Duration(h.until.Sub(now))}
+		return protocol.Decision{Accept: true, ClaimFor: trade.Duration(h.until.Sub(now))}
 	}
 	if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
 		return n.accepted()
@@ -115,7 +115,7 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 }
 
 func (n *Node) accepted() protocol.Decision {
-	return protocol.Decision{Accept: true, HoldFor: trade.Duration(n.cfg.HoldFor)}
+	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(n.cfg.ClaimFor)}
 }
 
 // claim reserves free GPUs for the offer, and reports whether there were
@@ -140,7 +140,7 @@ func (n *Node) claim(so protocol.ServerOffer, now time.Time, preempt []string) b
 		r.claimed = so.Offer
 	}
 	n.runsValid = false
-	n.claims[so.Offer] = &claim{terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.HoldFor), preempt: victims}
+	n.claims[so.Offer] = &claim{terms: so.Terms, gpus: gpus, until: now.Add(n.cfg.ClaimFor), preempt: victims}
 	return true
 }
 
@@ -175,7 +175,7 @@ func (n *Node) own(i int, owner string) {
 // a preemptible one may, and gets them only when others are too few. n.mu
 // is held.
 func (n *Node) pickFor(t contract.Terms, now time.Time, victims ...*run) []int {
-	booked := n.bookedDuring(now, now.Add(n.cfg.HoldFor+t.TimeLimit))
+	booked := n.bookedDuring(now, now.Add(n.cfg.ClaimFor+t.TimeLimit))
 	gpus := n.pick(t.Class, t.GPUs, booked, victims...)
 	if gpus == nil && t.Preemptible && len(booked) > 0 {
 		gpus = n.pick(t.Class, t.GPUs, nil, victims...)
@@ -279,9 +279,9 @@ func (n *Node) sweep(now time.Time) {
 	// Ended runs are kept in the order they ended, so the newly ended are
 	// last, and forgetting the old ones costs nothing per offer when there
 	// are none.
-	for i := len(n.ended) - 1; i >= 0 && !n.ended[i].booked; i-- {
+	for i := len(n.ended) - 1; i >= 0 && !n.ended[i].counted; i-- {
 		r := n.ended[i]
-		r.booked = true
+		r.counted = true
 		n.clients.ended(r.terms.Client, r.endedAt, r.halting)
 	}
 	n.clients.prune(now)

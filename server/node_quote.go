@@ -10,7 +10,7 @@ import (
 // Quote answers a quote: what Decide would answer the offer now, claiming
 // no GPU and booking no slot, so that a client may learn prices without
 // binding anyone. An accept says that the policy takes the terms and the
-// GPUs are there at this moment (its HoldFor is zero: nothing is held).
+// GPUs are there at this moment (its ClaimFor is zero: nothing is claimed).
 // A rejection's counter-offers are remembered as Decide's are, so that
 // the client may take one while it is valid; a counter-offer the node
 // made is quoted as Decide would honour it.

@@ -34,7 +34,7 @@ type run struct {
 	exhausts time.Time    // when its prepayment runs out, if it forecasts and does
 	last     Measurement  // the last good measurement
 	ended    bool         // the job has stopped and its GPUs are free
-	booked   bool         // its end is in the node's clientBook
+	counted  bool         // its end has been counted in the node's clientBook
 	endedAt  time.Time
 }
 

@@ -65,15 +65,15 @@ func (p Preempting) Decide(offer contract.Terms, st View) Decision {
 	type victim struct {
 		run  Run
 		fits []trade.GPU // its GPUs of the offer's class
-		rate contract.Rate
+		rate contract.Price
 	}
-	rate := offer.FullUseRate()
+	rate := offer.FullUsePrice()
 	var vs []victim
 	for _, r := range st.Running {
 		if !r.Terms.Preemptible {
 			continue
 		}
-		v := victim{run: r, rate: r.Terms.FullUseRate()}
+		v := victim{run: r, rate: r.Terms.FullUsePrice()}
 		for _, i := range r.GPUs {
 			if g, ok := gpu[i]; ok && offer.Class.Fits(g.Model, g.MemoryMiB) {
 				v.fits = append(v.fits, g)

@@ -203,7 +203,7 @@ func preemptsFairly(t *testing.T, c decideCase, preempt []string) bool {
 			return false
 		}
 		r := c.View.Running[i]
-		if !r.Terms.Preemptible || r.Terms.FullUseRate().Cmp(c.Offer.FullUseRate()) >= 0 {
+		if !r.Terms.Preemptible || r.Terms.FullUsePrice().Cmp(c.Offer.FullUsePrice()) >= 0 {
 			t.Logf("preempts %s, which is guaranteed or pays as much\n%v", id, c)
 			return false
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -24,9 +25,9 @@ func TestReserve(t *testing.T) {
 	r, ok := Reserve(pol, half)
 	require.True(t, ok)
 	// 0.0010 × (1 + 2·2/4)
-	assert.True(t, r.P.Eval(dec("1")).Equal(dec("0.002")), "%v", r.P)
+	assert.True(t, r.P.Eval(dectest.D("1")).Equal(dectest.D("0.002")), "%v", r.P)
 
-	r, ok = Reserve(Posted{P: contract.Flat(dec("0.5"))}, half)
+	r, ok = Reserve(Posted{P: contract.Flat(dectest.D("0.5"))}, half)
 	require.True(t, ok)
 	assert.Equal(t, "0.5", r.P[0].Y.String())
 

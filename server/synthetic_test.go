@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -32,10 +33,10 @@ func TestSyntheticUsage(t *testing.T) {
 		{"not started", 1, "1", time.Hour, 0, "0", "1", "0", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := syntheticUsage(tc.g, d(tc.util), tc.length, tc.elapsed, decimal.NewFromInt(defaultWatts))
-			assert.True(t, d(tc.u).Equal(m.U), "u = %s", m.U)
-			assert.True(t, d(tc.s).Equal(m.S), "s = %s", m.S)
-			assert.True(t, d(tc.energy).Equal(m.EnergyJ), "energy = %s", m.EnergyJ)
+			m := syntheticUsage(tc.g, dectest.D(tc.util), tc.length, tc.elapsed, decimal.NewFromInt(defaultWatts))
+			assert.True(t, dectest.D(tc.u).Equal(m.U), "u = %s", m.U)
+			assert.True(t, dectest.D(tc.s).Equal(m.S), "s = %s", m.S)
+			assert.True(t, dectest.D(tc.energy).Equal(m.EnergyJ), "energy = %s", m.EnergyJ)
 			assert.Equal(t, tc.tt, m.T)
 		})
 	}
@@ -89,17 +90,17 @@ func measure(t *testing.T, j Job) Measurement {
 
 func TestSyntheticStop(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: d("0.75"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
 	c.Add(4 * time.Second)
 	m := measure(t, j)
-	assert.True(t, d("6").Equal(m.U), "u = %s", m.U) // 2 · 0.75 · 4
+	assert.True(t, dectest.D("6").Equal(m.U), "u = %s", m.U) // 2 · 0.75 · 4
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode)
 
 	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled))
 	c.Add(time.Minute)
 	m = measure(t, j)
-	assert.True(t, d("6").Equal(m.U), "stopped: u = %s", m.U)
+	assert.True(t, dectest.D("6").Equal(m.U), "stopped: u = %s", m.U)
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode, "a stopped job did not exit by itself")
 	assert.True(t, closed(j.Done()), "done")
@@ -108,11 +109,11 @@ func TestSyntheticStop(t *testing.T) {
 
 func TestSyntheticCompletes(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: d("100")}, 1, &contract.Profile{Utilization: d("0.5"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &contract.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
 	c.Add(2 * time.Hour)
 	m := measure(t, j)
-	assert.True(t, d("1800").Equal(m.U), "u = %s", m.U) // 1 · 0.5 · 3600
-	assert.True(t, d("180000").Equal(m.EnergyJ), "energy = %s", m.EnergyJ)
+	assert.True(t, dectest.D("1800").Equal(m.U), "u = %s", m.U) // 1 · 0.5 · 3600
+	assert.True(t, dectest.D("180000").Equal(m.EnergyJ), "energy = %s", m.EnergyJ)
 	assert.Equal(t, time.Hour, m.T)
 	require.NotNil(t, m.ExitCode)
 	assert.Equal(t, 0, *m.ExitCode)
@@ -124,7 +125,7 @@ func TestSyntheticCompletes(t *testing.T) {
 // whole profile; a moment earlier it is not.
 func TestSyntheticDoneOnTime(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: d("1"), Duration: time.Minute})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
 	c.Add(time.Minute - time.Nanosecond)
 	assert.False(t, closed(j.Done()), "not yet")
 	c.Add(time.Nanosecond)
@@ -132,7 +133,7 @@ func TestSyntheticDoneOnTime(t *testing.T) {
 	c.Add(time.Hour)
 	m := measure(t, j)
 	require.NotNil(t, m.ExitCode)
-	assert.True(t, d("120").Equal(m.U), "u = %s", m.U)
+	assert.True(t, dectest.D("120").Equal(m.U), "u = %s", m.U)
 }
 
 func TestSyntheticNoProfile(t *testing.T) {
@@ -140,12 +141,12 @@ func TestSyntheticNoProfile(t *testing.T) {
 	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, nil)
 	c.Add(10 * time.Hour)
 	m := measure(t, j)
-	assert.True(t, d("72000").Equal(m.U), "fully busy until stopped: u = %s", m.U)
+	assert.True(t, dectest.D("72000").Equal(m.U), "fully busy until stopped: u = %s", m.U)
 	assert.False(t, closed(j.Done()), "done")
 }
 
 func TestSyntheticRealTimer(t *testing.T) {
-	j := startSynthetic(t, &Synthetic{}, 1, &contract.Profile{Utilization: d("1"), Duration: 20 * time.Millisecond})
+	j := startSynthetic(t, &Synthetic{}, 1, &contract.Profile{Utilization: dectest.D("1"), Duration: 20 * time.Millisecond})
 	select {
 	case <-j.Done():
 	case <-time.After(5 * time.Second):
@@ -153,6 +154,6 @@ func TestSyntheticRealTimer(t *testing.T) {
 	}
 	m := measure(t, j)
 	assert.Equal(t, 20*time.Millisecond, m.T)
-	assert.True(t, d("0.02").Equal(m.U), "u = %s", m.U)
+	assert.True(t, dectest.D("0.02").Equal(m.U), "u = %s", m.U)
 	require.NotNil(t, m.ExitCode)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -42,7 +43,7 @@ func TestWake(t *testing.T) {
 		terms := job(2, "0.5", time.Hour, 2*time.Hour)
 		// 0.002 a GPU-second at one busy GPU: 0.002 a second; 0.50 lasts
 		// 250 s, when the running charge first truncates to 0.50.
-		terms.Prepayment = dec("0.50")
+		terms.Prepayment = dectest.D("0.50")
 		tn.start("o1", "c1", terms)
 		at := tn.n.Wake()
 		assert.Equal(t, start.Add(250*time.Second), at)
@@ -55,7 +56,7 @@ func TestWake(t *testing.T) {
 		require.Len(t, due.Stops, 1, "ticked at its wake, not when a reading was due")
 		assert.Equal(t, trade.ReasonExhausted, due.Stops[0].Reason)
 		finals := tn.stop(due.Stops)
-		assert.Equal(t, "0.5", finals[0].U.Mul(dec("0.002")).String(), "charged the whole prepayment")
+		assert.Equal(t, "0.5", finals[0].U.Mul(dectest.D("0.002")).String(), "charged the whole prepayment")
 		assert.True(t, tn.n.Wake().IsZero())
 	})
 	t.Run("Halted", func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // in-memory store, in one goroutine. An op is one job; it reports jobs/s,
 // allocations and bytes per job, which is what a simulation pays.
 func BenchmarkMarket(b *testing.B) {
-	m := market(b, 1, max(b.N, 100), nil)
+	m := demoSimulation(b, 1, max(b.N, 100), nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -46,7 +46,7 @@ type job struct {
 const rounds = 2
 
 // arrive submits the job read ahead and reads the next.
-func (m *Market) arrive() {
+func (m *Simulation) arrive() {
 	w := *m.next
 	m.next = nil
 	m.arrived++
@@ -76,7 +76,7 @@ func (m *Market) arrive() {
 }
 
 // negotiate starts a negotiation for what is left of the job.
-func (m *Market) negotiate(j *job) {
+func (m *Simulation) negotiate(j *job) {
 	j.tries++
 	util := decimal.NewFromFloat(j.w.Utilization).Round(3)
 	if util.Sign() <= 0 {
@@ -105,7 +105,7 @@ func (m *Market) negotiate(j *job) {
 
 // step carries the negotiation on until it must wait or is over. Offers
 // are answered at once: the House runs in this goroutine.
-func (m *Market) step(j *job) {
+func (m *Simulation) step(j *job) {
 	ctx := context.Background()
 	for {
 		a := j.neg.Next(m.e.Now())
@@ -141,7 +141,7 @@ func (m *Market) step(j *job) {
 // failed decides what becomes of a job whose negotiation got no contract:
 // one the market could take later waits for capacity; one it never can
 // (no server of its kind, terms refused) is rejected.
-func (m *Market) failed(j *job, err error) {
+func (m *Simulation) failed(j *job, err error) {
 	code := bourse.ErrorCode(err)
 	later := errors.Is(err, strategy.ErrGaveUp) || code == bourse.EInsufficientFunds || code == bourse.ECapacityGone
 	if !later {
@@ -162,7 +162,7 @@ func (m *Market) failed(j *job, err error) {
 
 // requeue puts a job in the queue for capacity, unless it is past its
 // patience.
-func (m *Market) requeue(j *job) {
+func (m *Simulation) requeue(j *job) {
 	if !m.e.Now().Before(j.giveUp) {
 		m.reject(j)
 		return
@@ -170,7 +170,7 @@ func (m *Market) requeue(j *job) {
 	m.waiting.push(j)
 }
 
-func (m *Market) reject(j *job) {
+func (m *Simulation) reject(j *job) {
 	delete(m.live, j)
 	m.lastEnd = m.e.Now()
 	m.m.Reject(j.w.Deadline > 0)
@@ -184,7 +184,7 @@ const wakeScan = 64
 // wake lets up to n waiting jobs that some server has room for try again,
 // oldest first; jobs past their patience leave the queue. The others keep
 // their place.
-func (m *Market) wake(n int) {
+func (m *Simulation) wake(n int) {
 	now := m.e.Now()
 	var retry []*job
 	m.waiting.scan(wakeScan, func(j *job) bool {

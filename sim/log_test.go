@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/sim/audit"
 	"github.com/bourse/bourse/trade"
 )
@@ -19,7 +20,7 @@ import (
 // the run's revenue.
 func TestContractLogAudits(t *testing.T) {
 	var log bytes.Buffer
-	m := market(t, 3, 2000, &log)
+	m := demoSimulation(t, 3, 2000, &log)
 	r, err := m.Run(context.Background())
 	require.NoError(t, err)
 	rep, err := audit.Check(bytes.NewReader(log.Bytes()))
@@ -40,6 +41,6 @@ func TestContractLogAudits(t *testing.T) {
 	assert.Equal(t, voided, rep.Voided)
 	assert.Equal(t, r.Summary.Contracts, rep.Accepted)
 	assert.Zero(t, rep.Open, "a finished run leaves no contract open")
-	assert.InDelta(t, d(rep.Charged).InexactFloat64(), r.Summary.Revenue, 1e-6, "revenue is the log's charges (summed in float64)")
+	assert.InDelta(t, dectest.D(rep.Charged).InexactFloat64(), r.Summary.Revenue, 1e-6, "revenue is the log's charges (summed in float64)")
 	t.Logf("%d lines, %d settled and priced again, %s charged", rep.Lines, rep.Settled, rep.Charged)
 }

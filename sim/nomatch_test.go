@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
@@ -22,8 +23,8 @@ import (
 // as no_match; a run none of whose jobs fit is an error rather than a
 // market that completed nothing and exits 0.
 func TestNoServerFits(t *testing.T) {
-	servers := []scenario.ServerSpec{{ID: "a", Model: "A100", Count: 4, Policy: server.Posted{P: contract.Flat(d("0.01"))}}}
-	clients := []scenario.ClientSpec{{ID: "ada", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}}}
+	servers := []scenario.ServerSpec{{ID: "a", Model: "A100", Count: 4, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
+	clients := []scenario.ClientSpec{{ID: "ada", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}}}
 	run := func(jobs ...workload.Job) (sim.Config, error) {
 		cfg := sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}}
 		m, err := sim.New(cfg)

@@ -16,7 +16,7 @@ import (
 // becomes of the contract's job. It is called in the middle of the
 // House's work (a preemption settles one contract inside another's
 // start), so what it sets going runs as events of its own.
-func (m *Market) Notify(client string, ev exchange.Event) {
+func (m *Simulation) Notify(client string, ev exchange.Event) {
 	m.log.write(ev)
 	c := &ev.Contract
 	switch ev.Type {
@@ -72,7 +72,7 @@ func (m *Market) Notify(client string, ev exchange.Event) {
 
 // ended settles the accounts of a job whose contract ended: done, or
 // back to the queue for what is left of it.
-func (m *Market) ended(j *job, c *trade.Contract) {
+func (m *Simulation) ended(j *job, c *trade.Contract) {
 	now := m.e.Now()
 	if !c.StartedAt.IsZero() {
 		m.m.Release(now, c.Terms.GPUs)
@@ -106,7 +106,7 @@ func (m *Market) ended(j *job, c *trade.Contract) {
 }
 
 // stop stops the jobs and hands their final readings to the House.
-func (m *Market) stop(id string, stops []server.Stop) {
+func (m *Simulation) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
 	n := m.nodes[id]
 	for _, s := range stops {

@@ -27,7 +27,7 @@ func (r *reserves) addServer(s scenario.ServerSpec) {
 
 // accepted notes the reserve of c's server as it decided: its policy in
 // a view of as many GPUs free as the market's capacity says it had.
-func (m *Market) acceptedReserve(c *trade.Contract) {
+func (m *Simulation) acceptedReserve(c *trade.Contract) {
 	r := &m.reserves
 	gpus := r.gpus[c.Server]
 	free := 0
@@ -41,7 +41,7 @@ func (m *Market) acceptedReserve(c *trade.Contract) {
 
 // endedReserve counts what c's use would have cost at its reserve, if it
 // settled on a reading, and forgets the contract.
-func (m *Market) endedReserve(c *trade.Contract) {
+func (m *Simulation) endedReserve(c *trade.Contract) {
 	p, ok := m.reserves.open[c.ID]
 	delete(m.reserves.open, c.ID)
 	if !ok || c.State != trade.StateSettled || c.Reading == nil {

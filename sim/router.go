@@ -19,7 +19,7 @@ import (
 // is never heard, and asking sixteen servers to hear one is most of what
 // an offer costs.
 type router struct {
-	m     *Market
+	m     *Simulation
 	rng   *rand.Rand
 	order []string
 }

@@ -19,7 +19,7 @@ var ErrInterrupted = errors.New("sim: interrupted")
 // market runs until every job has ended or given up (or Limit), and the
 // result sums it up. Once stop is done the run ends within a thousand
 // events, with the result so far and ErrInterrupted.
-func (m *Market) Run(stop context.Context) (metrics.Result, error) {
+func (m *Simulation) Run(stop context.Context) (metrics.Result, error) {
 	hc := m.house.Config()
 	ctx := context.Background() // the House's calls: a run never abandons one halfway
 	m.e.OnAlarm(m.alarm)
@@ -88,7 +88,7 @@ func (m *Market) Run(stop context.Context) (metrics.Result, error) {
 }
 
 // pull reads the workload's next job and schedules its arrival.
-func (m *Market) pull() {
+func (m *Simulation) pull() {
 	j, err := m.cfg.Workload.Next()
 	switch {
 	case errors.Is(err, io.EOF):
@@ -109,20 +109,20 @@ func (m *Market) pull() {
 }
 
 // sample records the series at its interval.
-func (m *Market) sample() {
+func (m *Simulation) sample() {
 	m.m.Sample(m.open, m.waiting.len()+m.busy+len(m.standing))
 	m.e.At(m.m.Due(), m.sample)
 }
 
 // done reports that the market has nothing left to do.
-func (m *Market) done() bool {
+func (m *Simulation) done() bool {
 	return m.eof && m.busy == 0 && m.open == 0 && m.waiting.len() == 0 && len(m.standing) == 0
 }
 
 // finish counts the jobs the run's limit cut off, waiting, negotiating
 // or running, as not completed. Jobs that had not arrived by then are not
 // counted at all.
-func (m *Market) finish() {
+func (m *Simulation) finish() {
 	for j := range m.live {
 		m.m.Reject(j.w.Deadline > 0)
 	}
@@ -133,7 +133,7 @@ func (m *Market) finish() {
 // to the House, jobs stopped (their finals to the House), booked jobs
 // launched and their starts reported. It reports whether a job stopped or
 // started: the server's state changed.
-func (m *Market) tick(id string) bool {
+func (m *Simulation) tick(id string) bool {
 	ctx := context.Background()
 	n := m.nodes[id]
 	due := n.Tick(m.e.Now())

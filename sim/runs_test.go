@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim"
 )
@@ -32,7 +33,7 @@ func demoPlans(n int, fail bool) []sim.Plan {
 func richClients() []scenario.ClientSpec {
 	cs := scenario.DefaultClients()
 	for i := range cs {
-		cs[i].Budget = cs[i].Budget.Mul(d("100000"))
+		cs[i].Budget = cs[i].Budget.Mul(dectest.D("100000"))
 	}
 	return cs
 }

@@ -20,7 +20,7 @@ import (
 
 // stand offers j's last terms to wait in the book, and reports whether it
 // now waits there or has its contract.
-func (m *Market) stand(j *job) bool {
+func (m *Simulation) stand(j *job) bool {
 	now := m.e.Now()
 	wait := min(j.giveUp.Sub(now), protocol.MaxWait).Truncate(time.Second)
 	if j.last.GPUs == 0 || wait <= 0 {
@@ -44,7 +44,7 @@ func (m *Market) stand(j *job) bool {
 }
 
 // matchBook has the House offer its book to the servers that freed GPUs.
-func (m *Market) matchBook() {
+func (m *Simulation) matchBook() {
 	if m.cfg.Standing && len(m.standing) > 0 {
 		m.house.Match(context.Background())
 	}
@@ -52,7 +52,7 @@ func (m *Market) matchBook() {
 
 // fromBook is the job of a waiting offer the House matched (its accepted
 // event) or took out of the book, if it is one of this market's.
-func (m *Market) fromBook(id string) *job {
+func (m *Simulation) fromBook(id string) *job {
 	j := m.standing[id]
 	delete(m.standing, id)
 	return j

@@ -14,14 +14,13 @@ import (
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
 	"github.com/bourse/bourse/sim/workload"
 	"github.com/bourse/bourse/trade"
 )
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // settledCharges runs the market and returns the sum of its contracts'
 // charges, exactly, with the run's result.
@@ -49,7 +48,7 @@ func settledCharges(t *testing.T, cfg sim.Config) (decimal.Decimal, []trade.Cont
 // servers can always take earns exactly price × the GPU-seconds the jobs
 // use, to the cent: Σ p·g·u·d over the jobs.
 func TestTheoryPostedRevenue(t *testing.T) {
-	price := d("0.25")
+	price := dectest.D("0.25")
 	var jobs []workload.Job
 	want := decimal.Zero
 	for i := range 200 {
@@ -60,8 +59,8 @@ func TestTheoryPostedRevenue(t *testing.T) {
 		want = want.Add(u.Mul(price))
 	}
 	clients := []scenario.ClientSpec{
-		{ID: "ada", Budget: d("1000000"), Value: price, Strategy: strategy.Fixed{}},
-		{ID: "bea", Budget: d("1000000"), Value: price, Strategy: strategy.Fixed{}},
+		{ID: "ada", Budget: dectest.D("1000000"), Value: price, Strategy: strategy.Fixed{}},
+		{ID: "bea", Budget: dectest.D("1000000"), Value: price, Strategy: strategy.Fixed{}},
 	}
 	servers := []scenario.ServerSpec{{ID: "big", Model: "H100", Count: 64, Policy: server.Posted{P: contract.Flat(price)}}}
 	got, cs := settledCharges(t, sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})
@@ -73,7 +72,7 @@ func TestTheoryPostedRevenue(t *testing.T) {
 // whose posted curve is the client's bid too, charged Costello's
 // U·P(U/T) as worked by hand.
 func TestTheoryUniformPrice(t *testing.T) {
-	ramp := contract.Ramp(d("0.5"), d("4"), d("0.16")) // 0 below 0.5 busy GPUs, 0.16 from 4
+	ramp := contract.Ramp(dectest.D("0.5"), dectest.D("4"), dectest.D("0.16")) // 0 below 0.5 busy GPUs, 0.16 from 4
 	for _, tc := range []struct {
 		name   string
 		p      contract.Curve
@@ -82,20 +81,20 @@ func TestTheoryUniformPrice(t *testing.T) {
 		run    time.Duration
 		charge string // U·P(U/T), by hand
 	}{
-		{"flat, full use: U = 200", contract.Flat(d("0.30")), 2, 1, 100 * time.Second, "60.00"},
-		{"flat, half use: U = 100", contract.Flat(d("0.30")), 2, 0.5, 100 * time.Second, "30.00"},
+		{"flat, full use: U = 200", contract.Flat(dectest.D("0.30")), 2, 1, 100 * time.Second, "60.00"},
+		{"flat, half use: U = 100", contract.Flat(dectest.D("0.30")), 2, 0.5, 100 * time.Second, "30.00"},
 		{"ramp at its top: r = 4, U = 240", ramp, 4, 1, 60 * time.Second, "38.40"},
 		{"ramp partway: r = 2, U = 120, P = 0.16·1.5/3.5", ramp, 4, 0.5, 60 * time.Second, "8.22"},
 		{"ramp at its foot: r = 0.5, P = 0", ramp, 1, 0.5, 60 * time.Second, "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := scenario.ClientSpec{ID: "ada", Budget: d("1000"), Value: d("1"), Strategy: bidCurve{tc.p}}
+			client := scenario.ClientSpec{ID: "ada", Budget: dectest.D("1000"), Value: dectest.D("1"), Strategy: bidCurve{tc.p}}
 			servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 8, Policy: server.Posted{P: tc.p}}}
 			job := workload.Job{ID: "j", Client: "ada", GPUs: tc.gpus, Duration: tc.run, Utilization: tc.util}
 			got, cs := settledCharges(t, sim.Config{Servers: servers, Clients: []scenario.ClientSpec{client}, Workload: &jobList{jobs: []workload.Job{job}}})
 			require.Len(t, cs, 1)
 			assert.Equal(t, trade.ReasonCompleted, cs[0].Reason)
-			assert.True(t, d(tc.charge).Equal(got), "charged %s, want %s", got, tc.charge)
+			assert.True(t, dectest.D(tc.charge).Equal(got), "charged %s, want %s", got, tc.charge)
 		})
 	}
 }
@@ -117,12 +116,12 @@ func (bidCurve) Observe(bool, time.Duration)                                  {}
 // money buys, each ends up with GPU time in proportion to its funding,
 // here within 5% (what is left unspent is less than one job's prepayment).
 func TestTheoryProportionalShare(t *testing.T) {
-	price := d("0.01")
+	price := dectest.D("0.01")
 	budgets := map[string]string{"ada": "100", "bea": "200", "cyd": "300", "dov": "400"}
 	ids := []string{"ada", "bea", "cyd", "dov"}
 	var clients []scenario.ClientSpec
 	for _, id := range ids {
-		clients = append(clients, scenario.ClientSpec{ID: id, Budget: d(budgets[id]), Value: price, Strategy: strategy.Fixed{}, Patience: 12 * time.Hour})
+		clients = append(clients, scenario.ClientSpec{ID: id, Budget: dectest.D(budgets[id]), Value: price, Strategy: strategy.Fixed{}, Patience: 12 * time.Hour})
 	}
 	var jobs []workload.Job
 	for i := range 4 * 1000 { // 1,000 jobs of 60 GPU-seconds each: more than any budget buys
@@ -155,18 +154,18 @@ func TestTheoryProportionalShare(t *testing.T) {
 // with a = 0 a balance decays by half every ln2/b, while another client
 // trades beside them.
 func TestTheoryAllowance(t *testing.T) {
-	allow := func(a, b string) *scenario.Allowance { return &scenario.Allowance{A: d(a), B: d(b)} }
+	allow := func(a, b string) *scenario.Allowance { return &scenario.Allowance{A: dectest.D(a), B: dectest.D(b)} }
 	clients := []scenario.ClientSpec{
-		{ID: "worker", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}},
-		{ID: "rising", Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("10", "0.1")},                           // 0 → 100, half-life 6.9 h
-		{ID: "falling", Budget: d("500"), Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("2", "0.05")},        // 500 → 40, half-life 13.9 h
-		{ID: "decaying", Budget: d("1000"), Value: d("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("0", "0.0288811")}, // halves daily
+		{ID: "worker", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}},
+		{ID: "rising", Value: dectest.D("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("10", "0.1")},                                   // 0 → 100, half-life 6.9 h
+		{ID: "falling", Budget: dectest.D("500"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("2", "0.05")},        // 500 → 40, half-life 13.9 h
+		{ID: "decaying", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}, Allowance: allow("0", "0.0288811")}, // halves daily
 	}
 	jobs := []workload.Job{
 		{ID: "first", Client: "worker", GPUs: 1, Duration: time.Minute, Utilization: 1},
 		{ID: "last", Client: "worker", Arrival: 150 * time.Hour, GPUs: 1, Duration: time.Minute, Utilization: 1},
 	}
-	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: contract.Flat(d("0.01"))}}}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}, Forget: time.Hour})
 	require.NoError(t, err)
 	_, err = m.Run(context.Background())

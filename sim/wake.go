@@ -15,7 +15,7 @@ import (
 
 // rewake sets server id's alarm for when its node next has something to
 // do, unless one is set for then or sooner.
-func (m *Market) rewake(id string) {
+func (m *Simulation) rewake(id string) {
 	at := m.nodes[id].Wake()
 	if at.IsZero() {
 		return
@@ -30,7 +30,7 @@ func (m *Market) rewake(id string) {
 
 // alarm ticks the server at key: what is due stops or starts, and the
 // server tells the House of its state if it changed; then its next alarm.
-func (m *Market) alarm(key int) {
+func (m *Simulation) alarm(key int) {
 	id := m.ids[key]
 	if m.armed[key].Equal(m.e.Now()) {
 		m.armed[key] = time.Time{}
@@ -42,6 +42,6 @@ func (m *Market) alarm(key int) {
 }
 
 // heartbeat is the server's hello to the House, as its agent sends one.
-func (m *Market) heartbeat(id string) {
+func (m *Simulation) heartbeat(id string) {
 	_ = m.house.Heartbeat(context.Background(), id, m.nodes[id].Hello(m.e.Now()))
 }

@@ -22,7 +22,7 @@ type Waiting struct {
 	Terms     contract.Terms `json:"terms"`
 	Resumes   string         `json:"resumes,omitempty"`
 	// Price is the terms' price per GPU-second at full use
-	// (contract.Terms.FullUseRate), at the currency's scale plus six
+	// (contract.Terms.FullUsePrice), at the currency's scale plus six
 	// places: what orders the book, highest first.
 	Price    decimal.Decimal `json:"price"`
 	QueuedAt time.Time       `json:"queued_at"`

@@ -16,7 +16,7 @@ import (
 
 // A spend rate is a token bucket on what an owner (a client, project or
 // organisation) may commit (caps.Bucket): its budget, a wallet in
-// SPEND-<currency> that never renews (caps.Rate), holds at most Capacity
+// SPEND-<currency> that never renews (caps.Bucketed), holds at most Capacity
 // and is refilled at PerHour, a step at a time, by RunSpendRates (the
 // exchange daemon runs it; schedulers running at once refill each step
 // once). Offers reserve their prepayments from it in the escrow's
@@ -26,8 +26,8 @@ import (
 
 const settingSpendRate = "spend-rate"
 
-// SpendRate is a token bucket's settings and the last step refilled.
-type SpendRate struct {
+// SpendBucket is a token bucket's settings and the last step refilled.
+type SpendBucket struct {
 	Owner    string          `json:"owner"`
 	Currency currency.Code   `json:"currency"`
 	Capacity decimal.Decimal `json:"capacity"`
@@ -39,10 +39,10 @@ type SpendRate struct {
 	Refilled int64         `json:"refilled"`
 }
 
-func (r SpendRate) name() string { return string(r.Currency) + "/" + r.Owner }
+func (r SpendBucket) name() string { return string(r.Currency) + "/" + r.Owner }
 
 // bucket is the bucket r sets.
-func (r SpendRate) bucket() caps.Bucket {
+func (r SpendBucket) bucket() caps.Bucket {
 	return caps.Bucket{Owner: r.Owner, Currency: r.Currency, Capacity: r.Capacity, PerHour: r.PerHour, Step: r.Step}
 }
 
@@ -73,7 +73,7 @@ func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur cu
 	if _, err := t.l.Account(ctx, currency.WalletID(cur, owner)); err != nil {
 		return Action{}, fmt.Errorf("spend rate of %s: %w", owner, err)
 	}
-	r := SpendRate{Owner: owner, Currency: cur, Capacity: capacity, PerHour: perHour, Warn: warn}
+	r := SpendBucket{Owner: owner, Currency: cur, Capacity: capacity, PerHour: perHour, Warn: warn}
 	if err := caps.OpenBudget(ctx, t.l, cur, money.Scale, r.bucket().Wallet()); err != nil {
 		return Action{}, err
 	}
@@ -103,28 +103,28 @@ func (t *Treasury) SetSpendRate(ctx context.Context, actor, owner string, cur cu
 }
 
 // readSpendRate is the bucket name's settings as v reads them; the zero
-// SpendRate where there is none.
-func readSpendRate(ctx context.Context, v View, name string) (SpendRate, error) {
+// SpendBucket where there is none.
+func readSpendRate(ctx context.Context, v View, name string) (SpendBucket, error) {
 	s, found, err := v.Setting(ctx, settingSpendRate, name)
 	if err != nil || !found {
-		return SpendRate{}, err
+		return SpendBucket{}, err
 	}
-	var r SpendRate
+	var r SpendBucket
 	if err := json.Unmarshal([]byte(s.Value), &r); err != nil {
-		return SpendRate{}, fmt.Errorf("spend rate %s: stored %q: %w", name, s.Value, err)
+		return SpendBucket{}, fmt.Errorf("spend rate %s: stored %q: %w", name, s.Value, err)
 	}
 	return r, nil
 }
 
 // SpendRates lists the buckets.
-func (t *Treasury) SpendRates(ctx context.Context) ([]SpendRate, error) {
+func (t *Treasury) SpendRates(ctx context.Context) ([]SpendBucket, error) {
 	ss, err := t.s.Settings(ctx, settingSpendRate)
 	if err != nil {
 		return nil, fmt.Errorf("spend rates: %w", err)
 	}
-	out := make([]SpendRate, 0, len(ss))
+	out := make([]SpendBucket, 0, len(ss))
 	for _, s := range ss {
-		var r SpendRate
+		var r SpendBucket
 		if err := json.Unmarshal([]byte(s.Value), &r); err != nil {
 			return nil, fmt.Errorf("spend rate %s: stored %q: %w", s.Name, s.Value, err)
 		}
@@ -206,10 +206,10 @@ func (t *Treasury) RunSpendRates(ctx context.Context, actor string, now time.Tim
 }
 
 // rateCaps are the buckets as the exchange's spend caps.
-func rateCaps(rs []SpendRate) []caps.Spend {
+func rateCaps(rs []SpendBucket) []caps.Spend {
 	out := make([]caps.Spend, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, caps.Spend{Owner: r.Owner, Currency: r.Currency, Period: caps.Rate, Limit: r.Capacity, Warn: r.Warn})
+		out = append(out, caps.Spend{Owner: r.Owner, Currency: r.Currency, Period: caps.Bucketed, Limit: r.Capacity, Warn: r.Warn})
 	}
 	return out
 }

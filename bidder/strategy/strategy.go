@@ -48,7 +48,7 @@ func (Fixed) Observe(bool, time.Duration) {}
 
 // Cheapest offers a share of the job's value (at most all of it) and takes
 // the cheapest counter-offer whose price at full use
-// (contract.Terms.FullUseRate: P and Q with all the job's GPUs busy, per
+// (contract.Terms.FullUsePrice: P and Q with all the job's GPUs busy, per
 // GPU-second) stays within the value.
 type Cheapest struct {
 	Start decimal.Decimal // fraction of the value to open with, 0.5 by default
@@ -69,13 +69,13 @@ func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 func (Cheapest) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	value := contract.Flat(j.Value).At(decimal.Zero) // the value as an exact rate
 	var best *trade.Counter
-	var bestRate contract.Rate
+	var bestRate contract.Price
 	for i := range counters {
 		k := &counters[i]
 		if k.ValidUntil.Before(now) || k.Terms.GPUs != j.GPUs {
 			continue
 		}
-		r := k.Terms.FullUseRate()
+		r := k.Terms.FullUsePrice()
 		if r.Cmp(value) > 0 {
 			continue
 		}

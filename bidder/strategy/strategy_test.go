@@ -51,7 +51,7 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	assert.Nil(t, Cheapest{}.Take(job, counters[:1], now))
 	assert.Nil(t, Fixed{}.Take(job, counters, now))
 
-	// The price compared is contract.Terms.FullUseRate: P(g) + Q(g)/g per
+	// The price compared is contract.Terms.FullUsePrice: P(g) + Q(g)/g per
 	// GPU-second, exactly.
 	withQ := func(id, p, q string) trade.Counter {
 		k := k(id, p, 2, time.Minute)

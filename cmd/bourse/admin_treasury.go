@@ -104,7 +104,7 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.Rate) string {
+			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) string {
 				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339))
 			})
 		}),
@@ -124,7 +124,7 @@ run, and record it.`,
 				return err
 			}
 			from, to := currency.Code(args[1]), currency.Code(args[2])
-			a, err := t.Exchange(ctx, actor, args[0], from, to, amount, key)
+			a, err := t.Convert(ctx, actor, args[0], from, to, amount, key)
 			if err != nil {
 				return err
 			}

@@ -153,7 +153,7 @@ func printRound(w io.Writer, r strategy.Round) {
 func cheapest(ks []trade.Counter) trade.Counter {
 	best := ks[0]
 	for _, k := range ks[1:] {
-		if k.Terms.FullUseRate().Cmp(best.Terms.FullUseRate()) < 0 {
+		if k.Terms.FullUsePrice().Cmp(best.Terms.FullUsePrice()) < 0 {
 			best = k
 		}
 	}

@@ -23,7 +23,7 @@ import (
 // mean the same counter-offer for the same answers.
 func sortCounters(ks []trade.Counter) {
 	slices.SortStableFunc(ks, func(a, b trade.Counter) int {
-		if c := a.Terms.FullUseRate().Cmp(b.Terms.FullUseRate()); c != 0 {
+		if c := a.Terms.FullUsePrice().Cmp(b.Terms.FullUsePrice()); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Server, b.Server)

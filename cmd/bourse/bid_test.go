@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,10 +19,9 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
@@ -36,38 +33,18 @@ import (
 // trade only through `bourse bid`.
 type bidMarket struct {
 	t      *testing.T
-	m      *market.Market
+	m      *markettest.Market
 	ledger currency.Ledger
 }
 
 func startBidMarket(t *testing.T, servers ...scenario.ServerSpec) *bidMarket {
 	t.Helper()
-	ctx := context.Background()
-	store := memstore.New(mem.New(mem.Options{}))
 	if servers == nil {
-		servers = []scenario.ServerSpec{{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 16,
-			Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.30"))}}}
+		servers = []scenario.ServerSpec{markettest.PostedH100s("atlas", 16, decimal.RequireFromString("0.30"))}
 	}
-	m, err := market.Start(ctx, market.Config{
-		Store:   store,
-		Clients: []scenario.ClientSpec{},
-		Servers: servers,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		m.Stop(stopCtx)
-	})
-	b := &bidMarket{t: t, m: m, ledger: store.Ledger()}
-	for _, id := range []string{"ada", "bob"} {
-		w, err := b.ledger.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", id), Currency: "CRED", Kind: currency.Wallet})
-		require.NoError(t, err)
-		_, err = currency.Do(ctx, b.ledger, currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(1000)})
-		require.NoError(t, err)
-	}
-	return b
+	m := markettest.Start(t, market.Config{Clients: []scenario.ClientSpec{}, Servers: servers})
+	m.Fund("CRED", decimal.NewFromInt(1000), "ada", "bob")
+	return &bidMarket{t: t, m: m, ledger: m.Ledger}
 }
 
 // bid runs `bourse bid --nats URL --id id args…`.

@@ -72,11 +72,19 @@ type serverConfig struct {
 	// SigningKey signs every reading (a seed file, bourse admin
 	// signing-key, or a credentials file); empty signs with nats.creds
 	// where there is one, and otherwise not at all.
-	SigningKey string        `yaml:"signing_key"`
-	HoldFor    time.Duration `yaml:"hold_for"`
+	SigningKey string `yaml:"signing_key"`
+	// ClaimFor is how long an accept claims its GPUs for the exchange's
+	// start (server.DefaultClaimFor if zero).
+	ClaimFor time.Duration `yaml:"claim_for"`
+	// DeprecatedHoldFor is claim_for by its old name, hold_for, read with a warning
+	// (deprecated) so that a configuration written for the release before
+	// still starts.
+	DeprecatedHoldFor time.Duration `yaml:"hold_for"`
 	// OutboxDir keeps readings on disk until JetStream has them, across
 	// NATS outages and restarts; empty keeps them in memory only.
 	OutboxDir string `yaml:"outbox_dir"`
+
+	deprecated []deprecatedKey // keys given by an old name, to warn of
 }
 
 func newServerCmd() *cobra.Command { return newServerCmdWith(nvml.New) }
@@ -171,7 +179,22 @@ func parseServerConfig(name string, data []byte) (serverConfig, error) {
 		}
 		return cfg, fmt.Errorf("server config %s: %w", name, err)
 	}
+	if cfg.DeprecatedHoldFor != 0 {
+		cfg.ClaimFor = cmp.Or(cfg.ClaimFor, cfg.DeprecatedHoldFor)
+		cfg.DeprecatedHoldFor = 0
+		cfg.deprecated = append(cfg.deprecated, deprecatedKey{old: "hold_for", new: "claim_for"})
+	}
 	return cfg, nil
+}
+
+// deprecatedKey is a configuration key read under its old name.
+type deprecatedKey struct{ old, new string }
+
+// warnDeprecated logs each key the configuration gave by an old name.
+func (c *serverConfig) warnDeprecated(log *slog.Logger) {
+	for _, k := range c.deprecated {
+		log.Warn("server config: "+k.old+" is deprecated: name it "+k.new, "key", k.old, "use", k.new)
+	}
 }
 
 // override applies the flags that were set, on the command line or in the
@@ -305,6 +328,7 @@ func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.In
 func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
 	ctx := cmd.Context()
 	log := commandLogger(cmd)
+	c.warnDeprecated(log)
 	if c.ID == "" {
 		return errors.New("server config: no id (id in the configuration, or --id)")
 	}
@@ -369,7 +393,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	}
 	opts = append(opts, tlsOpts...)
 	cfg := agent.Config{URL: c.NATS.URL, NATSOptions: opts, ID: c.ID, Currency: cur, GPUs: gpus, Policy: policy, Runner: runner,
-		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, HoldFor: c.HoldFor, OutboxDir: c.OutboxDir, Output: output, Logger: log}
+		ReadingEvery: c.ReadingEvery, Heartbeat: c.Heartbeat, ClaimFor: c.ClaimFor, OutboxDir: c.OutboxDir, Output: output, Logger: log}
 	if key := cmp.Or(c.SigningKey, c.NATS.Creds); key != "" {
 		s, err := signing.LoadSigner(key)
 		if err != nil {

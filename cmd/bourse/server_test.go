@@ -17,9 +17,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 )
 
 func writeConfig(t *testing.T, name, text string) string {
@@ -131,23 +130,8 @@ func TestNoDriver(t *testing.T) {
 // only be ours, and one must settle.
 func TestServerSettles(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New(mem.New(mem.Options{}))
 	clients := scenario.DefaultClients()[:1] // ada: H100s
-	m, err := market.Start(ctx, market.Config{Store: store, Servers: []scenario.ServerSpec{}, Clients: clients,
-		JobScale: 0.3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stopMarket := func() {
-		if !stopped {
-			stopped = true
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			m.Stop(sctx)
-		}
-	}
-	defer stopMarket()
+	m := markettest.Start(t, market.Config{Servers: []scenario.ServerSpec{}, Clients: clients, JobScale: 0.3})
 
 	outbox := t.TempDir()
 	config := writeConfig(t, "server.yaml", `
@@ -183,8 +167,8 @@ heartbeat: 200ms
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	stopMarket() // the bidders stop, and the running contracts settle
-	cancel()     // SIGTERM, as far as the command can tell
+	m.Close() // the bidders stop, and the running contracts settle
+	cancel()  // SIGTERM, as far as the command can tell
 	select {
 	case code := <-exited:
 		if code != 0 {
@@ -197,7 +181,7 @@ heartbeat: 200ms
 	if !strings.Contains(out, "msg=registered") || !strings.Contains(out, "msg=stopped") {
 		t.Errorf("the server's log lacks its registration or a stopped contract:\n%s", out)
 	}
-	rep, err := store.Ledger().Audit(ctx)
+	rep, err := m.Ledger.Audit(ctx)
 	if err != nil || !rep.OK() {
 		t.Errorf("audit: %v\n%s", err, rep)
 	}
@@ -253,4 +237,46 @@ func TestServerExampleConfig(t *testing.T) {
 	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 {
 		t.Errorf("the example reads as %+v", c)
 	}
+}
+
+// TestServerConfigClaimFor: claim_for is how long an accept claims the
+// server's GPUs; hold_for, its name before, is still read, with a warning,
+// so that a configuration written for the release before still starts.
+func TestServerConfigClaimFor(t *testing.T) {
+	t.Run("ClaimFor", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("claim_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 3*time.Second || len(cfg.deprecated) != 0 {
+			t.Errorf("claim_for: %v, deprecated %v, %v", cfg.ClaimFor, cfg.deprecated, err)
+		}
+	})
+	t.Run("HoldForDeprecated", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("hold_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 3*time.Second {
+			t.Errorf("hold_for read as claim_for %v, %v", cfg.ClaimFor, err)
+		}
+		var log bytes.Buffer
+		cfg.warnDeprecated(slog.New(slog.NewTextHandler(&log, nil)))
+		if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "hold_for is deprecated: name it claim_for") {
+			t.Errorf("warning: %s", log.String())
+		}
+	})
+	t.Run("ClaimForWins", func(t *testing.T) {
+		cfg, err := parseServerConfig("s.yaml", []byte("claim_for: 2s\nhold_for: 3s\n"))
+		if err != nil || cfg.ClaimFor != 2*time.Second {
+			t.Errorf("claim_for %v, %v", cfg.ClaimFor, err)
+		}
+	})
+	t.Run("WarnedAtStart", func(t *testing.T) {
+		// bourse server warns before anything else (here the missing id
+		// stops it).
+		file := filepath.Join(t.TempDir(), "old.yaml")
+		if err := os.WriteFile(file, []byte("hold_for: 3s\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"server", "--config", file}, &out, &errOut)
+		if code == 0 || !strings.Contains(errOut.String(), "hold_for is deprecated: name it claim_for") {
+			t.Errorf("exit %d, stderr %s", code, errOut.String())
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/sim/audit"
 	"github.com/bourse/bourse/sim/metrics"
 	"github.com/bourse/bourse/sim/workload"
@@ -79,7 +80,7 @@ func TestSimTraceAcceptance(t *testing.T) {
 			require.True(t, rep.OK())
 			assert.Equal(t, r.Summary.Contracts, rep.Accepted)
 			assert.Equal(t, rep.Accepted, rep.Settled+rep.Voided, "every contract ended")
-			assert.Equal(t, d(rep.Charged).Round(2).String(), decimal.NewFromFloat(r.Summary.Revenue).Round(2).String(), "revenue is the log's charges")
+			assert.Equal(t, dectest.D(rep.Charged).Round(2).String(), decimal.NewFromFloat(r.Summary.Revenue).Round(2).String(), "revenue is the log's charges")
 
 			_, err = f.Seek(0, io.SeekStart)
 			require.NoError(t, err)
@@ -188,8 +189,8 @@ func readLog(t *testing.T, r io.Reader) logFigures {
 		case "started":
 			started[line.Contract] = line.At
 		case "settled":
-			l.valueUsed += traceValue * d(line.U).InexactFloat64()
-			l.charged += d(line.Charge).InexactFloat64()
+			l.valueUsed += traceValue * dectest.D(line.U).InexactFloat64()
+			l.charged += dectest.D(line.Charge).InexactFloat64()
 			if s, ok := started[line.Contract]; ok {
 				l.gpuSeconds += float64(line.GPUs) * line.At.Sub(s).Seconds()
 			}
@@ -202,5 +203,3 @@ func readLog(t *testing.T, r io.Reader) logFigures {
 	require.NoError(t, sc.Err())
 	return l
 }
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }

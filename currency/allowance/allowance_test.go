@@ -18,6 +18,7 @@ import (
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/pgtest"
 )
 
@@ -82,18 +83,16 @@ func (b *book) balance() decimal.Decimal {
 	return bal.Available
 }
 
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
 // TestClosedForm: an idle wallet's balance at each grid point is
 // a/b + (x₀ − a/b)·e^(−b·t), rounded to the cent, checked against
 // float64 arithmetic, and tends to a/b.
 func TestClosedForm(t *testing.T) {
 	b := newBook(t)
 	b.grant("3")
-	r := allowance.Rule{Wallet: b.wallet, A: d("10"), B: d("0.1"), Start: t0}
+	r := allowance.Rule{Wallet: b.wallet, A: dectest.D("10"), B: dectest.D("0.1"), Start: t0}
 	steady, ok := r.Steady()
 	require.True(t, ok)
-	assert.True(t, steady.Equal(d("100")))
+	assert.True(t, steady.Equal(dectest.D("100")))
 	assert.InDelta(t, 6.93, r.HalfLife().Hours(), 0.01)
 
 	for n := 1; n <= 80; n++ {
@@ -139,7 +138,7 @@ func anySplit(t *testing.T, on ledgerOn, seeds uint64) {
 			r := allowance.Rule{A: decimal.New(int64(rng.IntN(5000)), -2), B: decimal.New(int64(rng.IntN(300)), -3),
 				Period: time.Duration(1+rng.IntN(4)) * 15 * time.Minute, Start: t0}
 			if r.A.IsZero() && r.B.IsZero() {
-				r.A = d("1")
+				r.A = dectest.D("1")
 			}
 			end := t0.Add(time.Duration(12+rng.IntN(48)) * time.Hour)
 			type event struct {
@@ -206,7 +205,7 @@ func anySplit(t *testing.T, on ledgerOn, seeds uint64) {
 func TestSpending(t *testing.T) {
 	b := newBook(t)
 	b.grant("100")
-	r := allowance.Rule{Wallet: b.wallet, A: d("0"), B: d("0.5"), Start: t0}
+	r := allowance.Rule{Wallet: b.wallet, A: dectest.D("0"), B: dectest.D("0.5"), Start: t0}
 	ctx := context.Background()
 	b.at(t0.Add(time.Hour))
 	_, err := allowance.Accrue(ctx, b.l, r, b.now)
@@ -224,14 +223,14 @@ func TestSpending(t *testing.T) {
 
 func TestRuleErrors(t *testing.T) {
 	for _, r := range []allowance.Rule{
-		{A: d("1"), Start: t0},
-		{Wallet: "w", A: d("-1"), Start: t0},
-		{Wallet: "w", B: d("-1"), A: d("1"), Start: t0},
+		{A: dectest.D("1"), Start: t0},
+		{Wallet: "w", A: dectest.D("-1"), Start: t0},
+		{Wallet: "w", B: dectest.D("-1"), A: dectest.D("1"), Start: t0},
 		{Wallet: "w", Start: t0},
-		{Wallet: "w", A: d("1")},
+		{Wallet: "w", A: dectest.D("1")},
 	} {
 		assert.Error(t, r.Validate(), "%+v", r)
 	}
-	_, err := allowance.Accrue(context.Background(), mem.New(mem.Options{}), allowance.Rule{Wallet: "wallet/CRED/nobody", A: d("1"), Start: t0}, t0.Add(time.Hour))
+	_, err := allowance.Accrue(context.Background(), mem.New(mem.Options{}), allowance.Rule{Wallet: "wallet/CRED/nobody", A: dectest.D("1"), Start: t0}, t0.Add(time.Hour))
 	assert.ErrorContains(t, err, "nobody")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // Compactor forgets what finished before `before` in l, as
@@ -69,9 +70,9 @@ func testForgotten(t *testing.T, open Opener, compact Compactor) {
 	f := newFixture(t, open)
 	alice, srv := f.wallet("alice"), f.revenue("srv")
 	f.mint("m1", alice, "10")
-	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("4"), Deadline: f.clock.Now().Add(time.Hour)})
-	f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: D("2"), Deadline: f.clock.Now().Add(time.Hour)})
-	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: srv, Amount: D("1")})
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: dectest.D("4"), Deadline: f.clock.Now().Add(time.Hour)})
+	f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: dectest.D("2"), Deadline: f.clock.Now().Add(time.Hour)})
+	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: srv, Amount: dectest.D("1")})
 	f.clock.Advance(time.Minute)
 	compact(f.l, f.clock.Now())
 	f.balance(alice, "7", "2")
@@ -80,19 +81,19 @@ func testForgotten(t *testing.T, open Opener, compact Compactor) {
 
 	// The replay of a forgotten key is refused, the same op or another.
 	for _, op := range []currency.Op{
-		currency.Transfer{Key: "m1", From: currency.IssuanceID(gpu), To: alice, Amount: D("10")},
-		currency.Capture{Key: "c1", Hold: "h1", To: srv, Amount: D("1")},
+		currency.Transfer{Key: "m1", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("10")},
+		currency.Capture{Key: "c1", Hold: "h1", To: srv, Amount: dectest.D("1")},
 		currency.Void{Key: "c1", Hold: "h2"},
 	} {
 		r := f.fails(op, bourse.EIdempotencyConflict)
 		assert.ErrorIs(t, r.Err, currency.ErrForgotten)
 	}
 	// A reserve of an open hold keeps its answer.
-	r := f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: D("2"), Deadline: f.clock.Now().Add(time.Hour).Add(-time.Minute)})
+	r := f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: dectest.D("2"), Deadline: f.clock.Now().Add(time.Hour).Add(-time.Minute)})
 	require.Len(t, r.Movements, 1)
 	// A forgotten hold stays resolved under new keys.
-	f.fails(currency.Reserve{Key: "r1-again", Hold: "h1", From: alice, Amount: D("1"), Deadline: f.clock.Now().Add(time.Hour)}, bourse.EConflict)
-	f.fails(currency.Capture{Key: "c1-again", Hold: "h1", To: srv, Amount: D("1")}, bourse.EHoldResolved)
+	f.fails(currency.Reserve{Key: "r1-again", Hold: "h1", From: alice, Amount: dectest.D("1"), Deadline: f.clock.Now().Add(time.Hour)}, bourse.EConflict)
+	f.fails(currency.Capture{Key: "c1-again", Hold: "h1", To: srv, Amount: dectest.D("1")}, bourse.EHoldResolved)
 	f.fails(currency.Void{Key: "v1", Hold: "h1"}, bourse.EHoldResolved)
 	f.fails(currency.Expire{Key: "x1", Hold: "h1"}, bourse.EHoldResolved)
 	_, err := f.l.Hold(f.ctx, "h1")
@@ -113,9 +114,9 @@ func testCompactedStatement(t *testing.T, open Opener, compact Compactor) {
 	f := newFixture(t, open)
 	alice, bob := f.wallet("alice"), f.wallet("bob")
 	f.mint("m1", alice, "10")
-	f.ok(currency.Transfer{Key: "p1", From: alice, To: bob, Amount: D("3")})
-	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("4"), Deadline: f.clock.Now().Add(time.Hour)})
-	f.ok(currency.Transfer{Key: "p2", From: alice, To: bob, Amount: D("1")})
+	f.ok(currency.Transfer{Key: "p1", From: alice, To: bob, Amount: dectest.D("3")})
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: dectest.D("4"), Deadline: f.clock.Now().Add(time.Hour)})
+	f.ok(currency.Transfer{Key: "p2", From: alice, To: bob, Amount: dectest.D("1")})
 	f.clock.Advance(time.Second)
 	compact(f.l, f.clock.Now())
 	// h1 is open: alice keeps r1 and everything after it.
@@ -124,24 +125,24 @@ func testCompactedStatement(t *testing.T, open Opener, compact Compactor) {
 	require.Len(t, es, 3)
 	assert.Equal(t, currency.CarriedForward, es[0].Movement)
 	assert.Equal(t, int64(2), es[0].Seq)
-	assert.True(t, es[0].Balance.Equal(D("7")) && es[0].Amount.Equal(D("7")), "%+v", es[0])
+	assert.True(t, es[0].Balance.Equal(dectest.D("7")) && es[0].Amount.Equal(dectest.D("7")), "%+v", es[0])
 	assert.Equal(t, []int64{3, 4}, []int64{es[1].Seq, es[2].Seq})
-	assert.True(t, es[2].Balance.Equal(D("2")))
+	assert.True(t, es[2].Balance.Equal(dectest.D("2")))
 
-	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: bob, Amount: D("1")})
+	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: bob, Amount: dectest.D("1")})
 	f.clock.Advance(time.Second)
 	compact(f.l, f.clock.Now())
 	es, err = f.l.Statement(f.ctx, alice, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, es, 1)
-	assert.Equal(t, currency.Entry{Account: alice, Seq: 5, Movement: currency.CarriedForward, Amount: D("5"), Balance: D("5"),
+	assert.Equal(t, currency.Entry{Account: alice, Seq: 5, Movement: currency.CarriedForward, Amount: dectest.D("5"), Balance: dectest.D("5"),
 		At: es[0].At, Memo: es[0].Memo}, es[0])
-	f.ok(currency.Transfer{Key: "p3", From: alice, To: bob, Amount: D("2")})
+	f.ok(currency.Transfer{Key: "p3", From: alice, To: bob, Amount: dectest.D("2")})
 	page, err := f.l.Statement(f.ctx, alice, 5, 10)
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	assert.Equal(t, int64(6), page[0].Seq)
-	assert.True(t, page[0].Balance.Equal(D("3")))
+	assert.True(t, page[0].Balance.Equal(dectest.D("3")))
 	page, err = f.l.Statement(f.ctx, alice, 2, 1)
 	require.NoError(t, err)
 	require.Len(t, page, 1)
@@ -373,7 +374,7 @@ func testCompactConcurrent(t *testing.T, open Opener, compact Compactor) {
 	m := newModel(t, open, 99)
 	// Endow every wallet, so that most ops succeed.
 	for i, w := range m.wallets {
-		op := currency.Grant(gpu, string(w[len("wallet/GPU/"):]), D("500"), fmt.Sprint("seed", i), "")
+		op := currency.Grant(gpu, string(w[len("wallet/GPU/"):]), dectest.D("500"), fmt.Sprint("seed", i), "")
 		rs, err := m.f.l.Apply(m.f.ctx, op)
 		require.NoError(t, err)
 		m.record(op, rs[0])

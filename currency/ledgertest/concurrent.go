@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // ConcurrentConfig sizes RunConcurrent; zero values take the defaults.
@@ -220,8 +221,8 @@ func (w *workload) check(t *testing.T) {
 	// The seed mints went through the fixture, not the workload.
 	for i, id := range w.wallets {
 		_ = i
-		want[id] = want[id].Add(D("1000"))
-		want[currency.IssuanceID(gpu)] = want[currency.IssuanceID(gpu)].Sub(D("1000"))
+		want[id] = want[id].Add(dectest.D("1000"))
+		want[currency.IssuanceID(gpu)] = want[currency.IssuanceID(gpu)].Sub(dectest.D("1000"))
 	}
 	held := map[currency.AccountID]decimal.Decimal{}
 	for id, amount := range w.holds {

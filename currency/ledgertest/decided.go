@@ -10,6 +10,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // testUpTo: a transfer up to an amount takes what its source has of it,
@@ -20,16 +21,16 @@ import (
 func testUpTo(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	alice, bob := f.wallet("alice"), f.wallet("bob")
-	f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("5")})
+	f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("5")})
 
-	take := currency.Transfer{Key: "take", From: alice, To: bob, Amount: D("31.48"), UpTo: true}
+	take := currency.Transfer{Key: "take", From: alice, To: bob, Amount: dectest.D("31.48"), UpTo: true}
 	r := f.ok(take)
 	require.Len(t, r.Movements, 1)
 	assert.Equal(t, "5", r.Movements[0].Amount.String(), "what alice had")
 	f.balance(alice, "0", "0")
 	f.balance(bob, "5", "0")
 
-	f.ok(currency.Transfer{Key: "mint-2", From: currency.IssuanceID(gpu), To: alice, Amount: D("50")})
+	f.ok(currency.Transfer{Key: "mint-2", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("50")})
 	again := f.ok(take)
 	require.Len(t, again.Movements, 1)
 	assert.Equal(t, "5", again.Movements[0].Amount.String(), "a replay answers the first result")
@@ -41,13 +42,13 @@ func testUpTo(t *testing.T, open Opener) {
 		f.fails(plain, bourse.EIdempotencyConflict)
 	})
 	t.Run("Empty", func(t *testing.T) {
-		r := f.ok(currency.Transfer{Key: "take-empty", From: f.wallet("carol"), To: bob, Amount: D("1"), UpTo: true})
+		r := f.ok(currency.Transfer{Key: "take-empty", From: f.wallet("carol"), To: bob, Amount: dectest.D("1"), UpTo: true})
 		assert.Empty(t, r.Movements, "nothing to take, nothing moved")
-		r = f.ok(currency.Transfer{Key: "take-empty", From: f.wallet("carol"), To: bob, Amount: D("1"), UpTo: true})
+		r = f.ok(currency.Transfer{Key: "take-empty", From: f.wallet("carol"), To: bob, Amount: dectest.D("1"), UpTo: true})
 		assert.Empty(t, r.Movements)
 	})
 	t.Run("FromIssuance", func(t *testing.T) {
-		r := f.ok(currency.Transfer{Key: "mint-up-to", From: currency.IssuanceID(gpu), To: bob, Amount: D("7"), UpTo: true})
+		r := f.ok(currency.Transfer{Key: "mint-up-to", From: currency.IssuanceID(gpu), To: bob, Amount: dectest.D("7"), UpTo: true})
 		require.Len(t, r.Movements, 1)
 		assert.Equal(t, "7", r.Movements[0].Amount.String(), "issuance has no floor")
 	})
@@ -60,13 +61,13 @@ func testUpTo(t *testing.T, open Opener) {
 func testIfOpen(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	alice, shop := f.wallet("alice"), f.revenue("shop")
-	f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("30")})
+	f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("30")})
 	dl := f.clock.Now().Add(time.Hour)
-	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("10"), Deadline: dl})
-	f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: D("10"), Deadline: dl})
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: dectest.D("10"), Deadline: dl})
+	f.ok(currency.Reserve{Key: "r2", Hold: "h2", From: alice, Amount: dectest.D("10"), Deadline: dl})
 	f.balance(alice, "10", "20")
 
-	r := f.ok(currency.Capture{Key: "c1", Hold: "h1", To: shop, Amount: D("4"), IfOpen: true})
+	r := f.ok(currency.Capture{Key: "c1", Hold: "h1", To: shop, Amount: dectest.D("4"), IfOpen: true})
 	assert.Len(t, r.Movements, 2, "an open hold is captured: 4 to the shop, 6 back")
 	f.balance(alice, "16", "10")
 
@@ -76,7 +77,7 @@ func testIfOpen(t *testing.T, open Opener) {
 	r = f.ok(currency.Void{Key: "v2", Hold: "h2", IfOpen: true})
 	assert.Empty(t, r.Movements, "an expired hold: nothing to do")
 	f.fails(currency.Void{Key: "v2-plain", Hold: "h2"}, bourse.EHoldResolved)
-	r = f.ok(currency.Capture{Key: "c1-again", Hold: "h1", To: shop, Amount: D("4"), IfOpen: true})
+	r = f.ok(currency.Capture{Key: "c1-again", Hold: "h1", To: shop, Amount: dectest.D("4"), IfOpen: true})
 	assert.Empty(t, r.Movements, "a captured hold: nothing to do")
 	r = f.ok(currency.Void{Key: "v-none", Hold: "never", IfOpen: true})
 	assert.Empty(t, r.Movements, "no such hold: nothing to do")

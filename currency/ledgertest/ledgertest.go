@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // Opener returns a new, empty ledger whose clock is now. It registers its
@@ -59,9 +59,6 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Concurrent", func(t *testing.T) { RunConcurrent(t, open, ConcurrentConfig{}) })
 }
 
-// D parses a decimal literal; it panics on bad input, for tests only.
-func D(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
 // fixture is a ledger with currency GPU (scale 2) and a few accounts.
 type fixture struct {
 	t     testing.TB
@@ -96,7 +93,7 @@ func (f *fixture) revenue(owner string) currency.AccountID {
 
 func (f *fixture) mint(key string, to currency.AccountID, amount string) {
 	f.t.Helper()
-	f.ok(currency.Transfer{Key: key, From: currency.IssuanceID(gpu), To: to, Amount: D(amount)})
+	f.ok(currency.Transfer{Key: key, From: currency.IssuanceID(gpu), To: to, Amount: dectest.D(amount)})
 }
 
 // ok applies op and requires it to succeed.
@@ -123,8 +120,8 @@ func (f *fixture) balance(id currency.AccountID, available, held string) {
 	f.t.Helper()
 	b, err := f.l.Balance(f.ctx, id)
 	require.NoError(f.t, err)
-	require.True(f.t, b.Available.Equal(D(available)), "%s available: got %s, want %s", id, b.Available, available)
-	require.True(f.t, b.Held.Equal(D(held)), "%s held: got %s, want %s", id, b.Held, held)
+	require.True(f.t, b.Available.Equal(dectest.D(available)), "%s available: got %s, want %s", id, b.Available, available)
+	require.True(f.t, b.Held.Equal(dectest.D(held)), "%s held: got %s, want %s", id, b.Held, held)
 }
 
 // audit requires a clean audit and returns its report.

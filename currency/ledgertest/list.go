@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // testListing pages through accounts by currency and kind, in ID order.
@@ -53,7 +54,7 @@ func testBalances(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	alice, bob := f.wallet("alice"), f.wallet("bob")
 	f.mint("m1", alice, "100")
-	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("30"), Deadline: f.clock.Now().Add(time.Hour)})
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: dectest.D("30"), Deadline: f.clock.Now().Add(time.Hour)})
 
 	ids := []currency.AccountID{alice, bob, currency.WalletID(gpu, "nobody"), alice}
 	got, err := f.l.Balances(f.ctx, ids...)
@@ -70,7 +71,7 @@ func testBalances(t *testing.T, open Opener) {
 		assert.Equal(t, one.Currency, got[i].Currency)
 		assert.True(t, one.Available.Equal(got[i].Available) && one.Held.Equal(got[i].Held), "%s: %+v, one at a time %+v", id, got[i], one)
 	}
-	assert.True(t, got[0].Available.Equal(D("70")) && got[0].Held.Equal(D("30")), "%+v", got[0])
+	assert.True(t, got[0].Available.Equal(dectest.D("70")) && got[0].Held.Equal(dectest.D("30")), "%+v", got[0])
 
 	none, err := f.l.Balances(f.ctx)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 func testCurrencies(t *testing.T, open Opener) {
@@ -106,27 +107,27 @@ func testTransfers(t *testing.T, open Opener) {
 	euro, err := f.l.OpenAccount(f.ctx, currency.Account{ID: currency.WalletID("EUR", "alice"), Currency: "EUR", Kind: currency.Wallet})
 	require.NoError(t, err)
 
-	r := f.ok(currency.Transfer{Key: "mint-1", From: currency.IssuanceID(gpu), To: alice, Amount: D("100.00"), Memo: "grant"})
+	r := f.ok(currency.Transfer{Key: "mint-1", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("100.00"), Memo: "grant"})
 	require.Len(t, r.Movements, 1)
 	m := r.Movements[0]
 	assert.Equal(t, "mint-1", m.Key)
 	assert.Equal(t, currency.IssuanceID(gpu), m.From)
 	assert.Equal(t, alice, m.To)
-	assert.True(t, m.Amount.Equal(D("100")))
+	assert.True(t, m.Amount.Equal(dectest.D("100")))
 	assert.Equal(t, "transfer", r.Op)
 	f.balance(currency.IssuanceID(gpu), "-100", "0")
 	f.balance(alice, "100", "0")
 
-	f.ok(currency.Transfer{Key: "pay-1", From: alice, To: bob, Amount: D("30.5")})
+	f.ok(currency.Transfer{Key: "pay-1", From: alice, To: bob, Amount: dectest.D("30.5")})
 	f.balance(alice, "69.5", "0")
 	f.balance(bob, "30.5", "0")
 
 	t.Run("EInsufficientFunds", func(t *testing.T) {
-		f.fails(currency.Transfer{Key: "pay-2", From: bob, To: alice, Amount: D("30.51")}, bourse.EInsufficientFunds)
+		f.fails(currency.Transfer{Key: "pay-2", From: bob, To: alice, Amount: dectest.D("30.51")}, bourse.EInsufficientFunds)
 		f.balance(bob, "30.5", "0")
 	})
 	t.Run("WholeBalance", func(t *testing.T) {
-		f.ok(currency.Transfer{Key: "pay-3", From: bob, To: alice, Amount: D("30.50")})
+		f.ok(currency.Transfer{Key: "pay-3", From: bob, To: alice, Amount: dectest.D("30.50")})
 		f.balance(bob, "0", "0")
 	})
 	cases := []struct {
@@ -134,18 +135,18 @@ func testTransfers(t *testing.T, open Opener) {
 		op   currency.Transfer
 		code bourse.Code
 	}{
-		{"TooManyDecimals", currency.Transfer{Key: "k1", From: alice, To: bob, Amount: D("0.001")}, bourse.EInvalid},
-		{"Zero", currency.Transfer{Key: "k2", From: alice, To: bob, Amount: D("0")}, bourse.EInvalid},
-		{"Negative", currency.Transfer{Key: "k3", From: alice, To: bob, Amount: D("-1")}, bourse.EInvalid},
-		{"SameAccount", currency.Transfer{Key: "k4", From: alice, To: alice, Amount: D("1")}, bourse.EInvalid},
-		{"UnknownFrom", currency.Transfer{Key: "k5", From: "wallet/GPU/nobody", To: alice, Amount: D("1")}, bourse.ENotFound},
-		{"UnknownTo", currency.Transfer{Key: "k6", From: alice, To: "wallet/GPU/nobody", Amount: D("1")}, bourse.ENotFound},
-		{"ECurrencyMismatch", currency.Transfer{Key: "k7", From: alice, To: euro.ID, Amount: D("1")}, bourse.ECurrencyMismatch},
-		{"EmptyKey", currency.Transfer{Key: "", From: alice, To: bob, Amount: D("1")}, bourse.EInvalid},
-		{"NULInMemo", currency.Transfer{Key: "k8", From: alice, To: bob, Amount: D("1"), Memo: "a\x00b"}, bourse.EInvalid},
-		{"BadUTF8Memo", currency.Transfer{Key: "k9", From: alice, To: bob, Amount: D("1"), Memo: "\xff"}, bourse.EInvalid},
+		{"TooManyDecimals", currency.Transfer{Key: "k1", From: alice, To: bob, Amount: dectest.D("0.001")}, bourse.EInvalid},
+		{"Zero", currency.Transfer{Key: "k2", From: alice, To: bob, Amount: dectest.D("0")}, bourse.EInvalid},
+		{"Negative", currency.Transfer{Key: "k3", From: alice, To: bob, Amount: dectest.D("-1")}, bourse.EInvalid},
+		{"SameAccount", currency.Transfer{Key: "k4", From: alice, To: alice, Amount: dectest.D("1")}, bourse.EInvalid},
+		{"UnknownFrom", currency.Transfer{Key: "k5", From: "wallet/GPU/nobody", To: alice, Amount: dectest.D("1")}, bourse.ENotFound},
+		{"UnknownTo", currency.Transfer{Key: "k6", From: alice, To: "wallet/GPU/nobody", Amount: dectest.D("1")}, bourse.ENotFound},
+		{"ECurrencyMismatch", currency.Transfer{Key: "k7", From: alice, To: euro.ID, Amount: dectest.D("1")}, bourse.ECurrencyMismatch},
+		{"EmptyKey", currency.Transfer{Key: "", From: alice, To: bob, Amount: dectest.D("1")}, bourse.EInvalid},
+		{"NULInMemo", currency.Transfer{Key: "k8", From: alice, To: bob, Amount: dectest.D("1"), Memo: "a\x00b"}, bourse.EInvalid},
+		{"BadUTF8Memo", currency.Transfer{Key: "k9", From: alice, To: bob, Amount: dectest.D("1"), Memo: "\xff"}, bourse.EInvalid},
 		{"AmountAtLimit", currency.Transfer{Key: "k10", From: currency.IssuanceID(gpu), To: bob, Amount: currency.MaxAmount}, bourse.EInvalid},
-		{"SupplyPastLimit", currency.Transfer{Key: "k11", From: currency.IssuanceID(gpu), To: bob, Amount: currency.MaxAmount.Sub(D("50"))}, bourse.EInvalid},
+		{"SupplyPastLimit", currency.Transfer{Key: "k11", From: currency.IssuanceID(gpu), To: bob, Amount: currency.MaxAmount.Sub(dectest.D("50"))}, bourse.EInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,18 +163,18 @@ func testTransfers(t *testing.T, open Opener) {
 func testIdempotency(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	alice, bob := f.wallet("alice"), f.wallet("bob")
-	first := f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("10")})
+	first := f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("10")})
 
 	t.Run("SameKeySameContent", func(t *testing.T) {
 		f.clock.Advance(time.Hour)
-		again := f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("10.00")})
+		again := f.ok(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("10.00")})
 		require.Len(t, again.Movements, 1)
 		assert.Equal(t, first.Movements[0].ID, again.Movements[0].ID)
 		assert.True(t, first.Movements[0].At.Equal(again.Movements[0].At), "the first result, not a new one")
 		f.balance(alice, "10", "0")
 	})
 	t.Run("SameKeyOtherContent", func(t *testing.T) {
-		f.fails(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("11")}, bourse.EIdempotencyConflict)
+		f.fails(currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("11")}, bourse.EIdempotencyConflict)
 		f.fails(currency.Void{Key: "mint", Hold: "h"}, bourse.EIdempotencyConflict)
 		f.balance(alice, "10", "0")
 	})
@@ -185,11 +186,11 @@ func testIdempotency(t *testing.T, open Opener) {
 			field   string
 			message string
 		}{
-			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: D("11"), Memo: "x"}, "amount",
+			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("11"), Memo: "x"}, "amount",
 				`key "mint" was used before for a transfer with another amount`},
-			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: bob, Amount: D("10")}, "to",
+			{currency.Transfer{Key: "mint", From: currency.IssuanceID(gpu), To: bob, Amount: dectest.D("10")}, "to",
 				`key "mint" was used before for a transfer with another to`},
-			{currency.Transfer{Key: "mint", From: bob, To: alice, Amount: D("10")}, "from",
+			{currency.Transfer{Key: "mint", From: bob, To: alice, Amount: dectest.D("10")}, "from",
 				`key "mint" was used before for a transfer with another from`},
 			{currency.Void{Key: "mint", Hold: "h"}, "key", `key "mint" was used before for a transfer, not a void`},
 		} {
@@ -203,23 +204,23 @@ func testIdempotency(t *testing.T, open Opener) {
 	// memo, or none, is a replay and returns the first result, memo and all.
 	t.Run("MemoIsNotContent", func(t *testing.T) {
 		carol, srv := f.wallet("carol"), f.revenue("memo-srv")
-		g1 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30"), Memo: "November allocation"})
-		g2 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30.00")})
+		g1 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: dectest.D("30"), Memo: "November allocation"})
+		g2 := f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: dectest.D("30.00")})
 		replayOf(t, g1, g2)
 		assert.Equal(t, "November allocation", g2.Movements[0].Memo)
-		f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: D("30"), Memo: "another note"})
+		f.ok(currency.Transfer{Key: "grant-carol", From: currency.IssuanceID(gpu), To: carol, Amount: dectest.D("30"), Memo: "another note"})
 		f.balance(carol, "30", "0")
 
 		dl := f.clock.Now().Add(time.Hour)
 		for i, memos := range [][2]string{{"prepayment", ""}, {"", "prepayment"}} {
 			hold := currency.HoldID(fmt.Sprintf("memo-h%d", i))
-			r1 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: D("5"), Deadline: dl, Memo: memos[0]})
-			r2 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: D("5"), Deadline: dl, Memo: memos[1]})
+			r1 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: dectest.D("5"), Deadline: dl, Memo: memos[0]})
+			r2 := f.ok(currency.Reserve{Key: "memo-r" + string(hold), Hold: hold, From: carol, Amount: dectest.D("5"), Deadline: dl, Memo: memos[1]})
 			replayOf(t, r1, r2)
 		}
 		f.balance(carol, "20", "10")
-		c1 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("2"), Memo: "settled"})
-		c2 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("2")})
+		c1 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: dectest.D("2"), Memo: "settled"})
+		c2 := f.ok(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: dectest.D("2")})
 		replayOf(t, c1, c2)
 		assert.Equal(t, "settled", c2.Movements[0].Memo)
 		v1 := f.ok(currency.Void{Key: "memo-v", Hold: "memo-h1"})
@@ -229,27 +230,27 @@ func testIdempotency(t *testing.T, open Opener) {
 		f.balance(srv, "2", "0")
 
 		// Still, the fields that move money are compared.
-		r := f.fails(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: D("3"), Memo: "settled"}, bourse.EIdempotencyConflict)
+		r := f.fails(currency.Capture{Key: "memo-c", Hold: "memo-h0", To: srv, Amount: dectest.D("3"), Memo: "settled"}, bourse.EIdempotencyConflict)
 		assert.Equal(t, "amount", r.Err.Field)
-		r = f.fails(currency.Reserve{Key: "memo-rmemo-h0", Hold: "memo-h0", From: carol, Amount: D("5"), Deadline: dl.Add(time.Second)}, bourse.EIdempotencyConflict)
+		r = f.fails(currency.Reserve{Key: "memo-rmemo-h0", Hold: "memo-h0", From: carol, Amount: dectest.D("5"), Deadline: dl.Add(time.Second)}, bourse.EIdempotencyConflict)
 		assert.Equal(t, "deadline", r.Err.Field)
 	})
 	t.Run("FailedKeyStaysFailed", func(t *testing.T) {
-		f.fails(currency.Transfer{Key: "pay", From: bob, To: alice, Amount: D("5")}, bourse.EInsufficientFunds)
+		f.fails(currency.Transfer{Key: "pay", From: bob, To: alice, Amount: dectest.D("5")}, bourse.EInsufficientFunds)
 		f.mint("fund-bob", bob, "50")
-		f.fails(currency.Transfer{Key: "pay", From: bob, To: alice, Amount: D("5")}, bourse.EInsufficientFunds)
+		f.fails(currency.Transfer{Key: "pay", From: bob, To: alice, Amount: dectest.D("5")}, bourse.EInsufficientFunds)
 		f.balance(bob, "50", "0")
-		f.ok(currency.Transfer{Key: "pay-2", From: bob, To: alice, Amount: D("5")})
+		f.ok(currency.Transfer{Key: "pay-2", From: bob, To: alice, Amount: dectest.D("5")})
 		f.balance(bob, "45", "0")
 	})
 	t.Run("HoldOps", func(t *testing.T) {
 		srv := f.revenue("srv")
 		dl := f.clock.Now().Add(time.Hour)
-		f.ok(currency.Reserve{Key: "r", Hold: "h1", From: bob, Amount: D("20"), Deadline: dl})
-		f.ok(currency.Reserve{Key: "r", Hold: "h1", From: bob, Amount: D("20"), Deadline: dl})
+		f.ok(currency.Reserve{Key: "r", Hold: "h1", From: bob, Amount: dectest.D("20"), Deadline: dl})
+		f.ok(currency.Reserve{Key: "r", Hold: "h1", From: bob, Amount: dectest.D("20"), Deadline: dl})
 		f.balance(bob, "25", "20")
-		c1 := f.ok(currency.Capture{Key: "c", Hold: "h1", To: srv, Amount: D("7")})
-		c2 := f.ok(currency.Capture{Key: "c", Hold: "h1", To: srv, Amount: D("7")})
+		c1 := f.ok(currency.Capture{Key: "c", Hold: "h1", To: srv, Amount: dectest.D("7")})
+		c2 := f.ok(currency.Capture{Key: "c", Hold: "h1", To: srv, Amount: dectest.D("7")})
 		assert.Equal(t, c1.Hold.Status, c2.Hold.Status)
 		f.balance(bob, "38", "0")
 		f.balance(srv, "7", "0")
@@ -276,7 +277,7 @@ func testHolds(t *testing.T, open Opener) {
 	f.mint("m", alice, "100")
 	dl := f.clock.Now().Add(10 * time.Minute)
 
-	r := f.ok(currency.Reserve{Key: "hold-1", Hold: "c1", From: alice, Amount: D("40"), Deadline: dl, Memo: "contract c1"})
+	r := f.ok(currency.Reserve{Key: "hold-1", Hold: "c1", From: alice, Amount: dectest.D("40"), Deadline: dl, Memo: "contract c1"})
 	require.NotNil(t, r.Hold)
 	assert.Equal(t, currency.HoldOpen, r.Hold.Status)
 	assert.True(t, r.Hold.Deadline.Equal(dl))
@@ -284,35 +285,35 @@ func testHolds(t *testing.T, open Opener) {
 	f.balance(currency.EscrowID("c1"), "40", "0")
 
 	t.Run("EInsufficientFunds", func(t *testing.T) {
-		f.fails(currency.Reserve{Key: "hold-2", Hold: "c2", From: alice, Amount: D("60.01"), Deadline: dl}, bourse.EInsufficientFunds)
+		f.fails(currency.Reserve{Key: "hold-2", Hold: "c2", From: alice, Amount: dectest.D("60.01"), Deadline: dl}, bourse.EInsufficientFunds)
 		_, err := f.l.Hold(f.ctx, "c2")
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 	})
 	t.Run("EConflict", func(t *testing.T) {
-		f.fails(currency.Reserve{Key: "hold-1b", Hold: "c1", From: alice, Amount: D("1"), Deadline: dl}, bourse.EConflict)
+		f.fails(currency.Reserve{Key: "hold-1b", Hold: "c1", From: alice, Amount: dectest.D("1"), Deadline: dl}, bourse.EConflict)
 	})
 	t.Run("OnlyWallets", func(t *testing.T) {
-		f.fails(currency.Reserve{Key: "hold-3", Hold: "c3", From: srv, Amount: D("1"), Deadline: dl}, bourse.EInvalid)
+		f.fails(currency.Reserve{Key: "hold-3", Hold: "c3", From: srv, Amount: dectest.D("1"), Deadline: dl}, bourse.EInvalid)
 	})
 	t.Run("NoDeadline", func(t *testing.T) {
-		f.fails(currency.Reserve{Key: "hold-4", Hold: "c4", From: alice, Amount: D("1")}, bourse.EInvalid)
+		f.fails(currency.Reserve{Key: "hold-4", Hold: "c4", From: alice, Amount: dectest.D("1")}, bourse.EInvalid)
 	})
 	t.Run("EscrowCannotTransfer", func(t *testing.T) {
-		f.fails(currency.Transfer{Key: "steal", From: currency.EscrowID("c1"), To: alice, Amount: D("1")}, bourse.EInvalid)
+		f.fails(currency.Transfer{Key: "steal", From: currency.EscrowID("c1"), To: alice, Amount: dectest.D("1")}, bourse.EInvalid)
 	})
 	t.Run("CaptureTooMuch", func(t *testing.T) {
-		f.fails(currency.Capture{Key: "cap-x", Hold: "c1", To: srv, Amount: D("40.01")}, bourse.EInvalid)
-		f.fails(currency.Capture{Key: "cap-y", Hold: "c1", To: srv, Amount: D("-1")}, bourse.EInvalid)
-		f.fails(currency.Capture{Key: "cap-z", Hold: "c1", To: currency.IssuanceID(gpu), Amount: D("1")}, bourse.EInvalid)
+		f.fails(currency.Capture{Key: "cap-x", Hold: "c1", To: srv, Amount: dectest.D("40.01")}, bourse.EInvalid)
+		f.fails(currency.Capture{Key: "cap-y", Hold: "c1", To: srv, Amount: dectest.D("-1")}, bourse.EInvalid)
+		f.fails(currency.Capture{Key: "cap-z", Hold: "c1", To: currency.IssuanceID(gpu), Amount: dectest.D("1")}, bourse.EInvalid)
 	})
 	t.Run("Capture", func(t *testing.T) {
 		f.clock.Advance(time.Minute)
-		r := f.ok(currency.Capture{Key: "cap-1", Hold: "c1", To: srv, Amount: D("12.34")})
+		r := f.ok(currency.Capture{Key: "cap-1", Hold: "c1", To: srv, Amount: dectest.D("12.34")})
 		h := r.Hold
 		require.NotNil(t, h)
 		assert.Equal(t, currency.HoldCaptured, h.Status)
-		assert.True(t, h.Captured.Equal(D("12.34")))
-		assert.True(t, h.Released.Equal(D("27.66")))
+		assert.True(t, h.Captured.Equal(dectest.D("12.34")))
+		assert.True(t, h.Released.Equal(dectest.D("27.66")))
 		assert.Equal(t, srv, h.CapturedTo)
 		assert.Len(t, r.Movements, 2)
 		f.balance(alice, "87.66", "0")
@@ -324,34 +325,34 @@ func testHolds(t *testing.T, open Opener) {
 		assert.True(t, got.Resolved.Equal(f.clock.Now()))
 	})
 	t.Run("EHoldResolved", func(t *testing.T) {
-		f.fails(currency.Capture{Key: "cap-2", Hold: "c1", To: srv, Amount: D("1")}, bourse.EHoldResolved)
+		f.fails(currency.Capture{Key: "cap-2", Hold: "c1", To: srv, Amount: dectest.D("1")}, bourse.EHoldResolved)
 		f.fails(currency.Void{Key: "void-1", Hold: "c1"}, bourse.EHoldResolved)
 		f.clock.Advance(time.Hour)
 		f.fails(currency.Expire{Key: "exp-1", Hold: "c1"}, bourse.EHoldResolved)
 		f.balance(srv, "12.34", "0")
 	})
 	t.Run("Void", func(t *testing.T) {
-		f.ok(currency.Reserve{Key: "hold-5", Hold: "c5", From: alice, Amount: D("50"), Deadline: f.clock.Now().Add(time.Hour)})
+		f.ok(currency.Reserve{Key: "hold-5", Hold: "c5", From: alice, Amount: dectest.D("50"), Deadline: f.clock.Now().Add(time.Hour)})
 		f.balance(alice, "37.66", "50")
 		r := f.ok(currency.Void{Key: "void-5", Hold: "c5"})
 		assert.Equal(t, currency.HoldVoided, r.Hold.Status)
-		assert.True(t, r.Hold.Released.Equal(D("50")))
+		assert.True(t, r.Hold.Released.Equal(dectest.D("50")))
 		f.balance(alice, "87.66", "0")
 	})
 	t.Run("CaptureAll", func(t *testing.T) {
-		f.ok(currency.Reserve{Key: "hold-6", Hold: "c6", From: alice, Amount: D("7.66"), Deadline: f.clock.Now().Add(time.Hour)})
-		r := f.ok(currency.Capture{Key: "cap-6", Hold: "c6", To: srv, Amount: D("7.66")})
+		f.ok(currency.Reserve{Key: "hold-6", Hold: "c6", From: alice, Amount: dectest.D("7.66"), Deadline: f.clock.Now().Add(time.Hour)})
+		r := f.ok(currency.Capture{Key: "cap-6", Hold: "c6", To: srv, Amount: dectest.D("7.66")})
 		assert.Len(t, r.Movements, 1, "nothing to release")
 		f.balance(alice, "80", "0")
 	})
 	t.Run("CaptureNothing", func(t *testing.T) {
-		f.ok(currency.Reserve{Key: "hold-7", Hold: "c7", From: alice, Amount: D("10"), Deadline: f.clock.Now().Add(time.Hour)})
-		r := f.ok(currency.Capture{Key: "cap-7", Hold: "c7", To: srv, Amount: D("0")})
+		f.ok(currency.Reserve{Key: "hold-7", Hold: "c7", From: alice, Amount: dectest.D("10"), Deadline: f.clock.Now().Add(time.Hour)})
+		r := f.ok(currency.Capture{Key: "cap-7", Hold: "c7", To: srv, Amount: dectest.D("0")})
 		assert.Len(t, r.Movements, 1, "all released")
 		f.balance(alice, "80", "0")
 	})
 	t.Run("UnknownHold", func(t *testing.T) {
-		f.fails(currency.Capture{Key: "cap-8", Hold: "nope", To: srv, Amount: D("1")}, bourse.ENotFound)
+		f.fails(currency.Capture{Key: "cap-8", Hold: "nope", To: srv, Amount: dectest.D("1")}, bourse.ENotFound)
 	})
 	f.balance(srv, "20", "0")
 	rep := f.audit()
@@ -364,8 +365,8 @@ func testExpiry(t *testing.T, open Opener) {
 	alice := f.wallet("alice")
 	f.mint("m", alice, "100")
 	start := f.clock.Now()
-	f.ok(currency.Reserve{Key: "a", Hold: "late", From: alice, Amount: D("10"), Deadline: start.Add(20 * time.Minute)})
-	f.ok(currency.Reserve{Key: "b", Hold: "early", From: alice, Amount: D("20"), Deadline: start.Add(10 * time.Minute)})
+	f.ok(currency.Reserve{Key: "a", Hold: "late", From: alice, Amount: dectest.D("10"), Deadline: start.Add(20 * time.Minute)})
+	f.ok(currency.Reserve{Key: "b", Hold: "early", From: alice, Amount: dectest.D("20"), Deadline: start.Add(10 * time.Minute)})
 
 	due, err := f.l.DueHolds(f.ctx, 10)
 	require.NoError(t, err)
@@ -403,11 +404,11 @@ func testBatch(t *testing.T, open Opener) {
 	alice, srv := f.wallet("alice"), f.revenue("srv")
 	dl := f.clock.Now().Add(time.Hour)
 	rs, err := f.l.Apply(f.ctx,
-		currency.Transfer{Key: "m", From: currency.IssuanceID(gpu), To: alice, Amount: D("10")},
-		currency.Reserve{Key: "r", Hold: "h", From: alice, Amount: D("8"), Deadline: dl},
-		currency.Transfer{Key: "t", From: alice, To: srv, Amount: D("5")}, // fails: 2 left
-		currency.Capture{Key: "c", Hold: "h", To: srv, Amount: D("3")},
-		currency.Capture{Key: "c", Hold: "h", To: srv, Amount: D("3")}, // replay inside the batch
+		currency.Transfer{Key: "m", From: currency.IssuanceID(gpu), To: alice, Amount: dectest.D("10")},
+		currency.Reserve{Key: "r", Hold: "h", From: alice, Amount: dectest.D("8"), Deadline: dl},
+		currency.Transfer{Key: "t", From: alice, To: srv, Amount: dectest.D("5")}, // fails: 2 left
+		currency.Capture{Key: "c", Hold: "h", To: srv, Amount: dectest.D("3")},
+		currency.Capture{Key: "c", Hold: "h", To: srv, Amount: dectest.D("3")}, // replay inside the batch
 	)
 	require.NoError(t, err)
 	require.Len(t, rs, 5)
@@ -426,9 +427,9 @@ func testStatement(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	alice, bob := f.wallet("alice"), f.wallet("bob")
 	f.mint("m1", alice, "10")
-	f.ok(currency.Transfer{Key: "p1", From: alice, To: bob, Amount: D("3"), Memo: "lunch"})
-	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: D("4"), Deadline: f.clock.Now().Add(time.Hour)})
-	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: bob, Amount: D("1")})
+	f.ok(currency.Transfer{Key: "p1", From: alice, To: bob, Amount: dectest.D("3"), Memo: "lunch"})
+	f.ok(currency.Reserve{Key: "r1", Hold: "h1", From: alice, Amount: dectest.D("4"), Deadline: f.clock.Now().Add(time.Hour)})
+	f.ok(currency.Capture{Key: "c1", Hold: "h1", To: bob, Amount: dectest.D("1")})
 
 	es, err := f.l.Statement(f.ctx, alice, 0, 100)
 	require.NoError(t, err)
@@ -446,8 +447,8 @@ func testStatement(t *testing.T, open Opener) {
 	for i, w := range want {
 		e := es[i]
 		assert.Equal(t, int64(i+1), e.Seq)
-		assert.True(t, e.Amount.Equal(D(w.amount)), "entry %d amount %s, want %s", i+1, e.Amount, w.amount)
-		assert.True(t, e.Balance.Equal(D(w.balance)), "entry %d balance %s, want %s", i+1, e.Balance, w.balance)
+		assert.True(t, e.Amount.Equal(dectest.D(w.amount)), "entry %d amount %s, want %s", i+1, e.Amount, w.amount)
+		assert.True(t, e.Balance.Equal(dectest.D(w.balance)), "entry %d balance %s, want %s", i+1, e.Balance, w.balance)
 		assert.Equal(t, w.cp, e.Counterparty, "entry %d", i+1)
 		assert.Equal(t, w.key, e.Key, "entry %d", i+1)
 		assert.Equal(t, alice, e.Account)

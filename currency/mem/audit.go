@@ -160,15 +160,15 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 				Detail: fmt.Sprintf("%d compacted holds of %s: captured %s + released %s", t.n, t.amount, t.captured, t.released)})
 		}
 	}
-	l.auditExchanges(add)
+	l.auditConversions(add)
 	return r, nil
 }
 
-// auditExchanges checks that each exchange has both legs. Compact may
+// auditConversions checks that each conversion has both legs. Compact may
 // forget one leg before the other (they are on different accounts), so
 // only exchanges whose key's result is still kept are checked: those were
 // stored after every compaction's cut, like their legs.
-func (l *Ledger) auditExchanges(add func(currency.Violation)) {
+func (l *Ledger) auditConversions(add func(currency.Violation)) {
 	legs := map[string][]*movement{}
 	for _, m := range l.movements {
 		if strings.HasPrefix(m.ID, "x/") {
@@ -178,7 +178,7 @@ func (l *Ledger) auditExchanges(add func(currency.Violation)) {
 	for _, key := range slices.Sorted(maps.Keys(legs)) {
 		if _, kept := l.results[key]; kept && len(legs[key]) != 2 {
 			m := legs[key][0]
-			add(currency.Violation{Rule: currency.RuleExchangeWhole, Currency: m.Currency, Detail: fmt.Sprintf("exchange %q has %d legs", key, len(legs[key]))})
+			add(currency.Violation{Rule: currency.RuleConversionWhole, Currency: m.Currency, Detail: fmt.Sprintf("exchange %q has %d legs", key, len(legs[key]))})
 		}
 	}
 }

@@ -47,11 +47,11 @@ func TestAuditFindsCorruption(t *testing.T) {
 		currency.RuleAppliedOnce: func(l *Ledger) {
 			l.movements = append(l.movements, l.movements[0])
 		},
-		currency.RuleExchangeWhole: func(l *Ledger) {
+		currency.RuleConversionWhole: func(l *Ledger) {
 			require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 0}))
 			_, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", "a"), Currency: "CRED", Kind: currency.Wallet})
 			require.NoError(t, err)
-			_, err = currency.Do(ctx, l, currency.Exchange{Key: "x", From: currency.WalletID("GPU", "a"), To: currency.WalletID("CRED", "a"), Amount: decimal.NewFromInt(1), Rate: decimal.NewFromInt(2)})
+			_, err = currency.Do(ctx, l, currency.Convert{Key: "x", From: currency.WalletID("GPU", "a"), To: currency.WalletID("CRED", "a"), Amount: decimal.NewFromInt(1), Rate: decimal.NewFromInt(2)})
 			require.NoError(t, err)
 			l.movements = l.movements[:len(l.movements)-1] // the in leg, gone
 		},

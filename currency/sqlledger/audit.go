@@ -160,7 +160,7 @@ GROUP BY idem_key HAVING COUNT(DISTINCT op) > 1 ORDER BY idem_key`,
 	},
 }, {
 	// An exchange's out leg has its in leg, and the other way round.
-	rule: currency.RuleExchangeWhole,
+	rule: currency.RuleConversionWhole,
 	sql: `SELECT idem_key, MIN(currency), string_agg(id, ' ' ORDER BY id) FROM movements
 WHERE id IN ('x/' || idem_key || '/out', 'x/' || idem_key || '/in')
 GROUP BY idem_key HAVING COUNT(*) <> 2 ORDER BY idem_key`,

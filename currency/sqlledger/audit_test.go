@@ -37,7 +37,7 @@ func auditFixture(t *testing.T) *Ledger {
 		currency.Reserve{Key: "r1", Hold: "h1", From: "wallet/GPU/alice", Amount: d("30"), Deadline: dl},
 		currency.Capture{Key: "c1", Hold: "h1", To: "revenue/GPU/srv", Amount: d("12.5")},
 		currency.Reserve{Key: "r2", Hold: "h2", From: "wallet/GPU/bob", Amount: d("4"), Deadline: dl},
-		currency.Exchange{Key: "x1", From: "wallet/GPU/alice", To: "wallet/CRED/alice", Amount: d("2"), Rate: d("3")},
+		currency.Convert{Key: "x1", From: "wallet/GPU/alice", To: "wallet/CRED/alice", Amount: d("2"), Rate: d("3")},
 	)
 	require.NoError(t, err)
 	for _, r := range rs {
@@ -86,7 +86,7 @@ WHERE seq = 1 AND account_uid = (SELECT uid FROM accounts WHERE id = 'wallet/GPU
 			currency.RuleAppliedOnce, currency.Violation{Currency: "GPU"}},
 		{"ExchangeHalf", `WITH gone AS (DELETE FROM movements WHERE id = 'x/x1/in' RETURNING uid)
 DELETE FROM entries WHERE movement_uid IN (SELECT uid FROM gone)`,
-			currency.RuleExchangeWhole, currency.Violation{Currency: "GPU"}},
+			currency.RuleConversionWhole, currency.Violation{Currency: "GPU"}},
 		{"ResultTwice", `INSERT INTO results SELECT gen_random_uuid(), idem_key, fingerprint, result FROM results WHERE idem_key = 'pay'`,
 			currency.RuleAppliedOnce, currency.Violation{}},
 		{"HoldResolvedUnbalanced", `UPDATE holds SET released = released + 1 WHERE id = 'h1'`,

@@ -59,7 +59,7 @@ func TestExchangeSecondLegFails(t *testing.T) {
 			_, err = admin.Exec(ctx, `ALTER TABLE movements ADD CONSTRAINT fault_second_leg CHECK (id NOT LIKE 'x/%/in')`)
 			require.NoError(t, err)
 
-			x := currency.Exchange{Key: "x1", From: gpu, To: cred, Amount: decimal.NewFromInt(10), Rate: decimal.RequireFromString("1.5")}
+			x := currency.Convert{Key: "x1", From: gpu, To: cred, Amount: decimal.NewFromInt(10), Rate: decimal.RequireFromString("1.5")}
 			_, err = l.Apply(ctx, x)
 			require.Error(t, err, "the database refused the second leg")
 			requireBalance(t, l, gpu, "100")
@@ -119,7 +119,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n) == nil
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				x := currency.Exchange{Key: fmt.Sprintf("x/%d/%d", w, i), From: gpu, To: cred, Amount: decimal.NewFromInt(1), Rate: decimal.RequireFromString("1.5")}
+				x := currency.Convert{Key: fmt.Sprintf("x/%d/%d", w, i), From: gpu, To: cred, Amount: decimal.NewFromInt(1), Rate: decimal.RequireFromString("1.5")}
 				for try := 0; ; try++ {
 					_, err := currency.Do(ctx, l, x)
 					if err == nil {

@@ -234,7 +234,7 @@ func (s *state) queuePrefetch(b *pgx.Batch, ops []currency.Op) (loaded func()) {
 		switch o := op.(type) {
 		case currency.Transfer:
 			accounts = append(accounts, o.From, o.To)
-		case currency.Exchange:
+		case currency.Convert:
 			accounts = append(accounts, o.From, o.To)
 		case currency.Reserve:
 			accounts = append(accounts, o.From, currency.EscrowID(o.Hold))

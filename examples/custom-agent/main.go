@@ -52,7 +52,7 @@ func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
 func (m *median) Take(j strategy.Job, counters []trade.Counter, now time.Time) *trade.Counter {
 	m.mu.Lock()
 	for _, k := range counters {
-		m.seen = append(m.seen, k.Terms.FullUseRate().Decimal(6))
+		m.seen = append(m.seen, k.Terms.FullUsePrice().Decimal(6))
 	}
 	m.seen = m.seen[max(0, len(m.seen)-20):]
 	m.mu.Unlock()

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +13,8 @@ import (
 
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
 )
@@ -29,15 +25,8 @@ var _ strategy.Strategy = (*median)(nil)
 // bidding.
 func TestTrade(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New(mem.New(mem.Options{}))
-	m, err := market.Start(ctx, market.Config{Store: store, Clients: []scenario.ClientSpec{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	defer m.Stop(ctx)
-	l := store.Ledger()
-	w, err := l.OpenAccount(ctx, currency.Account{ID: currency.WalletID("CRED", "ada"), Currency: "CRED", Kind: currency.Wallet})
-	require.NoError(t, err)
-	_, err = currency.Do(ctx, l, currency.Transfer{Key: "grant/ada", From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(30)})
-	require.NoError(t, err)
+	m := markettest.Start(t, market.Config{Clients: []scenario.ClientSpec{}})
+	m.Fund("CRED", decimal.NewFromInt(30), "ada")
 
 	var out bytes.Buffer
 	require.NoError(t, runJobs(ctx, m.URL(), "ada", 3, 300*time.Millisecond, &out))

@@ -29,6 +29,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/sqlstore"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
@@ -129,7 +130,7 @@ func TestTakeAllForNothing(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 
-		greedy := trade.Reading{Contract: c.ID, Seq: 1, U: d("600"), T: trade.Duration(8760 * time.Hour), S: d("1"),
+		greedy := trade.Reading{Contract: c.ID, Seq: 1, U: dectest.D("600"), T: trade.Duration(8760 * time.Hour), S: dectest.D("1"),
 			At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(greedy)
 		nowish := greedy
@@ -142,7 +143,7 @@ func TestTakeAllForNothing(t *testing.T) {
 		assert.Nil(t, got.Reading, "an unbelievable reading was stored")
 
 		ran := time.Since(c.AcceptedAt)
-		honestFinal := trade.Reading{Contract: c.ID, Seq: 3, U: d("0.5"), T: trade.Duration(ran), S: d("1"),
+		honestFinal := trade.Reading{Contract: c.ID, Seq: 3, U: dectest.D("0.5"), T: trade.Duration(ran), S: dectest.D("1"),
 			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(honestFinal)
 		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, honestFinal.Usage())
@@ -175,7 +176,7 @@ func TestMalformedReadings(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		assert.Nil(t, m.contract(c.ID).Reading, "a malformed reading was stored")
 
-		final := trade.Reading{Contract: c.ID, Seq: 6, U: d("0.2"), T: trade.Duration(200 * time.Millisecond), S: d("1"),
+		final := trade.Reading{Contract: c.ID, Seq: 6, U: dectest.D("0.2"), T: trade.Duration(200 * time.Millisecond), S: dectest.D("1"),
 			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
 		srv.publish(final)
 		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, final.Usage())
@@ -199,7 +200,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
 			id := o.Offer[:strings.LastIndex(o.Offer, "-")] // the contract's id
 			for seq := uint64(1); seq <= 40; seq++ {
-				r := trade.Reading{Contract: id, Seq: seq, U: d("0"), T: 0, S: d("0"), At: time.Now().UTC()}
+				r := trade.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
 				// Every id the winner's readings could have, were ids
 				// predictable: today's form and the earlier ones.
@@ -221,7 +222,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		require.NotNil(t, c.Reading)
 		assert.True(t, c.Reading.Final, "settled on a reading that was not final: the final one was blocked")
 		chargedFor(t, c, trade.ReasonCompleted, c.Reading.Usage())
-		assert.True(t, c.Reading.U.GreaterThanOrEqual(d("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
+		assert.True(t, c.Reading.U.GreaterThanOrEqual(dectest.D("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
 		m.noOpenHold()
 	})
 }
@@ -236,7 +237,7 @@ func TestUnregisteredCurrency(t *testing.T) {
 		require.NoError(t, m.ledger.CreateCurrency(ctx, currency.Currency{Code: "USD", Scale: 2}))
 		w, err := m.ledger.OpenAccount(ctx, currency.Account{ID: currency.WalletID("USD", "alice"), Currency: "USD", Kind: currency.Wallet})
 		require.NoError(t, err)
-		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "grant/usd", From: currency.IssuanceID("USD"), To: w.ID, Amount: d("100")})
+		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "grant/usd", From: currency.IssuanceID("USD"), To: w.ID, Amount: dectest.D("100")})
 		require.NoError(t, err)
 		srv := m.scriptedServer("gpu1", 1, accept)
 		beat := protocol.Hello{Currency: "USD", GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
@@ -285,7 +286,7 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 			require.NoError(t, err)
 			_, err = store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {
 				c.State, c.StartedAt, c.LastSeen = trade.StateRunning, past, past
-				c.Reading = &trade.Reading{Contract: c.ID, Seq: 1, U: d("10"), T: trade.Duration(10 * time.Second), S: d("1"), At: past}
+				c.Reading = &trade.Reading{Contract: c.ID, Seq: 1, U: dectest.D("10"), T: trade.Duration(10 * time.Second), S: dectest.D("1"), At: past}
 				return nil, nil
 			})
 			require.NoError(t, err)
@@ -342,7 +343,7 @@ func TestHoldsExpire(t *testing.T) {
 		alice := m.client("alice")
 		tm := terms("alice")
 		tm.TimeLimit = time.Second
-		tm.Prepayment = d("0.01")
+		tm.Prepayment = dectest.D("0.01")
 		c := m.running(alice, tm)
 
 		ctx, stop := context.WithCancel(context.Background())
@@ -350,8 +351,8 @@ func TestHoldsExpire(t *testing.T) {
 		last := make(chan trade.Reading, 1000)
 		go func() {
 			for seq := uint64(1); ctx.Err() == nil; seq++ {
-				r := trade.Reading{Contract: c.ID, Seq: seq, U: d("0.5"), T: trade.Duration(time.Since(c.AcceptedAt)),
-					S: d("1"), At: time.Now().UTC()}
+				r := trade.Reading{Contract: c.ID, Seq: seq, U: dectest.D("0.5"), T: trade.Duration(time.Since(c.AcceptedAt)),
+					S: dectest.D("1"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
 				if _, err := srv.js.Publish(ctx, protocol.UsageSubject(srv.id, c.ID), body, jetstream.WithMsgID(protocol.MsgID(srv.id, r))); err == nil {
 					last <- r

@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -48,7 +49,7 @@ func TestStandingOffer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bal.Held.IsZero(), "nothing held while it waits")
 	require.NotNil(t, bal.Waiting)
-	assert.True(t, bal.Waiting.Prepayments.Equal(d("6")))
+	assert.True(t, bal.Waiting.Prepayments.Equal(dectest.D("6")))
 
 	other, err := bob.OfferWait(ctx, "other", terms("bob"), time.Hour)
 	require.NoError(t, err)

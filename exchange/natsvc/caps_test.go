@@ -18,6 +18,7 @@ import (
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -76,9 +77,9 @@ func TestCapUnderConcurrency(t *testing.T) {
 		require.Len(t, made, 4, "the cap")
 		assert.Equal(t, 28, capped)
 		bal := m.balance(currency.WalletID(cred, "alice"))
-		assert.True(t, bal.Held.Equal(d("24")), "four prepayments of 6 held, no more: %s", bal.Held)
+		assert.True(t, bal.Held.Equal(dectest.D("24")), "four prepayments of 6 held, no more: %s", bal.Held)
 		capBal := m.balance(caps.GPUWallet("alice"))
-		assert.True(t, capBal.Held.Equal(d("4")) && capBal.Available.IsZero(), "%+v", capBal)
+		assert.True(t, capBal.Held.Equal(dectest.D("4")) && capBal.Available.IsZero(), "%+v", capBal)
 		m.audit()
 
 		_, err := alice.Offer(context.Background(), "one-more", terms("alice"))
@@ -93,7 +94,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 			m.settled(c.ID, 5*time.Second)
 		}
 		capBal = m.balance(caps.GPUWallet("alice"))
-		assert.True(t, capBal.Held.Equal(d("2")) && capBal.Available.Equal(d("2")), "two GPUs back: %+v", capBal)
+		assert.True(t, capBal.Held.Equal(dectest.D("2")) && capBal.Available.Equal(dectest.D("2")), "two GPUs back: %+v", capBal)
 		for i := range 2 {
 			r, err := alice.Offer(context.Background(), fmt.Sprint("after-", i), terms("alice"))
 			require.NoError(t, err)
@@ -138,7 +139,7 @@ func TestCapHoldExpiredFirst(t *testing.T) {
 	settled := m.settled(c.ID, 5*time.Second)
 	assert.Equal(t, trade.StateSettled, settled.State)
 	capBal := m.balance(caps.GPUWallet("alice"))
-	assert.True(t, capBal.Available.Equal(d("2")) && capBal.Held.IsZero(), "%+v", capBal)
+	assert.True(t, capBal.Available.Equal(dectest.D("2")) && capBal.Held.IsZero(), "%+v", capBal)
 	m.audit()
 }
 
@@ -163,7 +164,7 @@ func TestCapHoldsOfAnOldRecord(t *testing.T) {
 		_, err := tr.Open(ctx, "root", cred, a.owner, a.parent, "open-"+a.owner)
 		require.NoError(t, err)
 	}
-	_, err = tr.Grant(ctx, "root", cred, "alice", d("100"), "grant-alice", "")
+	_, err = tr.Grant(ctx, "root", cred, "alice", dectest.D("100"), "grant-alice", "")
 	require.NoError(t, err)
 	for owner, n := range map[string]int{"alice": 2, "acme": 4} {
 		_, err = tr.SetCap(ctx, "root", owner, n, "cap-"+owner)
@@ -195,7 +196,7 @@ func TestCapHoldsOfAnOldRecord(t *testing.T) {
 	assert.Equal(t, trade.StateSettled, m.settled(c.ID, 5*time.Second).State)
 	for owner, n := range map[string]string{"alice": "2", "acme": "4"} {
 		bal := m.balance(caps.GPUWallet(owner))
-		assert.True(t, bal.Held.IsZero() && bal.Available.Equal(d(n)), "%s's GPUs back: %+v", owner, bal)
+		assert.True(t, bal.Held.IsZero() && bal.Available.Equal(dectest.D(n)), "%s's GPUs back: %+v", owner, bal)
 	}
 	released := map[string]bool{}
 	for _, owner := range []string{"alice", "acme"} {

@@ -43,7 +43,7 @@ func BenchmarkFloodLatency(b *testing.B) {
 		lim  natsvc.Limits
 	}{
 		{"limits=default", natsvc.Limits{}},
-		{"limits=none", natsvc.Limits{Rate: -1, Readings: -1, InFlight: 1 << 20}},
+		{"limits=none", natsvc.Limits{Requests: -1, Readings: -1, InFlight: 1 << 20}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, _ := limitedMarket(b, 0, tc.lim)

@@ -13,6 +13,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -38,15 +39,15 @@ func TestOfferEscrowSettle(t *testing.T) {
 		got, err := alice.Contract(ctx, c.ID)
 		return err == nil && got.State == trade.StateRunning && slices.Equal(got.GPUs, []int{0})
 	})
-	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(d("94")))
-	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(d("6")))
+	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(dectest.D("94")))
+	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(dectest.D("6")))
 
 	t.Run("RetriedOfferEscrowsOnce", func(t *testing.T) {
 		again, err := alice.Offer(ctx, "job-1", terms("alice"))
 		require.NoError(t, err)
 		require.NotNil(t, again.Contract)
 		assert.Equal(t, c.ID, again.Contract.ID)
-		assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(d("6")))
+		assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(dectest.D("6")))
 	})
 
 	// Readings: in order, a duplicate (same msg id), a stale one, then final.
@@ -64,18 +65,18 @@ func TestOfferEscrowSettle(t *testing.T) {
 	require.NoError(t, err)
 	want, err := contract.Charge(got.Terms, final.Usage(), 2)
 	require.NoError(t, err)
-	assert.True(t, want.Charge.Equal(d("2.4")), "240 GPU-s at 0.01")
+	assert.True(t, want.Charge.Equal(dectest.D("2.4")), "240 GPU-s at 0.01")
 	assert.True(t, got.Charge.Equal(want.Charge), "charge %s, want %s", got.Charge, want.Charge)
-	assert.True(t, got.Refund.Equal(d("3.6")))
+	assert.True(t, got.Refund.Equal(dectest.D("3.6")))
 	assert.Equal(t, trade.ReasonCompleted, got.Reason)
 	assert.Equal(t, uint64(4), got.Reading.Seq)
-	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(d("97.6")))
-	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(d("2.4")))
+	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(dectest.D("97.6")))
+	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(dectest.D("2.4")))
 
 	// A reading after settlement changes nothing.
 	srv.publish(reading(c.ID, 5, "999", 400, true))
 	time.Sleep(100 * time.Millisecond)
-	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(d("2.4")))
+	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(dectest.D("2.4")))
 
 	var types []protocol.EventType
 	timeout := time.After(2 * time.Second)
@@ -90,7 +91,7 @@ collect:
 				assert.True(t, ev.Contract.Terms.Equal(c.Terms), "the accepted event's terms")
 			}
 			if ev.Type == protocol.EventSettled {
-				assert.True(t, ev.Contract.Charge.Equal(d("2.4")), "the settled event's charge")
+				assert.True(t, ev.Contract.Charge.Equal(dectest.D("2.4")), "the settled event's charge")
 				break collect
 			}
 		case <-timeout:
@@ -106,7 +107,7 @@ collect:
 func TestCounterOffers(t *testing.T) {
 	m := newMarket(t, nil)
 	m.wallet("bob", "100")
-	reserve := contract.Flat(d("0.02"))
+	reserve := contract.Flat(dectest.D("0.02"))
 	var taken atomic.Bool
 	m.scriptedServer("gpu1", 2, func(o protocol.ServerOffer) protocol.Decision {
 		if o.Counter == "k1" {

@@ -18,11 +18,11 @@ import (
 // group each allows a party 1/n of these (peers.go), so that they hold
 // for the whole market.
 type Limits struct {
-	// Rate is how many requests a second one client or server may make
+	// Requests is how many requests a second one client or server may make
 	// on average, Burst how many at once after a quiet spell: 100 and 200
-	// by default. A negative Rate is no limit.
-	Rate  float64
-	Burst int
+	// by default. A negative Requests is no limit.
+	Requests float64
+	Burst    int
 	// InFlight is how many offers, suspends and kills of one client are
 	// handled at once, 64 by default: a fair share of MaxInFlight, so that
 	// one client's negotiations cannot hold every slot.
@@ -36,8 +36,8 @@ type Limits struct {
 }
 
 func (l *Limits) defaults() {
-	if l.Rate == 0 {
-		l.Rate = 100
+	if l.Requests == 0 {
+		l.Requests = 100
 	}
 	if l.Burst <= 0 {
 		l.Burst = 200

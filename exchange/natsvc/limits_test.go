@@ -122,7 +122,7 @@ func TestReplySubjectChecked(t *testing.T) {
 // TestRateLimited: over its rate a client gets rate_limited with the time
 // to wait, and nothing is done; after that wait it is served again.
 func TestRateLimited(t *testing.T) {
-	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 5, Burst: 5})
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 5, Burst: 5})
 	m.wallet("alice", "100")
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
 	ask := func() error {
@@ -166,7 +166,7 @@ func TestRateLimited(t *testing.T) {
 // (rate_limited, with a retry-after) and alice's offers all become
 // contracts, though the slots in all are fewer than mallory's offers.
 func TestFloodLeavesOthersAlone(t *testing.T) {
-	m, reg := limitedMarket(t, 64, natsvc.Limits{Rate: 10000, Burst: 10000, InFlight: 16})
+	m, reg := limitedMarket(t, 64, natsvc.Limits{Requests: 10000, Burst: 10000, InFlight: 16})
 	m.wallet("alice", "1000")
 	m.wallet("mallory", "1000")
 	gpu1 := m.scriptedServer("gpu1", 64, accept)
@@ -316,7 +316,7 @@ func TestUsageStreamUpgrade(t *testing.T) {
 // flood of them is ignored past it, counted, and the server stays
 // registered on the ones within it.
 func TestHeartbeatFlood(t *testing.T) {
-	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 10, Burst: 10})
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 10, Burst: 10})
 	srv := m.scriptedServer("gpu1", 2, accept)
 	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus)})
 	for range 400 {
@@ -332,7 +332,7 @@ func TestHeartbeatFlood(t *testing.T) {
 // requests at a market that allows it 12 at once gets at most 12 through,
 // not three instances' worth (36, as before the shares).
 func TestLimitsForTheWholeMarket(t *testing.T) {
-	m, _ := limitedMarket(t, 0, natsvc.Limits{Rate: 0.01, Burst: 12})
+	m, _ := limitedMarket(t, 0, natsvc.Limits{Requests: 0.01, Burst: 12})
 	m.cfg.Metrics = nil // each instance registers its own
 	m.startExchange()
 	m.startExchange()
@@ -357,7 +357,7 @@ func TestLimitsForTheWholeMarket(t *testing.T) {
 // requests a second, with three instances (a share of 1 a second each),
 // hears a server that speaks twice a second at every instance.
 func TestHeartbeatsAtEveryInstance(t *testing.T) {
-	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 3, Burst: 3})
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 3, Burst: 3})
 	first := m.ex
 	m.cfg.Metrics = nil // each instance registers its own
 	m.startExchange()

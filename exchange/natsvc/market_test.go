@@ -22,6 +22,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
@@ -115,14 +116,12 @@ func (m *market) audit() currency.Report {
 	return r
 }
 
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
 // terms is a one-GPU offer at 0.01 per GPU-second, up to 10 minutes.
 func terms(client string) contract.Terms {
 	return contract.Terms{
 		Client: client, Currency: cred, GPUs: 1, TimeLimit: 10 * time.Minute,
-		Prepayment: d("6"), P: contract.Flat(d("0.01")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: d("1"), Duration: time.Second}},
+		Prepayment: dectest.D("6"), P: contract.Flat(dectest.D("0.01")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}},
 	}
 }
 
@@ -221,7 +220,7 @@ func (s *scripted) publish(r trade.Reading) {
 }
 
 func accept(protocol.ServerOffer) protocol.Decision {
-	return protocol.Decision{Accept: true, HoldFor: trade.Duration(5 * time.Second)}
+	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}
 }
 
 // waitFor polls until cond holds or fails the test after 5 seconds.
@@ -237,7 +236,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func reading(id string, seq uint64, u string, secs int, final bool) trade.Reading {
-	r := trade.Reading{Contract: id, Seq: seq, U: d(u), T: trade.Duration(time.Duration(secs) * time.Second), S: d("1"), At: time.Now().UTC(), Final: final}
+	r := trade.Reading{Contract: id, Seq: seq, U: dectest.D(u), T: trade.Duration(time.Duration(secs) * time.Second), S: dectest.D("1"), At: time.Now().UTC(), Final: final}
 	if final {
 		r.Reason = trade.ReasonCompleted
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 )
@@ -41,7 +42,7 @@ func TestMarketData(t *testing.T) {
 		limit         time.Duration
 	}{{"alice", "0.01", 1, 10 * time.Minute}, {"bob", "0.02", 2, 10 * time.Minute}, {"alice", "0.04", 1, 5 * time.Minute}} {
 		tm := terms(o.client)
-		tm.GPUs, tm.TimeLimit, tm.P = o.gpus, o.limit, contract.Flat(d(o.price))
+		tm.GPUs, tm.TimeLimit, tm.P = o.gpus, o.limit, contract.Flat(dectest.D(o.price))
 		tm.Prepayment = tm.CappedPrepayment(2)
 		reply, err := m.client(o.client).Offer(ctx, "md-"+o.price, tm)
 		require.NoError(t, err, "offer %d", i)
@@ -66,13 +67,13 @@ func TestMarketData(t *testing.T) {
 	assert.Equal(t, time.Hour, time.Duration(got.Window))
 	h := got.Models[0]
 	assert.Equal(t, "H100", h.Model)
-	assert.True(t, h.GPUSeconds.Equal(d("2100")), "%s", h.GPUSeconds)
+	assert.True(t, h.GPUSeconds.Equal(dectest.D("2100")), "%s", h.GPUSeconds)
 	require.NotNil(t, h.Prices)
-	assert.True(t, h.Prices.Low.Equal(d("0.01")), "low %s", h.Prices.Low)
-	assert.True(t, h.Prices.Median.Equal(d("0.02")), "median %s", h.Prices.Median)
-	assert.True(t, h.Prices.High.Equal(d("0.04")), "high %s", h.Prices.High)
+	assert.True(t, h.Prices.Low.Equal(dectest.D("0.01")), "low %s", h.Prices.Low)
+	assert.True(t, h.Prices.Median.Equal(dectest.D("0.02")), "median %s", h.Prices.Median)
+	assert.True(t, h.Prices.High.Equal(dectest.D("0.04")), "high %s", h.Prices.High)
 	// (0.01·600 + 0.02·1200 + 0.04·300) / 2100 = 42/2100 = 0.02
-	assert.True(t, h.Prices.VWAP.Equal(d("0.02")), "vwap %s", h.Prices.VWAP)
+	assert.True(t, h.Prices.VWAP.Equal(dectest.D("0.02")), "vwap %s", h.Prices.VWAP)
 	assert.Equal(t, 4, h.GPUs)
 	assert.Equal(t, 4, h.Free, "as the heartbeats say")
 	body, err := protocol.Marshal(got)

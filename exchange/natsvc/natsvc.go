@@ -128,9 +128,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), heartbeat (a server's heartbeats over its rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
-		limiter:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
-		beats:    newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
-		answers:  newBuckets(cfg.Limits.Rate, cfg.Limits.Burst),
+		limiter:  newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
+		beats:    newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
+		answers:  newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
 		logLines: newBuckets(1, 5)}
 	hc := cfg.Config

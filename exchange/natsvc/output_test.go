@@ -20,6 +20,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
@@ -44,7 +45,7 @@ func TestOutputToItsClientOnly(t *testing.T) {
 	for _, id := range []string{"alice", "bob"} {
 		w, err := store.Ledger().OpenAccount(ctx, currency.Account{ID: currency.WalletID(cred, id), Currency: cred, Kind: currency.Wallet})
 		require.NoError(t, err)
-		_, err = currency.Do(ctx, store.Ledger(), currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID(cred), To: w.ID, Amount: d("100")})
+		_, err = currency.Do(ctx, store.Ledger(), currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID(cred), To: w.ID, Amount: dectest.D("100")})
 		require.NoError(t, err)
 	}
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret")),
@@ -69,8 +70,8 @@ func TestOutputToItsClientOnly(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "alice", Password: "alice-secret"}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(alice.Close)
-	tm := contract.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: d("0.60"),
-		P: contract.Flat(d("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
+	tm := contract.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
+		P: contract.Flat(dectest.D("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
 	id := offerUntilAccepted(t, alice, tm)
 
 	var stdout, stderr bytes.Buffer

@@ -116,6 +116,6 @@ func (s *Service) startPeers(ctx context.Context) error {
 func (s *Service) share(n int, now time.Time) {
 	l := s.serve.Limits
 	s.perParty.setMax(max(1, l.InFlight/n))
-	s.limiter.setShare(l.Rate, l.Burst, n, now)
+	s.limiter.setShare(l.Requests, l.Burst, n, now)
 	s.readings.setShare(l.Readings, l.ReadingBurst, n, now)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
@@ -22,7 +23,7 @@ import (
 // price is reserve per GPU-second.
 func (m *market) postedAgent(id string, n int, reserve string) {
 	m.t.Helper()
-	m.agentWith(id, n, server.Posted{P: contract.Flat(d(reserve))})
+	m.agentWith(id, n, server.Posted{P: contract.Flat(dectest.D(reserve))})
 }
 
 // TestQuote: a quote hears what the servers would answer, and binds
@@ -40,18 +41,18 @@ func TestQuote(t *testing.T) {
 
 	all := terms("alice")
 	all.GPUs = 2
-	all.Prepayment = d("12")
-	all.P = contract.Flat(d("0.02"))
+	all.Prepayment = dectest.D("12")
+	all.P = contract.Flat(dectest.D("0.02"))
 	q, err := alice.Quote(ctx, all)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cheap"}, q.Accepts)
 	require.Len(t, q.Counters, 1, "%+v", q)
 	assert.Equal(t, "dear", q.Counters[0].Server)
-	assert.True(t, q.Counters[0].Terms.P.Equal(contract.Flat(d("0.03"))), "the counter asks the reserve: %v", q.Counters[0].Terms.P)
+	assert.True(t, q.Counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.03"))), "the counter asks the reserve: %v", q.Counters[0].Terms.P)
 
 	t.Run("NothingHeld", func(t *testing.T) {
 		b := m.balance(wallet)
-		assert.True(t, b.Available.Equal(d("100")) && b.Held.IsZero(), "%+v", b)
+		assert.True(t, b.Available.Equal(dectest.D("100")) && b.Held.IsZero(), "%+v", b)
 		cs, err := alice.Contracts(ctx, 10)
 		require.NoError(t, err)
 		assert.Empty(t, cs)
@@ -94,7 +95,7 @@ func TestQuote(t *testing.T) {
 // TestQuoteRateLimited: quotes count against the client's request rate as
 // offers do (here each is answered no_match: no server is there).
 func TestQuoteRateLimited(t *testing.T) {
-	m, reg := limitedMarket(t, 0, natsvc.Limits{Rate: 5, Burst: 5})
+	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 5, Burst: 5})
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix("alice"))
 	body, err := protocol.Marshal(protocol.QuoteRequest{Terms: terms("alice")})
 	require.NoError(t, err)

@@ -65,7 +65,7 @@ func (s *Service) guard(h micro.HandlerFunc) micro.HandlerFunc {
 				return
 			}
 			s.refused.WithLabelValues("rate").Inc()
-			_ = natswire.RespondError(r, rateLimited(id, fmt.Sprintf("more than %g requests a second", s.serve.Limits.Rate), wait))
+			_ = natswire.RespondError(r, rateLimited(id, fmt.Sprintf("more than %g requests a second", s.serve.Limits.Requests), wait))
 			return
 		}
 		h(r)

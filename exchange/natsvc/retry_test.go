@@ -10,6 +10,7 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -44,16 +45,16 @@ func TestRetryAnswersFirstContract(t *testing.T) {
 		}
 
 		same("retry with the wallet empty")
-		assert.True(t, m.balance(w).Held.Equal(d("6")), "escrowed once")
+		assert.True(t, m.balance(w).Held.Equal(dectest.D("6")), "escrowed once")
 
-		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "more", From: currency.IssuanceID(cred), To: w, Amount: d("100")})
+		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "more", From: currency.IssuanceID(cred), To: w, Amount: dectest.D("100")})
 		require.NoError(t, err)
 		same("retry that could pay for another")
-		assert.True(t, m.balance(w).Held.Equal(d("6")), "still escrowed once")
+		assert.True(t, m.balance(w).Held.Equal(dectest.D("6")), "still escrowed once")
 
 		accepting.Store(false)
 		same("retry that no server accepts")
-		assert.True(t, m.balance(w).Available.Equal(d("100")), "%+v", m.balance(w))
+		assert.True(t, m.balance(w).Available.Equal(dectest.D("100")), "%+v", m.balance(w))
 		m.audit()
 	})
 }

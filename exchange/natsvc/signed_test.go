@@ -17,6 +17,7 @@ import (
 
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/trade"
@@ -79,7 +80,7 @@ func TestSignedReadings(t *testing.T) {
 	none := func([]byte) string { return "" }
 	at := time.Now().UTC()
 	read := func(seq uint64, u string, final bool) trade.Reading {
-		r := trade.Reading{Contract: c.ID, Seq: seq, U: d(u), T: trade.Duration(200 * time.Millisecond), S: d("1"), At: at, Final: final}
+		r := trade.Reading{Contract: c.ID, Seq: seq, U: dectest.D(u), T: trade.Duration(200 * time.Millisecond), S: dectest.D("1"), At: at, Final: final}
 		if final {
 			r.Reason = trade.ReasonCompleted
 		}

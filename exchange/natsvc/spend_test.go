@@ -19,6 +19,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
@@ -81,12 +82,12 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 			require.NoError(t, err)
 		}
 		for _, who := range []string{"alice", "bob"} {
-			_, err := tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+			_, err := tr.Grant(ctx, "root", cred, who, dectest.D("1000"), "grant-"+who, "")
 			require.NoError(t, err)
 		}
-		_, err := tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, d("30"), d("0.5"), "cap-alice")
+		_, err := tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, dectest.D("30"), dectest.D("0.5"), "cap-alice")
 		require.NoError(t, err)
-		_, err = tr.SetSpendCap(ctx, "root", "acme.ml", cred, caps.Month, d("48"), d("0"), "cap-ml")
+		_, err = tr.SetSpendCap(ctx, "root", "acme.ml", cred, caps.Month, dectest.D("48"), dectest.D("0"), "cap-ml")
 		require.NoError(t, err)
 		srv := m.scriptedServer("gpu1", 64, accept)
 
@@ -106,7 +107,7 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		assert.Len(t, capped, 27)
 		assert.Contains(t, capped[0].Error(), "day spend cap of alice: 30 of 30 CRED charged or held this day")
 		bal := m.balance(currency.WalletID(cred, "alice"))
-		assert.True(t, bal.Held.Equal(d("30")), "five prepayments held: %s", bal.Held)
+		assert.True(t, bal.Held.Equal(dectest.D("30")), "five prepayments held: %s", bal.Held)
 		waitFor(t, "the warning", func() bool { return warnings.Load() >= 1 })
 
 		bobs, capped := burst(t, m, "bob", "b", 32)
@@ -124,20 +125,20 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		for _, u := range uses {
 			switch u.Owner {
 			case "alice":
-				assert.True(t, u.Used.Equal(d("24").Add(done.Charge)), "alice: 4 held and the charge, got %s", u.Used)
-				assert.True(t, u.Held.Equal(d("24")), "alice held %s", u.Held)
+				assert.True(t, u.Used.Equal(dectest.D("24").Add(done.Charge)), "alice: 4 held and the charge, got %s", u.Used)
+				assert.True(t, u.Held.Equal(dectest.D("24")), "alice held %s", u.Held)
 			case "acme.ml":
-				assert.True(t, u.Used.Equal(d("42").Add(done.Charge)), "acme.ml: 7 held and the charge, got %s", u.Used)
+				assert.True(t, u.Used.Equal(dectest.D("42").Add(done.Charge)), "acme.ml: 7 held and the charge, got %s", u.Used)
 			}
 		}
 		spent := m.balance(caps.SpentID(cred))
-		assert.True(t, spent.Available.Equal(done.Charge.Mul(d("2"))), "the charge, from both budgets: %s", spent.Available)
+		assert.True(t, spent.Available.Equal(done.Charge.Mul(dectest.D("2"))), "the charge, from both budgets: %s", spent.Available)
 
 		// Raising alice's cap gives today's budget the difference at once.
-		_, err = tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, d("60"), d("0.5"), "cap-alice-2")
+		_, err = tr.SetSpendCap(ctx, "root", "alice", cred, caps.Day, dectest.D("60"), dectest.D("0.5"), "cap-alice-2")
 		require.NoError(t, err)
 		budget := m.balance(caps.BudgetWallet("alice", cred, caps.Day, time.Now()))
-		assert.True(t, budget.Available.Equal(d("36").Sub(done.Charge)), "60 less 24 held and the charge: %s", budget.Available)
+		assert.True(t, budget.Available.Equal(dectest.D("36").Sub(done.Charge)), "60 less 24 held and the charge: %s", budget.Available)
 		more, capped := burst(t, m, "alice", "c", 4)
 		assert.Empty(t, more, "the project's cap is the one in the way now")
 		assert.Contains(t, capped[0].Error(), "month spend cap of acme.ml")
@@ -158,7 +159,7 @@ func TestProjectGPUCap(t *testing.T) {
 			require.NoError(t, err)
 		}
 		for _, who := range []string{"alice", "bob"} {
-			_, err := tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+			_, err := tr.Grant(ctx, "root", cred, who, dectest.D("1000"), "grant-"+who, "")
 			require.NoError(t, err)
 		}
 		_, err := tr.SetCap(ctx, "root", "acme.ml", 3, "cap-ml")
@@ -193,7 +194,7 @@ func TestProjectGPUCap(t *testing.T) {
 		}
 		assert.LessOrEqual(t, byClient["alice"], 1, "alice's own cap")
 		ml := m.balance(caps.GPUWallet("acme.ml"))
-		assert.True(t, ml.Held.Equal(d("3")) && ml.Available.IsZero(), "%+v", ml)
+		assert.True(t, ml.Held.Equal(dectest.D("3")) && ml.Available.IsZero(), "%+v", ml)
 		m.audit()
 
 		c := made[0]
@@ -201,7 +202,7 @@ func TestProjectGPUCap(t *testing.T) {
 		srv.publish(reading(c.ID, 1, "0.5", 1, true))
 		m.settled(c.ID, 5*time.Second)
 		ml = m.balance(caps.GPUWallet("acme.ml"))
-		assert.True(t, ml.Held.Equal(d("2")) && ml.Available.Equal(d("1")), "one GPU back on the project's cap: %+v", ml)
+		assert.True(t, ml.Held.Equal(dectest.D("2")) && ml.Available.Equal(dectest.D("1")), "one GPU back on the project's cap: %+v", ml)
 		_, err = m.client("bob").Offer(ctx, "after", terms("bob"))
 		require.NoError(t, err)
 		_, err = m.client("bob").Offer(ctx, "past", terms("bob"))
@@ -224,9 +225,9 @@ func TestSpendRateUnderConcurrency(t *testing.T) {
 		})
 		_, err := tr.Open(ctx, "root", cred, "alice", "", "open-alice")
 		require.NoError(t, err)
-		_, err = tr.Grant(ctx, "root", cred, "alice", d("1000"), "grant-alice", "")
+		_, err = tr.Grant(ctx, "root", cred, "alice", dectest.D("1000"), "grant-alice", "")
 		require.NoError(t, err)
-		_, err = tr.SetSpendRate(ctx, "root", "alice", cred, d("12"), d("60"), d("0"), "rate-alice")
+		_, err = tr.SetSpendRate(ctx, "root", "alice", cred, dectest.D("12"), dectest.D("60"), dectest.D("0"), "rate-alice")
 		require.NoError(t, err)
 		m.scriptedServer("gpu1", 64, accept)
 
@@ -261,15 +262,15 @@ func TestSpendCapChangedBeforeItsPeriod(t *testing.T) {
 	for _, who := range []string{"alice", "bob"} {
 		_, err := tr.Open(ctx, "root", cred, who, "", "open-"+who)
 		require.NoError(t, err)
-		_, err = tr.Grant(ctx, "root", cred, who, d("1000"), "grant-"+who, "")
+		_, err = tr.Grant(ctx, "root", cred, who, dectest.D("1000"), "grant-"+who, "")
 		require.NoError(t, err)
 	}
-	_, err := tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, d("12"), d("0"), "cap-bob-1")
+	_, err := tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, dectest.D("12"), dectest.D("0"), "cap-bob-1")
 	require.NoError(t, err)
 	m.scriptedServer("gpu1", 64, accept)
 	made, _ := burst(t, m, "alice", "warm", 1) // the exchange reads the caps: bob's is 12
 	require.Len(t, made, 1)
-	_, err = tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, d("24"), d("0"), "cap-bob-2")
+	_, err = tr.SetSpendCap(ctx, "root", "bob", cred, caps.Day, dectest.D("24"), dectest.D("0"), "cap-bob-2")
 	require.NoError(t, err)
 	made, _ = burst(t, m, "bob", "b", 8)
 	assert.Len(t, made, 4, "24 of prepayments of 6, not 12")

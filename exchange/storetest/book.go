@@ -12,6 +12,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -19,7 +20,7 @@ import (
 // `at`, for an hour.
 func waiting(id, client, price string, at time.Time) trade.Waiting {
 	c := newContract(id, client, at)
-	return trade.Waiting{ID: id, Client: client, RequestID: "r-" + id, Terms: c.Terms, Price: dec(price),
+	return trade.Waiting{ID: id, Client: client, RequestID: "r-" + id, Terms: c.Terms, Price: dectest.D(price),
 		QueuedAt: at, Until: at.Add(time.Hour)}
 }
 
@@ -62,7 +63,7 @@ func testBook(t *testing.T, open Opener) {
 	again, created, err := f.s.Queue(f.ctx, waiting("w-a", "alice", "0.05", t0.Add(time.Hour)), "", noLimits)
 	require.NoError(t, err)
 	assert.False(t, created, "queued already")
-	assert.True(t, again.Price.Equal(dec("0.02")), "the one stored: %s", again.Price)
+	assert.True(t, again.Price.Equal(dectest.D("0.02")), "the one stored: %s", again.Price)
 
 	book, err := f.s.Book(f.ctx, exchange.BookQuery{Currency: string(gpu)})
 	require.NoError(t, err)
@@ -218,8 +219,8 @@ func testBookConcurrent(t *testing.T, open Opener) {
 	}
 	wg.Wait()
 	assert.Equal(t, int32(n), matched.Load()+cancelled.Load(), "each once: matched %d, cancelled %d", matched.Load(), cancelled.Load())
-	held := dec("10").Mul(dec(fmt.Sprint(matched.Load())))
-	f.balance(wallet, dec("1000").Sub(held).String(), held.String())
+	held := dectest.D("10").Mul(dectest.D(fmt.Sprint(matched.Load())))
+	f.balance(wallet, dectest.D("1000").Sub(held).String(), held.String())
 	assert.Empty(t, mustBook(t, f))
 }
 

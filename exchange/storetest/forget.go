@@ -17,6 +17,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -197,7 +198,7 @@ func newWork(t testing.TB, open ClockedOpener, seed uint64) *work {
 		client := fmt.Sprint("client", i)
 		w.clients = append(w.clients, client)
 		f.wallet(client, "100000")
-		w.bal[currency.WalletID(gpu, client)] = dec("100000")
+		w.bal[currency.WalletID(gpu, client)] = dectest.D("100000")
 	}
 	return w
 }

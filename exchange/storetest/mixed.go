@@ -12,6 +12,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -35,7 +36,7 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 	capW := currency.WalletID(capCur, "cap")
 	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: capW, Currency: capCur, Kind: currency.Wallet})
 	require.NoError(t, err)
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dec("2")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dectest.D("2")})
 	require.NoError(t, err)
 	capped := f.wallet("cap", "100")
 	poor := f.wallet("poor", "15")

@@ -24,6 +24,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -57,9 +58,6 @@ func Run(t *testing.T, open Opener) {
 	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
 	t.Run("BookConcurrent", func(t *testing.T) { testBookConcurrent(t, open) })
 }
-
-// dec parses a decimal literal; it panics on bad input, for tests only.
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 const (
 	gpu    currency.Code = "GPU"
@@ -104,7 +102,7 @@ func (f *fixture) wallet(client, amount string) currency.AccountID {
 
 func (f *fixture) mint(key string, to currency.AccountID, amount string) {
 	f.t.Helper()
-	_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: key, From: currency.IssuanceID(gpu), To: to, Amount: dec(amount)})
+	_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: key, From: currency.IssuanceID(gpu), To: to, Amount: dectest.D(amount)})
 	require.NoError(f.t, err)
 }
 
@@ -113,8 +111,8 @@ func (f *fixture) balance(id currency.AccountID, available, held string) {
 	f.t.Helper()
 	b, err := f.l.Balance(f.ctx, id)
 	require.NoError(f.t, err)
-	assert.True(f.t, b.Available.Equal(dec(available)), "%s available %s, want %s", id, b.Available, available)
-	assert.True(f.t, b.Held.Equal(dec(held)), "%s held %s, want %s", id, b.Held, held)
+	assert.True(f.t, b.Available.Equal(dectest.D(available)), "%s available %s, want %s", id, b.Available, available)
+	assert.True(f.t, b.Held.Equal(dectest.D(held)), "%s held %s, want %s", id, b.Held, held)
 }
 
 func (f *fixture) hold(id string) currency.Hold {
@@ -138,8 +136,8 @@ func newContract(id, client string, at time.Time) trade.Contract {
 	return trade.Contract{
 		ID: id, Client: client, Server: server, State: trade.StateAccepted,
 		Terms: contract.Terms{
-			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dec("10"),
-			P: contract.Flat(dec("0.01")), Server: server,
+			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("10"),
+			P: contract.Flat(dectest.D("0.01")), Server: server,
 		},
 		AcceptedAt: at, StartDeadline: at.Add(time.Minute),
 	}
@@ -205,9 +203,9 @@ func (f *fixture) run(id string, seen time.Time) trade.Contract {
 // settle changes c to settled with charge and returns the capture.
 func settle(c *trade.Contract, key, charge string, at time.Time) []currency.Op {
 	c.State, c.Reason, c.SettledAt = trade.StateSettled, trade.ReasonCompleted, at
-	c.Charge, c.Refund = dec(charge), c.Terms.Prepayment.Sub(dec(charge))
+	c.Charge, c.Refund = dectest.D(charge), c.Terms.Prepayment.Sub(dectest.D(charge))
 	return []currency.Op{currency.Capture{Key: key, Hold: currency.HoldID(c.ID), To: currency.RevenueID(gpu, server),
-		Amount: dec(charge), Memo: "contract " + c.ID}}
+		Amount: dectest.D(charge), Memo: "contract " + c.ID}}
 }
 
 func testOpen(t *testing.T, open Opener) {
@@ -220,7 +218,7 @@ func testOpen(t *testing.T, open Opener) {
 	f.balance(w, "90", "10")
 	h := f.hold("c1")
 	assert.Equal(t, currency.HoldOpen, h.Status)
-	assert.True(t, h.Amount.Equal(dec("10")))
+	assert.True(t, h.Amount.Equal(dectest.D("10")))
 }
 
 // A second Open of an id returns the first contract and writes nothing,
@@ -231,7 +229,7 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 	c := f.open(newContract("c1", "alice", t0))
 
 	again := newContract("c1", "alice", t0.Add(time.Second))
-	again.Terms.Prepayment = dec("20")
+	again.Terms.Prepayment = dectest.D("20")
 	stored, created, err := f.s.Open(f.ctx, again, "", reserve(again, "escrow/c1/again"))
 	require.NoError(t, err)
 	assert.False(t, created)
@@ -330,8 +328,8 @@ func testUpdate(t *testing.T, open Opener) {
 	same(t, want, f.get("c1"))
 
 	exit := 0
-	r := trade.Reading{Contract: "c1", Seq: 1, U: dec("1.5"), T: trade.Duration(time.Second),
-		S: dec("0.25"), EnergyJ: dec("12.000001"), At: seen.Add(time.Nanosecond), ExitCode: &exit}
+	r := trade.Reading{Contract: "c1", Seq: 1, U: dectest.D("1.5"), T: trade.Duration(time.Second),
+		S: dectest.D("0.25"), EnergyJ: dectest.D("12.000001"), At: seen.Add(time.Nanosecond), ExitCode: &exit}
 	got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
 		same(t, want, *c)
 		rr := r
@@ -367,7 +365,7 @@ func testUpdateSettles(t *testing.T, open Opener) {
 	same(t, want, f.get("c1"))
 	h := f.hold("c1")
 	assert.Equal(t, currency.HoldCaptured, h.Status)
-	assert.True(t, h.Captured.Equal(dec("3.25")), "captured %s", h.Captured)
+	assert.True(t, h.Captured.Equal(dectest.D("3.25")), "captured %s", h.Captured)
 	f.balance(currency.RevenueID(gpu, server), "3.25", "0")
 
 	got, err = f.s.Update(f.ctx, "c2", func(c *trade.Contract) ([]currency.Op, error) {
@@ -670,7 +668,7 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 	capW := currency.WalletID(capCur, "alice")
 	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: capW, Currency: capCur, Kind: currency.Wallet})
 	require.NoError(t, err)
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dec("3")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dectest.D("3")})
 	require.NoError(t, err)
 	capReserve := func(c trade.Contract) currency.Reserve {
 		return currency.Reserve{Key: "cap/" + c.ID, Hold: currency.HoldID("gpus/" + c.ID), From: capW,
@@ -698,7 +696,7 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 
 	// Nothing of the failure is kept under the keys: once the cap has room,
 	// the same open goes through.
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap-raise", From: currency.IssuanceID(capCur), To: capW, Amount: dec("1")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap-raise", From: currency.IssuanceID(capCur), To: capW, Amount: dectest.D("1")})
 	require.NoError(t, err)
 	_, created, err = f.s.Open(f.ctx, c2, "", reserve(c2, "escrow/c2"), capReserve(c2))
 	require.NoError(t, err)

@@ -52,9 +52,9 @@ type Config struct {
 	// ReadingEvery and Heartbeat are used until the exchange's HelloReply
 	// says otherwise; zero means server.DefaultEvery.
 	ReadingEvery, Heartbeat time.Duration
-	// HoldFor is how long an accept claims its GPUs for the exchange's
-	// start; zero means server.DefaultHoldFor.
-	HoldFor time.Duration
+	// ClaimFor is how long an accept claims its GPUs for the exchange's
+	// start; zero means server.DefaultClaimFor.
+	ClaimFor time.Duration
 	// ShutdownTimeout bounds how long a stopping agent keeps trying to
 	// publish its final readings; zero means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -142,7 +142,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Logger = slog.Default()
 	}
 	node, err := server.NewNode(server.NodeConfig{ID: cfg.ID, Currency: cfg.Currency, GPUs: cfg.GPUs, Policy: cfg.Policy,
-		Runner: cfg.Runner, ReadingEvery: cfg.ReadingEvery, HoldFor: cfg.HoldFor, Logger: cfg.Logger})
+		Runner: cfg.Runner, ReadingEvery: cfg.ReadingEvery, ClaimFor: cfg.ClaimFor, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

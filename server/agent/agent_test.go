@@ -15,14 +15,13 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
 )
-
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // seconds is d in decimal seconds.
 func seconds(d time.Duration) decimal.Decimal { return decimal.New(int64(d), -9) }
@@ -45,7 +44,7 @@ func (x *exchange) waitBeat(ok func(protocol.Hello) bool) protocol.Hello {
 
 func TestAgentLifecycle(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: contract.Flat(dec("0.001"))}})
+	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: contract.Flat(dectest.D("0.001"))}})
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Equal(t, 4, h.Free)
 	assert.Equal(t, gpus, h.GPUs)
@@ -54,7 +53,7 @@ func TestAgentLifecycle(t *testing.T) {
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "0.5", time.Hour)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, d.Accept, d.Reason)
-	assert.Equal(t, trade.Duration(server.DefaultHoldFor), d.HoldFor)
+	assert.Equal(t, trade.Duration(server.DefaultClaimFor), d.ClaimFor)
 	again := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, again.Accept, "a retried offer keeps its accept: %s", again.Reason)
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 2 })
@@ -76,11 +75,11 @@ func TestAgentLifecycle(t *testing.T) {
 		assert.Equal(t, protocol.MsgID("gpu1", rd), id)
 		assert.True(t, strings.HasPrefix(id, "gpu1:c1:"+strconv.FormatUint(seq, 10)+":"), id)
 		assert.False(t, rd.Final)
-		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
+		assert.True(t, rd.S.Equal(dectest.D("2")), "s = %s", rd.S)
 		// Two GPUs half busy: U is the wall time in seconds.
 		assert.True(t, rd.U.Equal(seconds(time.Duration(rd.T))), "u = %s, t = %v", rd.U, rd.T)
 		assert.True(t, rd.U.GreaterThan(last), "u grows: %s after %s", rd.U, last)
-		assert.True(t, rd.EnergyJ.Equal(rd.U.Mul(dec("300"))), "energy = %s", rd.EnergyJ)
+		assert.True(t, rd.EnergyJ.Equal(rd.U.Mul(dectest.D("300"))), "energy = %s", rd.EnergyJ)
 		last = rd.U
 	}
 
@@ -100,7 +99,7 @@ func TestAgentLifecycle(t *testing.T) {
 
 func TestAgentCounterOffers(t *testing.T) {
 	x := newExchange(t, setup{})
-	reserve := contract.Flat(dec("0.002"))
+	reserve := contract.Flat(dectest.D("0.002"))
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Posted{P: reserve}})
 
 	low := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -151,7 +150,7 @@ func TestAgentCounterOffers(t *testing.T) {
 
 func TestAgentStartWithoutClaim(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond})
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm}).Accept)
@@ -185,7 +184,7 @@ func TestAgentStops(t *testing.T) {
 		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), trade.ReasonCompleted,
 			func(t *testing.T, final trade.Reading, _ contract.Terms) {
 				assert.Equal(t, trade.Duration(150*time.Millisecond), final.T)
-				assert.True(t, dec("0.075").Equal(final.U), "u = %s", final.U) // 1 · 0.5 · 0.15
+				assert.True(t, dectest.D("0.075").Equal(final.U), "u = %s", final.U) // 1 · 0.5 · 0.15
 				require.NotNil(t, final.ExitCode)
 				assert.Equal(t, 0, *final.ExitCode)
 			}},
@@ -265,7 +264,7 @@ func TestAgentRejects(t *testing.T) {
 		code  bourse.Code
 	}{
 		{"other currency", with(func(t *contract.Terms) { t.Currency = "EUR" }), bourse.EUnknownCurrency},
-		{"too fine a prepayment", with(func(t *contract.Terms) { t.Prepayment = dec("0.005") }), bourse.EInvalidOffer},
+		{"too fine a prepayment", with(func(t *contract.Terms) { t.Prepayment = dectest.D("0.005") }), bourse.EInvalidOffer},
 		{"another server", with(func(t *contract.Terms) { t.Server = "gpu2" }), bourse.EInvalidOffer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -394,7 +393,7 @@ func TestAgentShippedPermissions(t *testing.T) {
 func TestAgentPreempts(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2],
-		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dec("0.001"))}}})
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
 	x.waitBeat(func(h protocol.Hello) bool { return h.Policy == "preempting reserve" })
 
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -439,8 +438,8 @@ func TestAgentPreempts(t *testing.T) {
 // job keeps its GPUs and runs on.
 func TestAgentPreemptionLapses(t *testing.T) {
 	x := newExchange(t, setup{})
-	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], HoldFor: 100 * time.Millisecond,
-		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dec("0.001"))}}})
+	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond,
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	cheap.Preemptible = true
 	rs := x.readings("gpu1", "c1")
@@ -457,7 +456,7 @@ func TestAgentPreemptionLapses(t *testing.T) {
 		require.False(t, rd.Final, "c1 stopped: %s", rd.Reason)
 		rd, _ = rs.next()
 	}
-	assert.True(t, rd.S.Equal(dec("2")), "c1 has both GPUs: s = %s", rd.S)
+	assert.True(t, rd.S.Equal(dectest.D("2")), "c1 has both GPUs: s = %s", rd.S)
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: dear}).Accept, "c1 is preemptible again")
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/outbox"
@@ -114,7 +115,7 @@ func TestAgentOutbox(t *testing.T) {
 	require.NotNil(t, final.ExitCode)
 	assert.Equal(t, 0, *final.ExitCode)
 	assert.Greater(t, final.Seq, first.Seq)
-	assert.True(t, final.U.Equal(dec("0.4")), "u = %s", final.U)
+	assert.True(t, final.U.Equal(dectest.D("0.4")), "u = %s", final.U)
 	require.NoError(t, ag.shutdown(t))
 	finals := func() int {
 		n := 0

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -101,8 +102,8 @@ func TestAgentProcessRunner(t *testing.T) {
 		}, 5*time.Second, 10*time.Millisecond, "the job did not say its GPUs")
 		rd, _ := rs.next()
 		require.Equal(t, uint64(1), rd.Seq)
-		assert.True(t, rd.S.Equal(dec("2")), "s = %s", rd.S)
-		assert.True(t, rd.U.Equal(dec("2").Mul(decimal.New(int64(rd.T), -9))), "full use: u = %s = 2 × t (%v)", rd.U, time.Duration(rd.T))
+		assert.True(t, rd.S.Equal(dectest.D("2")), "s = %s", rd.S)
+		assert.True(t, rd.U.Equal(dectest.D("2").Mul(decimal.New(int64(rd.T), -9))), "full use: u = %s = 2 × t (%v)", rd.U, time.Duration(rd.T))
 
 		require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
 		final := rs.final(rd.Seq)
@@ -114,7 +115,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		tm := withJob(1, 300*time.Millisecond, job("gpus"))
 		// Fully used, the prepayment runs out with the time: the limit
 		// comes first.
-		tm.P, tm.Prepayment = contract.Flat(dec("1")), dec("0.30")
+		tm.P, tm.Prepayment = contract.Flat(dectest.D("1")), dectest.D("0.30")
 		rs := x.readings("gpu1", "c2")
 		_, err := x.start("gpu1", "o2", "c2", tm)
 		require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		}{
 			{"program not allowed", &contract.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
 			{"variable not allowed", &contract.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
-			{"no command", &contract.JobSpec{Profile: &contract.Profile{Utilization: dec("1"), Duration: time.Second}}, bourse.EInvalidOffer},
+			{"no command", &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EInvalidOffer},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tm := withJob(1, time.Hour, tc.job)

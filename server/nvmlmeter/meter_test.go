@@ -15,12 +15,11 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // TestOpenNoDriver opens the real library: on a machine without the driver
 // Init fails with the library not found, and Open calls nothing else.
@@ -199,7 +198,7 @@ func fails(r nvml.Return) func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Re
 func check(t *testing.T, g *gauge, step string, wantU, wantE string) {
 	t.Helper()
 	u, e := g.Read()
-	if !u.Equal(d(wantU)) || !e.Equal(d(wantE)) {
+	if !u.Equal(dectest.D(wantU)) || !e.Equal(dectest.D(wantE)) {
 		t.Errorf("%s: U = %s, energy = %s J; want %s, %s", step, u, e, wantU, wantE)
 	}
 }
@@ -349,7 +348,7 @@ func TestTrack(t *testing.T) {
 	elapsed := time.Since(start)
 	u, _ := g.Read()
 	// A device measured whole is busy all the time: U is the time tracked.
-	if u.LessThan(d("0.04")) || u.GreaterThan(decimal.NewFromFloat(elapsed.Seconds())) {
+	if u.LessThan(dectest.D("0.04")) || u.GreaterThan(decimal.NewFromFloat(elapsed.Seconds())) {
 		t.Errorf("U = %s after %s of a fully busy device", u, elapsed)
 	}
 	time.Sleep(20 * time.Millisecond)

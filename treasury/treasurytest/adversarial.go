@@ -14,6 +14,7 @@ import (
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -52,7 +53,7 @@ func (f *fixture) spend(owner, amount, key string) {
 	f.t.Helper()
 	shop, err := f.l.OpenAccount(f.ctx, currency.Account{ID: currency.RevenueID("CRED", "shop"), Currency: "CRED", Kind: currency.Revenue})
 	require.NoError(f.t, err)
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: key, From: currency.WalletID("CRED", owner), To: shop.ID, Amount: d(amount)})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: key, From: currency.WalletID("CRED", owner), To: shop.ID, Amount: dectest.D(amount)})
 	require.NoError(f.t, err)
 }
 
@@ -63,9 +64,9 @@ func (f *fixture) spend(owner, amount, key string) {
 func testAllowanceWalletSpent(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := f.hourGrid()
-	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", d("100"), "g", "")
+	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", dectest.D("100"), "g", "")
 	require.NoError(t, err)
-	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("10"), B: d("0.5"), Period: time.Hour, Start: start}
+	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("10"), B: dectest.D("0.5"), Period: time.Hour, Start: start}
 	_, err = f.tr.SetAllowance(f.ctx, "ops", r, "a1")
 	require.NoError(t, err)
 
@@ -100,7 +101,7 @@ func testAllowanceWalletSpent(t *testing.T, open Opener) {
 func testAllowanceReplaced(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := f.hourGrid()
-	old := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("10"), Period: time.Hour, Start: start}
+	old := allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("10"), Period: time.Hour, Start: start}
 	_, err := f.tr.SetAllowance(f.ctx, "ops", old, "a1")
 	require.NoError(t, err)
 	f.at(start.Add(3 * time.Hour))
@@ -108,7 +109,7 @@ func testAllowanceReplaced(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	require.Equal(t, "30", f.balance("wallet/CRED/alice"))
 
-	repl := allowance.Rule{Wallet: old.Wallet, A: d("10"), B: d("0.5"), Period: time.Hour, Start: start.Add(3 * time.Hour)}
+	repl := allowance.Rule{Wallet: old.Wallet, A: dectest.D("10"), B: dectest.D("0.5"), Period: time.Hour, Start: start.Add(3 * time.Hour)}
 	_, err = f.tr.SetAllowance(f.ctx, "ops", repl, "a2")
 	require.NoError(t, err)
 	f.at(start.Add(6*time.Hour + time.Second))
@@ -128,7 +129,7 @@ func testAllowanceReplaced(t *testing.T, open Opener) {
 func testAllowanceClockAhead(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := f.hourGrid()
-	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("10"), Period: time.Hour, Start: start}
+	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("10"), Period: time.Hour, Start: start}
 	_, err := f.tr.SetAllowance(f.ctx, "ops", r, "a1")
 	require.NoError(t, err)
 	f.at(start.Add(2*time.Hour + time.Minute))
@@ -146,9 +147,9 @@ func testAllowanceRunsAtOnce(t *testing.T, open Opener) {
 	play := func(runs func(f *fixture, edge time.Time)) (map[int64]string, string) {
 		f := newFixture(t, open)
 		start := f.hourGrid()
-		_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", d("50"), "g", "")
+		_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", dectest.D("50"), "g", "")
 		require.NoError(t, err)
-		r := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("4"), B: d("0.2"), Period: time.Hour, Start: start}
+		r := allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("4"), B: dectest.D("0.2"), Period: time.Hour, Start: start}
 		_, err = f.tr.SetAllowance(f.ctx, "ops", r, "a1")
 		require.NoError(t, err)
 		for n := 1; n <= 6; n++ {
@@ -192,17 +193,17 @@ func testAllowanceRunsAtOnce(t *testing.T, open Opener) {
 // both find alice below her threshold; she is topped up once.
 func testTopUpsAtOnce(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", d("100000"), "g-acme", "")
+	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", dectest.D("100000"), "g-acme", "")
 	require.NoError(t, err)
-	_, err = f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: d("10"), To: d("30"), Every: time.Minute}, "t1")
+	_, err = f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: dectest.D("10"), To: dectest.D("30"), Every: time.Minute}, "t1")
 	require.NoError(t, err)
 	edge := f.clock().Truncate(time.Minute).Add(time.Minute)
 	for i := range 40 {
 		edge = edge.Add(2 * time.Minute) // a step apart from the last round's two
 		// alice at 5
-		bal := d(f.balance("wallet/CRED/alice"))
-		if bal.GreaterThan(d("5")) {
-			f.spend("alice", bal.Sub(d("5")).String(), fmt.Sprint("down-", i))
+		bal := dectest.D(f.balance("wallet/CRED/alice"))
+		if bal.GreaterThan(dectest.D("5")) {
+			f.spend("alice", bal.Sub(dectest.D("5")).String(), fmt.Sprint("down-", i))
 		}
 		var wg sync.WaitGroup
 		for _, at := range []time.Time{edge.Add(-time.Nanosecond), edge} {
@@ -222,12 +223,12 @@ func testTopUpsAtOnce(t *testing.T, open Opener) {
 // its capacity, not past it.
 func testRefillsAtOnce(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("300"), d("60"), d("0"), "r1")
+	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", dectest.D("300"), dectest.D("60"), dectest.D("0"), "r1")
 	require.NoError(t, err)
 	bucket := caps.BucketWallet("alice", "CRED")
 	at := f.clock()
 	for i := range 20 {
-		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: d("300"), UpTo: true})
+		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: dectest.D("300"), UpTo: true})
 		require.NoError(t, err)
 		at = at.Add(10 * time.Hour).Truncate(time.Minute)
 		var wg sync.WaitGroup
@@ -247,13 +248,13 @@ func testRefillsAtOnce(t *testing.T, open Opener) {
 // capacity while refills run; the capacity set is the one that stays.
 func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("300"), d("60"), d("0"), "r0")
+	_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", dectest.D("300"), dectest.D("60"), dectest.D("0"), "r0")
 	require.NoError(t, err)
 	bucket := caps.BucketWallet("alice", "CRED")
 	at := f.clock()
 	for i := range 20 {
 		capacity := []string{"100", "300"}[i%2]
-		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: d("50"), UpTo: true})
+		_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: fmt.Sprint("spent-", i), From: bucket, To: caps.SpentID("CRED"), Amount: dectest.D("50"), UpTo: true})
 		require.NoError(t, err)
 		at = at.Add(time.Hour)
 		var wg sync.WaitGroup
@@ -262,7 +263,7 @@ func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 			assert.NoError(t, err)
 		})
 		wg.Go(func() {
-			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d(capacity), d("60"), d("0"), fmt.Sprint("r", i+1))
+			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", dectest.D(capacity), dectest.D("60"), dectest.D("0"), fmt.Sprint("r", i+1))
 			assert.NoError(t, err)
 		})
 		wg.Wait()
@@ -270,7 +271,7 @@ func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, capacity, rs[0].Capacity.String(), "round %d: the administrator's capacity stays", i)
-		require.True(t, d(f.balance(bucket)).LessThanOrEqual(d(capacity)), "round %d: %s in a bucket of %s", i, f.balance(bucket), capacity)
+		require.True(t, dectest.D(f.balance(bucket)).LessThanOrEqual(dectest.D(capacity)), "round %d: %s in a bucket of %s", i, f.balance(bucket), capacity)
 	}
 	f.audit()
 }
@@ -280,7 +281,7 @@ func testRefillKeepsAdminChange(t *testing.T, open Opener) {
 // commit, not 100.
 func testSpendCapSetAgain(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s1")
+	_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, dectest.D("100"), dectest.D("0"), "s1")
 	require.NoError(t, err)
 	budget := caps.BudgetWallet("alice", "CRED", caps.Day, f.clock())
 	require.Equal(t, "100", f.balance(budget), "the day's budget, made with the cap")
@@ -289,30 +290,30 @@ func testSpendCapSetAgain(t *testing.T, open Opener) {
 	for _, h := range []struct {
 		hold, amount string
 	}{{"c1", "50"}, {"c2", "30"}} {
-		_, err := currency.Do(f.ctx, f.l, currency.Reserve{Key: "r-" + h.hold, Hold: currency.HoldID(h.hold), From: budget, Amount: d(h.amount), Deadline: dl})
+		_, err := currency.Do(f.ctx, f.l, currency.Reserve{Key: "r-" + h.hold, Hold: currency.HoldID(h.hold), From: budget, Amount: dectest.D(h.amount), Deadline: dl})
 		require.NoError(t, err)
 	}
-	_, err = currency.Do(f.ctx, f.l, currency.Capture{Key: "c-c1", Hold: "c1", To: caps.SpentID("CRED"), Amount: d("50")})
+	_, err = currency.Do(f.ctx, f.l, currency.Capture{Key: "c-c1", Hold: "c1", To: caps.SpentID("CRED"), Amount: dectest.D("50")})
 	require.NoError(t, err)
 	require.Equal(t, "20", f.balance(budget))
 
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("0"), d("0"), "s2")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, dectest.D("0"), dectest.D("0"), "s2")
 	require.NoError(t, err)
 	assert.Equal(t, "0", f.balance(budget), "removed: what was left goes back")
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s3")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, dectest.D("100"), dectest.D("0"), "s3")
 	require.NoError(t, err)
 	assert.Equal(t, "20", f.balance(budget), "set again: 100 less the 80 used")
 
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("50"), d("0"), "s4")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, dectest.D("50"), dectest.D("0"), "s4")
 	require.NoError(t, err)
 	assert.Equal(t, "0", f.balance(budget), "below what is used: nothing left")
-	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, d("100"), d("0"), "s5")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, dectest.D("100"), dectest.D("0"), "s5")
 	require.NoError(t, err)
 	assert.Equal(t, "20", f.balance(budget), "raised again: 100 less the 80 used")
 
 	// An exchange that read the cap before it was set, minting the day's
 	// budget after, mints nothing: its key is used.
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: caps.BudgetKey(budget), From: currency.IssuanceID(caps.SpendCode("CRED")), To: budget, Amount: d("60")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: caps.BudgetKey(budget), From: currency.IssuanceID(caps.SpendCode("CRED")), To: budget, Amount: dectest.D("60")})
 	assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "%v", err)
 	assert.Equal(t, "20", f.balance(budget))
 	f.audit()
@@ -345,24 +346,24 @@ func testCapsAtOnce(t *testing.T, open Opener) {
 // balances stay below 10^18) is refused where it is set, naming the bound.
 func testUnreachableLimits(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", d("1"), "g", "")
+	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", dectest.D("1"), "g", "")
 	require.NoError(t, err)
-	huge := d("1e40")
+	huge := dectest.D("1e40")
 	for name, try := range map[string]func() error{
 		"SpendCap": func() error {
-			_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, huge, d("0"), "s1")
+			_, err := f.tr.SetSpendCap(f.ctx, "ops", "alice", "CRED", caps.Day, huge, dectest.D("0"), "s1")
 			return err
 		},
 		"SpendRate": func() error {
-			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", huge, d("1"), d("0"), "r1")
+			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", huge, dectest.D("1"), dectest.D("0"), "r1")
 			return err
 		},
 		"SpendRatePerHour": func() error {
-			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("10"), huge, d("0"), "r2")
+			_, err := f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", dectest.D("10"), huge, dectest.D("0"), "r2")
 			return err
 		},
 		"TopUp": func() error {
-			_, err := f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: d("1"), To: huge}, "t1")
+			_, err := f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: dectest.D("1"), To: huge}, "t1")
 			return err
 		},
 		"Allowance": func() error {
@@ -392,15 +393,15 @@ func testUnreachableLimits(t *testing.T, open Opener) {
 func testSchedulers(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := f.hourGrid()
-	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", d("1000"), "g", "")
+	_, err := f.tr.Grant(f.ctx, "ops", "CRED", "acme", dectest.D("1000"), "g", "")
 	require.NoError(t, err)
 	_, err = f.tr.Open(f.ctx, "ops", "CRED", "bob", "acme", "open-bob")
 	require.NoError(t, err)
-	_, err = f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("1"), Period: time.Hour, Start: start}, "a1")
+	_, err = f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("1"), Period: time.Hour, Start: start}, "a1")
 	require.NoError(t, err)
-	_, err = f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/bob", Below: d("5"), To: d("20")}, "t1")
+	_, err = f.tr.SetTopUp(f.ctx, "ops", treasury.TopUp{Wallet: "wallet/CRED/bob", Below: dectest.D("5"), To: dectest.D("20")}, "t1")
 	require.NoError(t, err)
-	_, err = f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", d("60"), d("60"), d("0"), "r1")
+	_, err = f.tr.SetSpendRate(f.ctx, "ops", "alice", "CRED", dectest.D("60"), dectest.D("60"), dectest.D("0"), "r1")
 	require.NoError(t, err)
 	bucket := caps.BucketWallet("alice", "CRED")
 
@@ -411,10 +412,10 @@ func testSchedulers(t *testing.T, open Opener) {
 		switch i {
 		case 30:
 			f.spend("bob", "18", "bob-spends") // below 5: topped up back to 20
-			_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: "bucket-spent", From: bucket, To: caps.SpentID("CRED"), Amount: d("60")})
+			_, err := currency.Do(f.ctx, f.l, currency.Transfer{Key: "bucket-spent", From: bucket, To: caps.SpentID("CRED"), Amount: dectest.D("60")})
 			require.NoError(t, err)
 		case 72: // half a day in: a new rule, 2 an hour
-			_, err := f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: d("2"), Period: time.Hour, Start: now}, "a2")
+			_, err := f.tr.SetAllowance(f.ctx, "ops", allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("2"), Period: time.Hour, Start: now}, "a2")
 			require.NoError(t, err)
 		}
 		running := []*treasury.Scheduler{a, b, c}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -23,7 +24,7 @@ func saleFixture(t testing.TB, open Opener) *fixture {
 	require.NoError(t, err)
 	_, err = f.tr.Open(f.ctx, "root", "EUR", "bob", "acme", "open-bob-eur")
 	require.NoError(t, err)
-	_, err = f.tr.Grant(f.ctx, "ops-ann", "EUR", "bob", d("100"), "paid-bob", "bank transfer 2026-11-24")
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "EUR", "bob", dectest.D("100"), "paid-bob", "bank transfer 2026-11-24")
 	require.NoError(t, err)
 	return f
 }
@@ -37,7 +38,7 @@ func testSale(t *testing.T, open Opener) {
 	proceeds := string(treasury.ProceedsID("CRED", "EUR"))
 	assert.Equal(t, "wallet/EUR/sales:CRED", proceeds)
 
-	_, err := f.tr.Sell(f.ctx, "ops-ann", "bob", "CRED", "EUR", d("10"), "s0")
+	_, err := f.tr.Sell(f.ctx, "ops-ann", "bob", "CRED", "EUR", dectest.D("10"), "s0")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "no price set: %v", err)
 	assert.ErrorContains(t, err, "bourse admin price set CRED EUR PRICE")
 
@@ -49,20 +50,20 @@ func testSale(t *testing.T, open Opener) {
 			{"Itself", "CRED", "CRED", "1", "paid_in", bourse.EInvalid},
 			{"Negative", "CRED", "EUR", "-1", "price", bourse.EInvalid},
 		} {
-			_, err := f.tr.SetPrice(f.ctx, "ops-ann", currency.Code(c.sold), currency.Code(c.paidIn), d(c.price), "bad-"+c.name)
+			_, err := f.tr.SetPrice(f.ctx, "ops-ann", currency.Code(c.sold), currency.Code(c.paidIn), dectest.D(c.price), "bad-"+c.name)
 			var be *bourse.Error
 			if assert.ErrorAs(t, err, &be, c.name) {
 				assert.Equal(t, c.code, be.Code, "%s: %v", c.name, err)
 				assert.Equal(t, c.field, be.Field, "%s: %v", c.name, err)
 			}
 		}
-		_, err := f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "USD", d("1"), "bad-currency")
+		_, err := f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "USD", dectest.D("1"), "bad-currency")
 		assert.Error(t, err, "no such currency")
 	})
 
-	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", d("0.333"), "p1")
+	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", dectest.D("0.333"), "p1")
 	require.NoError(t, err)
-	a, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("10.01"), "s1")
+	a, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("10.01"), "s1")
 	require.NoError(t, err)
 	assert.Equal(t, treasury.KindSale, a.Kind)
 	assert.Equal(t, "bob", a.Target)
@@ -83,31 +84,31 @@ func testSale(t *testing.T, open Opener) {
 	assert.Equal(t, "10.01", supply[0].Change.String())
 	assert.Equal(t, "sale at 0.333 EUR per CRED", supply[0].Memo)
 
-	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", d("0.5"), "p2")
+	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", dectest.D("0.5"), "p2")
 	require.NoError(t, err)
-	again, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("10.010"), "s1")
+	again, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("10.010"), "s1")
 	require.NoError(t, err, "the same sale again, after the price changed")
 	assert.Equal(t, a, again, "a replay answers the first sale")
 	assert.Equal(t, "10.01", f.balance("wallet/CRED/bob"), "minted once")
 	assert.Equal(t, "96.66", f.balance("wallet/EUR/bob"), "paid once")
-	_, err = f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("11"), "s1")
+	_, err = f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("11"), "s1")
 	assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "%v", err)
 
 	for _, amount := range []string{"0", "-1", "0.001"} {
-		_, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d(amount), "bad-"+amount)
+		_, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D(amount), "bad-"+amount)
 		var be *bourse.Error
 		if assert.ErrorAs(t, err, &be, amount) {
 			assert.Equal(t, bourse.EInvalid, be.Code, "%s: %v", amount, err)
 			assert.Equal(t, "amount", be.Field, "%s: %v", amount, err)
 		}
 	}
-	_, err = f.tr.Sell(f.ctx, "ops-bob", "nobody", "CRED", "EUR", d("1"), "s-nobody")
+	_, err = f.tr.Sell(f.ctx, "ops-bob", "nobody", "CRED", "EUR", dectest.D("1"), "s-nobody")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "no wallet to pay from: %v", err)
 
 	t.Run("BuyerCannotPay", func(t *testing.T) {
 		// 1000 CRED at 0.5 is 500 EUR; bob has 96.66. The mint comes
 		// first in the transaction, and goes with the payment.
-		_, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("1000"), "s2")
+		_, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("1000"), "s2")
 		assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
 		assert.Equal(t, "96.66", f.balance("wallet/EUR/bob"))
 		assert.Equal(t, "3.34", f.balance(treasury.ProceedsID("CRED", "EUR")))
@@ -121,9 +122,9 @@ func testSale(t *testing.T, open Opener) {
 		assert.Equal(t, "p2", acts[0].Key, "the refused sale left no action")
 		f.audit()
 
-		_, err = f.tr.Grant(f.ctx, "ops-ann", "EUR", "bob", d("500"), "paid-bob-2", "")
+		_, err = f.tr.Grant(f.ctx, "ops-ann", "EUR", "bob", dectest.D("500"), "paid-bob-2", "")
 		require.NoError(t, err)
-		a, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("1000"), "s2")
+		a, err := f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("1000"), "s2")
 		require.NoError(t, err, "the refused key goes through once bob can pay")
 		assert.Equal(t, "500", a.After["cost"])
 		assert.Equal(t, "96.66", f.balance("wallet/EUR/bob"))
@@ -145,7 +146,7 @@ func testSale(t *testing.T, open Opener) {
 	prices, err = f.tr.Prices(f.ctx)
 	require.NoError(t, err)
 	assert.Empty(t, prices, "a zero price removes it")
-	_, err = f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", d("1"), "s3")
+	_, err = f.tr.Sell(f.ctx, "ops-bob", "bob", "CRED", "EUR", dectest.D("1"), "s3")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "sales stopped: %v", err)
 	f.audit()
 }
@@ -156,9 +157,9 @@ func testSale(t *testing.T, open Opener) {
 // price, each sale happened once, and the audit is clean.
 func testSalesAtOnce(t *testing.T, open Opener) {
 	f := saleFixture(t, open)
-	_, err := f.tr.Burn(f.ctx, "ops-ann", "EUR", "bob", d("80"), "bob-to-20", "")
+	_, err := f.tr.Burn(f.ctx, "ops-ann", "EUR", "bob", dectest.D("80"), "bob-to-20", "")
 	require.NoError(t, err)
-	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", d("0.3"), "p1")
+	_, err = f.tr.SetPrice(f.ctx, "ops-ann", "CRED", "EUR", dectest.D("0.3"), "p1")
 	require.NoError(t, err)
 
 	var (
@@ -186,7 +187,7 @@ func testSalesAtOnce(t *testing.T, open Opener) {
 			assert.Equal(t, a, again, "%s: a replay is the sale", key)
 			done++
 			sold = sold.Add(decimal.NewFromInt(int64(i)))
-			paid = paid.Add(d(a.After["cost"]))
+			paid = paid.Add(dectest.D(a.After["cost"]))
 		})
 	}
 	wg.Wait()
@@ -195,13 +196,13 @@ func testSalesAtOnce(t *testing.T, open Opener) {
 	assert.Positive(t, failed, "bob cannot pay for them all")
 	t.Logf("%d sales done, %d refused: %s CRED for %s EUR", done, failed, sold, paid)
 
-	bobEUR := d(f.balance("wallet/EUR/bob"))
+	bobEUR := dectest.D(f.balance("wallet/EUR/bob"))
 	assert.False(t, bobEUR.IsNegative(), "never overdrawn")
-	assert.Equal(t, d("20").Sub(paid).String(), bobEUR.String())
+	assert.Equal(t, dectest.D("20").Sub(paid).String(), bobEUR.String())
 	assert.Equal(t, paid.String(), f.balance(treasury.ProceedsID("CRED", "EUR")))
 	assert.Equal(t, sold.String(), f.balance("wallet/CRED/bob"))
 	assert.Equal(t, sold.Neg().String(), f.balance(currency.IssuanceID("CRED")), "the supply grew by what was sold")
-	assert.True(t, sold.Equal(paid.Div(d("0.3"))), "minted %s, paid %s at 0.3", sold, paid)
+	assert.True(t, sold.Equal(paid.Div(dectest.D("0.3"))), "minted %s, paid %s at 0.3", sold, paid)
 	acts, err := f.tr.Actions(f.ctx, "", 100)
 	require.NoError(t, err)
 	var sales int

@@ -17,6 +17,7 @@ import (
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -40,8 +41,6 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SalesAtOnce", func(t *testing.T) { testSalesAtOnce(t, open) })
 	t.Run("Adversarial", func(t *testing.T) { RunAdversarial(t, open) })
 }
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 type fixture struct {
 	t   testing.TB
@@ -101,7 +100,7 @@ func (f *fixture) audit() {
 
 func testGrant(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("100.50"), "g1", "november budget")
+	a, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", dectest.D("100.50"), "g1", "november budget")
 	require.NoError(t, err)
 	assert.Equal(t, "ops-ann", a.Actor)
 	assert.Equal(t, treasury.KindGrant, a.Kind)
@@ -111,15 +110,15 @@ func testGrant(t *testing.T, open Opener) {
 	assert.Equal(t, "-100.5", a.After["issuance/CRED"])
 	assert.False(t, a.At.IsZero())
 
-	again, err := f.tr.Grant(f.ctx, "ops-bob", "CRED", "alice", d("100.5"), "g1", "")
+	again, err := f.tr.Grant(f.ctx, "ops-bob", "CRED", "alice", dectest.D("100.5"), "g1", "")
 	require.NoError(t, err, "the same grant again, 100.5 written another way")
 	assert.Equal(t, a, again, "a replay answers the first action")
 	assert.Equal(t, "100.5", f.balance("wallet/CRED/alice"))
 
-	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("200"), "g1", "")
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", dectest.D("200"), "g1", "")
 	assert.Equal(t, bourse.EIdempotencyConflict, bourse.ErrorCode(err), "%v", err)
 
-	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("0.5"), "b1", "")
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", dectest.D("0.5"), "b1", "")
 	require.NoError(t, err)
 	supply, err := f.tr.Supply(f.ctx, "CRED", 0)
 	require.NoError(t, err)
@@ -134,21 +133,21 @@ func testGrant(t *testing.T, open Opener) {
 // key, so that the same key goes through once the cause is gone.
 func testRefused(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("5"), "b1", "")
+	_, err := f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", dectest.D("5"), "b1", "")
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
-	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "nobody", d("5"), "g0", "")
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "nobody", dectest.D("5"), "g0", "")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
-	_, err = f.tr.Grant(f.ctx, "", "CRED", "alice", d("5"), "g1", "")
+	_, err = f.tr.Grant(f.ctx, "", "CRED", "alice", dectest.D("5"), "g1", "")
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "an action names who did it: %v", err)
-	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("0.001"), "g2", "")
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", dectest.D("0.001"), "g2", "")
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
 	acts, err := f.tr.Actions(f.ctx, "", 0)
 	require.NoError(t, err)
 	assert.Len(t, acts, 2, "only the two opens are in the trail")
 
-	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("5"), "g3", "")
+	_, err = f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", dectest.D("5"), "g3", "")
 	require.NoError(t, err)
-	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("5"), "b1", "")
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", dectest.D("5"), "b1", "")
 	require.NoError(t, err, "the refused key is free once the money is there")
 	assert.Equal(t, "0", f.balance("wallet/CRED/alice"))
 	f.audit()
@@ -163,7 +162,7 @@ func testCap(t *testing.T, open Opener) {
 	_, err = f.tr.SetCap(f.ctx, "ops-ann", "bob", 1, "c2")
 	require.NoError(t, err)
 	// alice runs a contract of 3 GPUs: her cap wallet holds them.
-	_, err = currency.Do(f.ctx, f.l, currency.Reserve{Key: "r", Hold: "gpus/k1", From: "wallet/GPU-CAP/alice", Amount: d("3"), Deadline: time.Now().Add(time.Hour)})
+	_, err = currency.Do(f.ctx, f.l, currency.Reserve{Key: "r", Hold: "gpus/k1", From: "wallet/GPU-CAP/alice", Amount: dectest.D("3"), Deadline: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = f.tr.SetCap(f.ctx, "ops-ann", "alice", 2, "c3")
 	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "below the GPUs in use: %v", err)
@@ -177,32 +176,32 @@ func testCap(t *testing.T, open Opener) {
 
 func testExchange(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", d("100"), "g1", "")
+	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "alice", dectest.D("100"), "g1", "")
 	require.NoError(t, err)
-	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x0")
+	_, err = f.tr.Convert(f.ctx, "ops-ann", "alice", "CRED", "GPU", dectest.D("10"), "x0")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "no rate set: %v", err)
 
-	_, err = f.tr.SetRate(f.ctx, "ops-ann", "CRED", "GPU", d("0.5"), "r1")
+	_, err = f.tr.SetRate(f.ctx, "ops-ann", "CRED", "GPU", dectest.D("0.5"), "r1")
 	require.NoError(t, err)
-	a, err := f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x1")
+	a, err := f.tr.Convert(f.ctx, "ops-ann", "alice", "CRED", "GPU", dectest.D("10"), "x1")
 	require.NoError(t, err)
 	assert.Equal(t, "0.5", a.After["rate"])
 	assert.Equal(t, "100", a.Before["wallet/CRED/alice"])
 	assert.Equal(t, "90", a.After["wallet/CRED/alice"])
 	assert.Equal(t, "5", a.After["wallet/GPU/alice"])
 
-	r2, err := f.tr.SetRate(f.ctx, "ops-bob", "CRED", "GPU", d("0.25"), "r2")
+	r2, err := f.tr.SetRate(f.ctx, "ops-bob", "CRED", "GPU", dectest.D("0.25"), "r2")
 	require.NoError(t, err)
 	assert.Equal(t, "0.5", r2.Before["rate"])
 	assert.Equal(t, "0.25", r2.After["rate"])
-	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("10"), "x1")
+	_, err = f.tr.Convert(f.ctx, "ops-ann", "alice", "CRED", "GPU", dectest.D("10"), "x1")
 	require.NoError(t, err, "a replay after the rate changed is the first exchange")
 	assert.Equal(t, "5", f.balance("wallet/GPU/alice"))
-	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("20"), "x2")
+	_, err = f.tr.Convert(f.ctx, "ops-ann", "alice", "CRED", "GPU", dectest.D("20"), "x2")
 	require.NoError(t, err)
 	assert.Equal(t, "10", f.balance("wallet/GPU/alice"))
 	assert.Equal(t, "70", f.balance("wallet/CRED/alice"))
-	_, err = f.tr.Exchange(f.ctx, "ops-ann", "alice", "CRED", "GPU", d("1000"), "x3")
+	_, err = f.tr.Convert(f.ctx, "ops-ann", "alice", "CRED", "GPU", dectest.D("1000"), "x3")
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "%v", err)
 
 	rates, err := f.tr.Rates(f.ctx)
@@ -221,7 +220,7 @@ func testExchange(t *testing.T, open Opener) {
 func testAllowance(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: d("10"), B: d("0.1"), Period: time.Hour, Start: start}
+	r := allowance.Rule{Wallet: "wallet/CRED/alice", A: dectest.D("10"), B: dectest.D("0.1"), Period: time.Hour, Start: start}
 	a, err := f.tr.SetAllowance(f.ctx, "ops-ann", r, "a1")
 	require.NoError(t, err)
 	assert.Empty(t, a.Before["allowance"])
@@ -239,7 +238,7 @@ func testAllowance(t *testing.T, open Opener) {
 
 	_, err = f.tr.SetAllowance(f.ctx, "ops-ann", allowance.Rule{Wallet: "wallet/CRED/alice", Start: start}, "a2")
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
-	_, err = f.tr.SetAllowance(f.ctx, "ops-ann", allowance.Rule{Wallet: "wallet/CRED/nobody", A: d("1"), Start: start}, "a3")
+	_, err = f.tr.SetAllowance(f.ctx, "ops-ann", allowance.Rule{Wallet: "wallet/CRED/nobody", A: dectest.D("1"), Start: start}, "a3")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
 
 	rm, err := f.tr.RemoveAllowance(f.ctx, "ops-bob", "wallet/CRED/alice", "a4")
@@ -254,7 +253,7 @@ func testAllowance(t *testing.T, open Opener) {
 func testTrail(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	for i := range 5 {
-		_, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", d("1"), fmt.Sprintf("g%d", i), "")
+		_, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", dectest.D("1"), fmt.Sprintf("g%d", i), "")
 		require.NoError(t, err)
 	}
 	acts, err := f.tr.Actions(f.ctx, "", 3)
@@ -279,13 +278,13 @@ func testSameKeyAtOnce(t *testing.T, open Opener) {
 	fresh := make(chan string, 32)
 	for i := range 16 {
 		wg.Go(func() {
-			a, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", d("7"), "same", "")
+			a, err := f.tr.Grant(f.ctx, fmt.Sprintf("ops-%d", i), "CRED", "alice", dectest.D("7"), "same", "")
 			if assert.NoError(t, err) {
 				fresh <- a.Actor
 			}
 		})
 		wg.Go(func() {
-			_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", d("1"), fmt.Sprintf("own-%d", i), "")
+			_, err := f.tr.Grant(f.ctx, "ops", "CRED", "alice", dectest.D("1"), fmt.Sprintf("own-%d", i), "")
 			assert.NoError(t, err)
 		})
 	}
@@ -305,16 +304,16 @@ func testSameKeyAtOnce(t *testing.T, open Opener) {
 
 func testSpendCap(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	a, err := f.tr.SetSpendCap(f.ctx, "ops-ann", "acme", "CRED", caps.Month, d("500"), d("0.8"), "s1")
+	a, err := f.tr.SetSpendCap(f.ctx, "ops-ann", "acme", "CRED", caps.Month, dectest.D("500"), dectest.D("0.8"), "s1")
 	require.NoError(t, err)
 	assert.Equal(t, "CRED/acme/month", a.Target)
 	assert.Contains(t, a.After["spend-cap"], `"limit":"500"`)
-	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, d("50"), d("0"), "s2")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, dectest.D("50"), dectest.D("0"), "s2")
 	require.NoError(t, err)
 	list, err := f.tr.SpendCapList(f.ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
-	assert.Equal(t, caps.Spend{Owner: "acme", Currency: "CRED", Period: caps.Month, Limit: d("500"), Warn: d("0.8")}, list[0])
+	assert.Equal(t, caps.Spend{Owner: "acme", Currency: "CRED", Period: caps.Month, Limit: dectest.D("500"), Warn: dectest.D("0.8")}, list[0])
 	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -332,10 +331,10 @@ func testSpendCap(t *testing.T, open Opener) {
 		{"Negative", "alice", caps.Day, "-1", "0", bourse.EInvalid},
 		{"NoWallet", "nobody", caps.Day, "1", "0", bourse.ENotFound},
 	} {
-		_, err := f.tr.SetSpendCap(f.ctx, "ops-ann", c.owner, "CRED", c.p, d(c.limit), d(c.warn), "bad-"+c.name)
+		_, err := f.tr.SetSpendCap(f.ctx, "ops-ann", c.owner, "CRED", c.p, dectest.D(c.limit), dectest.D(c.warn), "bad-"+c.name)
 		assert.Equal(t, c.code, bourse.ErrorCode(err), "%s: %v", c.name, err)
 	}
-	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, d("0"), d("0"), "s3")
+	_, err = f.tr.SetSpendCap(f.ctx, "ops-ann", "alice", "CRED", caps.Day, dectest.D("0"), dectest.D("0"), "s3")
 	require.NoError(t, err)
 	list, err = f.tr.SpendCapList(f.ctx)
 	require.NoError(t, err)
@@ -344,11 +343,11 @@ func testSpendCap(t *testing.T, open Opener) {
 
 func testTopUp(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "acme", d("100"), "g-acme", "")
+	_, err := f.tr.Grant(f.ctx, "ops-ann", "CRED", "acme", dectest.D("100"), "g-acme", "")
 	require.NoError(t, err)
-	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/acme", Below: d("1"), To: d("2")}, "t0")
+	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/acme", Below: dectest.D("1"), To: dectest.D("2")}, "t0")
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "acme has no parent: %v", err)
-	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: d("10"), To: d("30")}, "t1")
+	_, err = f.tr.SetTopUp(f.ctx, "ops-ann", treasury.TopUp{Wallet: "wallet/CRED/alice", Below: dectest.D("10"), To: dectest.D("30")}, "t1")
 	require.NoError(t, err)
 
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -359,7 +358,7 @@ func testTopUp(t *testing.T, open Opener) {
 	assert.Equal(t, "30", f.balance("wallet/CRED/alice"))
 	assert.Equal(t, "70", f.balance("wallet/CRED/acme"))
 
-	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("25"), "b1", "")
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", dectest.D("25"), "b1", "")
 	require.NoError(t, err)
 	_, err = f.tr.RunTopUps(f.ctx, "scheduler", at.Add(time.Second))
 	require.NoError(t, err)
@@ -369,9 +368,9 @@ func testTopUp(t *testing.T, open Opener) {
 	assert.Equal(t, "30", f.balance("wallet/CRED/alice"))
 	assert.Equal(t, "45", f.balance("wallet/CRED/acme"))
 
-	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "acme", d("45"), "b2", "")
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "acme", dectest.D("45"), "b2", "")
 	require.NoError(t, err)
-	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", d("30"), "b3", "")
+	_, err = f.tr.Burn(f.ctx, "ops-ann", "CRED", "alice", dectest.D("30"), "b3", "")
 	require.NoError(t, err)
 	done, err = f.tr.RunTopUps(f.ctx, "scheduler", at.Add(2*time.Minute))
 	require.NoError(t, err)
@@ -395,17 +394,17 @@ func testTopUp(t *testing.T, open Opener) {
 // that passed, never past its capacity, each step once.
 func testSpendRate(t *testing.T, open Opener) {
 	f := newFixture(t, open)
-	_, err := f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("10"), d("6"), d("0.5"), "r1")
+	_, err := f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", dectest.D("10"), dectest.D("6"), dectest.D("0.5"), "r1")
 	require.NoError(t, err)
 	bucket := caps.BucketWallet("alice", "CRED")
 	assert.Equal(t, "10", f.balance(bucket), "a new bucket is full")
 	got, err := f.tr.SpendCaps(0).SpendCaps(f.ctx, "alice", "CRED")
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, caps.Rate, got[0].Period)
+	assert.Equal(t, caps.Bucketed, got[0].Period)
 
 	// 8 spent: what the exchange's settlements do, by hand.
-	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: caps.SpentID("CRED"), Amount: d("8")})
+	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "spend", From: bucket, To: caps.SpentID("CRED"), Amount: dectest.D("8")})
 	require.NoError(t, err)
 	rs, err := f.tr.SpendRates(f.ctx)
 	require.NoError(t, err)
@@ -422,10 +421,10 @@ func testSpendRate(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	assert.Equal(t, "10", f.balance(bucket), "never past the capacity")
 
-	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("4"), d("6"), d("0"), "r2")
+	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", dectest.D("4"), dectest.D("6"), dectest.D("0"), "r2")
 	require.NoError(t, err)
 	assert.Equal(t, "4", f.balance(bucket), "a smaller bucket at once")
-	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", d("4"), d("0"), d("0"), "r3")
+	_, err = f.tr.SetSpendRate(f.ctx, "ops-ann", "alice", "CRED", dectest.D("4"), dectest.D("0"), dectest.D("0"), "r3")
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "no refill: %v", err)
 	uses, err := f.tr.SpendUses(f.ctx)
 	require.NoError(t, err)

@@ -20,9 +20,9 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// market is the demo's scenario with budgets for a long run, trading
+// demoSimulation is the demo's scenario with budgets for a long run, trading
 // jobs jobs.
-func market(t testing.TB, seed uint64, jobs int, log *bytes.Buffer) *sim.Market {
+func demoSimulation(t testing.TB, seed uint64, jobs int, log *bytes.Buffer) *sim.Simulation {
 	t.Helper()
 	clients := scenario.DefaultClients()
 	for i := range clients {
@@ -46,9 +46,9 @@ func market(t testing.TB, seed uint64, jobs int, log *bytes.Buffer) *sim.Market 
 // ran.
 func TestInProcessMarket(t *testing.T) {
 	const jobs = 10000
-	run := func(seed uint64) (*sim.Market, metrics.Result, []byte) {
+	run := func(seed uint64) (*sim.Simulation, metrics.Result, []byte) {
 		var log bytes.Buffer
-		m := market(t, seed, jobs, &log)
+		m := demoSimulation(t, seed, jobs, &log)
 		r, err := m.Run(context.Background())
 		require.NoError(t, err)
 		dump, err := m.Contracts(context.Background())
@@ -120,7 +120,7 @@ func TestLinksNoNATS(t *testing.T) {
 // recently.
 func TestForget(t *testing.T) {
 	const jobs = 3000
-	run := func(forget time.Duration) (*sim.Market, []byte) {
+	run := func(forget time.Duration) (*sim.Simulation, []byte) {
 		var log bytes.Buffer
 		clients := scenario.DefaultClients()
 		for i := range clients {

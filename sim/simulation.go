@@ -26,10 +26,10 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// Market is a simulated market: the House over an in-memory store on the
+// Simulation is a simulated market: the House over an in-memory store on the
 // engine's clock, server nodes, and the clients that submit the
 // workload's jobs and negotiate them with their strategies.
-type Market struct {
+type Simulation struct {
 	cfg     Config
 	e       *Engine
 	ledger  *mem.Ledger
@@ -69,11 +69,11 @@ type Market struct {
 
 // New builds the market: its currency, the scenario's clients' funded
 // wallets, its servers registered with the House. Run it with Run.
-func New(cfg Config) (*Market, error) {
+func New(cfg Config) (*Simulation, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	m := &Market{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
+	m := &Simulation{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
 		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}, standing: map[string]*job{}}
 	m.log = &eventLog{w: cfg.Log, scale: scenario.Currency.Scale}
@@ -124,7 +124,7 @@ func New(cfg Config) (*Market, error) {
 	return m, nil
 }
 
-func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog.Logger) error {
+func (m *Simulation) addServer(ctx context.Context, s scenario.ServerSpec, log *slog.Logger) error {
 	if _, dup := m.nodes[s.ID]; dup {
 		return fmt.Errorf("sim: server %s twice", s.ID)
 	}
@@ -147,7 +147,7 @@ func (m *Market) addServer(ctx context.Context, s scenario.ServerSpec, log *slog
 
 // client returns the client of that id, opening and funding its wallet
 // the first time.
-func (m *Market) client(id string) (*client, error) {
+func (m *Simulation) client(id string) (*client, error) {
 	if c := m.clients[id]; c != nil {
 		return c, nil
 	}
@@ -183,7 +183,7 @@ func (m *Market) client(id string) (*client, error) {
 
 // payAllowance pays a client's allowance every period, by the ledger's
 // own rules (currency/allowance), from the market's opening.
-func (m *Market) payAllowance(id string, a scenario.Allowance) error {
+func (m *Simulation) payAllowance(id string, a scenario.Allowance) error {
 	r := allowance.Rule{Wallet: currency.WalletID(scenario.Currency.Code, id), A: a.A, B: a.B, Period: a.Period, Start: m.cfg.Start}
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("sim: client %s: %w", id, err)
@@ -202,20 +202,20 @@ func (m *Market) payAllowance(id string, a scenario.Allowance) error {
 }
 
 // House is the simulation's exchange, for reading contracts and balances.
-func (m *Market) House() *exchange.House { return m.house }
+func (m *Simulation) House() *exchange.House { return m.house }
 
 // Store is the simulation's store.
-func (m *Market) Store() exchange.Store { return m.store }
+func (m *Simulation) Store() exchange.Store { return m.store }
 
 // Final is the final reading a server made of a contract's job: what the
 // server says it ran.
-func (m *Market) Final(contract string) (trade.Reading, bool) {
+func (m *Simulation) Final(contract string) (trade.Reading, bool) {
 	r, ok := m.finals[contract]
 	return r, ok
 }
 
 // Contracts lists every contract of the market, by id.
-func (m *Market) Contracts(ctx context.Context) ([]trade.Contract, error) {
+func (m *Simulation) Contracts(ctx context.Context) ([]trade.Contract, error) {
 	var out []trade.Contract
 	for _, id := range m.clientIDs() {
 		cs, err := m.store.Contracts(ctx, id, 0)
@@ -228,7 +228,7 @@ func (m *Market) Contracts(ctx context.Context) ([]trade.Contract, error) {
 	return out, nil
 }
 
-func (m *Market) clientIDs() []string { return slices.Sorted(maps.Keys(m.clients)) }
+func (m *Simulation) clientIDs() []string { return slices.Sorted(maps.Keys(m.clients)) }
 
 // own copies a strategy that keeps state behind a pointer (Adaptive
 // learns), so that each client made from the default learns alone.
@@ -243,7 +243,7 @@ func own(s strategy.Strategy) strategy.Strategy {
 }
 
 // Engine is the market's clock and event queue.
-func (m *Market) Engine() *Engine { return m.e }
+func (m *Simulation) Engine() *Engine { return m.e }
 
 // Offers is how many offers the clients made.
-func (m *Market) Offers() int { return m.offers }
+func (m *Simulation) Offers() int { return m.offers }

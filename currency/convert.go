@@ -9,7 +9,7 @@ import (
 	"github.com/bourse/bourse"
 )
 
-// Exchange converts money between two currencies at Rate, in units of To's
+// Convert converts money between two currencies at Rate, in units of To's
 // currency per unit of From's: Amount leaves the wallet From for its
 // currency's issuance account (it leaves that currency's supply), and
 // Amount × Rate, rounded down to To's scale, comes to the wallet To out of
@@ -17,7 +17,7 @@ import (
 // within one currency, so every currency still sums to zero; both are one
 // operation, so they happen together or not at all, once per key. The
 // rate is part of what the key stands for, and each leg's memo records it.
-type Exchange struct {
+type Convert struct {
 	Key    string          `json:"key"`
 	From   AccountID       `json:"from"`
 	To     AccountID       `json:"to"`
@@ -26,15 +26,18 @@ type Exchange struct {
 	Memo   string          `json:"memo,omitempty"`
 }
 
-func (o Exchange) IdempotencyKey() string { return o.Key }
+func (o Convert) IdempotencyKey() string { return o.Key }
 
-func (o Exchange) content() content {
+// content is what the key stands for. Its kind, and the legs' memo and
+// ids (x/<key>/…), keep the name the operation had before, exchange: they
+// are stored, and compared with what a retry sends.
+func (o Convert) content() content {
 	return content{kind: "exchange", memo: o.Memo, hasMemo: true, fields: []field{
 		{"from", string(o.From)}, {"to", string(o.To)}, {"amount", o.Amount.String()}, {"rate", o.Rate.String()}}}
 }
 
 // memo is what each leg's movement says: the rate, then the caller's memo.
-func (o Exchange) memo() string {
+func (o Convert) memo() string {
 	m := "exchange at " + o.Rate.String()
 	if o.Memo != "" {
 		m += ": " + o.Memo
@@ -49,7 +52,7 @@ func Converted(amount, rate decimal.Decimal, scale int32) decimal.Decimal {
 	return amount.Mul(rate).RoundDown(scale)
 }
 
-func (a applier) exchange(ctx context.Context, o Exchange) (Result, error) {
+func (a applier) convert(ctx context.Context, o Convert) (Result, error) {
 	from, err := a.account(ctx, "from", o.From)
 	if err != nil {
 		return Result{}, err

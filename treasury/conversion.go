@@ -11,10 +11,10 @@ import (
 	"github.com/bourse/bourse/currency"
 )
 
-// Rate is the rate at which From's money exchanges into To's, in units of
-// To per unit of From, as the administrators set it. Each direction has
-// its own (a spread between them is a fee).
-type Rate struct {
+// ConversionRate is the rate at which From's money converts into To's, in
+// units of To per unit of From, as the administrators set it (bourse admin
+// rate). Each direction has its own (a spread between them is a fee).
+type ConversionRate struct {
 	From  currency.Code   `json:"from"`
 	To    currency.Code   `json:"to"`
 	Rate  decimal.Decimal `json:"rate"`
@@ -31,14 +31,14 @@ func (t *Treasury) SetRate(ctx context.Context, actor string, from, to currency.
 }
 
 // Rates lists the rates set.
-func (t *Treasury) Rates(ctx context.Context) ([]Rate, error) {
+func (t *Treasury) Rates(ctx context.Context) ([]ConversionRate, error) {
 	vs, err := rates.list(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Rate, len(vs))
+	out := make([]ConversionRate, len(vs))
 	for i, v := range vs {
-		out[i] = Rate{From: v.first, To: v.second, Rate: v.value, SetBy: v.setBy, SetAt: v.setAt}
+		out[i] = ConversionRate{From: v.first, To: v.second, Rate: v.value, SetBy: v.setBy, SetAt: v.setAt}
 	}
 	return out, nil
 }
@@ -53,11 +53,11 @@ func (t *Treasury) rate(ctx context.Context, from, to currency.Code) (decimal.De
 	return r, err
 }
 
-// Exchange converts amount of owner's money in from into to at the rate
-// set now, in one ledger operation (currency.Exchange: both legs or
+// Convert converts amount of owner's money in from into to at the rate
+// set now, in one ledger operation (currency.Convert: both legs or
 // neither). The owner's wallet in to is opened if it is missing, under the
 // same parent as the one in from. The rate used is in the action's After.
-func (t *Treasury) Exchange(ctx context.Context, actor, owner string, from, to currency.Code, amount decimal.Decimal, key string) (Action, error) {
+func (t *Treasury) Convert(ctx context.Context, actor, owner string, from, to currency.Code, amount decimal.Decimal, key string) (Action, error) {
 	rate, err := t.rate(ctx, from, to)
 	if err != nil {
 		return Action{}, err
@@ -74,7 +74,7 @@ func (t *Treasury) Exchange(ctx context.Context, actor, owner string, from, to c
 		Action: Action{Key: key, Actor: actor, Kind: KindExchange, Target: owner,
 			Request: fmt.Sprintf("exchange %s %s of %s into %s", amount, from, owner, to),
 			After:   map[string]string{"rate": rate.String()}},
-		Ops:   []currency.Op{currency.Exchange{Key: key, From: src.ID, To: dst.ID, Amount: amount, Rate: rate}},
+		Ops:   []currency.Op{currency.Convert{Key: key, From: src.ID, To: dst.ID, Amount: amount, Rate: rate}},
 		Watch: []currency.AccountID{src.ID, dst.ID},
 	})
 }

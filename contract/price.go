@@ -4,18 +4,18 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Rate is an exact non-negative price, num/den with den > 0: interpolating
+// Price is an exact non-negative price, num/den with den > 0: interpolating
 // a curve divides, and comparing by cross-multiplying keeps comparisons of
 // prices exact, so that a server's reserve and a client's bid never
 // disagree by a rounding.
-type Rate struct{ num, den decimal.Decimal }
+type Price struct{ num, den decimal.Decimal }
 
 // Cmp compares two rates exactly: -1, 0 or +1.
-func (r Rate) Cmp(s Rate) int { return r.num.Mul(s.den).Cmp(s.num.Mul(r.den)) }
+func (r Price) Cmp(s Price) int { return r.num.Mul(s.den).Cmp(s.num.Mul(r.den)) }
 
 // Decimal is the rate rounded half up at places decimal places, for
 // showing and for arithmetic that may round.
-func (r Rate) Decimal(places int32) decimal.Decimal {
+func (r Price) Decimal(places int32) decimal.Decimal {
 	if r.den.Equal(one) {
 		return r.num
 	}
@@ -23,17 +23,17 @@ func (r Rate) Decimal(places int32) decimal.Decimal {
 }
 
 // At is the curve's value at x, exactly.
-func (c Curve) At(x decimal.Decimal) Rate {
+func (c Curve) At(x decimal.Decimal) Price {
 	num, den := c.at(x, one)
-	return Rate{num, den}
+	return Price{num, den}
 }
 
 // below is the limit of the curve's value as its argument rises to x:
 // the value at x, except at or below the first breakpoint, where the curve
 // is zero just left of its jump.
-func (c Curve) below(x decimal.Decimal) Rate {
+func (c Curve) below(x decimal.Decimal) Price {
 	if len(c) == 0 || x.LessThanOrEqual(c[0].X) {
-		return Rate{decimal.Zero, one}
+		return Price{decimal.Zero, one}
 	}
 	return c.At(x)
 }
@@ -67,10 +67,10 @@ func (c Curve) Covers(reserve Curve, g decimal.Decimal) bool {
 // they do not overflow (exact.go), else on decimals.
 func coversAt(c, reserve Curve, x decimal.Decimal) bool {
 	if fx, ok := fix(x); ok {
-		at, ok := fixedRateCmp(c, reserve, fx, false)
+		at, ok := fixedPriceCmp(c, reserve, fx, false)
 		below, okBelow := 0, true
 		if ok && x.Sign() > 0 {
-			below, okBelow = fixedRateCmp(c, reserve, fx, true)
+			below, okBelow = fixedPriceCmp(c, reserve, fx, true)
 		}
 		if ok && okBelow {
 			return at >= 0 && below >= 0
@@ -79,14 +79,14 @@ func coversAt(c, reserve Curve, x decimal.Decimal) bool {
 	return c.At(x).Cmp(reserve.At(x)) >= 0 && (x.Sign() <= 0 || c.below(x).Cmp(reserve.below(x)) >= 0)
 }
 
-// FullUseRate is what the terms pay per GPU-second when all g GPUs are
+// FullUsePrice is what the terms pay per GPU-second when all g GPUs are
 // busy for the whole time: (P(g)·g + Q(g))/g, exactly. It is the one
 // price by which offers, counters and running contracts are compared: what
 // a server earns per GPU it gives, and what a client pays per GPU it gets.
-func (t Terms) FullUseRate() Rate {
+func (t Terms) FullUsePrice() Price {
 	g := decimal.NewFromInt(int64(max(t.GPUs, 1)))
 	p, q := t.P.At(g), t.Q.At(g)
-	return Rate{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
+	return Price{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
 }
 
 // CappedPrepayment is the prepayment the terms may carry at the currency's

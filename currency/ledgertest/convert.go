@@ -8,6 +8,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // cred is a second currency, of whole units, for exchanges.
@@ -23,11 +24,11 @@ func testExchange(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	f.mint("m1", alice, "100")
 
-	x := currency.Exchange{Key: "x1", From: alice, To: aliceCred.ID, Amount: D("10.33"), Rate: D("1.5"), Memo: "november"}
+	x := currency.Convert{Key: "x1", From: alice, To: aliceCred.ID, Amount: dectest.D("10.33"), Rate: dectest.D("1.5"), Memo: "november"}
 	r := f.ok(x)
 	require.Len(t, r.Movements, 2)
 	assert.Equal(t, "exchange at 1.5: november", r.Movements[0].Memo, "the rate is on the statement")
-	assert.True(t, r.Movements[1].Amount.Equal(D("15")), "15.495 CRED rounds down to 15, got %s", r.Movements[1].Amount)
+	assert.True(t, r.Movements[1].Amount.Equal(dectest.D("15")), "15.495 CRED rounds down to 15, got %s", r.Movements[1].Amount)
 	f.balance(alice, "89.67", "0")
 	f.balance(aliceCred.ID, "15", "0")
 	f.balance(currency.IssuanceID(gpu), "-89.67", "0")
@@ -39,12 +40,12 @@ func testExchange(t *testing.T, open Opener) {
 		f.balance(alice, "89.67", "0")
 		f.balance(aliceCred.ID, "15", "0")
 		other := x
-		other.Rate = D("2")
+		other.Rate = dectest.D("2")
 		res := f.fails(other, bourse.EIdempotencyConflict)
 		assert.Equal(t, "rate", res.Err.Field, "a different rate is a different exchange")
 	})
 	t.Run("NotEnough", func(t *testing.T) {
-		f.fails(currency.Exchange{Key: "x2", From: alice, To: aliceCred.ID, Amount: D("1000"), Rate: D("1.5")}, bourse.EInsufficientFunds)
+		f.fails(currency.Convert{Key: "x2", From: alice, To: aliceCred.ID, Amount: dectest.D("1000"), Rate: dectest.D("1.5")}, bourse.EInsufficientFunds)
 		f.balance(alice, "89.67", "0")
 		f.balance(aliceCred.ID, "15", "0")
 	})
@@ -52,14 +53,14 @@ func testExchange(t *testing.T, open Opener) {
 		bob := f.wallet("bob")
 		for _, c := range []struct {
 			name  string
-			op    currency.Exchange
+			op    currency.Convert
 			field string
 		}{
-			{"SameCurrency", currency.Exchange{Key: "x3", From: alice, To: bob, Amount: D("1"), Rate: D("1")}, "to"},
-			{"ZeroRate", currency.Exchange{Key: "x4", From: alice, To: aliceCred.ID, Amount: D("1"), Rate: D("0")}, "rate"},
-			{"RoundsToNothing", currency.Exchange{Key: "x5", From: alice, To: aliceCred.ID, Amount: D("0.5"), Rate: D("1.5")}, "amount"},
-			{"TooPrecise", currency.Exchange{Key: "x6", From: alice, To: aliceCred.ID, Amount: D("0.001"), Rate: D("1000")}, "amount"},
-			{"FromIssuance", currency.Exchange{Key: "x7", From: currency.IssuanceID(gpu), To: aliceCred.ID, Amount: D("1"), Rate: D("1")}, "from"},
+			{"SameCurrency", currency.Convert{Key: "x3", From: alice, To: bob, Amount: dectest.D("1"), Rate: dectest.D("1")}, "to"},
+			{"ZeroRate", currency.Convert{Key: "x4", From: alice, To: aliceCred.ID, Amount: dectest.D("1"), Rate: dectest.D("0")}, "rate"},
+			{"RoundsToNothing", currency.Convert{Key: "x5", From: alice, To: aliceCred.ID, Amount: dectest.D("0.5"), Rate: dectest.D("1.5")}, "amount"},
+			{"TooPrecise", currency.Convert{Key: "x6", From: alice, To: aliceCred.ID, Amount: dectest.D("0.001"), Rate: dectest.D("1000")}, "amount"},
+			{"FromIssuance", currency.Convert{Key: "x7", From: currency.IssuanceID(gpu), To: aliceCred.ID, Amount: dectest.D("1"), Rate: dectest.D("1")}, "from"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				res := f.fails(c.op, bourse.EInvalid)

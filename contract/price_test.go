@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"github.com/bourse/bourse/internal/dectest"
 	"testing"
 	"time"
 
@@ -8,45 +9,43 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func dd(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
 func TestRate(t *testing.T) {
-	ramp := Ramp(dd("0.5"), dd("2"), dd("0.004")) // P(1.8993) = 0.004·1.3993/1.5
-	assert.Equal(t, 0, ramp.At(dd("1.8993")).Cmp(Rate{dd("0.0055972"), dd("1.5")}))
-	assert.True(t, ramp.At(dd("1.8993")).Decimal(7).Equal(dd("0.0037315")))
-	assert.Equal(t, -1, ramp.At(dd("1")).Cmp(ramp.At(dd("1.5"))))
-	assert.Equal(t, 0, ramp.At(dd("0.2")).Cmp(Rate{decimal.Zero, one}), "zero below the first breakpoint")
-	assert.Equal(t, 0, ramp.At(dd("9")).Cmp(Rate{dd("0.004"), one}), "flat above the last")
+	ramp := Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")) // P(1.8993) = 0.004·1.3993/1.5
+	assert.Equal(t, 0, ramp.At(dectest.D("1.8993")).Cmp(Price{dectest.D("0.0055972"), dectest.D("1.5")}))
+	assert.True(t, ramp.At(dectest.D("1.8993")).Decimal(7).Equal(dectest.D("0.0037315")))
+	assert.Equal(t, -1, ramp.At(dectest.D("1")).Cmp(ramp.At(dectest.D("1.5"))))
+	assert.Equal(t, 0, ramp.At(dectest.D("0.2")).Cmp(Price{decimal.Zero, one}), "zero below the first breakpoint")
+	assert.Equal(t, 0, ramp.At(dectest.D("9")).Cmp(Price{dectest.D("0.004"), one}), "flat above the last")
 
-	t.Run("FullUseRate", func(t *testing.T) {
+	t.Run("FullUsePrice", func(t *testing.T) {
 		// 2 GPUs, P(2) = 0.004 per GPU-second, Q(2) = 0.002 per second:
 		// (0.004·2 + 0.002)/2 = 0.005 per GPU-second.
-		tm := Terms{GPUs: 2, P: ramp, Q: Flat(dd("0.002"))}
-		assert.Equal(t, 0, tm.FullUseRate().Cmp(Rate{dd("0.005"), one}))
+		tm := Terms{GPUs: 2, P: ramp, Q: Flat(dectest.D("0.002"))}
+		assert.Equal(t, 0, tm.FullUsePrice().Cmp(Price{dectest.D("0.005"), one}))
 		cheaper := tm
 		cheaper.Q = nil
-		assert.Equal(t, -1, cheaper.FullUseRate().Cmp(tm.FullUseRate()), "Q counts")
+		assert.Equal(t, -1, cheaper.FullUsePrice().Cmp(tm.FullUsePrice()), "Q counts")
 	})
 	t.Run("Covers", func(t *testing.T) {
-		reserve := Flat(dd("0.01"))
-		assert.True(t, Flat(dd("0.01")).Covers(reserve, dd("4")))
-		assert.False(t, Flat(dd("0.0099")).Covers(reserve, dd("4")))
+		reserve := Flat(dectest.D("0.01"))
+		assert.True(t, Flat(dectest.D("0.01")).Covers(reserve, dectest.D("4")))
+		assert.False(t, Flat(dectest.D("0.0099")).Covers(reserve, dectest.D("4")))
 		// A ramp that reaches the reserve only at 2 GPUs covers it for no g:
 		// just above zero it pays nothing.
-		assert.False(t, Ramp(dd("0"), dd("2"), dd("0.02")).Covers(reserve, dd("1")))
+		assert.False(t, Ramp(dectest.D("0"), dectest.D("2"), dectest.D("0.02")).Covers(reserve, dectest.D("1")))
 		// The reserve starting at 1 GPU is covered by a curve starting there
 		// at the same price: the jumps coincide.
-		assert.True(t, Curve{{X: dd("1"), Y: dd("0.01")}}.Covers(Curve{{X: dd("1"), Y: dd("0.01")}}, dd("4")))
-		assert.False(t, Curve{{X: dd("1.5"), Y: dd("0.02")}}.Covers(Curve{{X: dd("1"), Y: dd("0.01")}}, dd("4")),
+		assert.True(t, Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}}.Covers(Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}}, dectest.D("4")))
+		assert.False(t, Curve{{X: dectest.D("1.5"), Y: dectest.D("0.02")}}.Covers(Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}}, dectest.D("4")),
 			"between 1 and 1.5 the offer pays nothing")
 	})
 	t.Run("CappedPrepayment", func(t *testing.T) {
-		tm := Terms{GPUs: 1, TimeLimit: 100 * time.Second, P: Flat(dd("0.01"))} // at most 1.00
-		assert.True(t, tm.CappedPrepayment(2).Equal(dd("1")), "none named: the maximum")
-		tm.Prepayment = dd("5")
-		assert.True(t, tm.CappedPrepayment(2).Equal(dd("1")), "more than can be charged")
-		tm.Prepayment = dd("0.4")
-		assert.True(t, tm.CappedPrepayment(2).Equal(dd("0.4")))
+		tm := Terms{GPUs: 1, TimeLimit: 100 * time.Second, P: Flat(dectest.D("0.01"))} // at most 1.00
+		assert.True(t, tm.CappedPrepayment(2).Equal(dectest.D("1")), "none named: the maximum")
+		tm.Prepayment = dectest.D("5")
+		assert.True(t, tm.CappedPrepayment(2).Equal(dectest.D("1")), "more than can be charged")
+		tm.Prepayment = dectest.D("0.4")
+		assert.True(t, tm.CappedPrepayment(2).Equal(dectest.D("0.4")))
 	})
 }
 
