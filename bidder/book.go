@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -15,7 +15,7 @@ import (
 // contract comes later, when GPUs free up and a server accepts, with an
 // accepted event (Events). Nothing is held while it waits. requestID
 // makes a retry safe, as for Offer.
-func (c *Client) OfferWait(ctx context.Context, requestID string, t contract.Terms, wait time.Duration) (protocol.OfferReply, error) {
+func (c *Client) OfferWait(ctx context.Context, requestID string, t pricing.Terms, wait time.Duration) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
 	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Wait: trade.Duration(wait)}, &r)
 	return r, err

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/breakdown"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -57,7 +57,7 @@ func market(t *testing.T) (*memstore.Store, currency.Ledger) {
 		{"c0", "carl", "gpu1", "H100", day1.Add(-time.Hour), trade.StateSettled, "99", "99"},
 	} {
 		k := trade.Contract{ID: c.id, Client: c.client, Server: c.server, State: trade.StateAccepted, AcceptedAt: c.at,
-			Terms: contract.Terms{Client: c.client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: c.model}}}
+			Terms: pricing.Terms{Client: c.client, Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: c.model}}}
 		_, _, err := s.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = s.Update(ctx, c.id, func(k *trade.Contract) ([]currency.Op, error) {

@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -16,7 +16,7 @@ import (
 // still open, under the keys every version of the exchange used: a
 // contract made before the holds were one list settles under the same.
 func TestRelease(t *testing.T) {
-	c := &trade.Contract{ID: "c-1", Client: "alice", Terms: contract.Terms{Currency: "CRED"},
+	c := &trade.Contract{ID: "c-1", Client: "alice", Terms: pricing.Terms{Currency: "CRED"},
 		CapHolds:   []string{"gpus/c-1", "gpus/c-1/acme.ml", "gpus/c-1/acme"},
 		SpendHolds: []string{"spend/c-1/0", "spend/c-1/1"}}
 	ended := "contract c-1 ended"

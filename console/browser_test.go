@@ -22,10 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
@@ -284,7 +284,7 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 		client := []string{"alice", "bob", "carl"}[i%3]
 		model := []string{"H100", "A100", "L4"}[i%3]
 		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
-			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}, Prepayment: d("20")}}
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: pricing.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: model}, Prepayment: d("20")}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {

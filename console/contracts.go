@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -179,7 +179,7 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 }
 
 // curveText writes a price curve as its points: "0 → 0.35, 4 → 0.40".
-func curveText(cv contract.Curve) string {
+func curveText(cv pricing.Curve) string {
 	if len(cv) == 0 {
 		return "none"
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -55,7 +55,7 @@ func TestOneFormatAColumn(t *testing.T) {
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
 	for i, charge := range []string{"181", "3.5"} {
 		k := trade.Contract{ID: fmt.Sprint("k", i), Client: "alice", Server: "atlas", State: trade.StateAccepted, AcceptedAt: day.Add(time.Duration(i) * time.Minute),
-			Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, Class: contract.Class{Model: fmt.Sprint("M", i)}}}
+			Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: fmt.Sprint("M", i)}}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		must(store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 )
@@ -27,7 +27,7 @@ func settle(t testing.TB, store *memstore.Store, at []time.Time, charges []strin
 	ctx := context.Background()
 	for i, when := range at {
 		k := trade.Contract{ID: fmt.Sprintf("k%d-%d", when.Unix(), i), Client: "alice", Server: "atlas", State: trade.StateAccepted, AcceptedAt: when,
-			Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1}}
+			Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {

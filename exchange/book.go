@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -49,7 +49,7 @@ func (h *House) checkWait(req protocol.OfferRequest) error {
 // (reply holds their answers), and answers it queued. available is the
 // wallet's balance, which must cover this and the client's other waiting
 // offers' prepayments in the currency.
-func (h *House) queue(ctx context.Context, id string, t contract.Terms, req protocol.OfferRequest, claim string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
+func (h *House) queue(ctx context.Context, id string, t pricing.Terms, req protocol.OfferRequest, claim string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
 	mine, err := h.store.Book(ctx, BookQuery{Client: t.Client, Currency: t.Currency})
 	if err != nil {
 		return protocol.OfferReply{}, err
@@ -82,7 +82,7 @@ func (h *House) queue(ctx context.Context, id string, t contract.Terms, req prot
 // Price is the price at full use that orders the book: exact to the
 // currency's scale plus protocol.PricePlaces, and at most 18 places, what
 // the SQL store keeps.
-func Price(t contract.Terms, scale int32) decimal.Decimal {
+func Price(t pricing.Terms, scale int32) decimal.Decimal {
 	return t.FullUsePrice().Decimal(min(scale+protocol.PricePlaces, 18))
 }
 

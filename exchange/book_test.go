@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -23,15 +23,15 @@ import (
 )
 
 // job is terms for gpus H100s at price a GPU-second, a minute's job.
-func job(gpus int, price string) contract.Terms {
-	t := contract.Terms{Currency: housetest.Currency, GPUs: gpus, Class: contract.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
-		P: contract.Flat(dectest.D(price)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
+func job(gpus int, price string) pricing.Terms {
+	t := pricing.Terms{Currency: housetest.Currency, GPUs: gpus, Class: pricing.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
+		P: pricing.Flat(dectest.D(price)), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	t.Prepayment = t.CappedPrepayment(2)
 	return t
 }
 
 // offer makes client's offer of t under request id, waiting up to wait.
-func offer(t *testing.T, h *housetest.Harness, client, id string, tm contract.Terms, wait time.Duration) protocol.OfferReply {
+func offer(t *testing.T, h *housetest.Harness, client, id string, tm pricing.Terms, wait time.Duration) protocol.OfferReply {
 	t.Helper()
 	reply, err := h.House.Offer(context.Background(), client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait)})
 	require.NoError(t, err, "offer %s", id)
@@ -54,7 +54,7 @@ func eventsOf(h *housetest.Harness, client string) []protocol.EventType {
 // it waits.
 func TestBookMatchesWhenGPUsFree(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
 	for _, c := range []string{"alice", "bob", "carol"} {
 		h.Wallet(c, "100")
 	}
@@ -118,7 +118,7 @@ func TestBookMatchesWhenGPUsFree(t *testing.T) {
 // no money moves.
 func TestBookLeaves(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
 	wallet := h.Wallet("bob", "100")
 	h.Wallet("alice", "100")
 	ctx := context.Background()
@@ -177,12 +177,12 @@ func TestBookLeaves(t *testing.T) {
 // balance together.
 func TestBookBounds(t *testing.T) {
 	h := housetest.New(t, exchange.Config{BookPerClient: 2, BookTotal: 3})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))}) // rejects them all
+	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("1"))}) // rejects them all
 	h.Wallet("bob", "100")
 	h.Wallet("carol", "100")
 	h.Wallet("dan", "100")
 	ctx := context.Background()
-	refuse := func(client, id string, tm contract.Terms, wait time.Duration, counter string) error {
+	refuse := func(client, id string, tm pricing.Terms, wait time.Duration, counter string) error {
 		_, err := h.House.Offer(ctx, client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait), Counter: counter})
 		return err
 	}
@@ -203,7 +203,7 @@ func TestBookBounds(t *testing.T) {
 
 	// carol's waiting offers together may not pass her balance.
 	h2 := housetest.New(t, exchange.Config{})
-	h2.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))})
+	h2.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("1"))})
 	h2.Wallet("carol", "50")
 	half := job(1, "0.01")
 	half.TimeLimit, half.Prepayment = time.Hour, dectest.D("30")
@@ -223,8 +223,8 @@ func TestBookRace(t *testing.T) {
 // nothing is held for it.
 func TestBookCapped(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
-	h.Server("gpu2", "A100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu2", "A100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
 	h.Wallet("alice", "100")
 	wallet := h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -263,7 +263,7 @@ func TestBookCapped(t *testing.T) {
 // waits on; the client may take one.
 func TestBookCountered(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.02"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.02"))})
 	h.Wallet("alice", "100")
 	h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -281,7 +281,7 @@ func TestBookCountered(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, counters, "gpu1 countered when it freed up")
-	assert.True(t, counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.02"))))
+	assert.True(t, counters[0].Terms.P.Equal(pricing.Flat(dectest.D("0.02"))))
 	_, err := h.Store.Waiting(ctx, q.Queued.ID)
 	require.NoError(t, err, "it waits on")
 	took, err := h.House.Offer(ctx, "bob", protocol.OfferRequest{RequestID: "take", Terms: counters[0].Terms, Counter: counters[0].ID})

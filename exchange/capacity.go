@@ -3,7 +3,7 @@ package exchange
 import (
 	"slices"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -52,7 +52,7 @@ func (r *registry) capacity() map[string]map[string]gpuCount {
 // data: the one its terms ask for, else the one model of the server's GPUs
 // that fit them, else anyModel (the server is not heard from, or has
 // several models that fit).
-func (r *registry) model(server string, t contract.Terms) string {
+func (r *registry) model(server string, t pricing.Terms) string {
 	if t.Class.Model != "" {
 		return t.Class.Model
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
@@ -23,6 +22,7 @@ import (
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -73,8 +73,8 @@ func testSweeps(t *testing.T, first exchange.Store, another func() exchange.Stor
 	require.NoError(t, err)
 	_, err = l.OpenAccount(ctx, currency.Account{ID: currency.RevenueID(cur.Code, "gpu1"), Currency: cur.Code, Kind: currency.Revenue})
 	require.NoError(t, err)
-	terms := contract.Terms{Client: "ada", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(10),
-		P: contract.Flat(decimal.RequireFromString("0.001"))}
+	terms := pricing.Terms{Client: "ada", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(10),
+		P: pricing.Flat(decimal.RequireFromString("0.001"))}
 	for i := range running + unstarted {
 		id := fmt.Sprintf("c-%02d", i)
 		c := trade.Contract{ID: id, Client: "ada", Server: "gpu1", Terms: terms, State: trade.StateAccepted,

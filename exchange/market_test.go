@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -23,8 +23,8 @@ import (
 // what market data reads of the store.
 func record(t *testing.T, h *housetest.Harness, id, server, price string, at time.Time) {
 	t.Helper()
-	tm := contract.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
-		P: contract.Flat(dectest.D(price)), Prepayment: dectest.D("1")}
+	tm := pricing.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
+		P: pricing.Flat(dectest.D(price)), Prepayment: dectest.D("1")}
 	_, created, err := h.Store.Open(context.Background(), trade.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
 		State: trade.StateAccepted, AcceptedAt: at, StartDeadline: at.Add(time.Minute)}, "")
 	require.NoError(t, err)
@@ -100,8 +100,8 @@ func TestQuoteClaimsNothing(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
 	node := h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("alice", "100")
-	tm := contract.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: contract.Flat(dectest.D("0.01")), Prepayment: dectest.D("1.2"),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
+	tm := pricing.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: pricing.Flat(dectest.D("0.01")), Prepayment: dectest.D("1.2"),
+		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	for i := range 3 {
 		q, err := h.House.Quote(context.Background(), "alice", protocol.QuoteRequest{Terms: tm})
 		require.NoError(t, err)

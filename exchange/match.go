@@ -10,7 +10,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -125,7 +125,7 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 }
 
 // fits says whether server s has GPUs enough of t's class.
-func fits(s serverState, t contract.Terms) bool {
+func fits(s serverState, t pricing.Terms) bool {
 	n := 0
 	for _, g := range s.GPUs {
 		if t.Class.Fits(g.Model, g.MemoryMiB) {
@@ -153,7 +153,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string)
 		}
 	}
 	t := w.Terms
-	err = contract.Validate(t, h.scaleOf(ctx))
+	err = pricing.Validate(t, h.scaleOf(ctx))
 	if err == nil {
 		err = h.checkStartAt(t.StartAt)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -61,8 +61,8 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
-	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
+func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
+	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
 		return protocol.OfferReply{}, protocol.UnderTerms(err)
 	}
 	if err := h.checkStartAt(t.StartAt); err != nil {
@@ -116,7 +116,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 // open escrows and records the contract that win accepted, then starts it.
 // A contract made from the book has queuedAt, when its offer was queued:
 // the store makes it only if the offer still waits there.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (trade.Contract, bool, error) {
+func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t pricing.Terms, req protocol.OfferRequest, queuedAt time.Time) (trade.Contract, bool, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -308,7 +308,7 @@ func contractID(client, requestID string) string {
 	return "c-" + hex.EncodeToString(h[:10])
 }
 
-func describeClass(c contract.Class) string {
+func describeClass(c pricing.Class) string {
 	s := "GPUs"
 	if c.Model != "" {
 		s = c.Model + " GPUs"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -54,7 +54,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 
 // quoteTerms checks a quote's terms as an offer's: the sender is the
 // client, the terms valid, the start not past nor too far ahead.
-func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms) (contract.Terms, error) {
+func (h *House) quoteTerms(ctx context.Context, client string, t pricing.Terms) (pricing.Terms, error) {
 	if t.Client == "" {
 		t.Client = client
 	}
@@ -62,7 +62,7 @@ func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms)
 		return t, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
 			Message: fmt.Sprintf("quote names client %q but was sent by %q", t.Client, client)}
 	}
-	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
+	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
 		return t, protocol.UnderTerms(err)
 	}
 	return t, h.checkStartAt(t.StartAt)

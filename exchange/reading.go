@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -118,7 +118,7 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 	}
 	ev := Event{Type: protocol.EventReading, Contract: c, At: now}
 	if scale, ok := h.scaleOf(ctx)(c.Terms.Currency); ok {
-		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
+		ev.Due, _ = pricing.Due(c.Terms, r.Usage(), scale)
 	}
 	h.notify.Notify(c.Client, ev)
 	return nil

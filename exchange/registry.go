@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -123,7 +123,7 @@ func (r *registry) liveIDs() []string {
 // currency, and at least t.GPUs GPUs of t's class (free or not: a busy
 // server may still counter with fewer GPUs or a later start). A named
 // server is the only candidate.
-func (r *registry) match(t contract.Terms) []string {
+func (r *registry) match(t pricing.Terms) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.now().Add(-r.lostAfter)

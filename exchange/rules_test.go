@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -60,7 +60,7 @@ func TestWatchdog(t *testing.T) {
 	require.Equal(t, trade.StateSettled, c.State)
 	assert.Equal(t, trade.ReasonServerLost, c.Reason)
 	assert.True(t, c.Reading.U.Equal(last.U), "settled on the last reading")
-	st, err := contract.Charge(c.Terms, last.Usage(), 2)
+	st, err := pricing.Charge(c.Terms, last.Usage(), 2)
 	require.NoError(t, err)
 	assert.True(t, c.Charge.Equal(st.Charge), "charged %s for %s", c.Charge, last.U)
 

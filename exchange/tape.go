@@ -9,7 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -35,7 +35,7 @@ type sale struct {
 	currency   string
 	model      string
 	gpuSeconds decimal.Decimal // GPUs × time limit
-	rate       contract.Price  // price at full use per GPU-second
+	rate       pricing.Price   // price at full use per GPU-second
 }
 
 // tape is the sales of the market window, oldest first.

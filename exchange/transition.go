@@ -8,8 +8,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -63,11 +63,11 @@ func (h *House) record(c *trade.Contract, r trade.Reading, now time.Time) {
 // that pays the server and refunds the rest, to commit together. scale is
 // the contract's currency's.
 func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
-	var u contract.Usage
+	var u pricing.Usage
 	if c.Reading != nil {
 		u = c.Reading.Usage()
 	}
-	st, err := contract.Charge(c.Terms, u, scale)
+	st, err := pricing.Charge(c.Terms, u, scale)
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -24,6 +23,7 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/trade"
@@ -114,10 +114,10 @@ func benchParties(b *testing.B, l currency.Ledger, clients int, connect func(par
 }
 
 // benchTerms is the benchmarks' offer: one GPU, a job of 1 ms.
-func benchTerms() contract.Terms {
-	return contract.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
-		Prepayment: dectest.D("0.60"), P: contract.Flat(dectest.D("0.01")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Millisecond}}}
+func benchTerms() pricing.Terms {
+	return pricing.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
+		Prepayment: dectest.D("0.60"), P: pricing.Flat(dectest.D("0.01")),
+		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Millisecond}}}
 }
 
 // runOffers has the clients make b.N offers between them, as fast as they

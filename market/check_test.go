@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/market"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -41,7 +41,7 @@ func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[tr
 					t.Errorf("%s settled (%s) but its server %s never ran it", k.ID, k.Reason, k.Server)
 					continue
 				}
-				want, err := contract.Charge(k.Terms, final.Usage(), market.Currency.Scale)
+				want, err := pricing.Charge(k.Terms, final.Usage(), market.Currency.Scale)
 				require.NoError(t, err)
 				if !assert.True(t, want.Charge.Equal(k.Charge), "%s (%s): charged %s; its server's final reading (U %s, T %v, %s) costs %s",
 					k.ID, k.Reason, k.Charge, final.U, final.T, final.Reason, want.Charge) {

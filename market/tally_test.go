@@ -8,7 +8,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -49,7 +49,7 @@ func TestTallyRounds(t *testing.T) {
 func TestTallyLastPrice(t *testing.T) {
 	tl := newTally()
 	d := decimal.RequireFromString
-	tl.opened(protocol.Contract{ID: "k", Client: "ada", Server: "atlas", Terms: contract.Terms{
-		GPUs: 2, P: contract.Flat(d("0.20")), Q: contract.Flat(d("0.10"))}})
+	tl.opened(protocol.Contract{ID: "k", Client: "ada", Server: "atlas", Terms: pricing.Terms{
+		GPUs: 2, P: pricing.Flat(d("0.20")), Q: pricing.Flat(d("0.10"))}})
 	assert.Equal(t, "0.25", tl.Snapshot().Servers["atlas"].LastPrice.String())
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -71,7 +71,7 @@ func (t *Told) Of(client string) map[string]Answer {
 }
 
 // Offer makes the offer and notes what the client was told.
-func (o open) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
+func (o open) Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error) {
 	if o.closing.Load() {
 		return protocol.OfferReply{}, errClosed
 	}

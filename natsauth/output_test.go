@@ -16,8 +16,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
@@ -43,7 +43,7 @@ func TestOperatorOutput(t *testing.T) {
 	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserCredentials(filepath.Join(dir, "gpu1.creds"))}, Signer: signer,
 		ID: "gpu1", Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Runner: pr,
 		Output: &spool.Config{Dir: out, LogCap: pr.OutputCap()}, Logger: slog.New(slog.DiscardHandler),
-		Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
+		Policy: server.Posted{P: pricing.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = a.Run(ctx) })
@@ -53,8 +53,8 @@ func TestOperatorOutput(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{File: filepath.Join(dir, "alice.creds")}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	defer alice.Close()
-	terms := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: decimal.RequireFromString("0.60"),
-		P: contract.Flat(decimal.RequireFromString("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
+	terms := pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: decimal.RequireFromString("0.60"),
+		P: pricing.Flat(decimal.RequireFromString("0.01")), Job: &pricing.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
 	var id string
 	for deadline := time.Now().Add(10 * time.Second); id == ""; time.Sleep(100 * time.Millisecond) {
 		r, err := alice.Offer(ctx, "op-out-1", terms)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -50,7 +50,7 @@ func BenchmarkEventsOfALife(b *testing.B) {
 			for _, typ := range life {
 				c := rec
 				if typ != protocol.EventAccepted {
-					c.Terms = contract.Terms{}
+					c.Terms = pricing.Terms{}
 				}
 				out, err := protocol.Marshal(recordEvent{Type: typ, Contract: c, At: rec.SettledAt})
 				if err != nil {

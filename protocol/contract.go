@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -17,12 +17,12 @@ import (
 // the watchdog's clock, and the errors of a stuck settlement.
 // docs/protocol.md ("contract") says what each field promises.
 type Contract struct {
-	ID     string         `json:"id"`
-	Client string         `json:"client"`
-	Server string         `json:"server"`
-	Terms  contract.Terms `json:"terms"`
-	State  trade.State    `json:"state"`
-	Reason trade.Reason   `json:"reason,omitempty"`
+	ID     string        `json:"id"`
+	Client string        `json:"client"`
+	Server string        `json:"server"`
+	Terms  pricing.Terms `json:"terms"`
+	State  trade.State   `json:"state"`
+	Reason trade.Reason  `json:"reason,omitempty"`
 	// Resumes names the suspended contract whose job this one continues.
 	Resumes string `json:"resumes,omitempty"`
 	// GPUs are the server's device indexes the job was given.
@@ -82,7 +82,7 @@ type ContractChange struct {
 	ID            string           `json:"id"`
 	Client        string           `json:"client,omitempty"`
 	Server        string           `json:"server,omitempty"`
-	Terms         contract.Terms   `json:"terms,omitzero"`
+	Terms         pricing.Terms    `json:"terms,omitzero"`
 	State         trade.State      `json:"state,omitempty"`
 	Reason        trade.Reason     `json:"reason,omitempty"`
 	Resumes       string           `json:"resumes,omitempty"`

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -27,8 +27,8 @@ func fullRecord(state trade.State) trade.Contract {
 		EnergyJ: dectest.D("300"), At: t0.Add(11 * time.Second), Final: true, Reason: trade.ReasonCompleted}
 	return trade.Contract{
 		ID: "c-1", Client: "alice", Server: "gpu1",
-		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("40"),
-			P: contract.Flat(dectest.D("0.004")), Server: "gpu1"},
+		Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("40"),
+			P: pricing.Flat(dectest.D("0.004")), Server: "gpu1"},
 		State: state, Reason: trade.ReasonCompleted, Resumes: "c-0", GPUs: []int{2, 3}, Meter: trade.MeterNVML,
 		QueuedAt: t0.Add(-time.Minute), AcceptedAt: t0, StartDeadline: t0.Add(15 * time.Second),
 		StartedAt: t0.Add(time.Second), SettledAt: t0.Add(12 * time.Second), LastSeen: t0.Add(12 * time.Second),

@@ -22,9 +22,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -82,21 +82,21 @@ func examples(t *testing.T) []example {
 
 	// What alice offers: 2 H100s for up to 2 hours, paying per GPU-second
 	// nothing below 0.5 GPUs busy on average, rising to 0.004 CRED at 2.
-	terms := contract.Terms{
+	terms := pricing.Terms{
 		Client:     "alice",
 		Currency:   "CRED",
 		GPUs:       2,
-		Class:      contract.Class{Model: "H100", MinMemoryMiB: 80000},
+		Class:      pricing.Class{Model: "H100", MinMemoryMiB: 80000},
 		TimeLimit:  2 * time.Hour,
 		Prepayment: dectest.D("40.00"),
-		P:          contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")),
-		Job: &contract.JobSpec{
+		P:          pricing.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")),
+		Job: &pricing.JobSpec{
 			Command: "/opt/jobs/train.sh",
 			Args:    []string{"--config", "resnet50.yaml", "--ckpt-dir", "/scratch/alice/ckpt"},
 			Env:     map[string]string{"WANDB_MODE": "offline"},
 		},
 	}
-	if err := contract.Validate(terms, func(string) (int32, bool) { return scale, true }); err != nil {
+	if err := pricing.Validate(terms, func(string) (int32, bool) { return scale, true }); err != nil {
 		t.Fatal(err)
 	}
 	onGPU1 := terms
@@ -121,7 +121,7 @@ func examples(t *testing.T) []example {
 	}
 	withReading := running
 	withReading.Reading, withReading.LastSeen = &reading, at(t, "10m0.039s")
-	due, err := contract.Due(terms, reading.Usage(), scale)
+	due, err := pricing.Due(terms, reading.Usage(), scale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func examples(t *testing.T) []example {
 		Contract: id, Seq: 2710, U: dectest.D("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dectest.D("2"),
 		EnergyJ: dectest.D("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: trade.ReasonSuspended,
 	}
-	st, err := contract.Charge(terms, final.Usage(), scale)
+	st, err := pricing.Charge(terms, final.Usage(), scale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func examples(t *testing.T) []example {
 
 	// The countered offer: gpu1 wants up to 0.006, gpu2 has no room.
 	counterTerms := onGPU1
-	counterTerms.P = contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.006"))
+	counterTerms.P = pricing.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.006"))
 	counter := trade.Counter{
 		ID: "VbP3ZkQ8rT1nXw6YcJ2m4d", Server: "gpu1", Terms: counterTerms, ValidUntil: at(t, "20m10.004s"),
 		Note: "reserve price: 0.006 per GPU-second at full use",
@@ -484,15 +484,15 @@ func TestDocExampleIDs(t *testing.T) {
 
 // TestDocFieldPaths checks the field the doc quotes for a bad curve: the
 // exchange names every field by its path in the request, so a terms field
-// comes with "terms." before the name the contract package gives it
+// comes with "terms." before the name the pricing package gives it
 // (exchange/badinput_test.go checks the exchange answers so).
 func TestDocFieldPaths(t *testing.T) {
 	doc := readDoc(t)
-	terms := contract.Terms{
+	terms := pricing.Terms{
 		Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("1"),
-		P: contract.Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}, {X: dectest.D("0.5"), Y: dectest.D("0.02")}},
+		P: pricing.Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}, {X: dectest.D("0.5"), Y: dectest.D("0.02")}},
 	}
-	err := contract.Validate(terms, func(string) (int32, bool) { return 2, true })
+	err := pricing.Validate(terms, func(string) (int32, bool) { return 2, true })
 	var e *bourse.Error
 	if !errors.As(err, &e) || e.Code != bourse.EInvalidCurve {
 		t.Fatalf("an unsorted curve: %v", err)

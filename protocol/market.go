@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -24,7 +24,7 @@ const MarketSubjects = MarketPrefix + ".>"
 // Every on MarketSubject(Currency). It names no client: every figure is a
 // count or a price. The contracts figures cover those accepted in the
 // Window before At; the GPUs are those of the servers heard from lately.
-// Prices are per GPU-second at full use (contract.Terms.FullUsePrice), at
+// Prices are per GPU-second at full use (pricing.Terms.FullUsePrice), at
 // the currency's Scale plus PricePlaces decimal places.
 type Market struct {
 	Currency string         `json:"currency"`
@@ -82,7 +82,7 @@ type Depth struct {
 // (bourse.v1.client.<c>.quote), without making one: nothing is escrowed,
 // no GPU is claimed, and no contract or waiting offer comes of it.
 type QuoteRequest struct {
-	Terms contract.Terms `json:"terms"`
+	Terms pricing.Terms `json:"terms"`
 }
 
 // QuoteReply is what the matching servers answered a quote: the servers

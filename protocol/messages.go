@@ -7,8 +7,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -24,8 +24,8 @@ const MaxReading = 8 << 10
 // request with the same RequestID returns the first answer's contract.
 // Terms.Client may be empty; it is the sender, and another name is refused.
 type OfferRequest struct {
-	RequestID string         `json:"request_id"`
-	Terms     contract.Terms `json:"terms"`
+	RequestID string        `json:"request_id"`
+	Terms     pricing.Terms `json:"terms"`
 	// Counter takes a counter-offer: its ID, with Terms equal to its terms
 	// and Terms.Server its server.
 	Counter string `json:"counter,omitempty"`
@@ -210,9 +210,9 @@ type HelloReply struct {
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).
 type ServerOffer struct {
-	Offer   string         `json:"offer"` // the exchange's id for this negotiation
-	Terms   contract.Terms `json:"terms"`
-	Counter string         `json:"counter,omitempty"`
+	Offer   string        `json:"offer"` // the exchange's id for this negotiation
+	Terms   pricing.Terms `json:"terms"`
+	Counter string        `json:"counter,omitempty"`
 }
 
 // Decision is a server's answer to a ServerOffer. An accept claims the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -64,7 +64,7 @@ func (b Bookings) Validate() error {
 
 // Decide books a future-start offer as the type's comment says, and
 // otherwise decides as Base on the GPUs the offer may use.
-func (b Bookings) Decide(offer contract.Terms, st View) Decision {
+func (b Bookings) Decide(offer pricing.Terms, st View) Decision {
 	if !offer.StartAt.After(st.Now) {
 		if offer.Preemptible {
 			return b.Base.Decide(offer, st)

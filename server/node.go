@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -80,7 +80,7 @@ type Node struct {
 	active    map[string]*run // the runs whose jobs have not ended
 	ids       []string        // Tick's own: the active runs' ids, sorted
 	ended     []*run          // ended runs, oldest first, to forget in time
-	recent    []contract.Terms
+	recent    []pricing.Terms
 	clients   clientBook
 	// bookings are accepted offers for a future slot, by offer, until
 	// their jobs start. bookGen counts the changes of the confirmed ones,

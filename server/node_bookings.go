@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -17,7 +17,7 @@ import (
 // time, use them meanwhile. Guarded by the node's mu.
 type booking struct {
 	offer    string
-	terms    contract.Terms
+	terms    pricing.Terms
 	gpus     []int
 	until    time.Time // when an unconfirmed booking lapses, like a claim
 	contract string    // set by the exchange's Start
@@ -74,7 +74,7 @@ func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
 
 // slot picks GPUs of t's class free for t's slot, lowest indexes first,
 // or nil if there are too few. n.mu is held.
-func (n *Node) slot(t contract.Terms, now time.Time) []int {
+func (n *Node) slot(t pricing.Terms, now time.Time) []int {
 	var gpus []int
 	for _, g := range n.view(now, t.Client).FreeDuring(t.StartAt, t.StartAt.Add(t.TimeLimit)) {
 		if len(gpus) < t.GPUs && t.Class.Fits(g.Model, g.MemoryMiB) {
@@ -122,7 +122,7 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 	if n.closing {
 		return protocol.Started{}, true, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
-	if err := contract.Validate(t, n.scaleOf); err != nil {
+	if err := pricing.Validate(t, n.scaleOf); err != nil {
 		return protocol.Started{}, true, err
 	}
 	if !ok || !b.terms.Equal(t) {

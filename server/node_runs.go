@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -19,7 +19,7 @@ const recentMax = 16
 // fields are guarded by the node's mu.
 type run struct {
 	id      string
-	terms   contract.Terms
+	terms   pricing.Terms
 	resumes string
 	started protocol.Started
 	job     Job    // nil until Launch
@@ -86,7 +86,7 @@ func (n *Node) Start(now time.Time, s protocol.Start) (Plan, error) {
 	if n.closing {
 		return Plan{}, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
-	if err := contract.Validate(t, n.scaleOf); err != nil {
+	if err := pricing.Validate(t, n.scaleOf); err != nil {
 		return Plan{}, err
 	}
 	n.sweep(now)
@@ -106,7 +106,7 @@ func (n *Node) Start(now time.Time, s protocol.Start) (Plan, error) {
 
 // prepare records a run on gpus, which become its own, and halts the runs
 // it preempts; it returns their stops. n.mu is held.
-func (n *Node) prepare(id string, t contract.Terms, resumes string, gpus []int, victims []*run) []Stop {
+func (n *Node) prepare(id string, t pricing.Terms, resumes string, gpus []int, victims []*run) []Stop {
 	for _, i := range gpus {
 		n.own(i, "run "+id)
 	}
@@ -314,7 +314,7 @@ func (n *Node) limitReached(r *run, m Measurement) trade.Reason {
 	if m.T >= r.terms.TimeLimit {
 		return trade.ReasonTimeLimit
 	}
-	due, err := contract.Due(r.terms, contract.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
+	due, err := pricing.Due(r.terms, pricing.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
 	if err != nil {
 		n.log.Error("price a reading", "contract", r.id, "err", err)
 		return ""

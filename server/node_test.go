@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -50,16 +50,16 @@ func (tn *testNode) advance(d time.Duration) { tn.now = tn.now.Add(d) }
 
 // job is terms for g H100s running a synthetic job of util for d, within
 // limit, prepaying the maximum.
-func job(g int, util string, d, limit time.Duration) contract.Terms {
-	t := contract.Terms{Client: "alice", Currency: "GPU", GPUs: g, Class: contract.Class{Model: "h100"}, TimeLimit: limit,
-		P: contract.Flat(dectest.D("0.002")), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D(util), Duration: d}}}
+func job(g int, util string, d, limit time.Duration) pricing.Terms {
+	t := pricing.Terms{Client: "alice", Currency: "GPU", GPUs: g, Class: pricing.Class{Model: "h100"}, TimeLimit: limit,
+		P: pricing.Flat(dectest.D("0.002")), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D(util), Duration: d}}}
 	t.Prepayment = t.CappedPrepayment(2)
 	return t
 }
 
 // start decides, starts and launches an offer as the exchange and a driver
 // would, stopping what it preempts, and returns the finals of those.
-func (tn *testNode) start(offer, id string, t contract.Terms) (protocol.Started, []trade.Reading) {
+func (tn *testNode) start(offer, id string, t pricing.Terms) (protocol.Started, []trade.Reading) {
 	tn.t.Helper()
 	d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: offer, Terms: t})
 	require.True(tn.t, d.Accept, "%+v", d)
@@ -158,7 +158,7 @@ func TestNodeLimits(t *testing.T) {
 	t.Run("TimeLimit", func(t *testing.T) {
 		tn := newTestNode(t, Posted{})
 		tm := job(1, "1", time.Hour, 3*time.Second)
-		tm.P = contract.Flat(dectest.D("0.01"))
+		tm.P = pricing.Flat(dectest.D("0.01"))
 		tm.Prepayment = tm.CappedPrepayment(2)
 		tn.start("o1", "c1", tm)
 		rs := tn.run(5 * time.Second)
@@ -203,13 +203,13 @@ func TestNodeClaims(t *testing.T) {
 		assert.Equal(t, 4, tn.n.Hello(tn.now).Free, "a cancel frees the claim")
 	})
 	t.Run("CounterHonoured", func(t *testing.T) {
-		tn := newTestNode(t, Posted{P: contract.Flat(dectest.D("0.003"))})
+		tn := newTestNode(t, Posted{P: pricing.Flat(dectest.D("0.003"))})
 		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: job(1, "1", time.Second, time.Minute)})
 		require.False(t, d.Accept)
 		require.Len(t, d.Counters, 1)
 		k := d.Counters[0]
 		assert.Equal(t, "k1", k.ID, "ids from the node's source")
-		assert.True(t, k.Terms.P.Equal(contract.Flat(dectest.D("0.003"))))
+		assert.True(t, k.Terms.P.Equal(pricing.Flat(dectest.D("0.003"))))
 		tn.advance(time.Second)
 		d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: k.Terms, Counter: k.ID})
 		assert.True(t, d.Accept, "%+v", d)
@@ -217,24 +217,24 @@ func TestNodeClaims(t *testing.T) {
 	t.Run("CounterHonouredWhenPricesRise", func(t *testing.T) {
 		// Half a busy server costs half as much again: the counter made on
 		// an idle one is below the price of the moment, and honoured.
-		tn := newTestNode(t, Utilization{Base: Posted{P: contract.Flat(dectest.D("0.002"))}, K: dectest.D("1")})
+		tn := newTestNode(t, Utilization{Base: Posted{P: pricing.Flat(dectest.D("0.002"))}, K: dectest.D("1")})
 		cheap := job(1, "1", time.Hour, time.Hour)
-		cheap.P = contract.Flat(dectest.D("0.001"))
+		cheap.P = pricing.Flat(dectest.D("0.001"))
 		cheap.Prepayment = cheap.CappedPrepayment(2)
 		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: cheap})
 		require.Len(t, d.Counters, 1)
 		k := d.Counters[0]
-		require.True(t, k.Terms.P.Equal(contract.Flat(dectest.D("0.002"))), "%v", k.Terms.P)
+		require.True(t, k.Terms.P.Equal(pricing.Flat(dectest.D("0.002"))), "%v", k.Terms.P)
 
 		dear := job(2, "1", time.Hour, time.Hour)
-		dear.P = contract.Flat(dectest.D("0.004"))
+		dear.P = pricing.Flat(dectest.D("0.004"))
 		dear.Prepayment = dear.CappedPrepayment(2)
 		tn.start("o2", "c2", dear)
 		tn.advance(time.Second)
 		fresh := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: k.Terms})
 		require.False(t, fresh.Accept, "without the counter the price is now 0.003")
 		require.Len(t, fresh.Counters, 1)
-		assert.True(t, fresh.Counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.003"))), "%v", fresh.Counters[0].Terms.P)
+		assert.True(t, fresh.Counters[0].Terms.P.Equal(pricing.Flat(dectest.D("0.003"))), "%v", fresh.Counters[0].Terms.P)
 		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o4", Terms: k.Terms, Counter: k.ID}).Accept,
 			"the counter is honoured at its own price")
 		tn.n.Cancel(tn.now, "o4")
@@ -248,7 +248,7 @@ func TestNodeClaims(t *testing.T) {
 func TestNodePreempts(t *testing.T) {
 	tn := newTestNode(t, Preempting{Base: Posted{}})
 	cheap := job(4, "1", time.Hour, time.Hour)
-	cheap.Preemptible, cheap.P = true, contract.Flat(dectest.D("0.001"))
+	cheap.Preemptible, cheap.P = true, pricing.Flat(dectest.D("0.001"))
 	cheap.Prepayment = cheap.CappedPrepayment(2)
 	tn.start("o1", "low", cheap)
 	tn.run(2 * time.Second)
@@ -283,7 +283,7 @@ func TestNodeBookings(t *testing.T) {
 // readings, byte for byte.
 func TestNodeDeterministic(t *testing.T) {
 	once := func() string {
-		tn := newTestNode(t, Preempting{Base: Posted{P: contract.Flat(dectest.D("0.0015"))}})
+		tn := newTestNode(t, Preempting{Base: Posted{P: pricing.Flat(dectest.D("0.0015"))}})
 		var b strings.Builder
 		for i := range 12 {
 			tm := job(1+i%3, "0.75", time.Duration(1+i%5)*time.Second, time.Minute)

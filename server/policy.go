@@ -4,22 +4,22 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
 // Policy decides on offers. Decide must be pure: everything it may depend
 // on, the clock included, is in View, so that the simulator can run it
-// deterministically. The node checks the offer's form (contract.Validate)
+// deterministically. The node checks the offer's form (pricing.Validate)
 // and honours its own counter-offers before it asks the policy.
 type Policy interface {
-	Decide(offer contract.Terms, st View) Decision
+	Decide(offer pricing.Terms, st View) Decision
 }
 
 // View is what a policy sees of the server when an offer arrives.
 type View struct {
 	Now   time.Time
-	Scale int32 // decimal places of the server's currency, for contract.MaxCharge
+	Scale int32 // decimal places of the server's currency, for pricing.MaxCharge
 
 	GPUs []trade.GPU // every GPU of the server
 	// Free are the GPUs neither running a job nor claimed for an
@@ -30,7 +30,7 @@ type View struct {
 	// Running are the contracts running now, except those an accepted
 	// offer is to preempt: their GPUs are spoken for, like a claim's.
 	Running []Run
-	Recent  []contract.Terms // the terms of the last contracts started, oldest first
+	Recent  []pricing.Terms // the terms of the last contracts started, oldest first
 	// Bookings are the contracts accepted here for a future slot and not
 	// started yet, by ID. Their GPUs are in Free until the slot begins.
 	Bookings []Booking
@@ -55,7 +55,7 @@ type ClientUse struct {
 // Run is a running contract as a policy sees it.
 type Run struct {
 	ID      string
-	Terms   contract.Terms
+	Terms   pricing.Terms
 	GPUs    []int // the indexes of its GPUs
 	Started time.Time
 }
@@ -63,7 +63,7 @@ type Run struct {
 // Booking is a contract booked for a future slot, as a policy sees it.
 type Booking struct {
 	ID    string // the contract, or the offer before the exchange starts it
-	Terms contract.Terms
+	Terms pricing.Terms
 	GPUs  []int // the indexes of the GPUs reserved for it
 }
 
@@ -111,7 +111,7 @@ func (st View) FreeDuring(from, to time.Time) []trade.GPU {
 }
 
 // FreeFor counts the free GPUs that satisfy c.
-func (st View) FreeFor(c contract.Class) int {
+func (st View) FreeFor(c pricing.Class) int {
 	n := 0
 	for _, g := range st.Free {
 		if c.Fits(g.Model, g.MemoryMiB) {
@@ -130,7 +130,7 @@ type Decision struct {
 	Accept bool
 	// Counters are offers the policy would accept if they were made now,
 	// in the same state: at least the reserve prices, at most the free GPUs.
-	Counters []contract.Terms
+	Counters []pricing.Terms
 	// ValidUntil is when the counters lapse.
 	ValidUntil time.Time
 	// Reason says why an offer was rejected, for a person to read.

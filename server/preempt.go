@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -49,7 +49,7 @@ func (p Preempting) Validate() error {
 
 // Decide accepts what Base accepts, and otherwise preempts as the type's
 // comment says.
-func (p Preempting) Decide(offer contract.Terms, st View) Decision {
+func (p Preempting) Decide(offer pricing.Terms, st View) Decision {
 	d := p.Base.Decide(offer, st)
 	if d.Accept || offer.Preemptible {
 		return d
@@ -65,7 +65,7 @@ func (p Preempting) Decide(offer contract.Terms, st View) Decision {
 	type victim struct {
 		run  Run
 		fits []trade.GPU // its GPUs of the offer's class
-		rate contract.Price
+		rate pricing.Price
 	}
 	rate := offer.FullUsePrice()
 	var vs []victim

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -27,7 +27,7 @@ func TestReserve(t *testing.T) {
 	// 0.0010 × (1 + 2·2/4)
 	assert.True(t, r.P.Eval(dectest.D("1")).Equal(dectest.D("0.002")), "%v", r.P)
 
-	r, ok = Reserve(Posted{P: contract.Flat(dectest.D("0.5"))}, half)
+	r, ok = Reserve(Posted{P: pricing.Flat(dectest.D("0.5"))}, half)
 	require.True(t, ok)
 	assert.Equal(t, "0.5", r.P[0].Y.String())
 
@@ -37,4 +37,4 @@ func TestReserve(t *testing.T) {
 
 type oddPolicy struct{}
 
-func (oddPolicy) Decide(contract.Terms, View) Decision { return Decision{} }
+func (oddPolicy) Decide(pricing.Terms, View) Decision { return Decision{} }

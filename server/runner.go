@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -28,7 +28,7 @@ type Runner interface {
 type Checker interface {
 	// Check returns a *bourse.Error (EInvalidOffer, EPermission) saying why
 	// the job cannot run here, or nil.
-	Check(job *contract.JobSpec) error
+	Check(job *pricing.JobSpec) error
 }
 
 // Metered is a Runner that says how its jobs are measured: the node puts
@@ -40,7 +40,7 @@ type Metered interface {
 // Assignment is a job to start and the GPUs it gets.
 type Assignment struct {
 	Contract string
-	Job      *contract.JobSpec // nil where the contract carries no job
+	Job      *pricing.JobSpec // nil where the contract carries no job
 	GPUs     []trade.GPU
 	// TimeLimit is the contract's; the node stops the job then, and a
 	// runner may enforce it too, as a backstop. Zero for none.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -60,9 +60,9 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *contract.Profile) Job {
+func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *pricing.Profile) Job {
 	t.Helper()
-	a := Assignment{Contract: "c1", Job: &contract.JobSpec{Profile: p}}
+	a := Assignment{Contract: "c1", Job: &pricing.JobSpec{Profile: p}}
 	for i := range gpus {
 		a.GPUs = append(a.GPUs, h100(i))
 	}
@@ -90,7 +90,7 @@ func measure(t *testing.T, j Job) Measurement {
 
 func TestSyntheticStop(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
 	c.Add(4 * time.Second)
 	m := measure(t, j)
 	assert.True(t, dectest.D("6").Equal(m.U), "u = %s", m.U) // 2 · 0.75 · 4
@@ -109,7 +109,7 @@ func TestSyntheticStop(t *testing.T) {
 
 func TestSyntheticCompletes(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &contract.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &pricing.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
 	c.Add(2 * time.Hour)
 	m := measure(t, j)
 	assert.True(t, dectest.D("1800").Equal(m.U), "u = %s", m.U) // 1 · 0.5 · 3600
@@ -125,7 +125,7 @@ func TestSyntheticCompletes(t *testing.T) {
 // whole profile; a moment earlier it is not.
 func TestSyntheticDoneOnTime(t *testing.T) {
 	c := &clock{t: now}
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
 	c.Add(time.Minute - time.Nanosecond)
 	assert.False(t, closed(j.Done()), "not yet")
 	c.Add(time.Nanosecond)
@@ -146,7 +146,7 @@ func TestSyntheticNoProfile(t *testing.T) {
 }
 
 func TestSyntheticRealTimer(t *testing.T) {
-	j := startSynthetic(t, &Synthetic{}, 1, &contract.Profile{Utilization: dectest.D("1"), Duration: 20 * time.Millisecond})
+	j := startSynthetic(t, &Synthetic{}, 1, &pricing.Profile{Utilization: dectest.D("1"), Duration: 20 * time.Millisecond})
 	select {
 	case <-j.Done():
 	case <-time.After(5 * time.Second):

@@ -7,8 +7,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -48,8 +48,8 @@ type logLine struct {
 	Preemptible bool             `json:"preemptible,omitempty"`
 	TimeLimit   *decimal.Decimal `json:"time_limit_s,omitempty"`
 	Prepayment  *decimal.Decimal `json:"prepayment,omitempty"`
-	P           *contract.Curve  `json:"p,omitempty"`
-	Q           *contract.Curve  `json:"q,omitempty"`
+	P           *pricing.Curve   `json:"p,omitempty"`
+	Q           *pricing.Curve   `json:"q,omitempty"`
 	Scale       *int32           `json:"scale,omitempty"`
 
 	// The final reading, on the settled line.
@@ -104,9 +104,9 @@ func (l *eventLog) write(ev exchange.Event) {
 // secondsOf is d in seconds, exactly (to the nanosecond).
 func secondsOf(d time.Duration) decimal.Decimal { return decimal.New(int64(d), -9) }
 
-func orEmpty(c contract.Curve) contract.Curve {
+func orEmpty(c pricing.Curve) pricing.Curve {
 	if c == nil {
-		return contract.Curve{}
+		return pricing.Curve{}
 	}
 	return c
 }

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -49,7 +49,7 @@ func (m *Simulation) endedReserve(c *trade.Contract) {
 	}
 	t := c.Terms
 	t.P, t.Q = p.P, p.Q
-	due, err := contract.Due(t, c.Reading.Usage(), scenario.Currency.Scale)
+	due, err := pricing.Due(t, c.Reading.Usage(), scenario.Currency.Scale)
 	if err != nil {
 		return // the reserve is a valid curve; a reading the House settled on prices
 	}

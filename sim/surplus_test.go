@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
@@ -28,7 +28,7 @@ import (
 // By hand: low used 100 GPU-s worth 2.00 and paid 0.01·100 = 1.00; high
 // used 500 worth 25.00 and paid 0.025·500 = 12.50.
 func TestSurplusWithPreemption(t *testing.T) {
-	reserve := contract.Flat(dectest.D("0.01"))
+	reserve := pricing.Flat(dectest.D("0.01"))
 	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1,
 		Policy: server.Preempting{Base: server.Posted{P: reserve}}}}
 	clients := []scenario.ClientSpec{
@@ -84,7 +84,7 @@ func TestSurplusWithPreemption(t *testing.T) {
 // that nothing was left to do (its sweep every reading interval, a
 // minute, which would make it 37.5%).
 func TestUtilisationToLastJobsEnd(t *testing.T) {
-	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 2, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 2, Policy: server.Posted{P: pricing.Flat(dectest.D("0.01"))}}}
 	clients := []scenario.ClientSpec{{ID: "ada", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}}}
 	jobs := []workload.Job{{ID: "j", Client: "ada", Arrival: 10 * time.Second, GPUs: 1, Duration: 90 * time.Second, Utilization: 1}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 )
 
 // State is where a contract is in its life:
@@ -50,9 +50,9 @@ type Contract struct {
 	Client string `json:"client"`
 	Server string `json:"server"`
 	// Terms are always there in a contract record.
-	Terms  contract.Terms `json:"terms,omitzero"`
-	State  State          `json:"state"`
-	Reason Reason         `json:"reason,omitempty"`
+	Terms  pricing.Terms `json:"terms,omitzero"`
+	State  State         `json:"state"`
+	Reason Reason        `json:"reason,omitempty"`
 	// Resumes names the suspended contract whose job this one continues.
 	Resumes string `json:"resumes,omitempty"`
 	// GPUs are the server's device indexes the job was given.

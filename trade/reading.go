@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 )
 
 // Reading is a server's cumulative measurement of one contract. Readings of
@@ -26,9 +26,9 @@ type Reading struct {
 	ExitCode *int            `json:"exit_code,omitempty"`
 }
 
-// Usage is the reading's quantities as the contract package prices them.
-func (r Reading) Usage() contract.Usage {
-	return contract.Usage{U: r.U, T: time.Duration(r.T), S: r.S}
+// Usage is the reading's quantities as the pricing package prices them.
+func (r Reading) Usage() pricing.Usage {
+	return pricing.Usage{U: r.U, T: time.Duration(r.T), S: r.S}
 }
 
 // serverReasons are the reasons a server may give in a final reading; the
@@ -40,7 +40,7 @@ var serverReasons = map[Reason]bool{
 
 // Check checks a reading as it arrives, before anything stores it: a
 // contract id, a sequence number from 1, every quantity within the limits
-// of an offer's numbers (contract.CheckQuantity: energy too), a time, and a
+// of an offer's numbers (pricing.CheckQuantity: energy too), a time, and a
 // reason only on a final reading and only one a server may give. A reading
 // that passes can always be priced, so storing it can never lock an
 // escrow. Whether its T and U are believable is the exchange's to judge,
@@ -59,7 +59,7 @@ func (r Reading) Check() error {
 	if err := r.Usage().Check(op); err != nil {
 		return err
 	}
-	if err := contract.CheckQuantity(op, "energy", r.EnergyJ); err != nil {
+	if err := pricing.CheckQuantity(op, "energy", r.EnergyJ); err != nil {
 		return err
 	}
 	if y := r.At.UTC().Year(); r.At.IsZero() || y < 2000 || y > 9999 {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 )
 
 // Waiting is an offer waiting in the exchange's book: no server accepted
@@ -16,13 +16,13 @@ import (
 // then.
 type Waiting struct {
 	// ID is the contract it becomes: the id its request names.
-	ID        string         `json:"id"`
-	Client    string         `json:"client"`
-	RequestID string         `json:"request_id"`
-	Terms     contract.Terms `json:"terms"`
-	Resumes   string         `json:"resumes,omitempty"`
+	ID        string        `json:"id"`
+	Client    string        `json:"client"`
+	RequestID string        `json:"request_id"`
+	Terms     pricing.Terms `json:"terms"`
+	Resumes   string        `json:"resumes,omitempty"`
 	// Price is the terms' price per GPU-second at full use
-	// (contract.Terms.FullUsePrice), at the currency's scale plus six
+	// (pricing.Terms.FullUsePrice), at the currency's scale plus six
 	// places: what orders the book, highest first.
 	Price    decimal.Decimal `json:"price"`
 	QueuedAt time.Time       `json:"queued_at"`

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -26,7 +26,7 @@ type Adaptive struct {
 	level decimal.Decimal // opening fraction of the value
 }
 
-func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) contract.Terms {
+func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.level.IsZero() {

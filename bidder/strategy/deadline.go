@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -27,7 +27,7 @@ type Deadline struct {
 
 var _ Strategy = Deadline{}
 
-func (d Deadline) Bid(j Job, _ int, now time.Time) contract.Terms {
+func (d Deadline) Bid(j Job, _ int, now time.Time) pricing.Terms {
 	return terms(j, j.Value.Mul(d.Fraction(j, now)).Truncate(6), d.Slack)
 }
 

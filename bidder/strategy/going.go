@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -29,7 +29,7 @@ type Going struct {
 	Slack  float64
 }
 
-func (g Going) Bid(j Job, rejected int, _ time.Time) contract.Terms {
+func (g Going) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
 	open := j.Value.Mul(decimal.RequireFromString("0.5"))
 	model := j.Class.Model
 	if model == "" {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -14,7 +14,7 @@ import (
 // The NATS client (*bidder.Client) is one; an in-process exchange is
 // another.
 type Exchange interface {
-	Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error)
+	Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error)
 	Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error)
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -30,7 +30,7 @@ type Negotiation struct {
 	Pause     time.Duration // after a round without a contract, Pause·round; 200ms if zero
 	// Adjust, if set, fixes what the strategy does not decide (the job to
 	// run, a server, a prepayment) in each bid before it is offered.
-	Adjust func(*contract.Terms)
+	Adjust func(*pricing.Terms)
 	// Report, if set, hears each round's outcome.
 	Report func(Round)
 	// Clock is what Negotiate reads and sleeps on; the wall clock if nil.
@@ -41,7 +41,7 @@ type Negotiation struct {
 // Round is one offer of a negotiation and how it fared.
 type Round struct {
 	N     int
-	Terms contract.Terms
+	Terms pricing.Terms
 	// Reply is the offer's reply, or the take's where taking a
 	// counter-offer got the contract.
 	Reply protocol.OfferReply
@@ -88,7 +88,7 @@ func (o Op) String() string {
 type Action struct {
 	Op        Op
 	RequestID string            // Offer, Take
-	Terms     contract.Terms    // Offer
+	Terms     pricing.Terms     // Offer
 	Counter   trade.Counter     // Take
 	Wait      time.Duration     // Wait: from the now given to Next
 	Contract  protocol.Contract // Done

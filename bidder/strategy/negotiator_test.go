@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -30,7 +30,7 @@ type observation struct {
 	waited   time.Duration
 }
 
-func (r *recorder) Bid(j Job, rejected int, now time.Time) contract.Terms {
+func (r *recorder) Bid(j Job, rejected int, now time.Time) pricing.Terms {
 	r.bids = append(r.bids, now)
 	return r.Cheapest.Bid(j, rejected, now)
 }
@@ -41,7 +41,7 @@ func (r *recorder) Observe(accepted bool, waited time.Duration) {
 
 func counter(id, price string, valid time.Time) trade.Counter {
 	tm := Fixed{}.Bid(job, 0, t0)
-	tm.P = contract.Flat(decimal.RequireFromString(price))
+	tm.P = pricing.Flat(decimal.RequireFromString(price))
 	return trade.Counter{ID: id, Server: "atlas", Terms: tm, ValidUntil: valid}
 }
 
@@ -69,7 +69,7 @@ func TestNegotiator(t *testing.T) {
 		a := g.Next(t0)
 		require.Equal(t, Offer, a.Op)
 		assert.Equal(t, "train-0", a.RequestID)
-		assert.True(t, a.Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.025"))), "half the value: %v", a.Terms.P)
+		assert.True(t, a.Terms.P.Equal(pricing.Flat(decimal.RequireFromString("0.025"))), "half the value: %v", a.Terms.P)
 		g.Answer(t0.Add(30*ms), contractOf("k1"), nil)
 		a = g.Next(t0.Add(30 * ms))
 		require.Equal(t, Done, a.Op)
@@ -197,7 +197,7 @@ func TestNegotiator(t *testing.T) {
 	})
 
 	t.Run("NextRepeatsUntilAnswered", func(t *testing.T) {
-		g, s, _ := negotiation(Negotiation{Adjust: func(t *contract.Terms) { t.Server = "atlas" }})
+		g, s, _ := negotiation(Negotiation{Adjust: func(t *pricing.Terms) { t.Server = "atlas" }})
 		a := g.Next(t0)
 		again := g.Next(t0.Add(time.Second))
 		assert.Equal(t, a, again, "the same offer under the same request id: a safe retry")
@@ -280,7 +280,7 @@ func (x *scripted) next() (protocol.OfferReply, error) {
 	return a.reply, a.err
 }
 
-func (x *scripted) Offer(_ context.Context, id string, _ contract.Terms) (protocol.OfferReply, error) {
+func (x *scripted) Offer(_ context.Context, id string, _ pricing.Terms) (protocol.OfferReply, error) {
 	x.calls = append(x.calls, "offer "+id)
 	return x.next()
 }

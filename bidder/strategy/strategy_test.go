@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -23,9 +23,9 @@ func TestTermsAreValid(t *testing.T) {
 		for rejected := range 12 {
 			tm := s.Bid(job, rejected, now)
 			tm.Client = "alice"
-			require.NoError(t, contract.Validate(tm, scale), "%T after %d rejections", s, rejected)
+			require.NoError(t, pricing.Validate(tm, scale), "%T after %d rejections", s, rejected)
 			assert.Equal(t, 15*time.Second, tm.TimeLimit)
-			assert.True(t, tm.Prepayment.Equal(contract.MaxCharge(tm, 2)), "the maximum charge")
+			assert.True(t, tm.Prepayment.Equal(pricing.MaxCharge(tm, 2)), "the maximum charge")
 		}
 	}
 }
@@ -35,7 +35,7 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	k := func(id, price string, gpus int, valid time.Duration) trade.Counter {
 		tm := Fixed{}.Bid(job, 0, now)
 		tm.GPUs = gpus
-		tm.P = contract.Flat(decimal.RequireFromString(price))
+		tm.P = pricing.Flat(decimal.RequireFromString(price))
 		return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(valid)}
 	}
 	counters := []trade.Counter{
@@ -51,11 +51,11 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	assert.Nil(t, Cheapest{}.Take(job, counters[:1], now))
 	assert.Nil(t, Fixed{}.Take(job, counters, now))
 
-	// The price compared is contract.Terms.FullUsePrice: P(g) + Q(g)/g per
+	// The price compared is pricing.Terms.FullUsePrice: P(g) + Q(g)/g per
 	// GPU-second, exactly.
 	withQ := func(id, p, q string) trade.Counter {
 		k := k(id, p, 2, time.Minute)
-		k.Terms.Q = contract.Flat(decimal.RequireFromString(q))
+		k.Terms.Q = pricing.Flat(decimal.RequireFromString(q))
 		return k
 	}
 	t.Run("CountsQ", func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 		// has a finite decimal. It is taken, and ties with a flat 0.05,
 		// where the first counter-offer stays.
 		thirds := k("thirds", "0", 2, time.Minute)
-		thirds.Terms.P = contract.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
+		thirds.Terms.P = pricing.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
 		thirds.Terms.Q = thirds.Terms.P
 		for _, ks := range [][]trade.Counter{{thirds}, {thirds, k("flat", "0.05", 2, time.Minute)}} {
 			got := Cheapest{}.Take(job, ks, now)
@@ -168,7 +168,7 @@ func TestDeadline(t *testing.T) {
 	t.Run("TakesCheapestWithinValue", func(t *testing.T) {
 		k := func(id, p string) trade.Counter {
 			tm := Fixed{}.Bid(j, 0, now)
-			tm.P = contract.Flat(decimal.RequireFromString(p))
+			tm.P = pricing.Flat(decimal.RequireFromString(p))
 			return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
 		}
 		got := Deadline{}.Take(j, []trade.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)

@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -41,7 +41,7 @@ func TestAdminStuck(t *testing.T) {
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	c := trade.Contract{ID: "c-stuck", Client: "alice", Server: "ghost", State: trade.StateRunning, AcceptedAt: now, StartDeadline: now,
-		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(3), P: contract.Flat(decimal.RequireFromString("0.01"))},
+		Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(3), P: pricing.Flat(decimal.RequireFromString("0.01"))},
 		Stuck: &trade.Stuck{Since: now, Attempts: 4, Retry: now.Add(time.Minute), Error: "no account revenue/CRED/ghost"}}
 	_, _, err = store.Open(ctx, c, "", currency.Reserve{Key: "escrow/c-stuck", Hold: "c-stuck", From: w.ID, Amount: c.Terms.Prepayment, Deadline: now.Add(time.Hour)})
 	require.NoError(t, err)

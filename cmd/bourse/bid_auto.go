@@ -12,7 +12,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -28,7 +28,7 @@ var strategies = map[string]func() strategy.Strategy{
 // negotiate lets the --auto strategy price t and answer counter-offers
 // until a contract or it gives up. The strategy sets the price; the flags
 // set everything else.
-func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
+func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t pricing.Terms) error {
 	newStrategy, ok := strategies[o.auto]
 	if o.auto == "going" {
 		ok, newStrategy = true, o.going(ctx, c)
@@ -67,7 +67,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	out := cmd.OutOrStdout()
 	k, err := strategy.Negotiate(ctx, c, strategy.Negotiation{
 		Strategy: newStrategy(), Job: job, RequestID: o.requestID, Rounds: o.rounds,
-		Adjust: func(b *contract.Terms) {
+		Adjust: func(b *pricing.Terms) {
 			b.TimeLimit, b.Job, b.Server, b.Q, b.Class = t.TimeLimit, t.Job, t.Server, t.Q, t.Class
 			b.Prepayment = prepayment
 			b.Prepayment = b.CappedPrepayment(o.scale)

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
@@ -189,7 +189,7 @@ sample_every: 50ms
 		u, tSecs := got.Reading.U, decimal.New(int64(got.Reading.T), -9)
 		assert.True(t, u.GreaterThan(tSecs.Mul(decimal.RequireFromString("0.3"))) && u.LessThan(tSecs.Mul(decimal.RequireFromString("0.6"))),
 			"U = %s for T = %s: NVML saw the job's process half busy", u, tSecs)
-		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
+		st, err := pricing.Charge(got.Terms, got.Reading.Usage(), 2)
 		require.NoError(t, err)
 		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
 		assert.True(t, got.Charge.Add(got.Refund).Equal(got.Terms.Prepayment))

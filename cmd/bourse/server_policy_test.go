@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
@@ -32,8 +32,8 @@ func TestServerPriceFlags(t *testing.T) {
 		}
 		return cfg, pf.apply(cmd, &cfg)
 	}
-	offer := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute,
-		P: contract.Flat(decimal.RequireFromString("0.01")), Prepayment: decimal.RequireFromString("0.60")}
+	offer := pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute,
+		P: pricing.Flat(decimal.RequireFromString("0.01")), Prepayment: decimal.RequireFromString("0.60")}
 	view := server.View{Now: time.Now(), Scale: 2, GPUs: []trade.GPU{{Index: 0}}, Free: []trade.GPU{{Index: 0}}}
 
 	t.Run("None", func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestServerPriceFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := pol.Decide(offer, view)
-		if d.Accept || len(d.Counters) != 1 || !d.Counters[0].P.Equal(contract.Flat(decimal.RequireFromString("0.30"))) {
+		if d.Accept || len(d.Counters) != 1 || !d.Counters[0].P.Equal(pricing.Flat(decimal.RequireFromString("0.30"))) {
 			t.Errorf("decision %+v; want a counter at the flag's 0.30", d)
 		}
 		if line, want := cfg.policyLine(), "policy: reserve: takes offers paying at least p 0:0.3 per GPU-second of use by rate"; line != want {

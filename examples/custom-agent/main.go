@@ -22,7 +22,7 @@ import (
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -33,7 +33,7 @@ type median struct {
 	seen []decimal.Decimal // recent counter-offer prices per GPU-second at full use, P and Q
 }
 
-func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
+func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) pricing.Terms {
 	m.mu.Lock()
 	price := j.Value.Div(decimal.NewFromInt(2)) // until it has seen the market
 	if n := len(m.seen); n > 0 {
@@ -42,9 +42,9 @@ func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
 	}
 	m.mu.Unlock()
 	step := j.Value.Mul(decimal.RequireFromString("0.1")).Mul(decimal.NewFromInt(int64(rejected)))
-	t := contract.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime,
-		P:   contract.Flat(decimal.Min(j.Value, price.Add(step)).Truncate(6)),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
+	t := pricing.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime,
+		P:   pricing.Flat(decimal.Min(j.Value, price.Add(step)).Truncate(6)),
+		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
 	t.Prepayment = t.CappedPrepayment(j.Scale) // none named: the maximum charge
 	return t
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/trade"
 )
@@ -45,7 +45,7 @@ func TestMedianBidsTheMedian(t *testing.T) {
 	var ks []trade.Counter
 	for _, p := range []string{"0.5", "0.3", "0.35"} {
 		tm := m.Bid(j, 0, now)
-		tm.P = contract.Flat(decimal.RequireFromString(p))
+		tm.P = pricing.Flat(decimal.RequireFromString(p))
 		ks = append(ks, trade.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
 	}
 	took := m.Take(j, ks, now)

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
@@ -32,11 +32,11 @@ func BookRace(t *testing.T, store exchange.Store) {
 	h := NewOn(t, store, exchange.Config{ReadingEvery: 10 * time.Second, ServerLostAfter: 30 * time.Second})
 	ctx := context.Background()
 	for _, id := range []string{"gpu1", "gpu2"} {
-		h.Server(id, "H100", 4, server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))})
+		h.Server(id, "H100", 4, server.Posted{P: pricing.Flat(decimal.RequireFromString("0.01"))})
 	}
-	terms := func(gpus int, price string) contract.Terms {
-		t := contract.Terms{Currency: Currency, GPUs: gpus, TimeLimit: 2 * time.Minute, P: contract.Flat(decimal.RequireFromString(price)),
-			Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.NewFromInt(1), Duration: 30 * time.Second}}}
+	terms := func(gpus int, price string) pricing.Terms {
+		t := pricing.Terms{Currency: Currency, GPUs: gpus, TimeLimit: 2 * time.Minute, P: pricing.Flat(decimal.RequireFromString(price)),
+			Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.NewFromInt(1), Duration: 30 * time.Second}}}
 		t.Prepayment = t.CappedPrepayment(2)
 		return t
 	}

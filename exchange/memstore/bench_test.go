@@ -9,10 +9,10 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -56,7 +56,7 @@ func BenchmarkContract(b *testing.B) {
 				client := clients[i%len(clients)]
 				id := fmt.Sprintf("%s-%d", client, i)
 				c := trade.Contract{ID: id, Client: client, Server: "srv", State: trade.StateAccepted,
-					Terms:      contract.Terms{Client: client, Currency: string(cur), GPUs: 1, TimeLimit: time.Hour, Prepayment: prepay, P: contract.Flat(decimal.RequireFromString("0.01"))},
+					Terms:      pricing.Terms{Client: client, Currency: string(cur), GPUs: 1, TimeLimit: time.Hour, Prepayment: prepay, P: pricing.Flat(decimal.RequireFromString("0.01"))},
 					AcceptedAt: clock, StartDeadline: clock.Add(time.Minute)}
 				if _, _, err := s.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID(cur, client), Amount: prepay, Deadline: clock.Add(2 * time.Hour)}); err != nil {
 					b.Fatal(err)

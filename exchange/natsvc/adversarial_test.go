@@ -22,7 +22,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
@@ -32,6 +31,7 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -63,7 +63,7 @@ func sqlStore(t *testing.T) exchange.Store {
 func honest(c *exchange.Config) { c.ClockSkew = 0 }
 
 // running offers alice's terms t and waits until the contract runs.
-func (m *market) running(client *bidder.Client, t contract.Terms) trade.Contract {
+func (m *market) running(client *bidder.Client, t pricing.Terms) trade.Contract {
 	m.t.Helper()
 	reply, err := client.Offer(context.Background(), fmt.Sprintf("job-%d", time.Now().UnixNano()), t)
 	require.NoError(m.t, err)
@@ -100,12 +100,12 @@ func (m *market) settled(id string, within time.Duration) trade.Contract {
 }
 
 // chargedFor requires c to be settled for reason at the charge of usage,
-// as the contract package prices it.
-func chargedFor(t *testing.T, c trade.Contract, reason trade.Reason, u contract.Usage) {
+// as the pricing package prices it.
+func chargedFor(t *testing.T, c trade.Contract, reason trade.Reason, u pricing.Usage) {
 	t.Helper()
 	require.Equal(t, trade.StateSettled, c.State)
 	assert.Equal(t, reason, c.Reason)
-	want, err := contract.Charge(c.Terms, u, 2)
+	want, err := pricing.Charge(c.Terms, u, 2)
 	require.NoError(t, err)
 	assert.True(t, want.Charge.Equal(c.Charge), "charged %s; what ran costs %s", c.Charge, want.Charge)
 	assert.True(t, c.Charge.Add(c.Refund).Equal(c.Terms.Prepayment))

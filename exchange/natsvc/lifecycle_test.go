@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
@@ -63,7 +63,7 @@ func TestOfferEscrowSettle(t *testing.T) {
 	})
 	got, err := alice.Contract(ctx, c.ID)
 	require.NoError(t, err)
-	want, err := contract.Charge(got.Terms, final.Usage(), 2)
+	want, err := pricing.Charge(got.Terms, final.Usage(), 2)
 	require.NoError(t, err)
 	assert.True(t, want.Charge.Equal(dectest.D("2.4")), "240 GPU-s at 0.01")
 	assert.True(t, got.Charge.Equal(want.Charge), "charge %s, want %s", got.Charge, want.Charge)
@@ -107,7 +107,7 @@ collect:
 func TestCounterOffers(t *testing.T) {
 	m := newMarket(t, nil)
 	m.wallet("bob", "100")
-	reserve := contract.Flat(dectest.D("0.02"))
+	reserve := pricing.Flat(dectest.D("0.02"))
 	var taken atomic.Bool
 	m.scriptedServer("gpu1", 2, func(o protocol.ServerOffer) protocol.Decision {
 		if o.Counter == "k1" {

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -24,6 +23,7 @@ import (
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/trade"
@@ -117,11 +117,11 @@ func (m *market) audit() currency.Report {
 }
 
 // terms is a one-GPU offer at 0.01 per GPU-second, up to 10 minutes.
-func terms(client string) contract.Terms {
-	return contract.Terms{
+func terms(client string) pricing.Terms {
+	return pricing.Terms{
 		Client: client, Currency: cred, GPUs: 1, TimeLimit: 10 * time.Minute,
-		Prepayment: dectest.D("6"), P: contract.Flat(dectest.D("0.01")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}},
+		Prepayment: dectest.D("6"), P: pricing.Flat(dectest.D("0.01")),
+		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}},
 	}
 }
 

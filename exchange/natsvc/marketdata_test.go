@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -42,7 +42,7 @@ func TestMarketData(t *testing.T) {
 		limit         time.Duration
 	}{{"alice", "0.01", 1, 10 * time.Minute}, {"bob", "0.02", 2, 10 * time.Minute}, {"alice", "0.04", 1, 5 * time.Minute}} {
 		tm := terms(o.client)
-		tm.GPUs, tm.TimeLimit, tm.P = o.gpus, o.limit, contract.Flat(dectest.D(o.price))
+		tm.GPUs, tm.TimeLimit, tm.P = o.gpus, o.limit, pricing.Flat(dectest.D(o.price))
 		tm.Prepayment = tm.CappedPrepayment(2)
 		reply, err := m.client(o.client).Offer(ctx, "md-"+o.price, tm)
 		require.NoError(t, err, "offer %d", i)

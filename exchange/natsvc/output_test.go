@@ -14,7 +14,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -22,6 +21,7 @@ import (
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -70,8 +70,8 @@ func TestOutputToItsClientOnly(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "alice", Password: "alice-secret"}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(alice.Close)
-	tm := contract.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
-		P: contract.Flat(dectest.D("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
+	tm := pricing.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
+		P: pricing.Flat(dectest.D("0.01")), Job: &pricing.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
 	id := offerUntilAccepted(t, alice, tm)
 
 	var stdout, stderr bytes.Buffer
@@ -97,7 +97,7 @@ func TestOutputToItsClientOnly(t *testing.T) {
 
 // offerUntilAccepted offers until the server, which may not have said
 // hello yet, accepts, and returns the contract's id.
-func offerUntilAccepted(t *testing.T, c *bidder.Client, tm contract.Terms) string {
+func offerUntilAccepted(t *testing.T, c *bidder.Client, tm pricing.Terms) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {

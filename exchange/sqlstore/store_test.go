@@ -14,12 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/exchange/storetest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -238,8 +238,8 @@ func (f *fixture) openFor(t testing.TB, id, client string) trade.Contract {
 }
 
 func newContract(id, client string) (trade.Contract, currency.Reserve) {
-	terms := contract.Terms{Client: client, Currency: "GPU", GPUs: 1, TimeLimit: time.Hour,
-		Prepayment: decimal.NewFromInt(10), P: contract.Flat(decimal.RequireFromString("0.01")), Server: "srv"}
+	terms := pricing.Terms{Client: client, Currency: "GPU", GPUs: 1, TimeLimit: time.Hour,
+		Prepayment: decimal.NewFromInt(10), P: pricing.Flat(decimal.RequireFromString("0.01")), Server: "srv"}
 	c := trade.Contract{ID: id, Client: client, Server: "srv", Terms: terms, State: trade.StateAccepted,
 		AcceptedAt: t0, StartDeadline: t0.Add(time.Minute)}
 	r := currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID("GPU", client),

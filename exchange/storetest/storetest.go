@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -135,9 +135,9 @@ func (f *fixture) audit() {
 func newContract(id, client string, at time.Time) trade.Contract {
 	return trade.Contract{
 		ID: id, Client: client, Server: server, State: trade.StateAccepted,
-		Terms: contract.Terms{
+		Terms: pricing.Terms{
 			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("10"),
-			P: contract.Flat(dectest.D("0.01")), Server: server,
+			P: pricing.Flat(dectest.D("0.01")), Server: server,
 		},
 		AcceptedAt: at, StartDeadline: at.Add(time.Minute),
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -44,7 +44,7 @@ func (x *exchange) waitBeat(ok func(protocol.Hello) bool) protocol.Hello {
 
 func TestAgentLifecycle(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: contract.Flat(dectest.D("0.001"))}})
+	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: pricing.Flat(dectest.D("0.001"))}})
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Equal(t, 4, h.Free)
 	assert.Equal(t, gpus, h.GPUs)
@@ -99,7 +99,7 @@ func TestAgentLifecycle(t *testing.T) {
 
 func TestAgentCounterOffers(t *testing.T) {
 	x := newExchange(t, setup{})
-	reserve := contract.Flat(dectest.D("0.002"))
+	reserve := pricing.Flat(dectest.D("0.002"))
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Posted{P: reserve}})
 
 	low := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -177,25 +177,25 @@ func TestAgentStops(t *testing.T) {
 	ag := x.startAgent("gpu1", agent.Config{})
 	for _, tc := range []struct {
 		name   string
-		terms  contract.Terms
+		terms  pricing.Terms
 		reason trade.Reason
-		check  func(t *testing.T, final trade.Reading, tm contract.Terms)
+		check  func(t *testing.T, final trade.Reading, tm pricing.Terms)
 	}{
 		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), trade.ReasonCompleted,
-			func(t *testing.T, final trade.Reading, _ contract.Terms) {
+			func(t *testing.T, final trade.Reading, _ pricing.Terms) {
 				assert.Equal(t, trade.Duration(150*time.Millisecond), final.T)
 				assert.True(t, dectest.D("0.075").Equal(final.U), "u = %s", final.U) // 1 · 0.5 · 0.15
 				require.NotNil(t, final.ExitCode)
 				assert.Equal(t, 0, *final.ExitCode)
 			}},
 		{"time limit", terms(1, 200*time.Millisecond, "1", "0.20", "0.5", time.Hour), trade.ReasonTimeLimit,
-			func(t *testing.T, final trade.Reading, _ contract.Terms) {
+			func(t *testing.T, final trade.Reading, _ pricing.Terms) {
 				assert.GreaterOrEqual(t, time.Duration(final.T), 200*time.Millisecond)
 				assert.Less(t, time.Duration(final.T), time.Second)
 			}},
 		{"prepayment exhausted", terms(1, 10*time.Second, "1", "0.10", "1", time.Hour), trade.ReasonExhausted,
-			func(t *testing.T, final trade.Reading, tm contract.Terms) {
-				due, err := contract.Due(tm, final.Usage(), 2)
+			func(t *testing.T, final trade.Reading, tm pricing.Terms) {
+				due, err := pricing.Due(tm, final.Usage(), 2)
 				require.NoError(t, err)
 				assert.True(t, due.GreaterThanOrEqual(tm.Prepayment), "due %s", due)
 				assert.Less(t, time.Duration(final.T), time.Second)
@@ -257,15 +257,15 @@ func TestAgentRejects(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{})
 	good := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
-	with := func(f func(*contract.Terms)) contract.Terms { t := good; f(&t); return t }
+	with := func(f func(*pricing.Terms)) pricing.Terms { t := good; f(&t); return t }
 	for _, tc := range []struct {
 		name  string
-		terms contract.Terms
+		terms pricing.Terms
 		code  bourse.Code
 	}{
-		{"other currency", with(func(t *contract.Terms) { t.Currency = "EUR" }), bourse.EUnknownCurrency},
-		{"too fine a prepayment", with(func(t *contract.Terms) { t.Prepayment = dectest.D("0.005") }), bourse.EInvalidOffer},
-		{"another server", with(func(t *contract.Terms) { t.Server = "gpu2" }), bourse.EInvalidOffer},
+		{"other currency", with(func(t *pricing.Terms) { t.Currency = "EUR" }), bourse.EUnknownCurrency},
+		{"too fine a prepayment", with(func(t *pricing.Terms) { t.Prepayment = dectest.D("0.005") }), bourse.EInvalidOffer},
+		{"another server", with(func(t *pricing.Terms) { t.Server = "gpu2" }), bourse.EInvalidOffer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tc.terms})
@@ -393,7 +393,7 @@ func TestAgentShippedPermissions(t *testing.T) {
 func TestAgentPreempts(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2],
-		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
+		Policy: server.Preempting{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}})
 	x.waitBeat(func(h protocol.Hello) bool { return h.Policy == "preempting reserve" })
 
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -439,7 +439,7 @@ func TestAgentPreempts(t *testing.T) {
 func TestAgentPreemptionLapses(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond,
-		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
+		Policy: server.Preempting{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}})
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	cheap.Preemptible = true
 	rs := x.readings("gpu1", "c1")

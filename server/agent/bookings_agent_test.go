@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -33,7 +33,7 @@ func TestAgentBookings(t *testing.T) {
 		x.respond(m, struct{}{})
 	})
 	require.NoError(t, err)
-	reserve := server.Posted{P: contract.Flat(dectest.D("0.001"))}
+	reserve := server.Posted{P: pricing.Flat(dectest.D("0.001"))}
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Bookings{Base: reserve, OnePerClient: true}})
 
 	start := time.Now().Add(500 * time.Millisecond).UTC()

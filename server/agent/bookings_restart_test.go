@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -36,7 +36,7 @@ func TestBookingSurvivesRestart(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	cfg := agent.Config{GPUs: gpus[:2], OutboxDir: dir,
-		Policy: server.Bookings{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}}
+		Policy: server.Bookings{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}}
 	first := x.startAgent("gpu1", cfg)
 
 	start := time.Now().Add(1500 * time.Millisecond).UTC()

@@ -17,9 +17,9 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server/agent"
@@ -238,7 +238,7 @@ func (x *exchange) offer(id string, so protocol.ServerOffer) protocol.Decision {
 }
 
 // start starts a contract and returns the reply: a Started or an error.
-func (x *exchange) start(id, offer, contractID string, t contract.Terms) (protocol.Started, error) {
+func (x *exchange) start(id, offer, contractID string, t pricing.Terms) (protocol.Started, error) {
 	x.t.Helper()
 	m := x.request(protocol.DeliverSubject(id, protocol.DeliverStart),
 		protocol.Start{Offer: offer, Contract: protocol.Contract{ID: contractID, Client: t.Client, Server: id, Terms: t, State: trade.StateAccepted}})
@@ -296,11 +296,11 @@ func (r *readings) final(after uint64) trade.Reading {
 
 // terms asks for g H100s for limit at price per GPU-second, with a
 // synthetic job busy util of the time for length.
-func terms(g int, limit time.Duration, price, prepayment, util string, length time.Duration) contract.Terms {
-	return contract.Terms{
-		Client: "alice", Currency: "GPU", GPUs: g, Class: contract.Class{Model: "H100"},
+func terms(g int, limit time.Duration, price, prepayment, util string, length time.Duration) pricing.Terms {
+	return pricing.Terms{
+		Client: "alice", Currency: "GPU", GPUs: g, Class: pricing.Class{Model: "H100"},
 		TimeLimit: limit, Prepayment: decimal.RequireFromString(prepayment),
-		P:   contract.Flat(decimal.RequireFromString(price)),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.RequireFromString(util), Duration: length}},
+		P:   pricing.Flat(decimal.RequireFromString(price)),
+		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.RequireFromString(util), Duration: length}},
 	}
 }

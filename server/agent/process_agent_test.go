@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -77,10 +77,10 @@ func TestAgentProcessRunner(t *testing.T) {
 	t.Cleanup(pr.Close)
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{Runner: pr})
-	job := func(act string) *contract.JobSpec {
-		return &contract.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
+	job := func(act string) *pricing.JobSpec {
+		return &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
 	}
-	withJob := func(g int, limit time.Duration, j *contract.JobSpec) contract.Terms {
+	withJob := func(g int, limit time.Duration, j *pricing.JobSpec) pricing.Terms {
 		tm := terms(g, limit, "0.01", "0.20", "1", time.Hour) // 20 GPU-seconds, fully used
 		tm.Job = j
 		return tm
@@ -115,7 +115,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		tm := withJob(1, 300*time.Millisecond, job("gpus"))
 		// Fully used, the prepayment runs out with the time: the limit
 		// comes first.
-		tm.P, tm.Prepayment = contract.Flat(dectest.D("1")), dectest.D("0.30")
+		tm.P, tm.Prepayment = pricing.Flat(dectest.D("1")), dectest.D("0.30")
 		rs := x.readings("gpu1", "c2")
 		_, err := x.start("gpu1", "o2", "c2", tm)
 		require.NoError(t, err)
@@ -145,12 +145,12 @@ func TestAgentProcessRunner(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
-			job  *contract.JobSpec
+			job  *pricing.JobSpec
 			code bourse.Code
 		}{
-			{"program not allowed", &contract.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
-			{"variable not allowed", &contract.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
-			{"no command", &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EInvalidOffer},
+			{"program not allowed", &pricing.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
+			{"variable not allowed", &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
+			{"no command", &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EInvalidOffer},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tm := withJob(1, time.Hour, tc.job)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
@@ -62,10 +62,10 @@ func runLoad(t *testing.T, device bool) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	job := &contract.JobSpec{Command: "python3", Args: []string{"-c", torchLoad}}
+	job := &pricing.JobSpec{Command: "python3", Args: []string{"-c", torchLoad}}
 	allowed := []string{"python3"}
 	if p := os.Getenv("BOURSE_GPU_LOAD"); p != "" {
-		job, allowed = &contract.JobSpec{Command: p}, []string{p}
+		job, allowed = &pricing.JobSpec{Command: p}, []string{p}
 	}
 	r, err := process.New(process.Config{Allowed: allowed, Meter: m, Devices: m.Devices(), OutputDir: t.TempDir(),
 		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}})

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
@@ -205,7 +205,7 @@ func checkName(k string) error {
 // EUnmetered without a meter, a missing job or command with
 // EInvalidOffer and anything the configuration does not allow with
 // EPermission.
-func (r *Runner) Check(job *contract.JobSpec) error {
+func (r *Runner) Check(job *pricing.JobSpec) error {
 	if r.cfg.Meter == nil {
 		return r.unmetered("process.Check")
 	}
@@ -214,7 +214,7 @@ func (r *Runner) Check(job *contract.JobSpec) error {
 }
 
 // prepare resolves the job's program and builds the job's own variables.
-func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]string, err error) {
+func (r *Runner) prepare(job *pricing.JobSpec) (path string, env map[string]string, err error) {
 	const op = "process.Check"
 	if job == nil || job.Command == "" {
 		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.command", Message: "this server runs processes: the offer must name a command"}

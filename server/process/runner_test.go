@@ -18,7 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/trade"
@@ -59,8 +59,8 @@ func gpus(idx ...int) []trade.GPU {
 	return out
 }
 
-func helperJob(act string, args ...string) *contract.JobSpec {
-	return &contract.JobSpec{Command: os.Args[0], Args: args, Env: map[string]string{helperEnv: act}}
+func helperJob(act string, args ...string) *pricing.JobSpec {
+	return &pricing.JobSpec{Command: os.Args[0], Args: args, Env: map[string]string{helperEnv: act}}
 }
 
 func start(t *testing.T, r *process.Runner, a server.Assignment) server.Job {
@@ -183,21 +183,21 @@ func TestCheck(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	for _, tt := range []struct {
 		name string
-		job  *contract.JobSpec
+		job  *pricing.JobSpec
 		code bourse.Code // "" for allowed
 	}{
 		{"NoJob", nil, bourse.EInvalidOffer},
-		{"NoCommand", &contract.JobSpec{Profile: &contract.Profile{}}, bourse.EInvalidOffer},
-		{"Disallowed", &contract.JobSpec{Command: "/bin/ls"}, bourse.EPermission},
-		{"Shell", &contract.JobSpec{Command: "/bin/sh", Args: []string{"-c", "true"}}, bourse.EPermission},
-		{"ByName", &contract.JobSpec{Command: "sleep"}, bourse.EPermission}, // allowed as a path only
-		{"ByPath", &contract.JobSpec{Command: "/bin/sleep", Args: []string{"1"}}, ""},
-		{"EnvAllowed", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"SEED": "1"}}, ""},
-		{"EnvRefused", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"LD_PRELOAD": "/x.so"}}, bourse.EPermission},
-		{"GPUsRefused", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3"}}, bourse.EPermission},
-		{"CheckpointNone", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "none"}}, ""},
-		{"CheckpointBad", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "maybe"}}, bourse.EInvalidOffer},
-		{"NULArg", &contract.JobSpec{Command: "/bin/sleep", Args: []string{"1\x00"}}, bourse.EInvalidOffer},
+		{"NoCommand", &pricing.JobSpec{Profile: &pricing.Profile{}}, bourse.EInvalidOffer},
+		{"Disallowed", &pricing.JobSpec{Command: "/bin/ls"}, bourse.EPermission},
+		{"Shell", &pricing.JobSpec{Command: "/bin/sh", Args: []string{"-c", "true"}}, bourse.EPermission},
+		{"ByName", &pricing.JobSpec{Command: "sleep"}, bourse.EPermission}, // allowed as a path only
+		{"ByPath", &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"1"}}, ""},
+		{"EnvAllowed", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"SEED": "1"}}, ""},
+		{"EnvRefused", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"LD_PRELOAD": "/x.so"}}, bourse.EPermission},
+		{"GPUsRefused", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3"}}, bourse.EPermission},
+		{"CheckpointNone", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "none"}}, ""},
+		{"CheckpointBad", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "maybe"}}, bourse.EInvalidOffer},
+		{"NULArg", &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"1\x00"}}, bourse.EInvalidOffer},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := r.Check(tt.job)
@@ -267,7 +267,7 @@ func TestExitStatus(t *testing.T) {
 func TestKill(t *testing.T) {
 	t.Run("Polite", func(t *testing.T) {
 		r, _ := newRunner(t, nil)
-		j := start(t, r, server.Assignment{Contract: "c1", Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
+		j := start(t, r, server.Assignment{Contract: "c1", Job: &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
 		t0 := time.Now()
 		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
 			t.Fatal(err)
@@ -419,7 +419,7 @@ func jobPID(t *testing.T, _ *process.Runner, j server.Job) int {
 func TestTimeLimit(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	j := start(t, r, server.Assignment{Contract: "c1", TimeLimit: 200 * time.Millisecond,
-		Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
+		Job: &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
 	m := waitDone(t, j, 5*time.Second)
 	if m.T < 200*time.Millisecond || m.T > 3*time.Second {
 		t.Errorf("T = %s; want about the time limit", m.T)

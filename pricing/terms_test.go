@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ type Profile struct {
 // EInvalidCurve (field "p[2].x"), EInvalid for a currency with an
 // unusable scale, or EInvalidOffer naming the field ("prepayment").
 func Validate(t Terms, scaleOf func(code string) (scale int32, ok bool)) error {
-	const op = "contract.Validate"
+	const op = "pricing.Validate"
 	offer := func(field, format string, args ...any) error {
 		return fail(bourse.EInvalidOffer, op, field, format, args...)
 	}

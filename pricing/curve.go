@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"fmt"
@@ -78,7 +78,7 @@ func (c Curve) at(n, d decimal.Decimal) (num, den decimal.Decimal) {
 // EInvalidCurve and a field such as "[2].x" (Validate of Terms prefixes it
 // with "p" or "q").
 func (c Curve) Validate() error {
-	return c.validate("contract.Curve.Validate", "")
+	return c.validate("pricing.Curve.Validate", "")
 }
 
 func (c Curve) validate(op, field string) error {

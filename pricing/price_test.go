@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"github.com/bourse/bourse/internal/dectest"

@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 // The token walker that checkStrict replaced, kept as the oracle that
 // FuzzStrict compares the byte scanner with.

@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"time"
@@ -31,7 +31,7 @@ type Settlement struct {
 // Charge settles the terms on the usage at the currency's scale: the amount
 // due (see Due), capped at the prepayment, and the rest refunded.
 func Charge(t Terms, u Usage, scale int32) (Settlement, error) {
-	due, err := amountDue("contract.Charge", t, u, scale)
+	due, err := amountDue("pricing.Charge", t, u, scale)
 	if err != nil {
 		return Settlement{}, err
 	}
@@ -52,7 +52,7 @@ func Charge(t Terms, u Usage, scale int32) (Settlement, error) {
 // 0..MaxPlaces. Due does not apply Validate's other bounds, so that a
 // contract accepted under them settles even if they change.
 func Due(t Terms, u Usage, scale int32) (decimal.Decimal, error) {
-	return amountDue("contract.Due", t, u, scale)
+	return amountDue("pricing.Due", t, u, scale)
 }
 
 func amountDue(op string, t Terms, u Usage, scale int32) (decimal.Decimal, error) {

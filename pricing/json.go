@@ -1,4 +1,4 @@
-package contract
+package pricing
 
 import (
 	"encoding/json"
@@ -58,7 +58,7 @@ type profileJSON struct {
 // are *bourse.Error with code EInvalid and the offending field. ParseTerms
 // checks form, not rules: call Validate on the result.
 func ParseTerms(data []byte) (Terms, error) {
-	return parseTerms("contract.ParseTerms", data)
+	return parseTerms("pricing.ParseTerms", data)
 }
 
 func parseTerms(op string, data []byte) (Terms, error) {
@@ -125,7 +125,7 @@ func (t *Terms) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
 	}
-	u, err := parseTerms("contract.Terms.UnmarshalJSON", data)
+	u, err := parseTerms("pricing.Terms.UnmarshalJSON", data)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (t *Terms) UnmarshalJSON(data []byte) error {
 // UnmarshalJSON reads the form MarshalJSON writes. It checks the form only;
 // call Validate for the rules. A null leaves c unchanged.
 func (c *Curve) UnmarshalJSON(data []byte) error {
-	const op = "contract.Curve.UnmarshalJSON"
+	const op = "pricing.Curve.UnmarshalJSON"
 	if string(data) == "null" {
 		return nil
 	}

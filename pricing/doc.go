@@ -1,4 +1,4 @@
-// Package contract prices GPU time the way Costello's "A Market for Trading
+// Package pricing prices GPU time the way Costello's "A Market for Trading
 // CPU Cycles" prices cycles: an offer (Terms) names a time limit, a
 // prepayment and two price curves, and a measured Usage settles into a charge
 // and a refund.
@@ -8,4 +8,4 @@
 // then truncated to the currency's scale, so that the same terms and usage
 // give the same charge on every machine, in the exchange and in the
 // simulator alike. docs/pricing.md explains the formula with examples.
-package contract
+package pricing
