@@ -152,6 +152,15 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string)
 			h.log.Warn("match: the claim of a waiting offer not freed; it frees at its deadline", "offer", w.ID, "err", err)
 		}
 	}
+	if _, err := h.store.Contract(ctx, w.ID); err == nil {
+		// Another instance matched it after this one read the book: its
+		// contract ended the claim this one now holds. Negotiating again
+		// would claim a server's GPUs for nothing, and releasing that
+		// accept under the same offer id (two instances on one clock)
+		// could release the contract's own.
+		finish()
+		return ""
+	}
 	t := w.Terms
 	err = pricing.Validate(t, h.scaleOf(ctx))
 	if err == nil {
