@@ -289,3 +289,33 @@ func TestBookCountered(t *testing.T) {
 	require.NotNil(t, took.Contract, "%+v", took)
 	h.Audit()
 }
+
+// TestAnsweredRequestKeepsItsAnswer: a request id answered without a
+// contract keeps that answer for a minute. A stale copy of an earlier try
+// (delivered late to an instance that was paused) or a retry whose answer
+// was lost gets it again, even with terms a server would now accept, and
+// asks no server; after the minute the id negotiates afresh.
+func TestAnsweredRequestKeepsItsAnswer(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.05"))})
+	h.Wallet("dave", "100")
+	first := offer(t, h, "dave", "r", job(1, "0.01"), 0)
+	require.Nil(t, first.Contract)
+	require.Positive(t, len(first.Rejections)+len(first.Counters), "%+v", first)
+	asked := h.Router.AskedOf("gpu1")
+
+	again := offer(t, h, "dave", "r", job(1, "0.05"), 0)
+	assert.Nil(t, again.Contract, "the answer stands")
+	assert.Equal(t, len(first.Rejections), len(again.Rejections))
+	assert.Equal(t, len(first.Counters), len(again.Counters))
+	assert.Equal(t, asked, h.Router.AskedOf("gpu1"), "no server asked again")
+	cs, err := h.House.Contracts(context.Background(), "dave", 10)
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+
+	h.Advance(2 * time.Minute) // memstore counts the minute from the claim's deadline
+	h.Beat()
+	later := offer(t, h, "dave", "r", job(1, "0.05"), 0)
+	require.NotNil(t, later.Contract, "past the minute, the id negotiates afresh: %+v", later)
+	h.Audit()
+}

@@ -114,7 +114,39 @@ func (h *House) claimed(ctx context.Context, client, id string, t pricing.Terms,
 	if !got.Mine {
 		return h.await(ctx, client, id, t, req, cl, got.Holder)
 	}
+	if reply, ok, err := settled(got); ok {
+		// A try of a request that another try answered already: a
+		// retry whose answer was lost, or a stale copy of an earlier
+		// try (delivered late to an instance that was paused, say)
+		// that its client gave up on and then heard the answer of.
+		// Either way the answer stands; negotiating now could make a
+		// contract its client was told it did not get.
+		_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
+		return reply, err
+	}
 	return h.holding(ctx, client, id, t, req, cl)
+}
+
+// settled is the answer recorded for the request that got claimed, where
+// it says the request made no contract: counter-offers, rejections, or
+// an error other than those that ask the client to retry (unavailable,
+// internal, deadline_exceeded), which a new try negotiates again, as it
+// does an offer queued in the book.
+func settled(got Claimed) (protocol.OfferReply, bool, error) {
+	if got.Ended == "" || len(got.Outcome) == 0 {
+		return protocol.OfferReply{}, false, nil
+	}
+	reply, err := decodeOutcome(got.Outcome)
+	switch bourse.ErrorCode(err) {
+	case bourse.EUnavailable, bourse.EInternal, bourse.EDeadlineExceeded:
+		return protocol.OfferReply{}, false, nil
+	}
+	if reply.Queued != nil {
+		// A waiting offer may still become a contract, and a try of it
+		// answers where it stands now.
+		return protocol.OfferReply{}, false, nil
+	}
+	return reply, true, err
 }
 
 // holding negotiates while cl holds the claim, and records the outcome

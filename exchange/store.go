@@ -53,11 +53,11 @@ type Store interface {
 	// Open. A contract made under the id needs no claim: Open ends it.
 	Claim(ctx context.Context, c Claim, now time.Time) (Claimed, error)
 	// Finish records that negotiation c ended without a contract,
-	// answering outcome(), and frees the id, if c still holds it. Only
-	// the tries that waited on c read the outcome (Claimed.Outcome, where
-	// Ended is c): a store that sees every try itself (memstore) need
-	// not call outcome when none waited, and most offers that make no
-	// contract were never retried.
+	// answering outcome(), and frees the id, if c still holds it; the
+	// later tries of the id read that answer (Claimed.Ended, Outcome)
+	// for a minute. A store may call outcome only when one does (most
+	// offers that make no contract are never tried again): the House
+	// does not change a reply once answered.
 	Finish(ctx context.Context, c Claim, outcome func() []byte) error
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.

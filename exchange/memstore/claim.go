@@ -15,13 +15,23 @@ type claim struct {
 	until   time.Time
 	ended   string
 	endedAt time.Time
-	outcome []byte
-	// waited: another try found the claim held, and may read the outcome.
-	waited bool
+	// outcome is the ended negotiation's answer, encoded (into encoded)
+	// only when a later try reads it: most offers that make no contract
+	// are never tried again.
+	outcome func() []byte
+	encoded []byte
+}
+
+// read is the ended negotiation's answer, encoded once.
+func (cl *claim) read() []byte {
+	if cl.encoded == nil && cl.outcome != nil {
+		cl.encoded, cl.outcome = cl.outcome(), nil
+	}
+	return cl.encoded
 }
 
 // keepEnded is how long the outcome of a negotiation that made no
-// contract is kept for the tries that waited on it.
+// contract is kept for the later tries of its request id.
 const keepEnded = time.Minute
 
 func (s *Store) Claim(_ context.Context, c exchange.Claim, now time.Time) (exchange.Claimed, error) {
@@ -39,12 +49,14 @@ func (s *Store) Claim(_ context.Context, c exchange.Claim, now time.Time) (excha
 		cl = &claim{}
 		s.claims[c.ID] = cl
 	}
+	if cl.holder == "" && cl.ended != "" && now.Sub(cl.endedAt) > keepEnded {
+		cl.ended, cl.outcome, cl.encoded = "", nil, nil
+	}
 	if cl.holder != "" && cl.holder != c.Token && cl.until.After(now) {
-		cl.waited = true
-		return exchange.Claimed{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.outcome}, nil
+		return exchange.Claimed{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.read()}, nil
 	}
 	cl.holder, cl.until = c.Token, c.Until
-	return exchange.Claimed{Mine: true, Ended: cl.ended, Outcome: cl.outcome}, nil
+	return exchange.Claimed{Mine: true, Ended: cl.ended, Outcome: cl.read()}, nil
 }
 
 func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome func() []byte) error {
@@ -52,10 +64,7 @@ func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome func() []byt
 	defer s.mu.Unlock()
 	if cl := s.claims[c.ID]; cl != nil && cl.holder == c.Token {
 		// The store has no clock: the claim's Until stands for when it ended.
-		cl.holder, cl.ended, cl.outcome, cl.endedAt = "", c.Token, nil, cl.until
-		if cl.waited {
-			cl.outcome, cl.waited = outcome(), false
-		}
+		cl.holder, cl.ended, cl.outcome, cl.encoded, cl.endedAt = "", c.Token, outcome, nil, cl.until
 	}
 	return nil
 }

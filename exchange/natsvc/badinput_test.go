@@ -64,7 +64,10 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			msg, err := conn(c.client).Request(protocol.ClientSubject(c.client, protocol.VerbOffer), []byte(c.body), 3*time.Second)
+			// Each case its own request id: an answered request id keeps
+			// its answer for a minute (docs/protocol.md, "Idempotency").
+			body := strings.Replace(c.body, `"request_id":"r1"`, `"request_id":"`+c.name+`"`, 1)
+			msg, err := conn(c.client).Request(protocol.ClientSubject(c.client, protocol.VerbOffer), []byte(body), 3*time.Second)
 			require.NoError(t, err)
 			assert.Equal(t, string(c.code), msg.Header.Get(micro.ErrorCodeHeader), "body %s", msg.Data)
 			assert.NotEmpty(t, msg.Header.Get(micro.ErrorHeader))

@@ -20,7 +20,10 @@ func (s *Store) Claim(ctx context.Context, c exchange.Claim, now time.Time) (exc
 	b.Queue(`INSERT INTO offer_claims (id, holder, claim_until, ended, outcome) VALUES ($1, $2, $3, '', '')
 ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, claim_until = excluded.claim_until
 WHERE offer_claims.holder = '' OR offer_claims.holder = excluded.holder OR offer_claims.claim_until <= $4`, c.ID, c.Token, c.Until, now)
-	b.Queue(`SELECT holder, claim_until, ended, outcome FROM offer_claims WHERE id = $1`, c.ID).QueryRow(func(row pgx.Row) error {
+	// An ended negotiation's answer is kept keepEnded, by the database's
+	// clock (the one that wrote ended_at).
+	b.Queue(`SELECT holder, claim_until, CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN ended ELSE '' END,
+CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN outcome ELSE '' END FROM offer_claims WHERE id = $1`, c.ID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&got.Holder, &got.Until, &got.Ended, &outcome)
 	})
 	if err := s.l.Send(ctx, b); err != nil {
