@@ -200,6 +200,11 @@ func (h *House) await(ctx context.Context, client, id string, t pricing.Terms, r
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
 			return decodeOutcome(got.Outcome)
 		}
+		if reply, ok, err := settled(got); ok {
+			// A newer try ended between two looks: its answer stands.
+			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
+			return reply, err
+		}
 		// The id is this try's now and no other can make its contract:
 		// negotiating is safe.
 		return h.holding(ctx, client, id, t, req, cl)
