@@ -88,7 +88,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 	if len(servers) == 0 {
 		if h.servers.live() == 0 {
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
-				Message: "no server has registered with this exchange yet (servers speak every second once they run); try again shortly"}
+				Message: "no server has registered with this exchange yet (servers speak every second once they run); offer again shortly, under a new request id"}
 		}
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
 			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}

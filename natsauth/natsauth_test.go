@@ -2,6 +2,7 @@ package natsauth_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,8 +99,9 @@ func TestOperatorMarket(t *testing.T) {
 		P: pricing.Flat(decimal.NewFromInt(1)), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.NewFromInt(1), Duration: 300 * time.Millisecond}}}
 	var c *protocol.Contract
 	deadline := time.Now().Add(5 * time.Second)
-	for c == nil {
-		r, err := alice.Offer(ctx, "op-1", terms)
+	for attempt := 1; c == nil; attempt++ {
+		// A new request id each time: an answered one keeps its answer.
+		r, err := alice.Offer(ctx, fmt.Sprint("op-", attempt), terms)
 		if err == nil && r.Contract != nil {
 			c = r.Contract
 			break
