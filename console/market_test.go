@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,20 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
-
-// manualClock is a clock that moves when told.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *manualClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // marketAt is CRED's market data at at: H100s with contracts made at
 // three prices and an offer waiting, and L4s with none.
@@ -44,7 +34,7 @@ func marketAt(at time.Time, h100Free int, model string) protocol.Market {
 }
 
 // marketConsole serves a console on a manual clock that follows h.
-func marketConsole(t *testing.T, h *MarketHistory, clock *manualClock) *browser {
+func marketConsole(t *testing.T, h *MarketHistory, clock *clocktest.Clock) *browser {
 	cfg, _, _ := testConfig(t)
 	cfg.Now, cfg.Market = clock.Now, h
 	srv, _ := serve(t, cfg)
@@ -62,7 +52,7 @@ func TestMarketPage(t *testing.T) {
 	pub, sub := natstest.Connect(t, ns, ""), natstest.Connect(t, ns, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC))
 	h := NewMarketHistory(0, clock.Now)
 	ch, err := bidder.SubscribeMarket(ctx, sub, "")
 	require.NoError(t, err)
@@ -79,9 +69,9 @@ func TestMarketPage(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, pub.Publish(protocol.MarketSubject("CRED"), body))
 		require.Eventually(t, func() bool { return len(h.snapshots()["CRED"]) == i+1 }, 5*time.Second, 10*time.Millisecond, "publication %d", i)
-		clock.Add(5 * time.Second)
+		clock.Advance(5 * time.Second)
 	}
-	clock.Add(-3 * time.Second) // 2 s after the last came
+	clock.Advance(-3 * time.Second) // 2 s after the last came
 
 	code, page := b.get("/market")
 	require.Equal(t, http.StatusOK, code)
@@ -121,15 +111,15 @@ func TestMarketPage(t *testing.T) {
 // three of its intervals pass with nothing new, and fresh again when a
 // publication comes.
 func TestMarketStale(t *testing.T) {
-	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC))
 	h := NewMarketHistory(0, clock.Now)
 	b := marketConsole(t, h, clock)
 	h.Add(marketAt(clock.Now(), 4, "H100"))
-	clock.Add(15 * time.Second)
+	clock.Advance(15 * time.Second)
 	_, page := b.get("/market")
 	assert.Contains(t, page, "15 s ago")
 	assert.NotContains(t, page, "Stale", "three intervals, not more")
-	clock.Add(time.Second)
+	clock.Advance(time.Second)
 	_, page = b.get("/market")
 	assert.Contains(t, page, `<p class="stale" role="alert" id="stale-CRED">Stale: the last market data of CRED came 16 s ago, and it should come every 5s (stale after 15s).`)
 	h.Add(marketAt(clock.Now(), 4, "H100"))
@@ -187,7 +177,7 @@ func TestMarketNoNATS(t *testing.T) {
 // TestMarketHostileModel: a server may announce any model: on the page
 // it is text, in the charts too, and in the CSV no formula.
 func TestMarketHostileModel(t *testing.T) {
-	clock := &manualClock{t: time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC))
 	h := NewMarketHistory(0, clock.Now)
 	b := marketConsole(t, h, clock)
 	script, formula := `<script>alert(1)</script>`, `=HYPERLINK("http://evil.example/","x")`
@@ -195,7 +185,7 @@ func TestMarketHostileModel(t *testing.T) {
 		m := marketAt(clock.Now(), i, script)
 		m.Models = append(m.Models, protocol.MarketModel{Model: formula, GPUs: 1})
 		h.Add(m)
-		clock.Add(5 * time.Second)
+		clock.Advance(5 * time.Second)
 	}
 	_, page := b.get("/market")
 	assert.NotContains(t, page, "<script>alert")

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
@@ -42,24 +42,6 @@ func TestSyntheticUsage(t *testing.T) {
 	}
 }
 
-// clock is a fake clock for tests that must not sleep.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *pricing.Profile) Job {
 	t.Helper()
 	a := Assignment{Contract: "c1", Job: &pricing.JobSpec{Profile: p}}
@@ -89,16 +71,16 @@ func measure(t *testing.T, j Job) Measurement {
 }
 
 func TestSyntheticStop(t *testing.T) {
-	c := &clock{t: now}
+	c := clocktest.New(now)
 	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
-	c.Add(4 * time.Second)
+	c.Advance(4 * time.Second)
 	m := measure(t, j)
 	assert.True(t, dectest.D("6").Equal(m.U), "u = %s", m.U) // 2 · 0.75 · 4
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode)
 
 	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled))
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	m = measure(t, j)
 	assert.True(t, dectest.D("6").Equal(m.U), "stopped: u = %s", m.U)
 	assert.Equal(t, 4*time.Second, m.T)
@@ -108,9 +90,9 @@ func TestSyntheticStop(t *testing.T) {
 }
 
 func TestSyntheticCompletes(t *testing.T) {
-	c := &clock{t: now}
+	c := clocktest.New(now)
 	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &pricing.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
-	c.Add(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	m := measure(t, j)
 	assert.True(t, dectest.D("1800").Equal(m.U), "u = %s", m.U) // 1 · 0.5 · 3600
 	assert.True(t, dectest.D("180000").Equal(m.EnergyJ), "energy = %s", m.EnergyJ)
@@ -124,22 +106,22 @@ func TestSyntheticCompletes(t *testing.T) {
 // its profile runs out, before anything measures it, and charges its
 // whole profile; a moment earlier it is not.
 func TestSyntheticDoneOnTime(t *testing.T) {
-	c := &clock{t: now}
+	c := clocktest.New(now)
 	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
-	c.Add(time.Minute - time.Nanosecond)
+	c.Advance(time.Minute - time.Nanosecond)
 	assert.False(t, closed(j.Done()), "not yet")
-	c.Add(time.Nanosecond)
+	c.Advance(time.Nanosecond)
 	assert.True(t, closed(j.Done()), "done at its length")
-	c.Add(time.Hour)
+	c.Advance(time.Hour)
 	m := measure(t, j)
 	require.NotNil(t, m.ExitCode)
 	assert.True(t, dectest.D("120").Equal(m.U), "u = %s", m.U)
 }
 
 func TestSyntheticNoProfile(t *testing.T) {
-	c := &clock{t: now}
+	c := clocktest.New(now)
 	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, nil)
-	c.Add(10 * time.Hour)
+	c.Advance(10 * time.Hour)
 	m := measure(t, j)
 	assert.True(t, dectest.D("72000").Equal(m.U), "fully busy until stopped: u = %s", m.U)
 	assert.False(t, closed(j.Done()), "done")

@@ -5,7 +5,6 @@ package ledgertest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/dectest"
 )
 
@@ -20,25 +20,10 @@ import (
 // own cleanup with t.
 type Opener func(t testing.TB, now func() time.Time) currency.Ledger
 
-// Clock is a settable clock for tests of deadlines.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock starts a clock at a fixed instant.
-func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
-
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// NewClock starts a manual clock at a fixed instant, for tests of
+// deadlines.
+func NewClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 }
 
 // Run runs the whole suite.
@@ -64,7 +49,7 @@ type fixture struct {
 	t     testing.TB
 	ctx   context.Context
 	l     currency.Ledger
-	clock *Clock
+	clock *clocktest.Clock
 }
 
 const gpu currency.Code = "GPU"

@@ -24,6 +24,7 @@ import (
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
@@ -35,24 +36,7 @@ const Currency = "CRED"
 var T0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // Clock is a manual clock: it moves only when told.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
+type Clock = clocktest.Clock
 
 // Harness is a House on the memory store and a manual clock, with its
 // servers in process.
@@ -80,7 +64,7 @@ type Event struct {
 // CRED.
 func New(t testing.TB, cfg exchange.Config) *Harness {
 	t.Helper()
-	clock := &Clock{now: T0}
+	clock := clocktest.New(T0)
 	return newOn(t, memstore.New(mem.New(mem.Options{Now: clock.Now})), clock, cfg)
 }
 
@@ -89,7 +73,7 @@ func New(t testing.TB, cfg exchange.Config) *Harness {
 // which holds fall due.
 func NewOn(t testing.TB, store exchange.Store, cfg exchange.Config) *Harness {
 	t.Helper()
-	return newOn(t, store, &Clock{now: time.Now().UTC().Truncate(time.Second)}, cfg)
+	return newOn(t, store, clocktest.New(time.Now().UTC().Truncate(time.Second)), cfg)
 }
 
 func newOn(t testing.TB, store exchange.Store, clock *Clock, cfg exchange.Config) *Harness {

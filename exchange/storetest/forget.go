@@ -17,6 +17,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/trade"
 )
@@ -85,8 +86,8 @@ func RunForget(t *testing.T, open ClockedOpener, forget Forgetter) {
 }
 
 func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
-	clock := &clock{t: t0}
-	s := open(t, clock.now)
+	clock := clocktest.New(t0)
+	s := open(t, clock.Now)
 	f := &fixture{t: t, ctx: context.Background(), s: s, l: s.Ledger()}
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: gpu, Scale: 2}))
 	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: currency.RevenueID(gpu, server), Currency: gpu, Kind: currency.Revenue})
@@ -94,21 +95,21 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 	t.Cleanup(f.audit)
 	w := f.wallet("alice", "100")
 	for i := range 5 {
-		f.open(newContract(fmt.Sprint("c", i), "alice", clock.now()))
+		f.open(newContract(fmt.Sprint("c", i), "alice", clock.Now()))
 	}
-	clock.advance(time.Minute)
-	_, err = f.s.Update(f.ctx, "c0", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c0", "4", clock.now()), nil })
+	clock.Advance(time.Minute)
+	_, err = f.s.Update(f.ctx, "c0", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c0", "4", clock.Now()), nil })
 	require.NoError(t, err)
 	_, err = f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, clock.now(), c.Terms.Prepayment
+		c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, clock.Now(), c.Terms.Prepayment
 		return []currency.Op{currency.Void{Key: "void/c1", Hold: "c1"}}, nil
 	})
 	require.NoError(t, err)
-	f.run("c2", clock.now())
-	clock.advance(time.Minute)
-	horizon := clock.now()
-	clock.advance(time.Minute)
-	_, err = f.s.Update(f.ctx, "c3", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c3", "1", clock.now()), nil })
+	f.run("c2", clock.Now())
+	clock.Advance(time.Minute)
+	horizon := clock.Now()
+	clock.Advance(time.Minute)
+	_, err = f.s.Update(f.ctx, "c3", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c3", "1", clock.Now()), nil })
 	require.NoError(t, err)
 	f.balance(w, "75", "20")
 	before, err := f.s.Contracts(f.ctx, "alice", 0)
@@ -123,7 +124,7 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 		_, err = f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) { return nil, nil })
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%s: %v", id, err)
 		// An old id opens no second escrow.
-		again := newContract(id, "alice", clock.now())
+		again := newContract(id, "alice", clock.Now())
 		_, created, err := f.s.Open(f.ctx, again, "", reserve(again, "escrow/"+id+"/again"))
 		assert.Error(t, err)
 		assert.False(t, created)
@@ -142,35 +143,17 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 	cs, err = f.s.Contracts(f.ctx, "alice", 2)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c4", "c3"}, ids(cs))
-	stale, err := f.s.Stale(f.ctx, clock.now().Add(time.Hour), clock.now().Add(time.Hour), 0)
+	stale, err := f.s.Stale(f.ctx, clock.Now().Add(time.Hour), clock.Now().Add(time.Hour), 0)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"c2", "c4"}, ids(stale))
 	checkStatement(t, f, w)
-}
-
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // work is a random market over one store: clients open contracts, run,
 // settle and void them, and a model says what every balance must be.
 type work struct {
 	f       *fixture
-	clock   *clock
+	clock   *clocktest.Clock
 	clients []string
 	// gate lets moves run together but not while Forget runs, so that the
 	// model knows which contracts had ended when it did.
@@ -186,8 +169,8 @@ type work struct {
 }
 
 func newWork(t testing.TB, open ClockedOpener, seed uint64) *work {
-	c := &clock{t: t0}
-	s := open(t, c.now)
+	c := clocktest.New(t0)
+	s := open(t, c.Now)
 	f := &fixture{t: t, ctx: context.Background(), s: s, l: s.Ledger()}
 	require.NoError(t, f.l.CreateCurrency(f.ctx, currency.Currency{Code: gpu, Scale: 2}))
 	_, err := f.l.OpenAccount(f.ctx, currency.Account{ID: currency.RevenueID(gpu, server), Currency: gpu, Kind: currency.Revenue})
@@ -214,14 +197,14 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 	var live []string
 	for i := range n {
 		w.gate.RLock()
-		w.clock.advance(time.Duration(rng.IntN(20)) * time.Second)
+		w.clock.Advance(time.Duration(rng.IntN(20)) * time.Second)
 		if g == 0 && len(w.clients) > 1 && rng.IntN(3) == 0 {
 			client = w.clients[rng.IntN(len(w.clients))] // sequential runs move between clients
 		}
 		switch k := rng.IntN(10); {
 		case k < 4 || len(live) == 0:
 			id := fmt.Sprintf("%s-%d-%d", w.clients[g], g, i)
-			c := newContract(id, client, w.clock.now())
+			c := newContract(id, client, w.clock.Now())
 			_, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/"+id))
 			require.NoError(t, err)
 			require.True(t, created)
@@ -233,7 +216,7 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 			w.mu.Unlock()
 			live = append(live, id)
 		case k < 6:
-			f.run(live[rng.IntN(len(live))], w.clock.now())
+			f.run(live[rng.IntN(len(live))], w.clock.Now())
 		default:
 			j := rng.IntN(len(live))
 			id := live[j]
@@ -242,10 +225,10 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 			void := k == 9
 			c, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
 				if void {
-					c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, w.clock.now(), c.Terms.Prepayment
+					c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, w.clock.Now(), c.Terms.Prepayment
 					return []currency.Op{currency.Void{Key: "void/" + id, Hold: currency.HoldID(id)}}, nil
 				}
-				return settle(c, "settle/"+id, charge.String(), w.clock.now()), nil
+				return settle(c, "settle/"+id, charge.String(), w.clock.Now()), nil
 			})
 			require.NoError(t, err)
 			owner := currency.WalletID(gpu, c.Client)
@@ -267,7 +250,7 @@ func (w *work) forget(forget Forgetter, rng *rand.Rand) {
 	defer w.gate.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	horizon := w.clock.now().Add(-time.Duration(rng.IntN(60)) * time.Second)
+	horizon := w.clock.Now().Add(-time.Duration(rng.IntN(60)) * time.Second)
 	forget(w.f.s, horizon)
 	for id, at := range w.ended {
 		if at.Before(horizon) {

@@ -11,25 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/clocktest"
 )
-
-// clock is a hand-driven clock for Progress.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // lockedBuffer lets a test read what Progress's own goroutine writes.
 type lockedBuffer struct {
@@ -64,7 +48,7 @@ func addConcurrently(b *Bar, goroutines, n int) {
 }
 
 func TestProgressLog(t *testing.T) {
-	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var out lockedBuffer
 	// Every is long enough that only the test's own Flush writes.
 	p := NewProgress(&out, ProgressConfig{Every: time.Hour, Now: c.Now})
@@ -94,7 +78,7 @@ func TestProgressLog(t *testing.T) {
 }
 
 func TestProgressLogUnknownTotal(t *testing.T) {
-	c := &clock{now: time.Unix(0, 0)}
+	c := clocktest.New(time.Unix(0, 0))
 	var out lockedBuffer
 	p := NewProgress(&out, ProgressConfig{Every: time.Hour, Now: c.Now})
 	b := p.Bar("open-ended", 0)
