@@ -128,6 +128,53 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	h.Audit()
 }
 
+// TestHeartbeatsWithoutReadings: a server that heartbeats a contract as
+// running but never sends its readings gains nothing by it: the watchdog
+// waits, but the escrow's deadline (start deadline + time limit +
+// ServerLostAfter + StuckLimit) ends the contract on its last counted
+// reading, as it ends one that reads but never stops.
+func TestHeartbeatsWithoutReadings(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, StuckLimit: time.Minute})
+	h.Server("gpu1", "H100", 2, nil)
+	wallet := h.Wallet("dave", "100")
+	tm := job(1, "0.01")
+	tm.Job.Profile.Duration, tm.TimeLimit = time.Hour, 2*time.Hour
+	tm.Prepayment = dectest.D("72") // two GPU-hours at 0.01
+	reply := offer(t, h, "dave", "w1", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id := reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateRunning, c.State)
+	require.NotNil(t, c.Reading)
+	last := *c.Reading
+
+	// gpu1 falls silent but for heartbeats, forged or not, that keep
+	// listing the contract as running.
+	node := h.Router.Nodes["gpu1"]
+	h.Router.Silence("gpu1", true)
+	lie := func(d time.Duration) {
+		for end := h.Now().Add(d); h.Now().Before(end); {
+			h.Advance(time.Second) // the sweep's pace: a late sweep judges nothing
+			hello := node.Hello(h.Now())
+			hello.Running = []string{id}
+			require.NoError(t, h.House.Heartbeat(context.Background(), "gpu1", hello))
+			h.House.Sweep(context.Background())
+		}
+	}
+	lie(2 * time.Hour)
+	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "its escrow's deadline has not passed")
+	lie(2 * time.Minute)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, trade.StateSettled, c.State)
+	assert.Equal(t, trade.ReasonExpired, c.Reason)
+	st, err := pricing.Charge(c.Terms, last.Usage(), 2)
+	require.NoError(t, err)
+	assert.True(t, c.Charge.Equal(st.Charge), "charged %s for its last counted reading (%s GPU-s), not for the hours it claimed", c.Charge, last.U)
+	assert.True(t, h.Balance(wallet).Held.IsZero())
+	h.Audit()
+}
+
 // TestBooking: an offer with a future start_at is a booking, escrowed at
 // once and left accepted past StartTimeout and ServerLostAfter until its
 // slot begins; the node starts it then, and it runs and settles. One
