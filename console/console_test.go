@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -57,16 +58,24 @@ func serve(t testing.TB, cfg Config) (*httptest.Server, *Console) {
 
 // testConfig is testConsole's configuration, for tests that change it.
 func testConfig(t testing.TB) (Config, *treasury.Treasury, *memstore.Store) {
+	return testConfigOn(t, nil)
+}
+
+// testConfigOn is testConfig with one clock for the console, its
+// treasury and its ledger (the wall clock if nil): a test that fixed the
+// console's clock and let the treasury read the wall clock would pass
+// only on the day it was written.
+func testConfigOn(t testing.TB, now func() time.Time) (Config, *treasury.Treasury, *memstore.Store) {
 	ctx := context.Background()
-	l := mem.New(mem.Options{})
+	l := mem.New(mem.Options{Now: now})
 	store := memstore.New(l)
-	tr := treasury.New(treasury.NewMem(l, nil), nil)
+	tr := treasury.New(treasury.NewMem(l, now), nil)
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "CRED", Scale: 2}))
 	_, err := tr.Open(ctx, "root", "CRED", "acme", "", "open-acme")
 	require.NoError(t, err)
 	_, err = tr.Open(ctx, "root", "CRED", "alice", "acme", "open-alice")
 	require.NoError(t, err)
-	return Config{Treasury: tr, Contracts: store, Users: testUsers(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, tr, store
+	return Config{Treasury: tr, Contracts: store, Users: testUsers(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now}, tr, store
 }
 
 type browser struct {

@@ -54,7 +54,7 @@ func (c *Console) setDevice(w http.ResponseWriter, user string) {
 	_, _ = rand.Read(b)
 	exp := c.cfg.Now().Add(deviceTTL)
 	p := base64.RawURLEncoding.EncodeToString([]byte(user + "|" + base64.RawURLEncoding.EncodeToString(b) + "|" + strconv.FormatInt(exp.Unix(), 10)))
-	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: p + "." + sign(c.cfg.Secret, "device|"+p), Path: "/login", Expires: exp,
+	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: p + "." + sign(c.cfg.Secret, "device|"+p), Path: "/login", MaxAge: maxAge(deviceTTL),
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 }
 

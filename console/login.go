@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/bourse/bourse"
 )
@@ -90,10 +91,18 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u User) e
 	if err := c.cfg.Sessions.Create(r.Context(), s); err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", Expires: s.Expires,
+	// Max-Age, not Expires: the browser counts it from now on its own
+	// clock, so that a browser (or a test) whose clock differs from the
+	// console's keeps the cookie as long as the console keeps the
+	// session; the console judges the expiry on its own clock.
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", MaxAge: maxAge(s.Expires.Sub(s.Created)),
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
 	return nil
 }
+
+// maxAge is d as a cookie's Max-Age: whole seconds, at least one (0
+// would mean "no Max-Age" to net/http).
+func maxAge(d time.Duration) int { return max(1, int(d/time.Second)) }
 
 func (c *Console) dropCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})

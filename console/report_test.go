@@ -41,8 +41,7 @@ func settle(t testing.TB, store *memstore.Store, at []time.Time, charges []strin
 // consoleAt serves a console whose clock reads at, over testConfig's
 // ledger and contract store.
 func consoleAt(t testing.TB, at time.Time) (*httptest.Server, Config, *treasury.Treasury, *memstore.Store) {
-	cfg, tr, store := testConfig(t)
-	cfg.Now = func() time.Time { return at }
+	cfg, tr, store := testConfigOn(t, func() time.Time { return at })
 	srv, _ := serve(t, cfg)
 	return srv, cfg, tr, store
 }

@@ -177,10 +177,8 @@ func (h *House) holding(ctx context.Context, client, id string, t pricing.Terms,
 func (h *House) await(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, cl Claim, awaited string) (protocol.OfferReply, error) {
 	giveUp := h.cfg.Now().Add(2 * (h.cfg.Negotiation + claimMargin))
 	for h.cfg.Now().Before(giveUp) {
-		select {
-		case <-ctx.Done():
-			return protocol.OfferReply{}, ctx.Err()
-		case <-time.After(awaitEvery):
+		if err := h.cfg.Sleep(ctx, awaitEvery); err != nil {
+			return protocol.OfferReply{}, err
 		}
 		now := h.cfg.Now()
 		cl.Until = now.Add(h.cfg.Negotiation + claimMargin)

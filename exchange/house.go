@@ -11,6 +11,7 @@
 package exchange
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,6 +102,11 @@ type Config struct {
 	// Now is the House's clock: its Periods' if nil and Periods is set,
 	// else time.Now.
 	Now func() time.Time
+	// Sleep waits d on the House's clock, or until ctx ends: a try
+	// waits so for another try of its request (claim.go). A timer on
+	// the wall clock if nil; give a manual clock's (clocktest.Clock's
+	// Sleep moves it on), or a try waiting on that clock never gives up.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (c *Config) defaults() error {
@@ -141,6 +147,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = wallSleep
 	}
 	if c.Periods == nil {
 		c.Periods = caps.NewPeriods(c.Now)
@@ -200,3 +209,16 @@ func (h *House) Config() Config { return h.cfg }
 
 // LiveServers counts the servers this House has heard from recently.
 func (h *House) LiveServers() int { return h.servers.live() }
+
+// wallSleep is Config.Sleep's default: real time, for a House on the
+// wall clock.
+func wallSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d) //wallclock: the default of Config.Sleep, for a House on the wall clock
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -56,6 +56,7 @@ func (s *Synthetic) Start(_ context.Context, a Assignment) (Job, error) {
 		// clock has passed Duration.
 		if s.Now == nil {
 			j.mu.Lock() // the timer may fire before it is stored
+			//wallclock: only where no clock was given (s.Now == nil)
 			j.timer = time.AfterFunc(j.length, func() { j.end(true) })
 			j.mu.Unlock()
 		}

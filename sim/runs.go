@@ -107,7 +107,7 @@ func runPlan(stop context.Context, p Plan, progress func(int)) (metrics.Result, 
 	}
 	cfg.Policy, cfg.Seed = p.Policy, p.Seed
 	cfg.Progress = progress
-	began := time.Now()
+	began := time.Now() //wallclock: the run's real duration, for jobs per second
 	m, err := New(cfg)
 	if err != nil {
 		return metrics.Result{}, err
@@ -116,7 +116,7 @@ func runPlan(stop context.Context, p Plan, progress func(int)) (metrics.Result, 
 	if err != nil && !errors.Is(err, ErrInterrupted) {
 		return metrics.Result{}, err
 	}
-	r.Summary.Wall = time.Since(began).Seconds()
+	r.Summary.Wall = time.Since(began).Seconds() //wallclock: the run's real duration, for jobs per second
 	if r.Summary.Wall > 0 {
 		r.Summary.JobsPerSec = float64(r.Summary.Jobs) / r.Summary.Wall
 	}

@@ -112,7 +112,7 @@ func (s *Scheduler) payAllowances(ctx context.Context, now time.Time) (map[curre
 // Loop runs a round every every until ctx ends, logging failures (a
 // database away for a while is retried at the next round).
 func (s *Scheduler) Loop(ctx context.Context, every time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(every) //wallclock: pacing: wakes the scheduler; what is due is read on the store's clock
 	defer tick.Stop()
 	for {
 		select {

@@ -62,10 +62,10 @@ func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contra
 // place in this package that reads it.
 type wallClock struct{}
 
-func (wallClock) Now() time.Time { return time.Now() }
+func (wallClock) Now() time.Time { return time.Now() } //wallclock: wallClock is the Clock of a real negotiation
 
 func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := time.NewTimer(d) //wallclock: wallClock is the Clock of a real negotiation
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -152,7 +152,7 @@ func (l *Ledger) retry(ctx context.Context, what string, try func() error) error
 		l.retries.Add(1)
 		d := backoff(attempt)
 		l.log.Debug("sqlledger: retrying transaction", "op", what, "attempt", attempt, "backoff", d, "err", err)
-		timer := time.NewTimer(d)
+		timer := time.NewTimer(d) //wallclock: pacing: a retried transaction's back-off
 		select {
 		case <-ctx.Done():
 			timer.Stop()

@@ -93,7 +93,7 @@ func newOn(t testing.TB, store exchange.Store, clock *Clock, cfg exchange.Config
 func (h *Harness) Instance() *exchange.House {
 	h.T.Helper()
 	cfg := h.cfg
-	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now = h.Store, h.Router, h, h.Clock.Now
+	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now, cfg.Sleep = h.Store, h.Router, h, h.Clock.Now, h.Clock.Sleep
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

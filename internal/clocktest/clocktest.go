@@ -4,6 +4,7 @@
 package clocktest
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -36,4 +37,16 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// Sleep moves the clock on by d at once, as if the caller had slept
+// that long: code that waits on an injected sleep (exchange.Config.Sleep,
+// strategy.Clock) then gives up on a manual clock as it would on the
+// wall clock. It returns ctx's error if ctx has ended.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
 }

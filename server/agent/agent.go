@@ -248,7 +248,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		select {
 		case <-closed:
-		case <-time.After(a.cfg.ShutdownTimeout):
+		case <-time.After(a.cfg.ShutdownTimeout): //wallclock: pacing: how long a shutdown waits, in real time
 			a.nc.Close()
 		}
 	}
@@ -362,14 +362,14 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 	}
 	a.handlers.Wait() // offers decided meanwhile were refused: the node is closed
 	a.node.Close()
-	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun)
+	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun) //wallclock: pacing: how long a shutdown waits, in real time
 	defer grace.Stop()
 	for a.node.Running() > 0 && a.runCtx.Err() == nil {
 		a.tick()
 		select {
 		case <-a.runCtx.Done():
 		case <-a.tickKick:
-		case <-time.After(tickEvery):
+		case <-time.After(tickEvery): //wallclock: pacing: wakes the loop; what is due is read on the clock
 		}
 	}
 	a.work.Wait()

@@ -38,7 +38,7 @@ func (a *Agent) hello(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-time.After(wait): //wallclock: pacing: a retry's back-off
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
@@ -73,7 +73,7 @@ func (a *Agent) adopt(r protocol.HelloReply) {
 // reconnect it says hello again first: the exchange may have restarted, or
 // forgotten a server it did not hear from.
 func (a *Agent) beat(ctx context.Context) {
-	t := time.NewTicker(a.heartbeatEvery())
+	t := time.NewTicker(a.heartbeatEvery()) //wallclock: pacing: heartbeats go out in real time
 	defer t.Stop()
 	for ctx.Err() == nil {
 		data, err := protocol.Marshal(a.helloBody())

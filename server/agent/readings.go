@@ -46,7 +46,7 @@ func (a *Agent) publish(ctx context.Context, rd trade.Reading) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("publish reading %s: %w", protocol.MsgID(a.id, rd), err)
-		case <-time.After(wait):
+		case <-time.After(wait): //wallclock: pacing: a retry's back-off
 		}
 		if rd.Final {
 			a.log.Warn("final reading not acknowledged; retrying", "contract", rd.Contract, "err", err)
@@ -116,7 +116,7 @@ func (a *Agent) resend(ctx context.Context) {
 	if a.outbox == nil {
 		return
 	}
-	t := time.NewTimer(0)
+	t := time.NewTimer(0) //wallclock: pacing: wakes the resend loop
 	defer t.Stop()
 	for {
 		select {

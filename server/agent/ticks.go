@@ -18,7 +18,7 @@ const tickEvery = 50 * time.Millisecond
 // ticks asks the node what is due every tickEvery, and at once when a
 // control or a stop asks, until ctx ends.
 func (a *Agent) ticks(ctx context.Context) {
-	t := time.NewTicker(min(tickEvery, a.node.ReadingEvery()))
+	t := time.NewTicker(min(tickEvery, a.node.ReadingEvery())) //wallclock: pacing: wakes the loop; what is due is read on the clock
 	defer t.Stop()
 	for {
 		select {

@@ -87,7 +87,7 @@ func (m *Meter) track(gpus []trade.GPU, owns func(pid int) bool, now time.Time) 
 
 func (g *gauge) loop() {
 	defer close(g.done)
-	tick := time.NewTicker(g.m.cfg.Interval)
+	tick := time.NewTicker(g.m.cfg.Interval) //wallclock: pacing: NVML is sampled in real time
 	defer tick.Stop()
 	for {
 		select {

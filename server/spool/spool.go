@@ -154,7 +154,7 @@ func (s *Spool) Close() error { return s.lock.Close() }
 
 // Run ships output every Config.Every until ctx ends.
 func (s *Spool) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Every)
+	t := time.NewTicker(s.cfg.Every) //wallclock: pacing: wakes the shipping loop
 	defer t.Stop()
 	for {
 		s.Pass(ctx)

@@ -219,7 +219,7 @@ func (p *Progress) Wait() {
 
 func (p *Progress) tick(every time.Duration) {
 	defer close(p.stopped)
-	t := time.NewTicker(every)
+	t := time.NewTicker(every) //wallclock: pacing: redraws the bar in real time
 	defer t.Stop()
 	for {
 		select {

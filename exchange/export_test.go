@@ -1,0 +1,4 @@
+package exchange
+
+// ContractID is contractID, for the external tests.
+var ContractID = contractID
