@@ -8,7 +8,7 @@ FUZZTIME ?= 20s
 BENCH_OFFERS ?= 5000
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-sim sim-trace gpu-meter lint fuzz clean demo console-shots
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-sim sim-trace gpu-meter gpu-tests lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -55,10 +55,20 @@ bench-sim:
 sim-trace:
 	$(GO) test -count=1 -run '^TestSimTrace' -v ./cmd/bourse/
 
-## gpu-meter: the NVML meter against a real load on GPU 0 (needs an NVIDIA GPU,
-## its driver and python3 with torch, or BOURSE_GPU_LOAD; not part of make test)
+## gpu-meter: the NVML meter on GPU 0 (needs an NVIDIA GPU, its driver and
+## python3 with torch; not part of make test): the meter against a known
+## load, then a whole market selling that GPU to jobs of known duty cycle
+## (every charge against the jobs' own CUDA-event kernel time)
 gpu-meter:
 	$(GO) test -tags gpu -count=1 -run RealLoad -v ./server/nvmlmeter/
+	$(GO) test -tags gpu -count=1 -run GPUMarket -v -timeout 15m ./cmd/bourse/
+
+## gpu-tests: the test binaries of gpu-meter in bin/gpu, for a GPU machine
+## without Go (scripts/gpu-meter.sh runs them there)
+gpu-tests:
+	mkdir -p bin/gpu
+	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/nvmlmeter.test ./server/nvmlmeter/
+	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/bourse.test ./cmd/bourse/
 
 ## lint: gofmt, go vet and staticcheck (pinned as a tool in go.mod)
 lint:
