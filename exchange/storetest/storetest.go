@@ -246,6 +246,19 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 	assert.False(t, created)
 	same(t, c, stored)
 	f.balance(w, "90", "10")
+
+	// Once the contract has run and settled, a retry finds it as it
+	// stands now, not as it was opened.
+	f.run("c1", t0.Add(time.Minute))
+	settled, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c1", "3.25", t0.Add(time.Hour)), nil
+	})
+	require.NoError(t, err)
+	stored, created, err = f.s.Open(f.ctx, c, "", reserve(c, "escrow/c1/late"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	same(t, settled, stored)
+	f.balance(w, "96.75", "0")
 }
 
 // A reserve that fails leaves no contract and moves nothing; its failure
