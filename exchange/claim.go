@@ -122,7 +122,7 @@ func (h *House) claimed(ctx context.Context, client, id string, t pricing.Terms,
 		// Either way the answer stands; negotiating now could make a
 		// contract its client was told it did not get.
 		_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
-		return reply, err
+		return h.asNow(ctx, id, reply, err)
 	}
 	return h.holding(ctx, client, id, t, req, cl)
 }
@@ -147,6 +147,25 @@ func settled(got Claimed) (protocol.OfferReply, bool, error) {
 		return protocol.OfferReply{}, false, nil
 	}
 	return reply, true, err
+}
+
+// asNow is a recorded answer as it stands now. An answer that names the
+// request's contract was recorded by a try that found that contract made
+// by an earlier one (holding): the contract as it was then, accepted or
+// running, perhaps since settled. A client told that copy would hear its
+// job still runs and has cost nothing while its wallet has paid
+// (issue 31), so the contract is read again: the answer is which
+// contract, the contract is as stored now (docs/protocol.md,
+// "Idempotency").
+func (h *House) asNow(ctx context.Context, id string, reply protocol.OfferReply, err error) (protocol.OfferReply, error) {
+	if err != nil || reply.Contract == nil {
+		return reply, err
+	}
+	c, err := h.store.Contract(ctx, id)
+	if err != nil {
+		return protocol.OfferReply{}, err
+	}
+	return made(c), nil
 }
 
 // holding negotiates while cl holds the claim, and records the outcome
@@ -196,12 +215,13 @@ func (h *House) await(ctx context.Context, client, id string, t pricing.Terms, r
 		}
 		if got.Ended == awaited && len(got.Outcome) > 0 {
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
-			return decodeOutcome(got.Outcome)
+			reply, err := decodeOutcome(got.Outcome)
+			return h.asNow(ctx, id, reply, err)
 		}
 		if reply, ok, err := settled(got); ok {
 			// A newer try ended between two looks: its answer stands.
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
-			return reply, err
+			return h.asNow(ctx, id, reply, err)
 		}
 		// The id is this try's now and no other can make its contract:
 		// negotiating is safe.

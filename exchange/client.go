@@ -36,9 +36,12 @@ func (h *House) Contracts(ctx context.Context, client string, limit int) ([]trad
 // Control suspends or kills one of client's contracts (action is
 // trade.ReasonSuspended or trade.ReasonKilled). An accepted contract that
 // has not started is voided here; a running one is stopped by its server,
-// whose final reading settles it. Either way the answer is the contract as
-// it stands; the settlement follows as an event. A server that does not
-// confirm makes it EUnavailable.
+// whose final reading settles it. The exchange records the stop first
+// (trade.Stop): a server that ignores it, or never hears it, gains
+// nothing past StopGrace, when the sweep settles the contract on its last
+// reading. Either way the answer is the contract as it stands; the
+// settlement follows as an event. A server that does not confirm makes it
+// EUnavailable.
 func (h *House) Control(ctx context.Context, client, id string, action trade.Reason) (trade.Contract, error) {
 	c, err := h.Contract(ctx, client, id)
 	if err != nil {
@@ -65,6 +68,12 @@ func (h *House) Control(ctx context.Context, client, id string, action trade.Rea
 		}
 		c = voided // it started meanwhile: stop it below
 	}
+	if c, err = h.stopping(ctx, c.ID, action); err != nil {
+		return trade.Contract{}, err
+	}
+	if !c.HoldsEscrow() {
+		return c, nil // it ended meanwhile
+	}
 	confirmed := make(chan error, 1)
 	h.router.Control(ctx, c, action, func(err error) { confirmed <- err })
 	select {
@@ -75,6 +84,19 @@ func (h *House) Control(ctx context.Context, client, id string, action trade.Rea
 	if err != nil {
 		return trade.Contract{}, &bourse.Error{Code: bourse.EUnavailable, Field: "contract",
 			Message: fmt.Sprintf("server %s did not confirm; the contract settles on its last reading if the server stays silent", c.Server)}
+	}
+	return c, nil
+}
+
+// stopping records action, a client's stop of running contract id, and
+// returns the contract as it stands.
+func (h *House) stopping(ctx context.Context, id string, action trade.Reason) (trade.Contract, error) {
+	now := h.cfg.Now().UTC()
+	c, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		return nil, h.stopAsked(c, action, now)
+	})
+	if err != nil && !errors.Is(err, ErrNoChange) {
+		return trade.Contract{}, err
 	}
 	return c, nil
 }

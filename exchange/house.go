@@ -61,6 +61,13 @@ type Config struct {
 	// instance that died comes back before any sweep could judge its
 	// server lost. The House only checks it; its driver uses it.
 	AckWait time.Duration
+	// StopGrace is how long after a client's kill or suspend of a
+	// running contract the exchange goes on believing its server, 15s:
+	// the job's stop (the process runner's 10 s from SIGTERM to SIGKILL)
+	// and its final reading's travel. Then the contract settles on its
+	// last reading, whatever its server says, and no reading counts time
+	// past it (trade.Stop).
+	StopGrace time.Duration
 	// StuckLimit is how long a contract may keep failing to settle or
 	// void before a sweep ends it by the fixed rule: settled on its last
 	// valid reading, else voided (ReasonExpired), 1h.
@@ -127,6 +134,7 @@ func (c *Config) defaults() error {
 	def(&c.MaxBookAhead, 30*24*time.Hour)
 	def(&c.ClockSkew, 5*time.Second)
 	def(&c.StuckLimit, time.Hour)
+	def(&c.StopGrace, 15*time.Second)
 	if c.ServerLostAfter <= c.ReadingEvery {
 		return fmt.Errorf("exchange: ServerLostAfter %v must be longer than ReadingEvery %v", c.ServerLostAfter, c.ReadingEvery)
 	}

@@ -18,6 +18,9 @@ type metrics struct {
 	// readingsLate counts sweeps that found a running contract's
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
+	// stopsOverdue counts contracts the watchdog settled at their
+	// client's stop plus the stop grace (trade.Stop).
+	stopsOverdue prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,10 +49,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
 			Help: "Times the watchdog found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running (judged again at the next sweep)."}),
+		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
+			Help: "Contracts the watchdog settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
-			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate)
+			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue)
 	}
 	return m
 }

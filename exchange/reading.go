@@ -136,23 +136,29 @@ func finalReason(r trade.Reading) trade.Reason {
 // it trusts (docs/protocol.md, "What the exchange believes"). A job
 // cannot start before its contract was accepted, nor a booking before its
 // start_at, so a reading's T cannot exceed the time since then, nor its
-// "at" lie ahead of now, each but by ClockSkew. A reading's "at" may lie
-// far in the past: readings wait in outboxes and streams through outages.
-// U needs no bound of its own: pricing clamps it to gpus·T (and S to
-// gpus), T being bounded here.
+// "at" lie ahead of now, each but by ClockSkew. A contract its client
+// stopped is believed only up to its stop's By (trade.Stop), not now:
+// a server that ignores a kill gains nothing by the time that passes. A
+// reading's "at" may lie far in the past: readings wait in outboxes and
+// streams through outages. U needs no bound of its own: pricing clamps
+// it to gpus·T (and S to gpus), T being bounded here.
 func (h *House) believable(c *trade.Contract, r trade.Reading, now time.Time) error {
 	skew := h.cfg.ClockSkew
 	earliest := later(c.AcceptedAt, c.Terms.StartAt.UTC())
+	until, what := now, "the exchange's clock"
+	if st := c.Stop; st != nil && st.By.Before(now) {
+		until, what = st.By, fmt.Sprintf("the end of the grace after its client's %s stop", st.Reason)
+	}
 	switch {
-	case r.At.After(now.Add(skew)):
+	case r.At.After(until.Add(skew)):
 		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
-			"%s is ahead of the exchange's clock (%s) by more than %v", r.At.UTC().Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), skew)}
+			"%s is ahead of %s (%s) by more than %v", r.At.UTC().Format(time.RFC3339Nano), what, until.Format(time.RFC3339Nano), skew)}
 	case r.At.Before(earliest.Add(-skew)):
 		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
 			"%s is before the contract could start (%s)", r.At.UTC().Format(time.RFC3339Nano), earliest.Format(time.RFC3339Nano))}
-	case time.Duration(r.T) > now.Sub(earliest)+skew:
+	case time.Duration(r.T) > until.Sub(earliest)+skew:
 		return &bourse.Error{Code: bourse.EInvalid, Field: "t", Message: fmt.Sprintf(
-			"%v of wall time, but by the exchange's clock the contract can have run %v at most", time.Duration(r.T), now.Sub(earliest).Round(time.Millisecond))}
+			"%v of wall time, but by %s the contract can have run %v at most", time.Duration(r.T), what, until.Sub(earliest).Round(time.Millisecond))}
 	}
 	return nil
 }

@@ -78,8 +78,9 @@ type Store interface {
 	// c, and the last run's result is the one that counts.
 	Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error)
 	// Stale lists up to limit contracts the watchdog must look at: running
-	// ones last seen before silentSince, and accepted ones whose start
-	// deadline is before now; but none whose Stuck.Retry is after now. The
+	// ones last seen before silentSince or whose Stop.By is not after now,
+	// and accepted ones whose start deadline is before now; but none whose
+	// Stuck.Retry is after now. The
 	// contracts never stuck come first, then the stuck ones, each the
 	// earliest accepted first, so that contracts that keep failing never
 	// hide the others.

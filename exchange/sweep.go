@@ -23,8 +23,9 @@ const (
 // stuckCountEvery is how often the sweep refreshes the stuck gauge.
 const stuckCountEvery = 10 * time.Second
 
-// Sweep settles running contracts whose server went silent, on their last
-// reading (exposure is bounded by the reading interval), voids accepted
+// Sweep settles running contracts whose server went silent, or whose
+// client's stop is due, on their last reading (exposure is bounded by the
+// reading interval, and by the stop grace), voids accepted
 // contracts that never started, and ends contracts whose escrow is due or
 // that stayed stuck too long. Its driver calls it every SweepEvery; every
 // instance of the exchange sweeps, and the store's Update makes their
@@ -46,14 +47,15 @@ func (h *House) Sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range stale {
-		if c.State == trade.StateRunning && h.servers.runs(c.Server, c.ID, silentSince) {
+		if c.State == trade.StateRunning && !stopDue(&c, now) && h.servers.runs(c.Server, c.ID, silentSince) {
 			// Its readings are late, not lost: the usage stream may hold
 			// them for another instance (one paused, its pull not yet
 			// expired) while the server's heartbeats, which every
 			// instance hears, say it runs the job. A server that
 			// heartbeats but never reads is ended at its escrow's
 			// deadline (expireDue) on its last reading, as one that
-			// reads but never ends is.
+			// reads but never ends is. Once its client's stop is due
+			// its server's word counts no more (stopDue).
 			h.metrics.readingsLate.Inc()
 			continue
 		}
@@ -78,13 +80,24 @@ func (h *House) Disconnected() {
 	h.pauses.cutOff(h.cfg.Now().UTC())
 }
 
-// judge settles a silent running contract on its last reading and voids
-// an accepted one past its start deadline. A failure marks the contract
-// stuck, to be tried again later.
+// judge settles a running contract on its last reading once its
+// client's stop is due (the stop grace has passed: for the stop's
+// reason, however its server heartbeats and reads) or its server is
+// silent, and voids an accepted one past its start deadline. A failure
+// marks the contract stuck, to be tried again later.
 func (h *House) judge(ctx context.Context, c trade.Contract, now, silentSince time.Time) {
 	var typ protocol.EventType
+	var overdue bool
 	got, err := h.updatePriced(ctx, c.ID, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+		overdue = false // the change may run more than once: its last run counts
 		switch {
+		case stopDue(c, now):
+			typ, overdue = protocol.EventSettled, true
+			reason := c.Stop.Reason
+			if r := c.Reading; r != nil && r.Final {
+				reason = finalReason(*r) // its settlement failed when it came
+			}
+			return h.settle(c, reason, scale)
 		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince):
 			typ = protocol.EventSettled
 			return h.settle(c, silentReason(c), scale)
@@ -100,6 +113,9 @@ func (h *House) judge(ctx context.Context, c trade.Contract, now, silentSince ti
 	case err != nil:
 		h.stuck(ctx, c.ID, now, err)
 		return
+	}
+	if overdue {
+		h.metrics.stopsOverdue.Inc()
 	}
 	h.ended(ctx, typ, got)
 }

@@ -22,6 +22,7 @@ import (
 //	running   → running   record (a newer, believable reading)
 //	accepted, running → settled   settle (the capture: charge to the server, the rest back)
 //	accepted, running → voided    void (the whole prepayment back)
+//	running   → running   stopAsked (a client's kill or suspend: the bound of what is believed)
 //	accepted, running             markStuck (a failure to settle or void, and when to retry)
 //
 // Opening a contract (accepted, with its escrow) is Store.Open's, in
@@ -57,6 +58,34 @@ func (h *House) record(c *trade.Contract, r trade.Reading, now time.Time) {
 	if c.State == trade.StateAccepted {
 		c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
 	}
+}
+
+// stopAsked records a client's kill or suspend (action) of running
+// contract c, heard at now: what the exchange believes of its job ends
+// StopGrace later (trade.Stop), whatever its server does. A kill after a
+// suspend makes it a kill, its bound unchanged; any other stop asked
+// again changes nothing.
+func (h *House) stopAsked(c *trade.Contract, action trade.Reason, now time.Time) error {
+	switch {
+	case c.State != trade.StateRunning:
+		return ErrNoChange
+	case c.Stop == nil:
+		c.Stop = &trade.Stop{Reason: action, At: now, By: now.Add(h.cfg.StopGrace)}
+	case c.Stop.Reason != trade.ReasonKilled && action == trade.ReasonKilled:
+		st := *c.Stop
+		st.Reason = action
+		c.Stop = &st
+	default:
+		return ErrNoChange
+	}
+	return nil
+}
+
+// stopDue reports whether what the exchange believes of running
+// contract c ended by now: its client stopped it, and the stop grace has
+// passed.
+func stopDue(c *trade.Contract, now time.Time) bool {
+	return c.State == trade.StateRunning && c.Stop != nil && !now.Before(c.Stop.By)
 }
 
 // settle changes c to settled on its last reading and returns the capture

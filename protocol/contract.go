@@ -41,6 +41,11 @@ type Contract struct {
 	Charge       decimal.Decimal `json:"charge"`
 	Refund       decimal.Decimal `json:"refund"`
 
+	// Stop is the client's kill or suspend of the running contract, when
+	// the exchange heard it, and by when the contract settles at the
+	// latest, whether or not its server stops the job.
+	Stop *trade.Stop `json:"stop,omitempty"`
+
 	// SettlementDelayedSince is set while the exchange tries and fails to
 	// settle or void the contract (its record is stuck): since when. It
 	// ends, settled or voided, by the fixed rule within the stuck limit.
@@ -56,7 +61,7 @@ func View(c trade.Contract) Contract {
 		QueuedAt: c.QueuedAt, AcceptedAt: c.AcceptedAt, StartDeadline: c.StartDeadline,
 		StartedAt: c.StartedAt, SettledAt: c.SettledAt,
 		Reading: c.Reading, Signed: c.Signed, AcceptSigned: c.AcceptSigned,
-		Charge: c.Charge, Refund: c.Refund,
+		Charge: c.Charge, Refund: c.Refund, Stop: c.Stop,
 	}
 	if c.Stuck != nil && c.HoldsEscrow() {
 		v.SettlementDelayedSince = c.Stuck.Since

@@ -37,6 +37,7 @@ func fullRecord(state trade.State) trade.Contract {
 		CapHolds:     []string{"gpus/c-1", "gpus/c-1/acme"}, SpendHolds: []string{"spend/c-1/day"},
 		Charge: dectest.D("0.05"), Refund: dectest.D("39.95"),
 		Stuck: &trade.Stuck{Since: t0.Add(12 * time.Second), Attempts: 3, Retry: t0.Add(20 * time.Second), Error: "ledger: hold h/c-1 of wallet/CRED/acme"},
+		Stop:  &trade.Stop{Reason: trade.ReasonKilled, At: t0.Add(5 * time.Second), By: t0.Add(20 * time.Second)},
 	}
 }
 
@@ -57,7 +58,7 @@ func TestViewLeavesOutInternals(t *testing.T) {
 	got := keys(t, protocol.View(running))
 	assert.Equal(t, []string{"accept_signed", "accepted_at", "charge", "client", "gpus", "id", "meter", "queued_at", "reading",
 		"reason", "refund", "resumes", "server", "settled_at", "settlement_delayed_since", "signed", "start_deadline", "started_at",
-		"state", "terms"}, got)
+		"state", "stop", "terms"}, got)
 	for _, k := range internal {
 		assert.NotContains(t, got, k)
 	}
@@ -105,6 +106,7 @@ func TestChanged(t *testing.T) {
 func TestApply(t *testing.T) {
 	rec := fullRecord(trade.StateSettled)
 	rec.Stuck = nil
+	rec.Stop = nil // replies show a client's stop; no event carries it
 	accepted := rec
 	accepted.State, accepted.Reason, accepted.GPUs, accepted.Meter = trade.StateAccepted, "", nil, ""
 	accepted.StartedAt, accepted.SettledAt, accepted.Reading, accepted.Signed = time.Time{}, time.Time{}, nil, nil

@@ -132,6 +132,10 @@ func examples(t *testing.T) []example {
 	}
 	beingSuspended := running
 	beingSuspended.Reading, beingSuspended.LastSeen = &lastBeforeSuspend, at(t, "45m9.040s")
+	// The suspend as the exchange heard it: it believes the server for the
+	// stop grace (15 s) more.
+	suspend := trade.Stop{Reason: trade.ReasonSuspended, At: at(t, "45m9.502s"), By: at(t, "45m24.502s")}
+	beingSuspended.Stop = &suspend
 
 	final := trade.Reading{
 		Contract: id, Seq: 2710, U: dectest.D("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dectest.D("2"),
@@ -142,7 +146,7 @@ func examples(t *testing.T) []example {
 		t.Fatal(err)
 	}
 	settled := running
-	settled.State, settled.Reason = trade.StateSettled, trade.ReasonSuspended
+	settled.State, settled.Reason, settled.Stop = trade.StateSettled, trade.ReasonSuspended, &suspend
 	settled.Reading, settled.LastSeen, settled.SettledAt = &final, at(t, "45m10.529s"), at(t, "45m10.529s")
 	settled.Charge, settled.Refund = st.Charge, st.Refund
 

@@ -99,6 +99,22 @@ type Contract struct {
 	// Stuck is set while the exchange fails to settle or void the
 	// contract; it stays on the record afterwards, as history.
 	Stuck *Stuck `json:"stuck,omitempty"`
+	// Stop is its client's kill or suspend of the running contract, as
+	// the exchange heard it; nil if none.
+	Stop *Stop `json:"stop,omitempty"`
+}
+
+// Stop is a client's kill or suspend of a running contract: Reason
+// (killed or suspended), At, when the exchange heard it, by its own
+// clock, and By, At plus the exchange's stop grace. What the exchange
+// believes of the job ends at By: no reading counts time past it, and
+// the contract settles by then on its last reading, for Reason, whether
+// or not its server stopped the job (docs/protocol.md, "suspend and
+// kill").
+type Stop struct {
+	Reason Reason    `json:"reason"`
+	At     time.Time `json:"at"`
+	By     time.Time `json:"by"`
 }
 
 // Signed is a message exactly as a server sent it, and the server's
@@ -119,8 +135,8 @@ type Stuck struct {
 }
 
 // Clone is a copy of c that shares nothing a change of state writes into:
-// Reading, Stuck and the slices are copied. Terms and the signed messages
-// are never changed in place, only replaced, and stay shared.
+// Reading, Stuck, Stop and the slices are copied. Terms and the signed
+// messages are never changed in place, only replaced, and stay shared.
 func (c *Contract) Clone() Contract {
 	out := *c
 	if c.Reading != nil {
@@ -130,6 +146,10 @@ func (c *Contract) Clone() Contract {
 	if c.Stuck != nil {
 		st := *c.Stuck
 		out.Stuck = &st
+	}
+	if c.Stop != nil {
+		st := *c.Stop
+		out.Stop = &st
 	}
 	out.GPUs = slices.Clone(c.GPUs)
 	out.CapHolds = slices.Clone(c.CapHolds)

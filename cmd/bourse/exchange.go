@@ -125,6 +125,7 @@ finishes those in flight and exits.`,
 	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")
 	f.DurationVar(&cfg.ClockSkew, "clock-skew", 5*time.Second, "how far a reading's time may run ahead of the exchange's clock")
 	f.DurationVar(&cfg.AckWait, "ack-wait", 0, "how long the usage stream waits for an acknowledgement before it redelivers a reading (default (server-lost-after − reading-every)/2)")
+	f.DurationVar(&cfg.StopGrace, "stop-grace", 15*time.Second, "how long after a client's kill or suspend the exchange believes the server's readings; then the contract settles on its last one (at least the servers' SIGTERM-to-SIGKILL grace, plus a few seconds)")
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")
 	f.DurationVar(&cfg.MarketEvery, "market-every", 5*time.Second, "how often market data is published on bourse.v1.market.<currency> (by one instance of those running)")
 	f.DurationVar(&cfg.MarketWindow, "market-window", time.Hour, "how far back market data counts the contracts made")

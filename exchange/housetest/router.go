@@ -33,6 +33,27 @@ type Router struct {
 	// mute are the servers that decide offers but never answer a start,
 	// like one that hung after its accept (MuteStarts).
 	mute map[string]bool
+	// deaf are the servers that confirm a kill or suspend and carry on
+	// regardless (IgnoreControls).
+	deaf map[string]bool
+}
+
+// IgnoreControls has server confirm every kill and suspend and do
+// nothing of it, as a server that lies would: the job runs on, its
+// readings go on and its heartbeats list it.
+func (r *Router) IgnoreControls(server string, ignore bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deaf == nil {
+		r.deaf = map[string]bool{}
+	}
+	r.deaf[server] = ignore
+}
+
+func (r *Router) ignores(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deaf[server]
 }
 
 // MuteStarts has server decide offers but never answer a start.
@@ -146,7 +167,10 @@ func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now()
 
 func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
 	err := errSilent
-	if !r.silent(c.Server) {
+	switch {
+	case r.ignores(c.Server):
+		err = nil
+	case !r.silent(c.Server):
 		err = r.Nodes[c.Server].Control(r.h.Now(), c.ID, action)
 	}
 	if done != nil {

@@ -235,6 +235,7 @@ func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) 
 		}
 		switch {
 		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince),
+			c.State == trade.StateRunning && c.Stop != nil && !c.Stop.By.After(now),
 			c.State == trade.StateAccepted && c.StartDeadline.Before(now):
 			out = append(out, c.Clone())
 		}

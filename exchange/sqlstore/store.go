@@ -156,17 +156,24 @@ ORDER BY accepted_at, accepted_ns, id LIMIT $7`, f, fns, u, uns, after, contract
 }
 
 // Stale lists up to limit (0 or less: all) running contracts last seen
-// before silentSince and accepted ones whose start deadline is before now,
-// skipping those whose retry_at is after now: those never stuck first,
-// each group the earliest accepted first. Each half is a range of a
-// partial index (migrations/0001_contracts.sql): the query reads and
-// sorts the stale contracts, not the table.
+// before silentSince or whose stop_by is not after now, and accepted ones
+// whose start deadline is before now, skipping those whose retry_at is
+// after now: those never stuck first, each group the earliest accepted
+// first. Each part is a range of a partial index
+// (migrations/0001_contracts.sql, 0006_stop.sql): the query reads and
+// sorts the stale contracts, not the table. A running contract both
+// silent and stopped comes from the first part alone.
 func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
 	silent, silentNS := splitTime(silentSince)
 	deadline, deadlineNS := splitTime(now)
 	return s.list(ctx, `SELECT id, record FROM (
   SELECT id, record, accepted_at, accepted_ns, retry_at FROM contracts
   WHERE state = 'running' AND last_seen <= $1 AND (last_seen < $1 OR last_seen_ns < $2)
+    AND (retry_at IS NULL OR retry_at <= $3)
+  UNION ALL
+  SELECT id, record, accepted_at, accepted_ns, retry_at FROM contracts
+  WHERE state = 'running' AND stop_by IS NOT NULL AND stop_by <= $3 AND (stop_by < $3 OR stop_ns <= $4)
+    AND NOT (last_seen <= $1 AND (last_seen < $1 OR last_seen_ns < $2))
     AND (retry_at IS NULL OR retry_at <= $3)
   UNION ALL
   SELECT id, record, accepted_at, accepted_ns, retry_at FROM contracts
@@ -323,12 +330,17 @@ func (r *row) appendArgs(args []any) []any {
 	acceptedAt, acceptedNS := splitTime(r.c.AcceptedAt)
 	deadline, deadlineNS := splitTime(r.c.StartDeadline)
 	lastSeen, lastSeenNS := splitTime(r.c.LastSeen)
-	var stuckSince, retryAt *time.Time
+	var stuckSince, retryAt, stopBy *time.Time
+	var stopNS *int32
 	if st := r.c.Stuck; st != nil && r.c.HoldsEscrow() {
 		stuckSince, retryAt = &st.Since, &st.Retry
 	}
+	if st := r.c.Stop; st != nil && r.c.State == trade.StateRunning {
+		by, ns := splitTime(st.By)
+		stopBy, stopNS = &by, &ns
+	}
 	return append(args, r.uid, r.c.ID, r.c.Client, r.c.Server, string(r.c.State), acceptedAt, acceptedNS,
-		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record), stuckSince, retryAt)
+		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record), stuckSince, retryAt, stopBy, stopNS)
 }
 
 // The statements that write a group's contract rows, a few rows each
@@ -336,16 +348,17 @@ func (r *row) appendArgs(args []any) []any {
 // less than a dozen statements.
 var (
 	insertContracts = &multirow.Statement{Head: `INSERT INTO contracts (uid, id, client, server, state, accepted_at, accepted_ns,
-  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record, stuck_since, retry_at) VALUES `,
-		Casts: multirow.Columns(14)}
+  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns) VALUES `,
+		Casts: multirow.Columns(16)}
 	updateContracts = &multirow.Statement{Head: `UPDATE contracts SET id = v.id, client = v.client, server = v.server, state = v.state,
   accepted_at = v.accepted_at, accepted_ns = v.accepted_ns, start_deadline = v.start_deadline,
   start_deadline_ns = v.start_deadline_ns, last_seen = v.last_seen, last_seen_ns = v.last_seen_ns,
-  record = v.record, stuck_since = v.stuck_since, retry_at = v.retry_at FROM (VALUES `,
+  record = v.record, stuck_since = v.stuck_since, retry_at = v.retry_at, stop_by = v.stop_by,
+  stop_ns = v.stop_ns FROM (VALUES `,
 		Tail: `) AS v(uid, id, client, server, state, accepted_at, accepted_ns, start_deadline, start_deadline_ns,
-  last_seen, last_seen_ns, record, stuck_since, retry_at) WHERE contracts.uid = v.uid`,
+  last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns) WHERE contracts.uid = v.uid`,
 		Casts: []string{"::UUID", "::TEXT", "::TEXT", "::TEXT", "::TEXT", "::TIMESTAMPTZ", "::INT4", "::TIMESTAMPTZ", "::INT4",
-			"::TIMESTAMPTZ", "::INT4", "::TEXT", "::TIMESTAMPTZ", "::TIMESTAMPTZ"}}
+			"::TIMESTAMPTZ", "::INT4", "::TEXT", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::INT4"}}
 )
 
 // queueWrites queues, to go out with t's commit, the INSERT of the rows

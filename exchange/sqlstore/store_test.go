@@ -166,6 +166,10 @@ ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT 10`,
   WHERE state = 'running' AND last_seen <= now() AND (last_seen < now() OR last_seen_ns < 5)
   UNION ALL
   SELECT id, record, accepted_at, accepted_ns FROM contracts
+  WHERE state = 'running' AND stop_by IS NOT NULL AND stop_by <= now() AND (stop_by < now() OR stop_ns <= 5)
+    AND NOT (last_seen <= now() AND (last_seen < now() OR last_seen_ns < 5))
+  UNION ALL
+  SELECT id, record, accepted_at, accepted_ns FROM contracts
   WHERE state = 'accepted' AND start_deadline <= now() AND (start_deadline < now() OR start_deadline_ns < 5)
 ) AS stale
 ORDER BY accepted_at, accepted_ns, id LIMIT 10`,

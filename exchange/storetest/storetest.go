@@ -246,6 +246,19 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 	assert.False(t, created)
 	same(t, c, stored)
 	f.balance(w, "90", "10")
+
+	// Once the contract has run and settled, a retry finds it as it
+	// stands now, not as it was opened.
+	f.run("c1", t0.Add(time.Minute))
+	settled, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c1", "3.25", t0.Add(time.Hour)), nil
+	})
+	require.NoError(t, err)
+	stored, created, err = f.s.Open(f.ctx, c, "", reserve(c, "escrow/c1/late"))
+	require.NoError(t, err)
+	assert.False(t, created)
+	same(t, settled, stored)
+	f.balance(w, "96.75", "0")
 }
 
 // A reserve that fails leaves no contract and moves nothing; its failure
@@ -519,9 +532,10 @@ func testContracts(t *testing.T, open Opener) {
 	same(t, f.get("a4"), cs[0])
 }
 
-// Stale finds running contracts last seen strictly before silentSince and
-// accepted ones whose start deadline is strictly before now, the earliest
-// accepted first, and nothing else.
+// Stale finds running contracts last seen strictly before silentSince or
+// whose client's stop is due by now (Stop.By not after it), and accepted
+// ones whose start deadline is strictly before now, each once, the
+// earliest accepted first, and nothing else.
 func testStale(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	f.wallet("alice", "1000")
@@ -534,6 +548,7 @@ func testStale(t *testing.T, open Opener) {
 		state trade.State
 		seen  time.Time // running: last seen
 		start time.Time // accepted: start deadline
+		stop  time.Time // the client's stop's By, if any
 		stale bool
 	}
 	setups := []setup{
@@ -548,14 +563,21 @@ func testStale(t *testing.T, open Opener) {
 		{id: "voided", state: trade.StateVoided, start: t0},
 		{id: "long-late", state: trade.StateAccepted, start: t0, stale: true},
 		{id: "long-silent", state: trade.StateRunning, seen: t0, stale: true},
+		{id: "stop-due", state: trade.StateRunning, seen: now, stop: now, stale: true},
+		{id: "stopping", state: trade.StateRunning, seen: now, stop: now.Add(time.Nanosecond)},
+		{id: "stopped-silent", state: trade.StateRunning, seen: t0, stop: t0, stale: true},
+		{id: "stopped-settled", state: trade.StateSettled, seen: t0, start: t0, stop: t0},
 	}
 	// Accepted in an order of their own, that Stale must follow.
-	order := []int{6, 3, 9, 0, 10, 1, 4, 7, 2, 8, 5}
+	order := []int{6, 3, 12, 9, 0, 10, 14, 1, 4, 11, 7, 2, 13, 8, 5}
 	var want []string
 	for i, j := range order {
 		s := setups[j]
 		c := newContract(s.id, "alice", at(i))
 		c.State, c.LastSeen, c.StartDeadline = s.state, s.seen, s.start
+		if !s.stop.IsZero() {
+			c.Stop = &trade.Stop{Reason: trade.ReasonKilled, At: s.stop.Add(-time.Minute), By: s.stop}
+		}
 		f.open(c)
 		if s.stale {
 			want = append(want, s.id)
