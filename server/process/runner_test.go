@@ -48,7 +48,7 @@ func newRunner(t *testing.T, edit func(*process.Config)) (*process.Runner, strin
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(r.Close)
-	return r, dir
+	return r, r.OutputDir()
 }
 
 func gpus(idx ...int) []trade.GPU {
