@@ -62,6 +62,45 @@ func testDetached(t *testing.T, h handle, mode string) {
 			t.Errorf("the job ended, its GPUs free for the next contract, with its child %d (%s) alive (state %s)", child, mode, s)
 		}
 	})
+
+	t.Run("Suspend", func(t *testing.T) {
+		// A job that cannot checkpoint is frozen whole, and thawed whole.
+		r, dir := newRunner(t, h.edit)
+		job := h.job("detach", mode, "wait")
+		job.Env[process.CheckpointEnv] = "none"
+		j := start(t, r, server.Assignment{Contract: "c1", Job: job})
+		child := childPID(t, filepath.Join(dir, "c1", "stdout"))
+		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, child, func(s string) bool { return s == "T" }, "stopped (T) with its frozen job")
+		j2 := start(t, r, server.Assignment{Contract: "c2", Job: job, Resumes: "c1"})
+		waitState(t, child, func(s string) bool { return s == "R" }, "running again with its thawed job")
+		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
+			t.Fatal(err)
+		}
+		if s := procState(child); s != "" {
+			t.Errorf("the resumed job's child %d (%s) outlived its stop (state %s)", child, mode, s)
+		}
+	})
+}
+
+// TestProcessGroupOnly: without a user or a cgroup of its own (an agent
+// that is not root, or told so), a job is its process group: a stop still
+// reaches every process that stayed in it.
+func TestProcessGroupOnly(t *testing.T) {
+	r, dir := newRunner(t, func(c *process.Config) { c.Cgroup, c.Grace = process.CgroupOff, 100*time.Millisecond })
+	if got := r.Isolation(); got != "nothing: jobs run as the agent's own user; a process group each (a process that leaves it escapes)" {
+		t.Errorf("Isolation() = %q", got)
+	}
+	j := start(t, r, server.Assignment{Contract: "c1", Job: helperJob("stubborn")})
+	child := childPID(t, filepath.Join(dir, "c1", "stdout"))
+	if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		t.Fatal(err)
+	}
+	if s := procState(child); s != "" {
+		t.Errorf("the job's child %d in its group outlived its stop (state %s)", child, s)
+	}
 }
 
 // childPID reads the pid a detach helper printed, and kills that process
