@@ -56,7 +56,11 @@ func (r *Runner) isolate() error {
 		}
 	}
 	if r.users == nil {
-		r.log.Warn("JOBS RUN AS THE AGENT'S OWN USER: a job can read whatever the agent can (its configuration and NATS credentials, other jobs' environments and output) and signal other jobs; name job users (runner.job_users) to keep jobs apart",
+		who := "THE AGENT'S OWN USER"
+		if os.Geteuid() == 0 {
+			who = "ROOT, THE AGENT'S OWN USER"
+		}
+		r.log.Warn("JOBS RUN AS "+who+": a job can read whatever the agent can (its configuration and NATS credentials, other jobs' environments and output) and signal other jobs; name job users (runner.job_users) to keep jobs apart",
 			"uid", os.Geteuid())
 		if r.cgroups == nil {
 			r.log.Warn("A JOB IS KNOWN BY ITS PROCESS GROUP ALONE: a process of it that leaves the group (setsid, a double fork) is neither metered nor stopped with it; run the agent as root with job users, or where it can make cgroups")
