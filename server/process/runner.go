@@ -79,10 +79,11 @@ type Config struct {
 	// root, the agent's user, or in its group. A user is given to a job
 	// only once no process of it is left, and when its job ends every
 	// process of it is killed. Running jobs as other users needs the agent
-	// to run as root (or with the capabilities canSwitchUsers names): New
-	// fails otherwise. With Users, New sets the agent's umask to 077, so
-	// that what jobs create is theirs alone. Without Users, jobs run as the
-	// agent's own user, and can read whatever it can: New warns of it.
+	// to run as root (or with CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN,
+	// CAP_FOWNER and CAP_DAC_OVERRIDE): New fails otherwise. With Users,
+	// New sets the agent's umask to 077, so that what jobs create is
+	// theirs alone. Without Users, jobs run as the agent's own user, and
+	// can read whatever it can: New warns of it.
 	Users []string
 	// Cgroup is CgroupAuto (or empty) for a cgroup v2 per job where one can
 	// be made (the agent is root or has a cgroup delegated to it), CgroupOff
