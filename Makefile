@@ -57,10 +57,11 @@ sim-trace:
 
 ## gpu-meter: the NVML meter on GPU 0 (needs an NVIDIA GPU, its driver and
 ## python3 with torch; not part of make test): the meter against a known
-## load, then a whole market selling that GPU to jobs of known duty cycle
-## (every charge against the jobs' own CUDA-event kernel time)
+## load and against one in a child that called setsid (as root), then a whole
+## market selling that GPU to jobs of known duty cycle (every charge against
+## the jobs' own CUDA-event kernel time)
 gpu-meter:
-	$(GO) test -tags gpu -count=1 -run RealLoad -v ./server/nvmlmeter/
+	$(GO) test -tags gpu -count=1 -run 'RealLoad|SetsidLoad' -v ./server/nvmlmeter/
 	$(GO) test -tags gpu -count=1 -run GPUMarket -v -timeout 15m ./cmd/bourse/
 
 ## gpu-tests: the test binaries of gpu-meter in bin/gpu, for a GPU machine

@@ -8,6 +8,6 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' || true
 status=0
-(cd server/nvmlmeter && ../../bin/gpu/nvmlmeter.test -test.run RealLoad -test.v -test.count 1) 2>&1 | tee "$out/nvmlmeter.log" || status=1
+(cd server/nvmlmeter && ../../bin/gpu/nvmlmeter.test -test.run 'RealLoad|SetsidLoad' -test.v -test.count 1) 2>&1 | tee "$out/nvmlmeter.log" || status=1
 (cd cmd/bourse && ../../bin/gpu/bourse.test -test.run GPUMarket -test.v -test.count 1 -test.timeout 15m) 2>&1 | tee "$out/market.log" || status=1
 exit $status

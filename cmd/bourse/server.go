@@ -65,6 +65,13 @@ type serverConfig struct {
 		// of each job's output (server_output.go).
 		ResultsCap int64         `yaml:"results_cap"`
 		OutputKeep time.Duration `yaml:"output_keep"`
+		// JobUsers, and JobUserPrefix numbered 0 … JobUserCount-1, are the
+		// Unix users jobs run as, and Cgroup whether each gets a cgroup
+		// (server_users.go).
+		JobUsers      []string `yaml:"job_users"`
+		JobUserPrefix string   `yaml:"job_user_prefix"`
+		JobUserCount  int      `yaml:"job_user_count"`
+		Cgroup        string   `yaml:"cgroup"`
 	} `yaml:"runner"`
 	SampleEvery  time.Duration `yaml:"sample_every"`
 	Heartbeat    time.Duration `yaml:"heartbeat"`
@@ -85,6 +92,7 @@ type serverConfig struct {
 	OutboxDir string `yaml:"outbox_dir"`
 
 	deprecated []deprecatedKey // keys given by an old name, to warn of
+	file       string          // the file it was read from, if any
 }
 
 func newServerCmd() *cobra.Command { return newServerCmdWith(nvml.New) }
@@ -145,6 +153,8 @@ final readings.`,
 	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
 	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
+	f.StringSliceVar(&fl.Runner.JobUsers, "job-users", nil, "the Unix users process jobs run as, one job at a time each (comma-separated; the agent must be root)")
+	f.StringVar(&fl.Runner.Cgroup, "cgroup", "", "a cgroup v2 per process job: auto (where one can be made), off or required (default auto)")
 	f.Int64Var(&fl.Runner.OutputCap, "output-cap", 0, "bytes of stdout and of stderr kept per job")
 	f.Int64Var(&fl.Runner.ResultsCap, "results-cap", 0, "bytes of the files a job leaves in $BOURSE_RESULTS sent to its client (default 64 MiB)")
 	f.DurationVar(&fl.Runner.OutputKeep, "output-keep", 0, "how long a job's output stays on this disk once its client can fetch it (default 24h)")
@@ -164,7 +174,9 @@ func loadServerConfig(path string) (serverConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("server config: %w", err)
 	}
-	return parseServerConfig(path, data)
+	cfg, err = parseServerConfig(path, data)
+	cfg.file = path
+	return cfg, err
 }
 
 func parseServerConfig(name string, data []byte) (serverConfig, error) {
@@ -224,12 +236,16 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("policy", &c.Policy.Kind, fl.Policy.Kind)
 	str("runner", &c.Runner.Kind, fl.Runner.Kind)
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
+	str("cgroup", &c.Runner.Cgroup, fl.Runner.Cgroup)
 	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
 	if set("scale") {
 		c.Currency.Scale = fl.Currency.Scale
 	}
 	if set("allow") {
 		c.Runner.Allowed = fl.Runner.Allowed
+	}
+	if set("job-users") {
+		c.Runner.JobUsers, c.Runner.JobUserPrefix, c.Runner.JobUserCount = fl.Runner.JobUsers, "", 0
 	}
 	if set("output-cap") {
 		c.Runner.OutputCap = fl.Runner.OutputCap
@@ -369,9 +385,13 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	var runner server.Runner = &server.Synthetic{}
 	var output *spool.Config // the process runner's jobs' output, for their clients
 	if c.Runner.Kind == "process" {
+		users, err := c.jobUsers(cmd, log)
+		if err != nil {
+			return err
+		}
 		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Logger: log}
+			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Logger: log}
 		if meter != nil {
 			pc.Devices = meter.Devices()
 		}
@@ -382,6 +402,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		defer pr.Close()
 		runner = pr
 		output = c.outputSpool(pr)
+		fmt.Fprintln(cmd.ErrOrStderr(), "jobs: kept apart by "+pr.Isolation())
 	}
 	opts, err := c.NATS.natsLogin.options()
 	if err != nil {

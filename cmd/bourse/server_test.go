@@ -53,6 +53,9 @@ func TestServerConfigErrors(t *testing.T) {
 		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
 		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
 		{"NoPrograms", "runner: {kind: process}\n", nil, "no allowed programs"},
+		{"ProgramRunner", "runner: {kind: process, allowed: [/usr/bin/env]}\n", nil, "runs other programs"},
+		{"JobUserCountNoPrefix", "runner: {kind: process, allowed: [/bin/sleep], job_user_count: 2}\n", nil, "runner.job_user_count needs runner.job_user_prefix"},
+		{"BadCgroup", "runner: {kind: process, allowed: [/bin/sleep], cgroup: maybe}\n", nil, `cgroup: "maybe": want auto, off or required`},
 		{"BadNVML", "", []string{"--nvml", "maybe"}, `bourse: server config: nvml "maybe": want auto, off or required`},
 		{"NoGPUs", "", []string{"--gpus", "0xH100:1"}, "bourse: server config: gpus[0]: want a count of at least 1, a model and memory_mib"},
 		{"BadGPUsFlag", "", []string{"--gpus", "H100"}, `bourse: --gpus "H100": want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920`},
@@ -74,6 +77,44 @@ func TestServerConfigErrors(t *testing.T) {
 			first := strings.SplitN(stderr.String(), "\n", 2)[0]
 			if !strings.Contains(first, tt.want) {
 				t.Errorf("stderr %q, want it to hold %q", first, tt.want)
+			}
+		})
+	}
+}
+
+// TestServerJobUsersSecrets: where jobs run as users of their own, the
+// agent refuses to start with a configuration or credentials file that
+// another user may read, and says which and how to mend it.
+func TestServerJobUsersSecrets(t *testing.T) {
+	base := "id: s1\ncurrency: {code: CRED, scale: 2}\nnvml: off\ngpus: [{count: 1, model: H100, memory_mib: 81920}]\n" +
+		"meter_fallback: full_use\nrunner: {kind: process, allowed: [/bin/sleep], job_users: [nobody]}\n"
+	for _, tt := range []struct {
+		name string
+		mode os.FileMode
+		want string
+	}{
+		{"WorldReadable", 0o644, "is readable by every user (mode 0644): chmod o-rwx"},
+		{"GroupReadable", 0o640, "is readable by its group"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, "server.yaml", base)
+			if err := os.Chmod(path, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tt.mode&0o040 != 0 {
+				// A group that is neither root's nor the agent's.
+				if err := os.Chown(path, -1, 65534); err != nil {
+					t.Skipf("cannot give the file another group: %v", err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if code := run(ctx, []string{"server", "--config", path}, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit status %d, want 1; stderr %q", code, stderr.String())
+			}
+			if first := strings.SplitN(stderr.String(), "\n", 2)[0]; !strings.Contains(first, tt.want) || !strings.Contains(first, "--config") {
+				t.Errorf("stderr %q, want it to name --config and hold %q", first, tt.want)
 			}
 		})
 	}

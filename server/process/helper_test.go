@@ -39,8 +39,66 @@ func TestMain(m *testing.M) {
 //	sleep        sleep until killed
 //	runner DIR   start /bin/sleep as a job of a Runner with output in DIR, print its pid, wait
 //	results      write "done" to $BOURSE_RESULTS/out.txt, say so on stderr, exit 4
+//	spin         keep a CPU busy until killed
+//	detach M E   start a spinner that leaves the job's process group (M:
+//	             setsid, or doublefork: a child in a new session whose
+//	             parent exits), print its pid, then exit (E = exit) or wait
+//	fork-spin    start a spinner in a new session, print its pid, exit
+//	victim       write $BOURSE_RESULTS/secret.txt, print "ready", wait
+//	pry WHAT…    try each WHAT (pry's doc), print what it could and could not
+//	whoami       print the uid it runs as
+//	new-users U D  make a Runner with job user U and output in D; print its error
 func helper(act string, args []string) int {
 	switch act {
+	case "victim":
+		if err := os.WriteFile(filepath.Join(os.Getenv(process.ResultsEnv), "secret.txt"), []byte("bob's results"), 0o644); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+		return 0
+	case "pry":
+		fmt.Printf("uid %d\n", os.Getuid())
+		for _, what := range args {
+			if err := pry(what); err != nil {
+				fmt.Printf("denied %s: %v\n", what, err)
+			} else {
+				fmt.Printf("LEAK %s\n", what)
+			}
+		}
+		return 0
+	case "whoami":
+		fmt.Println(os.Getuid())
+		return 0
+	case "new-users":
+		_, err := process.New(process.Config{Allowed: []string{"/bin/sleep"}, Users: []string{args[0]}, OutputDir: args[1], Logger: quiet()})
+		fmt.Println(err)
+		return 0
+	case "spin":
+		for i := 0; ; i++ {
+			_ = i * i
+		}
+	case "detach":
+		pid, err := detach(args[0])
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(pid)
+		if args[1] == "exit" {
+			return 0
+		}
+		time.Sleep(time.Hour)
+		return 0
+	case "fork-spin":
+		pid, err := detach("setsid")
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(pid)
+		return 0
 	case "env":
 		for _, k := range []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "BOURSE_CONTRACT", "SEED", "SECRET", "PATH"} {
 			v, ok := os.LookupEnv(k)
@@ -109,4 +167,65 @@ func helper(act string, args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown act", act)
 	return 2
+}
+
+// pry tries one thing a job must not do:
+//
+//	read:PATH    read a file (or list a folder)
+//	write:PATH   create a file
+//	signal:PID   send a process signal 0 (the permission check of every signal)
+//	cont:PID     send a process SIGCONT (allowed within a session)
+func pry(what string) error {
+	kind, arg, _ := strings.Cut(what, ":")
+	switch kind {
+	case "read":
+		fi, err := os.Stat(arg)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			_, err = os.ReadDir(arg)
+		} else {
+			_, err = os.ReadFile(arg)
+		}
+		return err
+	case "write":
+		return os.WriteFile(arg, []byte("planted"), 0o644)
+	case "signal", "cont":
+		pid, err := strconv.Atoi(arg)
+		if err != nil {
+			return err
+		}
+		sig := syscall.Signal(0)
+		if kind == "cont" {
+			sig = syscall.SIGCONT
+		}
+		return syscall.Kill(pid, sig)
+	}
+	return fmt.Errorf("unknown %q", kind)
+}
+
+// detach starts a spinner outside the caller's process group and returns
+// its pid: in a session of its own (setsid), or through a child that
+// starts it so and exits (doublefork), leaving it an orphan.
+func detach(mode string) (int, error) {
+	switch mode {
+	case "setsid":
+		c := exec.Command(os.Args[0])
+		c.Env = []string{helperEnv + "=spin"}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			return 0, err
+		}
+		return c.Process.Pid, nil
+	case "doublefork":
+		c := exec.Command(os.Args[0])
+		c.Env = []string{helperEnv + "=fork-spin"}
+		out, err := c.Output() // the middle process has exited: its child is an orphan
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	return 0, fmt.Errorf("unknown mode %q", mode)
 }

@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,26 +18,49 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// proc is a job's process group: its leader's pid is the group's id.
+// proc is a job's processes: its leader, whose pid is also its session's
+// and process group's id, and the rest that members finds.
 type proc struct {
-	pid  int
-	gpus []trade.GPU // set while the group is frozen, for its resume
-	ttl  *time.Timer // kills a frozen group nobody resumed
-	log  *slog.Logger
+	pid     int
+	members *members
+	gpus    []trade.GPU // set while the job is frozen, for its resume
+	ttl     *time.Timer // kills a frozen job nobody resumed
+	log     *slog.Logger
 
-	exited chan struct{} // closed once the leader has exited and been reaped
+	exited chan struct{} // closed once the leader has exited and been reaped, and every other process of the job is gone
 	state  *os.ProcessState
 }
 
 // outputDrain bounds how long an exited job's output is still copied: a
-// process that left the group may hold the pipes open for ever.
+// process that escaped the job (one that left its process group where the
+// job has neither a user nor a cgroup of its own) may hold the pipes open
+// for ever.
 const outputDrain = 2 * time.Second
 
-// startProc starts path as the leader of a new process group, with its
-// output copied into dir/stdout and dir/stderr up to outputCap bytes each,
-// and dir/exit written once the leader has exited and its output is
-// drained: then the output is whole.
-func startProc(path, name string, args []string, env map[string]string, dir string, outputCap int64, log *slog.Logger) (*proc, error) {
+// spec is a job's process to start.
+type spec struct {
+	path, name string // the program, and its name as the job gave it (argv[0])
+	args       []string
+	env        map[string]string
+	dir        string // the contract's output folder: stdout, stderr, exit
+	work       string // where the job runs
+	outputCap  int64
+	user       *jobUser // nil: the agent's own
+	cgroup     *cgroup  // nil: none
+	// release runs once every process of the job is gone, before exit is
+	// written: it gives back what the job held.
+	release func()
+	log     *slog.Logger
+}
+
+// startProc starts the job's leader in a session and process group of its
+// own, as its user and in its cgroup where it has them, with its output
+// copied into dir/stdout and dir/stderr up to outputCap bytes each. Once
+// the leader has exited, whatever of the job is left is killed; once every
+// process of the job is gone and its output drained, release runs and
+// dir/exit is written: then the output is whole.
+func startProc(sp spec) (*proc, error) {
+	dir, outputCap, log := sp.dir, sp.outputCap, sp.log
 	var files []*os.File // to close if the start fails
 	closeAll := func() {
 		for _, f := range files {
@@ -69,6 +90,7 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 		readers, writers = append(readers, r), append(writers, w)
 		outputs = append(outputs, &capped{f: f, name: stream, left: max(outputCap-st.Size(), 0), log: log})
 	}
+	env := sp.env
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -78,14 +100,28 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 	for i, k := range keys {
 		envList[i] = k + "=" + env[k]
 	}
+	var cred *syscall.Credential
+	if sp.user != nil {
+		cred = sp.user.credential()
+	}
+	cgroupFD := -1
+	if sp.cgroup != nil {
+		f, err := sp.cgroup.open()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		defer f.Close()
+		cgroupFD = int(f.Fd())
+	}
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{name}, args...),
+		Path:        sp.path,
+		Args:        append([]string{sp.name}, sp.args...),
 		Env:         envList,
-		Dir:         dir,
+		Dir:         sp.work,
 		Stdout:      writers[0],
 		Stderr:      writers[1],
-		SysProcAttr: sysProcAttr(),
+		SysProcAttr: sysProcAttr(cred, cgroupFD),
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
@@ -94,7 +130,11 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 	for _, w := range writers {
 		_ = w.Close()
 	}
-	p := &proc{pid: cmd.Process.Pid, log: log, exited: make(chan struct{})}
+	m := &members{leader: cmd.Process.Pid, uid: -1, cgroup: sp.cgroup, log: log}
+	if sp.user != nil {
+		m.uid = sp.user.uid
+	}
+	p := &proc{pid: cmd.Process.Pid, members: m, log: log, exited: make(chan struct{})}
 	var copying sync.WaitGroup
 	for i, r := range readers {
 		copying.Add(1)
@@ -111,8 +151,9 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 		if err != nil && !errors.As(err, &exitErr) {
 			log.Error("wait for the job", "pid", p.pid, "err", err)
 		}
-		// Whatever the leader left behind in its group goes with it.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		// Whatever the leader left behind goes with it, however it
+		// detached: the job is every process it started.
+		m.killAll()
 		drained := make(chan struct{})
 		go func() { copying.Wait(); close(drained) }()
 		select {
@@ -124,6 +165,9 @@ func startProc(path, name string, args []string, env map[string]string, dir stri
 			<-drained
 		}
 		p.state = cmd.ProcessState
+		if sp.release != nil {
+			sp.release()
+		}
 		if err := os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte(strconv.Itoa(p.exitCode())+"\n"), 0o640); err != nil {
 			log.Error("record the job's exit: its output will be sent at the agent's next start", "err", err)
 		}
@@ -150,21 +194,15 @@ func (p *proc) hasExited() bool {
 	}
 }
 
-func (p *proc) signal(sig syscall.Signal) {
-	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		p.log.Warn("signal the job", "pid", p.pid, "signal", sig, "err", err)
-	}
-}
-
-// terminate sends SIGTERM to the group, waits up to grace for the leader
-// to exit, then sends SIGKILL. It returns once the leader has exited;
-// ctx cut the grace short.
+// terminate sends SIGTERM to every process of the job, waits up to grace
+// for the leader to exit, then sends SIGKILL. It returns once the job's
+// processes are all gone; ctx cuts the grace short.
 func (p *proc) terminate(ctx context.Context, grace time.Duration) {
 	if p.hasExited() {
 		return
 	}
-	p.signal(syscall.SIGTERM)
-	p.signal(syscall.SIGCONT) // a frozen job cannot act on SIGTERM
+	p.members.signal(syscall.SIGTERM)
+	p.members.signal(syscall.SIGCONT) // a frozen job cannot act on SIGTERM
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -177,55 +215,32 @@ func (p *proc) terminate(ctx context.Context, grace time.Duration) {
 	p.kill()
 }
 
-// kill sends SIGKILL to the group and waits for the leader to exit.
+// kill kills every process of the job and waits until they are gone.
 func (p *proc) kill() {
 	if !p.hasExited() {
-		p.signal(syscall.SIGKILL)
+		if p.members.cgroup != nil {
+			_ = p.members.cgroup.kill()
+		}
+		p.members.signal(syscall.SIGKILL)
 	}
 	<-p.exited
 }
 
-// freeze stops every process of the group with SIGSTOP; thaw continues
-// them and reports whether the group still runs.
-func (p *proc) freeze() { p.signal(syscall.SIGSTOP) }
+// freeze stops every process of the job with SIGSTOP; thaw continues them
+// and reports whether the job still runs.
+func (p *proc) freeze() { p.members.freeze() }
 
 func (p *proc) thaw() bool {
 	if p.hasExited() {
 		return false
 	}
-	p.signal(syscall.SIGCONT)
+	p.members.signal(syscall.SIGCONT)
 	return true
 }
 
-// owns reports whether pid is in the job's process group, from
-// /proc/<pid>/stat. A process that has left the group (setsid) is not
-// counted; on systems without /proc only the leader is.
-func (p *proc) owns(pid int) bool {
-	if pid == p.pid {
-		return true
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	pgid, err := statPGID(string(data))
-	return err == nil && pgid == p.pid
-}
-
-// statPGID reads the process group, the fifth field, of a /proc/<pid>/stat
-// line. The command name, the second field, is in parentheses and may hold
-// spaces and parentheses itself, so the fields are counted from its last ')'.
-func statPGID(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed stat %q", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 3 {
-		return 0, fmt.Errorf("malformed stat %q", stat)
-	}
-	return strconv.Atoi(f[2]) // state, ppid, pgrp
-}
+// owns reports whether pid is one of the job's processes (members): what
+// the meter counts.
+func (p *proc) owns(pid int) bool { return p.members.owns(pid) }
 
 // capped writes at most left bytes to f and drops the rest, so that a job
 // cannot fill the server's disk.

@@ -5,11 +5,19 @@
 // allows, and it is executed directly, never through a shell: its arguments
 // reach it as they are. Its environment is the server's declared one, the
 // job's own variables where the configuration allows their names, and the
-// assigned GPUs in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES. Each job
-// runs in its own process group, so that a stop reaches every process it
-// started; its output goes to files under the output directory, capped in
-// size, with a directory for the files it leaves ($BOURSE_RESULTS), laid
-// out as package spool reads them to send them to the job's client.
+// assigned GPUs in CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES.
+//
+// A job is every process it starts, however it detaches. Each job runs in
+// a session and process group of its own, and, where the configuration
+// names job users (Config.Users), as a Unix user of its own that no other
+// job runs as meanwhile, and, where one can be made, in a cgroup v2 of its
+// own (Config.Cgroup). Its user and its cgroup are what a process cannot
+// leave: the meter counts every process of them, a stop kills every one,
+// and the job ends (its GPUs free) only once none is left. Its output goes
+// to files under the output directory, capped in size, with a directory
+// for the files it leaves ($BOURSE_RESULTS), laid out as package spool
+// reads them to send them to the job's client; a job user may reach its
+// own folders and no other job's, nor the agent's files.
 package process
 
 import (
@@ -19,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,9 +57,9 @@ const CheckpointEnv = "BOURSE_CHECKPOINT"
 // fetches (bourse bid results).
 const ResultsEnv = "BOURSE_RESULTS"
 
-// shells are refused as programs unless Config.AllowShell: one would run
-// whatever its arguments say.
-var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox"}
+// WorkDir is the folder of a contract's output folder where its job runs,
+// its own to write; it is removed when the job ends.
+const WorkDir = "work"
 
 // Config configures a Runner. Allowed is required; the rest have defaults.
 type Config struct {
@@ -60,8 +67,28 @@ type Config struct {
 	// looked up in this process's PATH when New is called. A job names one
 	// as it is written here or by its resolved path.
 	Allowed []string
-	// AllowShell lets Allowed name a shell; without it New refuses one.
+	// AllowShell lets Allowed name a shell, or another program that runs
+	// the program its arguments name (env, nice, timeout, sudo, …: see
+	// programs.go); without it New refuses one.
 	AllowShell bool
+	// Users are the Unix users jobs run as, one job at a time each, as
+	// Slurm's and HTCondor's slot users: give at least as many as the
+	// server has GPUs, plus one for each job a suspend may keep frozen.
+	// They must be users of their own, used for nothing else (processes
+	// of theirs that New finds are killed: an earlier agent's jobs), not
+	// root, the agent's user, or in its group. A user is given to a job
+	// only once no process of it is left, and when its job ends every
+	// process of it is killed. Running jobs as other users needs the agent
+	// to run as root (or with CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN,
+	// CAP_FOWNER and CAP_DAC_OVERRIDE): New fails otherwise. With Users,
+	// New sets the agent's umask to 077, so that what jobs create is
+	// theirs alone. Without Users, jobs run as the agent's own user, and
+	// can read whatever it can: New warns of it.
+	Users []string
+	// Cgroup is CgroupAuto (or empty) for a cgroup v2 per job where one can
+	// be made (the agent is root or has a cgroup delegated to it), CgroupOff
+	// for none, or CgroupRequired to fail where none can be made.
+	Cgroup string
 	// Env is the environment every job starts with (PATH, HOME, …); the
 	// server's own environment, which may hold credentials, is not passed.
 	Env map[string]string
@@ -75,7 +102,8 @@ type Config struct {
 	Devices map[int]string
 	// OutputDir holds a directory per contract with the job's stdout and
 	// stderr, its results directory and its exit status (package spool's
-	// layout); the job runs in it. Empty for os.TempDir()/bourse-jobs.
+	// layout); the job runs in its WorkDir. Empty for
+	// os.TempDir()/bourse-jobs.
 	OutputDir string
 	// OutputCap bounds each of the two files in bytes; what a job writes
 	// beyond it is dropped. Zero for DefaultOutputCap.
@@ -95,12 +123,14 @@ type Config struct {
 	Logger  *slog.Logger // nil: slog.Default()
 }
 
-// Runner starts jobs as process groups. Make one with New; Close kills
-// the frozen jobs it still keeps.
+// Runner starts jobs as processes. Make one with New; Close kills the
+// frozen jobs it still keeps.
 type Runner struct {
 	cfg     Config
 	log     *slog.Logger
 	allowed map[string]string // a name a job may use → the path to execute
+	users   *users            // nil: jobs run as the agent's user
+	cgroups *cgroups          // nil: jobs get no cgroup
 
 	mu      sync.Mutex
 	stopped map[string]*proc // frozen by a suspend, by contract
@@ -139,8 +169,14 @@ func (r *Runner) unmetered(op string) error {
 // directory.
 func New(cfg Config) (*Runner, error) {
 	const op = "process.New"
+	var err error
 	if len(cfg.Allowed) == 0 {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "no allowed programs")
+	}
+	if len(cfg.Users) > 0 {
+		if err := checkSwitchUsers(); err != nil {
+			return nil, err
+		}
 	}
 	allowed := map[string]string{}
 	for _, a := range cfg.Allowed {
@@ -151,8 +187,8 @@ func New(cfg Config) (*Runner, error) {
 		if path, err = filepath.Abs(path); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		if !cfg.AllowShell && isShell(path) {
-			return nil, bourse.Errorf(bourse.EInvalid, op, "%s is a shell; jobs run without one unless the configuration allows shells", a)
+		if !cfg.AllowShell && runsPrograms(path) {
+			return nil, bourse.Errorf(bourse.EInvalid, op, "%s is a shell or runs other programs (as env, nice, timeout, sudo do); jobs run without one unless the configuration allows shells", a)
 		}
 		allowed[a], allowed[path] = path, path
 	}
@@ -163,6 +199,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.OutputDir == "" {
 		cfg.OutputDir = filepath.Join(os.TempDir(), "bourse-jobs")
+	}
+	if cfg.OutputDir, err = filepath.Abs(cfg.OutputDir); err != nil {
+		return nil, fmt.Errorf("%s: output directory: %w", op, err)
 	}
 	if err := os.MkdirAll(cfg.OutputDir, 0o750); err != nil {
 		return nil, fmt.Errorf("%s: output directory: %w", op, err)
@@ -179,18 +218,11 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, allowed: allowed, stopped: map[string]*proc{}}, nil
-}
-
-func isShell(path string) bool {
-	if slices.Contains(shells, filepath.Base(path)) {
-		return true
+	r := &Runner{cfg: cfg, log: cfg.Logger, allowed: allowed, stopped: map[string]*proc{}}
+	if err := r.isolate(); err != nil {
+		return nil, err
 	}
-	// /bin/sh is often a link to dash or busybox under another name.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		return slices.Contains(shells, filepath.Base(real))
-	}
-	return false
+	return r, nil
 }
 
 func checkName(k string) error {
@@ -227,6 +259,9 @@ func (r *Runner) prepare(job *pricing.JobSpec) (path string, env map[string]stri
 		if strings.ContainsRune(a, 0) {
 			return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.args", Message: "an argument holds a NUL byte"}
 		}
+	}
+	if err := r.checkEnvArgs(path, job.Args); err != nil {
+		return "", nil, err
 	}
 	env = map[string]string{}
 	for k, v := range job.Env {
@@ -284,11 +319,37 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 		}
 		return r.track(a, p, jobEnv)
 	}
-	results := filepath.Join(dir, spool.ResultsDir)
-	if err := os.MkdirAll(results, 0o750); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+	results, work := filepath.Join(dir, spool.ResultsDir), filepath.Join(dir, WorkDir)
+	var u *jobUser
+	if r.users != nil {
+		if u, err = r.users.take(); err != nil {
+			return nil, err
+		}
+	}
+	var cg *cgroup
+	if r.cgroups != nil {
+		if cg, err = r.cgroups.make(a.Contract); err != nil {
+			r.users.giveBack(u)
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	log := r.log.With("contract", a.Contract)
+	release := r.release(dir, u, cg, log)
+	notStarted := func(err error) (server.Job, error) {
+		release()
+		// Its output is complete: nothing. The spool sends that.
+		_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte("not started\n"), 0o640)
+		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
+	}
+	if err := makeFolders(dir, results, work, u); err != nil {
+		return notStarted(err)
 	}
 	env := map[string]string{}
+	if u != nil {
+		// Its own folder for what programs keep in HOME and TMPDIR,
+		// where no later job of its user finds it.
+		env["HOME"], env["TMPDIR"] = work, work
+	}
 	for k, v := range r.cfg.Env {
 		env[k] = v
 	}
@@ -300,13 +361,12 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	env["NVIDIA_VISIBLE_DEVICES"] = devices
 	env["BOURSE_CONTRACT"] = a.Contract
 	env[ResultsEnv] = results
-	p, err := startProc(path, a.Job.Command, a.Job.Args, env, dir, r.cfg.OutputCap, r.log.With("contract", a.Contract))
+	p, err := startProc(spec{path: path, name: a.Job.Command, args: a.Job.Args, env: env, dir: dir, work: work,
+		outputCap: r.cfg.OutputCap, user: u, cgroup: cg, release: release, log: log})
 	if err != nil {
-		// Its output is complete: nothing. The spool sends that.
-		_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte("not started\n"), 0o640)
-		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
+		return notStarted(err)
 	}
-	r.log.Info("job started", "contract", a.Contract, "pid", p.pid, "command", path, "gpus", devices, "output", dir)
+	log.Info("job started", "pid", p.pid, "command", path, "gpus", devices, "output", dir, "user", u.String(), "cgroup", cg.String())
 	return r.track(a, p, jobEnv)
 }
 
@@ -403,8 +463,9 @@ func (r *Runner) OutputDir() string { return r.cfg.OutputDir }
 // OutputCap is the cap on each of a job's stdout and stderr.
 func (r *Runner) OutputCap() int64 { return r.cfg.OutputCap }
 
-// Close kills the frozen jobs the runner keeps for a resume. Running jobs
-// are the agent's to stop.
+// Close kills the frozen jobs the runner keeps for a resume, and removes
+// its cgroup if no running job has one in it. Running jobs are the
+// agent's to stop.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	stopped := r.stopped
@@ -413,5 +474,8 @@ func (r *Runner) Close() {
 	for _, p := range stopped {
 		p.ttl.Stop()
 		p.kill()
+	}
+	if r.cgroups != nil {
+		_ = r.cgroups.close()
 	}
 }

@@ -48,7 +48,7 @@ func newRunner(t *testing.T, edit func(*process.Config)) (*process.Runner, strin
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(r.Close)
-	return r, dir
+	return r, r.OutputDir()
 }
 
 func gpus(idx ...int) []trade.GPU {
@@ -168,7 +168,10 @@ func TestNew(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.OutputDir = t.TempDir()
-			_, err := process.New(tt.cfg)
+			r, err := process.New(tt.cfg)
+			if err == nil {
+				r.Close()
+			}
 			if (err == nil) != tt.ok {
 				t.Fatalf("New: %v, want ok=%v", err, tt.ok)
 			}

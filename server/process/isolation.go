@@ -1,0 +1,155 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/server/spool"
+)
+
+// isolate opens the job users and the cgroups the configuration asks for,
+// and warns of what keeps jobs apart where it is not much.
+func (r *Runner) isolate() error {
+	const op = "process.New"
+	switch r.cfg.Cgroup {
+	case "", CgroupAuto, CgroupOff, CgroupRequired:
+	default:
+		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "cgroup", Message: fmt.Sprintf("%q: want auto, off or required", r.cfg.Cgroup)}
+	}
+	if len(r.cfg.Users) > 0 {
+		if err := hardlinksProtected(); err != nil {
+			return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "users", Message: err.Error()}
+		}
+		// The output folder is the agent's; a job enters it to reach its
+		// own folders, and may not list it.
+		if err := reachable(filepath.Dir(r.cfg.OutputDir)); err != nil {
+			return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "output_dir", Message: err.Error()}
+		}
+		u, err := openUsers(r.cfg.Users, r.log)
+		if err != nil {
+			return err
+		}
+		if err := os.Chmod(r.cfg.OutputDir, 0o711); err != nil {
+			return fmt.Errorf("%s: output directory: %w", op, err)
+		}
+		r.users = u
+		syscall.Umask(0o077)
+	}
+	if r.cfg.Cgroup != CgroupOff {
+		c, swept, err := openCgroups()
+		for _, dir := range swept {
+			r.log.Warn("removed the cgroup of an agent no longer running, and killed what ran in it", "cgroup", dir)
+		}
+		switch {
+		case err == nil:
+			r.cgroups = c
+		case r.cfg.Cgroup == CgroupRequired:
+			return &bourse.Error{Code: bourse.EUnavailable, Op: op, Field: "cgroup", Message: "no cgroup v2 can be made for jobs: " + err.Error()}
+		default:
+			r.log.Info("jobs get no cgroup", "why", err.Error())
+		}
+	}
+	if r.users == nil {
+		who := "THE AGENT'S OWN USER"
+		if os.Geteuid() == 0 {
+			who = "ROOT, THE AGENT'S OWN USER"
+		}
+		r.log.Warn("JOBS RUN AS "+who+": a job can read whatever the agent can (its configuration and NATS credentials, other jobs' environments and output) and signal other jobs; name job users (runner.job_users) to keep jobs apart",
+			"uid", os.Geteuid())
+		if r.cgroups == nil {
+			r.log.Warn("A JOB IS KNOWN BY ITS PROCESS GROUP ALONE: a process of it that leaves the group (setsid, a double fork) is neither metered nor stopped with it; run the agent as root with job users, or where it can make cgroups")
+		}
+	}
+	r.log.Info("jobs kept apart by " + r.Isolation())
+	return nil
+}
+
+// Isolation says in words what keeps the runner's jobs apart and whole.
+func (r *Runner) Isolation() string {
+	var parts []string
+	if r.users != nil {
+		names := make([]string, len(r.users.all))
+		for i, u := range r.users.all {
+			names[i] = u.name
+		}
+		parts = append(parts, fmt.Sprintf("a user of its own each (%d: %s)", len(names), strings.Join(names, ", ")))
+	} else {
+		parts = append(parts, "nothing: jobs run as the agent's own user")
+	}
+	if r.cgroups != nil {
+		parts = append(parts, "a cgroup each under "+r.cgroups.dir)
+	} else if r.users == nil {
+		parts = append(parts, "a process group each (a process that leaves it escapes)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hardlinksProtected checks that a job cannot link a file it does not own
+// (the agent's) into its results, which the agent reads to send.
+func hardlinksProtected() error {
+	data, err := os.ReadFile("/proc/sys/fs/protected_hardlinks")
+	if err != nil || strings.TrimSpace(string(data)) == "1" {
+		return nil
+	}
+	return errors.New("fs.protected_hardlinks is 0: a job could link the agent's files into its results; set it to 1 (sysctl fs.protected_hardlinks=1)")
+}
+
+// makeFolders makes the contract's output folder, the agent's, and in it
+// the job's results and working folders. With a user, the output folder
+// is open to the job's group alone, and the job's folders to it alone.
+func makeFolders(dir, results, work string, u *jobUser) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	for _, d := range []string{results, work} {
+		if err := os.Mkdir(d, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	if u == nil {
+		return nil
+	}
+	if err := errors.Join(os.Chown(dir, os.Geteuid(), u.gid), os.Chmod(dir, 0o750)); err != nil {
+		return err
+	}
+	for _, d := range []string{results, work} {
+		if err := errors.Join(os.Lchown(d, u.uid, u.gid), os.Chmod(d, 0o700)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release returns what a job held, once every process of it is gone: its
+// working folder goes, its results become the agent's, what its user left
+// in the scratch folders goes, its cgroup goes and its user goes back to
+// the pool.
+func (r *Runner) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger) func() {
+	return func() {
+		if err := os.RemoveAll(filepath.Join(dir, WorkDir)); err != nil {
+			log.Warn("remove the job's working folder", "err", err)
+		}
+		if u != nil {
+			if err := reclaim(filepath.Join(dir, spool.ResultsDir)); err != nil {
+				log.Warn("take back the job's results", "err", err)
+			}
+			if err := os.Chown(dir, os.Geteuid(), os.Getegid()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				log.Warn("take back the job's output folder", "err", err)
+			}
+			u.scrub(log)
+		}
+		if cg != nil {
+			cg.waitEmpty()
+			if err := cg.remove(); err != nil {
+				log.Warn("remove the job's cgroup", "cgroup", cg.dir, "err", err)
+			}
+		}
+		r.users.giveBack(u)
+	}
+}
