@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -128,11 +129,11 @@ that names one is refused whole, and nothing is written.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "no results: the job ran no program here")
 				return nil
 			}
-			size, err := tmp.Seek(0, 1)
+			size, err := tmp.Seek(0, io.SeekCurrent) // the archive's bytes, all written
 			if err != nil {
 				return err
 			}
-			if _, err := tmp.Seek(0, 0); err != nil {
+			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
 			files, err := bidder.ExtractResults(tmp, out, bidder.Extract{MaxBytes: size, MaxFiles: maxFiles, Force: force})
