@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -111,6 +112,15 @@ func (h *hostile) contract(b *bidMarket) string {
 	case <-time.After(10 * time.Second):
 		h.t.Fatalf("%s never started", k.ID)
 	}
+	// It ends the job when the test does, so that the market closes at
+	// once rather than waiting to judge the server lost.
+	h.t.Cleanup(func() {
+		r := trade.Reading{Contract: k.ID, Seq: 1, U: decimal.Zero, T: trade.Duration(time.Millisecond), S: decimal.NewFromInt(1),
+			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
+		body, _ := json.Marshal(r)
+		_, _ = h.js.Publish(context.Background(), protocol.UsageSubject(h.id, k.ID), body, jetstream.WithMsgID(protocol.MsgID(h.id, r)))
+		b.waitState("ada", k.ID, trade.StateSettled)
+	})
 	return k.ID
 }
 
