@@ -38,6 +38,10 @@ const (
 	// bourse bid turns them into this error.
 	ERejected  Code = "rejected"
 	EUnmetered Code = "unmetered" // the server cannot measure GPU use, and runs no job it could not charge for
+	// EOutputLost is a client's own too: the reader of a contract's
+	// output (package bidder) finds bytes or the end of it missing, which
+	// the output stream no longer holds; the message says what.
+	EOutputLost Code = "output_lost"
 )
 
 // Error is the one error type that carries a Code. Op names the operation

@@ -29,8 +29,8 @@ import (
 // offer.go.
 
 // started records that the server started the job: accepted → running.
-// A start reported again changes nothing but the GPUs and the meter, if a
-// reading came first and left them unknown.
+// A start reported again changes nothing but the GPUs, the meter and the
+// output's caps, if a reading came first and left them unknown.
 func (h *House) started(c *trade.Contract, st protocol.Started) error {
 	if c.State != trade.StateAccepted {
 		changed := false
@@ -40,13 +40,16 @@ func (h *House) started(c *trade.Contract, st protocol.Started) error {
 		if c.State == trade.StateRunning && c.Meter == "" && st.Meter != "" {
 			c.Meter, changed = st.Meter, true
 		}
+		if c.State == trade.StateRunning && c.Output == (trade.OutputCaps{}) && st.Output != (trade.OutputCaps{}) {
+			c.Output, changed = st.Output, true
+		}
 		if !changed {
 			return ErrNoChange
 		}
 		return nil
 	}
 	c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, h.cfg.Now().UTC()
-	c.Meter = st.Meter
+	c.Meter, c.Output = st.Meter, st.Output
 	return nil
 }
 

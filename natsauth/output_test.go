@@ -81,5 +81,5 @@ func TestOperatorOutput(t *testing.T) {
 	defer bob.Close()
 	_, err = bob.Logs(ctx, id, 0)
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "bob read alice's logs: %v", err)
-	natstest.OutputRefused(t, ns.ClientURL(), "bob", "alice", id, nats.UserCredentials(filepath.Join(dir, "bob.creds")))
+	natstest.OutputRefused(t, ns.ClientURL(), "bob", "alice", "gpu1", id, nats.UserCredentials(filepath.Join(dir, "bob.creds")))
 }

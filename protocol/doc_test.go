@@ -110,7 +110,8 @@ func examples(t *testing.T) []example {
 		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateAccepted,
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
-	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: trade.MeterNVML}
+	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: trade.MeterNVML,
+		Output: trade.OutputCaps{Log: 10 << 20, Results: 64 << 20}}
 	running := accepted
 	running.State, running.GPUs, running.StartedAt, running.LastSeen = trade.StateRunning, started.GPUs, started.At, at(t, "37ms")
 	running.Meter = started.Meter
@@ -476,8 +477,8 @@ func TestDocExampleIDs(t *testing.T) {
 		protocol.InboxPrefix("alice"),
 		protocol.UsageStream,
 		protocol.UsageSubjects,
-		protocol.OutputStream,
-		protocol.OutputSubjects,
+		protocol.OutputStreamOf("gpu1"),
+		protocol.OutputSubjectsOf("gpu1"),
 		protocol.OutputMsgID("gpu1", r.Contract, protocol.StreamStdout, 21, []byte("epoch 2/90 loss 5.87\n")),
 	} {
 		if !strings.Contains(doc, s) {

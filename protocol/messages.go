@@ -257,6 +257,10 @@ type Started struct {
 	// Meter is how the server measures the job (trade.Meter); the
 	// exchange records it on the contract.
 	Meter trade.Meter `json:"meter,omitempty"`
+	// Output is what the server will send of the job's output, at most
+	// (trade.OutputCaps); the exchange records it on the contract and
+	// relays nothing past it. A server that sends no output leaves it out.
+	Output trade.OutputCaps `json:"output,omitzero"`
 }
 
 // Cancel releases an accept the exchange did not take.

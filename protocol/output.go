@@ -37,11 +37,32 @@ const (
 	StreamResults = "results"
 )
 
-// OutputStream is the JetStream stream of jobs' output.
-const OutputStream = "BOURSE_OUTPUT"
+// Each server's output goes into a JetStream stream of its own,
+// OutputStreamOf(server), which takes only that server's subjects
+// (OutputSubjectsOf). A stream is what JetStream de-duplicates message
+// ids in and what it bounds in bytes: apart, no server can spend another's
+// chunk ids, and a server that fills its stream pushes out only its own
+// jobs' output (docs/protocol.md, "output").
 
-// OutputSubjects is the output stream's subject filter.
+// OutputStreamPrefix begins the name of every server's output stream.
+const OutputStreamPrefix = "BOURSE_OUTPUT_"
+
+// OutputStreamOf is the output stream of server s.
+func OutputStreamOf(s string) string { return OutputStreamPrefix + s }
+
+// OutputSubjectsOf is the subject filter of server s's output stream.
+func OutputSubjectsOf(s string) string {
+	return Prefix + ".server." + s + "." + VerbOutput + ".*.*"
+}
+
+// OutputSubjects matches every server's output subjects.
 const OutputSubjects = Prefix + ".server.*." + VerbOutput + ".*.*"
+
+// SharedOutputStream is the one stream that held every server's output
+// before each had its own. An exchange that finds it with its old
+// subjects retires it (natsvc): what it holds stays until its age runs
+// out, for operators, and is no longer read for clients.
+const SharedOutputStream = "BOURSE_OUTPUT"
 
 // OutputSubject is where server s publishes part of contract id's output.
 func OutputSubject(s, id, part string) string {
@@ -67,12 +88,20 @@ const MaxOutputChunk = 64 << 10
 // OutputMsgID is the de-duplication id of a chunk that server publishes:
 // "<server>:out:<contract>:<stream>:<offset>:<digest>", the digest a hash
 // of the bytes. The same chunk sent again (after a lost acknowledgement,
-// or by the server's next run) is stored once; no one who has not seen the
-// bytes can work the id out and spend it first (as with readings, MsgID).
+// or by the server's next run) is stored once. Many chunks' bytes can be
+// guessed (an empty archive, an end), so their ids can be too: what keeps
+// another server from spending them first is that JetStream
+// de-duplicates within a stream, and each server has its own.
 func OutputMsgID(server, contract, stream string, offset int64, data []byte) string {
 	h := sha256.Sum256(data)
 	return server + ":out:" + contract + ":" + stream + ":" + strconv.FormatInt(offset, 10) + ":" + hex.EncodeToString(h[:8])
 }
+
+// OutputCaps are the bounds a server declares on the output of a job it
+// starts (protocol.Started), in bytes: Log on each of stdout and stderr,
+// Results on the results archive. The exchange records them on the
+// contract, relays no byte past them, and a client takes no more.
+type OutputCaps = trade.OutputCaps
 
 // OutputEnd is the body of a part's last message: what the server kept,
 // so that a reader knows it has all of it.
@@ -118,7 +147,27 @@ type OutputReply struct {
 	// State is the contract's, for a reader that follows a job's output
 	// while it runs.
 	State trade.State `json:"state"`
+	// Cap bounds the bytes of each stream of the part that the exchange
+	// relays (each of stdout and stderr, or the results archive): the cap
+	// the contract's server declared at the start, within the server's
+	// quota of the output stream; DefaultLogCap or DefaultResultsCap, so
+	// bounded, where the server declared none. Chunks past it are dropped.
+	Cap int64 `json:"cap,omitempty"`
+	// Dropped says that the server's output stream no longer holds output
+	// stored since the contract was accepted that this request would have
+	// read (the server's quota was full and its oldest output went, or
+	// its age ran out): some of the contract's output may be lost. A
+	// reader that has the part's end and every byte it counts has it all
+	// regardless; one that has not, has lost what it lacks.
+	Dropped bool `json:"dropped,omitempty"`
 }
+
+// Caps where a server declared none: those of the server agent's
+// defaults (the process runner's output cap, the spool's results cap).
+const (
+	DefaultLogCap     = 64 << 20
+	DefaultResultsCap = 64 << 20
+)
 
 // OutputChunk is bytes of one stream of a job's output, at an offset.
 type OutputChunk struct {

@@ -60,6 +60,9 @@ type Contract struct {
 	// Meter is how the server measures the job's use, as it reported at
 	// the start; empty until then, or from a server that does not say.
 	Meter Meter `json:"meter,omitempty"`
+	// Output is what the server declared at the start it would send of
+	// the job's output; zero until then, or from a server that sends none.
+	Output OutputCaps `json:"output,omitzero"`
 
 	// QueuedAt, for a contract made from a waiting offer (Waiting), is
 	// when that offer entered the book: it waited AcceptedAt − QueuedAt.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // newBidLogsCmd prints a contract's stdout and stderr, as the job wrote
@@ -28,7 +30,9 @@ writes, until the job has ended and all of its output has come.
 Only the contract's client can read it: the server sends it to the
 exchange, which hands it to no one else. The server keeps up to its
 output cap of each stream (output_cap); the exchange keeps it for its
-retention (7 days by default).`,
+retention (7 days by default) within the server's quota. Output that
+is missing (the server's quota pushed it out, or its age) is printed
+around and named at the end, with exit status 1 (code output_lost).`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
 			end, err := c.FollowLogs(ctx, args[0], bidder.Follow{Wait: follow}, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -38,8 +42,12 @@ retention (7 days by default).`,
 			switch {
 			case end == nil && !follow:
 				k, err := c.Contract(ctx, args[0])
-				if err == nil && !ended(k.State) {
+				switch {
+				case err != nil:
+				case !ended(k.State):
 					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the job is %s; more may come: bourse bid logs --follow %s\n", k.State, args[0])
+				case !ranNothing(k):
+					return notYet("the end of its output", "bourse bid logs --follow "+args[0])
 				}
 			case end != nil && end.Cap > 0 && (end.Stdout >= end.Cap || end.Stderr >= end.Cap):
 				fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the server keeps %d bytes of each stream; the job wrote more, which was dropped\n", end.Cap)
@@ -51,26 +59,54 @@ retention (7 days by default).`,
 	return cmd
 }
 
+// ranNothing says whether a contract's job wrote no output for certain:
+// it never started, or no program ran (the synthetic runner).
+func ranNothing(k protocol.Contract) bool {
+	return k.State == trade.StateVoided || k.Meter == trade.MeterSynthetic
+}
+
+// notYet is the error for an ended contract whose output's end has not
+// come: its server sends it once the job's output is drained, and may be
+// behind (restarting, cut off from NATS).
+func notYet(what, again string) error {
+	return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job has ended and %s has not come yet: its server sends it when it can (%s waits for it)", what, again)}
+}
+
 // newBidResultsCmd fetches the files a contract's job left in
 // $BOURSE_RESULTS into a folder.
 func newBidResultsCmd(f *bidFlags) *cobra.Command {
 	var (
-		out  string
-		wait bool
+		out      string
+		wait     bool
+		force    bool
+		maxBytes int64
+		maxFiles int
 	)
 	cmd := &cobra.Command{
 		Use:   "results CONTRACT -o DIR",
 		Short: "Fetch the files a contract's job left in $BOURSE_RESULTS into DIR",
 		Long: `results fetches the files the job of one of your contracts left in the
-folder $BOURSE_RESULTS names, once the job has ended, and writes them into
-DIR (made if missing; files of the same names are replaced). The server
-packs at most its results cap (results_cap, 64 MiB by default) and names
-the files it left out; the exchange keeps them for its retention (7 days
-by default). With --wait it waits for a job that is still running.`,
+folder $BOURSE_RESULTS names, once the job has ended, writes them into
+DIR (made if missing) and lists them. The server packs at most its
+results cap (results_cap, 64 MiB by default), declared when the job
+started, and names the files it left out; the exchange keeps them for its
+retention (7 days by default) within the server's quota. With --wait it
+waits for a job that is still running.
+
+What a server sends is held to bounds before anything is written: the
+archive must come whole and in order, within the cap the server declared
+and --max-bytes; its files may hold no more bytes than the archive, and
+number at most --max-files; only regular files and directories inside
+DIR are written. A file already in DIR is not replaced unless --force is
+given (then it is removed and written anew, as plain data): an archive
+that names one is refused whole, and nothing is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
 			if out == "" {
-				return errors.New("-o DIR is required: the folder to write the results into")
+				return usagef("-o DIR is required: the folder to write the results into")
+			}
+			if maxBytes < 0 || maxFiles < 0 {
+				return usagef("--max-bytes and --max-files may not be negative")
 			}
 			tmp, err := os.CreateTemp("", "bourse-results-*.tar")
 			if err != nil {
@@ -78,23 +114,37 @@ by default). With --wait it waits for a job that is still running.`,
 			}
 			defer os.Remove(tmp.Name())
 			defer tmp.Close()
-			end, err := c.Results(ctx, args[0], bidder.Follow{Wait: wait}, tmp)
+			end, err := c.Results(ctx, args[0], bidder.Follow{Wait: wait, MaxBytes: maxBytes}, tmp)
 			if err != nil {
 				return err
 			}
 			if end == nil {
 				k, err := c.Contract(ctx, args[0])
-				if err == nil && !ended(k.State) {
+				switch {
+				case err == nil && !ended(k.State):
 					return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job is %s: its results come once it ends (--wait waits for them)", k.State)}
+				case err == nil && !ranNothing(k):
+					return notYet("its results", "bourse bid results --wait")
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "no results: the job ran no program here")
 				return nil
 			}
-			if _, err := tmp.Seek(0, 0); err != nil {
+			size, err := tmp.Seek(0, io.SeekCurrent) // the archive's bytes, all written
+			if err != nil {
 				return err
 			}
-			files, err := bidder.ExtractResults(tmp, out)
-			if err != nil {
+			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			files, err := bidder.ExtractResults(tmp, out, bidder.Extract{MaxBytes: size, MaxFiles: maxFiles, Force: force})
+			var replace *bidder.ReplaceError
+			switch {
+			case errors.As(err, &replace):
+				return fmt.Errorf("%w; --force replaces them", err)
+			case err != nil:
+				for _, name := range files {
+					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: written before the failure: %s\n", name)
+				}
 				return err
 			}
 			w := cmd.OutOrStdout()
@@ -117,5 +167,8 @@ by default). With --wait it waits for a job that is still running.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the folder to write the results into")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for a job still running to end and its results to come")
+	cmd.Flags().BoolVar(&force, "force", false, "replace files already in the folder (otherwise an archive that names one is refused)")
+	cmd.Flags().Int64Var(&maxBytes, "max-bytes", 0, "the most bytes of results archive to take (default: the results cap the contract's server declared)")
+	cmd.Flags().IntVar(&maxFiles, "max-files", bidder.DefaultMaxFiles, "the most files and directories to write")
 	return cmd
 }

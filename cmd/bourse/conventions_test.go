@@ -62,6 +62,7 @@ func TestExitStatus(t *testing.T) {
 		{errors.New(`required flag(s) "currency" not set`), exitUsage},
 		{&bourse.Error{Code: bourse.EInvalidOffer}, exitFailure},
 		{&bourse.Error{Code: bourse.EInternal}, exitFailure},
+		{&bourse.Error{Code: bourse.EOutputLost}, exitFailure},
 		{&bourse.Error{Code: bourse.EInsufficientFunds}, exitRefused},
 		{fmt.Errorf("offer: %w", &bourse.Error{Code: bourse.ERejected}), exitRefused},
 		{&bourse.Error{Code: bourse.EPermission}, exitRefused},

@@ -136,7 +136,7 @@ finishes those in flight and exits.`,
 	f.Int64Var(&cfg.StreamMaxBytes, "stream-max-bytes", 1<<30, "bytes of readings the usage stream holds while they wait for the exchange; past it servers keep them")
 	f.Int64Var(&cfg.StreamPerContract, "stream-per-contract", 100_000, "readings of one contract the usage stream holds while they wait")
 	f.DurationVar(&cfg.Output.MaxAge, "output-max-age", 7*24*time.Hour, "how long jobs' output (logs and results) is kept for their clients")
-	f.Int64Var(&cfg.Output.MaxBytes, "output-max-bytes", 4<<30, "bytes of jobs' output the output stream holds; past it the oldest goes first")
+	f.Int64Var(&cfg.Output.MaxBytes, "output-max-bytes", 256<<20, "each server's quota: bytes of its jobs' output its own output stream holds; past it that server's oldest goes first (JetStream reserves servers × this)")
 	f.Float64Var(&cfg.Limits.Requests, "party-rate", 100, "requests a second one client or server may make on average, across the market (each instance allows its share; -1: no limit)")
 	f.IntVar(&cfg.Limits.Burst, "party-burst", 200, "requests one client or server may make at once after a quiet spell")
 	f.IntVar(&cfg.Limits.InFlight, "client-in-flight", 64, "offers, suspends and kills of one client in negotiation at once, across the market (each instance allows its share)")

@@ -15,7 +15,7 @@ import (
 // Exit statuses by class, for scripts: what went wrong decides whether to
 // fix the command, change the request, or try again later.
 const (
-	exitFailure     = 1 // anything else: input that breaks a rule (a file, a configuration, an offer's terms: codes invalid, invalid_curve, invalid_offer), a bug, an audit that fails
+	exitFailure     = 1 // anything else: input that breaks a rule (a file, a configuration, an offer's terms, a server's output: codes invalid, invalid_curve, invalid_offer), output that was lost (output_lost), a bug, an audit that fails
 	exitUsage       = 2 // the command line cannot be right: unknown command or flag, a missing or bad argument
 	exitRefused     = 3 // the market (exchange, ledger, NATS's permissions) answered no to a well-formed request: the error's code says why
 	exitUnavailable = 4 // NATS, the exchange or the database did not answer in time; the same command may work later
@@ -75,7 +75,7 @@ func exitStatus(err error) int {
 		return exitFailure
 	}
 	switch e.Code {
-	case bourse.EInternal, bourse.EInvalid, bourse.EInvalidCurve, bourse.EInvalidOffer:
+	case bourse.EInternal, bourse.EInvalid, bourse.EInvalidCurve, bourse.EInvalidOffer, bourse.EOutputLost:
 		return exitFailure
 	case bourse.EUnavailable, bourse.EDeadlineExceeded, bourse.ERateLimited:
 		return exitUnavailable

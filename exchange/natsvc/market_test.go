@@ -146,6 +146,9 @@ type scripted struct {
 	// books answers starts as a server taking bookings does: booked, to
 	// start at the terms' start_at.
 	books atomic.Bool
+	// declare, if set, is what its starts declare of the output they
+	// will send (protocol.Started.Output).
+	declare atomic.Pointer[trade.OutputCaps]
 }
 
 func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
@@ -191,6 +194,9 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 		started := protocol.Started{Contract: st.Contract.ID, GPUs: []int{0}, At: time.Now().UTC()}
 		if s.books.Load() {
 			started.At, started.Booked = st.Contract.Terms.StartAt, true
+		}
+		if caps := s.declare.Load(); caps != nil {
+			started.Output = *caps
 		}
 		reply, _ := json.Marshal(started)
 		_ = m.Respond(reply)

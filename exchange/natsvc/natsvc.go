@@ -96,6 +96,7 @@ type Service struct {
 	house    *exchange.House
 	busy     prometheus.Counter
 	refused  *prometheus.CounterVec
+	dropped  *prometheus.CounterVec // output chunks not relayed to clients, by why
 	inflight chan struct{}
 	perParty counts         // each client's requests among inflight
 	limiter  *buckets       // each party's request rate
@@ -108,7 +109,8 @@ type Service struct {
 
 	svc      micro.Service
 	subs     []*nats.Subscription
-	output   jetstream.Stream // jobs' output, read for their clients
+	js       jetstream.JetStream // the servers' output streams, read for their clients
+	outputs  sync.Map            // servers whose output stream this instance has made (ensureOutput)
 	consumer jetstream.ConsumeContext
 	readers  sync.WaitGroup // the reading workers
 	cancel   context.CancelFunc
@@ -126,6 +128,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 			Help: "Requests refused because too many were in flight."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_refused_total",
 			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), heartbeat (a server's heartbeats over its rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
+			[]string{"reason"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_output_dropped_total",
+			Help: "Chunks of jobs' output a server stored that were not relayed to the contract's client, by reason: malformed (a bad stream or offset header), over_cap (past the cap the server declared at the start, or its quota)."},
 			[]string{"reason"}),
 		perParty: counts{max: cfg.Limits.InFlight, by: map[string]int{}},
 		limiter:  newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
@@ -147,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bourse_exchange_in_flight",
 			Help: "Offers, suspends and kills this instance is handling now, of its MaxInFlight."},
 			func() float64 { return float64(len(s.inflight)) })
-		for _, c := range []prometheus.Collector{s.busy, s.refused, inFlight} {
+		for _, c := range []prometheus.Collector{s.busy, s.refused, s.dropped, inFlight} {
 			if err := hc.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("natsvc: register metrics: %w", err)
 			}
@@ -161,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := s.startOutput(ctx); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("natsvc: create stream %s: %w", protocol.OutputStream, err)
+		return nil, fmt.Errorf("natsvc: output streams: %w", err)
 	}
 	if err := s.startEndpoints(); err != nil {
 		s.Stop()

@@ -3,12 +3,14 @@ package natsvc_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
@@ -92,7 +95,7 @@ func TestOutputToItsClientOnly(t *testing.T) {
 			assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "bob read alice's output: %+v", r)
 		}
 	})
-	natstest.OutputRefused(t, ns.ClientURL(), "bob", "alice", id, nats.UserInfo("bob", "bob-secret"))
+	natstest.OutputRefused(t, ns.ClientURL(), "bob", "alice", "gpu1", id, nats.UserInfo("bob", "bob-secret"))
 }
 
 // offerUntilAccepted offers until the server, which may not have said
@@ -108,4 +111,46 @@ func offerUntilAccepted(t *testing.T, c *bidder.Client, tm pricing.Terms) string
 		require.True(t, time.Now().Before(deadline), "no contract: %v %+v", err, r)
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestOutputStreamUpgrade: the one output stream an earlier exchange
+// made for every server would overlap the servers' own; an exchange that
+// starts on it retires it (what it held is kept, for its age), and makes
+// each server's own stream at its hello.
+func TestOutputStreamUpgrade(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns, "")
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: protocol.SharedOutputStream, Subjects: []string{protocol.OutputSubjects},
+		Duplicates: 10 * time.Minute, MaxAge: 7 * 24 * time.Hour, AllowDirect: true})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, protocol.OutputSubject("gpu1", "c-1", protocol.PartLog), []byte("old output"))
+	require.NoError(t, err)
+
+	store := memstore.New(mem.New(mem.Options{}))
+	require.NoError(t, store.Ledger().CreateCurrency(ctx, currency.Currency{Code: cred, Scale: 2}))
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store}})
+	require.NoError(t, err, "an exchange starts on the stream an earlier one made")
+	t.Cleanup(ex.Stop)
+	old, err := js.Stream(ctx, protocol.SharedOutputStream)
+	require.NoError(t, err)
+	info := old.CachedInfo()
+	assert.NotContains(t, info.Config.Subjects, protocol.OutputSubjects, "the shared stream still takes the servers' output")
+	assert.Equal(t, uint64(1), info.State.Msgs, "what it held is kept")
+
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
+	msg, err := natstest.Connect(t, ns, protocol.InboxPrefix("gpu1")).Request(protocol.ServerSubject("gpu1", protocol.VerbHello), body, 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, natswire.DecodeError(msg))
+	own, err := js.Stream(ctx, protocol.OutputStreamOf("gpu1"))
+	require.NoError(t, err, "no stream of gpu1's own after its hello")
+	assert.Equal(t, []string{protocol.OutputSubjectsOf("gpu1")}, own.CachedInfo().Config.Subjects)
+	assert.Equal(t, int64(256<<20), own.CachedInfo().Config.MaxBytes, "the quota of each server on file storage")
+	_, err = js.Publish(ctx, protocol.OutputSubject("gpu1", "c-2", protocol.PartLog), []byte("new output"))
+	require.NoError(t, err)
+	info, err = own.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), info.State.Msgs)
 }

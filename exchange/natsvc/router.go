@@ -81,6 +81,7 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 	go func() {
 		defer r.requests.Done()
 		var st protocol.Started
+		(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
 		msg, err := r.request(context.WithoutCancel(ctx), start.Contract.Server, protocol.DeliverStart, start)
 		if err == nil {
 			err = json.Unmarshal(msg, &st)

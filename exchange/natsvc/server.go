@@ -22,6 +22,9 @@ func (s *Service) handleHello(r micro.Request) {
 	if err == nil {
 		reply, err = s.house.Hello(context.Background(), id, h)
 	}
+	if err == nil {
+		s.ensureOutput(context.Background(), id)
+	}
 	if err != nil {
 		_ = natswire.RespondError(r, err)
 		return

@@ -16,12 +16,12 @@ import (
 )
 
 // OutputRefused connects as party, who is not owner, and checks that NATS
-// refuses it every way to owner's job's output (contract id) but the
-// exchange's answer: requests on owner's subjects, the servers' output
-// subjects, owner's deliveries and the JetStream API of the output
-// stream. Both configurations the project writes (bourse admin
+// refuses it every way to owner's job's output (contract id, run by
+// server) but the exchange's answer: requests on owner's subjects, the
+// servers' output subjects, owner's deliveries and the JetStream API of
+// the server's output stream. Both configurations the project writes (bourse admin
 // nats-config, nats-auth) are held to it.
-func OutputRefused(t *testing.T, url, party, owner, id string, as nats.Option) {
+func OutputRefused(t *testing.T, url, party, owner, server, id string, as nats.Option) {
 	t.Helper()
 	var mu sync.Mutex
 	var violations []string
@@ -67,8 +67,9 @@ func OutputRefused(t *testing.T, url, party, owner, id string, as nats.Option) {
 		})
 	}
 	t.Run("JetStreamAPI", func(t *testing.T) {
-		for _, api := range []string{"$JS.API.STREAM.INFO." + protocol.OutputStream, "$JS.API.DIRECT.GET." + protocol.OutputStream,
-			"$JS.API.STREAM.MSG.GET." + protocol.OutputStream, "$JS.API.CONSUMER.CREATE." + protocol.OutputStream} {
+		stream := protocol.OutputStreamOf(server)
+		for _, api := range []string{"$JS.API.STREAM.INFO." + stream, "$JS.API.DIRECT.GET." + stream,
+			"$JS.API.STREAM.MSG.GET." + stream, "$JS.API.CONSUMER.CREATE." + stream} {
 			_, err := nc.Request(api, []byte(`{"seq":1}`), 500*time.Millisecond)
 			assert.True(t, err != nil && !errors.Is(err, context.Canceled), "%s answered", api)
 		}

@@ -72,6 +72,7 @@ func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
 	started, err := a.node.Launch(a.runCtx, a.now(), s.Contract.ID)
 	if err == nil {
 		a.watch(s.Contract.ID)
+		a.declare(&started)
 	}
 	return started, err
 }

@@ -38,8 +38,18 @@ func (a *Agent) runSpool(ctx context.Context) {
 	a.spool.Pass(last)
 }
 
-// sendOutput puts a chunk of a job's output on the output stream, under
-// an id the stream de-duplicates by, and returns once the stream has it.
+// declare says in a job's start what the spool will send of its output
+// at most, for the exchange to hold the server to (protocol.Started).
+func (a *Agent) declare(st *protocol.Started) {
+	if a.spool != nil {
+		st.Output = a.spool.Caps()
+	}
+}
+
+// sendOutput puts a chunk of a job's output on the server's own output
+// stream, under an id the stream de-duplicates by, and returns once the
+// stream has it. The exchange makes the stream when the server says
+// hello; until then the send fails and the spool tries again.
 func (a *Agent) sendOutput(ctx context.Context, c spool.Chunk) error {
 	msg := nats.NewMsg(protocol.OutputSubject(a.id, c.Contract, c.Part))
 	msg.Data = c.Data
@@ -50,6 +60,6 @@ func (a *Agent) sendOutput(ctx context.Context, c spool.Chunk) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(protocol.OutputMsgID(a.id, c.Contract, c.Stream, c.Offset, c.Data)),
-		jetstream.WithExpectStream(protocol.OutputStream))
+		jetstream.WithExpectStream(protocol.OutputStreamOf(a.id)))
 	return err
 }

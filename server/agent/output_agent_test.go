@@ -28,7 +28,7 @@ import (
 // reader would, each chunk placed at its offset, and its end, if it came.
 func (x *exchange) output(id, contractID string) (stdout string, end *protocol.OutputEnd) {
 	x.t.Helper()
-	cons, err := x.js.OrderedConsumer(context.Background(), protocol.OutputStream,
+	cons, err := x.js.OrderedConsumer(context.Background(), protocol.OutputStreamOf(id),
 		jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.OutputSubject(id, contractID, protocol.PartLog)}})
 	require.NoError(x.t, err)
 	var b []byte
@@ -62,8 +62,8 @@ func (x *exchange) output(id, contractID string) (stdout string, end *protocol.O
 // next agent sends it once NATS is back, whole, in order and once.
 func TestAgentOutputOutlivesOutage(t *testing.T) {
 	x := newExchange(t, setup{})
-	_, err := x.js.CreateStream(context.Background(), jetstream.StreamConfig{Name: protocol.OutputStream,
-		Subjects: []string{protocol.OutputSubjects}, Duplicates: 10 * time.Minute, AllowDirect: true})
+	_, err := x.js.CreateStream(context.Background(), jetstream.StreamConfig{Name: protocol.OutputStreamOf("gpu1"),
+		Subjects: []string{protocol.OutputSubjectsOf("gpu1")}, Duplicates: 10 * time.Minute, AllowDirect: true})
 	require.NoError(t, err)
 	out, outbox := t.TempDir(), t.TempDir()
 	config := func() agent.Config {

@@ -112,6 +112,7 @@ func (a *Agent) launchBooked(id string) {
 		return
 	}
 	a.watch(id)
+	a.declare(&started)
 	body, _ := protocol.Marshal(started)
 	ctx, cancel := context.WithTimeout(a.runCtx, 2*time.Second)
 	defer cancel()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // Names in a contract's directory. The runner writes the first four.
@@ -146,6 +147,13 @@ func Open(cfg Config) (*Spool, error) {
 		}
 	}
 	return s, nil
+}
+
+// Caps are what the spool sends of a job's output at most, as a server
+// declares them at the job's start: the runner's cap on each of stdout and
+// stderr (Config.LogCap, zero if not given) and the results cap.
+func (s *Spool) Caps() trade.OutputCaps {
+	return trade.OutputCaps{Log: s.cfg.LogCap, Results: s.cfg.ResultsCap}
 }
 
 // Close unlocks the directory. What is not sent yet stays for the next
