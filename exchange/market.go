@@ -161,7 +161,13 @@ func (c *Config) bookDefaults() {
 	if c.MatchBatch <= 0 {
 		c.MatchBatch = 100
 	}
+	if c.MatchScan <= 0 {
+		c.MatchScan = 1000
+	}
 	if c.RematchEvery <= 0 {
 		c.RematchEvery = 30 * time.Second
+	}
+	if c.MatchGap <= 0 {
+		c.MatchGap = time.Second
 	}
 }
