@@ -74,7 +74,7 @@ type Config struct {
 	StuckLimit time.Duration
 
 	// MarketWindow is how far back market data counts the contracts
-	// made, 1h; MarketEvery how often its driver publishes it, 5s;
+	// settled, 1h; MarketEvery how often its driver publishes it, 5s;
 	// MarketTape the most contracts it keeps in memory to do so, 100,000
 	// (past that the window it covers shortens, and says so).
 	MarketWindow time.Duration

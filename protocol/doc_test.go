@@ -289,7 +289,7 @@ func examples(t *testing.T) []example {
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
 		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
 			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
-				Model: "H100", Contracts: 12, GPUSeconds: dectest.D("86400"),
+				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
 			}}}},
