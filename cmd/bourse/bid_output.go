@@ -143,7 +143,7 @@ that names one is refused whole, and nothing is written.`,
 				return fmt.Errorf("%w; --force replaces them", err)
 			case err != nil:
 				for _, name := range files {
-					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: written before the failure: %s\n", name)
+					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: written before the failure: %s\n", safe(name))
 				}
 				return err
 			}
