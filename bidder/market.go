@@ -114,8 +114,9 @@ func WatchPrices(ctx context.Context, nc *nats.Conn) (*MarketPrices, error) {
 	return p, nil
 }
 
-// Median is the median price at full use of the contracts made lately in
-// cur for model.
+// Median is the median price per GPU-second used that the contracts
+// settled lately in cur for model paid, weighted by the GPU-seconds they
+// used: contracts that used nothing or paid nothing do not move it.
 func (p *MarketPrices) Median(cur, model string) (decimal.Decimal, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -311,10 +311,10 @@ func furnishMarket() *MarketHistory {
 		at := end.Add(time.Duration(i-119) * 5 * time.Second)
 		m := marketAt(at, 2+i/10%6, "H100")
 		h100 := &m.Models[0]
-		h100.Contracts, h100.GPUSeconds = 20+i/4, decimal.NewFromInt(int64(7200+90*i))
+		h100.Settled, h100.Used = 20+i/4, decimal.NewFromInt(int64(7200+90*i))
 		h100.Prices = &protocol.Prices{Low: wave(i, 90, 0.00115, 0.0001), Median: wave(i, 60, 0.00140, 0.00008), High: wave(i, 45, 0.00175, 0.0001),
 			VWAP: wave(i+8, 60, 0.00137, 0.00007)}
-		m.Models = append(m.Models[:1], protocol.MarketModel{Model: "A100", Contracts: 9 + i/8, GPUSeconds: d(fmt.Sprint(3600 + 60*i)), GPUs: 16, Free: 12 - i/12,
+		m.Models = append(m.Models[:1], protocol.MarketModel{Model: "A100", Settled: 9 + i/8, Used: d(fmt.Sprint(3600 + 60*i)), Charged: d(fmt.Sprint(3 + i)), GPUs: 16, Free: 12 - i/12,
 			Prices: &protocol.Prices{Low: d("0.0006"), Median: wave(i, 120, 0.00074, 0.00004), High: d("0.0009"), VWAP: wave(i+15, 120, 0.00073, 0.00005)}}, m.Models[1])
 		h.Add(m)
 	}

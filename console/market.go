@@ -20,7 +20,7 @@ import (
 // The Market page shows the market data that the exchange publishes on
 // bourse.v1.market.<currency> every few seconds (protocol.Market): per
 // currency and GPU model the figures of bourse market, and over time the
-// prices at full use and the GPUs free. The console keeps what came in a
+// prices paid per GPU-second used and the GPUs free. The console keeps what came in a
 // MarketHistory, in memory, bounded; whoever runs the console feeds it
 // (cmd/bourse subscribes on NATS). A console without one says it has no
 // market data.
@@ -167,8 +167,8 @@ type marketCurrency struct {
 // column.
 type marketRow struct {
 	Model                   string
-	Contracts               int
-	GPUSeconds              string
+	Settled                 int
+	Used, Charged           string
 	Low, Median, High, VWAP string
 	GPUs, Free              int
 	Waiting, WaitingGPUs    int
@@ -225,7 +225,7 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 
 // marketRows are a publication's models as the table shows them: every
 // price (low, median, high, VWAP, the best waiting) with the places the
-// table's prices need, GPU-seconds whole.
+// table's prices need, GPU-seconds used whole.
 func marketRows(ls []protocol.MarketModel) []marketRow {
 	var prices []decimal.Decimal
 	for _, l := range ls {
@@ -240,7 +240,7 @@ func marketRows(ls []protocol.MarketModel) []marketRow {
 	next := func() string { s := text[0]; text = text[1:]; return s }
 	rows := make([]marketRow, 0, len(ls))
 	for _, l := range ls {
-		r := marketRow{Model: l.Model, Contracts: l.Contracts, GPUSeconds: l.GPUSeconds.Round(0).String(), Low: "-", Median: "-", High: "-", VWAP: "-",
+		r := marketRow{Model: l.Model, Settled: l.Settled, Used: l.Used.Round(0).String(), Charged: l.Charged.String(), Low: "-", Median: "-", High: "-", VWAP: "-",
 			GPUs: l.GPUs, Free: l.Free, Waiting: l.Waiting.Offers, WaitingGPUs: l.Waiting.GPUs, Best: "-"}
 		if l.Prices != nil {
 			r.Low, r.Median, r.High, r.VWAP = next(), next(), next(), next()
@@ -253,10 +253,10 @@ func marketRows(ls []protocol.MarketModel) []marketRow {
 	return rows
 }
 
-// modelCharts draws a model's prices at full use (the median and VWAP of
-// the contracts made in each publication's window, in the band from the
-// lowest to the highest) and its GPUs, registered and free, over the
-// publications kept.
+// modelCharts draws a model's prices per GPU-second used (the median and
+// VWAP of the contracts settled in each publication's window, in the band
+// from the lowest to the highest) and its GPUs, registered and free, over
+// the publications kept.
 func modelCharts(cur, model string, snaps []marketSnap) marketChart {
 	rng := band{Name: "low–high"}
 	median, vwap := series{Name: "median"}, series{Name: "VWAP"}
@@ -277,7 +277,7 @@ func modelCharts(cur, model string, snaps []marketSnap) marketChart {
 	}
 	name := model + " in " + cur
 	return marketChart{Model: model,
-		Prices: bandChart("prices of "+name, "no contracts made in the window yet", []band{rng}, []series{median, vwap}, 480, 180),
+		Prices: bandChart("prices of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
 		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
 }
 
@@ -307,7 +307,7 @@ func (c *Console) marketCSV(r *http.Request, emit func(...string) error) error {
 	}
 	for _, mc := range mv.Currencies {
 		for _, row := range mc.Rows {
-			if err := emit(mc.Currency, csvTime(mc.At), row.Model, strconv.Itoa(row.Contracts), row.GPUSeconds, blank(row.Low), blank(row.Median), blank(row.High), blank(row.VWAP),
+			if err := emit(mc.Currency, csvTime(mc.At), row.Model, strconv.Itoa(row.Settled), row.Used, row.Charged, blank(row.Low), blank(row.Median), blank(row.High), blank(row.VWAP),
 				strconv.Itoa(row.GPUs), strconv.Itoa(row.Free), strconv.Itoa(row.Waiting), strconv.Itoa(row.WaitingGPUs), blank(row.Best)); err != nil {
 				return err
 			}

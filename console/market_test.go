@@ -20,16 +20,16 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// marketAt is CRED's market data at at: H100s with contracts made at
+// marketAt is CRED's market data at at: H100s with contracts settled at
 // three prices and an offer waiting, and L4s with none.
 func marketAt(at time.Time, h100Free int, model string) protocol.Market {
 	d := decimal.RequireFromString
 	return protocol.Market{Currency: "CRED", Scale: 2, At: at, Window: trade.Duration(time.Hour), Every: trade.Duration(5 * time.Second),
 		Models: []protocol.MarketModel{
-			{Model: model, Contracts: 3, GPUSeconds: d("7200.4"), GPUs: 8, Free: h100Free,
+			{Model: model, Settled: 3, Used: d("7200.4"), Charged: d("9.90"), GPUs: 8, Free: h100Free,
 				Prices:  &protocol.Prices{Low: d("0.0012"), Median: d("0.00135"), High: d("0.0015"), VWAP: d("0.001375")},
 				Waiting: protocol.Depth{Offers: 1, GPUs: 4, Best: d("0.002")}},
-			{Model: "L4", GPUs: 4, Free: 4},
+			{Model: "L4", Used: decimal.Zero, Charged: decimal.Zero, GPUs: 4, Free: 4},
 		}}
 }
 
@@ -76,7 +76,7 @@ func TestMarketPage(t *testing.T) {
 	code, page := b.get("/market")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, page, `<body data-refresh="5">`, "live: every 5 s, not the lists' 30")
-	assert.Contains(t, page, "Published at 2026-11-25 14:00:10 (UTC): contracts made in the last 1h0m0s")
+	assert.Contains(t, page, "Published at 2026-11-25 14:00:10 (UTC): contracts settled in the last 1h0m0s")
 	assert.Contains(t, page, "last update <span class=\"ago\">2 s ago</span>, every 5s; 3 publications kept")
 	assert.NotContains(t, page, "Stale")
 	row := regexp.MustCompile(`<tr><td class="model">H100</td>.*</tr>`).FindString(page)
@@ -86,8 +86,8 @@ func TestMarketPage(t *testing.T) {
 		got = append(got, c[1])
 	}
 	// Every price of the table in the places the finest needs.
-	assert.Equal(t, []string{"3", "7200", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, got)
-	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num low">-</td>`, page)
+	assert.Equal(t, []string{"3", "7200", "9.9", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, got)
+	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num low">-</td>`, page)
 	for _, chart := range []string{"prices of H100 in CRED", "GPUs of H100 in CRED"} {
 		svg := regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="` + regexp.QuoteMeta(chart) + `".*?</svg>`).FindString(page)
 		require.NotEmpty(t, svg, chart)
@@ -96,15 +96,15 @@ func TestMarketPage(t *testing.T) {
 		assert.Len(t, strings.Fields(lines[0][1]), 3, "%s: a point a publication", chart)
 	}
 	assert.Contains(t, page, `<polygon class="band"`, "the low–high band")
-	assert.Contains(t, page, "no contracts made in the window yet", "L4's prices")
+	assert.Contains(t, page, "no contract settled in the window has paid for use yet", "L4's prices")
 	assert.Contains(t, page, `href="/csv/market"`)
 
 	code, _, recs := b.csvOf("/csv/market")
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, recs, 3)
-	assert.Equal(t, []string{"currency", "at", "model", "contracts", "gpu_seconds", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, recs[0])
-	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "H100", "3", "7200", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, recs[1])
-	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "L4", "0", "0", "", "", "", "", "4", "4", "0", "0", ""}, recs[2])
+	assert.Equal(t, []string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, recs[0])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "H100", "3", "7200", "9.9", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, recs[1])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "L4", "0", "0", "0", "", "", "", "", "4", "4", "0", "0", ""}, recs[2])
 }
 
 // TestMarketStale: on the console's clock, market data is stale once

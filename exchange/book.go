@@ -22,13 +22,20 @@ import (
 // client cancels it, when its wait ends (the sweep), or when at a match
 // its client cannot pay or a cap refuses it, each with a left_book event.
 //
+// The book is ordered by what each offer is sure to pay per GPU-second
+// (Price, pricing.Terms.SurePrice), so that no curve or prepayment can
+// claim a place it will not pay for.
+//
 // Money is checked, not held, while an offer waits: the escrow is made at
 // the match from the balance then, so a waiting offer holds money at most
 // once, and nothing is held that a cancel, an expiry or a restart would
 // have to give back. At the queue the wallet must cover the prepayments
 // of all the client's waiting offers in the currency (an early no, as
 // the offer's own funds check is); the balance reply shows what they will
-// need.
+// need. As an offer's sure price is at most its prepayment over its
+// GPU-seconds, a high place needs money behind it; and a full book takes
+// an offer that outbids the last of its currency, which leaves (Outbid),
+// so offers sure of nothing cannot keep out one that will pay.
 
 // checkWait refuses a wait that is negative or longer than MaxWait, or
 // that comes with a counter-offer taken (which is taken now or never).
@@ -68,22 +75,27 @@ func (h *House) queue(ctx context.Context, id string, t pricing.Terms, req proto
 	now := h.cfg.Now().UTC()
 	w := trade.Waiting{ID: id, Client: t.Client, RequestID: req.RequestID, Terms: t, Resumes: req.Resumes,
 		Price: Price(t, scale), QueuedAt: now, Until: now.Add(time.Duration(req.Wait))}
-	stored, created, err := h.store.Queue(ctx, w, claim, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
+	q, err := h.store.Queue(ctx, w, claim, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	if created {
+	if q.Created {
 		h.metrics.book.WithLabelValues("queued").Inc()
 	}
-	reply.Queued = &stored
+	if o := q.Outbid; o != nil {
+		o.Left = trade.LeftOutbid
+		h.metrics.book.WithLabelValues(string(trade.LeftOutbid)).Inc()
+		h.notify.Notify(o.Client, Event{Type: protocol.EventLeftBook, Waiting: o, Message: OutbidMessage(q.Waiting), At: now})
+	}
+	reply.Queued = &q.Waiting
 	return reply, nil
 }
 
-// Price is the price at full use that orders the book: exact to the
-// currency's scale plus protocol.PricePlaces, and at most 18 places, what
-// the SQL store keeps.
+// Price is the sure price that orders the book (pricing.Terms.SurePrice):
+// exact to the currency's scale plus protocol.PricePlaces, and at most 18
+// places, what the SQL store keeps.
 func Price(t pricing.Terms, scale int32) decimal.Decimal {
-	return t.FullUsePrice().Decimal(min(scale+protocol.PricePlaces, 18))
+	return t.SurePrice().Decimal(min(scale+protocol.PricePlaces, 18))
 }
 
 // Cancel takes one of client's waiting offers out of the book; the reply

@@ -199,7 +199,21 @@ func TestBookBounds(t *testing.T) {
 	require.NotNil(t, offer(t, h, "bob", "b2", big, time.Hour).Queued)
 	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("bob", "b3", job(1, "0.01"), time.Hour, "")), "bob's third")
 	require.NotNil(t, offer(t, h, "carol", "c1", job(1, "0.01"), time.Hour).Queued)
-	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("dan", "d1", job(1, "0.01"), time.Hour, "")), "the fourth in all")
+	small := job(1, "0.01")
+	small.Prepayment = dectest.D("0.6") // sure of 0.6/120 s a GPU-second, less than b1's 0.9/120 s
+	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(refuse("dan", "d1", small, time.Hour, "")), "the fourth in all, outbidding none")
+	h.Events("bob")
+	d2 := offer(t, h, "dan", "d2", job(1, "0.02"), time.Hour)
+	require.NotNil(t, d2.Queued, "the fourth in all, sure to pay more than b1")
+	assert.Equal(t, 0, d2.Queued.Ahead)
+	ev := h.Events("bob")
+	require.Len(t, ev, 1, "bob's b1 was the last: %+v", ev)
+	assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
+	assert.Equal(t, trade.LeftOutbid, ev[0].Waiting.Left)
+	bobs, err := h.House.WaitingOffers(ctx, "bob", "")
+	require.NoError(t, err)
+	require.Len(t, bobs, 1, "b2 waits on")
+	assert.True(t, bobs[0].Terms.TimeLimit == time.Hour)
 
 	// carol's waiting offers together may not pass her balance.
 	h2 := housetest.New(t, exchange.Config{})
@@ -208,7 +222,7 @@ func TestBookBounds(t *testing.T) {
 	half := job(1, "0.01")
 	half.TimeLimit, half.Prepayment = time.Hour, dectest.D("30")
 	require.NotNil(t, offer(t, h2, "carol", "c1", half, time.Hour).Queued)
-	_, err := h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: trade.Duration(time.Hour)})
+	_, err = h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: trade.Duration(time.Hour)})
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "30 + 30 > 50: %v", err)
 }
 

@@ -10,8 +10,9 @@ import (
 )
 
 // BookOrder orders waiting offers as the book offers them to servers: the
-// highest price at full use first, then the earliest queued, then by id,
-// so that every instance and store agrees on one order.
+// highest sure price first (Waiting.Price, pricing.Terms.SurePrice), then
+// the earliest queued, then by id, so that every instance and store agrees
+// on one order.
 func BookOrder(a, b trade.Waiting) int {
 	return cmp.Or(b.Price.Cmp(a.Price), a.QueuedAt.Compare(b.QueuedAt), strings.Compare(a.ID, b.ID))
 }
@@ -28,16 +29,27 @@ func LeftMeanwhile(id string) string {
 	return "waiting offer " + id + " left the book (cancelled or expired) before its contract was made"
 }
 
-// CheckBookLimits refuses one more waiting offer of a client who has mine
-// in a book of all.
-func CheckBookLimits(l BookLimits, mine, all int) error {
+// CheckBookLimits decides on one more waiting offer w of a client who has
+// mine waiting, in a book of all: refused past the client's bound; past
+// the book's total, let in only by outbidding last, the last waiting
+// offer of its currency in book order (nil if it has none), which then
+// leaves (outbid true).
+func CheckBookLimits(l BookLimits, mine, all int, w trade.Waiting, last *trade.Waiting) (outbid bool, err error) {
 	switch {
 	case l.PerClient > 0 && mine >= l.PerClient:
-		return &bourse.Error{Code: bourse.EBookFull, Field: "wait",
+		return false, &bourse.Error{Code: bourse.EBookFull, Field: "wait",
 			Message: fmt.Sprintf("you have %d waiting offers, the most one client may: cancel one, or offer without a wait", mine)}
-	case l.Total > 0 && all >= l.Total:
-		return &bourse.Error{Code: bourse.EBookFull, Field: "wait",
-			Message: fmt.Sprintf("the book holds %d waiting offers, the most it may; offer without a wait, or later", all)}
+	case l.Total <= 0 || all < l.Total:
+		return false, nil
+	case last != nil && BookOrder(w, *last) < 0:
+		return true, nil
 	}
-	return nil
+	return false, &bourse.Error{Code: bourse.EBookFull, Field: "wait",
+		Message: fmt.Sprintf("the book holds %d waiting offers, the most it may, and none of %s that this one outbids (it must be sure to pay more per GPU-second than the last): offer more, without a wait, or later", all, w.Terms.Currency)}
+}
+
+// OutbidMessage tells the client of a waiting offer that left a full book
+// for a better one.
+func OutbidMessage(by trade.Waiting) string {
+	return fmt.Sprintf("the book was full and an offer sure to pay %s per GPU-second took its place", by.Price)
 }

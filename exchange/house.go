@@ -74,7 +74,7 @@ type Config struct {
 	StuckLimit time.Duration
 
 	// MarketWindow is how far back market data counts the contracts
-	// made, 1h; MarketEvery how often its driver publishes it, 5s;
+	// settled, 1h; MarketEvery how often its driver publishes it, 5s;
 	// MarketTape the most contracts it keeps in memory to do so, 100,000
 	// (past that the window it covers shortens, and says so).
 	MarketWindow time.Duration
@@ -86,11 +86,21 @@ type Config struct {
 	BookPerClient int
 	BookTotal     int
 	// MatchBatch is how many waiting offers of a currency one matching
-	// pass offers at most, 100; RematchEvery how often every server with
-	// free GPUs is matched again, whether or not they freed lately, 30s
-	// (its prices may have fallen, or the instance that matched stopped).
+	// pass negotiates at most, 100, and MatchScan how many it reads at
+	// most, 1,000 (offers that no server with room would take are read
+	// and passed over); a pass that stops there with room left goes on
+	// at the next (match.go). RematchEvery is how often every server
+	// with free GPUs is matched again, whether or not they freed lately,
+	// and how long a server's refusal of a waiting offer stands while it
+	// has no more GPUs free, 30s (its prices may have fallen, or the
+	// instance that matched stopped). MatchGap is the least time between
+	// two passes of a currency that heartbeats, not a contract's end,
+	// make due, 1s: a server cannot make the exchange offer it the book
+	// more often (pass.go).
 	MatchBatch   int
+	MatchScan    int
 	RematchEvery time.Duration
+	MatchGap     time.Duration
 
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
@@ -191,8 +201,9 @@ type House struct {
 	// contract).
 	retryHold map[currency.HoldID]time.Time
 
-	tape tape  // the contracts made lately, for market data (tape.go)
-	room rooms // the servers that may have room for waiting offers (match.go)
+	tape     tape     // the contracts settled lately, for market data (tape.go)
+	room     rooms    // the servers that may have room for waiting offers (pass.go)
+	refusals refusals // the servers' refusals of waiting offers (refusal.go)
 }
 
 // New checks cfg and returns a House.

@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,23 +16,24 @@ import (
 )
 
 // Market is the market data of every currency traded or offered lately,
-// by currency code: the contracts made in the last MarketWindow (from the
-// store, so that each counts once whichever instance made it), the GPUs
-// of the servers heard from (every instance hears every heartbeat), and
-// the waiting offers of the book. It names no client. Its driver
-// publishes it every MarketEvery, from one instance at a time.
+// by currency code: what the contracts settled in the last MarketWindow
+// paid for what they used (from the store, so that each counts once
+// whichever instance settled it), the GPUs of the servers heard from
+// (every instance hears every heartbeat), and the waiting offers of the
+// book. It names no client. Its driver publishes it every MarketEvery,
+// from one instance at a time.
 func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	now := h.cfg.Now().UTC()
 	covers, err := h.refresh(ctx, now.Add(-h.cfg.MarketWindow), now, h.cfg.MarketTape)
 	if err != nil {
-		return nil, fmt.Errorf("market data: read contracts made: %w", err)
+		return nil, fmt.Errorf("market data: read contracts settled: %w", err)
 	}
 	type key struct{ cur, model string }
 	lines := map[key]*protocol.MarketModel{}
 	line := func(cur, model string) *protocol.MarketModel {
 		k := key{cur, model}
 		if lines[k] == nil {
-			lines[k] = &protocol.MarketModel{Model: model, GPUSeconds: decimal.Zero}
+			lines[k] = &protocol.MarketModel{Model: model, Used: decimal.Zero, Charged: decimal.Zero}
 		}
 		return lines[k]
 	}
@@ -82,7 +84,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 			continue
 		}
 		l := line(k.cur, k.model)
-		l.Contracts, l.GPUSeconds, l.Prices = len(ss), total(ss), prices(ss, sc+protocol.PricePlaces)
+		l.Settled, l.Used, l.Charged, l.Prices = len(ss), total(ss, sale.usedOf), total(ss, sale.chargedOf), prices(ss, sc+protocol.PricePlaces)
 	}
 	var out []protocol.Market
 	for cur, sc := range curs {
@@ -100,41 +102,48 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	return out, nil
 }
 
-// total is the GPU-seconds of sales.
-func total(ss []sale) decimal.Decimal {
+// total sums one figure of sales.
+func total(ss []sale, of func(sale) decimal.Decimal) decimal.Decimal {
 	sum := decimal.Zero
 	for _, s := range ss {
-		sum = sum.Add(s.gpuSeconds)
+		sum = sum.Add(of(s))
 	}
 	return sum
 }
 
-// prices sums up the prices of sales at places decimal places: the low,
-// the median (of the contracts, the lower middle one of an even count,
-// so that it is a price some contract paid), the high, and the average
-// weighted by GPU-seconds. The weighted sum is taken on prices with four
-// more places, so that only the result rounds.
+func (s sale) usedOf() decimal.Decimal    { return s.used }
+func (s sale) chargedOf() decimal.Decimal { return s.charged }
+
+// prices sums up what sales paid per GPU-second used, at places decimal
+// places: the lowest and highest sale's charge over its use; the median
+// weighted by use, the price of the sale at which the GPU-seconds used at
+// or below its price first reach half of all (so that it is a price some
+// contract paid, and sales that used little cannot move it); and VWAP,
+// all charged over all used. Each sale's price is exact until rounded.
 func prices(ss []sale, places int32) *protocol.Prices {
 	if len(ss) == 0 {
 		return nil
 	}
 	sorted := slices.Clone(ss)
-	slices.SortFunc(sorted, func(a, b sale) int { return a.rate.Cmp(b.rate) })
-	weighted, volume := decimal.Zero, decimal.Zero
+	// a.charged/a.used against b.charged/b.used, cross-multiplied: exact.
+	slices.SortFunc(sorted, func(a, b sale) int {
+		return cmp.Or(a.charged.Mul(b.used).Cmp(b.charged.Mul(a.used)), strings.Compare(a.id, b.id))
+	})
+	price := func(s sale) decimal.Decimal { return s.charged.DivRound(s.used, places) }
+	used, charged := total(ss, sale.usedOf), total(ss, sale.chargedOf)
+	median, below := sorted[len(sorted)-1], decimal.Zero
 	for _, s := range sorted {
-		weighted = weighted.Add(s.rate.Decimal(places + 4).Mul(s.gpuSeconds))
-		volume = volume.Add(s.gpuSeconds)
+		if below = below.Add(s.used); below.Add(below).GreaterThanOrEqual(used) {
+			median = s
+			break
+		}
 	}
-	p := &protocol.Prices{
-		Low:    sorted[0].rate.Decimal(places),
-		Median: sorted[(len(sorted)-1)/2].rate.Decimal(places),
-		High:   sorted[len(sorted)-1].rate.Decimal(places),
-		VWAP:   sorted[len(sorted)/2].rate.Decimal(places),
+	return &protocol.Prices{
+		Low:    price(sorted[0]),
+		Median: price(median),
+		High:   price(sorted[len(sorted)-1]),
+		VWAP:   charged.DivRound(used, places),
 	}
-	if volume.IsPositive() {
-		p.VWAP = weighted.DivRound(volume, places)
-	}
-	return p
 }
 
 // marketDefaults fills in the market data's settings of c.
@@ -161,7 +170,13 @@ func (c *Config) bookDefaults() {
 	if c.MatchBatch <= 0 {
 		c.MatchBatch = 100
 	}
+	if c.MatchScan <= 0 {
+		c.MatchScan = 1000
+	}
 	if c.RematchEvery <= 0 {
 		c.RematchEvery = 30 * time.Second
+	}
+	if c.MatchGap <= 0 {
+		c.MatchGap = time.Second
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
@@ -16,19 +18,29 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/trade"
 )
 
-// record opens a contract of price on server, accepted at, with no money:
-// what market data reads of the store.
-func record(t *testing.T, h *housetest.Harness, id, server, price string, at time.Time) {
+// record opens a contract on server, accepted and settled at, having
+// used used GPU-seconds and been charged charged, with no money: what
+// market data reads of the store.
+func record(t *testing.T, h *housetest.Harness, id, server, used, charged string, at time.Time) {
 	t.Helper()
+	ctx := context.Background()
 	tm := pricing.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
-		P: pricing.Flat(dectest.D(price)), Prepayment: dectest.D("1")}
-	_, created, err := h.Store.Open(context.Background(), trade.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
-		State: trade.StateAccepted, AcceptedAt: at, StartDeadline: at.Add(time.Minute)}, "")
+		P: pricing.Flat(dectest.D("1")), Prepayment: dectest.D("60")}
+	_, created, err := h.Store.Open(ctx, trade.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
+		State: trade.StateAccepted, AcceptedAt: at.Add(-time.Minute), StartDeadline: at}, "")
 	require.NoError(t, err)
 	require.True(t, created)
+	_, err = h.Store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.SettledAt = trade.StateSettled, trade.ReasonCompleted, at
+		c.Reading = &trade.Reading{Contract: id, Seq: 1, U: dectest.D(used), T: trade.Duration(time.Minute), S: dectest.D("1"), At: at}
+		c.Charge, c.Refund = dectest.D(charged), tm.Prepayment.Sub(dectest.D(charged))
+		return nil, nil
+	})
+	require.NoError(t, err)
 }
 
 // market is the harness's market data of CRED.
@@ -50,48 +62,121 @@ func line(m protocol.Market, model string) protocol.MarketModel {
 	return protocol.MarketModel{}
 }
 
-// TestMarketTape: market data counts the contracts made in its window,
-// each once across reads, including one whose commit came after a later
-// contract was read; it keeps at most MarketTape and then says it
+// TestMarketTape: market data counts the contracts settled in its
+// window, each once across reads, including one whose commit came after a
+// later contract was read; it keeps at most MarketTape and then says it
 // covers less than the window.
 func TestMarketTape(t *testing.T) {
 	h := housetest.New(t, exchange.Config{MarketWindow: time.Hour, MarketTape: 4})
 	h.Server("gpu1", "H100", 4, nil)
 	now := h.Now()
-	record(t, h, "old", "gpu1", "0.09", now.Add(-2*time.Hour))
-	record(t, h, "c1", "gpu1", "0.01", now.Add(-30*time.Minute))
-	record(t, h, "c2", "gpu1", "0.03", now.Add(-10*time.Minute))
+	record(t, h, "old", "gpu1", "60", "5.40", now.Add(-2*time.Hour))
+	record(t, h, "c1", "gpu1", "60", "0.60", now.Add(-30*time.Minute))
+	record(t, h, "c2", "gpu1", "60", "1.80", now.Add(-10*time.Minute))
 
 	m := market(t, h)
 	l := line(m, "H100")
-	assert.Equal(t, 2, l.Contracts, "the one of two hours ago is outside the window")
+	assert.Equal(t, 2, l.Settled, "the one of two hours ago is outside the window")
 	assert.True(t, l.Prices.Low.Equal(dectest.D("0.01")) && l.Prices.High.Equal(dectest.D("0.03")), "%+v", l.Prices)
 	assert.Equal(t, time.Hour, time.Duration(m.Window))
 	assert.Equal(t, 4, l.GPUs)
 	assert.Equal(t, 4, l.Free)
 
 	h.Advance(10 * time.Second)
-	record(t, h, "c3", "gpu1", "0.02", h.Now().Add(-time.Second))
-	// c4 was accepted before the last read but committed after it.
-	record(t, h, "c4", "gpu1", "0.02", now.Add(-2*time.Second))
+	record(t, h, "c3", "gpu1", "60", "1.20", h.Now().Add(-time.Second))
+	// c4 settled before the last read but committed after it.
+	record(t, h, "c4", "gpu1", "60", "1.20", now.Add(-2*time.Second))
 	l = line(market(t, h), "H100")
-	assert.Equal(t, 4, l.Contracts, "read again, nothing counts twice, and the late one counts")
+	assert.Equal(t, 4, l.Settled, "read again, nothing counts twice, and the late one counts")
 	assert.True(t, l.Prices.Median.Equal(dectest.D("0.02")), "median %s", l.Prices.Median)
-	assert.True(t, l.GPUSeconds.Equal(dectest.D("240")), "4 contracts of a GPU-minute: %s", l.GPUSeconds)
+	assert.True(t, l.Used.Equal(dectest.D("240")), "4 contracts of a GPU-minute: %s", l.Used)
+	assert.True(t, l.Charged.Equal(dectest.D("4.8")), "%s", l.Charged)
 
 	h.Advance(time.Second)
-	record(t, h, "c5", "gpu1", "0.05", h.Now())
+	record(t, h, "c5", "gpu1", "60", "3", h.Now())
 	h.Advance(time.Second)
 	m = market(t, h)
 	l = line(m, "H100")
-	assert.Equal(t, 4, l.Contracts, "the tape keeps 4")
+	assert.Equal(t, 4, l.Settled, "the tape keeps 4")
 	assert.Less(t, time.Duration(m.Window), time.Hour, "and says it covers less than the window")
 	assert.True(t, l.Prices.High.Equal(dectest.D("0.05")), "the latest are kept: %+v", l.Prices)
 
 	h.Advance(2 * time.Hour)
 	l = line(market(t, h), "H100")
-	assert.Equal(t, 0, l.Contracts, "an hour later, no contract of the window")
+	assert.Equal(t, 0, l.Settled, "an hour later, no contract of the window")
 	assert.Nil(t, l.Prices)
+}
+
+// TestMarketPricesWhatWasPaid: twelve contracts at 0.5 a GPU-second that
+// used nothing (charged nothing) do not move the market's prices from
+// what three that ran paid, 0.002 (in the trial they moved the median
+// from 0.002 to 0.5, and a going-rate bidder with a value of 0.4 then bid
+// 0.4); a contract that used little moves the median no more than its
+// GPU-seconds weigh.
+func TestMarketPricesWhatWasPaid(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 16, server.Posted{P: pricing.Flat(dectest.D("0.001"))})
+	h.Wallet("carol", "100")
+	h.Wallet("mallory", "1000")
+	for i := range 3 {
+		require.NotNil(t, offer(t, h, "carol", fmt.Sprint("c", i), job(1, "0.002"), 0).Contract)
+	}
+	idle := job(1, "0.5")
+	idle.Job.Profile.Utilization = dectest.D("0")
+	for i := range 12 {
+		require.NotNil(t, offer(t, h, "mallory", fmt.Sprint("m", i), idle, 0).Contract)
+	}
+	h.Run(90*time.Second, time.Second)
+	for _, client := range []string{"carol", "mallory"} {
+		cs, err := h.House.Contracts(context.Background(), client, 20)
+		require.NoError(t, err)
+		for _, c := range cs {
+			require.Equal(t, trade.StateSettled, c.State, "%s %s", client, c.ID)
+		}
+	}
+
+	l := line(market(t, h), "H100")
+	require.NotNil(t, l.Prices)
+	assert.Equal(t, 3, l.Settled, "the twelve that paid nothing count nowhere")
+	assert.True(t, l.Prices.Median.Equal(dectest.D("0.002")), "median %s", l.Prices.Median)
+	assert.True(t, l.Prices.VWAP.Equal(dectest.D("0.002")), "vwap %s", l.Prices.VWAP)
+	assert.True(t, l.Prices.High.Equal(dectest.D("0.002")), "high %s", l.Prices.High)
+	assert.True(t, l.Used.Equal(dectest.D("180")) && l.Charged.Equal(dectest.D("0.36")), "%s GPU-seconds for %s", l.Used, l.Charged)
+
+	going := strategy.Going{Prices: pricesOf{l}}
+	bid := going.Bid(strategy.Job{Currency: housetest.Currency, Scale: 2, GPUs: 1, Class: pricing.Class{Model: "H100"},
+		Runtime: time.Minute, Utilization: dectest.D("1"), Value: dectest.D("0.4")}, 0, h.Now())
+	assert.True(t, bid.P.Equal(pricing.Flat(dectest.D("0.002"))), "the going rate is what was paid: %+v", bid.P)
+	h.Audit()
+}
+
+// pricesOf is strategy.Prices from one line of market data.
+type pricesOf struct{ l protocol.MarketModel }
+
+func (p pricesOf) Median(_, model string) (decimal.Decimal, bool) {
+	if p.l.Model != model || p.l.Prices == nil {
+		return decimal.Decimal{}, false
+	}
+	return p.l.Prices.Median, true
+}
+
+// TestMarketMedianWeighsUse: the median is by GPU-seconds used, so that
+// many contracts that used little cannot move it; low and high are any
+// contract's.
+func TestMarketMedianWeighsUse(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("gpu1", "H100", 4, nil)
+	now := h.Now()
+	record(t, h, "big", "gpu1", "3600", "7.20", now.Add(-time.Minute)) // 0.002
+	for i := range 12 {
+		record(t, h, fmt.Sprint("small", i), "gpu1", "0.02", "0.01", now.Add(-time.Minute)) // 0.5
+	}
+	l := line(market(t, h), "H100")
+	require.NotNil(t, l.Prices)
+	assert.Equal(t, 13, l.Settled)
+	assert.True(t, l.Prices.Median.Equal(dectest.D("0.002")), "median %s", l.Prices.Median)
+	assert.True(t, l.Prices.Low.Equal(dectest.D("0.002")) && l.Prices.High.Equal(dectest.D("0.5")), "%+v", l.Prices)
+	assert.True(t, l.Prices.VWAP.Equal(dectest.D("0.0020332")), "7.32 / 3600.24: %s", l.Prices.VWAP)
 }
 
 // TestQuoteClaimsNothing: a quote hears the node's answer without

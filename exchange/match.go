@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/bourse/bourse"
@@ -15,113 +14,110 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-// Matching: when GPUs free up (a contract ends, a heartbeat shows more
-// free, a server registers or comes back) the server is marked as having
-// room; Match, which its driver calls often (over NATS, on the one
+// Matching: when GPUs free up the server is marked as having room (rooms,
+// pass.go); Match, which its driver calls often (over NATS, on the one
 // instance that leads), offers the waiting offers of each such server's
 // currency to the servers with room that fit them, the book's order
-// first: the highest price at full use, then the earliest. An offer
-// that no server with room fits is passed over for those after it (a
-// large offer does not hold up small ones), and a pass stops when the
-// servers' room is used. Each offer is negotiated under its request id's
-// claim, as a retry of its request would be, so that two instances, or
-// an instance and the client's retry, never make two answers; the first
-// accept makes its contract as an offer's does (open), the store taking
-// the offer out of the book in the escrow's transaction. Counter-offers
-// reach the client as countered events; the offer waits on.
+// first: the highest sure price, then the earliest. An offer that no
+// server with room fits, or that every one of them has refused and would
+// refuse again (refusal.go), is passed over for those after it: what no
+// server will take never holds up what one will. A pass is bounded: it
+// reads at most MatchScan waiting offers and negotiates at most
+// MatchBatch; one that stops there with room left goes on from where it
+// stopped at the next pass. Each offer is negotiated under its request
+// id's claim, as a retry of its request would be, so that two instances,
+// or an instance and the client's retry, never make two answers; the
+// first accept makes its contract as an offer's does (open), the store
+// taking the offer out of the book in the escrow's transaction.
+// Counter-offers reach the client as countered events; the offer waits
+// on.
 
-// rooms are the servers that may have room since the last Match.
-type rooms struct {
-	mu      sync.Mutex
-	pending map[string]bool
-	all     time.Time // when every live server was last matched
-}
-
-func (r *rooms) mark(server string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending == nil {
-		r.pending = map[string]bool{}
-	}
-	r.pending[server] = true
-}
-
-// take returns the servers marked, and every live one of live where
-// every has passed since they were last all taken.
-func (r *rooms) take(now time.Time, every time.Duration, live func() []string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := slices.Collect(maps.Keys(r.pending))
-	r.pending = nil
-	if now.Sub(r.all) >= every {
-		r.all = now
-		out = append(out, live()...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
+// bookPage is how many waiting offers a pass reads at a time.
+const bookPage = 100
 
 // Match offers the waiting offers to the servers that have room since the
-// last call, and returns how many contracts it made.
+// last call, as far as each currency's pass is due, and returns how many
+// contracts it made.
 func (h *House) Match(ctx context.Context) int {
 	now := h.cfg.Now()
-	ids := h.room.take(now, h.cfg.RematchEvery, h.servers.liveIDs)
-	if len(ids) == 0 {
-		return 0
-	}
-	byCurrency := map[string]map[string]serverState{}
-	for id, s := range h.servers.rooms(ids) {
-		if s.Free == 0 {
-			continue
-		}
-		if byCurrency[s.Currency] == nil {
-			byCurrency[s.Currency] = map[string]serverState{}
-		}
-		byCurrency[s.Currency][id] = s
-	}
+	due := h.room.take(now, h.cfg.RematchEvery, h.cfg.MatchGap, h.servers.liveIDs, h.servers.rooms)
+	h.refusals.prune(now)
 	made := 0
-	for _, cur := range slices.Sorted(maps.Keys(byCurrency)) {
-		made += h.matchCurrency(ctx, cur, byCurrency[cur], now)
+	for _, p := range due {
+		h.metrics.matchPasses.Inc()
+		made += h.matchCurrency(ctx, p.currency, p.servers, now)
 	}
 	return made
 }
 
-// matchCurrency offers cur's book, best first, to servers.
+// matchCurrency offers cur's book, best first (or from where its last
+// pass stopped), to servers, within the pass's bounds.
 func (h *House) matchCurrency(ctx context.Context, cur string, servers map[string]serverState, now time.Time) int {
-	ws, err := h.store.Book(ctx, BookQuery{Currency: cur, Limit: h.cfg.MatchBatch})
-	if err != nil {
-		h.log.Warn("match: read the book", "currency", cur, "err", err)
-		return 0
-	}
 	room := map[string]int{}
 	for id, s := range servers {
-		room[id] = s.Free
+		if !h.refusals.quiet(id, now) {
+			room[id] = s.Free
+		}
 	}
-	made := 0
-	for _, w := range ws {
-		if !w.Until.After(now) {
-			continue // the sweep expires it
+	ids := slices.Sorted(maps.Keys(room))
+	after := h.room.resumeAt(cur)
+	read, asked, made := 0, 0, 0
+	for len(room) > 0 {
+		limit := min(bookPage, h.cfg.MatchScan-read)
+		ws, err := h.store.Book(ctx, BookQuery{Currency: cur, After: after, Limit: limit})
+		if err != nil {
+			h.log.Warn("match: read the book", "currency", cur, "err", err)
+			return made
 		}
-		var cands []string
-		for _, id := range slices.Sorted(maps.Keys(room)) {
-			if room[id] >= w.Terms.GPUs && fits(servers[id], w.Terms) && (w.Terms.Server == "" || w.Terms.Server == id) {
-				cands = append(cands, id)
+		for i := range ws {
+			w := ws[i]
+			read, after = read+1, &ws[i]
+			if !w.Until.After(now) {
+				continue // the sweep expires it
 			}
-		}
-		if len(cands) == 0 {
-			continue
-		}
-		if win := h.matchOne(ctx, w, cands); win != "" {
-			made++
-			if room[win] -= w.Terms.GPUs; room[win] <= 0 {
-				delete(room, win)
+			cands := h.candidates(w, ids, room, servers, now)
+			if len(cands) == 0 {
+				continue
+			}
+			asked++
+			h.metrics.matchAsked.Inc()
+			if win := h.matchOne(ctx, w, cands, servers); win != "" {
+				made++
+				if room[win] -= w.Terms.GPUs; room[win] <= 0 {
+					delete(room, win)
+				}
 			}
 			if len(room) == 0 {
 				break
 			}
+			if asked >= h.cfg.MatchBatch {
+				h.room.stopped(cur, after, slices.Collect(maps.Keys(room)))
+				return made
+			}
+		}
+		if len(ws) < limit {
+			break // the end of the book
+		}
+		if read >= h.cfg.MatchScan {
+			h.room.stopped(cur, after, slices.Collect(maps.Keys(room)))
+			return made
 		}
 	}
+	h.room.stopped(cur, nil, nil) // the next pass starts at the top
 	return made
+}
+
+// candidates are the servers of ids with room for w, of its class, named
+// by it if it names one, that have not refused it as they stand now.
+func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
+	var out []string
+	for _, id := range ids {
+		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
+			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // fits says whether server s has GPUs enough of t's class.
@@ -137,9 +133,11 @@ func fits(s serverState, t pricing.Terms) bool {
 
 // matchOne negotiates waiting offer w with servers under its request's
 // claim, and returns the server whose accept made its contract, or "".
-// An offer its client can no longer pay, that a cap now refuses or whose
+// The servers that answer without an accept are remembered as having
+// refused it, and those that do not answer as quiet (refusal.go). An
+// offer its client can no longer pay, that a cap now refuses or whose
 // terms no longer hold leaves the book, with an event that says why.
-func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string) string {
+func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string, states map[string]serverState) string {
 	now := h.cfg.Now()
 	cl := Claim{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
 	got, err := h.store.Claim(ctx, cl, now)
@@ -179,6 +177,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string)
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t}, servers)
 	if win == "" {
 		finish()
+		h.remember(w, reply, states)
 		if len(reply.Counters) > 0 {
 			h.notify.Notify(w.Client, Event{Type: protocol.EventCountered, Waiting: &w, Counters: reply.Counters, At: h.cfg.Now().UTC()})
 		}
@@ -196,6 +195,23 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string)
 	}
 	h.metrics.book.WithLabelValues("matched").Inc()
 	return win
+}
+
+// remember records the answers of a negotiation of w that made no
+// contract: each server that answered refused it as it stood, each that
+// did not answer in time is quiet.
+func (h *House) remember(w trade.Waiting, reply protocol.OfferReply, states map[string]serverState) {
+	now := h.cfg.Now()
+	until := now.Add(h.cfg.RematchEvery)
+	for _, r := range reply.Rejections {
+		if r.Code == bourse.EDeadlineExceeded {
+			h.refusals.silent(r.Server, until)
+		}
+		h.refusals.refuse(w.ID, r.Server, states[r.Server].Free, until)
+	}
+	for _, c := range reply.Counters {
+		h.refusals.refuse(w.ID, c.Server, states[c.Server].Free, until)
+	}
 }
 
 // refused takes w out of the book for a refusal that another try cannot

@@ -15,6 +15,10 @@ type metrics struct {
 	heartbeats  *prometheus.CounterVec // heartbeats ignored, by why
 	quotes      *prometheus.CounterVec // by outcome: accepted, countered, rejected, no_match, error
 	book        *prometheus.CounterVec // waiting offers by what happened: queued, matched, and why they left
+	// matchPasses counts passes over a currency's book, matchAsked the
+	// waiting offers they negotiated.
+	matchPasses prometheus.Counter
+	matchAsked  prometheus.Counter
 	// readingsLate counts sweeps that found a running contract's
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
@@ -46,13 +50,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
 			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
-			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid."}, []string{"event"}),
+			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
 			Help: "Times the watchdog found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running (judged again at the next sweep)."}),
 		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
 			Help: "Contracts the watchdog settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}
+	m.matchPasses = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_passes_total",
+		Help: "Passes over a currency's book offering its waiting offers to servers with room."})
+	m.matchAsked = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_asked_total",
+		Help: "Waiting offers negotiated with servers by matching passes."})
 	if reg != nil {
+		reg.MustRegister(m.matchPasses, m.matchAsked)
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
 			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue)
 	}

@@ -213,7 +213,7 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 	for a := range h.router.Ask(ctx, offer, servers) {
 		switch {
 		case a.Err != nil:
-			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
+			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error(), Code: bourse.EDeadlineExceeded})
 		case a.Decision.Accept && h.cfg.Verifier != nil:
 			if err := h.verifyAccept(a); err != nil {
 				h.metrics.offers.WithLabelValues("accept_unsigned").Inc()

@@ -22,7 +22,7 @@ func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) 
 	}
 	h.servers.remember(server, hello.Currency, true)
 	h.servers.update(server, hello)
-	h.room.mark(server) // a new server: the book's offers may fit it
+	h.room.grow(server) // a new server: the book's offers may fit it
 	h.log.Info("server registered", "server", server, "gpus", len(hello.GPUs), "currency", hello.Currency, "policy", hello.Policy)
 	return protocol.HelloReply{
 		Heartbeat:       trade.Duration(h.cfg.Heartbeat),
@@ -46,7 +46,7 @@ func (h *House) Heartbeat(ctx context.Context, server string, hello protocol.Hel
 		return &bourse.Error{Code: bourse.EPermission, Field: "currency", Message: "server " + server + " has not said hello in " + hello.Currency}
 	}
 	if h.servers.update(server, hello) {
-		h.room.mark(server) // GPUs freed up, or it is back: offer it the book
+		h.room.grow(server) // GPUs freed up, or it is back: offer it the book
 	}
 	return nil
 }

@@ -30,12 +30,15 @@ type Store interface {
 	// EConflict (it was cancelled or expired meanwhile).
 	Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (stored trade.Contract, created bool, err error)
 	// Queue puts w in the book, unless it is there already (it returns
-	// the one stored, created=false) or a contract of w.ID exists
+	// the one stored, Created false) or a contract of w.ID exists
 	// (EConflict). With a claim token the id must be claimed by it, as
 	// for Open. It writes nothing and fails with EBookFull where
-	// w.Client has limits.PerClient waiting offers, or the book
-	// limits.Total in all.
-	Queue(ctx context.Context, w trade.Waiting, claim string, limits BookLimits) (stored trade.Waiting, created bool, err error)
+	// w.Client has limits.PerClient waiting offers, or where the book
+	// holds limits.Total in all and w does not outbid the last waiting
+	// offer of its currency in book order (Outbids); if it does, that
+	// offer leaves the book in the same transaction and is returned as
+	// Outbid.
+	Queue(ctx context.Context, w trade.Waiting, claim string, limits BookLimits) (Queued, error)
 	// Waiting is waiting offer id with its Ahead counted; ENotFound if it
 	// is not in the book.
 	Waiting(ctx context.Context, id string) (trade.Waiting, error)
@@ -62,6 +65,11 @@ type Store interface {
 	Contract(ctx context.Context, id string) (trade.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error)
+	// Settled lists up to limit contracts (all if limit ≤ 0) of every
+	// client settled (StateSettled, not voided) in [from, to), the
+	// earliest settled first (ties by ID), starting after the contract
+	// with ID after if given: for market data, a page at a time.
+	Settled(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error)
 	// Between lists up to limit contracts (all if limit ≤ 0) of every
 	// client accepted in [from, to), the earliest first (ties by ID),
 	// starting after the contract with ID after if given: for reports,
@@ -100,11 +108,23 @@ type BookLimits struct {
 	Total     int
 }
 
+// Queued is what Store.Queue did: the waiting offer as stored, whether
+// this call put it there, and the waiting offer it outbid out of a full
+// book, if it did.
+type Queued struct {
+	Waiting trade.Waiting
+	Created bool
+	Outbid  *trade.Waiting
+}
+
 // BookQuery selects waiting offers: of Currency and of Client where set,
-// whose Until is not after DueBy where set, at most Limit (all if ≤ 0).
+// whose Until is not after DueBy where set, after the waiting offer After
+// in book order where set (its Price, QueuedAt and ID: a page's last, for
+// the next page), at most Limit (all if ≤ 0).
 type BookQuery struct {
 	Currency string
 	Client   string
 	DueBy    time.Time
+	After    *trade.Waiting
 	Limit    int
 }

@@ -9,33 +9,34 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/trade"
 )
 
-// The tape is the contracts made lately, as market data needs them, read
-// from the store: the store is the one record every instance shares, so
-// figures read from it count each contract once however many instances
-// made them, and survive restarts. The tape reads only what it has not
-// read, a page at a time, but reads tapeOverlap back: a contract's
-// accepted_at is set before its transaction commits, so one may appear
-// after a later one was read. Ids already on the tape are skipped.
+// The tape is the contracts settled lately that paid for use, as market
+// data needs them, read from the store: the store is the one record every
+// instance shares, so figures read from it count each contract once
+// however many instances settled them, and survive restarts. The tape
+// reads only what it has not read, a page at a time, but reads tapeOverlap
+// back: a contract's settled_at is set before its transaction commits, so
+// one may appear after a later one was read. Ids already on the tape are
+// skipped.
 
 // tapeOverlap is how far back each read of the tape reaches before the
-// last: more than a contract's escrow takes to commit.
+// last: more than a settlement takes to commit.
 const tapeOverlap = 5 * time.Second
 
 // tapePage is how many contracts one read of the store takes.
 const tapePage = 1000
 
-// sale is a contract made, as the tape keeps it.
+// sale is a contract settled, as the tape keeps it: what it paid for what
+// it used.
 type sale struct {
-	id         string
-	at         time.Time
-	currency   string
-	model      string
-	gpuSeconds decimal.Decimal // GPUs × time limit
-	rate       pricing.Price   // price at full use per GPU-second
+	id       string
+	at       time.Time // settled
+	currency string
+	model    string
+	used     decimal.Decimal // GPU-seconds used, U
+	charged  decimal.Decimal
 }
 
 // tape is the sales of the market window, oldest first.
@@ -49,16 +50,18 @@ type tape struct {
 	cut time.Time
 }
 
-// saleOf is c as the tape keeps it; model names its GPUs' model.
-func saleOf(c trade.Contract, model string) sale {
-	g := decimal.NewFromInt(int64(c.Terms.GPUs))
-	return sale{id: c.ID, at: c.AcceptedAt, currency: c.Terms.Currency, model: model,
-		gpuSeconds: g.Mul(decimal.NewFromInt(int64(c.Terms.TimeLimit / time.Second))).Add(
-			g.Mul(decimal.NewFromInt(int64(c.Terms.TimeLimit % time.Second))).Shift(-9)),
-		rate: c.Terms.FullUsePrice()}
+// saleOf is c as the tape keeps it, model naming its GPUs' model; ok is
+// false for a contract that paid nothing for use (it used nothing, or was
+// charged nothing): such a contract moved no money for use, and moves no
+// price.
+func saleOf(c trade.Contract, model string) (s sale, ok bool) {
+	if c.Reading == nil || !c.Reading.U.IsPositive() || !c.Charge.IsPositive() {
+		return sale{}, false
+	}
+	return sale{id: c.ID, at: c.SettledAt, currency: c.Terms.Currency, model: model, used: c.Reading.U, charged: c.Charge}, true
 }
 
-// refresh reads the contracts made since the last read into the tape and
+// refresh reads the contracts settled since the last read into the tape and
 // drops those older than from, then keeps at most max of the latest. It
 // reports the earliest time the tape covers: from, or later where max cut
 // it short.
@@ -74,14 +77,17 @@ func (h *House) refresh(ctx context.Context, from, now time.Time, max int) (time
 		start = at
 	}
 	for after := ""; ; {
-		cs, err := h.store.Between(ctx, start, now, after, tapePage)
+		cs, err := h.store.Settled(ctx, start, now, after, tapePage)
 		if err != nil {
 			return from, err
 		}
 		for _, c := range cs {
-			if !t.seen[c.ID] {
+			if t.seen[c.ID] {
+				continue
+			}
+			if s, ok := saleOf(c, h.servers.model(c.Server, c.Terms)); ok {
 				t.seen[c.ID] = true
-				t.sales = append(t.sales, saleOf(c, h.servers.model(c.Server, c.Terms)))
+				t.sales = append(t.sales, s)
 			}
 		}
 		t.trim(from, max)

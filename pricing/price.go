@@ -89,6 +89,32 @@ func (t Terms) FullUsePrice() Price {
 	return Price{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
 }
 
+// SurePrice is what the terms are sure to pay per GPU-second, whatever
+// the job does: the least of
+//
+//   - P(0) + Q(g)/g, the least they pay per GPU-second of use at any rate
+//     of use, to a server that keeps their g GPUs available (P and Q
+//     never decrease, so no use pays less per GPU-second than none), and
+//   - Prepayment/(g·L), the most they can pay per GPU-second of the g GPUs
+//     held for the time limit L (the charge never passes the prepayment),
+//
+// exactly. A curve dear only at full use is sure of its price at no use,
+// and a small prepayment is sure of little: an offer cannot claim more
+// than it will pay. It orders the exchange's book.
+func (t Terms) SurePrice() Price {
+	g := decimal.NewFromInt(int64(max(t.GPUs, 1)))
+	p, q := t.P.At(decimal.Zero), t.Q.At(g)
+	floor := Price{p.num.Mul(g).Mul(q.den).Add(q.num.Mul(p.den)), p.den.Mul(q.den).Mul(g)}
+	if t.TimeLimit <= 0 {
+		return floor
+	}
+	prepaid := Price{decimal.Max(t.Prepayment, decimal.Zero), g.Mul(seconds(t.TimeLimit))}
+	if prepaid.Cmp(floor) < 0 {
+		return prepaid
+	}
+	return floor
+}
+
 // CappedPrepayment is the prepayment the terms may carry at the currency's
 // scale: the maximum charge (MaxCharge) where the prepayment is not
 // positive or is more than that, else the prepayment. An offer that names

@@ -26,6 +26,27 @@ func TestRate(t *testing.T) {
 		cheaper.Q = nil
 		assert.Equal(t, -1, cheaper.FullUsePrice().Cmp(tm.FullUsePrice()), "Q counts")
 	})
+	t.Run("SurePrice", func(t *testing.T) {
+		price := func(s string) Price { return Price{dectest.D(s), one} }
+		for _, tc := range []struct {
+			name string
+			t    Terms
+			want Price
+		}{
+			{"flat, prepaid in full", Terms{GPUs: 1, TimeLimit: 100 * time.Second, Prepayment: dectest.D("1"), P: Flat(dectest.D("0.01"))}, price("0.01")},
+			{"dear only at full use: its price at no use", Terms{GPUs: 4, TimeLimit: time.Hour, Prepayment: dectest.D("14400000"),
+				P: Curve{{X: decimal.Zero, Y: dectest.D("0.001")}, {X: dectest.D("3.96"), Y: dectest.D("0.001")}, {X: dectest.D("4"), Y: dectest.D("1000")}}}, price("0.001")},
+			{"nothing below full use", Terms{GPUs: 1, TimeLimit: time.Hour, Prepayment: dectest.D("3600000"),
+				P: Curve{{X: dectest.D("0.999"), Y: decimal.Zero}, {X: dectest.D("1"), Y: dectest.D("1000")}}}, price("0")},
+			{"a small prepayment: its spread over the GPU-seconds", Terms{GPUs: 2, TimeLimit: 100 * time.Second, Prepayment: dectest.D("0.01"),
+				P: Flat(dectest.D("1000"))}, Price{dectest.D("0.01"), dectest.D("200")}},
+			{"q at all g GPUs counts, per GPU", Terms{GPUs: 2, TimeLimit: time.Second, Prepayment: dectest.D("100"),
+				P: Flat(dectest.D("0.004")), Q: Flat(dectest.D("0.002"))}, price("0.005")},
+		} {
+			assert.Equal(t, 0, tc.t.SurePrice().Cmp(tc.want), "%s: %s", tc.name, tc.t.SurePrice().Decimal(12))
+			assert.LessOrEqual(t, tc.t.SurePrice().Cmp(tc.t.FullUsePrice()), 0, "%s: never more than at full use", tc.name)
+		}
+	})
 	t.Run("Covers", func(t *testing.T) {
 		reserve := Flat(dectest.D("0.01"))
 		assert.True(t, Flat(dectest.D("0.01")).Covers(reserve, dectest.D("4")))

@@ -205,11 +205,17 @@ func examples(t *testing.T) []example {
 
 	// At 13:00 every H100 is taken: alice's offer waits in the book up to
 	// six hours, behind one better-priced offer, and is matched at 13:42.
+	// Its curve has a floor of 0.003, which ranks it in the book; its
+	// prepayment over its GPU-seconds, 40/14400, ranks it lower still.
 	waitID := contractID("alice", "train-81880")
 	waitTerms := terms
 	waitTerms.Job = nil
+	waitTerms.P = pricing.Curve{{X: dectest.D("0"), Y: dectest.D("0.003")}, {X: dectest.D("2"), Y: dectest.D("0.004")}}
 	queued := trade.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
-		Price: dectest.D("0.004"), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
+		Price: waitTerms.SurePrice().Decimal(scale + protocol.PricePlaces), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
+	if !queued.Price.Equal(dectest.D("0.00277778")) {
+		t.Fatalf("sure price %s", queued.Price)
+	}
 	cancelled := queued
 	cancelled.Ahead, cancelled.Left = 0, trade.LeftCancelled
 	expired := queued
@@ -283,7 +289,7 @@ func examples(t *testing.T) []example {
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
 		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
 			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
-				Model: "H100", Contracts: 12, GPUSeconds: dectest.D("86400"),
+				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
 			}}}},

@@ -22,10 +22,10 @@ const MarketSubjects = MarketPrefix + ".>"
 
 // Market is one currency's market data, as the exchange publishes it every
 // Every on MarketSubject(Currency). It names no client: every figure is a
-// count or a price. The contracts figures cover those accepted in the
+// count or a price. The contracts figures cover those settled in the
 // Window before At; the GPUs are those of the servers heard from lately.
-// Prices are per GPU-second at full use (pricing.Terms.FullUsePrice), at
-// the currency's Scale plus PricePlaces decimal places.
+// Prices are what was paid for what was used: per GPU-second used, at the
+// currency's Scale plus PricePlaces decimal places.
 type Market struct {
 	Currency string         `json:"currency"`
 	Scale    int32          `json:"scale"`
@@ -40,19 +40,24 @@ type Market struct {
 }
 
 // PricePlaces is how many decimal places beyond its currency's scale a
-// price at full use carries in market data: a price per GPU-second is
-// small beside the amounts it adds up to.
+// price per GPU-second carries in market data and in the book: a price
+// per GPU-second is small beside the amounts it adds up to.
 const PricePlaces = 6
 
 // MarketModel is one GPU model's market data in a currency.
 type MarketModel struct {
 	Model string `json:"model"`
-	// Contracts made in the window, and the GPU-seconds they bought: GPUs
-	// × time limit, the most they can use.
-	Contracts  int             `json:"contracts"`
-	GPUSeconds decimal.Decimal `json:"gpu_seconds"`
-	// Prices of those contracts at full use, each weighted by its
-	// GPU-seconds in VWAP; absent with no contracts.
+	// Settled is how many contracts settled in the window paid for use:
+	// charged more than nothing for more than no GPU-seconds used (U).
+	// A contract that used nothing or paid nothing moved no money for
+	// use, and counts nowhere here. Used is the GPU-seconds those
+	// contracts used, Charged what they paid.
+	Settled int             `json:"settled"`
+	Used    decimal.Decimal `json:"gpu_seconds_used"`
+	Charged decimal.Decimal `json:"charged"`
+	// Prices of those contracts per GPU-second used (each one's charge
+	// over its U), each weighted by its GPU-seconds used; absent with no
+	// such contracts.
 	Prices *Prices `json:"prices,omitempty"`
 	// GPUs of the model on the servers heard from lately, and how many
 	// of them are free.
@@ -62,7 +67,12 @@ type MarketModel struct {
 	Waiting Depth `json:"waiting"`
 }
 
-// Prices sums up the prices at full use of contracts made.
+// Prices sums up what settled contracts paid per GPU-second used: the
+// lowest and highest contract's, the median weighted by GPU-seconds used
+// (the price of the contract at which half the GPU-seconds used had been
+// bought at or below it: a price some contract paid, which contracts that
+// used little cannot move), and VWAP, all that was charged over all the
+// GPU-seconds used.
 type Prices struct {
 	Low    decimal.Decimal `json:"low"`
 	Median decimal.Decimal `json:"median"`
@@ -71,7 +81,8 @@ type Prices struct {
 }
 
 // Depth sums up the book's waiting offers of a model: how many, the GPUs
-// they ask for, and the best (highest) price at full use among them.
+// they ask for, and the best (highest) sure price among them, by which
+// the book is ordered (trade.Waiting.Price).
 type Depth struct {
 	Offers int             `json:"offers"`
 	GPUs   int             `json:"gpus"`

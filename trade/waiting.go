@@ -21,9 +21,11 @@ type Waiting struct {
 	RequestID string        `json:"request_id"`
 	Terms     pricing.Terms `json:"terms"`
 	Resumes   string        `json:"resumes,omitempty"`
-	// Price is the terms' price per GPU-second at full use
-	// (pricing.Terms.FullUsePrice), at the currency's scale plus six
-	// places: what orders the book, highest first.
+	// Price is what the terms are sure to pay per GPU-second
+	// (pricing.Terms.SurePrice: the least of the price at no use and the
+	// prepayment spread over the GPUs for the time limit), at the
+	// currency's scale plus six places: what orders the book, highest
+	// first.
 	Price    decimal.Decimal `json:"price"`
 	QueuedAt time.Time       `json:"queued_at"`
 	// Until is when it leaves the book unmatched (expired).
@@ -45,4 +47,5 @@ const (
 	LeftUnpaid    Left = "insufficient_funds" // at a match, the wallet could not pay its prepayment
 	LeftCapped    Left = "cap_exceeded"       // at a match, a cap of its client's refused it
 	LeftInvalid   Left = "invalid"            // at a match, its terms were no longer valid (a start passed)
+	LeftOutbid    Left = "outbid"             // the book was full, and an offer sure to pay more took its place
 )

@@ -10,16 +10,16 @@ import (
 )
 
 // Prices is what the market data says contracts cost lately: the median
-// price per GPU-second at full use of the contracts made in a currency
-// for a GPU model ("any" for offers that name none), and whether any were
-// made. bidder.MarketPrices reads it from the exchange's market data; the
+// price per GPU-second used that the contracts settled in a currency for
+// a GPU model ("any" for offers that name none) paid, weighted by the
+// GPU-seconds they used, and whether any paid for use. bidder.MarketPrices reads it from the exchange's market data; the
 // simulator from its House.
 type Prices interface {
 	Median(currency, model string) (decimal.Decimal, bool)
 }
 
-// Going bids the going rate: the median price at full use of the
-// contracts made lately for the job's currency and model, within the
+// Going bids the going rate: the median price paid per GPU-second used
+// by the contracts settled lately for the job's currency and model, within the
 // job's value, and after each rejection Step of the way from there to the
 // value. Where the market has made no such contract it opens at half the
 // value. It takes the cheapest counter-offer within the value (Cheapest).

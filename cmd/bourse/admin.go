@@ -200,8 +200,8 @@ again does nothing; with another parent it is a conflict.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tKEY\t")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", e.Seq, e.At.Format(time.RFC3339), amountText(e.Amount, c.Scale),
-					amountText(e.Balance, c.Scale), e.Counterparty, e.Key)
+				row(tw, e.Seq, e.At.Format(time.RFC3339), amountText(e.Amount, c.Scale),
+					amountText(e.Balance, c.Scale), e.Counterparty, e.Key, "") // AlignRight: every cell ends with a tab
 			}
 			return tw.Flush()
 		}),

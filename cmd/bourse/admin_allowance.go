@@ -189,7 +189,7 @@ a rule changed in the file replaces the one set) and then pays.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tPERIOD\tAMOUNT\tKEY")
 			for _, m := range made {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Wallet, m.Period, m.Amount.String(), m.Key)
+				row(tw, m.Wallet, m.Period, m.Amount.String(), m.Key)
 			}
 			return tw.Flush()
 		}),

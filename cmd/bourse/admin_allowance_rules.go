@@ -122,7 +122,7 @@ func newAllowanceListCmd(withTreasury func(treasuryRun) func(*cobra.Command, []s
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tRULE")
 			for _, r := range rules {
-				fmt.Fprintf(tw, "%s\t%s\n", r.Wallet, describeRule(r))
+				row(tw, r.Wallet, describeRule(r))
 			}
 			return tw.Flush()
 		}),

@@ -80,8 +80,8 @@ func writeReportTables(w io.Writer, r breakdown.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PERIOD\tORG\tPROJECT\tCLIENT\tMODEL\tCONTRACTS\tGPU-SECONDS\tCOST")
 	for _, l := range r.Lines {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s %s\n", l.Period, orDash(l.Org), orDash(l.Project), l.Client, l.Model, l.Contracts,
-			l.GPUSeconds.StringFixed(1), l.Cost, l.Currency)
+		row(tw, l.Period, orDash(l.Org), orDash(l.Project), l.Client, l.Model, l.Contracts,
+			l.GPUSeconds.StringFixed(1), fmt.Sprintf("%s %s", l.Cost, l.Currency))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PERIOD\tSERVER\tCONTRACTS\tGPU-SECONDS SOLD\tREVENUE\tIDLE GPU-SECONDS")
@@ -90,12 +90,12 @@ func writeReportTables(w io.Writer, r breakdown.Report) error {
 		if s.Capacity.IsPositive() {
 			idle = s.Idle.StringFixed(1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s\t%s\n", s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), s.Revenue, s.Currency, idle)
+		row(tw, s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), fmt.Sprintf("%s %s", s.Revenue, s.Currency), idle)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PERIOD\tCURRENCY\tGPU-SECONDS\tCOST\tPER GPU-SECOND")
 	for _, p := range r.Prices {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Period, p.Currency, p.GPUSeconds.StringFixed(1), p.Cost, p.PerGPUSecond)
+		row(tw, p.Period, p.Currency, p.GPUSeconds.StringFixed(1), p.Cost, p.PerGPUSecond)
 	}
 	return tw.Flush()
 }

@@ -57,8 +57,8 @@ sells at the price set when it runs.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ps, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT", func(p treasury.Price) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.Sold, p.PaidIn, p.Price, p.SetBy, p.SetAt.Format(time.RFC3339))
+			return printList(cmd.OutOrStdout(), asJSON, ps, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT", func(p treasury.Price) []any {
+				return []any{p.Sold, p.PaidIn, p.Price, p.SetBy, p.SetAt.Format(time.RFC3339)}
 			})
 		}),
 	}

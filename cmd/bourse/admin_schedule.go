@@ -53,7 +53,7 @@ market without an exchange running, or from cron.`,
 			lines := 0
 			for _, w := range slices.Sorted(maps.Keys(ran.Allowances)) {
 				for _, p := range ran.Allowances[w] {
-					fmt.Fprintf(tw, "allowance\t%s\t%s\t%s\n", w, p.Amount, p.Key)
+					row(tw, "allowance", w, p.Amount, p.Key)
 					lines++
 				}
 			}
@@ -62,11 +62,11 @@ market without an exchange running, or from cron.`,
 				if u.Err != "" {
 					amount = "failed: " + u.Err
 				}
-				fmt.Fprintf(tw, "topup\t%s\t%s\t%s\n", u.Wallet, amount, u.Key)
+				row(tw, "topup", u.Wallet, amount, u.Key)
 				lines++
 			}
 			for _, r := range ran.Refills {
-				fmt.Fprintf(tw, "refill\t%s\t%s\t%d steps\n", r.Bucket, r.Amount, r.Steps)
+				row(tw, "refill", r.Bucket, r.Amount, fmt.Sprintf("%d steps", r.Steps))
 				lines++
 			}
 			if lines == 0 {

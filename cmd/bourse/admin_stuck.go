@@ -47,8 +47,8 @@ rule: settled on its last valid reading, else voided with a full refund.`,
 				if cur, err := store.Ledger().Currency(ctx, currency.Code(c.Terms.Currency)); err == nil {
 					amount = c.Terms.Prepayment.StringFixed(cur.Scale)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\t%s\t%d\t%s\t%s\n", c.ID, c.Client, c.Server, c.State,
-					amount, c.Terms.Currency, st.Since.Format(time.RFC3339), st.Attempts, st.Retry.Format(time.RFC3339), st.Error)
+				row(tw, c.ID, c.Client, c.Server, c.State,
+					amount+" "+c.Terms.Currency, st.Since.Format(time.RFC3339), st.Attempts, st.Retry.Format(time.RFC3339), st.Error)
 			}
 			return tw.Flush()
 		}),

@@ -68,8 +68,8 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ups, "WALLET\tBELOW\tTO\tEVERY", func(u treasury.TopUp) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%v", u.Wallet, u.Below, u.To, u.Every)
+			return printList(cmd.OutOrStdout(), asJSON, ups, "WALLET\tBELOW\tTO\tEVERY", func(u treasury.TopUp) []any {
+				return []any{u.Wallet, u.Below, u.To, u.Every}
 			})
 		}),
 	}
@@ -102,7 +102,7 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tAMOUNT\tKEY\tERROR")
 			for _, d := range done {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Wallet, d.Amount, d.Key, d.Err)
+				row(tw, d.Wallet, d.Amount, d.Key, d.Err)
 			}
 			return tw.Flush()
 		}),

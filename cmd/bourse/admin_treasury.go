@@ -104,8 +104,8 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339))
+			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) []any {
+				return []any{r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339)}
 			})
 		}),
 	}
@@ -145,8 +145,8 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tKEY\tMEMO", func(p treasury.SupplyPoint) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.At.Format(time.RFC3339), p.Change, p.Supply, p.Key, p.Memo)
+			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tKEY\tMEMO", func(p treasury.SupplyPoint) []any {
+				return []any{p.At.Format(time.RFC3339), p.Change, p.Supply, p.Key, p.Memo}
 			})
 		}),
 	}
@@ -163,8 +163,8 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes())
+			return printList(cmd.OutOrStdout(), asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) []any {
+				return []any{a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes()}
 			})
 		}),
 	}

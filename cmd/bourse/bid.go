@@ -117,15 +117,15 @@ func printJSON(w io.Writer, v any) error {
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // printList prints items as JSON, or as a table: header (tab-separated
-// column names), then line(item), tab-separated, for each item.
-func printList[T any](w io.Writer, asJSON bool, items []T, header string, line func(T) string) error {
+// column names), then the cells of each item (row).
+func printList[T any](w io.Writer, asJSON bool, items []T, header string, cells func(T) []any) error {
 	if asJSON {
 		return printJSON(w, items)
 	}
 	tw := table(w)
 	fmt.Fprintln(tw, header)
 	for _, it := range items {
-		fmt.Fprintln(tw, line(it))
+		row(tw, cells(it)...)
 	}
 	return tw.Flush()
 }
@@ -171,7 +171,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 					reason = "-"
 				}
 				cur := k.Terms.Currency
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", k.ID, k.Server, k.State, reason, k.Terms.GPUs,
+				row(tw, k.ID, k.Server, k.State, reason, k.Terms.GPUs,
 					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, ended(k.State)), sc.money(k.Refund, cur, ended(k.State)), when(k.AcceptedAt))
 			}
 			return tw.Flush()
@@ -207,11 +207,11 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
 			case k.State == trade.StateSettled:
-				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, k.Reason, sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
+				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, safe(string(k.Reason)), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
 			case k.State == trade.StateVoided:
-				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, k.Reason, sc.amount(k.Refund, cur), cur)
+				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, safe(string(k.Reason)), sc.amount(k.Refund, cur), cur)
 			default:
-				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, k.Server, f.command(cmd), k.ID)
+				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, safe(k.Server), f.command(cmd), k.ID)
 			}
 			return nil
 		}),
@@ -273,7 +273,7 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 			tw := table(out)
 			fmt.Fprintln(tw, "SEQ\tAT\tAMOUNT\tBALANCE\tCOUNTERPARTY\tMEMO")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, when(e.At), signed(e.Amount, sc.amount(e.Amount, cur)),
+				row(tw, e.Seq, when(e.At), signed(e.Amount, sc.amount(e.Amount, cur)),
 					sc.amount(e.Balance, cur), e.Counterparty, oneLine(e.Memo))
 			}
 			if err := tw.Flush(); err != nil {
@@ -298,4 +298,4 @@ func signed(d decimal.Decimal, text string) string {
 	return text
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string { return safe(strings.Join(strings.Fields(s), " ")) }

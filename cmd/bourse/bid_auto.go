@@ -134,13 +134,13 @@ func printRound(w io.Writer, r strategy.Round) {
 	fmt.Fprintf(w, "offer %d at %s: ", r.N+1, priceText(r.Terms))
 	switch {
 	case r.Reply.Contract != nil && r.Took != nil:
-		fmt.Fprintf(w, "took %s's counter-offer at %s\n", r.Took.Server, priceText(r.Took.Terms))
+		fmt.Fprintf(w, "took %s's counter-offer at %s\n", safe(r.Took.Server), priceText(r.Took.Terms))
 	case r.Reply.Contract != nil:
-		fmt.Fprintf(w, "accepted by %s\n", r.Reply.Contract.Server)
+		fmt.Fprintf(w, "accepted by %s\n", safe(r.Reply.Contract.Server))
 	case r.Err != nil && r.Took != nil:
-		fmt.Fprintf(w, "%s's counter-offer was gone (%v)\n", r.Took.Server, r.Err)
+		fmt.Fprintf(w, "%s's counter-offer was gone (%s)\n", safe(r.Took.Server), safe(r.Err.Error()))
 	case r.Err != nil:
-		fmt.Fprintf(w, "%v\n", r.Err)
+		fmt.Fprintf(w, "%s\n", safe(r.Err.Error()))
 	case len(r.Reply.Counters) > 0:
 		fmt.Fprintf(w, "%d counter-offer(s), none taken (cheapest %s)\n", len(r.Reply.Counters), priceText(cheapest(r.Reply.Counters).Terms))
 	default:

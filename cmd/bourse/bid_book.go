@@ -25,7 +25,7 @@ func printQueued(w io.Writer, q trade.Waiting, bid string) {
 func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "waiting",
-		Short: "List your offers waiting in the book, best price first, and where each stands",
+		Short: "List your offers waiting in the book, the highest sure price first, and where each stands",
 		Args:  cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			ws, err := c.Waiting(ctx, "")
@@ -45,11 +45,11 @@ func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 			}
 			sc := newScales(ctx, c)
 			tw := table(out)
-			fmt.Fprintln(tw, "ID\tGPUS\tCLASS\tPRICE AT FULL USE\tPREPAYMENT\tAHEAD\tQUEUED\tUNTIL")
+			fmt.Fprintln(tw, "ID\tGPUS\tCLASS\tSURE PRICE\tPREPAYMENT\tAHEAD\tQUEUED\tUNTIL")
 			for _, w := range ws {
 				cur := w.Terms.Currency
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s %s\t%d\t%s\t%s\n", w.ID, w.Terms.GPUs, classText(w.Terms.Class), w.Price,
-					sc.amount(w.Terms.Prepayment, cur), cur, w.Ahead, when(w.QueuedAt), when(w.Until))
+				row(tw, w.ID, w.Terms.GPUs, classText(w.Terms.Class), w.Price,
+					sc.amount(w.Terms.Prepayment, cur)+" "+cur, w.Ahead, when(w.QueuedAt), when(w.Until))
 			}
 			return tw.Flush()
 		}),
@@ -120,7 +120,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string,
 			case ev.Type == protocol.EventAccepted && ev.Contract != nil && ev.Contract.ID == id:
 				if !asJSON {
 					k := ev.Contract
-					fmt.Fprintf(out, "%s  matched   %s accepted it after %s in the book\n", ev.At.Local().Format("15:04:05"), k.Server,
+					fmt.Fprintf(out, "%s  matched   %s accepted it after %s in the book\n", ev.At.Local().Format("15:04:05"), safe(k.Server),
 						k.AcceptedAt.Sub(k.QueuedAt).Round(time.Second))
 				}
 				return nil
@@ -136,7 +136,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string,
 			case protocol.EventCountered:
 				if !asJSON {
 					fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s; it waits on\n", ev.At.Local().Format("15:04:05"),
-						len(ev.Counters), priceText(cheapest(ev.Counters).Terms), cheapest(ev.Counters).Server)
+						len(ev.Counters), priceText(cheapest(ev.Counters).Terms), safe(cheapest(ev.Counters).Server))
 				}
 			case protocol.EventLeftBook:
 				return &bourse.Error{Code: bourse.ERejected, Op: "bid.watch", Message: fmt.Sprintf("%s left the book (%s): %s", id, ev.Waiting.Left, ev.Message)}

@@ -410,15 +410,17 @@ func isTerminal(r io.Reader) bool {
 func printContract(w io.Writer, k protocol.Contract, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
-		k.ID, k.Server, t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
+		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
 	fmt.Fprintf(w, "watch it: %s watch %s\n", bid, k.ID)
 }
 
+// classText describes a class of GPUs, its model made safe: a class may
+// come in a server's counter-offer.
 func classText(c pricing.Class) string {
-	s := c.Model
+	s := safe(c.Model)
 	if s == "" {
 		s = "any GPU"
 	}

@@ -143,7 +143,7 @@ that names one is refused whole, and nothing is written.`,
 				return fmt.Errorf("%w; --force replaces them", err)
 			case err != nil:
 				for _, name := range files {
-					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: written before the failure: %s\n", name)
+					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: written before the failure: %s\n", safe(name))
 				}
 				return err
 			}
@@ -156,11 +156,11 @@ that names one is refused whole, and nothing is written.`,
 				}{out, append([]string{}, files...), end})
 			}
 			for _, name := range files {
-				fmt.Fprintln(w, name)
+				fmt.Fprintln(w, safe(name)) // the server named them
 			}
 			fmt.Fprintf(w, "%d files in %s (%d bytes archived)\n", len(files), out, end.Results)
 			for _, o := range end.Omitted {
-				fmt.Fprintf(cmd.ErrOrStderr(), "bourse: left out by the server: %s\n", o)
+				fmt.Fprintf(cmd.ErrOrStderr(), "bourse: left out by the server: %s\n", safe(fmt.Sprint(o)))
 			}
 			return nil
 		}),

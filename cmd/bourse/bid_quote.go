@@ -56,7 +56,7 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 			return printJSON(out, q)
 		}
 		if len(q.Accepts) > 0 {
-			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(q.Accepts, ", "))
+			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(safeAll(q.Accepts), ", "))
 		} else {
 			fmt.Fprintln(out, "No server would accept these terms now.")
 		}

@@ -115,11 +115,11 @@ func printCounterTable(w io.Writer, r protocol.OfferReply, sc *scales) {
 	fmt.Fprintln(tw, "#\tSERVER\tGPUS\tCLASS\tTIME LIMIT\tPRICE\tPREPAYMENT\tVALID FOR\tNOTE")
 	for i, k := range r.Counters {
 		left := time.Until(k.ValidUntil).Round(time.Second)
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s %s\t%s\t%s\n", i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-			k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency, max(0, left), oneLine(k.Note))
+		row(tw, i+1, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
+			k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency)+" "+k.Terms.Currency, max(0, left), oneLine(k.Note))
 	}
 	_ = tw.Flush()
 	for _, rj := range r.Rejections {
-		fmt.Fprintf(w, "%s rejected: %s\n", rj.Server, rj.Reason)
+		fmt.Fprintf(w, "%s rejected: %s\n", safe(rj.Server), safe(rj.Reason))
 	}
 }

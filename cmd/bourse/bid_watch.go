@@ -63,19 +63,19 @@ func printEvent(w io.Writer, ev bidder.Update, sc *scales) {
 	at := ev.At.Local().Format("15:04:05")
 	switch ev.Type {
 	case protocol.EventAccepted:
-		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, k.Server, sc.amount(k.Terms.Prepayment, cur), cur)
+		fmt.Fprintf(w, "%s  accepted  %s by %s; prepayment %s %s escrowed\n", at, k.ID, safe(k.Server), sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventStarted:
-		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s%s\n", at, k.Server, k.GPUs, metered(k.Meter), usage(k.Reading))
+		fmt.Fprintf(w, "%s  running   on %s, GPUs %v%s%s\n", at, safe(k.Server), k.GPUs, metered(k.Meter), usage(k.Reading))
 	case protocol.EventReading:
 		fmt.Fprintf(w, "%s  running  %s  due %s of %s %s\n", at, usage(k.Reading), sc.amount(ev.Due, cur), sc.amount(k.Terms.Prepayment, cur), cur)
 	case protocol.EventSettled:
-		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, k.Reason, usage(k.Reading), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
+		fmt.Fprintf(w, "%s  settled   %s%s: charged %s, refunded %s %s\n", at, safe(string(k.Reason)), usage(k.Reading), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
 	case protocol.EventVoided:
-		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, k.Reason, sc.amount(k.Refund, cur), cur)
+		fmt.Fprintf(w, "%s  voided    %s: refunded %s %s\n", at, safe(string(k.Reason)), sc.amount(k.Refund, cur), cur)
 	case protocol.EventSpendWarning:
-		fmt.Fprintf(w, "%s  warning   %s\n", at, ev.Warning)
+		fmt.Fprintf(w, "%s  warning   %s\n", at, safe(ev.Warning))
 	default:
-		fmt.Fprintf(w, "%s  %s\n", at, ev.Type)
+		fmt.Fprintf(w, "%s  %s\n", at, safe(string(ev.Type)))
 	}
 }
 
@@ -91,5 +91,5 @@ func metered(m trade.Meter) string {
 	if m == "" {
 		return ""
 	}
-	return ", metered by " + string(m)
+	return ", metered by " + safe(string(m))
 }

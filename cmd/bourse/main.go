@@ -93,7 +93,7 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 func errorText(err error) string {
 	var e *bourse.Error
 	if errors.As(err, &e) {
-		return fmt.Sprintf("%v (code %s)", err, e.Code)
+		return safeText(fmt.Sprintf("%v (code %s)", err, e.Code))
 	}
-	return err.Error()
+	return safeText(err.Error())
 }

@@ -31,14 +31,15 @@ func newMarketCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "market",
-		Short: "Show the market: contracts made and their prices, GPUs free, offers waiting",
+		Short: "Show the market: what was paid for GPU time used, GPUs free, offers waiting",
 		Long: `market prints the market data the exchange publishes every few seconds on
 bourse.v1.market.<currency>, which any NATS user of the market may read: per
-currency and GPU model, the contracts made in the last hour (or the window
-the exchange says), the GPU-seconds they bought, their prices per GPU-second
-at full use (low, median, high, and weighted by GPU-seconds), the GPUs of the
-servers heard from and how many are free, and the offers waiting in the book.
-It names no client.
+currency and GPU model, the contracts settled in the last hour (or the window
+the exchange says) that paid for use, the GPU-seconds they used and what they
+were charged, their prices per GPU-second used (low, median and high, the
+median weighted by GPU-seconds used, and VWAP: all charged over all used), the
+GPUs of the servers heard from and how many are free, and the offers waiting
+in the book with the best sure price among them. It names no client.
 
 Without --watch it waits for the next publication (every currency's, or
 --currency's) and prints it; --watch prints each as it comes until
@@ -161,12 +162,12 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		fmt.Fprintf(out, "%s at %s: contracts made in the last %s; prices per GPU-second at full use\n",
-			m.Currency, when(m.At), time.Duration(m.Window).Round(time.Second))
+		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use; prices paid per GPU-second used\n",
+			safe(m.Currency), when(m.At), time.Duration(m.Window).Round(time.Second))
 		places := pricePlaces(m)
 		price := func(d decimal.Decimal) string { return d.StringFixed(places) }
 		tw := table(out)
-		fmt.Fprintln(tw, "MODEL\tCONTRACTS\tGPU-SECONDS\tLOW\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING\tWAITING GPUS\tBEST WAITING")
+		fmt.Fprintln(tw, "MODEL\tSETTLED\tGPU-SECONDS USED\tCHARGED\tLOW\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING\tWAITING GPUS\tBEST WAITING")
 		for _, l := range m.Models {
 			low, median, high, vwap := "-", "-", "-", "-"
 			if p := l.Prices; p != nil {
@@ -176,7 +177,7 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 			if l.Waiting.Offers > 0 {
 				best = price(l.Waiting.Best)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", l.Model, l.Contracts, gpuSeconds(l.GPUSeconds),
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", safe(l.Model), l.Settled, gpuSeconds(l.Used), l.Charged,
 				low, median, high, vwap, l.GPUs, l.Free, l.Waiting.Offers, l.Waiting.GPUs, best)
 		}
 		if err := tw.Flush(); err != nil {

@@ -15,8 +15,8 @@ import (
 )
 
 // TestBidQuoteAndMarket: through the command alone, a quote hears atlas's
-// answer and holds nothing, and `bourse market` shows the contract made
-// and the GPUs.
+// answer and holds nothing, and `bourse market` shows what the contract
+// paid for what it used once it has settled, and the GPUs.
 func TestBidQuoteAndMarket(t *testing.T) {
 	b := startBidMarket(t)
 	var q protocol.QuoteReply
@@ -29,7 +29,7 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	bal := b.ok("ada", "--json", "balance")
 	assert.Contains(t, bal, `"held": "0"`, "a quote holds nothing: %s", bal)
 
-	k := b.offerJSON("ada", "--gpus", "2", "--model", "H100", "--price", "0.35", "--time-limit", "1m", "--duration", "30s")
+	k := b.offerJSON("ada", "--gpus", "2", "--model", "H100", "--price", "0.35", "--time-limit", "1m", "--duration", "2s")
 	assert.Equal(t, "atlas", k.Server)
 
 	market := func(args ...string) string {
@@ -42,16 +42,16 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	for {
 		require.NoError(t, json.Unmarshal([]byte(market("--currency", "CRED", "--json")), &ms))
 		require.Len(t, ms, 1)
-		if len(ms[0].Models) > 0 && ms[0].Models[0].Contracts > 0 {
+		if len(ms[0].Models) > 0 && ms[0].Models[0].Settled > 0 {
 			break
 		}
 	}
 	h := ms[0].Models[0]
 	assert.Equal(t, "H100", h.Model)
-	assert.Equal(t, 1, h.Contracts)
+	assert.Equal(t, 1, h.Settled)
 	assert.True(t, h.Prices.Median.Equal(decimal.RequireFromString("0.35")), "%+v", h.Prices)
 	assert.Equal(t, 16, h.GPUs)
-	// --auto going bids the median of the contracts made: 0.35.
+	// --auto going bids the median paid per GPU-second used: 0.35.
 	g := b.offerJSON("bob", "--gpus", "1", "--model", "H100", "--auto", "going", "--value", "0.50", "--time-limit", "1m", "--duration", "10s")
 	assert.Equal(t, "0.35", g.Terms.P.Eval(decimal.Zero).String(), "the going rate")
 
@@ -67,7 +67,7 @@ func TestPrintMarketAligned(t *testing.T) {
 	d := decimal.RequireFromString
 	var b strings.Builder
 	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Models: []protocol.MarketModel{
-		{Model: "H100", Contracts: 2, Prices: &protocol.Prices{Low: d("0.3"), Median: d("0.4"), High: d("0.5"), VWAP: d("0.40243902")}},
+		{Model: "H100", Settled: 2, Prices: &protocol.Prices{Low: d("0.3"), Median: d("0.4"), High: d("0.5"), VWAP: d("0.40243902")}},
 		{Model: "L4", Waiting: protocol.Depth{Offers: 1, Best: d("0.1")}},
 	}}}))
 	out := b.String()

@@ -36,6 +36,9 @@ type Router struct {
 	// deaf are the servers that confirm a kill or suspend and carry on
 	// regardless (IgnoreControls).
 	deaf map[string]bool
+	// hung are the servers that take offers and never answer them, each
+	// costing the House its Negotiation on the clock (Hang).
+	hung map[string]bool
 }
 
 // IgnoreControls has server confirm every kill and suspend and do
@@ -54,6 +57,25 @@ func (r *Router) ignores(server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.deaf[server]
+}
+
+// Hang has server take every offer and answer none, while it goes on
+// heartbeating: each offer asked of it moves the clock on by the House's
+// Negotiation, as the wait for an answer that never comes does over
+// NATS.
+func (r *Router) Hang(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hung == nil {
+		r.hung = map[string]bool{}
+	}
+	r.hung[server] = true
+}
+
+func (r *Router) hangs(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hung[server]
 }
 
 // MuteStarts has server decide offers but never answer a start.
@@ -111,11 +133,38 @@ var errSilent = errors.New("the server is silent")
 
 func (r *Router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
 	r.mu.Lock()
+	hung := false
 	for _, s := range servers {
 		r.Asked[s]++
+		hung = hung || r.hung[s]
 	}
 	r.mu.Unlock()
-	return r.ask(offer, servers, (*server.Node).Decide)
+	if !hung {
+		return r.ask(offer, servers, (*server.Node).Decide)
+	}
+	// The answers that come yield first; the hung servers' errors at the
+	// negotiation's end, after its wait.
+	return func(yield func(exchange.Answer) bool) {
+		var answer, late []string
+		for _, s := range servers {
+			if r.hangs(s) {
+				late = append(late, s)
+			} else {
+				answer = append(answer, s)
+			}
+		}
+		for a := range r.ask(offer, answer, (*server.Node).Decide) {
+			if !yield(a) {
+				return
+			}
+		}
+		r.h.Advance(r.h.House.Config().Negotiation)
+		for _, s := range late {
+			if !yield(exchange.Answer{Server: s, Err: errSilent}) {
+				return
+			}
+		}
+	}
 }
 
 func (r *Router) Quote(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {

@@ -10,30 +10,42 @@ import (
 	"github.com/bourse/bourse/trade"
 )
 
-func (s *Store) Queue(_ context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (trade.Waiting, bool, error) {
+func (s *Store) Queue(_ context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (exchange.Queued, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.book[w.ID]; ok {
-		return s.ahead(*old), false, nil
+		return exchange.Queued{Waiting: s.ahead(*old)}, nil
 	}
 	if err := s.checkClaim(w.ID, claim); err != nil {
-		return trade.Waiting{}, false, err
+		return exchange.Queued{}, err
 	}
 	if _, ok := s.contracts[w.ID]; ok || s.forgotten.Has(0, w.ID) {
-		return trade.Waiting{}, false, exchange.ContractExists(w.ID)
+		return exchange.Queued{}, exchange.ContractExists(w.ID)
 	}
 	mine := 0
+	var last *trade.Waiting
 	for _, o := range s.book {
 		if o.Client == w.Client {
 			mine++
 		}
+		if o.Terms.Currency == w.Terms.Currency && (last == nil || exchange.BookOrder(*o, *last) > 0) {
+			last = o
+		}
 	}
-	if err := exchange.CheckBookLimits(limits, mine, len(s.book)); err != nil {
-		return trade.Waiting{}, false, err
+	outbid, err := exchange.CheckBookLimits(limits, mine, len(s.book), w, last)
+	if err != nil {
+		return exchange.Queued{}, err
+	}
+	q := exchange.Queued{Created: true}
+	if outbid {
+		gone := *last
+		delete(s.book, gone.ID)
+		q.Outbid = &gone
 	}
 	w.Ahead, w.Left = 0, ""
 	s.book[w.ID] = &w
-	return s.ahead(w), true, nil
+	q.Waiting = s.ahead(w)
+	return q, nil
 }
 
 func (s *Store) Waiting(_ context.Context, id string) (trade.Waiting, error) {
@@ -63,7 +75,7 @@ func (s *Store) Book(_ context.Context, q exchange.BookQuery) ([]trade.Waiting, 
 	out := []trade.Waiting{}
 	for _, w := range s.book {
 		if (q.Currency == "" || w.Terms.Currency == q.Currency) && (q.Client == "" || w.Client == q.Client) &&
-			(q.DueBy.IsZero() || !w.Until.After(q.DueBy)) {
+			(q.DueBy.IsZero() || !w.Until.After(q.DueBy)) && (q.After == nil || exchange.BookOrder(*w, *q.After) > 0) {
 			out = append(out, *w)
 		}
 	}

@@ -280,28 +280,43 @@ func first(cs []trade.Contract, limit int) []trade.Contract {
 // Between scans every contract: the in-memory store serves demos and
 // tests, whose contracts are few.
 func (s *Store) Between(_ context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+	return s.between(from, to, after, limit, func(c *trade.Contract) (time.Time, bool) { return c.AcceptedAt, true }), nil
+}
+
+// Settled scans every contract, as Between does.
+func (s *Store) Settled(_ context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+	return s.between(from, to, after, limit, func(c *trade.Contract) (time.Time, bool) {
+		return c.SettledAt, c.State == trade.StateSettled
+	}), nil
+}
+
+// between lists the contracts whose time at says is in [from, to), by
+// it then id, after the contract after, at most limit.
+func (s *Store) between(from, to time.Time, after string, limit int, at func(c *trade.Contract) (time.Time, bool)) []trade.Contract {
+	type row struct {
+		at time.Time
+		c  trade.Contract
+	}
 	s.mu.Lock()
-	var all []*trade.Contract
+	var all []row
 	for _, c := range s.contracts {
-		if !c.AcceptedAt.Before(from) && c.AcceptedAt.Before(to) {
-			all = append(all, c)
+		if t, ok := at(c); ok && !t.Before(from) && t.Before(to) {
+			all = append(all, row{t, c.Clone()})
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b *trade.Contract) int {
-		return cmp.Or(a.AcceptedAt.Compare(b.AcceptedAt), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(all, func(a, b row) int { return cmp.Or(a.at.Compare(b.at), strings.Compare(a.c.ID, b.c.ID)) })
 	out := []trade.Contract{}
 	skipping := after != ""
-	for _, c := range all {
+	for _, r := range all {
 		if skipping {
-			skipping = c.ID != after
+			skipping = r.c.ID != after
 			continue
 		}
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		out = append(out, c.Clone())
+		out = append(out, r.c)
 	}
-	return out, nil
+	return out
 }

@@ -14,12 +14,14 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
 )
 
 // TestMarketData: with two exchange instances on one store, the market
-// data counts each contract once (it is read from the store, and one
-// instance publishes), with the prices of the contracts made, the GPUs
-// registered and free, and no client's name.
+// data counts each settled contract once (it is read from the store, and
+// one instance publishes), with what they paid per GPU-second used, the
+// GPUs registered and free, and no client's name; a contract that used
+// nothing counts nowhere.
 func TestMarketData(t *testing.T) {
 	m := newMarket(t, func(c *exchange.Config) { c.MarketEvery = 100 * time.Millisecond })
 	m.startExchange() // a second instance on the same store
@@ -33,20 +35,19 @@ func TestMarketData(t *testing.T) {
 	feed, err := bidder.SubscribeMarket(ctx, reader, cred)
 	require.NoError(t, err)
 
-	// Three contracts at 0.01, 0.02 and 0.04 a GPU-second: one GPU for
-	// 10 minutes (600 GPU-seconds), two for 10 minutes (1200), one for 5
-	// (300).
+	// Four contracts at 0.01, 0.02, 0.04 and 0.5 a GPU-second, settled on
+	// a second's final reading: one GPU busy (1 GPU-second), two (2), one
+	// (1), and none at all.
 	for i, o := range []struct {
-		client, price string
-		gpus          int
-		limit         time.Duration
-	}{{"alice", "0.01", 1, 10 * time.Minute}, {"bob", "0.02", 2, 10 * time.Minute}, {"alice", "0.04", 1, 5 * time.Minute}} {
+		client, price, used string
+		gpus                int
+	}{{"alice", "0.01", "1", 1}, {"bob", "0.02", "2", 2}, {"alice", "0.04", "1", 1}, {"bob", "0.5", "0", 1}} {
 		tm := terms(o.client)
-		tm.GPUs, tm.TimeLimit, tm.P = o.gpus, o.limit, pricing.Flat(dectest.D(o.price))
+		tm.GPUs, tm.P = o.gpus, pricing.Flat(dectest.D(o.price))
 		tm.Prepayment = tm.CappedPrepayment(2)
-		reply, err := m.client(o.client).Offer(ctx, "md-"+o.price, tm)
-		require.NoError(t, err, "offer %d", i)
-		require.NotNil(t, reply.Contract, "offer %d: %+v", i, reply)
+		c := m.running(m.client(o.client), tm)
+		srv.publish(reading(c.ID, 1, o.used, 1, true))
+		require.Equal(t, trade.StateSettled, m.settled(c.ID, 5*time.Second).State, "contract %d", i)
 	}
 
 	var got protocol.Market
@@ -57,8 +58,8 @@ func TestMarketData(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no market data with the three contracts; last %+v", got)
 		}
-		if len(got.Models) == 1 && got.Models[0].Contracts > 0 {
-			require.Equal(t, 3, got.Models[0].Contracts, "each contract once, whichever instance publishes: %+v", got)
+		if len(got.Models) == 1 && got.Models[0].Settled > 0 {
+			require.Equal(t, 3, got.Models[0].Settled, "each contract once, whichever instance publishes; none that used nothing: %+v", got)
 			seen++
 		}
 	}
@@ -67,13 +68,14 @@ func TestMarketData(t *testing.T) {
 	assert.Equal(t, time.Hour, time.Duration(got.Window))
 	h := got.Models[0]
 	assert.Equal(t, "H100", h.Model)
-	assert.True(t, h.GPUSeconds.Equal(dectest.D("2100")), "%s", h.GPUSeconds)
+	assert.True(t, h.Used.Equal(dectest.D("4")), "%s", h.Used)
+	assert.True(t, h.Charged.Equal(dectest.D("0.09")), "%s", h.Charged)
 	require.NotNil(t, h.Prices)
 	assert.True(t, h.Prices.Low.Equal(dectest.D("0.01")), "low %s", h.Prices.Low)
 	assert.True(t, h.Prices.Median.Equal(dectest.D("0.02")), "median %s", h.Prices.Median)
 	assert.True(t, h.Prices.High.Equal(dectest.D("0.04")), "high %s", h.Prices.High)
-	// (0.01·600 + 0.02·1200 + 0.04·300) / 2100 = 42/2100 = 0.02
-	assert.True(t, h.Prices.VWAP.Equal(dectest.D("0.02")), "vwap %s", h.Prices.VWAP)
+	// (0.01 + 0.04 + 0.04) / 4 GPU-seconds
+	assert.True(t, h.Prices.VWAP.Equal(dectest.D("0.0225")), "vwap %s", h.Prices.VWAP)
 	assert.Equal(t, 4, h.GPUs)
 	assert.Equal(t, 4, h.Free, "as the heartbeats say")
 	body, err := protocol.Marshal(got)

@@ -18,20 +18,22 @@ import (
 )
 
 // Queue reads what it must decide on in one round trip (the claim, whether
-// the contract or the waiting offer exists, the counts the limits bound)
-// and writes the row with COMMIT, in one SERIALIZABLE transaction: two
+// the contract or the waiting offer exists, the counts the limits bound,
+// the last waiting offer of the currency that a full book would let w
+// outbid) and writes with COMMIT, in one SERIALIZABLE transaction: two
 // Queues that would together pass a limit cannot both commit.
-func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (trade.Waiting, bool, error) {
+func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (exchange.Queued, error) {
 	w.Ahead, w.Left = 0, ""
 	rec, err := protocol.Marshal(w)
 	if err != nil {
-		return trade.Waiting{}, false, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore.Queue", Message: "waiting offer " + w.ID + " cannot be encoded", Err: err}
+		return exchange.Queued{}, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore.Queue", Message: "waiting offer " + w.ID + " cannot be encoded", Err: err}
 	}
 	var old *string
+	var outbid *trade.Waiting
 	queued, queuedNS := splitTime(w.QueuedAt)
 	err = s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
-		old, w.Ahead = nil, 0
-		var holder *string
+		old, outbid, w.Ahead = nil, nil, 0
+		var holder, lastRec *string
 		var exists bool
 		var mine, all int
 		b := &pgx.Batch{}
@@ -50,6 +52,11 @@ func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits
 		b.Queue(`SELECT count(*) FROM book WHERE currency = $1
   AND (price > $2 OR (price = $2 AND (queued_at, queued_ns, id) < ($3, $4, $5)))`, w.Terms.Currency, w.Price.String(), queued, queuedNS, w.ID).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&w.Ahead) })
+		if limits.Total > 0 {
+			// The last in book order: the index book_order read backwards.
+			b.Queue(`SELECT record FROM book WHERE currency = $1 ORDER BY price, queued_at DESC, queued_ns DESC, id DESC LIMIT 1`, w.Terms.Currency).
+				QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&lastRec)) })
+		}
 		if err := t.Send(ctx, b); err != nil {
 			return err
 		}
@@ -61,21 +68,34 @@ func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits
 		case exists:
 			return exchange.ContractExists(w.ID)
 		}
-		if err := exchange.CheckBookLimits(limits, mine, all); err != nil {
+		var last *trade.Waiting
+		if lastRec != nil {
+			l, err := waitingOf(*lastRec)
+			if err != nil {
+				return err
+			}
+			last = &l
+		}
+		out, err := exchange.CheckBookLimits(limits, mine, all, w, last)
+		if err != nil {
 			return err
+		}
+		if out {
+			t.Queue(`DELETE FROM book WHERE id = $1`, last.ID)
+			outbid = last
 		}
 		t.Queue(`INSERT INTO book (id, client, currency, price, queued_at, queued_ns, until_at, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			w.ID, w.Client, w.Terms.Currency, w.Price.String(), queued, queuedNS, w.Until, string(rec))
 		return nil
 	})
 	if err != nil {
-		return trade.Waiting{}, false, err
+		return exchange.Queued{}, err
 	}
 	if old != nil {
 		stored, err := s.Waiting(ctx, w.ID)
-		return stored, false, err
+		return exchange.Queued{Waiting: stored}, err
 	}
-	return w, true, nil
+	return exchange.Queued{Waiting: w, Created: true, Outbid: outbid}, nil
 }
 
 // noRows makes "no row" no error: the value scanned stays as it was.
@@ -117,7 +137,7 @@ func waitingOf(rec string) (trade.Waiting, error) {
 
 // Book reads the rows in book order: for one currency along the index
 // book_order; the whole book, or a client's, is bounded by the book's
-// limits. The statement names only the conditions q sets, one of eight
+// limits. The statement names only the conditions q sets, one of sixteen
 // texts, each prepared once: a condition written to hold for every
 // parameter ("$1 = ” OR currency = $1") costs PostgreSQL tens of
 // milliseconds to plan on every call.
@@ -136,6 +156,12 @@ func (s *Store) Book(ctx context.Context, q exchange.BookQuery) ([]trade.Waiting
 	}
 	if !q.DueBy.IsZero() {
 		cond("until_at <= $%d", q.DueBy)
+	}
+	if a := q.After; a != nil {
+		at, ns := splitTime(a.QueuedAt)
+		args = append(args, a.Price.String(), at, ns, a.ID)
+		n := len(args)
+		where = append(where, fmt.Sprintf("(price < $%d OR (price = $%d AND (queued_at, queued_ns, id) > ($%d, $%d, $%d)))", n-3, n-3, n-2, n-1, n))
 	}
 	sql := `SELECT record FROM book`
 	if len(where) > 0 {

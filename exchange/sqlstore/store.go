@@ -155,6 +155,17 @@ WHERE (accepted_at, accepted_ns) >= ($1, $2) AND (accepted_at, accepted_ns) < ($
 ORDER BY accepted_at, accepted_ns, id LIMIT $7`, f, fns, u, uns, after, contractUID(after), rowLimit(limit))
 }
 
+// Settled walks the partial index contracts_settled_at (migrations/0007),
+// by the microsecond: a contract settled in the same microsecond as
+// from or to may fall either side, which market data, reading with an
+// overlap, does not mind.
+func (s *Store) Settled(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+	return s.list(ctx, `SELECT id, record FROM contracts
+WHERE settled_at IS NOT NULL AND settled_at >= $1 AND settled_at < $2
+  AND ($3 = '' OR (settled_at, id) > (SELECT settled_at, id FROM contracts WHERE uid = $4))
+ORDER BY settled_at, id LIMIT $5`, from, to, after, contractUID(after), rowLimit(limit))
+}
+
 // Stale lists up to limit (0 or less: all) running contracts last seen
 // before silentSince or whose stop_by is not after now, and accepted ones
 // whose start deadline is before now, skipping those whose retry_at is
@@ -330,7 +341,7 @@ func (r *row) appendArgs(args []any) []any {
 	acceptedAt, acceptedNS := splitTime(r.c.AcceptedAt)
 	deadline, deadlineNS := splitTime(r.c.StartDeadline)
 	lastSeen, lastSeenNS := splitTime(r.c.LastSeen)
-	var stuckSince, retryAt, stopBy *time.Time
+	var stuckSince, retryAt, stopBy, settledAt *time.Time
 	var stopNS *int32
 	if st := r.c.Stuck; st != nil && r.c.HoldsEscrow() {
 		stuckSince, retryAt = &st.Since, &st.Retry
@@ -339,8 +350,11 @@ func (r *row) appendArgs(args []any) []any {
 		by, ns := splitTime(st.By)
 		stopBy, stopNS = &by, &ns
 	}
+	if r.c.State == trade.StateSettled {
+		settledAt = &r.c.SettledAt
+	}
 	return append(args, r.uid, r.c.ID, r.c.Client, r.c.Server, string(r.c.State), acceptedAt, acceptedNS,
-		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record), stuckSince, retryAt, stopBy, stopNS)
+		deadline, deadlineNS, lastSeen, lastSeenNS, string(r.record), stuckSince, retryAt, stopBy, stopNS, settledAt)
 }
 
 // The statements that write a group's contract rows, a few rows each
@@ -348,17 +362,17 @@ func (r *row) appendArgs(args []any) []any {
 // less than a dozen statements.
 var (
 	insertContracts = &multirow.Statement{Head: `INSERT INTO contracts (uid, id, client, server, state, accepted_at, accepted_ns,
-  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns) VALUES `,
-		Casts: multirow.Columns(16)}
+  start_deadline, start_deadline_ns, last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns, settled_at) VALUES `,
+		Casts: multirow.Columns(17)}
 	updateContracts = &multirow.Statement{Head: `UPDATE contracts SET id = v.id, client = v.client, server = v.server, state = v.state,
   accepted_at = v.accepted_at, accepted_ns = v.accepted_ns, start_deadline = v.start_deadline,
   start_deadline_ns = v.start_deadline_ns, last_seen = v.last_seen, last_seen_ns = v.last_seen_ns,
   record = v.record, stuck_since = v.stuck_since, retry_at = v.retry_at, stop_by = v.stop_by,
-  stop_ns = v.stop_ns FROM (VALUES `,
+  stop_ns = v.stop_ns, settled_at = v.settled_at FROM (VALUES `,
 		Tail: `) AS v(uid, id, client, server, state, accepted_at, accepted_ns, start_deadline, start_deadline_ns,
-  last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns) WHERE contracts.uid = v.uid`,
+  last_seen, last_seen_ns, record, stuck_since, retry_at, stop_by, stop_ns, settled_at) WHERE contracts.uid = v.uid`,
 		Casts: []string{"::UUID", "::TEXT", "::TEXT", "::TEXT", "::TEXT", "::TIMESTAMPTZ", "::INT4", "::TIMESTAMPTZ", "::INT4",
-			"::TIMESTAMPTZ", "::INT4", "::TEXT", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::INT4"}}
+			"::TIMESTAMPTZ", "::INT4", "::TEXT", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::TIMESTAMPTZ", "::INT4", "::TIMESTAMPTZ"}}
 )
 
 // queueWrites queues, to go out with t's commit, the INSERT of the rows

@@ -29,10 +29,11 @@ var noLimits = exchange.BookLimits{}
 // queue queues w and requires it to be created.
 func (f *fixture) queue(w trade.Waiting) trade.Waiting {
 	f.t.Helper()
-	got, created, err := f.s.Queue(f.ctx, w, "", noLimits)
+	q, err := f.s.Queue(f.ctx, w, "", noLimits)
 	require.NoError(f.t, err)
-	require.True(f.t, created, "%s", w.ID)
-	return got
+	require.True(f.t, q.Created, "%s", w.ID)
+	require.Nil(f.t, q.Outbid)
+	return q.Waiting
 }
 
 func waitingIDs(ws []trade.Waiting) []string {
@@ -60,10 +61,10 @@ func testBook(t *testing.T, open Opener) {
 	other.Terms.Currency = "OTHER"
 	f.queue(other)
 
-	again, created, err := f.s.Queue(f.ctx, waiting("w-a", "alice", "0.05", t0.Add(time.Hour)), "", noLimits)
+	again, err := f.s.Queue(f.ctx, waiting("w-a", "alice", "0.05", t0.Add(time.Hour)), "", noLimits)
 	require.NoError(t, err)
-	assert.False(t, created, "queued already")
-	assert.True(t, again.Price.Equal(dectest.D("0.02")), "the one stored: %s", again.Price)
+	assert.False(t, again.Created, "queued already")
+	assert.True(t, again.Waiting.Price.Equal(dectest.D("0.02")), "the one stored: %s", again.Waiting.Price)
 
 	book, err := f.s.Book(f.ctx, exchange.BookQuery{Currency: string(gpu)})
 	require.NoError(t, err)
@@ -76,6 +77,14 @@ func testBook(t *testing.T, open Opener) {
 	due, err := f.s.Book(f.ctx, exchange.BookQuery{DueBy: t0.Add(30 * time.Minute)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"w-d"}, waitingIDs(due))
+	for i, want := range [][]string{{"w-c", "w-a", "w-d"}, {"w-a", "w-d"}, {"w-d"}, {}} {
+		page, err := f.s.Book(f.ctx, exchange.BookQuery{Currency: string(gpu), After: &book[i]})
+		require.NoError(t, err)
+		assert.Equal(t, want, waitingIDs(page), "after %s: by price, then time, then id", book[i].ID)
+	}
+	page, err := f.s.Book(f.ctx, exchange.BookQuery{Currency: string(gpu), After: &book[0], Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"w-c"}, waitingIDs(page), "a page of one")
 
 	w, err := f.s.Waiting(f.ctx, "w-a")
 	require.NoError(t, err)
@@ -99,20 +108,36 @@ func testBookLimits(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	lim := exchange.BookLimits{PerClient: 2, Total: 3}
 	for i := range 2 {
-		_, created, err := f.s.Queue(f.ctx, waiting(fmt.Sprint("a", i), "alice", "0.01", t0), "", lim)
+		q, err := f.s.Queue(f.ctx, waiting(fmt.Sprint("a", i), "alice", "0.01", t0), "", lim)
 		require.NoError(t, err)
-		require.True(t, created)
+		require.True(t, q.Created)
 	}
-	_, _, err := f.s.Queue(f.ctx, waiting("a2", "alice", "0.01", t0), "", lim)
+	_, err := f.s.Queue(f.ctx, waiting("a2", "alice", "0.01", t0), "", lim)
 	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(err), "alice's third: %v", err)
-	_, created, err := f.s.Queue(f.ctx, waiting("b0", "bob", "0.01", t0), "", lim)
+	q, err := f.s.Queue(f.ctx, waiting("b0", "bob", "0.01", t0), "", lim)
 	require.NoError(t, err)
-	require.True(t, created)
-	_, _, err = f.s.Queue(f.ctx, waiting("c0", "carol", "0.01", t0), "", lim)
-	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(err), "the fourth in all: %v", err)
+	require.True(t, q.Created)
+	_, err = f.s.Queue(f.ctx, waiting("c0", "carol", "0.01", t0), "", lim)
+	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(err), "the fourth in all, no better than the last: %v", err)
 	book, err := f.s.Book(f.ctx, exchange.BookQuery{})
 	require.NoError(t, err)
 	assert.Len(t, book, 3)
+
+	// A full book takes an offer sure to pay more than the last of its
+	// currency, which leaves; one of another currency outbids nothing.
+	other := waiting("x0", "dan", "5", t0)
+	other.Terms.Currency = "OTHER"
+	_, err = f.s.Queue(f.ctx, other, "", lim)
+	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(err), "no offer of its currency to outbid: %v", err)
+	q, err = f.s.Queue(f.ctx, waiting("c1", "carol", "0.02", t0.Add(time.Second)), "", lim)
+	require.NoError(t, err)
+	require.True(t, q.Created)
+	require.NotNil(t, q.Outbid, "the last, bob's, outbid")
+	assert.Equal(t, "b0", q.Outbid.ID)
+	assert.Equal(t, 0, q.Waiting.Ahead, "carol's pays the most")
+	assert.Equal(t, []string{"c1", "a0", "a1"}, waitingIDs(mustBook(t, f)))
+	_, err = f.s.Waiting(f.ctx, "b0")
+	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "gone")
 }
 
 // testBookAndContracts: a contract ends its id's wait in the transaction
@@ -152,17 +177,17 @@ func testBookAndContracts(t *testing.T, open Opener) {
 	_, err = f.s.Waiting(f.ctx, "m3")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "a retry of the request accepted at once ends its wait")
 
-	_, _, err = f.s.Queue(f.ctx, waiting("m1", "alice", "0.01", t0), "", noLimits)
+	_, err = f.s.Queue(f.ctx, waiting("m1", "alice", "0.01", t0), "", noLimits)
 	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "its contract exists: %v", err)
 
 	cl := exchange.Claim{ID: "m4", Token: "other", Until: t0.Add(time.Minute)}
 	_, err = f.s.Claim(f.ctx, cl, t0)
 	require.NoError(t, err)
-	_, _, err = f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "mine", noLimits)
+	_, err = f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "mine", noLimits)
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "another try holds the id: %v", err)
-	_, created, err = f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "other", noLimits)
+	q, err := f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "other", noLimits)
 	require.NoError(t, err)
-	assert.True(t, created, "the holder queues it")
+	assert.True(t, q.Created, "the holder queues it")
 }
 
 // testBookConcurrent: queues at once never pass a client's bound; a match
@@ -176,8 +201,8 @@ func testBookConcurrent(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			_, created, err := f.s.Queue(f.ctx, waiting(fmt.Sprint("q", i), "alice", "0.01", t0), "", lim)
-			if err == nil && created {
+			q, err := f.s.Queue(f.ctx, waiting(fmt.Sprint("q", i), "alice", "0.01", t0), "", lim)
+			if err == nil && q.Created {
 				made.Add(1)
 			} else if bourse.ErrorCode(err) != bourse.EBookFull {
 				t.Errorf("queue %d: %v", i, err)

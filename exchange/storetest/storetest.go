@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Copies", func(t *testing.T) { testCopies(t, open) })
 	t.Run("Contracts", func(t *testing.T) { testContracts(t, open) })
 	t.Run("Between", func(t *testing.T) { testBetween(t, open) })
+	t.Run("Settled", func(t *testing.T) { testSettled(t, open) })
 	t.Run("Stale", func(t *testing.T) { testStale(t, open) })
 	t.Run("FailureNotKept", func(t *testing.T) { testFailureNotKept(t, open) })
 	t.Run("Stuck", func(t *testing.T) { testStuck(t, open) })
@@ -749,4 +750,40 @@ func testBetween(t *testing.T, open Opener) {
 	assert.Equal(t, []string{"a1", "b1"}, between(t0, t0.Add(2*time.Hour), "b0", 2), "the next page")
 	assert.Equal(t, []string{"b1", "a2"}, between(t0, t0.Add(2*time.Hour), "a1", 0), "a tie on time goes by ID")
 	assert.Empty(t, between(t0.Add(3*time.Hour), t0.Add(4*time.Hour), "", 0))
+}
+
+// testSettled: Settled lists the contracts settled in a span by when they
+// settled, then by ID, a page at a time; voided, running and accepted
+// ones are not listed.
+func testSettled(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	f.wallet("alice", "100")
+	for _, id := range []string{"s0", "s1", "s2", "s3", "v0", "r0", "a0"} {
+		f.open(newContract(id, "alice", t0))
+	}
+	for id, at := range map[string]time.Time{"s0": t0.Add(time.Minute), "s1": t0.Add(2 * time.Minute), "s2": t0.Add(2 * time.Minute), "s3": t0.Add(time.Hour)} {
+		f.run(id, t0.Add(time.Second))
+		_, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/"+id, "1", at), nil })
+		require.NoError(t, err)
+	}
+	_, err := f.s.Update(f.ctx, "v0", func(c *trade.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.Refund, c.SettledAt = trade.StateVoided, trade.ReasonNotStarted, c.Terms.Prepayment, t0.Add(time.Minute)
+		return []currency.Op{currency.Void{Key: "void/v0", Hold: "v0"}}, nil
+	})
+	require.NoError(t, err)
+	f.run("r0", t0.Add(time.Second))
+	settled := func(from, to time.Time, after string, limit int) []string {
+		cs, err := f.s.Settled(f.ctx, from, to, after, limit)
+		require.NoError(t, err)
+		return ids(cs)
+	}
+	assert.Equal(t, []string{"s0", "s1", "s2", "s3"}, settled(t0, t0.Add(2*time.Hour), "", 0))
+	assert.Equal(t, []string{"s1", "s2"}, settled(t0.Add(2*time.Minute), t0.Add(time.Hour), "", 0), "from included, to not")
+	assert.Equal(t, []string{"s0", "s1"}, settled(t0, t0.Add(2*time.Hour), "", 2))
+	assert.Equal(t, []string{"s2", "s3"}, settled(t0, t0.Add(2*time.Hour), "s1", 2), "the next page, a tie on time by ID")
+	assert.Empty(t, settled(t0.Add(3*time.Hour), t0.Add(4*time.Hour), "", 0))
+	cs, err := f.s.Settled(f.ctx, t0, t0.Add(2*time.Hour), "", 1)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	assert.True(t, cs[0].Charge.Equal(dectest.D("1")), "the record whole: %+v", cs[0])
 }
