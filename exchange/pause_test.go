@@ -7,7 +7,7 @@ import (
 
 // The sweep judges silence only once a whole ServerLostAfter has passed
 // since the House last ran late: after its start, after a pause between
-// two sweeps, and after a pause in the middle of one (TestExchangePause
+// two sweeps, and after a pause in the middle of one (market's fault test
 // met that last one: a sweep stopped by SIGSTOP during its database calls
 // ended on waking, and the next sweep, a moment later, judged contracts
 // whose readings were still waiting in the stream).

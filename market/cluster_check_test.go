@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,38 +35,38 @@ func checkTold(t *testing.T, m *market.Market, store exchange.Store) {
 	t.Helper()
 	ctx := context.Background()
 	requests, contracts, unheard, unheardMade := 0, 0, 0, 0
-	for _, c := range m.Clients {
-		told := m.Told.Of(c.ID)
+	for _, client := range parties(m) {
+		told := m.Told.Of(client)
 		named := map[string]bool{}
 		for rid, a := range told {
 			requests++
-			id := contractIDOf(c.ID, rid)
+			id := contractIDOf(client, rid)
 			named[id] = true
 			k, err := store.Contract(ctx, id)
 			switch {
 			case a.Contract != "":
 				contracts++
-				assert.Equal(t, id, a.Contract, "%s's request %s: told contract %s", c.ID, rid, a.Contract)
-				if assert.NoError(t, err, "%s's request %s: told contract %s, which the store does not have", c.ID, rid, a.Contract) {
-					assert.Equal(t, c.ID, k.Client, "%s's request %s", c.ID, rid)
+				assert.Equal(t, id, a.Contract, "%s's request %s: told contract %s", client, rid, a.Contract)
+				if assert.NoError(t, err, "%s's request %s: told contract %s, which the store does not have", client, rid, a.Contract) {
+					assert.Equal(t, client, k.Client, "%s's request %s", client, rid)
 				}
 			case a.Heard():
 				assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err),
-					"%s's request %s: told no contract (%q), but the store has %s (%v)", c.ID, rid, a.Code, id, err)
+					"%s's request %s: told no contract (%q), but the store has %s (%v)", client, rid, a.Code, id, err)
 			default:
 				unheard++
 				if unheard <= 5 {
-					t.Logf("%s's request %s got no answer: %s", c.ID, rid, a.Message)
+					t.Logf("%s's request %s got no answer: %s", client, rid, a.Message)
 				}
 				if err == nil {
 					unheardMade++
 				}
 			}
 		}
-		all, err := store.Contracts(ctx, c.ID, 0)
+		all, err := store.Contracts(ctx, client, 0)
 		require.NoError(t, err)
 		for _, k := range all {
-			assert.True(t, named[k.ID], "%s's contract %s: no request of its names it", c.ID, k.ID)
+			assert.True(t, named[k.ID], "%s's contract %s: no request of its names it", client, k.ID)
 		}
 	}
 	t.Logf("%d request ids: %d told a contract, %d told none, %d without an answer (%d of which made a contract)",
@@ -156,7 +155,7 @@ func waitStreamLeader(t *testing.T, js jetstream.JetStream, old string, within t
 
 // waitInFlight waits until exchange ex handles at least one request (its
 // bourse_exchange_in_flight gauge) and returns how many.
-func waitInFlight(t *testing.T, ex *clusterExchange, within time.Duration) int {
+func waitInFlight(t *testing.T, ex *exchangeProc, within time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -165,7 +164,7 @@ func waitInFlight(t *testing.T, ex *clusterExchange, within time.Duration) int {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("exchange %d took no request within %v", ex.n, within)
+	t.Fatalf("%s took no request within %v", ex.name, within)
 	return 0
 }
 
@@ -185,13 +184,4 @@ func gauge(t *testing.T, addr, name string) int {
 	}
 	t.Fatalf("%s has no %s", addr, name)
 	return 0
-}
-
-// freeAddr is a free loopback address.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }

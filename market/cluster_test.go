@@ -3,10 +3,8 @@ package market_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,12 +45,15 @@ func TestCluster(t *testing.T) {
 
 	// Started together, before JetStream has a leader: there is no
 	// start-up order.
-	exchanges := make([]*clusterExchange, 3)
+	exchanges := make([]*exchangeProc, 3)
 	for i := range exchanges {
-		exchanges[i] = startClusterExchange(t, bin, dbURL, nodes.URLs(i), i+1)
+		// Each lists its own node first, with the stream replicated
+		// three times, as the recipe's command line says.
+		exchanges[i] = startExchange(t, bin, fmt.Sprintf("bourse exchange %d", i+1), "--nats", nodes.URLs(i), "--db", dbURL,
+			"--stream-replicas", "3")
 	}
 	for _, ex := range exchanges {
-		waitMetrics(t, ex.metrics, time.Minute)
+		ex.waitReady()
 	}
 	leader := waitStreamHealthy(t, js, 3, time.Minute)
 	t.Logf("three exchanges up; the usage stream's leader is %s", leader)
@@ -108,14 +109,7 @@ func TestCluster(t *testing.T) {
 	}, 3*time.Second)
 
 	phase("an exchange killed and restarted", func() {
-		ex := exchanges[0]
-		// Stopped first, so that readings and offers are handed to it
-		// and never answered or acknowledged.
-		require.NoError(t, ex.cmd.Process.Signal(syscall.SIGSTOP))
-		time.Sleep(1500 * time.Millisecond)
-		require.NoError(t, ex.cmd.Process.Signal(syscall.SIGKILL))
-		_ = ex.cmd.Wait()
-		ex.start()
+		crash(exchanges[0].proc)
 	}, 4*time.Second)
 
 	phase("an exchange paused across a negotiation", func() {
@@ -126,11 +120,11 @@ func TestCluster(t *testing.T) {
 		// client's retries on other instances take the request over.
 		gate.close()
 		inFlight := waitInFlight(t, ex, 5*time.Second)
-		require.NoError(t, ex.cmd.Process.Signal(syscall.SIGSTOP))
+		ex.pause()
 		gate.open()
-		t.Logf("exchange %d stopped with %d requests in flight", ex.n, inFlight)
+		t.Logf("%s stopped with %d requests in flight", ex.name, inFlight)
 		time.Sleep(8 * time.Second)
-		require.NoError(t, ex.cmd.Process.Signal(syscall.SIGCONT))
+		ex.resume()
 	}, 4*time.Second)
 
 	phase("a NATS node restarted", func() {
@@ -148,36 +142,11 @@ func TestCluster(t *testing.T) {
 	stopped = true
 	waitNoOpenHolds(t, store, 30*time.Second)
 	for _, ex := range exchanges {
-		require.NoError(t, ex.cmd.Process.Signal(syscall.SIGTERM))
-		assert.NoError(t, ex.cmd.Wait(), "exchange %d: a clean exit on SIGTERM", ex.n)
+		assert.NoError(t, ex.stop(30*time.Second), "%s: a clean exit on SIGTERM", ex.name)
+		ex.checkNoPanic()
 	}
 	check(t, m, store)
 	checkTold(t, m, store)
-}
-
-// clusterExchange is one bourse exchange process of TestCluster.
-type clusterExchange struct {
-	n       int
-	metrics string
-	start   func()
-	cmd     *exec.Cmd
-}
-
-// startClusterExchange starts exchange n on the cluster's URLs (its own
-// node's first) with the stream replicated three times, as the recipe's
-// command line says.
-func startClusterExchange(t *testing.T, bin, dbURL, natsURLs string, n int) *clusterExchange {
-	t.Helper()
-	ex := &clusterExchange{n: n, metrics: freeAddr(t)}
-	ex.start = func() {
-		ex.cmd = exec.Command(bin, "exchange", "--nats", natsURLs, "--db", dbURL, "--stream-replicas", "3",
-			"--metrics", ex.metrics)
-		ex.cmd.Stderr = &prefixWriter{t: t, prefix: fmt.Sprintf("bourse exchange %d", n)}
-		require.NoError(t, ex.cmd.Start())
-	}
-	ex.start()
-	t.Cleanup(func() { _ = ex.cmd.Process.Kill(); _ = ex.cmd.Wait() })
-	return ex
 }
 
 // gate holds the servers' decisions while it is closed.

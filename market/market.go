@@ -75,6 +75,10 @@ type Config struct {
 	// ClientRetries is how often a bidder sends a request that got no
 	// answer again under its request id (bidder's default if 0).
 	ClientRetries int
+	// PartyOptions, if set, are options for the NATS connection of each
+	// party the market connects (a client or server id; "" for its own
+	// exchange): its credentials, where NATS asks for them.
+	PartyOptions func(party string) []nats.Option
 	// External, if true, starts no exchange: one runs elsewhere (another
 	// process) on Store's database and NATSURL. Store still funds the
 	// clients and audits the ledger.
@@ -291,6 +295,9 @@ func (m *Market) connect(party string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("bourse-demo-" + party), nats.MaxReconnects(-1)}
 	if party != "" {
 		opts = append(opts, nats.CustomInboxPrefix(protocol.InboxPrefix(party)))
+	}
+	if m.cfg.PartyOptions != nil {
+		opts = append(opts, m.cfg.PartyOptions(party)...)
 	}
 	url := m.url
 	if n := len(m.cfg.Nodes); n > 0 {

@@ -47,7 +47,9 @@ func (a Answer) Heard() bool {
 
 func newTold() *Told { return &Told{by: map[string]map[string]Answer{}} }
 
-func (t *Told) note(client, requestID string, reply protocol.OfferReply, err error) {
+// Note keeps what client was told for requestID: the reply, or err. The
+// market's bidders note every answer; a test's own client notes its own.
+func (t *Told) Note(client, requestID string, reply protocol.OfferReply, err error) {
 	a := Answer{}
 	switch {
 	case err != nil:
@@ -76,13 +78,13 @@ func (o open) Offer(ctx context.Context, requestID string, t pricing.Terms) (pro
 		return protocol.OfferReply{}, errClosed
 	}
 	reply, err := o.Exchange.Offer(ctx, requestID, t)
-	o.told.note(o.client, requestID, reply, err)
+	o.told.Note(o.client, requestID, reply, err)
 	return reply, err
 }
 
 // Take takes a counter-offer and notes what the client was told.
 func (o open) Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error) {
 	reply, err := o.Exchange.Take(ctx, requestID, k)
-	o.told.note(o.client, requestID, reply, err)
+	o.told.Note(o.client, requestID, reply, err)
 	return reply, err
 }

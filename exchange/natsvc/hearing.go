@@ -1,6 +1,7 @@
 package natsvc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -81,7 +82,10 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, ever
 		if ctx.Err() != nil {
 			return
 		}
-		ok := err == nil && (info.Cluster == nil || info.Cluster.Leader != "")
+		leader, ok := "", false
+		if err == nil {
+			leader, ok = streamLeader(info)
+		}
 		switch {
 		case !ok:
 			s.house.Disconnected()
@@ -89,8 +93,23 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, ever
 				log.Warn("usage stream has no leader: servers cannot publish readings; the watchdog judges no silence until it has one", "err", err)
 			}
 		case leaderless:
-			log.Info("usage stream has a leader again", "leader", info.Cluster.Leader)
+			log.Info("usage stream has a leader again", "leader", cmp.Or(leader, "the only server"))
 		}
 		leaderless = !ok
 	}
+}
+
+// streamLeader is the node that leads the stream by its info, and whether
+// it has one. Cluster is optional in JetStream's answer: a nats-server
+// outside a cluster (Debian's 2.9) gives none, and is the stream's only
+// node and so its leader (""); a node of a cluster names the leader, or
+// none during an election.
+func streamLeader(info *jetstream.StreamInfo) (string, bool) {
+	switch {
+	case info == nil:
+		return "", false
+	case info.Cluster == nil:
+		return "", true
+	}
+	return info.Cluster.Leader, info.Cluster.Leader != ""
 }

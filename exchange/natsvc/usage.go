@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/nats-io/nats.go/jetstream"
@@ -127,7 +128,9 @@ func shardOf(subject string, n int) int {
 // handleReading passes one reading to the House and acknowledges it once
 // it is stored (or known to change nothing), asks for it again a second
 // later when the House could not store it, and drops it for good when the
-// House refuses it.
+// House refuses it. A reading the House could not store for want of its
+// database leaves the instance as deaf as one it never heard
+// (Disconnected).
 func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	server, id, ok := usageSubject(m.Subject())
 	if !ok {
@@ -150,6 +153,12 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	case err == nil, errors.Is(err, exchange.ErrNoChange):
 		_ = m.Ack()
 	case exchange.Transient(err):
+		if bourse.ErrorCode(err) == bourse.EUnavailable {
+			// Heard but not stored (the database is away): until it
+			// is back, a contract's last reading is not what its server
+			// last said, and silence is no sign of a lost server.
+			s.house.Disconnected()
+		}
 		_ = m.NakWithDelay(time.Second)
 	default:
 		_ = m.Term()

@@ -8,16 +8,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// Procs is a NATS cluster of nats-server processes on loopback, each
-// node configured by a file as docs/operations.md's cluster recipe says:
-// its name, its client port, routes to every node, and the JetStream store
-// on the command line (-sd). Unlike Cluster, a node can be killed (SIGKILL)
-// as an operator's machine dies, not only shut down.
+// Procs is nats-server processes on loopback, each node configured by a
+// file as docs/operations.md says, with the JetStream store on the
+// command line (-sd): a cluster (StartProcs), or one node (StartNode).
+// Unlike Cluster, a node can be killed (SIGKILL) as an operator's machine
+// dies, not only shut down. A node that exits unasked (a crash, a fatal
+// error) fails the test with its log.
 type Procs struct {
 	t     testing.TB
 	bin   string
@@ -33,6 +35,7 @@ type Proc struct {
 	log         string
 	cmd         *exec.Cmd
 	exited      chan struct{}
+	asked       *atomic.Bool // the test stopped this run of the node
 }
 
 // URL is the node's client URL.
@@ -91,6 +94,45 @@ func StartProcs(t testing.TB, n int) *Procs {
 	return c
 }
 
+// StartNode starts one nats-server process of bin (Installed, or
+// NATSServer) configured by the text conf gives for its client port, such
+// as bourse admin nats-config's output for that port, and stops it when
+// the test ends. It returns once the node takes clients.
+func StartNode(t testing.TB, bin string, conf func(port int) string) *Procs {
+	t.Helper()
+	c := &Procs{t: t, bin: bin}
+	dir := t.TempDir()
+	p := &Proc{Name: "nats-1", Port: freePorts(t, 1)[0], conf: filepath.Join(dir, "nats-server.conf"),
+		store: filepath.Join(dir, "jetstream"), log: filepath.Join(dir, "nats-server.log")}
+	if err := os.WriteFile(p.conf, []byte(conf(p.Port)), 0o600); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	c.Nodes = []*Proc{p}
+	c.Start(0)
+	t.Cleanup(func() { c.Kill(0) })
+	return c
+}
+
+// Installed is the nats-server the README installs (Debian's package,
+// 2.9 where the module builds a current release), found as
+// scripts/nats-server.sh finds it: on PATH, else /usr/sbin/nats-server.
+// Without it the test skips, except in CI, where it must run (make test
+// installs the package).
+func Installed(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
+		return "/usr/sbin/nats-server"
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("natstest: no nats-server installed: in CI it must be (scripts/nats-server.sh installs Debian's)")
+	}
+	t.Skip("natstest: no nats-server installed (scripts/nats-server.sh installs Debian's)")
+	return ""
+}
+
 // Start starts node i, again on its ports, configuration and store.
 func (c *Procs) Start(i int) {
 	c.t.Helper()
@@ -105,8 +147,15 @@ func (c *Procs) Start(i int) {
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatalf("natstest: start %s: %v", p.Name, err)
 	}
-	p.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.cmd, p.exited)
+	p.exited, p.asked = make(chan struct{}), new(atomic.Bool)
+	go func(cmd *exec.Cmd, exited chan struct{}, asked *atomic.Bool) {
+		err := cmd.Wait()
+		close(exited)
+		if !asked.Load() {
+			out, _ := os.ReadFile(p.log)
+			c.t.Errorf("natstest: %s exited unasked (%v); its log:\n%s", p.Name, err, out)
+		}
+	}(p.cmd, p.exited, p.asked)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port), time.Second); err == nil {
@@ -134,6 +183,7 @@ func (c *Procs) signal(i int, sig syscall.Signal) {
 	if !p.Running() {
 		return
 	}
+	p.asked.Store(true)
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.exited:
