@@ -140,8 +140,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 		takes = &r
 	}
-	return &Node{takes: takes,
-		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner,
+	return &Node{
+		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner, takes: takes,
 		readingEvery: cfg.ReadingEvery,
 		owner:        map[int]string{},
 		claims:       map[string]*claim{},

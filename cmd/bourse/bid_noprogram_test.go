@@ -26,6 +26,7 @@ func TestNoProgram(t *testing.T) {
 		assert.Equal(t, exitRefused, code, errOut)
 		assert.Contains(t, errOut, "job_unsupported")
 		assert.Contains(t, errOut, "atlas: this server runs synthetic jobs only")
+		assert.Contains(t, errOut, "a program (--command) goes to servers that run programs", "and says what to do")
 		cs := b.ok("ada", "contracts")
 		assert.NotContains(t, cs, "python3", "no contract was made")
 	})
