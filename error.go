@@ -42,6 +42,13 @@ const (
 	// output (package bidder) finds bytes or the end of it missing, which
 	// the output stream no longer holds; the message says what.
 	EOutputLost Code = "output_lost"
+	// EJobUnsupported: the server does not run jobs of this kind: a
+	// program where it runs synthetic jobs only, or no program where it
+	// runs programs only.
+	EJobUnsupported Code = "job_unsupported"
+	// ENoProgram: the contract ran no program (a synthetic job, or one
+	// that never started), so it has no logs or results to read.
+	ENoProgram Code = "no_program"
 )
 
 // Error is the one error type that carries a Code. Op names the operation

@@ -120,15 +120,10 @@ func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, s
 	return out
 }
 
-// fits says whether server s has GPUs enough of t's class.
+// fits says whether server s has GPUs enough of t's class and runs t's
+// job.
 func fits(s serverState, t pricing.Terms) bool {
-	n := 0
-	for _, g := range s.GPUs {
-		if t.Class.Fits(g.Model, g.MemoryMiB) {
-			n++
-		}
-	}
-	return n >= t.GPUs
+	return hasGPUs(s, t) && s.Runs.Takes(t.Job)
 }
 
 // matchOne negotiates waiting offer w with servers under its request's

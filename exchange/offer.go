@@ -90,8 +90,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
 				Message: "no server has registered with this exchange yet (servers speak every second once they run); offer again shortly, under a new request id"}
 		}
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
-			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
+		return protocol.OfferReply{}, h.servers.noMatch(t)
 	}
 	offerID := id + "-" + fmt.Sprint(h.cfg.Now().UnixNano())
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)

@@ -26,8 +26,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 	servers := h.servers.match(t)
 	if len(servers) == 0 {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
-		return protocol.QuoteReply{}, &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
-			Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
+		return protocol.QuoteReply{}, h.servers.noMatch(t)
 	}
 	so := protocol.ServerOffer{Offer: fmt.Sprintf("quote-%s-%d", client, h.cfg.Now().UnixNano()), Terms: t}
 	var reply protocol.QuoteReply

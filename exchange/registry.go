@@ -1,10 +1,13 @@
 package exchange
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 )
@@ -120,9 +123,9 @@ func (r *registry) liveIDs() []string {
 }
 
 // match returns the live servers that could run t, sorted by id: the same
-// currency, and at least t.GPUs GPUs of t's class (free or not: a busy
-// server may still counter with fewer GPUs or a later start). A named
-// server is the only candidate.
+// currency, at least t.GPUs GPUs of t's class (free or not: a busy server
+// may still counter with fewer GPUs or a later start), and a runner that
+// runs t's job (fits). A named server is the only candidate.
 func (r *registry) match(t pricing.Terms) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,17 +136,60 @@ func (r *registry) match(t pricing.Terms) []string {
 		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) {
 			continue
 		}
-		n := 0
-		for _, g := range s.GPUs {
-			if t.Class.Fits(g.Model, g.MemoryMiB) {
-				n++
-			}
-		}
-		if n >= t.GPUs {
+		if fits(s, t) {
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// noMatch is the error of an offer that match found no server for: the
+// refusal of the servers that have the GPUs but do not run its job (a
+// program on synthetic servers, a program not on a server's list), else
+// no_match.
+func (r *registry) noMatch(t pricing.Terms) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	var why []string
+	var code bourse.Code
+	for _, id := range r.order {
+		s := r.servers[id]
+		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !hasGPUs(s, t) {
+			continue
+		}
+		err := s.Runs.Refuses(t.Job)
+		if err == nil {
+			continue
+		}
+		if len(why) < 3 { // enough to say why; the rest say the same
+			why = append(why, id+": "+bourse.ErrorMessage(err))
+		}
+		// One code where they agree (permission_denied: none lists the
+		// program), else job_unsupported.
+		if c := bourse.ErrorCode(err); code == "" {
+			code = c
+		} else if code != c {
+			code = bourse.EJobUnsupported
+		}
+	}
+	if len(why) > 0 {
+		return &bourse.Error{Code: code, Field: "terms.job.command",
+			Message: fmt.Sprintf("no live server with %d %s for %s runs this job: %s", t.GPUs, describeClass(t.Class), t.Currency, strings.Join(why, "; "))}
+	}
+	return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
+		Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
+}
+
+// hasGPUs says whether server s has GPUs enough of t's class.
+func hasGPUs(s serverState, t pricing.Terms) bool {
+	n := 0
+	for _, g := range s.GPUs {
+		if t.Class.Fits(g.Model, g.MemoryMiB) {
+			n++
+		}
+	}
+	return n >= t.GPUs
 }
 
 // live counts the servers heard from recently.

@@ -21,7 +21,8 @@ import (
 // operator's key, and writes it to account.jwt and in place of the old one
 // in nats-server.conf's resolver_preload. A NATS server with the memory
 // resolver learns it on a reload (nats-server --signal reload); with the
-// full resolver, Push sends it.
+// full resolver, Push sends it. Each signing revokes a new probe key too
+// (Probe), by which Verify tells whether a server has taken it.
 func updateAccount(dir string, change func(*jwt.AccountClaims)) error {
 	opSeed, err := os.ReadFile(filepath.Join(dir, "operator.nk"))
 	if err != nil {
@@ -41,6 +42,12 @@ func updateAccount(dir string, change func(*jwt.AccountClaims)) error {
 		return fmt.Errorf("account.jwt: %w", err)
 	}
 	change(ac)
+	// A key revoked in this signing and no other, for Verify to try.
+	probe, err := probe(dir)
+	if err != nil {
+		return err
+	}
+	ac.RevokeAt(probe, time.Now())
 	token, err := ac.Encode(op)
 	if err != nil {
 		return fmt.Errorf("account jwt: %w", err)

@@ -70,7 +70,9 @@ func TestRevokedUserRefused(t *testing.T) {
 	require.NoError(t, natsauth.Revoke(dir, "alice"))
 	assert.NoFileExists(t, filepath.Join(dir, "alice.creds"))
 	assert.NoError(t, refused(t, ns, alice), "nats-server has not learnt of it yet")
+	assert.ErrorIs(t, verify(dir, ns.ClientURL()), natsauth.ErrNotTaken, "and Verify says so")
 	reload(t, ns, dir)
+	assert.NoError(t, verify(dir, ns.ClientURL()), "it has now")
 
 	closed(t, nc, "alice's connection is closed")
 	err = refused(t, ns, alice)

@@ -54,6 +54,11 @@ type Options struct {
 	ResolverDir string
 	Host        string // nats-server's address, 127.0.0.1
 	Port        int    // 4222
+	// StoreDir is the JetStream store the configuration names
+	// (jetstream { store_dir }). Empty leaves it to the command line
+	// (nats-server -sd DIR), which nats-server 2.9 (Debian's) cannot
+	// reload: a revocation or rotation would then need a restart.
+	StoreDir string
 	// Expires is how long the exchange's credentials work; never if
 	// zero.
 	Expires time.Duration
@@ -136,18 +141,36 @@ func Init(dir string, o Options) ([]string, error) {
 		return nil, w.err
 	}
 	var conf strings.Builder
-	fmt.Fprintf(&conf, `# nats-server in operator mode for a Bourse market, made by bourse admin
+	conf.WriteString(`# nats-server in operator mode for a Bourse market, made by bourse admin
 # nats-auth init. Every party connects with its own credentials file
 # (bourse admin nats-auth user), whose permissions hold it to its own
-# subjects. Run, with the JetStream store on the command line:
+# subjects.
+`)
+	if o.StoreDir != "" {
+		fmt.Fprintf(&conf, `# Run it as it is, without -sd: the JetStream store is named here, so that
+# nats-server --signal reload takes revocations and rotations (nats-server
+# 2.9 refuses to reload a store given on the command line):
+#   nats-server -c nats-server.conf
+port: %d
+host: %s
+jetstream {
+  store_dir: %q
+}
+`, o.Port, o.Host, o.StoreDir)
+	} else {
+		fmt.Fprintf(&conf, `# Run, with the JetStream store on the command line:
 #   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
+# nats-server 2.9 cannot then reload this file: revocations and rotations
+# need a restart (bourse admin nats-auth init --store-dir avoids it).
 port: %d
 host: %s
 jetstream: enabled
-
+`, o.Port, o.Host)
+	}
+	fmt.Fprintf(&conf, `
 operator: %q
 system_account: %s
-`, o.Port, o.Host, opJWT, sysPub)
+`, opJWT, sysPub)
 	if o.Resolver == "full" {
 		fmt.Fprintf(&conf, `
 # NATS's own resolver: accounts live in dir on every server, and account

@@ -227,6 +227,7 @@ func examples(t *testing.T) []example {
 	for i := range gpus {
 		gpus[i] = trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
 	}
+	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
 
 	return []example{
 		// Errors.
@@ -304,13 +305,13 @@ func examples(t *testing.T) []example {
 		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
-		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", At: at(t, "-2m")}},
+		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
 			Heartbeat:       trade.Duration(time.Second),
 			ReadingEvery:    trade.Duration(time.Second),
 			ServerLostAfter: trade.Duration(10 * time.Second),
 		}},
-		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", At: at(t, "10m0.5s")}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
 		{"reading", reading},

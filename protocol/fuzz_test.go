@@ -67,6 +67,7 @@ func FuzzDecodeHello(f *testing.F) {
 	f.Add([]byte(`{"currency":"CRED","gpus":[{"index":0,"model":"H100","memory_mib":1},{"index":0,"model":"A100","memory_mib":1}],"free":2}`))
 	f.Add([]byte(`{"currency":"","gpus":[],"free":-1}`))
 	f.Add([]byte(`{"currency":"CRED","gpus":[{"index":1,"model":"","memory_mib":-5}],"free":0,"running":["a b"]}`))
+	f.Add([]byte(`{"currency":"CRED","gpus":[{"index":0,"model":"H100","memory_mib":1}],"free":1,"runs":{"runner":"process","meter":"nvml","programs":["/usr/bin/python3"]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := protocol.DecodeHello(data)
 		if err != nil {
@@ -90,6 +91,9 @@ func FuzzDecodeHello(f *testing.F) {
 			if protocol.CheckID(id) != nil {
 				t.Fatalf("accepted running contract id %q", id)
 			}
+		}
+		if h.Runs != nil && (h.Runs.Runner == "" || len(h.Runs.Programs) > protocol.MaxPrograms) {
+			t.Fatalf("accepted runs %+v", h.Runs)
 		}
 	})
 }

@@ -52,6 +52,9 @@ func (h Hello) Check() error {
 	if len(h.Policy) > maxPolicy {
 		return bad("policy", "longer than %d characters", maxPolicy)
 	}
+	if h.Runs != nil {
+		return h.Runs.Check()
+	}
 	return nil
 }
 

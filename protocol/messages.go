@@ -194,9 +194,12 @@ type Hello struct {
 	GPUs     []trade.GPU `json:"gpus"`
 	Free     int         `json:"free"`
 	// Running lists the contracts the server is running now.
-	Running []string  `json:"running,omitempty"`
-	Policy  string    `json:"policy,omitempty"`
-	At      time.Time `json:"at"`
+	Running []string `json:"running,omitempty"`
+	Policy  string   `json:"policy,omitempty"`
+	// Runs says what the server runs; nil from a server older than it,
+	// which the exchange offers no program (Runs.Refuses).
+	Runs *Runs     `json:"runs,omitempty"`
+	At   time.Time `json:"at"`
 }
 
 // HelloReply tells a server how often to speak.

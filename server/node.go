@@ -59,6 +59,9 @@ type Node struct {
 	log    *slog.Logger
 	policy Policy
 	runner Runner
+	// takes is what the runner says it runs (Describer), for the hello and
+	// to refuse other jobs; nil if it does not say.
+	takes *protocol.Runs
 
 	mu           sync.Mutex
 	readingEvery time.Duration
@@ -129,8 +132,16 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	}
 	cfg.GPUs = slices.Clone(cfg.GPUs)
 	slices.SortFunc(cfg.GPUs, func(a, b trade.GPU) int { return a.Index - b.Index })
+	var takes *protocol.Runs
+	if d, ok := cfg.Runner.(Describer); ok {
+		r := d.Runs()
+		if err := r.Check(); err != nil {
+			return nil, fmt.Errorf("%s: runner: %w", op, err)
+		}
+		takes = &r
+	}
 	return &Node{
-		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner,
+		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner, takes: takes,
 		readingEvery: cfg.ReadingEvery,
 		owner:        map[int]string{},
 		claims:       map[string]*claim{},
@@ -179,6 +190,10 @@ func (n *Node) Hello(now time.Time) protocol.Hello {
 	slices.Sort(h.Running)
 	if s, ok := n.policy.(fmt.Stringer); ok {
 		h.Policy = s.String()
+	}
+	if n.takes != nil {
+		r := *n.takes
+		h.Runs = &r
 	}
 	return h
 }

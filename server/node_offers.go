@@ -86,6 +86,11 @@ func (n *Node) refuse(so protocol.ServerOffer) (protocol.Decision, bool) {
 	if so.Terms.Server != "" && so.Terms.Server != n.cfg.ID {
 		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}, true
 	}
+	if n.takes != nil {
+		if err := n.takes.Refuses(so.Terms.Job); err != nil {
+			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}, true
+		}
+	}
 	if c, ok := n.runner.(Checker); ok {
 		if err := c.Check(so.Terms.Job); err != nil {
 			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}, true

@@ -320,3 +320,36 @@ func TestLinksNoNATS(t *testing.T) {
 		assert.False(t, strings.HasPrefix(dep, "github.com/nats-io/"), "package server links %s", dep)
 	}
 }
+
+// TestSyntheticRefusesPrograms: a node with the synthetic runner, which
+// runs no program, refuses an offer that names one, with a code that
+// says why (it once took it, ran nothing and charged for the time), and
+// says in its hello that it runs synthetic jobs only.
+func TestSyntheticRefusesPrograms(t *testing.T) {
+	tn := newTestNode(t, Posted{})
+	t.Run("Program", func(t *testing.T) {
+		tm := job(1, "1", time.Second, time.Minute)
+		tm.Job = &pythonJob
+		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: tm})
+		assert.False(t, d.Accept)
+		assert.Equal(t, bourse.EJobUnsupported, d.Code)
+		assert.Contains(t, d.Reason, "this server runs synthetic jobs only")
+	})
+	t.Run("ProgramAndProfile", func(t *testing.T) {
+		tm := job(1, "1", time.Second, time.Minute)
+		p := pythonJob
+		p.Profile = tm.Job.Profile
+		tm.Job = &p
+		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: tm})
+		assert.Equal(t, bourse.EJobUnsupported, d.Code, "a profile does not make the program run")
+	})
+	t.Run("Profile", func(t *testing.T) {
+		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: job(1, "1", time.Second, time.Minute)}).Accept)
+	})
+	h := tn.n.Hello(tn.now)
+	require.NotNil(t, h.Runs)
+	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}, *h.Runs)
+}
+
+// pythonJob is a job that runs a program.
+var pythonJob = pricing.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py"}}

@@ -7,6 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 )
 
@@ -29,6 +30,14 @@ type Checker interface {
 	// Check returns a *bourse.Error (EInvalidOffer, EPermission) saying why
 	// the job cannot run here, or nil.
 	Check(job *pricing.JobSpec) error
+}
+
+// Describer is a Runner that says what it runs (protocol.Runs): the node
+// says it in its hello, so that the exchange offers it only jobs it runs,
+// and refuses the others itself by the same rule (Runs.Refuses). A runner
+// that does not say is taken to run no program.
+type Describer interface {
+	Runs() protocol.Runs
 }
 
 // Metered is a Runner that says how its jobs are measured: the node puts

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/trade"
 	"github.com/shopspring/decimal"
 )
@@ -23,9 +24,17 @@ type Synthetic struct {
 }
 
 var (
-	_ Runner  = (*Synthetic)(nil)
-	_ Metered = (*Synthetic)(nil)
+	_ Runner    = (*Synthetic)(nil)
+	_ Metered   = (*Synthetic)(nil)
+	_ Describer = (*Synthetic)(nil)
 )
+
+// Runs is a synthetic runner's: no program, the synthetic meter. A node
+// with this runner refuses an offer that names a program, which it would
+// not run.
+func (s *Synthetic) Runs() protocol.Runs {
+	return protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}
+}
 
 // Meter is trade.MeterSynthetic: the synthetic meter goes with the
 // synthetic runner only, and measures the profile its jobs consume.

@@ -47,6 +47,11 @@ func advise(err error, f *bidFlags) error {
 		hint = "docs/pricing.md has the rules of an offer"
 	case bourse.EPermission:
 		hint = "NATS lets you speak only for your own --id: check --id against --nats-user or --nats-creds"
+		if e.Field == "terms.job.command" {
+			hint = "name the program as a server's list writes it (the message names each list)"
+		}
+	case bourse.EJobUnsupported:
+		hint = "a program (--command) goes to servers that run programs, a synthetic job (--duration, the demo's) to servers that run no program"
 	}
 	if hint == "" {
 		return err

@@ -101,8 +101,9 @@ func TestBidWatchHint(t *testing.T) {
 }
 
 // TestBidProcessServerRefusal offers without --command to a `bourse
-// server` that runs processes: the refusal is for the offer's terms, and
-// offering more would not help.
+// server` that runs processes: the exchange, which knows from the hello
+// what the server runs, refuses it for the offer's terms, and offering
+// more would not help.
 func TestBidProcessServerRefusal(t *testing.T) {
 	b := startBidMarket(t, []scenario.ServerSpec{}...)
 	dir := t.TempDir()
@@ -124,15 +125,16 @@ heartbeat: 200ms
 	defer func() { cancel(); <-exited }()
 
 	var errOut string
+	var code int
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		_, errOut, _ = b.bid("ada", "offer", "--price", "1", "--time-limit", "10s")
+		_, errOut, code = b.bid("ada", "offer", "--price", "1", "--time-limit", "10s")
 		if !strings.Contains(errOut, "no_match") { // until the server's hello
 			break
 		}
 	}
-	assert.Contains(t, errOut, "gpu-p: invalid_offer: this server runs processes: the offer must name a command")
-	assert.Contains(t, errOut, "the servers refused the offer's terms, not its price")
-	assert.Contains(t, errOut, "(code "+string(bourse.ERejected)+")")
+	assert.Equal(t, exitRefused, code, errOut)
+	assert.Contains(t, errOut, "gpu-p: this server runs programs: the offer must name a command")
+	assert.Contains(t, errOut, "(code "+string(bourse.EJobUnsupported)+")")
 	assert.NotContains(t, errOut, "offer more")
 }
 

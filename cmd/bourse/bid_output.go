@@ -40,13 +40,16 @@ around and named at the end, with exit status 1 (code output_lost).`,
 				return err
 			}
 			switch {
-			case end == nil && !follow:
+			case end == nil:
 				k, err := c.Contract(ctx, args[0])
 				switch {
 				case err != nil:
+				case ranNoProgram(k, "logs") != nil:
+					return ranNoProgram(k, "logs")
+				case follow:
 				case !ended(k.State):
 					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the job is %s; more may come: bourse bid logs --follow %s\n", k.State, args[0])
-				case !ranNothing(k):
+				default:
 					return notYet("the end of its output", "bourse bid logs --follow "+args[0])
 				}
 			case end != nil && end.Cap > 0 && (end.Stdout >= end.Cap || end.Stderr >= end.Cap):
@@ -59,10 +62,24 @@ around and named at the end, with exit status 1 (code output_lost).`,
 	return cmd
 }
 
-// ranNothing says whether a contract's job wrote no output for certain:
-// it never started, or no program ran (the synthetic runner).
-func ranNothing(k protocol.Contract) bool {
-	return k.State == trade.StateVoided || k.Meter == trade.MeterSynthetic
+// ranNoProgram is the error for reading what (logs, results) of contract
+// k, whose job wrote nothing for certain: its terms name no program, no
+// program ran (the synthetic runner), or it never started. Its code,
+// no_program, exits 3. Nil where a program ran or may yet run.
+func ranNoProgram(k protocol.Contract, what string) error {
+	var why string
+	switch {
+	case k.Terms.Job == nil || k.Terms.Job.Command == "":
+		why = "its terms name no program"
+	case k.Meter == trade.MeterSynthetic:
+		why = fmt.Sprintf("server %s ran a synthetic job (metered by synthetic), not %s", k.Server, k.Terms.Job.Command)
+	case k.State == trade.StateVoided:
+		why = "it was voided before its job started"
+	default:
+		return nil
+	}
+	return &bourse.Error{Code: bourse.ENoProgram, Field: "contract",
+		Message: fmt.Sprintf("contract %s ran no program, so it has no %s: %s", k.ID, what, why)}
 }
 
 // notYet is the error for an ended contract whose output's end has not
@@ -121,13 +138,14 @@ that names one is refused whole, and nothing is written.`,
 			if end == nil {
 				k, err := c.Contract(ctx, args[0])
 				switch {
-				case err == nil && !ended(k.State):
+				case err != nil:
+					return err
+				case ranNoProgram(k, "results") != nil:
+					return ranNoProgram(k, "results")
+				case !ended(k.State):
 					return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job is %s: its results come once it ends (--wait waits for them)", k.State)}
-				case err == nil && !ranNothing(k):
-					return notYet("its results", "bourse bid results --wait")
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "no results: the job ran no program here")
-				return nil
+				return notYet("its results", "bourse bid results --wait")
 			}
 			size, err := tmp.Seek(0, io.SeekCurrent) // the archive's bytes, all written
 			if err != nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,26 +50,89 @@ func docSteps(t *testing.T, title string) []string {
 	return steps
 }
 
+// docNATS is the nats-server TestCredentialsDoc runs the section's
+// commands against.
+type docNATS interface {
+	// start runs `nats-server args…` (args with the test's paths).
+	start(t *testing.T, args []string)
+	// reload is `nats-server --signal reload`: it returns once the server
+	// has reloaded, and fails the test if it could not.
+	reload(t *testing.T, dir string)
+	url() string
+}
+
+// embeddedNATS is the nats-server the module requires (2.15), in process.
+type embeddedNATS struct{ ns *server.Server }
+
+func (e *embeddedNATS) start(t *testing.T, args []string) {
+	require.Len(t, args, 2, "the embedded server takes -c FILE alone: %v", args)
+	opts, err := server.ProcessConfigFile(args[1])
+	require.NoError(t, err)
+	opts.Port = server.RANDOM_PORT
+	e.ns = natstest.StartWith(t, opts)
+}
+
+func (e *embeddedNATS) reload(t *testing.T, dir string) {
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
+	require.NoError(t, err)
+	opts.Port, opts.NoSigs = e.ns.Addr().(*net.TCPAddr).Port, true
+	require.NoError(t, e.ns.ReloadOptions(opts))
+}
+
+func (e *embeddedNATS) url() string { return e.ns.ClientURL() }
+
+// debianNATS is Debian's nats-server (2.9), which the README installs, as
+// a process on the port the test gave init.
+type debianNATS struct {
+	bin  string
+	port int
+	ns   *natstest.Binary
+}
+
+func (d *debianNATS) start(t *testing.T, args []string) { d.ns = natstest.RunBinary(t, d.bin, args...) }
+
+func (d *debianNATS) reload(t *testing.T, _ string) {
+	if why := d.ns.Reload(); why != "" {
+		t.Fatalf("nats-server --signal reload returned 0, and the server did not reload: %s", why)
+	}
+}
+
+func (d *debianNATS) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", d.port) }
+
 // TestCredentialsDoc follows docs/operations.md's "Credentials": every
 // command of its code blocks, in order, on a folder of its own, against a
-// real nats-server (embedded, operator mode) and an exchange's server
-// keys reloaded on SIGHUP as bourse exchange does, checking after each
-// what the section says. A step it does not know fails it: the section
-// and this test change together.
+// real nats-server in operator mode, and an exchange's server keys
+// reloaded on SIGHUP as bourse exchange does, checking after each what
+// the section says. A step it does not know fails it: the section and
+// this test change together. It runs twice: on Debian's nats-server 2.9,
+// which the README installs, as a process (where a reload once failed in
+// the log alone and a revoked party kept trading), and on the embedded
+// 2.15.
 func TestCredentialsDoc(t *testing.T) {
+	t.Run("Debian", func(t *testing.T) {
+		d := &debianNATS{bin: natstest.DebianNATS(t), port: natstest.FreePort(t)}
+		followCredentialsDoc(t, d, "--port", strconv.Itoa(d.port))
+	})
+	t.Run("Embedded", func(t *testing.T) { followCredentialsDoc(t, &embeddedNATS{}) })
+}
+
+// followCredentialsDoc follows the section with ns, adding initArgs to
+// init's.
+func followCredentialsDoc(t *testing.T, ns docNATS, initArgs ...string) {
 	steps := docSteps(t, "Credentials")
 	dir := filepath.Join(t.TempDir(), "nats")
+	store := t.TempDir()
 	var (
-		ns      *server.Server
 		keys    *signing.KeyFile
 		oldGPU1 string // a copy of gpu1's credentials from before the rotation
 		alice   string // a copy of alice's
+		aliceNC *nats.Conn
 		seen    = map[string]bool{}
 	)
 	body := []byte(`{"contract":"c-1","seq":1}`)
 	connects := func(creds string) error {
 		t.Helper()
-		nc, err := nats.Connect(ns.ClientURL(), nats.UserCredentials(creds), nats.NoReconnect())
+		nc, err := nats.Connect(ns.url(), nats.UserCredentials(creds), nats.NoReconnect())
 		if err == nil {
 			nc.Close()
 		}
@@ -94,17 +159,18 @@ func TestCredentialsDoc(t *testing.T) {
 	for _, step := range steps {
 		t.Logf("$ %s", step)
 		line := strings.ReplaceAll(step, "/etc/bourse/nats", dir)
+		line = strings.ReplaceAll(line, "/var/lib/bourse/jetstream", store)
+		if strings.Contains(line, "nats://127.0.0.1:4222") {
+			line = strings.ReplaceAll(line, "nats://127.0.0.1:4222", ns.url())
+		}
 		args := strings.Fields(line)
 		switch {
 		case strings.HasPrefix(line, "bourse admin nats-auth init "):
-			execute(t, nil, args[1:]...)
+			execute(t, nil, append(args[1:], initArgs...)...)
 			seen["init"] = true
 
 		case strings.HasPrefix(line, "nats-server -c "):
-			opts, err := server.ProcessConfigFile(args[2])
-			require.NoError(t, err)
-			opts.Port = server.RANDOM_PORT
-			ns = natstest.StartWith(t, opts)
+			ns.start(t, args[1:])
 			require.NoError(t, connects(filepath.Join(dir, "exchange.creds")), "the exchange's credentials")
 
 		case strings.HasPrefix(line, "bourse admin nats-auth user "):
@@ -113,6 +179,9 @@ func TestCredentialsDoc(t *testing.T) {
 			require.NoError(t, connects(filepath.Join(dir, "gpu1.creds")), "gpu1 connects")
 			alice = keep("alice")
 			var err error
+			aliceNC, err = nats.Connect(ns.url(), nats.UserCredentials(alice), nats.NoReconnect())
+			require.NoError(t, err)
+			defer aliceNC.Close()
 			keys, err = signing.OpenKeyFile(filepath.Join(dir, natsauth.ServerKeys))
 			require.NoError(t, err)
 			stop := onHUP("server keys", keys.Reload, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -145,21 +214,25 @@ func TestCredentialsDoc(t *testing.T) {
 			seen["rotate"] = true
 
 		case line == "nats-server --signal reload":
-			opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
-			require.NoError(t, err)
-			opts.Port = ns.Addr().(*net.TCPAddr).Port
-			opts.StoreDir, opts.JetStream, opts.NoSigs = filepath.Dir(ns.StoreDir()), true, true
-			require.NoError(t, ns.ReloadOptions(opts))
-			if oldGPU1 != "" {
-				assert.Error(t, connects(oldGPU1), "gpu1's old file is refused")
-				assert.NoError(t, connects(filepath.Join(dir, "gpu1.creds")), "its new one is not")
-				seen["reload after rotate"] = true
-			}
+			ns.reload(t, dir)
+			seen["reload"] = true
+
+		case strings.HasPrefix(line, "bourse admin nats-auth check "):
+			require.True(t, seen["reload"], "check follows a reload")
+			out, errOut, code := bourseCmd(args[1:]...)
+			require.Equal(t, 0, code, "check: %s%s", out, errOut)
+			assert.Contains(t, out, "has taken the account")
 			if seen["revoke"] {
+				assert.Contains(t, out, "alice", "check names whom it refuses")
 				err := connects(alice)
 				require.Error(t, err, "alice is refused")
 				assert.Contains(t, strings.ToLower(err.Error()), "authorization violation")
-				seen["reload after revoke"] = true
+				require.Eventually(t, func() bool { return !aliceNC.IsConnected() }, 5*time.Second, 20*time.Millisecond, "alice's open connection is closed")
+				seen["refused after revoke"] = true
+			} else if oldGPU1 != "" {
+				assert.Error(t, connects(oldGPU1), "gpu1's old file is refused")
+				assert.NoError(t, connects(filepath.Join(dir, "gpu1.creds")), "its new one is not")
+				seen["refused after rotate"] = true
 			}
 
 		case strings.HasPrefix(line, "bourse admin nats-auth revoke ") && args[len(args)-1] == "alice":
@@ -171,7 +244,7 @@ func TestCredentialsDoc(t *testing.T) {
 			t.Fatalf("docs/operations.md, Credentials, has a step this test does not follow: %s", step)
 		}
 	}
-	for _, s := range []string{"init", "user", "list", "rotate", "hup after rotate", "reload after rotate", "revoke", "reload after revoke"} {
+	for _, s := range []string{"init", "user", "list", "rotate", "hup after rotate", "refused after rotate", "revoke", "refused after revoke"} {
 		assert.True(t, seen[s], "the section has the step: %s", s)
 	}
 }
@@ -182,7 +255,7 @@ func TestCredentialsDoc(t *testing.T) {
 // answers, and push says so.
 func TestNATSAuthPush(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nats")
-	execute(t, nil, "admin", "nats-auth", "init", dir, "--resolver", "full", "--resolver-dir", filepath.Join(dir, "jwt"))
+	execute(t, nil, "admin", "nats-auth", "init", dir, "--resolver", "full", "--resolver-dir", filepath.Join(dir, "jwt"), "--store-dir", t.TempDir())
 	execute(t, nil, "admin", "nats-auth", "user", dir, "--client", "alice")
 	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
 	require.NoError(t, err)
@@ -203,6 +276,12 @@ func TestNATSAuthPush(t *testing.T) {
 	_, err = nats.Connect(ns.ClientURL(), nats.UserCredentials(alice), nats.NoReconnect())
 	assert.Error(t, err, "alice is refused")
 
+	// revoke --nats pushes and checks in one step.
+	execute(t, nil, "admin", "nats-auth", "user", dir, "--client", "bob")
+	out = execute(t, nil, "admin", "nats-auth", "revoke", dir, "bob", "--nats", ns.ClientURL())
+	assert.Contains(t, out, "account pushed to "+ns.ClientURL())
+	assert.Contains(t, out, "nats-server at "+ns.ClientURL()+" refuses bob's keys")
+
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	mem := filepath.Join(t.TempDir(), "nats")
@@ -212,4 +291,74 @@ func TestNATSAuthPush(t *testing.T) {
 	require.NoError(t, err)
 	opts.Port = server.RANDOM_PORT
 	assert.Error(t, natsauth.Push(ctx, mem, natstest.StartWith(t, opts).ClientURL()), "the memory resolver takes no pushes")
+}
+
+// TestNATSAuthCheck: on Debian's nats-server, revoke --nats waits for the
+// operator's reload and says the server refuses the party; started with
+// -sd, as the docs once said, the reload fails in the server's log alone,
+// and check and rotate --nats fail, saying so and what to do, where they
+// once printed "reload nats-server" and the revoked party went on.
+func TestNATSAuthCheck(t *testing.T) {
+	bin := natstest.DebianNATS(t)
+	market := func(t *testing.T, storeDir string, args ...string) (dir, url string, ns *natstest.Binary) {
+		dir = filepath.Join(t.TempDir(), "nats")
+		port := natstest.FreePort(t)
+		execute(t, nil, "admin", "nats-auth", "init", dir, "--port", strconv.Itoa(port), "--store-dir="+storeDir)
+		execute(t, nil, "admin", "nats-auth", "user", dir, "--client", "alice")
+		ns = natstest.RunBinary(t, bin, append([]string{"-c", filepath.Join(dir, "nats-server.conf")}, args...)...)
+		return dir, fmt.Sprintf("nats://127.0.0.1:%d", port), ns
+	}
+
+	t.Run("RevokeWaitsForTheReload", func(t *testing.T) {
+		dir, url, ns := market(t, t.TempDir())
+		out, errOut := &lockedBuffer{}, &lockedBuffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- run(context.Background(), []string{"admin", "nats-auth", "revoke", dir, "alice", "--nats", url, "--wait", "30s"}, out, errOut)
+		}()
+		require.Eventually(t, func() bool { return strings.Contains(out.String(), "reload it now") }, 10*time.Second, 20*time.Millisecond,
+			"revoke says what it waits for: %s%s", out, errOut)
+		require.Empty(t, ns.Reload())
+		select {
+		case code := <-done:
+			require.Equal(t, 0, code, "%s%s", out, errOut)
+		case <-time.After(30 * time.Second):
+			t.Fatal("revoke --nats did not return")
+		}
+		assert.Contains(t, out.String(), "nats-server at "+url+" refuses alice's keys")
+	})
+
+	t.Run("StartedWithSD", func(t *testing.T) {
+		dir, url, ns := market(t, "", "-sd", t.TempDir())
+		alice := filepath.Join(t.TempDir(), "alice.creds")
+		b, err := os.ReadFile(filepath.Join(dir, "alice.creds"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(alice, b, 0o600))
+
+		out, errOut, code := bourseCmd("admin", "nats-auth", "revoke", dir, "alice")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "alice revoked in the account")
+		assert.Contains(t, errOut, "bourse admin nats-auth check "+dir+" --nats URL", "without --nats it says how to check")
+		assert.Contains(t, ns.Reload(), "jetstream storage dir", "nats-server 2.9 does not reload a store given with -sd")
+		nc, err := nats.Connect(url, nats.UserCredentials(alice), nats.NoReconnect())
+		require.NoError(t, err, "so alice still connects")
+		nc.Close()
+
+		_, errOut, code = bourseCmd("admin", "nats-auth", "check", dir, "--nats", url, "--wait", "500ms")
+		assert.Equal(t, exitFailure, code, errOut)
+		for _, want := range []string{"still accepts a key the account revokes", "Failed to reload", "-sd", "store_dir"} {
+			assert.Contains(t, errOut, want)
+		}
+		_, errOut, code = bourseCmd("admin", "nats-auth", "rotate", dir, "alice", "--nats", url, "--wait", "500ms")
+		assert.Equal(t, exitFailure, code, errOut)
+		assert.Contains(t, errOut, "still accepts a key the account revokes")
+	})
+
+	t.Run("NoServer", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "nats")
+		execute(t, nil, "admin", "nats-auth", "init", dir)
+		_, errOut, code := bourseCmd("admin", "nats-auth", "check", dir, "--nats", fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePort(t)), "--wait", "0s")
+		assert.Equal(t, exitUnavailable, code, errOut)
+		assert.Contains(t, errOut, "no NATS server answers")
+	})
 }

@@ -21,14 +21,15 @@ own subjects (docs/protocol.md, "Identity"). The seeds (*.nk) and
 credentials files (*.creds) are secrets; the folder's nats-server.conf
 trusts the operator and preloads the accounts.
 
-  bourse admin nats-auth init /etc/bourse/nats
+  bourse admin nats-auth init /etc/bourse/nats --store-dir /var/lib/bourse/jetstream
   bourse admin nats-auth user /etc/bourse/nats --client alice --server gpu1
-  nats-server -c /etc/bourse/nats/nats-server.conf -sd /var/lib/bourse/jetstream
+  nats-server -c /etc/bourse/nats/nats-server.conf
   bourse exchange --nats-creds /etc/bourse/nats/exchange.creds --db …
 
 Credentials expire (--expires, a year by default); rotate gives a party a
-new key and revokes its old one, revoke ends a party's credentials, list
-says who holds what until when (docs/operations.md, "Credentials").`,
+new key and revokes its old one, revoke ends a party's credentials, check
+says whether a NATS server has taken them, list says who holds what until
+when (docs/operations.md, "Credentials").`,
 	}
 	var o natsauth.Options
 	initCmd := &cobra.Command{
@@ -55,6 +56,8 @@ says who holds what until when (docs/operations.md, "Credentials").`,
 	f.StringVar(&o.ResolverDir, "resolver-dir", "/var/lib/bourse/nats-jwt", "where the full resolver keeps account JWTs on each server")
 	f.StringVar(&o.Host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&o.Port, "port", 4222, "the port nats-server listens on")
+	f.StringVar(&o.StoreDir, "store-dir", "/var/lib/bourse/jetstream",
+		`the JetStream store, written into nats-server.conf so that a reload takes revocations on nats-server 2.9 ("": give it with -sd, and restart after each)`)
 	f.DurationVar(&o.Expires, "expires", defaultExpiry, "how long the exchange's credentials work (0: never)")
 
 	var clients, servers, viewers []string
@@ -97,6 +100,6 @@ says who holds what until when (docs/operations.md, "Credentials").`,
 	userCmd.Flags().StringArrayVar(&viewers, "viewer", nil, "a reader of the market data only, such as the console (repeat)")
 	userCmd.Flags().StringVar(&exchangeID, "exchange", "", "another exchange user (init makes one, exchange)")
 	userCmd.Flags().DurationVar(&uo.Expires, "expires", defaultExpiry, "how long the credentials work (0: never)")
-	cmd.AddCommand(initCmd, userCmd, newNATSRotateCmd(), newNATSRevokeCmd(), newNATSListCmd(), newNATSPushCmd())
+	cmd.AddCommand(initCmd, userCmd, newNATSRotateCmd(), newNATSRevokeCmd(), newNATSCheckCmd(), newNATSListCmd(), newNATSPushCmd())
 	return cmd
 }

@@ -17,6 +17,7 @@ const defaultExpiry = 365 * 24 * time.Hour
 
 func newNATSRotateCmd() *cobra.Command {
 	var uo natsauth.UserOptions
+	var c natsCheck
 	cmd := &cobra.Command{
 		Use:   "rotate DIR ID",
 		Short: "Give a party a new key: a new DIR/<id>.creds, its key in server-keys for a server, its old keys revoked",
@@ -25,7 +26,10 @@ in server-keys holds its new key, and the account, signed again, revokes
 the old keys. Hand the party its new file, then send the exchange SIGHUP (it
 reads server-keys again) and reload nats-server (nats-server --signal
 reload, or bourse admin nats-auth push with the full resolver): the old
-file stops working then.`,
+file stops working then. With --nats URL it checks that: it pushes the
+account (full resolver) or waits for the reload (memory resolver), then
+checks that the server refuses the old keys and takes the new file, and
+fails saying so if it does not within --wait.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := natsauth.Rotate(args[0], args[1], uo)
@@ -33,15 +37,21 @@ file stops working then.`,
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), path)
-			return nil
+			if c.url == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "bourse: "+noCheckHint(args[0]))
+				return nil
+			}
+			return c.taken(cmd.Context(), cmd.OutOrStdout(), args[0], args[1], path)
 		},
 	}
 	cmd.Flags().DurationVar(&uo.Expires, "expires", defaultExpiry, "how long the new credentials work (0: never)")
+	c.addFlags(cmd.Flags(), "", "a NATS server to check the rotation on (and push it to, with the full resolver)", time.Minute)
 	return cmd
 }
 
 func newNATSRevokeCmd() *cobra.Command {
-	return &cobra.Command{
+	var c natsCheck
+	cmd := &cobra.Command{
 		Use:   "revoke DIR ID",
 		Short: "End a party's credentials: its keys revoked in the account, its .creds and server key removed",
 		Long: `revoke revokes every key of the party in the account, signed again, and
@@ -49,16 +59,26 @@ removes DIR/<id>.creds and, for a server, its line of server-keys. Reload
 nats-server (nats-server --signal reload, or bourse admin nats-auth push
 with the full resolver): it then refuses the keys and closes their
 connections. Send the exchange SIGHUP so that it forgets a server's key.
-The id stays the party's: rotate issues it a new key.`,
+The id stays the party's: rotate issues it a new key. With --nats URL it
+checks that the server has taken the revocation: it pushes the account
+(full resolver) or waits for the reload (memory resolver), then checks
+that the server refuses the party's keys, and fails saying so if it does
+not within --wait.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := natsauth.Revoke(args[0], args[1]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s revoked: reload nats-server\n", args[1])
-			return nil
+			fmt.Fprintf(cmd.OutOrStdout(), "%s revoked in the account\n", args[1])
+			if c.url == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "bourse: "+noCheckHint(args[0]))
+				return nil
+			}
+			return c.taken(cmd.Context(), cmd.OutOrStdout(), args[0], args[1], "")
 		},
 	}
+	c.addFlags(cmd.Flags(), "", "a NATS server to check the revocation on (and push it to, with the full resolver)", time.Minute)
+	return cmd
 }
 
 func newNATSListCmd() *cobra.Command {

@@ -14,7 +14,8 @@ import (
 // names, nats-server reads the configuration, and mistakes say what to do.
 func TestNATSAuthCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nats")
-	out := execute(t, nil, "admin", "nats-auth", "init", dir, "--resolver", "full", "--resolver-dir", filepath.Join(dir, "jwt"))
+	store := t.TempDir()
+	out := execute(t, nil, "admin", "nats-auth", "init", dir, "--resolver", "full", "--resolver-dir", filepath.Join(dir, "jwt"), "--store-dir", store)
 	for _, f := range []string{"operator.nk", "account.nk", "account.jwt", "nats-server.conf", "exchange.creds"} {
 		assert.Contains(t, out, filepath.Join(dir, f))
 	}
@@ -23,6 +24,7 @@ func TestNATSAuthCommand(t *testing.T) {
 	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
 	require.NoError(t, err)
 	assert.Len(t, opts.TrustedOperators, 1)
+	assert.Equal(t, store, opts.StoreDir, "the configuration names the store, so that nats-server 2.9 can reload it")
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "gpu1.creds")), "handed out")
 	_, errOut, code := bourseCmd("admin", "nats-auth", "user", dir, "--client", "gpu1")

@@ -27,6 +27,7 @@ func newNATSConfigCmd() *cobra.Command {
 		port                      int
 		example                   bool
 		tls                       natsServerTLS
+		storeDir                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "nats-config --client ID … --server ID … [--viewer ID …]",
@@ -41,8 +42,12 @@ stored as a bcrypt hash; the passwords are printed once to stderr, as
 "user password" lines, for you to hand out. --example-passwords writes
 "<id>-secret" in the clear instead, as docs/nats-server.conf does.
 
-The file enables JetStream without a store directory: give it on the
-command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
+--store-dir names the JetStream store in the file, so that nats-server
+runs without -sd and a reload (nats-server --signal reload, after adding a
+party) takes the new file: nats-server 2.9, Debian's, cannot reload a
+store given on the command line. Without it the file enables JetStream
+without a store directory: give it on the command line (nats-server -c
+FILE -sd DIR) and restart nats-server after each change.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			parties := []natsParty{{id: exchangeUser, role: "exchange"}}
@@ -81,7 +86,11 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 			if (tls.cert == "") != (tls.key == "") || (tls.verify && tls.ca == "") || (tls.cert == "" && (tls.ca != "" || tls.verify)) {
 				return fmt.Errorf("TLS needs --tls-cert and --tls-key together, and --tls-verify needs --tls-ca")
 			}
-			return writeNATSConfig(cmd.OutOrStdout(), host, port, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, generatedBy(clients, servers, viewers, exchangeUser, example, tls)...), " "))
+			by := generatedBy(clients, servers, viewers, exchangeUser, example, tls)
+			if storeDir != "" {
+				by = append(by, "--store-dir", storeDir)
+			}
+			return writeNATSConfig(cmd.OutOrStdout(), host, port, storeDir, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, by...), " "))
 		},
 	}
 	f := cmd.Flags()
@@ -91,6 +100,7 @@ command line (nats-server -c FILE -sd DIR), so one file serves every node.`,
 	f.StringVar(&exchangeUser, "exchange-user", "exchange", "the exchange's NATS user")
 	f.StringVar(&host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&port, "port", 4222, "the port nats-server listens on")
+	f.StringVar(&storeDir, "store-dir", "", "the JetStream store, named in the file so that nats-server can reload it (empty: give it with -sd)")
 	f.BoolVar(&example, "example-passwords", false, `write "<id>-secret" passwords in the clear (examples and tests only)`)
 	f.StringVar(&tls.cert, "tls-cert", "", "the NATS server's certificate (PEM): clients must then connect with TLS")
 	f.StringVar(&tls.key, "tls-key", "", "the NATS server's private key (PEM)")
@@ -135,7 +145,7 @@ type natsServerTLS struct {
 
 // writeNATSConfig writes the configuration; docs/nats-server.conf is its
 // output for alice, bob, gpu1 and gpu2 (a test keeps them equal).
-func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tls natsServerTLS, command string) error {
+func writeNATSConfig(w io.Writer, host string, port int, storeDir string, parties []natsParty, tls natsServerTLS, command string) error {
 	var b strings.Builder
 	b.WriteString(`# nats-server configuration for a Bourse market: identity by subject.
 #
@@ -151,11 +161,21 @@ func writeNATSConfig(w io.Writer, host string, port int, parties []natsParty, tl
 # Made by:
 #   ` + command + `
 # Without --example-passwords the passwords are random and stored as
-# bcrypt hashes. Use TLS in production (docs/operations.md). Run, with the
+# bcrypt hashes. Use TLS in production (docs/operations.md).`)
+	if storeDir != "" {
+		b.WriteString(`
+# Run it as it is, without -sd: the JetStream store is named here, so that
+# nats-server --signal reload takes a changed file:
+#   nats-server -c nats-server.conf
+`)
+		fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream {\n  store_dir: %q\n}\n", port, host, storeDir)
+	} else {
+		b.WriteString(` Run, with the
 # JetStream store given on the command line:
 #   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
 `)
-	fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n", port, host)
+		fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n", port, host)
+	}
 	if tls.cert != "" {
 		// Every connection is TLS; with verify, only clients whose
 		// certificate the CA signed get to the password check.

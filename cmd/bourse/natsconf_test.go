@@ -2,12 +2,17 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/natstest"
 )
 
 // TestNATSConfigShipped: docs/nats-server.conf is what nats-config makes
@@ -56,4 +61,37 @@ func TestNATSConfigErrors(t *testing.T) {
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, tt.want)
 	}
+}
+
+// TestNATSConfigReload: adding a party in password mode, as
+// docs/operations.md says, is a new file and a reload, and Debian's
+// nats-server (2.9, the README's) takes it when the file names its store
+// (--store-dir); started with the store on the command line it could
+// not, and needed a restart.
+func TestNATSConfigReload(t *testing.T) {
+	bin := natstest.DebianNATS(t)
+	port := strconv.Itoa(natstest.FreePort(t))
+	store := t.TempDir()
+	conf := filepath.Join(t.TempDir(), "bourse.conf")
+	write := func(parties ...string) {
+		args := append([]string{"admin", "nats-config", "--port", port, "--store-dir", store, "--example-passwords"}, parties...)
+		require.NoError(t, os.WriteFile(conf, []byte(execute(t, nil, args...)), 0o600))
+	}
+	write("--client", "alice")
+	ns := natstest.RunBinary(t, bin, "-c", conf)
+	url := "nats://127.0.0.1:" + port
+	connect := func(id string) error {
+		nc, err := nats.Connect(url, nats.UserInfo(id, id+"-secret"), nats.NoReconnect())
+		if err == nil {
+			nc.Close()
+		}
+		return err
+	}
+	require.NoError(t, connect("alice"))
+	require.Error(t, connect("bob"))
+
+	write("--client", "alice", "--client", "bob")
+	require.Empty(t, ns.Reload(), "nats-server reloads the file")
+	assert.NoError(t, connect("bob"), "bob, added, connects")
+	assert.NoError(t, connect("alice"))
 }

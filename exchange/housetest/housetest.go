@@ -163,8 +163,15 @@ func (h *Harness) Audit() {
 }
 
 // Server adds a server of n GPUs of model with policy (nil for
-// server.Posted{}, which takes any offer that fits), and says its hello.
+// server.Posted{}, which takes any offer that fits) and the synthetic
+// runner, and says its hello.
 func (h *Harness) Server(id, model string, n int, policy server.Policy) *server.Node {
+	h.T.Helper()
+	return h.ServerRunning(id, model, n, policy, &server.Synthetic{Now: h.Clock.Now})
+}
+
+// ServerRunning is Server with runner in place of the synthetic one.
+func (h *Harness) ServerRunning(id, model string, n int, policy server.Policy, runner server.Runner) *server.Node {
 	h.T.Helper()
 	var gpus []trade.GPU
 	for i := range n {
@@ -172,7 +179,7 @@ func (h *Harness) Server(id, model string, n int, policy server.Policy) *server.
 	}
 	ids := 0
 	node, err := server.NewNode(server.NodeConfig{ID: id, Currency: currency.Currency{Code: Currency, Scale: 2}, GPUs: gpus,
-		Policy: policy, Runner: &server.Synthetic{Now: h.Clock.Now}, ReadingEvery: h.House.Config().ReadingEvery,
+		Policy: policy, Runner: runner, ReadingEvery: h.House.Config().ReadingEvery,
 		NewID:  func() string { ids++; return fmt.Sprintf("%s-k%d", id, ids) },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(h.T, err)

@@ -155,7 +155,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		}{
 			{"program not allowed", &pricing.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
 			{"variable not allowed", &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
-			{"no command", &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EInvalidOffer},
+			{"no command", &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EJobUnsupported},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tm := withJob(1, time.Hour, tc.job)

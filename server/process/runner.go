@@ -24,9 +24,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/trade"
@@ -137,10 +140,22 @@ type Runner struct {
 }
 
 var (
-	_ server.Runner  = (*Runner)(nil)
-	_ server.Checker = (*Runner)(nil)
-	_ server.Metered = (*Runner)(nil)
+	_ server.Runner    = (*Runner)(nil)
+	_ server.Checker   = (*Runner)(nil)
+	_ server.Metered   = (*Runner)(nil)
+	_ server.Describer = (*Runner)(nil)
 )
+
+// Runs is what the runner runs, for its server's hello: programs, each
+// allowed name as a job may write it, and its meter.
+func (r *Runner) Runs() protocol.Runs {
+	return protocol.Runs{Runner: protocol.RunnerProcess, Meter: r.Meter(), Programs: r.programs()}
+}
+
+// programs are the names a job may give its command, sorted.
+func (r *Runner) programs() []string {
+	return slices.Sorted(maps.Keys(r.allowed))
+}
 
 // Meter is how the runner's jobs are measured; empty without a meter.
 func (r *Runner) Meter() trade.Meter {
@@ -235,7 +250,7 @@ func checkName(k string) error {
 // Check says whether the runner would start job: a meter to measure it,
 // its command allowed, its variables allowed. It refuses every job with
 // EUnmetered without a meter, a missing job or command with
-// EInvalidOffer and anything the configuration does not allow with
+// EJobUnsupported and anything the configuration does not allow with
 // EPermission.
 func (r *Runner) Check(job *pricing.JobSpec) error {
 	if r.cfg.Meter == nil {
@@ -249,11 +264,11 @@ func (r *Runner) Check(job *pricing.JobSpec) error {
 func (r *Runner) prepare(job *pricing.JobSpec) (path string, env map[string]string, err error) {
 	const op = "process.Check"
 	if job == nil || job.Command == "" {
-		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.command", Message: "this server runs processes: the offer must name a command"}
+		return "", nil, &bourse.Error{Code: bourse.EJobUnsupported, Op: op, Field: "job.command", Message: "this server runs programs: the offer must name a command"}
 	}
 	path, ok := r.allowed[job.Command]
 	if !ok {
-		return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.command", Message: fmt.Sprintf("%q is not a program this server runs", job.Command)}
+		return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.command", Message: protocol.NotAllowed(job.Command, r.programs())}
 	}
 	for _, a := range job.Args {
 		if strings.ContainsRune(a, 0) {

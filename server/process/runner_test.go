@@ -189,8 +189,8 @@ func TestCheck(t *testing.T) {
 		job  *pricing.JobSpec
 		code bourse.Code // "" for allowed
 	}{
-		{"NoJob", nil, bourse.EInvalidOffer},
-		{"NoCommand", &pricing.JobSpec{Profile: &pricing.Profile{}}, bourse.EInvalidOffer},
+		{"NoJob", nil, bourse.EJobUnsupported},
+		{"NoCommand", &pricing.JobSpec{Profile: &pricing.Profile{}}, bourse.EJobUnsupported},
 		{"Disallowed", &pricing.JobSpec{Command: "/bin/ls"}, bourse.EPermission},
 		{"Shell", &pricing.JobSpec{Command: "/bin/sh", Args: []string{"-c", "true"}}, bourse.EPermission},
 		{"ByName", &pricing.JobSpec{Command: "sleep"}, bourse.EPermission}, // allowed as a path only

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// TestNoProgram is issue 31's operator on the demo's synthetic server:
+// an offer of a program is refused (it was accepted, ran nothing, and
+// charged the whole prepayment), and the logs and results of a contract
+// that ran no program say so and exit 3, where they printed nothing and
+// exited 0.
+func TestNoProgram(t *testing.T) {
+	b := startBidMarket(t)
+
+	t.Run("ProgramRefused", func(t *testing.T) {
+		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--model", "H100", "--price", "0.40", "--time-limit", "1m",
+			"--command", "/usr/bin/python3", "--arg", "train.py")
+		assert.Equal(t, exitRefused, code, errOut)
+		assert.Contains(t, errOut, "job_unsupported")
+		assert.Contains(t, errOut, "atlas: this server runs synthetic jobs only")
+		assert.Contains(t, errOut, "a program (--command) goes to servers that run programs", "and says what to do")
+		cs := b.ok("ada", "contracts")
+		assert.NotContains(t, cs, "python3", "no contract was made")
+	})
+
+	k := b.offerJSON("ada", short("100ms")...)
+	got := b.waitState("ada", k.ID, trade.StateSettled)
+	require.Equal(t, trade.MeterSynthetic, got.Meter)
+	for _, args := range [][]string{{"logs", k.ID}, {"logs", "--follow", k.ID}, {"results", k.ID, "-o", t.TempDir()}, {"results", "--wait", k.ID, "-o", t.TempDir()}} {
+		out, errOut, code := b.bid("ada", args...)
+		assert.Equal(t, exitRefused, code, "bourse bid %v: %s%s", args, out, errOut)
+		assert.Contains(t, errOut, "no_program", "bourse bid %v", args)
+		assert.Contains(t, errOut, "contract "+k.ID+" ran no program", "bourse bid %v", args)
+		assert.Contains(t, errOut, "its terms name no program", "bourse bid %v", args)
+	}
+}
+
+// TestRanNoProgram: which contracts logs and results call programless:
+// a program's that a synthetic server ran (as servers before this
+// change did), one voided before its start, one whose terms name none;
+// not a program's that ran or may yet.
+func TestRanNoProgram(t *testing.T) {
+	prog := &pricing.JobSpec{Command: "/usr/bin/python3"}
+	for _, tt := range []struct {
+		name string
+		k    protocol.Contract
+		why  string // "" for a program that ran or may
+	}{
+		{"Synthetic", protocol.Contract{ID: "c-1", Server: "atlas", State: trade.StateSettled, Meter: trade.MeterSynthetic, Terms: pricing.Terms{Job: prog}},
+			"server atlas ran a synthetic job (metered by synthetic), not /usr/bin/python3"},
+		{"Voided", protocol.Contract{ID: "c-1", State: trade.StateVoided, Terms: pricing.Terms{Job: prog}}, "it was voided before its job started"},
+		{"NoJob", protocol.Contract{ID: "c-1", State: trade.StateRunning}, "its terms name no program"},
+		{"Ran", protocol.Contract{ID: "c-1", State: trade.StateSettled, Meter: trade.MeterNVML, Terms: pricing.Terms{Job: prog}}, ""},
+		{"NotStarted", protocol.Contract{ID: "c-1", State: trade.StateAccepted, Terms: pricing.Terms{Job: prog}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ranNoProgram(tt.k, "logs")
+			if tt.why == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.Equal(t, bourse.ENoProgram, bourse.ErrorCode(err))
+			assert.Equal(t, exitRefused, exitStatus(err))
+			assert.Equal(t, "contract c-1 ran no program, so it has no logs: "+tt.why, bourse.ErrorMessage(err))
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package exchange_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/process"
+)
+
+// program is job's terms with a program in place of its profile.
+func program(command string) pricing.Terms {
+	t := job(1, "0.01")
+	t.Job = &pricing.JobSpec{Command: command, Args: []string{"-c", "print(1)"}}
+	return t
+}
+
+// processRunner runs /bin/true alone, metered as if at full use.
+func processRunner(t *testing.T) *process.Runner {
+	t.Helper()
+	r, err := process.New(process.Config{Allowed: []string{"/bin/true"}, OutputDir: t.TempDir(), Meter: server.FullUse{},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(r.Close)
+	return r
+}
+
+// refused makes client's offer of tm and returns its error's code and
+// message; the offer must fail.
+func refused(t *testing.T, h *housetest.Harness, id string, tm pricing.Terms) (bourse.Code, string) {
+	t.Helper()
+	reply, err := h.House.Offer(context.Background(), "ada", protocol.OfferRequest{RequestID: id, Terms: tm})
+	require.Error(t, err, "offer %s: %+v", id, reply)
+	return bourse.ErrorCode(err), bourse.ErrorMessage(err)
+}
+
+// TestRoutesByWhatServersRun: servers say in their hello what they run,
+// and an offer goes only to those that run its job. A program goes to
+// the server that runs it, never to a synthetic one (which would have
+// taken it, run nothing and charged); a profile goes to a synthetic
+// server, never to one that runs programs only; a server named for a job
+// it does not run, and a program no server lists, are refused at once
+// with a code and a message that say why; a server that does not say
+// what it runs is offered no program; a waiting program waits for a
+// server that runs it.
+func TestRoutesByWhatServersRun(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: time.Minute})
+	// atlas sorts first: it is asked first, and takes whatever it is asked.
+	h.Server("atlas", "H100", 4, nil)
+	h.Wallet("ada", "100")
+	ctx := context.Background()
+
+	code, msg := refused(t, h, "program-to-synthetic", program("/bin/true"))
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "atlas: this server runs synthetic jobs only")
+
+	reply, err := h.House.Offer(ctx, "ada", protocol.OfferRequest{RequestID: "waits", Terms: program("/bin/true"), Wait: 60_000_000_000})
+	require.NoError(t, err)
+	require.NotNil(t, reply.Queued, "no server runs it yet: it waits, %+v", reply)
+	h.Advance(time.Second)
+	assert.Zero(t, h.House.Match(ctx), "the synthetic server frees up: the waiting program is not offered to it")
+
+	h.ServerRunning("hermes", "H100", 4, nil, processRunner(t))
+	h.Router.MuteStarts("hermes") // routing is the question here, not running /bin/true
+	h.Advance(time.Second)
+	require.Equal(t, 1, h.House.Match(ctx), "a server that runs it came: the waiting program is its")
+	waited, err := h.House.Contracts(ctx, "ada", 10)
+	require.NoError(t, err)
+	require.Len(t, waited, 1)
+	assert.Equal(t, "hermes", waited[0].Server)
+
+	reply = offer(t, h, "ada", "program", program("/bin/true"), 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, "hermes", reply.Contract.Server, "the program goes to the server that runs programs")
+
+	reply = offer(t, h, "ada", "profile", job(1, "0.01"), 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, "atlas", reply.Contract.Server)
+	tm := job(1, "0.01")
+	tm.Server = "hermes"
+	code, msg = refused(t, h, "profile-to-process", tm)
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "hermes: this server runs programs: the offer must name a command")
+
+	tm = program("/bin/true")
+	tm.Server = "atlas"
+	code, msg = refused(t, h, "named-synthetic", tm)
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "atlas: this server runs synthetic jobs only")
+
+	code, msg = refused(t, h, "by-name", program("true"))
+	assert.Equal(t, bourse.EJobUnsupported, code, "no server runs it, each for its reason: %s", msg)
+	assert.Contains(t, msg, `hermes: "true" is not a program this server runs: it runs /bin/true (name one exactly as listed)`)
+
+	tm = program("true")
+	tm.Server = "hermes"
+	code, msg = refused(t, h, "by-name-named", tm)
+	assert.Equal(t, bourse.EPermission, code, "the server does not list it: %s", msg)
+
+	// A server older than Runs says nothing of what it runs.
+	hello := h.Router.Nodes["atlas"].Hello(h.Now())
+	hello.Runs = nil
+	_, err = h.House.Hello(ctx, "old", hello)
+	require.NoError(t, err)
+	tm = program("/bin/true")
+	tm.Server = "old"
+	code, msg = refused(t, h, "named-old", tm)
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "does not say what it runs")
+	h.Audit()
+}

@@ -1,0 +1,153 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/trade"
+)
+
+// RunnerKind names how a server runs jobs.
+type RunnerKind string
+
+const (
+	// RunnerSynthetic runs no program: a job consumes the utilisation
+	// profile its terms give (the demo, the simulator, tests).
+	RunnerSynthetic RunnerKind = "synthetic"
+	// RunnerProcess runs the program a job names, one of Runs.Programs.
+	RunnerProcess RunnerKind = "process"
+)
+
+// Limits of Runs.
+const (
+	MaxPrograms = 256
+	maxProgram  = 1024
+	maxKind     = 32
+)
+
+// Runs says what a server runs: its runner, the meter that measures its
+// jobs, and the programs a job may name. A server says it in its hello
+// and heartbeats, so that the exchange offers it only jobs it runs (Refuses
+// is the rule, the same on both sides); what a server publishes of itself
+// later (its asks) carries the same value.
+type Runs struct {
+	Runner RunnerKind `json:"runner"`
+	// Meter is how the server measures its jobs' use, as contracts record
+	// it; empty where it has no meter, and then it refuses every job
+	// itself, saying why.
+	Meter trade.Meter `json:"meter,omitempty"`
+	// Programs are the programs a process runner's job may name, each as
+	// the job must write it (the configuration's name and the path it
+	// resolves to), sorted.
+	Programs []string `json:"programs,omitempty"`
+}
+
+// Check checks what Runs may hold: a runner kind, a meter and programs of
+// sane lengths. A kind this version does not know passes: a newer server's
+// hello is understood, and Refuses offers such a server nothing.
+func (r *Runs) Check() error {
+	bad := func(field, format string, args ...any) error {
+		return &bourse.Error{Code: bourse.EInvalid, Op: "protocol.Runs", Field: "runs." + field, Message: fmt.Sprintf(format, args...)}
+	}
+	if r.Runner == "" || len(r.Runner) > maxKind {
+		return bad("runner", "want 1..%d characters", maxKind)
+	}
+	if len(r.Meter) > maxKind {
+		return bad("meter", "longer than %d characters", maxKind)
+	}
+	if len(r.Programs) > MaxPrograms {
+		return bad("programs", "%d programs; at most %d", len(r.Programs), MaxPrograms)
+	}
+	for i, p := range r.Programs {
+		if p == "" || len(p) > maxProgram || strings.ContainsRune(p, 0) {
+			return bad(fmt.Sprintf("programs[%d]", i), "want 1..%d characters, no NUL", maxProgram)
+		}
+	}
+	return nil
+}
+
+// Takes says whether a server that runs r may be offered job: a program
+// needs a process runner that lists it, and a process runner runs nothing
+// but programs. A nil r is a server that did not say what it runs (one
+// older than Runs): it is taken to run no program, which the synthetic
+// runner, the older servers' default, did not refuse. What Runs does not
+// say (a job's variables, whether the meter works) the server itself
+// checks when it decides. Refuses says why not.
+func (r *Runs) Takes(job *pricing.JobSpec) bool { return r.refusal(job) == takes }
+
+// Refuses is Takes's no as an error, *bourse.Error with code
+// job_unsupported (or permission_denied for a program not listed) and a
+// message that says why; nil where Takes says yes.
+func (r *Runs) Refuses(job *pricing.JobSpec) error {
+	refuse := func(code bourse.Code, format string, args ...any) error {
+		return &bourse.Error{Code: code, Op: "protocol.Runs", Field: "job.command", Message: fmt.Sprintf(format, args...)}
+	}
+	switch r.refusal(job) {
+	case unsaid:
+		return refuse(bourse.EJobUnsupported, "this server does not say what it runs (it is older than this exchange), so it is offered no program")
+	case noPrograms:
+		return refuse(bourse.EJobUnsupported, "this server runs synthetic jobs only: no program runs here, so %q would not; offer it a job with a profile", job.Command)
+	case onlyPrograms:
+		return refuse(bourse.EJobUnsupported, "this server runs programs: the offer must name a command")
+	case notListed:
+		return refuse(bourse.EPermission, "%s", NotAllowed(job.Command, r.Programs))
+	case unknownKind:
+		return refuse(bourse.EJobUnsupported, "this server runs jobs of a kind this exchange does not know (%q)", r.Runner)
+	}
+	return nil
+}
+
+// why a server does not take a job.
+type why int
+
+const (
+	takes        why = iota
+	unsaid           // a program, to a server that does not say what it runs
+	noPrograms       // a program, to a synthetic runner
+	onlyPrograms     // no program, to a process runner
+	notListed        // a program not among the process runner's
+	unknownKind      // a runner this version does not know
+)
+
+func (r *Runs) refusal(job *pricing.JobSpec) why {
+	program := job != nil && job.Command != ""
+	switch {
+	case r == nil:
+		if program {
+			return unsaid
+		}
+	case r.Runner == RunnerSynthetic:
+		if program {
+			return noPrograms
+		}
+	case r.Runner == RunnerProcess:
+		if !program {
+			return onlyPrograms
+		}
+		if !slices.Contains(r.Programs, job.Command) {
+			return notListed
+		}
+	default:
+		return unknownKind
+	}
+	return takes
+}
+
+// NotAllowed says that a job's command is none of a server's programs,
+// and names them: a job must name a program as the list writes it, so
+// "python3" is not "/usr/bin/python3".
+func NotAllowed(command string, programs []string) string {
+	if len(programs) == 0 {
+		return fmt.Sprintf("%q is not a program this server runs: it runs none", command)
+	}
+	list := programs
+	const shown = 16
+	more := ""
+	if len(list) > shown {
+		list, more = list[:shown], fmt.Sprintf(" and %d more", len(programs)-shown)
+	}
+	return fmt.Sprintf("%q is not a program this server runs: it runs %s%s (name one exactly as listed)", command, strings.Join(list, ", "), more)
+}

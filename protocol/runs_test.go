@@ -1,0 +1,94 @@
+package protocol_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/trade"
+)
+
+// TestHelloRuns: a hello says what its server runs, strictly decoded; a
+// hello without it (a server older than runs) is still taken.
+func TestHelloRuns(t *testing.T) {
+	hello := func(runs string) string {
+		h := `{"currency":"CRED","gpus":[{"index":0,"model":"H100","memory_mib":81559}],"free":1`
+		if runs != "" {
+			h += `,"runs":` + runs
+		}
+		return h + `,"at":"2026-11-21T12:00:00Z"}`
+	}
+	h, err := protocol.DecodeHello([]byte(hello(`{"runner":"process","meter":"nvml","programs":["/usr/bin/python3","python3"]}`)))
+	require.NoError(t, err)
+	require.NotNil(t, h.Runs)
+	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/usr/bin/python3", "python3"}}, *h.Runs)
+
+	h, err = protocol.DecodeHello([]byte(hello("")))
+	require.NoError(t, err, "an older server's hello")
+	assert.Nil(t, h.Runs)
+
+	for name, runs := range map[string]string{
+		"UnknownKey":   `{"runner":"process","gpus":2}`,
+		"NoRunner":     `{"meter":"nvml"}`,
+		"EmptyProgram": `{"runner":"process","programs":[""]}`,
+		"NUL":          `{"runner":"process","programs":["a\u0000b"]}`,
+		"LongRunner":   `{"runner":"` + strings.Repeat("x", 33) + `"}`,
+		"TooMany":      `{"runner":"process","programs":[` + strings.TrimSuffix(strings.Repeat(`"p",`, protocol.MaxPrograms+1), ",") + `]}`,
+	} {
+		_, err := protocol.DecodeHello([]byte(hello(runs)))
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%s: %v", name, err)
+	}
+	h, err = protocol.DecodeHello([]byte(hello(`null`)))
+	require.NoError(t, err)
+	assert.Nil(t, h.Runs, "null is absent")
+	_, err = protocol.DecodeHello([]byte(hello(`{"runner":"container"}`)))
+	assert.NoError(t, err, "a runner this version does not know is understood")
+}
+
+// TestRunsTakes is the rule both the exchange and the server apply.
+func TestRunsTakes(t *testing.T) {
+	program := &pricing.JobSpec{Command: "/usr/bin/python3"}
+	byName := &pricing.JobSpec{Command: "python3"}
+	profile := &pricing.JobSpec{Profile: &pricing.Profile{}}
+	synthetic := &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}
+	process := &protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/usr/bin/python3"}}
+	unknown := &protocol.Runs{Runner: "container"}
+	for _, tt := range []struct {
+		runs *protocol.Runs
+		job  *pricing.JobSpec
+		code bourse.Code // "" where it takes it
+		says string
+	}{
+		{synthetic, profile, "", ""},
+		{synthetic, nil, "", ""},
+		{synthetic, program, bourse.EJobUnsupported, "runs synthetic jobs only"},
+		{process, program, "", ""},
+		{process, byName, bourse.EPermission, `"python3" is not a program this server runs: it runs /usr/bin/python3 (name one exactly as listed)`},
+		{process, profile, bourse.EJobUnsupported, "the offer must name a command"},
+		{process, nil, bourse.EJobUnsupported, "the offer must name a command"},
+		{nil, profile, "", ""},
+		{nil, program, bourse.EJobUnsupported, "does not say what it runs"},
+		{unknown, profile, bourse.EJobUnsupported, `a kind this exchange does not know ("container")`},
+	} {
+		name := fmt.Sprintf("%v/%v", tt.runs, tt.job)
+		err := tt.runs.Refuses(tt.job)
+		assert.Equal(t, tt.code == "", tt.runs.Takes(tt.job), name)
+		assert.Equal(t, tt.code, bourse.ErrorCode(err), name)
+		if tt.says != "" {
+			assert.Contains(t, bourse.ErrorMessage(err), tt.says, name)
+		}
+	}
+	long := make([]string, 40)
+	for i := range long {
+		long[i] = fmt.Sprintf("/opt/p%02d", i)
+	}
+	msg := protocol.NotAllowed("x", long)
+	assert.Contains(t, msg, "/opt/p15 and 24 more", "a long list is cut")
+	assert.NotContains(t, msg, "/opt/p16")
+}
