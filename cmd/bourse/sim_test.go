@@ -133,7 +133,7 @@ func TestSimSignal(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond) // a million jobs take minutes: it is under way
 			sent := time.Now()
 			require.NoError(t, cmd.Process.Signal(sig))
-			kill := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() }) // one that ignores the signal
+			kill := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() }) // one that ignores the signal
 			err := cmd.Wait()
 			kill.Stop()
 			took := time.Since(sent)
@@ -149,8 +149,13 @@ func TestSimSignal(t *testing.T) {
 			done, perr := time.Parse(time.RFC3339Nano, m[1])
 			require.NoError(t, perr)
 			t.Logf("after %v: the run stopped in %v, the process exited in %v", sig, done.Sub(sent).Round(time.Millisecond), took.Round(time.Millisecond))
-			assert.Less(t, done.Sub(sent), time.Second, "the run stopped within a second")
-			assert.Less(t, took, 10*time.Second, "and the report was written")
+			// The bounds are generous because this is no benchmark: a
+			// run that ignored the signal would go on for minutes. A
+			// second is what it takes on an idle machine (the figure
+			// logged above); on two cores shared with other test
+			// binaries under the race detector it took up to 4 s.
+			assert.Less(t, done.Sub(sent), 10*time.Second, "the run stopped at the signal, not at its end")
+			assert.Less(t, took, 40*time.Second, "and the report was written")
 			assert.Contains(t, stderr.String(), "sim: interrupted")
 			assert.Contains(t, stderr.String(), "the report in "+out+" holds the runs as far as they went")
 
