@@ -16,11 +16,10 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // DefaultCurrency is the currency Balance and Statement read when neither
@@ -242,7 +241,7 @@ func wireError(verb string, err error) error {
 // Offer makes an offer. The reply holds the contract, or the counter-offers
 // of every matching server when none accepted. requestID makes a retry
 // safe: the same id returns the first answer's contract.
-func (c *Client) Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error) {
+func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
 	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t}, &r)
 	return r, err
@@ -250,7 +249,7 @@ func (c *Client) Offer(ctx context.Context, requestID string, t pricing.Terms) (
 
 // Take takes a counter-offer; it fails with capacity_gone if the server's
 // GPUs were taken meanwhile.
-func (c *Client) Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error) {
+func (c *Client) Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error) {
 	t := k.Terms
 	t.Server = k.Server
 	var r protocol.OfferReply
@@ -259,7 +258,7 @@ func (c *Client) Take(ctx context.Context, requestID string, k trade.Counter) (p
 }
 
 // Resume offers new terms for the job of a suspended contract.
-func (c *Client) Resume(ctx context.Context, requestID, suspended string, t pricing.Terms) (protocol.OfferReply, error) {
+func (c *Client) Resume(ctx context.Context, requestID, suspended string, t contract.Terms) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
 	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Resumes: suspended}, &r)
 	return r, err

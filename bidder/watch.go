@@ -6,8 +6,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // WatchPoll is how often Watch reads the contract record while it waits,
@@ -137,16 +137,16 @@ func rank(t protocol.EventType) int {
 }
 
 // eventOf names the event that brought a contract to its state.
-func eventOf(s trade.State) protocol.EventType {
+func eventOf(s contract.State) protocol.EventType {
 	switch s {
-	case trade.StateRunning:
+	case contract.StateRunning:
 		return protocol.EventStarted
-	case trade.StateSettled:
+	case contract.StateSettled:
 		return protocol.EventSettled
-	case trade.StateVoided:
+	case contract.StateVoided:
 		return protocol.EventVoided
 	}
 	return protocol.EventAccepted
 }
 
-func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }
+func ended(s contract.State) bool { return s == contract.StateSettled || s == contract.StateVoided }

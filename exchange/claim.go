@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -104,7 +104,7 @@ func asBourseError(err error) *bourse.Error {
 
 // claimed negotiates client's offer under contract id once it holds the
 // id's claim, or waits for the negotiation that holds it (await).
-func (h *House) claimed(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
+func (h *House) claimed(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
 	now := h.cfg.Now()
 	cl := Claim{ID: id, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
 	got, err := h.store.Claim(ctx, cl, now)
@@ -170,7 +170,7 @@ func (h *House) asNow(ctx context.Context, id string, reply protocol.OfferReply,
 
 // holding negotiates while cl holds the claim, and records the outcome
 // of a negotiation that made no contract, freeing the id.
-func (h *House) holding(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, cl Claim) (protocol.OfferReply, error) {
+func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim) (protocol.OfferReply, error) {
 	reply, err := h.fresh(ctx, client, id, t, req, cl.Token)
 	if err == nil && reply.Contract != nil {
 		return reply, nil // Open ended the claim
@@ -193,7 +193,7 @@ func (h *House) holding(ctx context.Context, client, id string, t pricing.Terms,
 // answers its outcome: its contract, or the answer it recorded. A claim
 // whose time passes (its instance stopped or was paused) is taken over,
 // and this try negotiates; the other can then make no contract.
-func (h *House) await(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, cl Claim, awaited string) (protocol.OfferReply, error) {
+func (h *House) await(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim, awaited string) (protocol.OfferReply, error) {
 	giveUp := h.cfg.Now().Add(2 * (h.cfg.Negotiation + claimMargin))
 	for h.cfg.Now().Before(giveUp) {
 		if err := h.cfg.Sleep(ctx, awaitEvery); err != nil {

@@ -66,7 +66,7 @@ type Config struct {
 	// the job's stop (the process runner's 10 s from SIGTERM to SIGKILL)
 	// and its final reading's travel. Then the contract settles on its
 	// last reading, whatever its server says, and no reading counts time
-	// past it (trade.Stop).
+	// past it (contract.Stop).
 	StopGrace time.Duration
 	// StuckLimit is how long a contract may keep failing to settle or
 	// void before a sweep ends it by the fixed rule: settled on its last

@@ -9,9 +9,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Matching: when GPUs free up the server is marked as having room (rooms,
@@ -109,7 +108,7 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 
 // candidates are the servers of ids with room for w, of its class, named
 // by it if it names one, that have not refused it as they stand now.
-func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
+func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	var out []string
 	for _, id := range ids {
 		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
@@ -122,7 +121,7 @@ func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, s
 
 // fits says whether server s has GPUs enough of t's class and runs t's
 // job.
-func fits(s serverState, t pricing.Terms) bool {
+func fits(s serverState, t contract.Terms) bool {
 	return hasGPUs(s, t) && s.Runs.Takes(t.Job)
 }
 
@@ -132,7 +131,7 @@ func fits(s serverState, t pricing.Terms) bool {
 // refused it, and those that do not answer as quiet (refusal.go). An
 // offer its client can no longer pay, that a cap now refuses or whose
 // terms no longer hold leaves the book, with an event that says why.
-func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string, states map[string]serverState) string {
+func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []string, states map[string]serverState) string {
 	now := h.cfg.Now()
 	cl := Claim{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
 	got, err := h.store.Claim(ctx, cl, now)
@@ -155,7 +154,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string,
 		return ""
 	}
 	t := w.Terms
-	err = pricing.Validate(t, h.scaleOf(ctx))
+	err = contract.Validate(t, h.scaleOf(ctx))
 	if err == nil {
 		err = h.checkStartAt(t.StartAt)
 	}
@@ -195,7 +194,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string,
 // remember records the answers of a negotiation of w that made no
 // contract: each server that answered refused it as it stood, each that
 // did not answer in time is quiet.
-func (h *House) remember(w trade.Waiting, reply protocol.OfferReply, states map[string]serverState) {
+func (h *House) remember(w contract.Waiting, reply protocol.OfferReply, states map[string]serverState) {
 	now := h.cfg.Now()
 	until := now.Add(h.cfg.RematchEvery)
 	for _, r := range reply.Rejections {
@@ -212,7 +211,7 @@ func (h *House) remember(w trade.Waiting, reply protocol.OfferReply, states map[
 // refused takes w out of the book for a refusal that another try cannot
 // cure; anything else (the database down, the offer cancelled meanwhile)
 // leaves it as it is.
-func (h *House) refused(ctx context.Context, w trade.Waiting, err error) {
+func (h *House) refused(ctx context.Context, w contract.Waiting, err error) {
 	why, leaves := leftFor(err)
 	if !leaves {
 		if bourse.ErrorCode(err) != bourse.EConflict {

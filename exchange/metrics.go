@@ -23,7 +23,7 @@ type metrics struct {
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
 	// stopsOverdue counts contracts the watchdog settled at their
-	// client's stop plus the stop grace (trade.Stop).
+	// client's stop plus the stop grace (contract.Stop).
 	stopsOverdue prometheus.Counter
 }
 

@@ -11,10 +11,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Offer turns client's offer into a contract: validate, check funds,
@@ -61,8 +60,8 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
-	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
+	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
 		return protocol.OfferReply{}, protocol.UnderTerms(err)
 	}
 	if err := h.checkStartAt(t.StartAt); err != nil {
@@ -115,13 +114,13 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 // open escrows and records the contract that win accepted, then starts it.
 // A contract made from the book has queuedAt, when its offer was queued:
 // the store makes it only if the offer still waits there.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t pricing.Terms, req protocol.OfferRequest, queuedAt time.Time) (trade.Contract, bool, error) {
+func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *contract.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (contract.Contract, bool, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
 	// then, and the hold's deadline with it.
-	c := trade.Contract{
-		ID: id, Client: t.Client, Server: win, Terms: t, State: trade.StateAccepted,
+	c := contract.Contract{
+		ID: id, Client: t.Client, Server: win, Terms: t, State: contract.StateAccepted,
 		Resumes: req.Resumes, QueuedAt: queuedAt, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
 		AcceptSigned: signed,
 	}
@@ -142,9 +141,9 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-			return trade.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)
+			return contract.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)
 		}
-		return trade.Contract{}, false, err
+		return contract.Contract{}, false, err
 	}
 	if !created {
 		// A retry of this request won meanwhile: keep its contract and
@@ -181,9 +180,9 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 // Started records that server started the job of contract st.Contract, as
 // it answered a start or reported later (a booking). Another server's
 // contract is "not found", so that ids reveal nothing.
-func (h *House) Started(ctx context.Context, server string, st protocol.Started) (trade.Contract, error) {
+func (h *House) Started(ctx context.Context, server string, st protocol.Started) (contract.Contract, error) {
 	notFound := &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + st.Contract + " on this server"}
-	c, err := h.store.Update(ctx, st.Contract, func(c *trade.Contract) ([]currency.Op, error) {
+	c, err := h.store.Update(ctx, st.Contract, func(c *contract.Contract) ([]currency.Op, error) {
 		if c.Server != server {
 			return nil, notFound
 		}
@@ -199,15 +198,15 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 	case errors.Is(err, ErrNoChange):
 		return c, nil
 	case bourse.ErrorCode(err) == bourse.ENotFound:
-		return trade.Contract{}, notFound
+		return contract.Contract{}, notFound
 	}
-	return trade.Contract{}, err
+	return contract.Contract{}, err
 }
 
 // negotiate offers to every candidate at once. The first accept wins (the
 // router cancels any accept that comes after); with none, the reply
 // gathers every counter-offer and rejection that came in time.
-func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *trade.Signed, protocol.OfferReply) {
+func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *contract.Signed, protocol.OfferReply) {
 	var reply protocol.OfferReply
 	for a := range h.router.Ask(ctx, offer, servers) {
 		switch {
@@ -249,7 +248,7 @@ func (h *House) checkResume(ctx context.Context, client, id string) error {
 	if err != nil || old.Client != client {
 		return &bourse.Error{Code: bourse.ENotFound, Field: "resumes", Message: "no contract " + id + " of yours to resume"}
 	}
-	if old.State != trade.StateSettled || (old.Reason != trade.ReasonSuspended && old.Reason != trade.ReasonPreempted) {
+	if old.State != contract.StateSettled || (old.Reason != contract.ReasonSuspended && old.Reason != contract.ReasonPreempted) {
 		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "resumes",
 			Message: fmt.Sprintf("contract %s is %s (%s), not suspended", id, old.State, old.Reason)}
 	}
@@ -307,7 +306,7 @@ func contractID(client, requestID string) string {
 	return "c-" + hex.EncodeToString(h[:10])
 }
 
-func describeClass(c pricing.Class) string {
+func describeClass(c contract.Class) string {
 	s := "GPUs"
 	if c.Model != "" {
 		s = c.Model + " GPUs"
@@ -337,7 +336,7 @@ func checkRequestID(id string) error {
 
 // made is the reply to an offer that made contract c: the contract as
 // its client sees it.
-func made(c trade.Contract) protocol.OfferReply {
+func made(c contract.Contract) protocol.OfferReply {
 	v := protocol.View(c)
 	return protocol.OfferReply{Contract: &v}
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Quote asks the servers that match client's terms what they would answer
@@ -53,7 +52,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 
 // quoteTerms checks a quote's terms as an offer's: the sender is the
 // client, the terms valid, the start not past nor too far ahead.
-func (h *House) quoteTerms(ctx context.Context, client string, t pricing.Terms) (pricing.Terms, error) {
+func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms) (contract.Terms, error) {
 	if t.Client == "" {
 		t.Client = client
 	}
@@ -61,7 +60,7 @@ func (h *House) quoteTerms(ctx context.Context, client string, t pricing.Terms) 
 		return t, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
 			Message: fmt.Sprintf("quote names client %q but was sent by %q", t.Client, client)}
 	}
-	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
+	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
 		return t, protocol.UnderTerms(err)
 	}
 	return t, h.checkStartAt(t.StartAt)
@@ -69,7 +68,7 @@ func (h *House) quoteTerms(ctx context.Context, client string, t pricing.Terms) 
 
 // gather adds a's counter-offers, each naming its server, to counters, and
 // its rejection to rejections where it made no counter.
-func gather(counters []trade.Counter, rejections []protocol.Rejection, a Answer) ([]trade.Counter, []protocol.Rejection) {
+func gather(counters []contract.Counter, rejections []protocol.Rejection, a Answer) ([]contract.Counter, []protocol.Rejection) {
 	for _, c := range a.Decision.Counters {
 		c.Server = a.Server
 		c.Terms.Server = a.Server

@@ -12,9 +12,9 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // bidderLoop is one client trading: it makes up jobs, bids for them with
@@ -99,7 +99,7 @@ func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
 			t.closed(c)
 			return
 		case <-poll.C:
-			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == trade.StateSettled || got.State == trade.StateVoided) {
+			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == contract.StateSettled || got.State == contract.StateVoided) {
 				t.closed(got)
 				return
 			}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Tally counts what the bidders saw, for the live view and the summary.
@@ -27,7 +27,7 @@ type Tally struct {
 	taken     int
 	errors    map[bourse.Code]int
 	running   map[string]protocol.Contract
-	settled   map[trade.Reason]int
+	settled   map[contract.Reason]int
 	voided    int
 	clients   map[string]*ClientTally
 	servers   map[string]*ServerTally
@@ -51,7 +51,7 @@ type ServerTally struct {
 
 func newTally() *Tally {
 	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
-		settled: map[trade.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
+		settled: map[contract.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
 }
 
 func (t *Tally) client(id string) *ClientTally {
@@ -135,7 +135,7 @@ func (t *Tally) closed(c protocol.Contract) {
 	delete(t.running, c.ID)
 	cl, s := t.client(c.Client), t.server(c.Server)
 	s.BusyGPUs -= c.Terms.GPUs
-	if c.State == trade.StateVoided {
+	if c.State == contract.StateVoided {
 		t.voided++
 		cl.Refunded = cl.Refunded.Add(c.Refund)
 		t.note("%s's contract on %s voided (%s)", c.Client, c.Server, c.Reason)
@@ -156,7 +156,7 @@ type Snapshot struct {
 	Elapsed                            time.Duration
 	Offers, Countered, Rejected, Taken int
 	Running, Voided                    int
-	Settled                            map[trade.Reason]int
+	Settled                            map[contract.Reason]int
 	Errors                             map[bourse.Code]int
 	Clients                            map[string]ClientTally
 	Servers                            map[string]ServerTally
@@ -168,7 +168,7 @@ func (t *Tally) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := Snapshot{Elapsed: time.Since(t.started), Offers: t.offers, Countered: t.countered, Rejected: t.rejected, Taken: t.taken,
-		Running: len(t.running), Voided: t.voided, Settled: map[trade.Reason]int{}, Errors: map[bourse.Code]int{},
+		Running: len(t.running), Voided: t.voided, Settled: map[contract.Reason]int{}, Errors: map[bourse.Code]int{},
 		Clients: map[string]ClientTally{}, Servers: map[string]ServerTally{}, Log: slices.Clone(t.log)}
 	for k, v := range t.settled {
 		s.Settled[k] = v

@@ -5,29 +5,28 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Contract is a contract as its parties see it: the client that pays, in
 // every reply and event about it, and the server that runs it, in the
 // start and the reply to a started report. It is the exchange's record
-// (trade.Contract) less what is the exchange's own: the ledger holds on
+// (contract.Contract) less what is the exchange's own: the ledger holds on
 // the caps above the client (which name its project and organisation),
 // the watchdog's clock, and the errors of a stuck settlement.
 // docs/protocol.md ("contract") says what each field promises.
 type Contract struct {
-	ID     string        `json:"id"`
-	Client string        `json:"client"`
-	Server string        `json:"server"`
-	Terms  pricing.Terms `json:"terms"`
-	State  trade.State   `json:"state"`
-	Reason trade.Reason  `json:"reason,omitempty"`
+	ID     string          `json:"id"`
+	Client string          `json:"client"`
+	Server string          `json:"server"`
+	Terms  contract.Terms  `json:"terms"`
+	State  contract.State  `json:"state"`
+	Reason contract.Reason `json:"reason,omitempty"`
 	// Resumes names the suspended contract whose job this one continues.
 	Resumes string `json:"resumes,omitempty"`
 	// GPUs are the server's device indexes the job was given.
-	GPUs  []int       `json:"gpus,omitempty"`
-	Meter trade.Meter `json:"meter,omitempty"`
+	GPUs  []int          `json:"gpus,omitempty"`
+	Meter contract.Meter `json:"meter,omitempty"`
 
 	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time `json:"accepted_at"`
@@ -35,16 +34,16 @@ type Contract struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	SettledAt     time.Time `json:"settled_at,omitzero"`
 
-	Reading      *trade.Reading  `json:"reading,omitempty"`
-	Signed       *trade.Signed   `json:"signed,omitempty"`
-	AcceptSigned *trade.Signed   `json:"accept_signed,omitempty"`
-	Charge       decimal.Decimal `json:"charge"`
-	Refund       decimal.Decimal `json:"refund"`
+	Reading      *contract.Reading `json:"reading,omitempty"`
+	Signed       *contract.Signed  `json:"signed,omitempty"`
+	AcceptSigned *contract.Signed  `json:"accept_signed,omitempty"`
+	Charge       decimal.Decimal   `json:"charge"`
+	Refund       decimal.Decimal   `json:"refund"`
 
 	// Stop is the client's kill or suspend of the running contract, when
 	// the exchange heard it, and by when the contract settles at the
 	// latest, whether or not its server stops the job.
-	Stop *trade.Stop `json:"stop,omitempty"`
+	Stop *contract.Stop `json:"stop,omitempty"`
 
 	// SettlementDelayedSince is set while the exchange tries and fails to
 	// settle or void the contract (its record is stuck): since when. It
@@ -54,7 +53,7 @@ type Contract struct {
 }
 
 // View is the record c as its parties see it.
-func View(c trade.Contract) Contract {
+func View(c contract.Contract) Contract {
 	v := Contract{
 		ID: c.ID, Client: c.Client, Server: c.Server, Terms: c.Terms, State: c.State, Reason: c.Reason,
 		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter,
@@ -70,7 +69,7 @@ func View(c trade.Contract) Contract {
 }
 
 // Views is View of each record of cs.
-func Views(cs []trade.Contract) []Contract {
+func Views(cs []contract.Contract) []Contract {
 	out := make([]Contract, len(cs))
 	for i, c := range cs {
 		out[i] = View(c)
@@ -84,25 +83,25 @@ func Views(cs []trade.Contract) []Contract {
 // (Changed says which fields each event type carries, and
 // docs/protocol.md lists them). Contract.Apply merges one into a contract.
 type ContractChange struct {
-	ID            string           `json:"id"`
-	Client        string           `json:"client,omitempty"`
-	Server        string           `json:"server,omitempty"`
-	Terms         pricing.Terms    `json:"terms,omitzero"`
-	State         trade.State      `json:"state,omitempty"`
-	Reason        trade.Reason     `json:"reason,omitempty"`
-	Resumes       string           `json:"resumes,omitempty"`
-	GPUs          []int            `json:"gpus,omitempty"`
-	Meter         trade.Meter      `json:"meter,omitempty"`
-	QueuedAt      time.Time        `json:"queued_at,omitzero"`
-	AcceptedAt    time.Time        `json:"accepted_at,omitzero"`
-	StartDeadline time.Time        `json:"start_deadline,omitzero"`
-	StartedAt     time.Time        `json:"started_at,omitzero"`
-	SettledAt     time.Time        `json:"settled_at,omitzero"`
-	Reading       *trade.Reading   `json:"reading,omitempty"`
-	Signed        *trade.Signed    `json:"signed,omitempty"`
-	AcceptSigned  *trade.Signed    `json:"accept_signed,omitempty"`
-	Charge        *decimal.Decimal `json:"charge,omitempty"`
-	Refund        *decimal.Decimal `json:"refund,omitempty"`
+	ID            string            `json:"id"`
+	Client        string            `json:"client,omitempty"`
+	Server        string            `json:"server,omitempty"`
+	Terms         contract.Terms    `json:"terms,omitzero"`
+	State         contract.State    `json:"state,omitempty"`
+	Reason        contract.Reason   `json:"reason,omitempty"`
+	Resumes       string            `json:"resumes,omitempty"`
+	GPUs          []int             `json:"gpus,omitempty"`
+	Meter         contract.Meter    `json:"meter,omitempty"`
+	QueuedAt      time.Time         `json:"queued_at,omitzero"`
+	AcceptedAt    time.Time         `json:"accepted_at,omitzero"`
+	StartDeadline time.Time         `json:"start_deadline,omitzero"`
+	StartedAt     time.Time         `json:"started_at,omitzero"`
+	SettledAt     time.Time         `json:"settled_at,omitzero"`
+	Reading       *contract.Reading `json:"reading,omitempty"`
+	Signed        *contract.Signed  `json:"signed,omitempty"`
+	AcceptSigned  *contract.Signed  `json:"accept_signed,omitempty"`
+	Charge        *decimal.Decimal  `json:"charge,omitempty"`
+	Refund        *decimal.Decimal  `json:"refund,omitempty"`
 }
 
 // Changed is what an event of type typ says of record c:
@@ -115,7 +114,7 @@ type ContractChange struct {
 //
 // It copies no more of c than the event carries, so that an event costs
 // what it says, not the whole record.
-func Changed(typ EventType, c *trade.Contract) *ContractChange {
+func Changed(typ EventType, c *contract.Contract) *ContractChange {
 	ch := &ContractChange{ID: c.ID, State: c.State}
 	switch typ {
 	case EventAccepted:
@@ -182,7 +181,7 @@ func (c *Contract) Apply(ch ContractChange) {
 	if ch.Refund != nil {
 		c.Refund = *ch.Refund
 	}
-	if c.State == trade.StateSettled || c.State == trade.StateVoided {
+	if c.State == contract.StateSettled || c.State == contract.StateVoided {
 		c.SettlementDelayedSince = time.Time{}
 	}
 }
@@ -194,13 +193,13 @@ func setString(to *string, from string) {
 }
 
 // stateRank orders the states of a contract's life.
-func stateRank(s trade.State) int {
+func stateRank(s contract.State) int {
 	switch s {
-	case trade.StateAccepted:
+	case contract.StateAccepted:
 		return 1
-	case trade.StateRunning:
+	case contract.StateRunning:
 		return 2
-	case trade.StateSettled, trade.StateVoided:
+	case contract.StateSettled, contract.StateVoided:
 		return 3
 	}
 	return 0

@@ -9,8 +9,8 @@ import (
 	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // The wire is read with github.com/go-json-experiment/json (what
@@ -48,7 +48,7 @@ var wireTypes = map[string]func() any{
 	"contract":      func() any { return new(protocol.Contract) },
 	"change":        func() any { return new(protocol.ContractChange) },
 	"contracts":     func() any { return new(protocol.ContractsReply) },
-	"reading":       func() any { return new(trade.Reading) },
+	"reading":       func() any { return new(contract.Reading) },
 	"hello_reply":   func() any { return new(protocol.HelloReply) },
 	"error":         func() any { return new(protocol.ErrorReply) },
 }

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // booking is an accepted offer for a future slot. Its GPUs are not owned
@@ -17,7 +16,7 @@ import (
 // time, use them meanwhile. Guarded by the node's mu.
 type booking struct {
 	offer    string
-	terms    pricing.Terms
+	terms    contract.Terms
 	gpus     []int
 	until    time.Time // when an unconfirmed booking lapses, like a claim
 	contract string    // set by the exchange's Start
@@ -74,7 +73,7 @@ func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
 
 // slot picks GPUs of t's class free for t's slot, lowest indexes first,
 // or nil if there are too few. n.mu is held.
-func (n *Node) slot(t pricing.Terms, now time.Time) []int {
+func (n *Node) slot(t contract.Terms, now time.Time) []int {
 	var gpus []int
 	for _, g := range n.view(now, t.Client).FreeDuring(t.StartAt, t.StartAt.Add(t.TimeLimit)) {
 		if len(gpus) < t.GPUs && t.Class.Fits(g.Model, g.MemoryMiB) {
@@ -122,7 +121,7 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 	if n.closing {
 		return protocol.Started{}, true, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
-	if err := pricing.Validate(t, n.scaleOf); err != nil {
+	if err := contract.Validate(t, n.scaleOf); err != nil {
 		return protocol.Started{}, true, err
 	}
 	if !ok || !b.terms.Equal(t) {
@@ -200,7 +199,7 @@ func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
 // cancelBooking drops the booking of a contract that has not started, for
 // a client's kill or suspend or the exchange's void, and reports whether
 // there was one. n.mu is held.
-func (n *Node) cancelBooking(contractID string, action trade.Reason) bool {
+func (n *Node) cancelBooking(contractID string, action contract.Reason) bool {
 	for _, id := range slices.Sorted(maps.Keys(n.bookings)) {
 		if b := n.bookings[id]; b.contract == contractID {
 			delete(n.bookings, id)

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // claim is an accepted offer's GPUs, reserved until the exchange starts or
 // cancels it, or until it lapses.
 type claim struct {
-	terms pricing.Terms
+	terms contract.Terms
 	gpus  []int
 	until time.Time
 	// preempt are the runs whose GPUs the claim took, to be stopped with
@@ -26,7 +25,7 @@ type claim struct {
 
 // issued is a counter-offer this node made, honoured until it lapses.
 type issued struct {
-	terms pricing.Terms
+	terms contract.Terms
 	until time.Time
 }
 
@@ -47,7 +46,7 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 	}
 	// A retried offer gets the answer it had.
 	if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
-		return protocol.Decision{Accept: true, ClaimFor: trade.Duration(h.until.Sub(now))}
+		return protocol.Decision{Accept: true, ClaimFor: contract.Duration(h.until.Sub(now))}
 	}
 	if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
 		return n.accepted()
@@ -80,7 +79,7 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 // refuse answers terms the node cannot take whatever its GPUs and
 // prices: invalid, naming another server, or a job its runner cannot run.
 func (n *Node) refuse(so protocol.ServerOffer) (protocol.Decision, bool) {
-	if err := pricing.Validate(so.Terms, n.scaleOf); err != nil {
+	if err := contract.Validate(so.Terms, n.scaleOf); err != nil {
 		return protocol.Decision{Reason: err.Error(), Code: bourse.ErrorCode(err)}, true
 	}
 	if so.Terms.Server != "" && so.Terms.Server != n.cfg.ID {
@@ -109,7 +108,7 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 	}
 	for _, t := range d.Counters {
 		t.Server = n.cfg.ID
-		c := trade.Counter{ID: n.cfg.NewID(), Server: n.cfg.ID, Terms: t, ValidUntil: until, Note: d.Reason}
+		c := contract.Counter{ID: n.cfg.NewID(), Server: n.cfg.ID, Terms: t, ValidUntil: until, Note: d.Reason}
 		n.counters[c.ID] = issued{terms: t, until: until}
 		if n.countersLapse.IsZero() || until.Before(n.countersLapse) {
 			n.countersLapse = until
@@ -120,7 +119,7 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 }
 
 func (n *Node) accepted() protocol.Decision {
-	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(n.cfg.ClaimFor)}
+	return protocol.Decision{Accept: true, ClaimFor: contract.Duration(n.cfg.ClaimFor)}
 }
 
 // claim reserves free GPUs for the offer, and reports whether there were
@@ -179,7 +178,7 @@ func (n *Node) own(i int, owner string) {
 // have GPUs booked for a slot that begins before its time limit could end;
 // a preemptible one may, and gets them only when others are too few. n.mu
 // is held.
-func (n *Node) pickFor(t pricing.Terms, now time.Time, victims ...*run) []int {
+func (n *Node) pickFor(t contract.Terms, now time.Time, victims ...*run) []int {
 	booked := n.bookedDuring(now, now.Add(n.cfg.ClaimFor+t.TimeLimit))
 	gpus := n.pick(t.Class, t.GPUs, booked, victims...)
 	if gpus == nil && t.Preemptible && len(booked) > 0 {
@@ -191,7 +190,7 @@ func (n *Node) pickFor(t pricing.Terms, now time.Time, victims ...*run) []int {
 // pick chooses n free GPUs of the class, lowest indexes first, then GPUs
 // of the class that the runs of victims use, or returns nil; never those
 // in avoid. n.mu is held.
-func (n *Node) pick(c pricing.Class, want int, avoid map[int]bool, victims ...*run) []int {
+func (n *Node) pick(c contract.Class, want int, avoid map[int]bool, victims ...*run) []int {
 	var out []int
 	for _, g := range n.cfg.GPUs {
 		if len(out) == want {

@@ -5,9 +5,9 @@ import (
 	"iter"
 	"math/rand/v2"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // router is the House's Router inside a simulation: it calls the server
@@ -79,7 +79,7 @@ func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol
 
 func (r *router) Cancel(server, offer string) { r.m.nodes[server].Cancel(r.m.e.Now(), offer) }
 
-func (r *router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (r *router) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	err := r.m.nodes[c.Server].Control(r.m.e.Now(), c.ID, action)
 	if done != nil {
 		done(err)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Exchange is what a negotiation needs of the market: make an offer and
@@ -14,8 +13,8 @@ import (
 // The NATS client (*bidder.Client) is one; an in-process exchange is
 // another.
 type Exchange interface {
-	Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error)
-	Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error)
+	Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error)
+	Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error)
 }
 
 // Clock is the time a negotiation runs on: Now reads it, Sleep waits d on

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 )
@@ -51,7 +51,7 @@ func TestViewNumbers(t *testing.T) {
 	require.NoError(t, err)
 	d := decimal.RequireFromString
 	m := &market.Market{
-		Servers: []scenario.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Posted{P: pricing.Flat(d("0.20"))}}},
+		Servers: []scenario.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Posted{P: contract.Flat(d("0.20"))}}},
 		Clients: []scenario.ClientSpec{{ID: "ada", Strategy: strategy.Fixed{}, Value: d("0.40")}},
 	}
 	s := market.Snapshot{

@@ -15,9 +15,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // bidFlags are the flags every `bourse bid` command shares.
@@ -138,7 +138,7 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }
+func ended(s contract.State) bool { return s == contract.StateSettled || s == contract.StateVoided }
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
 	var limit int
@@ -206,9 +206,9 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			}
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
-			case k.State == trade.StateSettled:
+			case k.State == contract.StateSettled:
 				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, safe(string(k.Reason)), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
-			case k.State == trade.StateVoided:
+			case k.State == contract.StateVoided:
 				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, safe(string(k.Reason)), sc.amount(k.Refund, cur), cur)
 			default:
 				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, safe(k.Server), f.command(cmd), k.ID)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // newBidLogsCmd prints a contract's stdout and stderr, as the job wrote
@@ -71,9 +71,9 @@ func ranNoProgram(k protocol.Contract, what string) error {
 	switch {
 	case k.Terms.Job == nil || k.Terms.Job.Command == "":
 		why = "its terms name no program"
-	case k.Meter == trade.MeterSynthetic:
+	case k.Meter == contract.MeterSynthetic:
 		why = fmt.Sprintf("server %s ran a synthetic job (metered by synthetic), not %s", k.Server, k.Terms.Job.Command)
-	case k.State == trade.StateVoided:
+	case k.State == contract.StateVoided:
 		why = "it was voided before its job started"
 	default:
 		return nil

@@ -19,10 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // lockedBuffer is a buffer a command writes while the test reads it.
@@ -182,14 +181,14 @@ sample_every: 50ms
 		assert.Equal(t, 0, wait(t, watchDone, "bid watch"))
 		assert.Contains(t, watch.String(), "metered by nvml")
 
-		got := b.waitState("ada", k.ID, trade.StateSettled)
-		assert.Equal(t, trade.ReasonCompleted, got.Reason)
-		assert.Equal(t, trade.MeterNVML, got.Meter, "the contract says how it was measured")
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonCompleted, got.Reason)
+		assert.Equal(t, contract.MeterNVML, got.Meter, "the contract says how it was measured")
 		require.NotNil(t, got.Reading)
 		u, tSecs := got.Reading.U, decimal.New(int64(got.Reading.T), -9)
 		assert.True(t, u.GreaterThan(tSecs.Mul(decimal.RequireFromString("0.3"))) && u.LessThan(tSecs.Mul(decimal.RequireFromString("0.6"))),
 			"U = %s for T = %s: NVML saw the job's process half busy", u, tSecs)
-		st, err := pricing.Charge(got.Terms, got.Reading.Usage(), 2)
+		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
 		require.NoError(t, err)
 		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
 		assert.True(t, got.Charge.Add(got.Refund).Equal(got.Terms.Prepayment))
@@ -219,8 +218,8 @@ sample_every: 50ms
 		_, errOut, code = b.bid("ada", "kill", k.ID)
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, 0, wait(t, logsDone, "bid logs --follow"), logErr.String())
-		got := b.waitState("ada", k.ID, trade.StateSettled)
-		assert.Equal(t, trade.ReasonKilled, got.Reason)
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonKilled, got.Reason)
 		assert.True(t, got.Charge.IsPositive())
 
 		dir := t.TempDir()

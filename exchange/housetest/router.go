@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // Router is the House's Router to the harness's nodes, called in the
@@ -214,7 +214,7 @@ func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol
 
 func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now(), offer) }
 
-func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (r *Router) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	err := errSilent
 	switch {
 	case r.ignores(c.Server):

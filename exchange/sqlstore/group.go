@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/groupcommit"
-	"github.com/bourse/bourse/trade"
 )
 
 // Group commit: concurrent Open and Update calls share transactions, as
@@ -58,7 +58,7 @@ type openJob struct {
 
 type updateJob struct {
 	id     string
-	change func(c *trade.Contract) ([]currency.Op, error)
+	change func(c *contract.Contract) ([]currency.Op, error)
 	// The decision taken on the contract known (known.go), if any, and
 	// the record it stands on.
 	guess   *decision
@@ -73,16 +73,16 @@ type updateJob struct {
 // the operations it wants, or its error (or, later, an op's business
 // failure).
 type decision struct {
-	next      trade.Contract
+	next      contract.Contract
 	ops       []currency.Op
 	changeErr error
 }
 
 // current is the contract as it was before the Update, for a failed one;
 // decoded only then, as most Updates succeed.
-func (u *updateJob) current() trade.Contract {
+func (u *updateJob) current() contract.Contract {
 	if u.found == nil {
-		return trade.Contract{}
+		return contract.Contract{}
 	}
 	c, _ := u.found.contract(u.id) // decoded once already: it reads
 	return c
@@ -373,7 +373,7 @@ func (u *updateJob) decide(rec record) {
 }
 
 // decideOn runs the change on c.
-func (u *updateJob) decideOn(c *trade.Contract) ([]currency.Op, error) {
+func (u *updateJob) decideOn(c *contract.Contract) ([]currency.Op, error) {
 	ops, err := u.change(c)
 	if err == nil && c.ID != u.id {
 		err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",

@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // tickEvery is how often the agent asks its node what is due: readings are
@@ -90,7 +90,7 @@ func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
 
 // publishFinal publishes a final reading until JetStream acknowledges it
 // or the agent's run ends.
-func (a *Agent) publishFinal(rd trade.Reading) {
+func (a *Agent) publishFinal(rd contract.Reading) {
 	switch err := a.publish(a.runCtx, rd); {
 	case err == nil:
 		a.sent(rd)
