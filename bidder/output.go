@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -148,7 +147,7 @@ func (c *Client) follow(ctx context.Context, id string, f Follow, page func(cont
 			}
 		}
 		after = r.Next
-		ended := r.State == contract.StateSettled || r.State == contract.StateVoided
+		ended := r.State.Ended()
 		switch {
 		case r.Done:
 			return r.End, nil

@@ -75,7 +75,7 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan Update, error) {
 				}
 			case <-poll.C:
 				got, err := c.Contract(wctx, id)
-				if err == nil && ended(got.State) {
+				if err == nil && got.State.Ended() {
 					w.view = got // the record is the truth
 					if !w.send(Update{Type: eventOf(got.State), Contract: got, At: time.Now().UTC()}) {
 						return
@@ -119,7 +119,7 @@ func (w *watcher) send(ev Update) bool {
 	case <-w.ctx.Done():
 		return false
 	}
-	return !ended(ev.Contract.State) && ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided
+	return !ev.Contract.State.Ended() && ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided
 }
 
 func rank(t protocol.EventType) int {
@@ -148,5 +148,3 @@ func eventOf(s contract.State) protocol.EventType {
 	}
 	return protocol.EventAccepted
 }
-
-func ended(s contract.State) bool { return s == contract.StateSettled || s == contract.StateVoided }

@@ -143,7 +143,7 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 			return Report{}, fmt.Errorf("breakdown: contracts: %w", err)
 		}
 		for _, c := range cs {
-			if c.State != contract.StateSettled && c.State != contract.StateVoided {
+			if !c.State.Ended() {
 				continue
 			}
 			org, project, err := h.of(ctx, currency.Code(c.Terms.Currency), c.Client)

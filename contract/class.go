@@ -10,3 +10,18 @@ import "strings"
 func (c Class) Fits(model string, memoryMiB int) bool {
 	return (c.Model == "" || strings.EqualFold(c.Model, model)) && memoryMiB >= c.MinMemoryMiB
 }
+
+// Count is how many of gpus fit the class.
+func (c Class) Count(gpus []GPU) int {
+	n := 0
+	for _, g := range gpus {
+		if c.Fits(g.Model, g.MemoryMiB) {
+			n++
+		}
+	}
+	return n
+}
+
+// FitIn reports whether gpus hold as many GPUs of the terms' class as
+// they ask for.
+func (t Terms) FitIn(gpus []GPU) bool { return t.Class.Count(gpus) >= t.GPUs }

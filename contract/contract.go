@@ -157,7 +157,3 @@ func (c *Contract) Clone() Contract {
 	out.SpendHolds = slices.Clone(c.SpendHolds)
 	return out
 }
-
-// HoldsEscrow reports whether the contract still holds its escrow:
-// accepted or running.
-func (c Contract) HoldsEscrow() bool { return c.State == StateAccepted || c.State == StateRunning }

@@ -47,10 +47,10 @@ func (h *House) Control(ctx context.Context, client, id string, action contract.
 	if err != nil {
 		return contract.Contract{}, err
 	}
-	switch c.State {
-	case contract.StateSettled, contract.StateVoided:
+	if c.Ended() {
 		return c, nil
-	case contract.StateAccepted:
+	}
+	if c.State == contract.StateAccepted {
 		voided, err := h.store.Update(ctx, c.ID, func(c *contract.Contract) ([]currency.Op, error) {
 			if c.State != contract.StateAccepted {
 				return nil, ErrNoChange

@@ -122,7 +122,7 @@ func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int
 // fits says whether server s has GPUs enough of t's class and runs t's
 // job.
 func fits(s serverState, t contract.Terms) bool {
-	return hasGPUs(s, t) && s.Runs.Takes(t.Job)
+	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
 }
 
 // matchOne negotiates waiting offer w with servers under its request's

@@ -87,7 +87,7 @@ func (h *House) count(ctx context.Context, server string, r contract.Reading, si
 		if err := h.believable(c, r, now); err != nil {
 			return err
 		}
-		h.record(c, r, now)
+		c.Record(r, now)
 		c.Signed = signed
 		return nil
 	}

@@ -155,7 +155,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 	var code bourse.Code
 	for _, id := range r.order {
 		s := r.servers[id]
-		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !hasGPUs(s, t) {
+		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
 			continue
 		}
 		err := s.Runs.Refuses(t.Job)
@@ -179,17 +179,6 @@ func (r *registry) noMatch(t contract.Terms) error {
 	}
 	return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
 		Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
-}
-
-// hasGPUs says whether server s has GPUs enough of t's class.
-func hasGPUs(s serverState, t contract.Terms) bool {
-	n := 0
-	for _, g := range s.GPUs {
-		if t.Class.Fits(g.Model, g.MemoryMiB) {
-			n++
-		}
-	}
-	return n >= t.GPUs
 }
 
 // live counts the servers heard from recently.

@@ -47,7 +47,7 @@ func (h *House) Sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range stale {
-		if c.State == contract.StateRunning && !stopDue(&c, now) && h.servers.runs(c.Server, c.ID, silentSince) {
+		if c.State == contract.StateRunning && !c.StopDue(now) && h.servers.runs(c.Server, c.ID, silentSince) {
 			// Its readings are late, not lost: the usage stream may hold
 			// them for another instance (one paused, its pull not yet
 			// expired) while the server's heartbeats, which every
@@ -90,22 +90,24 @@ func (h *House) judge(ctx context.Context, c contract.Contract, now, silentSince
 	var overdue bool
 	got, err := h.updatePriced(ctx, c.ID, func(c *contract.Contract, scale int32) ([]currency.Op, error) {
 		overdue = false // the change may run more than once: its last run counts
+		if !c.Stale(now, silentSince) {
+			return nil, ErrNoChange
+		}
 		switch {
-		case stopDue(c, now):
+		case c.StopDue(now):
 			typ, overdue = protocol.EventSettled, true
 			reason := c.Stop.Reason
 			if r := c.Reading; r != nil && r.Final {
 				reason = finalReason(*r) // its settlement failed when it came
 			}
 			return h.settle(c, reason, scale)
-		case c.State == contract.StateRunning && c.LastSeen.Before(silentSince):
+		case c.State == contract.StateRunning: // silent
 			typ = protocol.EventSettled
 			return h.settle(c, silentReason(c), scale)
-		case c.State == contract.StateAccepted && c.StartDeadline.Before(now):
+		default: // accepted, past its start deadline
 			typ = protocol.EventVoided
 			return h.void(c, contract.ReasonNotStarted), nil
 		}
-		return nil, ErrNoChange
 	})
 	switch {
 	case errors.Is(err, ErrNoChange):

@@ -12,7 +12,6 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 )
@@ -99,7 +98,7 @@ func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
 			t.closed(c)
 			return
 		case <-poll.C:
-			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == contract.StateSettled || got.State == contract.StateVoided) {
+			if got, err := b.client.Contract(ctx, c.ID); err == nil && got.State.Ended() {
 				t.closed(got)
 				return
 			}

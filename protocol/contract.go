@@ -149,7 +149,7 @@ func (c *Contract) Apply(ch ContractChange) {
 	if !ch.Terms.IsZero() {
 		c.Terms = ch.Terms
 	}
-	if ch.State != "" && stateRank(ch.State) > stateRank(c.State) {
+	if ch.State != "" && ch.State.After(c.State) {
 		c.State = ch.State
 	}
 	if ch.Reason != "" {
@@ -181,7 +181,7 @@ func (c *Contract) Apply(ch ContractChange) {
 	if ch.Refund != nil {
 		c.Refund = *ch.Refund
 	}
-	if c.State == contract.StateSettled || c.State == contract.StateVoided {
+	if c.State.Ended() {
 		c.SettlementDelayedSince = time.Time{}
 	}
 }
@@ -190,17 +190,4 @@ func setString(to *string, from string) {
 	if from != "" {
 		*to = from
 	}
-}
-
-// stateRank orders the states of a contract's life.
-func stateRank(s contract.State) int {
-	switch s {
-	case contract.StateAccepted:
-		return 1
-	case contract.StateRunning:
-		return 2
-	case contract.StateSettled, contract.StateVoided:
-		return 3
-	}
-	return 0
 }

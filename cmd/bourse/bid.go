@@ -138,8 +138,6 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func ended(s contract.State) bool { return s == contract.StateSettled || s == contract.StateVoided }
-
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
@@ -172,7 +170,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				}
 				cur := k.Terms.Currency
 				row(tw, k.ID, k.Server, k.State, reason, k.Terms.GPUs,
-					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, ended(k.State)), sc.money(k.Refund, cur, ended(k.State)), when(k.AcceptedAt))
+					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, k.State.Ended()), sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
 			}
 			return tw.Flush()
 		}),

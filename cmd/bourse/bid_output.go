@@ -47,7 +47,7 @@ around and named at the end, with exit status 1 (code output_lost).`,
 				case ranNoProgram(k, "logs") != nil:
 					return ranNoProgram(k, "logs")
 				case follow:
-				case !ended(k.State):
+				case !k.State.Ended():
 					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the job is %s; more may come: bourse bid logs --follow %s\n", k.State, args[0])
 				default:
 					return notYet("the end of its output", "bourse bid logs --follow "+args[0])
@@ -142,7 +142,7 @@ that names one is refused whole, and nothing is written.`,
 					return err
 				case ranNoProgram(k, "results") != nil:
 					return ranNoProgram(k, "results")
-				case !ended(k.State):
+				case !k.State.Ended():
 					return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job is %s: its results come once it ends (--wait waits for them)", k.State)}
 				}
 				return notYet("its results", "bourse bid results --wait")

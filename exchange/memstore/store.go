@@ -176,7 +176,7 @@ func (s *Store) Forget(before time.Time) int {
 	s.forgotten.Begin(before)
 	clients := map[string]bool{}
 	for id, c := range s.contracts {
-		if (c.State != contract.StateSettled && c.State != contract.StateVoided) || !c.SettledAt.Before(before) {
+		if !c.State.Ended() || !c.SettledAt.Before(before) {
 			continue
 		}
 		delete(s.contracts, id)
@@ -233,10 +233,7 @@ func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) 
 		if c.Stuck != nil && c.Stuck.Retry.After(now) {
 			continue
 		}
-		switch {
-		case c.State == contract.StateRunning && c.LastSeen.Before(silentSince),
-			c.State == contract.StateRunning && c.Stop != nil && !c.Stop.By.After(now),
-			c.State == contract.StateAccepted && c.StartDeadline.Before(now):
+		if c.Stale(now, silentSince) {
 			out = append(out, c.Clone())
 		}
 	}
