@@ -111,7 +111,7 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	var out []string
 	for _, id := range ids {
-		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
+		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && w.Terms.FitIn(servers[id].GPUs) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
 			out = append(out, id)
 		}
@@ -154,10 +154,7 @@ func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []stri
 		return ""
 	}
 	t := w.Terms
-	err = contract.Validate(t, h.scaleOf(ctx))
-	if err == nil {
-		err = h.checkStartAt(t.StartAt)
-	}
+	err = h.checkTerms(ctx, t)
 	var adm caps.Admission
 	if err == nil {
 		adm, _, err = h.admit(ctx, w.Client, t)

@@ -48,23 +48,16 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 	if err := checkRequestID(req.RequestID); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	t := req.Terms
-	if t.Client == "" {
-		t.Client = client
-	}
-	if t.Client != client {
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
-			Message: fmt.Sprintf("offer names client %q but was sent by %q", t.Client, client)}
+	t, err := ownTerms(req.Terms, client, "offer")
+	if err != nil {
+		return protocol.OfferReply{}, err
 	}
 	return h.claimed(ctx, client, contractID(client, req.RequestID), t, req)
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
 func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
-	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
-		return protocol.OfferReply{}, protocol.UnderTerms(err)
-	}
-	if err := h.checkStartAt(t.StartAt); err != nil {
+	if err := h.checkTerms(ctx, t); err != nil {
 		return protocol.OfferReply{}, err
 	}
 	if req.Counter != "" && t.Server == "" {
@@ -85,11 +78,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		return h.queue(ctx, id, t, req, claim, available, protocol.OfferReply{})
 	}
 	if len(servers) == 0 {
-		if h.servers.live() == 0 {
-			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
-				Message: "no server has registered with this exchange yet (servers speak every second once they run); offer again shortly, under a new request id"}
-		}
-		return protocol.OfferReply{}, h.servers.noMatch(t)
+		return protocol.OfferReply{}, h.noMatch(t)
 	}
 	offerID := id + "-" + fmt.Sprint(h.cfg.Now().UnixNano())
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
@@ -255,28 +244,6 @@ func (h *House) checkResume(ctx context.Context, client, id string) error {
 	return nil
 }
 
-// bookingSkew is how far in the past an offer's start_at may be: the
-// client's clock and the time its offer travels.
-const bookingSkew = time.Minute
-
-// checkStartAt refuses a start that has passed or is further ahead than
-// Config.MaxBookAhead. A start just past starts at once.
-func (h *House) checkStartAt(at time.Time) error {
-	if at.IsZero() {
-		return nil
-	}
-	now := h.cfg.Now()
-	switch {
-	case at.Before(now.Add(-bookingSkew)):
-		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
-			Message: fmt.Sprintf("start %s has passed (it is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
-	case at.After(now.Add(h.cfg.MaxBookAhead)):
-		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
-			Message: fmt.Sprintf("start %s is more than %v ahead", at.UTC().Format(time.RFC3339), h.cfg.MaxBookAhead)}
-	}
-	return nil
-}
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -304,17 +271,6 @@ func (h *House) scaleOf(ctx context.Context) func(string) (int32, bool) {
 func contractID(client, requestID string) string {
 	h := sha256.Sum256([]byte(client + "\x00" + requestID))
 	return "c-" + hex.EncodeToString(h[:10])
-}
-
-func describeClass(c contract.Class) string {
-	s := "GPUs"
-	if c.Model != "" {
-		s = c.Model + " GPUs"
-	}
-	if c.MinMemoryMiB > 0 {
-		s += fmt.Sprintf(" with at least %d MiB", c.MinMemoryMiB)
-	}
-	return s
 }
 
 // cachedScale is the scale of a currency looked up before, with no I/O.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -25,7 +24,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 	servers := h.servers.match(t)
 	if len(servers) == 0 {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
-		return protocol.QuoteReply{}, h.servers.noMatch(t)
+		return protocol.QuoteReply{}, h.noMatch(t)
 	}
 	so := protocol.ServerOffer{Offer: fmt.Sprintf("quote-%s-%d", client, h.cfg.Now().UnixNano()), Terms: t}
 	var reply protocol.QuoteReply
@@ -51,19 +50,13 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 }
 
 // quoteTerms checks a quote's terms as an offer's: the sender is the
-// client, the terms valid, the start not past nor too far ahead.
+// client, and the terms pass checkTerms.
 func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms) (contract.Terms, error) {
-	if t.Client == "" {
-		t.Client = client
+	t, err := ownTerms(t, client, "quote")
+	if err != nil {
+		return t, err
 	}
-	if t.Client != client {
-		return t, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
-			Message: fmt.Sprintf("quote names client %q but was sent by %q", t.Client, client)}
-	}
-	if err := contract.Validate(t, h.scaleOf(ctx)); err != nil {
-		return t, protocol.UnderTerms(err)
-	}
-	return t, h.checkStartAt(t.StartAt)
+	return t, h.checkTerms(ctx, t)
 }
 
 // gather adds a's counter-offers, each naming its server, to counters, and

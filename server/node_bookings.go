@@ -39,10 +39,10 @@ func (b *booking) started() protocol.Started {
 // decideBooking decides on an offer that starts in the future: the policy
 // must take it as a booking (Decision.Book), and GPUs must be free for its
 // slot. n.mu is held.
-func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time) protocol.Decision {
-	if c, ok := n.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
-		if n.book(so, now) {
-			return n.accepted()
+func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time, honoured, bind bool) protocol.Decision {
+	if honoured {
+		if n.reserve(so, now, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "the counter-offer's GPUs were booked meanwhile", Code: bourse.ECapacityGone}
 	}
@@ -51,12 +51,21 @@ func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time) protocol.De
 	case d.Accept && !d.Book:
 		return protocol.Decision{Reason: "this server takes no bookings: leave start_at out"}
 	case d.Accept:
-		if n.book(so, now) {
-			return n.accepted()
+		if n.reserve(so, now, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "not enough GPUs of the class free for the slot"}
 	}
 	return n.reject(d, now)
+}
+
+// reserve books the offer's slot where it binds (book), and otherwise
+// reports whether it could. n.mu is held.
+func (n *Node) reserve(so protocol.ServerOffer, now time.Time, bind bool) bool {
+	if bind {
+		return n.book(so, now)
+	}
+	return n.slot(so.Terms, now) != nil
 }
 
 // book reserves GPUs free for the offer's slot, lowest indexes first, and

@@ -35,6 +35,24 @@ type issued struct {
 // taken unchanged in time, is accepted whatever the policy says now, if
 // the GPUs are there.
 func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision {
+	return n.decide(now, so, true)
+}
+
+// Quote answers a quote: what Decide would answer the offer now, claiming
+// no GPU and booking no slot, so that a client may learn prices without
+// binding anyone. An accept says that the policy takes the terms and the
+// GPUs are there at this moment (its ClaimFor is zero: nothing is claimed).
+// A rejection's counter-offers are remembered as Decide's are, so that
+// the client may take one while it is valid; a counter-offer the node
+// made is quoted as Decide would honour it.
+func (n *Node) Quote(now time.Time, so protocol.ServerOffer) protocol.Decision {
+	return n.decide(now, so, false)
+}
+
+// decide is Decide's answer where bind is set, and Quote's where it is
+// not: the same path, which claims GPUs or books a slot only when it binds
+// (take, reserve).
+func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) protocol.Decision {
 	if d, refused := n.refuse(so); refused {
 		return d
 	}
@@ -44,36 +62,50 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 	if n.closing {
 		return protocol.Decision{Reason: "the server is shutting down", Code: bourse.EUnavailable}
 	}
-	// A retried offer gets the answer it had.
-	if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
-		return protocol.Decision{Accept: true, ClaimFor: contract.Duration(h.until.Sub(now))}
+	if bind {
+		// A retried offer gets the answer it had.
+		if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
+			return protocol.Decision{Accept: true, ClaimFor: contract.Duration(h.until.Sub(now))}
+		}
+		if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
+			return n.accepted(bind)
+		}
 	}
-	if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
-		return n.accepted()
-	}
+	c, ok := n.counters[so.Counter]
+	honoured := ok && so.Counter != "" && c.terms.Equal(so.Terms)
 	if so.Terms.StartAt.After(now) {
-		return n.decideBooking(so, now)
+		return n.decideBooking(so, now, honoured, bind)
 	}
-	if c, ok := n.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
+	if honoured {
 		// The node promised these terms; only capacity can break it.
-		if n.claim(so, now, nil) {
-			return n.accepted()
+		if n.take(so, now, nil, bind) {
+			return n.accepted(bind)
 		}
 		// The GPUs may be the preemptible contracts', as the counter's
 		// were when it was made.
-		if d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client)); d.Accept && len(d.Preempt) > 0 && n.claim(so, now, d.Preempt) {
-			return n.accepted()
+		if d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client)); d.Accept && len(d.Preempt) > 0 && n.take(so, now, d.Preempt, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}
 	}
 	d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client))
 	if d.Accept {
-		if n.claim(so, now, d.Preempt) {
-			return n.accepted()
+		if n.take(so, now, d.Preempt, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "not enough free GPUs of the class"}
 	}
 	return n.reject(d, now)
+}
+
+// take claims GPUs for the offer where it binds (claim), and otherwise
+// reports whether it could. n.mu is held.
+func (n *Node) take(so protocol.ServerOffer, now time.Time, preempt []string, bind bool) bool {
+	if bind {
+		return n.claim(so, now, preempt)
+	}
+	victims, ok := n.victims(preempt)
+	return ok && n.pickFor(so.Terms, now, victims...) != nil
 }
 
 // refuse answers terms the node cannot take whatever its GPUs and
@@ -118,7 +150,12 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 	return reply
 }
 
-func (n *Node) accepted() protocol.Decision {
+// accepted is an accept: one that binds holds its GPUs for ClaimFor; a
+// quote's holds nothing.
+func (n *Node) accepted(bind bool) protocol.Decision {
+	if !bind {
+		return protocol.Decision{Accept: true}
+	}
 	return protocol.Decision{Accept: true, ClaimFor: contract.Duration(n.cfg.ClaimFor)}
 }
 

@@ -110,15 +110,7 @@ func (st View) FreeDuring(from, to time.Time) []contract.GPU {
 }
 
 // FreeFor counts the free GPUs that satisfy c.
-func (st View) FreeFor(c contract.Class) int {
-	n := 0
-	for _, g := range st.Free {
-		if c.Fits(g.Model, g.MemoryMiB) {
-			n++
-		}
-	}
-	return n
-}
+func (st View) FreeFor(c contract.Class) int { return c.Count(st.Free) }
 
 // Busy counts the GPUs that are not free.
 func (st View) Busy() int { return len(st.GPUs) - len(st.Free) }
