@@ -108,16 +108,10 @@ func (m *Simulation) ended(j *job, c *contract.Contract) {
 // stop stops the jobs and hands their final readings to the House.
 func (m *Simulation) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	n := m.nodes[id]
-	for _, s := range stops {
-		_ = s.Job.Stop(ctx, s.Reason)
-		r, err := n.Stopped(m.e.Now(), s.Contract)
-		if err != nil {
-			continue
-		}
+	m.nodes[id].StopJobs(ctx, m.e.Now, stops, func(r contract.Reading) {
 		if m.cfg.KeepFinals {
 			m.finals[r.Contract] = r
 		}
 		_ = m.house.Count(ctx, id, r)
-	}
+	})
 }

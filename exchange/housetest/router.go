@@ -198,18 +198,8 @@ func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol
 		done(protocol.Started{}, errSilent)
 		return
 	}
-	n := r.Nodes[id]
-	plan, err := n.Start(r.h.Now(), s)
-	switch {
-	case err != nil:
-		done(protocol.Started{}, err)
-		return
-	case plan.Started != nil:
-		done(*plan.Started, nil)
-		return
-	}
-	r.stop(id, plan.Stops)
-	done(n.Launch(ctx, r.h.Now(), s.Contract.ID))
+	started, _, err := r.Nodes[id].Begin(ctx, r.h.Now, s, func(stops []server.Stop) { r.stop(id, stops) })
+	done(started, err)
 }
 
 func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now(), offer) }
@@ -231,11 +221,5 @@ func (r *Router) Control(_ context.Context, c contract.Contract, action contract
 // readings.
 func (r *Router) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	n := r.Nodes[id]
-	for _, s := range stops {
-		_ = s.Job.Stop(ctx, s.Reason)
-		if f, err := n.Stopped(r.h.Now(), s.Contract); err == nil {
-			_ = r.h.House.Count(ctx, id, f)
-		}
-	}
+	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) { _ = r.h.House.Count(ctx, id, f) })
 }

@@ -69,10 +69,7 @@ func (a *Agent) tick() {
 // JetStream has it or the agent gives up at shutdown; an outbox then keeps
 // it for the agent's next run.
 func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
-	if err := s.Job.Stop(ctx, s.Reason); err != nil {
-		a.log.Warn("stop", "contract", s.Contract, "err", err)
-	}
-	rd, err := a.node.Stopped(a.now(), s.Contract)
+	rd, err := a.node.StopJob(ctx, a.now, s)
 	if err != nil {
 		a.log.Error("stopped", "contract", s.Contract, "err", err)
 		return
