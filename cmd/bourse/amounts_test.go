@@ -18,23 +18,9 @@ import (
 	"github.com/bourse/bourse/server"
 )
 
-func TestAmountText(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		scale int32
-		want  string
-	}{
-		{"19.2", 2, "19.20"},
-		{"500.000000000000000000", 2, "500.00"}, // as DECIMAL(38,18) reads
-		{"40", 2, "40.00"},
-		{"-40", 2, "-40.00"},
-		{"0", 2, "0.00"},
-		{"40", 0, "40"},
-		{"0.000000000000000001", 18, "0.000000000000000001"},
-		{"1.005", 2, "1.005"}, // more places than the scale: never rounded
-	} {
-		assert.Equal(t, tc.want, amountText(decimal.RequireFromString(tc.in), tc.scale), "%s at scale %d", tc.in, tc.scale)
-	}
+// Prices and other quantities are written exactly (money is
+// currency.Format's).
+func TestExact(t *testing.T) {
 	assert.Equal(t, "0.2", exact(decimal.RequireFromString("0.200000000000000000")))
 	assert.Equal(t, "0.266666666666666667", exact(decimal.RequireFromString("0.266666666666666667")))
 }

@@ -233,13 +233,13 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 			tw := table(out)
 			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Account, b.Currency, b.Scale,
-				amountText(b.Available, b.Scale), amountText(b.Held, b.Scale), amountText(b.Available.Add(b.Held), b.Scale))
+				currency.Format(b.Available, b.Scale), currency.Format(b.Held, b.Scale), currency.Format(b.Available.Add(b.Held), b.Scale))
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if w := b.Waiting; w != nil {
 				fmt.Fprintf(out, "%d waiting offer(s) will need %s %s at their match: not held, escrowed from what is available then\n",
-					w.Offers, amountText(w.Prepayments, b.Scale), b.Currency)
+					w.Offers, currency.Format(w.Prepayments, b.Scale), b.Currency)
 			}
 			return nil
 		}),
