@@ -347,7 +347,7 @@ func (m *Market) fund(ctx context.Context) error {
 // openWallet opens client id's wallet and grants it budget.
 func (m *Market) openWallet(ctx context.Context, id string, budget decimal.Decimal) error {
 	t := m.cfg.Treasury
-	if _, err := t.Open(ctx, admin, Currency.Code, id, "", "open/"+id); err != nil {
+	if _, err := t.Open(ctx, admin, Currency.Code, id, "", treasury.OpenKey(currency.WalletID(Currency.Code, id))); err != nil {
 		return fmt.Errorf("market: open wallet of %s: %w", id, err)
 	}
 	if _, err := t.Grant(ctx, admin, Currency.Code, id, budget, "grant/"+id, "demo budget"); err != nil {
