@@ -17,7 +17,7 @@ import (
 // from, the period it was admitted in (a void passes zero). Each acts
 // only where its hold is still open (IfOpen), which the ledger decides in
 // its transaction: a contract stuck past its escrow's deadline and the
-// caps' grace has had these holds expired by the watchdog already (as
+// caps' grace has had these holds expired by the sweep already (as
 // holds no contract owns), and its settlement must not then fail on them.
 // So the change that settles a contract reads nothing: Release is pure.
 //

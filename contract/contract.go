@@ -70,7 +70,7 @@ type Contract struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	SettledAt     time.Time `json:"settled_at,omitzero"`
 	// LastSeen is when the exchange last heard of the job (start or a
-	// reading), by its own clock; the watchdog measures silence from it.
+	// reading), by its own clock; the sweep measures silence from it.
 	LastSeen time.Time `json:"last_seen,omitzero"`
 
 	// The last reading counted, cumulative since the start.
@@ -126,7 +126,7 @@ type Signed struct {
 }
 
 // Stuck records an exchange's failures to settle or void a contract. The
-// watchdog tries again at Retry, backing off, and ends the contract by a
+// sweep tries again at Retry, backing off, and ends the contract by a
 // fixed rule (ReasonExpired) once it has been stuck too long.
 type Stuck struct {
 	Since    time.Time `json:"since"`    // the first failure

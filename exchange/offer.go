@@ -119,8 +119,8 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	// one contract is impossible all the same.
 	// The hold's deadline is StuckLimit past the latest a legitimate
 	// contract ends (started by its deadline, run for its time limit,
-	// heard of within ServerLostAfter): the watchdog ends a contract whose
-	// hold is due by the fixed rule (watchdog.go, expireDue).
+	// heard of within ServerLostAfter): the sweep ends a contract whose
+	// hold is due by the fixed rule (sweep.go, expireDue).
 	reserve := currency.Reserve{
 		Key: "escrow/" + offerID, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),

@@ -101,9 +101,9 @@ func (h *House) count(ctx context.Context, server string, r contract.Reading, si
 	})
 	if err != nil && final && !Transient(err) {
 		// The ledger refused the settlement. Keep the final reading all the
-		// same: the watchdog settles on it once the server falls silent,
+		// same: the sweep settles on it once the server falls silent,
 		// with backoff while it fails, and by the fixed rule in the end.
-		h.log.Error("a final reading does not settle; kept for the watchdog", "contract", r.Contract, "err", err)
+		h.log.Error("a final reading does not settle; kept for the sweep", "contract", r.Contract, "err", err)
 		final = false
 		c, err = h.store.Update(ctx, r.Contract, func(c *contract.Contract) ([]currency.Op, error) { return nil, store(c) })
 	}

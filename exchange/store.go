@@ -85,7 +85,7 @@ type Store interface {
 	// that turns out stale): it must do no I/O and have no effect outside
 	// c, and the last run's result is the one that counts.
 	Update(ctx context.Context, id string, change func(c *contract.Contract) ([]currency.Op, error)) (contract.Contract, error)
-	// Stale lists up to limit contracts the watchdog must look at: running
+	// Stale lists up to limit contracts the sweep must look at: running
 	// ones last seen before silentSince or whose Stop.By is not after now,
 	// and accepted ones whose start deadline is before now; but none whose
 	// Stuck.Retry is after now. The

@@ -13,7 +13,7 @@ import (
 // start and the reply to a started report. It is the exchange's record
 // (contract.Contract) less what is the exchange's own: the ledger holds on
 // the caps above the client (which name its project and organisation),
-// the watchdog's clock, and the errors of a stuck settlement.
+// the sweep's clock, and the errors of a stuck settlement.
 // docs/protocol.md ("contract") says what each field promises.
 type Contract struct {
 	ID     string          `json:"id"`

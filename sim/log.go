@@ -83,7 +83,7 @@ func (l *eventLog) write(ev exchange.Event) {
 			t := secondsOf(time.Duration(r.T))
 			line.U, line.T, line.S = &r.U, &t, &r.S
 		} else {
-			// Settled with no reading (the watchdog's rule): priced on
+			// Settled with no reading (the sweep's rule): priced on
 			// nothing, which the line says rather than leaving out.
 			line.U, line.T, line.S = &decimal.Zero, &decimal.Zero, &decimal.Zero
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // newStuckCmd lists the contracts that hold their escrow and that the
-// exchange's watchdog fails to settle or void (docs/protocol.md, "Stuck
+// exchange's sweep fails to settle or void (docs/protocol.md, "Stuck
 // contracts"): what an operator looks at when the gauge
 // bourse_exchange_stuck_contracts is not zero.
 func newStuckCmd(withStore func(func(context.Context, *cobra.Command, exchange.Store, []string) error) func(*cobra.Command, []string) error) *cobra.Command {

@@ -17,7 +17,7 @@ import (
 	"github.com/bourse/bourse/internal/pgtest"
 )
 
-// TestAdminStuck: an operator lists the contracts the watchdog fails to
+// TestAdminStuck: an operator lists the contracts the sweep fails to
 // settle, as a table and as JSON.
 func TestAdminStuck(t *testing.T) {
 	dbURL := pgtest.FreshDB(t)
