@@ -55,7 +55,7 @@ func (h *House) checkWait(req protocol.OfferRequest) error {
 // (reply holds their answers), and answers it queued. available is the
 // wallet's balance, which must cover this and the client's other waiting
 // offers' prepayments in the currency.
-func (h *House) queue(ctx context.Context, id string, t contract.Terms, req protocol.OfferRequest, claim string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
+func (h *House) queue(ctx context.Context, id string, t contract.Terms, req protocol.OfferRequest, lock string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
 	mine, err := h.store.Book(ctx, BookQuery{Client: t.Client, Currency: t.Currency})
 	if err != nil {
 		return protocol.OfferReply{}, err
@@ -74,7 +74,7 @@ func (h *House) queue(ctx context.Context, id string, t contract.Terms, req prot
 	now := h.cfg.Now().UTC()
 	w := contract.Waiting{ID: id, Client: t.Client, RequestID: req.RequestID, Terms: t, Resumes: req.Resumes,
 		Price: Price(t, scale), QueuedAt: now, Until: now.Add(time.Duration(req.Wait))}
-	q, err := h.store.Queue(ctx, w, claim, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
+	q, err := h.store.Queue(ctx, w, lock, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}

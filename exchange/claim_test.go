@@ -27,7 +27,7 @@ func TestAwaitOnTheHouseClock(t *testing.T) {
 	// A stopped instance's claim on dave's request "r", its deadline a
 	// negotiation and a margin ahead, as the House writes it.
 	id := exchange.ContractID("dave", "r")
-	_, err := h.Store.Claim(context.Background(), exchange.Claim{ID: id, Token: "stopped", Until: h.Now().Add(10 * time.Second)}, h.Now())
+	_, err := h.Store.Lock(context.Background(), exchange.Lock{ID: id, Token: "stopped", Until: h.Now().Add(10 * time.Second)}, h.Now())
 	require.NoError(t, err)
 
 	// The wall-clock bound says only that the try ended by itself: on

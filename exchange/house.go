@@ -120,7 +120,7 @@ type Config struct {
 	// else time.Now.
 	Now func() time.Time
 	// Sleep waits d on the House's clock, or until ctx ends: a try
-	// waits so for another try of its request (claim.go). A timer on
+	// waits so for another try of its request (lock.go). A timer on
 	// the wall clock if nil; give a manual clock's (clocktest.Clock's
 	// Sleep moves it on), or a try waiting on that clock never gives up.
 	Sleep func(ctx context.Context, d time.Duration) error

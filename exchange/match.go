@@ -24,7 +24,7 @@ import (
 // reads at most MatchScan waiting offers and negotiates at most
 // MatchBatch; one that stops there with room left goes on from where it
 // stopped at the next pass. Each offer is negotiated under its request
-// id's claim, as a retry of its request would be, so that two instances,
+// id's lock, as a retry of its request would be, so that two instances,
 // or an instance and the client's retry, never make two answers; the
 // first accept makes its contract as an offer's does (open), the store
 // taking the offer out of the book in the escrow's transaction.
@@ -126,27 +126,27 @@ func fits(s serverState, t contract.Terms) bool {
 }
 
 // matchOne negotiates waiting offer w with servers under its request's
-// claim, and returns the server whose accept made its contract, or "".
+// lock, and returns the server whose accept made its contract, or "".
 // The servers that answer without an accept are remembered as having
 // refused it, and those that do not answer as quiet (refusal.go). An
 // offer its client can no longer pay, that a cap now refuses or whose
 // terms no longer hold leaves the book, with an event that says why.
 func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []string, states map[string]serverState) string {
 	now := h.cfg.Now()
-	cl := Claim{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
-	got, err := h.store.Claim(ctx, cl, now)
+	cl := Lock{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + lockMargin)}
+	got, err := h.store.Lock(ctx, cl, now)
 	if err != nil || !got.Mine {
 		return "" // a retry of its request, or another instance, negotiates it
 	}
 	queued := protocol.OfferReply{Queued: &w}
 	finish := func() {
 		if err := h.store.Finish(context.WithoutCancel(ctx), cl, encodeOutcome(queued, nil)); err != nil {
-			h.log.Warn("match: the claim of a waiting offer not freed; it frees at its deadline", "offer", w.ID, "err", err)
+			h.log.Warn("match: the lock of a waiting offer not freed; it frees at its deadline", "offer", w.ID, "err", err)
 		}
 	}
 	if _, err := h.store.Contract(ctx, w.ID); err == nil {
 		// Another instance matched it after this one read the book: its
-		// contract ended the claim this one now holds. Negotiating again
+		// contract ended the lock this one now holds. Negotiating again
 		// would claim a server's GPUs for nothing, and releasing that
 		// accept under the same offer id (two instances on one clock)
 		// could release the contract's own.

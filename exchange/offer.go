@@ -52,11 +52,11 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	return h.claimed(ctx, client, contractID(client, req.RequestID), t, req)
+	return h.locking(ctx, client, contractID(client, req.RequestID), t, req)
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, lock string) (protocol.OfferReply, error) {
 	if err := h.checkTerms(ctx, t); err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -75,7 +75,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	}
 	servers := h.servers.match(t)
 	if len(servers) == 0 && req.Wait > 0 {
-		return h.queue(ctx, id, t, req, claim, available, protocol.OfferReply{})
+		return h.queue(ctx, id, t, req, lock, available, protocol.OfferReply{})
 	}
 	if len(servers) == 0 {
 		return protocol.OfferReply{}, h.noMatch(t)
@@ -88,11 +88,11 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 				Message: "the counter-offer's GPUs were taken meanwhile"}
 		}
 		if req.Wait > 0 {
-			return h.queue(ctx, id, t, req, claim, available, reply)
+			return h.queue(ctx, id, t, req, lock, available, reply)
 		}
 		return reply, nil
 	}
-	c, _, err := h.open(ctx, id, claim, offerID, win, signed, adm, t, req, time.Time{})
+	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -103,7 +103,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 // open escrows and records the contract that win accepted, then starts it.
 // A contract made from the book has queuedAt, when its offer was queued:
 // the store makes it only if the offer still waits there.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *contract.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (contract.Contract, bool, error) {
+func (h *House) open(ctx context.Context, id, lock, offerID, win string, signed *contract.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (contract.Contract, bool, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
@@ -127,7 +127,7 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 		Memo: "prepayment of contract " + id,
 	}
 	reserves := append([]currency.Reserve{reserve}, adm.Reserves(&c, offerID, reserve.Deadline)...)
-	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
+	stored, created, err := h.store.Open(ctx, c, lock, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
 			return contract.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)

@@ -10,7 +10,7 @@ import (
 
 // Quote asks the servers that match client's terms what they would answer
 // an offer of them now, without making one: nothing is escrowed, no GPU is
-// claimed, no request id is claimed, and no contract or waiting offer comes
+// claimed, no request id is locked, and no contract or waiting offer comes
 // of it. The reply lists the servers that would accept, every
 // counter-offer (which the client may take, while valid, as it would take
 // one from an offer's reply) and the rejections. Terms are checked as an

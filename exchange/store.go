@@ -20,25 +20,25 @@ type Store interface {
 	// client's caps) and records c, atomically. If a contract with c.ID
 	// exists it is returned with created=false and nothing is written. If
 	// a reserve fails its error is returned, no contract is recorded and
-	// none of the reserves is kept. With a claim token (see Claim), the
-	// id must be claimed by that token, or Open makes nothing and fails
-	// with EUnavailable (another try took the claim over); the contract,
-	// made or found, ends the claim. The contract made takes its id's
+	// none of the reserves is kept. With a lock token (see Lock), the
+	// id must be locked by that token, or Open makes nothing and fails
+	// with EUnavailable (another try took the lock over); the contract,
+	// made or found, ends the lock. The contract made takes its id's
 	// waiting offer out of the book, if there is one, in the same
 	// transaction; one made from the book (c.QueuedAt set) is made only
 	// if its waiting offer is still there, else Open fails with
 	// EConflict (it was cancelled or expired meanwhile).
-	Open(ctx context.Context, c contract.Contract, claim string, reserves ...currency.Reserve) (stored contract.Contract, created bool, err error)
+	Open(ctx context.Context, c contract.Contract, lock string, reserves ...currency.Reserve) (stored contract.Contract, created bool, err error)
 	// Queue puts w in the book, unless it is there already (it returns
 	// the one stored, Created false) or a contract of w.ID exists
-	// (EConflict). With a claim token the id must be claimed by it, as
+	// (EConflict). With a lock token the id must be locked by it, as
 	// for Open. It writes nothing and fails with EBookFull where
 	// w.Client has limits.PerClient waiting offers, or where the book
 	// holds limits.Total in all and w does not outbid the last waiting
 	// offer of its currency in book order (Outbids); if it does, that
 	// offer leaves the book in the same transaction and is returned as
 	// Outbid.
-	Queue(ctx context.Context, w contract.Waiting, claim string, limits BookLimits) (Queued, error)
+	Queue(ctx context.Context, w contract.Waiting, lock string, limits BookLimits) (Queued, error)
 	// Waiting is waiting offer id with its Ahead counted; ENotFound if it
 	// is not in the book.
 	Waiting(ctx context.Context, id string) (contract.Waiting, error)
@@ -50,18 +50,18 @@ type Store interface {
 	// was; ENotFound if it is not there (matched, cancelled or expired
 	// already): of calls that race, one finds it.
 	Unqueue(ctx context.Context, id string) (contract.Waiting, error)
-	// Claim claims c.ID for negotiation c.Token until c.Until, unless
+	// Lock locks c.ID for negotiation c.Token until c.Until, unless
 	// another negotiation holds it and its Until is after now; it says
-	// which. A claim taken over leaves the other negotiation unable to
-	// Open. A contract made under the id needs no claim: Open ends it.
-	Claim(ctx context.Context, c Claim, now time.Time) (Claimed, error)
+	// which. A lock taken over leaves the other negotiation unable to
+	// Open. A contract made under the id needs no lock: Open ends it.
+	Lock(ctx context.Context, c Lock, now time.Time) (Locked, error)
 	// Finish records that negotiation c ended without a contract,
 	// answering outcome(), and frees the id, if c still holds it; the
-	// later tries of the id read that answer (Claimed.Ended, Outcome)
+	// later tries of the id read that answer (Locked.Ended, Outcome)
 	// for a minute. A store may call outcome only when one does (most
 	// offers that make no contract are never tried again): the House
 	// does not change a reply once answered.
-	Finish(ctx context.Context, c Claim, outcome func() []byte) error
+	Finish(ctx context.Context, c Lock, outcome func() []byte) error
 	Contract(ctx context.Context, id string) (contract.Contract, error)
 	// Contracts lists a client's contracts, newest first.
 	Contracts(ctx context.Context, client string, limit int) ([]contract.Contract, error)

@@ -10,13 +10,13 @@ import (
 	"github.com/bourse/bourse/exchange"
 )
 
-func (s *Store) Queue(_ context.Context, w contract.Waiting, claim string, limits exchange.BookLimits) (exchange.Queued, error) {
+func (s *Store) Queue(_ context.Context, w contract.Waiting, lock string, limits exchange.BookLimits) (exchange.Queued, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.book[w.ID]; ok {
 		return exchange.Queued{Waiting: s.ahead(*old)}, nil
 	}
-	if err := s.checkClaim(w.ID, claim); err != nil {
+	if err := s.checkLock(w.ID, lock); err != nil {
 		return exchange.Queued{}, err
 	}
 	if _, ok := s.contracts[w.ID]; ok || s.forgotten.Has(0, w.ID) {

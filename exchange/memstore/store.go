@@ -33,10 +33,10 @@ type Store struct {
 	live map[string]*contract.Contract
 	// forgotten are the ids of the contracts Forget dropped.
 	forgotten *mem.Names
-	// claims are the request ids claimed by negotiations (claim.go);
-	// claimed counts the claims, to prune the ended ones now and then.
-	claims  map[string]*claim
-	claimed int
+	// locks are the request ids locked by negotiations (lock.go);
+	// locked counts the locks, to prune the ended ones now and then.
+	locks  map[string]*lock
+	locked int
 	// book is the waiting offers (book.go).
 	book map[string]*contract.Waiting
 }
@@ -45,19 +45,19 @@ type Store struct {
 // forgets as long as l remembers keys (mem.Options.Remember).
 func New(l *mem.Ledger) *Store {
 	return &Store{ledger: l, contracts: map[string]*contract.Contract{}, byClient: map[string][]string{}, live: map[string]*contract.Contract{},
-		forgotten: mem.NewNames(l.Remember()), claims: map[string]*claim{}, book: map[string]*contract.Waiting{}}
+		forgotten: mem.NewNames(l.Remember()), locks: map[string]*lock{}, book: map[string]*contract.Waiting{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
 
-func (s *Store) Open(ctx context.Context, c contract.Contract, claim string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c contract.Contract, lock string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
-		delete(s.claims, c.ID)
+		delete(s.locks, c.ID)
 		return old.Clone(), false, nil
 	}
-	if err := s.checkClaim(c.ID, claim); err != nil {
+	if err := s.checkLock(c.ID, lock); err != nil {
 		return contract.Contract{}, false, err
 	}
 	if s.forgotten.Has(0, c.ID) {
@@ -89,7 +89,7 @@ func (s *Store) Open(ctx context.Context, c contract.Contract, claim string, res
 	cc := c.Clone()
 	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
-	delete(s.claims, c.ID)
+	delete(s.locks, c.ID)
 	delete(s.book, c.ID)
 	return cc.Clone(), true, nil
 }

@@ -17,12 +17,12 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// Queue reads what it must decide on in one round trip (the claim, whether
+// Queue reads what it must decide on in one round trip (the lock, whether
 // the contract or the waiting offer exists, the counts the limits bound,
 // the last waiting offer of the currency that a full book would let w
 // outbid) and writes with COMMIT, in one SERIALIZABLE transaction: two
 // Queues that would together pass a limit cannot both commit.
-func (s *Store) Queue(ctx context.Context, w contract.Waiting, claim string, limits exchange.BookLimits) (exchange.Queued, error) {
+func (s *Store) Queue(ctx context.Context, w contract.Waiting, lock string, limits exchange.BookLimits) (exchange.Queued, error) {
 	w.Ahead, w.Left = 0, ""
 	rec, err := protocol.Marshal(w)
 	if err != nil {
@@ -63,8 +63,8 @@ func (s *Store) Queue(ctx context.Context, w contract.Waiting, claim string, lim
 		switch {
 		case old != nil:
 			return nil
-		case claim != "" && (holder == nil || *holder != claim):
-			return claimTaken()
+		case lock != "" && (holder == nil || *holder != lock):
+			return lockTaken()
 		case exists:
 			return exchange.ContractExists(w.ID)
 		}

@@ -48,7 +48,7 @@ type job struct {
 
 type openJob struct {
 	row      *row
-	claim    string // the token that must hold the id's claim, if any
+	lock     string // the token that must hold the id's lock, if any
 	reserves []currency.Reserve
 	// Results.
 	old     record // the contract found, if it existed
@@ -204,14 +204,14 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		if !s.l.CockroachDB() {
 			b.Queue(lockTimeout)
 		}
-		var claimed []string
+		var locked []string
 		for _, j := range jobs {
 			if j.open != nil {
-				claimed = append(claimed, j.open.row.c.ID)
+				locked = append(locked, j.open.row.c.ID)
 			}
 		}
-		if len(claimed) > 0 {
-			queueClaims(b, claimed, holders)
+		if len(locked) > 0 {
+			queueLocks(b, locked, holders)
 		}
 		booked := queueBooked(b, jobs)
 		b.Queue(`SELECT uid, record FROM contracts WHERE uid = ANY($1::UUID[]) ORDER BY uid FOR UPDATE`, uids).
@@ -275,7 +275,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		}
 		queueWrites(t, added, changed)
 		queueUnbook(t, added)
-		// A contract made, or found, ends its id's claim.
+		// A contract made, or found, ends its id's lock.
 		var ended []string
 		for _, j := range jobs {
 			if o := j.open; o != nil && (o.written || o.old != nil) {
@@ -325,8 +325,8 @@ func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record, holder
 		o.old = old // a retry: nothing to write
 		return nil
 	}
-	if o.claim != "" && holders[o.row.c.ID] != o.claim {
-		o.failed = claimTaken()
+	if o.lock != "" && holders[o.row.c.ID] != o.lock {
+		o.failed = lockTaken()
 		return nil
 	}
 	if c := o.row.c; !c.QueuedAt.IsZero() && !booked[c.ID] {

@@ -56,7 +56,7 @@ type Store struct {
 	known *known
 	// taken counts the Updates decided on the contract known (tests).
 	taken atomic.Int64
-	// finished counts Finishes, to prune ended claims now and then.
+	// finished counts Finishes, to prune ended locks now and then.
 	finished atomic.Int64
 	// ctx is the groups' transactions': they belong to no one caller, and
 	// end early only if the store closes.
@@ -96,18 +96,18 @@ func (s *Store) Close() {
 func (s *Store) Ledger() currency.Ledger { return s.l }
 
 // Open escrows and records c in one transaction, shared with other calls
-// (group.go). The contract's row (if any), its claim's and the rows of the
+// (group.go). The contract's row (if any), its lock's and the rows of the
 // reserves are read in one round trip; if the contract exists, nothing is
 // written. A
 // single reserve that fails for a business reason leaves its failure under
 // its key, as a failed Apply does, and no contract; one of several that
 // fails keeps nothing of any.
-func (s *Store) Open(ctx context.Context, c contract.Contract, claim string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c contract.Contract, lock string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
 		return contract.Contract{}, false, err
 	}
-	o := &openJob{row: r, claim: claim, reserves: reserves}
+	o := &openJob{row: r, lock: lock, reserves: reserves}
 	if err := s.do(ctx, &job{uid: r.uid, open: o}); err != nil {
 		return contract.Contract{}, false, err
 	}

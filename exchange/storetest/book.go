@@ -143,7 +143,7 @@ func testBookLimits(t *testing.T, open Opener) {
 // testBookAndContracts: a contract ends its id's wait in the transaction
 // that makes it; one made from the book needs its waiting offer still
 // there, else nothing is made and no money moves; an offer whose
-// contract exists is not queued; a claim held by another try refuses the
+// contract exists is not queued; a lock held by another try refuses the
 // queue.
 func testBookAndContracts(t *testing.T, open Opener) {
 	f := newFixture(t, open)
@@ -180,8 +180,8 @@ func testBookAndContracts(t *testing.T, open Opener) {
 	_, err = f.s.Queue(f.ctx, waiting("m1", "alice", "0.01", t0), "", noLimits)
 	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "its contract exists: %v", err)
 
-	cl := exchange.Claim{ID: "m4", Token: "other", Until: t0.Add(time.Minute)}
-	_, err = f.s.Claim(f.ctx, cl, t0)
+	cl := exchange.Lock{ID: "m4", Token: "other", Until: t0.Add(time.Minute)}
+	_, err = f.s.Lock(f.ctx, cl, t0)
 	require.NoError(t, err)
 	_, err = f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "mine", noLimits)
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "another try holds the id: %v", err)

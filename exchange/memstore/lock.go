@@ -8,9 +8,9 @@ import (
 	"github.com/bourse/bourse/exchange"
 )
 
-// claim is a request id's claim: the negotiation holding it, if any, and
+// lock is a request id's lock: the negotiation holding it, if any, and
 // the last one that ended without a contract.
-type claim struct {
+type lock struct {
 	holder  string
 	until   time.Time
 	ended   string
@@ -23,7 +23,7 @@ type claim struct {
 }
 
 // read is the ended negotiation's answer, encoded once.
-func (cl *claim) read() []byte {
+func (cl *lock) read() []byte {
 	if cl.encoded == nil && cl.outcome != nil {
 		cl.encoded, cl.outcome = cl.outcome(), nil
 	}
@@ -34,48 +34,48 @@ func (cl *claim) read() []byte {
 // contract is kept for the later tries of its request id.
 const keepEnded = time.Minute
 
-func (s *Store) Claim(_ context.Context, c exchange.Claim, now time.Time) (exchange.Claimed, error) {
+func (s *Store) Lock(_ context.Context, c exchange.Lock, now time.Time) (exchange.Locked, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.claimed++; s.claimed%1024 == 0 {
-		for id, cl := range s.claims {
+	if s.locked++; s.locked%1024 == 0 {
+		for id, cl := range s.locks {
 			if cl.holder == "" && now.Sub(cl.endedAt) > keepEnded {
-				delete(s.claims, id)
+				delete(s.locks, id)
 			}
 		}
 	}
-	cl := s.claims[c.ID]
+	cl := s.locks[c.ID]
 	if cl == nil {
-		cl = &claim{}
-		s.claims[c.ID] = cl
+		cl = &lock{}
+		s.locks[c.ID] = cl
 	}
 	if cl.holder == "" && cl.ended != "" && now.Sub(cl.endedAt) > keepEnded {
 		cl.ended, cl.outcome, cl.encoded = "", nil, nil
 	}
 	if cl.holder != "" && cl.holder != c.Token && cl.until.After(now) {
-		return exchange.Claimed{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.read()}, nil
+		return exchange.Locked{Holder: cl.holder, Until: cl.until, Ended: cl.ended, Outcome: cl.read()}, nil
 	}
 	cl.holder, cl.until = c.Token, c.Until
-	return exchange.Claimed{Mine: true, Ended: cl.ended, Outcome: cl.read()}, nil
+	return exchange.Locked{Mine: true, Ended: cl.ended, Outcome: cl.read()}, nil
 }
 
-func (s *Store) Finish(_ context.Context, c exchange.Claim, outcome func() []byte) error {
+func (s *Store) Finish(_ context.Context, c exchange.Lock, outcome func() []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cl := s.claims[c.ID]; cl != nil && cl.holder == c.Token {
-		// The store has no clock: the claim's Until stands for when it ended.
+	if cl := s.locks[c.ID]; cl != nil && cl.holder == c.Token {
+		// The store has no clock: the lock's Until stands for when it ended.
 		cl.holder, cl.ended, cl.outcome, cl.encoded, cl.endedAt = "", c.Token, outcome, nil, cl.until
 	}
 	return nil
 }
 
-// checkClaim says whether token may open contract id: with no token,
-// always; else only while it holds the id's claim. The caller holds s.mu.
-func (s *Store) checkClaim(id, token string) error {
+// checkLock says whether token may open contract id: with no token,
+// always; else only while it holds the id's lock. The caller holds s.mu.
+func (s *Store) checkLock(id, token string) error {
 	if token == "" {
 		return nil
 	}
-	if cl := s.claims[id]; cl == nil || cl.holder != token {
+	if cl := s.locks[id]; cl == nil || cl.holder != token {
 		return &bourse.Error{Code: bourse.EUnavailable, Op: "memstore.Open", Field: "request_id",
 			Message: "another try of this request took over its negotiation; retry with the same request id for its answer"}
 	}

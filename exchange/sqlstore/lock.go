@@ -10,11 +10,16 @@ import (
 	"github.com/bourse/bourse/exchange"
 )
 
-// Claim takes the claim in one round trip: an upsert that takes it where
+// Request locks (exchange.Lock) live in the table offer_claims, whose
+// name, and its column claim_until, are from before the lock was called
+// a lock (migrations/0004_claims.sql): renaming a table is a migration
+// that every deployment would run for a word.
+
+// Lock takes the lock in one round trip: an upsert that takes it where
 // no negotiation holds it (or the caller does, or the holder's time has
 // passed), then a read of the row as it stands.
-func (s *Store) Claim(ctx context.Context, c exchange.Claim, now time.Time) (exchange.Claimed, error) {
-	var got exchange.Claimed
+func (s *Store) Lock(ctx context.Context, c exchange.Lock, now time.Time) (exchange.Locked, error) {
+	var got exchange.Locked
 	var outcome string
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO offer_claims (id, holder, claim_until, ended, outcome) VALUES ($1, $2, $3, '', '')
@@ -27,7 +32,7 @@ CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN outcome E
 		return row.Scan(&got.Holder, &got.Until, &got.Ended, &outcome)
 	})
 	if err := s.l.Send(ctx, b); err != nil {
-		return exchange.Claimed{}, err
+		return exchange.Locked{}, err
 	}
 	got.Until = got.Until.UTC()
 	if outcome != "" {
@@ -39,14 +44,14 @@ CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN outcome E
 	return got, nil
 }
 
-// pruneEvery is how many Finishes pass between prunings of the claims
+// pruneEvery is how many Finishes pass between prunings of the locks
 // ended over keepEnded ago.
 const (
 	pruneEvery = 1024
 	keepEnded  = "1 minute"
 )
 
-func (s *Store) Finish(ctx context.Context, c exchange.Claim, outcome func() []byte) error {
+func (s *Store) Finish(ctx context.Context, c exchange.Lock, outcome func() []byte) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE offer_claims SET holder = '', ended = $2, outcome = $3, ended_at = current_timestamp WHERE id = $1 AND holder = $2`,
 		c.ID, c.Token, string(outcome()))
@@ -56,9 +61,9 @@ func (s *Store) Finish(ctx context.Context, c exchange.Claim, outcome func() []b
 	return s.l.Send(ctx, b)
 }
 
-// queueClaims queues the read of the holders of the claims of opens, each
+// queueLocks queues the read of the holders of the locks of opens, each
 // row locked until the commit, into holders.
-func queueClaims(b *pgx.Batch, ids []string, holders map[string]string) {
+func queueLocks(b *pgx.Batch, ids []string, holders map[string]string) {
 	b.Queue(`SELECT id, holder FROM offer_claims WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, holder string
@@ -71,8 +76,8 @@ func queueClaims(b *pgx.Batch, ids []string, holders map[string]string) {
 	})
 }
 
-// claimTaken is the refusal of an Open whose claim another try took over.
-func claimTaken() error {
+// lockTaken is the refusal of an Open whose lock another try took over.
+func lockTaken() error {
 	return &bourse.Error{Code: bourse.EUnavailable, Op: "sqlstore.Open", Field: "request_id",
 		Message: "another try of this request took over its negotiation; retry with the same request id for its answer"}
 }

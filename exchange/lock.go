@@ -20,26 +20,26 @@ import (
 // negotiating at once could answer differently: the first wins GPUs and
 // escrows, the second, finding no contract yet and no GPUs, answers "no
 // contract", and the client is charged for a contract it was told it did
-// not get. So a try claims its request id in the store before it
-// negotiates, until a deadline; a try that finds the id claimed waits for
+// not get. So a try locks its request id in the store before it
+// negotiates, until a deadline; a try that finds the id locked waits for
 // that negotiation's outcome and answers it, or answers unavailable,
 // never another "no". The escrow (Store.Open) checks, in its transaction,
-// that the claim is still its negotiation's, so a negotiation whose claim
+// that the lock is still its negotiation's, so a negotiation whose lock
 // was taken over after its deadline (its instance was paused past it)
 // makes no contract. A negotiation that ends without a contract records
 // its answer and frees the id: a later retry negotiates afresh, as
 // docs/protocol.md says.
 
-// Claim is a negotiation's hold on a request's contract id.
-type Claim struct {
+// Lock is a negotiation's hold on a request's contract id.
+type Lock struct {
 	ID    string    // the contract id the request names
 	Token string    // the negotiation's own, unique
-	Until time.Time // after which another try may take the claim over
+	Until time.Time // after which another try may take the lock over
 }
 
-// Claimed is what Store.Claim found.
-type Claimed struct {
-	// Mine: the claim is the caller's now.
+// Locked is what Store.Lock found.
+type Locked struct {
+	// Mine: the lock is the caller's now.
 	Mine bool
 	// Holder and Until are the negotiation under way, where it is not
 	// the caller's ("" if none).
@@ -51,11 +51,11 @@ type Claimed struct {
 	Outcome []byte
 }
 
-// claimMargin is how long a claim outlasts its negotiation's time limit:
+// lockMargin is how long a lock outlasts its negotiation's time limit:
 // the escrow after the accept, and a slow database.
-const claimMargin = 5 * time.Second
+const lockMargin = 5 * time.Second
 
-// awaitEvery is how often a try waiting on another reads the claim.
+// awaitEvery is how often a try waiting on another reads the lock.
 const awaitEvery = 20 * time.Millisecond
 
 // outcome is a negotiation's answer as Store.Finish keeps it.
@@ -102,19 +102,19 @@ func asBourseError(err error) *bourse.Error {
 	return &bourse.Error{Code: bourse.EInternal, Message: err.Error()}
 }
 
-// claimed negotiates client's offer under contract id once it holds the
-// id's claim, or waits for the negotiation that holds it (await).
-func (h *House) claimed(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
+// locking negotiates client's offer under contract id once it holds the
+// id's lock, or waits for the negotiation that holds it (await).
+func (h *House) locking(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
 	now := h.cfg.Now()
-	cl := Claim{ID: id, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
-	got, err := h.store.Claim(ctx, cl, now)
+	cl := Lock{ID: id, Token: newToken(), Until: now.Add(h.cfg.Negotiation + lockMargin)}
+	got, err := h.store.Lock(ctx, cl, now)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
 	if !got.Mine {
 		return h.await(ctx, client, id, t, req, cl, got.Holder)
 	}
-	if reply, ok, err := settled(got); ok {
+	if reply, ok, err := recorded(got); ok {
 		// A try of a request that another try answered already: a
 		// retry whose answer was lost, or a stale copy of an earlier
 		// try (delivered late to an instance that was paused, say)
@@ -127,12 +127,12 @@ func (h *House) claimed(ctx context.Context, client, id string, t contract.Terms
 	return h.holding(ctx, client, id, t, req, cl)
 }
 
-// settled is the answer recorded for the request that got claimed, where
+// recorded is the answer recorded for the request that got locked, where
 // it says the request made no contract: counter-offers, rejections, or
 // an error other than those that ask the client to retry (unavailable,
 // internal, deadline_exceeded), which a new try negotiates again, as it
 // does an offer queued in the book.
-func settled(got Claimed) (protocol.OfferReply, bool, error) {
+func recorded(got Locked) (protocol.OfferReply, bool, error) {
 	if got.Ended == "" || len(got.Outcome) == 0 {
 		return protocol.OfferReply{}, false, nil
 	}
@@ -168,12 +168,12 @@ func (h *House) asNow(ctx context.Context, id string, reply protocol.OfferReply,
 	return made(c), nil
 }
 
-// holding negotiates while cl holds the claim, and records the outcome
+// holding negotiates while cl holds the lock, and records the outcome
 // of a negotiation that made no contract, freeing the id.
-func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim) (protocol.OfferReply, error) {
+func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Lock) (protocol.OfferReply, error) {
 	reply, err := h.fresh(ctx, client, id, t, req, cl.Token)
 	if err == nil && reply.Contract != nil {
-		return reply, nil // Open ended the claim
+		return reply, nil // Open ended the lock
 	}
 	// A retried request whose first try made a contract answers with
 	// that contract. It is looked up only here, where this try made
@@ -184,24 +184,24 @@ func (h *House) holding(ctx context.Context, client, id string, t contract.Terms
 		reply, err = made(c), nil
 	}
 	if ferr := h.store.Finish(context.WithoutCancel(ctx), cl, encodeOutcome(reply, err)); ferr != nil {
-		h.log.Warn("offer: the claim of a request not freed; it frees at its deadline", "contract", id, "err", ferr)
+		h.log.Warn("offer: the lock of a request not freed; it frees at its deadline", "contract", id, "err", ferr)
 	}
 	return reply, err
 }
 
-// await waits for the negotiation awaited, which holds id's claim, and
-// answers its outcome: its contract, or the answer it recorded. A claim
+// await waits for the negotiation awaited, which holds id's lock, and
+// answers its outcome: its contract, or the answer it recorded. A lock
 // whose time passes (its instance stopped or was paused) is taken over,
 // and this try negotiates; the other can then make no contract.
-func (h *House) await(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Claim, awaited string) (protocol.OfferReply, error) {
-	giveUp := h.cfg.Now().Add(2 * (h.cfg.Negotiation + claimMargin))
+func (h *House) await(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Lock, awaited string) (protocol.OfferReply, error) {
+	giveUp := h.cfg.Now().Add(2 * (h.cfg.Negotiation + lockMargin))
 	for h.cfg.Now().Before(giveUp) {
 		if err := h.cfg.Sleep(ctx, awaitEvery); err != nil {
 			return protocol.OfferReply{}, err
 		}
 		now := h.cfg.Now()
-		cl.Until = now.Add(h.cfg.Negotiation + claimMargin)
-		got, err := h.store.Claim(ctx, cl, now)
+		cl.Until = now.Add(h.cfg.Negotiation + lockMargin)
+		got, err := h.store.Lock(ctx, cl, now)
 		if err != nil {
 			return protocol.OfferReply{}, err
 		}
@@ -218,7 +218,7 @@ func (h *House) await(ctx context.Context, client, id string, t contract.Terms, 
 			reply, err := decodeOutcome(got.Outcome)
 			return h.asNow(ctx, id, reply, err)
 		}
-		if reply, ok, err := settled(got); ok {
+		if reply, ok, err := recorded(got); ok {
 			// A newer try ended between two looks: its answer stands.
 			_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
 			return h.asNow(ctx, id, reply, err)
@@ -231,7 +231,7 @@ func (h *House) await(ctx context.Context, client, id string, t contract.Terms, 
 		Message: "other tries of this request keep negotiating it; retry with the same request id for its answer"}
 }
 
-// newToken is a negotiation's claim token: random, so that no two
+// newToken is a negotiation's lock token: random, so that no two
 // instances make the same.
 func newToken() string {
 	var b [12]byte
