@@ -265,28 +265,28 @@ func (c *Client) Resume(ctx context.Context, requestID, suspended string, t cont
 }
 
 // Kill stops a contract's job for good; the settlement follows as an event.
-func (c *Client) Kill(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Kill(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbKill, protocol.ControlRequest{RequestID: "kill-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Suspend stops a contract's job so that it can resume under a new offer.
-func (c *Client) Suspend(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Suspend(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbSuspend, protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Contract reads one of the client's contracts.
-func (c *Client) Contract(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Contract(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbContract, protocol.ContractRequest{Contract: id}, &r)
 	return r, err
 }
 
 // Contracts lists the client's contracts, newest first.
-func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract, error) {
+func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.ContractView, error) {
 	var r protocol.ContractsReply
 	err := c.request(ctx, protocol.VerbContracts, protocol.ContractsRequest{Limit: limit}, &r)
 	return r.Contracts, err
@@ -320,7 +320,7 @@ func (c *Client) Statement(ctx context.Context, cur string, after int64, limit i
 // is buffered; events that find it full are dropped (the contract record
 // is the truth: read it with Contract). Only an accepted event carries the
 // whole contract; the later ones carry what they changed
-// (protocol.Changed), to merge with protocol.Contract.Apply. Watch merges
+// (protocol.Changed), to merge with protocol.ContractView.Apply. Watch merges
 // them for you.
 func (c *Client) Events(ctx context.Context, buffer int) (<-chan protocol.Event, error) {
 	return subscribe[protocol.Event](ctx, c.nc, protocol.DeliverSubject(c.cfg.ID, protocol.DeliverEvent), buffer)

@@ -17,11 +17,11 @@ const WatchPoll = 2 * time.Second
 
 // Update is one event of a watched contract and the contract as it
 // stands after it: what the event changed merged into all that came
-// before (protocol.Contract.Apply). Encoded, it is the event with the
+// before (protocol.ContractView.Apply). Encoded, it is the event with the
 // whole contract.
 type Update struct {
-	Type     protocol.EventType `json:"type"`
-	Contract protocol.Contract  `json:"contract"`
+	Type     protocol.EventType    `json:"type"`
+	Contract protocol.ContractView `json:"contract"`
 	// Due is the running charge of a reading event.
 	Due decimal.Decimal `json:"due,omitzero"`
 	// Warning is a spend warning's.
@@ -93,7 +93,7 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan Update, error) {
 type watcher struct {
 	out  chan<- Update
 	ctx  context.Context
-	view protocol.Contract // every event so far merged in
+	view protocol.ContractView // every event so far merged in
 	last int
 }
 

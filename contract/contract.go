@@ -41,7 +41,7 @@ const (
 
 // Contract is the exchange's record of an accepted offer, as the store
 // keeps it. No party reads it whole: clients and servers get
-// protocol.Contract, its view without the exchange's own fields (the cap
+// protocol.ContractView, its view without the exchange's own fields (the cap
 // and spend holds, LastSeen, Stuck), and events what changed of it.
 type Contract struct {
 	ID     string `json:"id"`

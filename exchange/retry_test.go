@@ -56,7 +56,7 @@ func testRetryAfterSettlement(t *testing.T, h *housetest.Harness, afterTheMinute
 	a, b := h.House, h.Instance()
 	h.Beat(b)
 	tm := job(1, "0.01")
-	try := func(house *exchange.House, what string) protocol.Contract {
+	try := func(house *exchange.House, what string) protocol.ContractView {
 		t.Helper()
 		reply, err := house.Offer(ctx, "dave", protocol.OfferRequest{RequestID: "r1", Terms: tm})
 		require.NoError(t, err, what)

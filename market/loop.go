@@ -83,7 +83,7 @@ type open struct {
 
 // follow waits for the contract's settlement, from its events, or from the
 // record itself if an event was missed.
-func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
+func (b *bidderLoop) follow(ctx context.Context, c protocol.ContractView) {
 	t := b.m.Tally
 	t.opened(c)
 	ended := b.ends.wait(c.ID)

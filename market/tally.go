@@ -26,7 +26,7 @@ type Tally struct {
 	rejected  int
 	taken     int
 	errors    map[bourse.Code]int
-	running   map[string]protocol.Contract
+	running   map[string]protocol.ContractView
 	settled   map[contract.Reason]int
 	voided    int
 	clients   map[string]*ClientTally
@@ -50,7 +50,7 @@ type ServerTally struct {
 }
 
 func newTally() *Tally {
-	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
+	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.ContractView{},
 		settled: map[contract.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
 }
 
@@ -114,7 +114,7 @@ func (t *Tally) failed(client string, err error) {
 	t.note("%s: %s", client, bourse.ErrorMessage(err))
 }
 
-func (t *Tally) opened(c protocol.Contract) {
+func (t *Tally) opened(c protocol.ContractView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running[c.ID] = c
@@ -126,7 +126,7 @@ func (t *Tally) opened(c protocol.Contract) {
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 
-func (t *Tally) closed(c protocol.Contract) {
+func (t *Tally) closed(c protocol.ContractView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.running[c.ID]; !ok {

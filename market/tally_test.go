@@ -18,7 +18,7 @@ import (
 func TestTallyRounds(t *testing.T) {
 	k := &contract.Counter{ID: "c", Server: "atlas"}
 	counters := protocol.OfferReply{Counters: []contract.Counter{*k}}
-	accepted := protocol.OfferReply{Contract: &protocol.Contract{ID: "k", Client: "ada", Server: "atlas"}}
+	accepted := protocol.OfferReply{Contract: &protocol.ContractView{ID: "k", Client: "ada", Server: "atlas"}}
 	gone := &bourse.Error{Code: bourse.ECapacityGone, Message: "gone"}
 	funds := &bourse.Error{Code: bourse.EInsufficientFunds, Message: "broke"}
 
@@ -48,7 +48,7 @@ func TestTallyRounds(t *testing.T) {
 func TestTallyLastPrice(t *testing.T) {
 	tl := newTally()
 	d := decimal.RequireFromString
-	tl.opened(protocol.Contract{ID: "k", Client: "ada", Server: "atlas", Terms: contract.Terms{
+	tl.opened(protocol.ContractView{ID: "k", Client: "ada", Server: "atlas", Terms: contract.Terms{
 		GPUs: 2, P: contract.Flat(d("0.20")), Q: contract.Flat(d("0.10"))}})
 	assert.Equal(t, "0.25", tl.Snapshot().Servers["atlas"].LastPrice.String())
 }

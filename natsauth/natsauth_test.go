@@ -96,7 +96,7 @@ func TestOperatorMarket(t *testing.T) {
 	defer alice.Close()
 	terms := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: 10 * time.Second, Prepayment: decimal.NewFromInt(10),
 		P: contract.Flat(decimal.NewFromInt(1)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.NewFromInt(1), Duration: 300 * time.Millisecond}}}
-	var c *protocol.Contract
+	var c *protocol.ContractView
 	deadline := time.Now().Add(5 * time.Second)
 	for attempt := 1; c == nil; attempt++ {
 		// A new request id each time: an answered one keeps its answer.

@@ -8,14 +8,14 @@ import (
 	"github.com/bourse/bourse/contract"
 )
 
-// Contract is a contract as its parties see it: the client that pays, in
+// ContractView is a contract as its parties see it: the client that pays, in
 // every reply and event about it, and the server that runs it, in the
 // start and the reply to a started report. It is the exchange's record
 // (contract.Contract) less what is the exchange's own: the ledger holds on
 // the caps above the client (which name its project and organisation),
 // the sweep's clock, and the errors of a stuck settlement.
 // docs/protocol.md ("contract") says what each field promises.
-type Contract struct {
+type ContractView struct {
 	ID     string          `json:"id"`
 	Client string          `json:"client"`
 	Server string          `json:"server"`
@@ -53,8 +53,8 @@ type Contract struct {
 }
 
 // View is the record c as its parties see it.
-func View(c contract.Contract) Contract {
-	v := Contract{
+func View(c contract.Contract) ContractView {
+	v := ContractView{
 		ID: c.ID, Client: c.Client, Server: c.Server, Terms: c.Terms, State: c.State, Reason: c.Reason,
 		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter,
 		QueuedAt: c.QueuedAt, AcceptedAt: c.AcceptedAt, StartDeadline: c.StartDeadline,
@@ -69,8 +69,8 @@ func View(c contract.Contract) Contract {
 }
 
 // Views is View of each record of cs.
-func Views(cs []contract.Contract) []Contract {
-	out := make([]Contract, len(cs))
+func Views(cs []contract.Contract) []ContractView {
+	out := make([]ContractView, len(cs))
 	for i, c := range cs {
 		out[i] = View(c)
 	}
@@ -81,7 +81,7 @@ func Views(cs []contract.Contract) []Contract {
 // fields the event changed; a field left out did not change. The accepted
 // event carries every field of Contract but SettlementDelayedSince
 // (Changed says which fields each event type carries, and
-// docs/protocol.md lists them). Contract.Apply merges one into a contract.
+// docs/protocol.md lists them). ContractView.Apply merges one into a contract.
 type ContractChange struct {
 	ID            string            `json:"id"`
 	Client        string            `json:"client,omitempty"`
@@ -139,7 +139,7 @@ func Changed(typ EventType, c *contract.Contract) *ContractChange {
 // (accepted, running, then settled or voided), the reading only to a
 // later one (with its signature). A contract that ends is no longer
 // delayed.
-func (c *Contract) Apply(ch ContractChange) {
+func (c *ContractView) Apply(ch ContractChange) {
 	if c.ID == "" {
 		c.ID = ch.ID
 	}

@@ -129,7 +129,7 @@ func TestApply(t *testing.T) {
 		}
 		assert.Equal(t, want, jsonOf(t, v), "order %v", order)
 	}
-	var fromNothing protocol.Contract
+	var fromNothing protocol.ContractView
 	fromNothing.Apply(*protocol.Changed(protocol.EventAccepted, &accepted))
 	assert.Equal(t, jsonOf(t, protocol.View(accepted)), jsonOf(t, fromNothing), "the accepted event is the whole contract")
 }

@@ -57,7 +57,7 @@ func contractID(client, requestID string) string {
 }
 
 // view is the record c as its parties see it.
-func view(c contract.Contract) *protocol.Contract {
+func view(c contract.Contract) *protocol.ContractView {
 	v := protocol.View(c)
 	return &v
 }

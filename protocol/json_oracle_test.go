@@ -45,7 +45,7 @@ var wireTypes = map[string]func() any{
 	"cancel":        func() any { return new(protocol.Cancel) },
 	"control":       func() any { return new(protocol.Control) },
 	"event":         func() any { return new(protocol.Event) },
-	"contract":      func() any { return new(protocol.Contract) },
+	"contract":      func() any { return new(protocol.ContractView) },
 	"change":        func() any { return new(protocol.ContractChange) },
 	"contracts":     func() any { return new(protocol.ContractsReply) },
 	"reading":       func() any { return new(contract.Reading) },

@@ -43,7 +43,7 @@ const MaxWait = 7 * 24 * time.Hour
 // OfferReply carries a contract, or, when no server accepted, every
 // counter-offer the matching servers made.
 type OfferReply struct {
-	Contract *Contract          `json:"contract,omitempty"`
+	Contract *ContractView      `json:"contract,omitempty"`
 	Counters []contract.Counter `json:"counters,omitempty"`
 	// Rejections lists servers that rejected without a counter, and why.
 	Rejections []Rejection `json:"rejections,omitempty"`
@@ -82,7 +82,7 @@ type ContractsRequest struct {
 
 // ContractsReply is the answer to a ContractsRequest.
 type ContractsReply struct {
-	Contracts []Contract `json:"contracts"`
+	Contracts []ContractView `json:"contracts"`
 }
 
 // BalanceRequest reads the sender's wallet in a currency.
@@ -148,7 +148,7 @@ type Event struct {
 	// Contract is what changed of the contract: the whole of it in the
 	// accepted event, its id and the fields the event changed in the
 	// others (Changed); absent in the events of a waiting offer
-	// (countered, left_book), which carry Waiting. Contract.Apply merges
+	// (countered, left_book), which carry Waiting. ContractView.Apply merges
 	// it into the contract as the client holds it.
 	Contract *ContractChange   `json:"contract,omitempty"`
 	Waiting  *contract.Waiting `json:"waiting,omitempty"`
@@ -240,8 +240,8 @@ func (d Decision) Claim() contract.Duration { return cmp.Or(d.ClaimFor, d.Deprec
 // Start tells a server to start an accepted contract
 // (bourse.v1.deliver.<s>.start); it answers Started.
 type Start struct {
-	Offer    string   `json:"offer"`
-	Contract Contract `json:"contract"`
+	Offer    string       `json:"offer"`
+	Contract ContractView `json:"contract"`
 }
 
 // Started is a server's report that a contract's job runs

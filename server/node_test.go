@@ -62,7 +62,7 @@ func (tn *testNode) start(offer, id string, t contract.Terms) (protocol.Started,
 	tn.t.Helper()
 	d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: offer, Terms: t})
 	require.True(tn.t, d.Accept, "%+v", d)
-	plan, err := tn.n.Start(tn.now, protocol.Start{Offer: offer, Contract: protocol.Contract{ID: id, Client: t.Client, Server: "gpu1", Terms: t}})
+	plan, err := tn.n.Start(tn.now, protocol.Start{Offer: offer, Contract: protocol.ContractView{ID: id, Client: t.Client, Server: "gpu1", Terms: t}})
 	require.NoError(tn.t, err)
 	if plan.Started != nil {
 		return *plan.Started, nil
@@ -146,7 +146,7 @@ func TestNodeRunsAJob(t *testing.T) {
 	assert.Equal(t, 0, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free, "the GPUs are free again")
 
 	t.Run("RepeatedStart", func(t *testing.T) {
-		plan, err := tn.n.Start(tn.now, protocol.Start{Offer: "o1", Contract: protocol.Contract{ID: "c1", Terms: job(2, "0.5", time.Second, time.Minute)}})
+		plan, err := tn.n.Start(tn.now, protocol.Start{Offer: "o1", Contract: protocol.ContractView{ID: "c1", Terms: job(2, "0.5", time.Second, time.Minute)}})
 		require.NoError(t, err)
 		require.NotNil(t, plan.Started)
 		assert.Equal(t, st, *plan.Started)
@@ -291,7 +291,7 @@ func TestNodeDeterministic(t *testing.T) {
 			js, _ := json.Marshal(d)
 			b.Write(js)
 			if d.Accept {
-				plan, err := tn.n.Start(tn.now, protocol.Start{Offer: fmt.Sprint("o", i), Contract: protocol.Contract{ID: fmt.Sprint("c", i), Terms: tm}})
+				plan, err := tn.n.Start(tn.now, protocol.Start{Offer: fmt.Sprint("o", i), Contract: protocol.ContractView{ID: fmt.Sprint("c", i), Terms: tm}})
 				if err == nil {
 					for _, r := range tn.stop(plan.Stops) {
 						fmt.Fprintln(&b, "preempted", r.Contract)

@@ -30,7 +30,7 @@ type Clock interface {
 // meanwhile only ends its round; after Rounds offers the error wraps
 // ErrGaveUp), or because ctx ended during a pause. It waits between rounds
 // on n.Clock, the wall clock if nil.
-func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contract, error) {
+func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.ContractView, error) {
 	clock := n.Clock
 	if clock == nil {
 		clock = wallClock{}
@@ -47,12 +47,12 @@ func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contra
 			g.Answer(clock.Now(), reply, err)
 		case Wait:
 			if err := clock.Sleep(ctx, a.Wait); err != nil {
-				return protocol.Contract{}, err
+				return protocol.ContractView{}, err
 			}
 		case Done:
 			return a.Contract, nil
 		default:
-			return protocol.Contract{}, a.Err
+			return protocol.ContractView{}, a.Err
 		}
 	}
 }

@@ -86,12 +86,12 @@ func (o Op) String() string {
 // other fields it uses.
 type Action struct {
 	Op        Op
-	RequestID string            // Offer, Take
-	Terms     contract.Terms    // Offer
-	Counter   contract.Counter  // Take
-	Wait      time.Duration     // Wait: from the now given to Next
-	Contract  protocol.Contract // Done
-	Err       error             // Failed
+	RequestID string                // Offer, Take
+	Terms     contract.Terms        // Offer
+	Counter   contract.Counter      // Take
+	Wait      time.Duration         // Wait: from the now given to Next
+	Contract  protocol.ContractView // Done
+	Err       error                 // Failed
 }
 
 // A Negotiator runs a Negotiation's rules one step at a time, with no I/O
@@ -209,7 +209,7 @@ func (g *Negotiator) Answer(now time.Time, reply protocol.OfferReply, err error)
 	}
 }
 
-func (g *Negotiator) succeed(now time.Time, c protocol.Contract) {
+func (g *Negotiator) succeed(now time.Time, c protocol.ContractView) {
 	g.n.Strategy.Observe(true, now.Sub(g.began))
 	g.report()
 	g.over(Action{Op: Done, Contract: c})

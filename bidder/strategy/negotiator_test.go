@@ -45,7 +45,7 @@ func counter(id, price string, valid time.Time) contract.Counter {
 }
 
 func contractOf(id string) protocol.OfferReply {
-	return protocol.OfferReply{Contract: &protocol.Contract{ID: id, Server: "atlas"}}
+	return protocol.OfferReply{Contract: &protocol.ContractView{ID: id, Server: "atlas"}}
 }
 
 func errCode(code bourse.Code) error { return &bourse.Error{Code: code, Message: string(code)} }

@@ -152,7 +152,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if f.json {
 				if cs == nil {
-					cs = []protocol.Contract{}
+					cs = []protocol.ContractView{}
 				}
 				return printJSON(out, cs)
 			}

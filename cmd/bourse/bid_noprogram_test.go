@@ -50,15 +50,15 @@ func TestRanNoProgram(t *testing.T) {
 	prog := &contract.JobSpec{Command: "/usr/bin/python3"}
 	for _, tt := range []struct {
 		name string
-		k    protocol.Contract
+		k    protocol.ContractView
 		why  string // "" for a program that ran or may
 	}{
-		{"Synthetic", protocol.Contract{ID: "c-1", Server: "atlas", State: contract.StateSettled, Meter: contract.MeterSynthetic, Terms: contract.Terms{Job: prog}},
+		{"Synthetic", protocol.ContractView{ID: "c-1", Server: "atlas", State: contract.StateSettled, Meter: contract.MeterSynthetic, Terms: contract.Terms{Job: prog}},
 			"server atlas ran a synthetic job (metered by synthetic), not /usr/bin/python3"},
-		{"Voided", protocol.Contract{ID: "c-1", State: contract.StateVoided, Terms: contract.Terms{Job: prog}}, "it was voided before its job started"},
-		{"NoJob", protocol.Contract{ID: "c-1", State: contract.StateRunning}, "its terms name no program"},
-		{"Ran", protocol.Contract{ID: "c-1", State: contract.StateSettled, Meter: contract.MeterNVML, Terms: contract.Terms{Job: prog}}, ""},
-		{"NotStarted", protocol.Contract{ID: "c-1", State: contract.StateAccepted, Terms: contract.Terms{Job: prog}}, ""},
+		{"Voided", protocol.ContractView{ID: "c-1", State: contract.StateVoided, Terms: contract.Terms{Job: prog}}, "it was voided before its job started"},
+		{"NoJob", protocol.ContractView{ID: "c-1", State: contract.StateRunning}, "its terms name no program"},
+		{"Ran", protocol.ContractView{ID: "c-1", State: contract.StateSettled, Meter: contract.MeterNVML, Terms: contract.Terms{Job: prog}}, ""},
+		{"NotStarted", protocol.ContractView{ID: "c-1", State: contract.StateAccepted, Terms: contract.Terms{Job: prog}}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ranNoProgram(tt.k, "logs")

@@ -407,7 +407,7 @@ func isTerminal(r io.Reader) bool {
 
 // printContract tells a new contract, and how to watch it: bid is
 // `bourse bid` with the flags that reach the exchange as this client.
-func printContract(w io.Writer, k protocol.Contract, sc *scales, bid string) {
+func printContract(w io.Writer, k protocol.ContractView, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)

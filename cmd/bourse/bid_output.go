@@ -66,7 +66,7 @@ around and named at the end, with exit status 1 (code output_lost).`,
 // k, whose job wrote nothing for certain: its terms name no program, no
 // program ran (the synthetic runner), or it never started. Its code,
 // no_program, exits 3. Nil where a program ran or may yet run.
-func ranNoProgram(k protocol.Contract, what string) error {
+func ranNoProgram(k protocol.ContractView, what string) error {
 	var why string
 	switch {
 	case k.Terms.Job == nil || k.Terms.Job.Command == "":

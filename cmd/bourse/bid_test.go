@@ -64,7 +64,7 @@ func (b *bidMarket) ok(id string, args ...string) string {
 }
 
 // offerJSON makes an offer with --json and returns its contract.
-func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
+func (b *bidMarket) offerJSON(id string, args ...string) protocol.ContractView {
 	b.t.Helper()
 	var r protocol.OfferReply
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, append([]string{"--json", "offer"}, args...)...)), &r))
@@ -72,9 +72,9 @@ func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
 	return *r.Contract
 }
 
-func (b *bidMarket) contract(id, contractID string) protocol.Contract {
+func (b *bidMarket) contract(id, contractID string) protocol.ContractView {
 	b.t.Helper()
-	var cs []protocol.Contract
+	var cs []protocol.ContractView
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == contractID {
@@ -82,10 +82,10 @@ func (b *bidMarket) contract(id, contractID string) protocol.Contract {
 		}
 	}
 	b.t.Fatalf("%s has no contract %s", id, contractID)
-	return protocol.Contract{}
+	return protocol.ContractView{}
 }
 
-func (b *bidMarket) waitState(id, contractID string, want contract.State) protocol.Contract {
+func (b *bidMarket) waitState(id, contractID string, want contract.State) protocol.ContractView {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -265,7 +265,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "PREPAYMENT")
 		assert.Contains(t, out, "settled")
 		assert.Regexp(t, `(?m) settled +\w+ +1 +24\.00 +\d+\.\d\d +\d+\.\d\d `, out, "amounts at CRED's scale")
-		var cs []protocol.Contract
+		var cs []protocol.ContractView
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
 		assert.GreaterOrEqual(t, len(cs), 5)
 		assert.Contains(t, b.ok("bob", "contracts"), "no contracts yet")

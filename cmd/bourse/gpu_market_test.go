@@ -105,7 +105,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 
 	// offer buys one GPU of gpu1 for the duty job at 0.50 a GPU-second,
 	// for a time limit of 2 minutes: a prepayment of 60.
-	offer := func(t *testing.T, seconds, duty string, env map[string]string) protocol.Contract {
+	offer := func(t *testing.T, seconds, duty string, env map[string]string) protocol.ContractView {
 		t.Helper()
 		terms := map[string]any{"client": "ada", "currency": "CRED", "gpus": 1, "server": "gpu1", "time_limit": "2m", "prepayment": "60",
 			"p": [][]string{{"0", "0.50"}}, "job": map[string]any{"command": python, "args": []string{script, seconds, duty}}}
@@ -122,7 +122,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		require.NotNil(t, r.Contract, "no contract: %s", out)
 		return *r.Contract
 	}
-	settled := func(t *testing.T, id string, within time.Duration) protocol.Contract {
+	settled := func(t *testing.T, id string, within time.Duration) protocol.ContractView {
 		t.Helper()
 		deadline := time.Now().Add(within)
 		for {
@@ -146,7 +146,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		require.NoError(t, json.Unmarshal(data, &k))
 		return k.KernelSeconds
 	}
-	exact := func(t *testing.T, k protocol.Contract) {
+	exact := func(t *testing.T, k protocol.ContractView) {
 		t.Helper()
 		require.NotNil(t, k.Reading, "settled on a reading")
 		assert.Equal(t, contract.MeterNVML, k.Meter)
@@ -164,7 +164,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		}
 		assert.InDelta(t, kernel, uf, kernel*tolerance, "U %.2f GPU-s against the job's own kernel time %.2f s", uf, kernel)
 	}
-	report := func(t *testing.T, name string, k protocol.Contract, kernel float64) {
+	report := func(t *testing.T, name string, k protocol.ContractView, kernel float64) {
 		t.Logf("| %s | %s | %.2f | %.2f | %s | %s |", name, k.Reading.U.StringFixed(2), kernel,
 			float64(k.Reading.T)/1e9, k.Charge.StringFixed(2), k.Refund.StringFixed(2))
 	}
@@ -250,9 +250,9 @@ func okBid(t *testing.T, b *bidMarket, args ...string) string {
 }
 
 // contractOf is ada's contract id as the exchange has it now.
-func contractOf(t *testing.T, b *bidMarket, id string) protocol.Contract {
+func contractOf(t *testing.T, b *bidMarket, id string) protocol.ContractView {
 	t.Helper()
-	var cs []protocol.Contract
+	var cs []protocol.ContractView
 	require.NoError(t, json.Unmarshal([]byte(okBid(t, b, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == id {
@@ -260,5 +260,5 @@ func contractOf(t *testing.T, b *bidMarket, id string) protocol.Contract {
 		}
 	}
 	t.Fatalf("ada has no contract %s", id)
-	return protocol.Contract{}
+	return protocol.ContractView{}
 }

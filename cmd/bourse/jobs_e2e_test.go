@@ -126,17 +126,17 @@ sample_every: 50ms
 	assert.Contains(t, gpu1.String(), "policy: reserve: takes any price")
 	assert.Contains(t, bare.String(), "meter: none: no NVIDIA driver (NVML: library not found), so process jobs are refused; meter_fallback: full_use")
 
-	offer := func(t *testing.T, model string, steps int) (protocol.Contract, string, int) {
+	offer := func(t *testing.T, model string, steps int) (protocol.ContractView, string, int) {
 		t.Helper()
 		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", model, "--price", "0.50", "--time-limit", "2m",
 			"--command", job, "--arg="+jobFlag, "--arg=train", "--arg="+strconv.Itoa(steps))
-		var r struct{ Contract *protocol.Contract }
+		var r struct{ Contract *protocol.ContractView }
 		if code == 0 {
 			require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 			require.NotNil(t, r.Contract, out)
 			return *r.Contract, errOut, code
 		}
-		return protocol.Contract{}, errOut, code
+		return protocol.ContractView{}, errOut, code
 	}
 	background := func(id string, args ...string) (out *lockedBuffer, errOut *lockedBuffer, done chan int) {
 		out, errOut, done = &lockedBuffer{}, &lockedBuffer{}, make(chan int, 1)

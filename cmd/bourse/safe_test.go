@@ -61,7 +61,7 @@ func TestPartyStringsPrintedSafely(t *testing.T) {
 	sc := &scales{known: map[string]int32{"CRED": 2}}
 	terms := contract.Terms{Currency: "CRED", GPUs: 1, Class: contract.Class{Model: evil}, TimeLimit: time.Minute,
 		P: contract.Flat(d("0.01")), Prepayment: d("0.60")}
-	k := protocol.Contract{ID: "c-1", Client: "ada", Server: evil, Terms: terms, State: contract.StateSettled,
+	k := protocol.ContractView{ID: "c-1", Client: "ada", Server: evil, Terms: terms, State: contract.StateSettled,
 		Reason: contract.Reason(evil), Meter: contract.Meter(evil), Charge: d("0.10"), Refund: d("0.50")}
 	outputs := map[string]func(w *strings.Builder){
 		"market": func(w *strings.Builder) {

@@ -61,7 +61,7 @@ func TestStandingOffer(t *testing.T) {
 	_, err = bob.Cancel(ctx, other.Queued.ID)
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 
-	var got protocol.Contract
+	var got protocol.ContractView
 	deadline := time.After(15 * time.Second)
 	for got.ID == "" {
 		select {

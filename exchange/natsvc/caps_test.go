@@ -54,7 +54,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		alice := m.client("alice")
 
 		var mu sync.Mutex
-		var made []protocol.Contract
+		var made []protocol.ContractView
 		capped, other := 0, []error{}
 		var wg sync.WaitGroup
 		for i := range 32 {

@@ -36,7 +36,7 @@ func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
 }
 
 // burst sends n offers from client at once and sorts the answers.
-func burst(t *testing.T, m *market, client, tag string, n int) (made []protocol.Contract, capped []error) {
+func burst(t *testing.T, m *market, client, tag string, n int) (made []protocol.ContractView, capped []error) {
 	c := m.client(client)
 	var mu sync.Mutex
 	var other []error
@@ -169,7 +169,7 @@ func TestProjectGPUCap(t *testing.T) {
 		srv := m.scriptedServer("gpu1", 64, accept)
 
 		var mu sync.Mutex
-		var made []protocol.Contract
+		var made []protocol.ContractView
 		var capped []error
 		var wg sync.WaitGroup
 		for _, who := range []string{"alice", "bob"} {

@@ -92,7 +92,7 @@ func TestPartiesSeeNoInternals(t *testing.T) {
 		mu.Unlock()
 		return msg.Data
 	}
-	offer := func(requestID string) protocol.Contract {
+	offer := func(requestID string) protocol.ContractView {
 		t.Helper()
 		var r protocol.OfferReply
 		require.NoError(t, json.Unmarshal(request(protocol.ClientSubject("alice", protocol.VerbOffer),

@@ -164,7 +164,7 @@ func TestAgentStartWithoutClaim(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, st.GPUs)
 
 	m := x.request(protocol.DeliverSubject("gpu1", protocol.DeliverStart),
-		protocol.Start{Offer: "o3", Contract: protocol.Contract{ID: "c2", Terms: tm}})
+		protocol.Start{Offer: "o3", Contract: protocol.ContractView{ID: "c2", Terms: tm}})
 	assert.Equal(t, string(bourse.ECapacityGone), m.Header.Get("Nats-Service-Error-Code"))
 	var reply protocol.ErrorReply
 	require.NoError(t, json.Unmarshal(m.Data, &reply))

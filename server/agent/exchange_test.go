@@ -240,7 +240,7 @@ func (x *exchange) offer(id string, so protocol.ServerOffer) protocol.Decision {
 func (x *exchange) start(id, offer, contractID string, t contract.Terms) (protocol.Started, error) {
 	x.t.Helper()
 	m := x.request(protocol.DeliverSubject(id, protocol.DeliverStart),
-		protocol.Start{Offer: offer, Contract: protocol.Contract{ID: contractID, Client: t.Client, Server: id, Terms: t, State: contract.StateAccepted}})
+		protocol.Start{Offer: offer, Contract: protocol.ContractView{ID: contractID, Client: t.Client, Server: id, Terms: t, State: contract.StateAccepted}})
 	if err := natswire.DecodeError(m); err != nil {
 		return protocol.Started{}, err
 	}
