@@ -25,7 +25,7 @@ type Reading struct {
 	ExitCode *int            `json:"exit_code,omitempty"`
 }
 
-// Usage is the reading's quantities as the pricing package prices them.
+// Usage is the reading's quantities as Charge prices them.
 func (r Reading) Usage() Usage {
 	return Usage{U: r.U, T: time.Duration(r.T), S: r.S}
 }

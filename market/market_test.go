@@ -17,7 +17,7 @@ import (
 
 // RunMarket trades for d on store and checks the outcome: the ledger's
 // audit is clean with no hold left open, and every settlement is the
-// pricing package's charge of its final reading.
+// contract package's charge of its final reading.
 func RunMarket(t *testing.T, store exchange.Store, d time.Duration) market.Snapshot {
 	m := markettest.Start(t, market.Config{Store: store, JobScale: 0.4})
 	time.Sleep(d)

@@ -65,7 +65,7 @@ func TestSettleByHand(t *testing.T) {
 }
 
 // TestSettleAgreesWithContract: on random terms and readings, the
-// rationals here and package pricing's fixed-point arithmetic give the
+// rationals here and package contract's fixed-point arithmetic give the
 // same charge, to the unit of the scale. Two implementations from one
 // page agreeing is what makes the audit worth running.
 func TestSettleAgreesWithContract(t *testing.T) {
