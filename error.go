@@ -1,6 +1,7 @@
 // Package bourse holds what every part of the market shares: the error codes
 // that cross the wire. The market itself lives in the subpackages: contract
-// (pricing), currency (the ledger), exchange, server, bidder and sim.
+// (terms, prices, the charge and the record), currency (the ledger),
+// exchange, server, bidder and sim.
 package bourse
 
 import (

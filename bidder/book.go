@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // OfferWait makes an offer that waits in the exchange's book, up to wait
@@ -15,24 +14,24 @@ import (
 // contract comes later, when GPUs free up and a server accepts, with an
 // accepted event (Events). Nothing is held while it waits. requestID
 // makes a retry safe, as for Offer.
-func (c *Client) OfferWait(ctx context.Context, requestID string, t pricing.Terms, wait time.Duration) (protocol.OfferReply, error) {
+func (c *Client) OfferWait(ctx context.Context, requestID string, t contract.Terms, wait time.Duration) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
-	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Wait: trade.Duration(wait)}, &r)
+	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Wait: contract.Duration(wait)}, &r)
 	return r, err
 }
 
 // Cancel takes a waiting offer (its id: the contract it would become)
 // out of the book; the reply is it, left cancelled. An offer matched
 // meanwhile is not_found: its contract is among Contracts.
-func (c *Client) Cancel(ctx context.Context, id string) (trade.Waiting, error) {
-	var r trade.Waiting
+func (c *Client) Cancel(ctx context.Context, id string) (contract.Waiting, error) {
+	var r contract.Waiting
 	err := c.request(ctx, protocol.VerbCancel, protocol.CancelRequest{Offer: id}, &r)
 	return r, err
 }
 
 // Waiting lists the client's waiting offers in a currency (every
 // currency if cur is empty), best price first, each with where it stands.
-func (c *Client) Waiting(ctx context.Context, cur string) ([]trade.Waiting, error) {
+func (c *Client) Waiting(ctx context.Context, cur string) ([]contract.Waiting, error) {
 	var r protocol.WaitingReply
 	err := c.request(ctx, protocol.VerbWaiting, protocol.WaitingRequest{Currency: cur}, &r)
 	return r.Offers, err

@@ -16,11 +16,10 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // DefaultCurrency is the currency Balance and Statement read when neither
@@ -242,7 +241,7 @@ func wireError(verb string, err error) error {
 // Offer makes an offer. The reply holds the contract, or the counter-offers
 // of every matching server when none accepted. requestID makes a retry
 // safe: the same id returns the first answer's contract.
-func (c *Client) Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error) {
+func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
 	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t}, &r)
 	return r, err
@@ -250,7 +249,7 @@ func (c *Client) Offer(ctx context.Context, requestID string, t pricing.Terms) (
 
 // Take takes a counter-offer; it fails with capacity_gone if the server's
 // GPUs were taken meanwhile.
-func (c *Client) Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error) {
+func (c *Client) Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error) {
 	t := k.Terms
 	t.Server = k.Server
 	var r protocol.OfferReply
@@ -259,35 +258,35 @@ func (c *Client) Take(ctx context.Context, requestID string, k trade.Counter) (p
 }
 
 // Resume offers new terms for the job of a suspended contract.
-func (c *Client) Resume(ctx context.Context, requestID, suspended string, t pricing.Terms) (protocol.OfferReply, error) {
+func (c *Client) Resume(ctx context.Context, requestID, suspended string, t contract.Terms) (protocol.OfferReply, error) {
 	var r protocol.OfferReply
 	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Resumes: suspended}, &r)
 	return r, err
 }
 
 // Kill stops a contract's job for good; the settlement follows as an event.
-func (c *Client) Kill(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Kill(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbKill, protocol.ControlRequest{RequestID: "kill-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Suspend stops a contract's job so that it can resume under a new offer.
-func (c *Client) Suspend(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Suspend(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbSuspend, protocol.ControlRequest{RequestID: "suspend-" + id, Contract: id}, &r)
 	return r, err
 }
 
 // Contract reads one of the client's contracts.
-func (c *Client) Contract(ctx context.Context, id string) (protocol.Contract, error) {
-	var r protocol.Contract
+func (c *Client) Contract(ctx context.Context, id string) (protocol.ContractView, error) {
+	var r protocol.ContractView
 	err := c.request(ctx, protocol.VerbContract, protocol.ContractRequest{Contract: id}, &r)
 	return r, err
 }
 
 // Contracts lists the client's contracts, newest first.
-func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.Contract, error) {
+func (c *Client) Contracts(ctx context.Context, limit int) ([]protocol.ContractView, error) {
 	var r protocol.ContractsReply
 	err := c.request(ctx, protocol.VerbContracts, protocol.ContractsRequest{Limit: limit}, &r)
 	return r.Contracts, err
@@ -321,7 +320,7 @@ func (c *Client) Statement(ctx context.Context, cur string, after int64, limit i
 // is buffered; events that find it full are dropped (the contract record
 // is the truth: read it with Contract). Only an accepted event carries the
 // whole contract; the later ones carry what they changed
-// (protocol.Changed), to merge with protocol.Contract.Apply. Watch merges
+// (protocol.Changed), to merge with protocol.ContractView.Apply. Watch merges
 // them for you.
 func (c *Client) Events(ctx context.Context, buffer int) (<-chan protocol.Event, error) {
 	return subscribe[protocol.Event](ctx, c.nc, protocol.DeliverSubject(c.cfg.ID, protocol.DeliverEvent), buffer)

@@ -15,13 +15,13 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // startMarket runs a market with one server (8 H100 at a posted 0.30 per
@@ -124,7 +124,7 @@ func TestClient(t *testing.T) {
 		}
 		assert.Contains(t, types, protocol.EventReading)
 		assert.Equal(t, protocol.EventSettled, last.Type)
-		assert.Equal(t, trade.ReasonCompleted, last.Contract.Reason)
+		assert.Equal(t, contract.ReasonCompleted, last.Contract.Reason)
 		// The events, merged, make the contract the exchange keeps: the
 		// client's view of its record, to the byte.
 		stored, err := ada.Contract(ctx, r.Contract.ID)
@@ -167,7 +167,7 @@ func TestClient(t *testing.T) {
 		}
 		k, err := ada.Contract(ctx, id)
 		require.NoError(t, err)
-		assert.False(t, k.State == trade.StateSettled || k.State == trade.StateVoided, "bob stopped it: %s", k.State)
+		assert.False(t, k.State == contract.StateSettled || k.State == contract.StateVoided, "bob stopped it: %s", k.State)
 		_, err = ada.Kill(ctx, id)
 		require.NoError(t, err)
 	})

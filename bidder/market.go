@@ -10,14 +10,14 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
 // Quote asks what the servers would answer an offer of t now, binding no
 // one: the servers that would accept, and the others' counter-offers,
 // which Take takes while they are valid. Nothing is escrowed or claimed.
-func (c *Client) Quote(ctx context.Context, t pricing.Terms) (protocol.QuoteReply, error) {
+func (c *Client) Quote(ctx context.Context, t contract.Terms) (protocol.QuoteReply, error) {
 	var r protocol.QuoteReply
 	err := c.request(ctx, protocol.VerbQuote, protocol.QuoteRequest{Terms: t}, &r)
 	return r, err

@@ -9,23 +9,22 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Logs reads a page of a contract's stdout and stderr: the chunks the
 // output stream stored after sequence number after (0 for the start).
 // FollowLogs reads them all.
-func (c *Client) Logs(ctx context.Context, contract string, after uint64) (protocol.OutputReply, error) {
+func (c *Client) Logs(ctx context.Context, id string, after uint64) (protocol.OutputReply, error) {
 	var r protocol.OutputReply
-	err := c.request(ctx, protocol.VerbLogs, protocol.OutputRequest{Contract: contract, After: after}, &r)
+	err := c.request(ctx, protocol.VerbLogs, protocol.OutputRequest{Contract: id, After: after}, &r)
 	return r, err
 }
 
 // ResultsPage reads a page of a contract's results archive; Results
 // reads it whole.
-func (c *Client) ResultsPage(ctx context.Context, contract string, after uint64) (protocol.OutputReply, error) {
+func (c *Client) ResultsPage(ctx context.Context, id string, after uint64) (protocol.OutputReply, error) {
 	var r protocol.OutputReply
-	err := c.request(ctx, protocol.VerbResults, protocol.OutputRequest{Contract: contract, After: after}, &r)
+	err := c.request(ctx, protocol.VerbResults, protocol.OutputRequest{Contract: id, After: after}, &r)
 	return r, err
 }
 
@@ -66,10 +65,10 @@ var ErrOutputIncomplete = &bourse.Error{Code: bourse.EUnavailable, Op: "bidder.F
 // between chunks, less than the end counts, an end that the output
 // stream dropped) are written around and reported at the end, as an
 // error with the code output_lost that says what is missing.
-func (c *Client) FollowLogs(ctx context.Context, contract string, f Follow, stdout, stderr io.Writer) (*protocol.OutputEnd, error) {
+func (c *Client) FollowLogs(ctx context.Context, id string, f Follow, stdout, stderr io.Writer) (*protocol.OutputEnd, error) {
 	out := map[string]io.Writer{protocol.StreamStdout: stdout, protocol.StreamStderr: stderr}
 	t := tally{pos: map[string]int64{}}
-	end, err := c.follow(ctx, contract, f, c.Logs, &t, func(ch protocol.OutputChunk, data []byte) error {
+	end, err := c.follow(ctx, id, f, c.Logs, &t, func(ch protocol.OutputChunk, data []byte) error {
 		w, ok := out[ch.Stream]
 		if !ok {
 			return nil
@@ -94,9 +93,9 @@ func (c *Client) FollowLogs(ctx context.Context, contract string, f Follow, stdo
 // and in order, within f.MaxBytes: a gap (bytes the output stream no
 // longer holds) is an error with the code output_lost, more than the
 // bound one with the code invalid, and nothing more is written.
-func (c *Client) Results(ctx context.Context, contract string, f Follow, w io.Writer) (*protocol.OutputEnd, error) {
+func (c *Client) Results(ctx context.Context, id string, f Follow, w io.Writer) (*protocol.OutputEnd, error) {
 	t := tally{pos: map[string]int64{}, strict: true, fallback: protocol.DefaultResultsCap}
-	end, err := c.follow(ctx, contract, f, c.ResultsPage, &t, func(ch protocol.OutputChunk, data []byte) error {
+	end, err := c.follow(ctx, id, f, c.ResultsPage, &t, func(ch protocol.OutputChunk, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
@@ -114,7 +113,7 @@ func (c *Client) Results(ctx context.Context, contract string, f Follow, w io.Wr
 
 // follow reads pages until done, handing each chunk to put once t has
 // placed it.
-func (c *Client) follow(ctx context.Context, contract string, f Follow, page func(context.Context, string, uint64) (protocol.OutputReply, error),
+func (c *Client) follow(ctx context.Context, id string, f Follow, page func(context.Context, string, uint64) (protocol.OutputReply, error),
 	t *tally, put func(protocol.OutputChunk, []byte) error) (*protocol.OutputEnd, error) {
 	if f.Every <= 0 {
 		f.Every = 500 * time.Millisecond
@@ -125,7 +124,7 @@ func (c *Client) follow(ctx context.Context, contract string, f Follow, page fun
 	var after uint64
 	var endedAt time.Time // when the contract was first seen ended with no end of output
 	for {
-		r, err := page(ctx, contract, after)
+		r, err := page(ctx, id, after)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +147,7 @@ func (c *Client) follow(ctx context.Context, contract string, f Follow, page fun
 			}
 		}
 		after = r.Next
-		ended := r.State == trade.StateSettled || r.State == trade.StateVoided
+		ended := r.State.Ended()
 		switch {
 		case r.Done:
 			return r.End, nil

@@ -6,8 +6,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // WatchPoll is how often Watch reads the contract record while it waits,
@@ -17,11 +17,11 @@ const WatchPoll = 2 * time.Second
 
 // Update is one event of a watched contract and the contract as it
 // stands after it: what the event changed merged into all that came
-// before (protocol.Contract.Apply). Encoded, it is the event with the
+// before (protocol.ContractView.Apply). Encoded, it is the event with the
 // whole contract.
 type Update struct {
-	Type     protocol.EventType `json:"type"`
-	Contract protocol.Contract  `json:"contract"`
+	Type     protocol.EventType    `json:"type"`
+	Contract protocol.ContractView `json:"contract"`
 	// Due is the running charge of a reading event.
 	Due decimal.Decimal `json:"due,omitzero"`
 	// Warning is a spend warning's.
@@ -75,7 +75,7 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan Update, error) {
 				}
 			case <-poll.C:
 				got, err := c.Contract(wctx, id)
-				if err == nil && ended(got.State) {
+				if err == nil && got.State.Ended() {
 					w.view = got // the record is the truth
 					if !w.send(Update{Type: eventOf(got.State), Contract: got, At: time.Now().UTC()}) {
 						return
@@ -93,7 +93,7 @@ func (c *Client) Watch(ctx context.Context, id string) (<-chan Update, error) {
 type watcher struct {
 	out  chan<- Update
 	ctx  context.Context
-	view protocol.Contract // every event so far merged in
+	view protocol.ContractView // every event so far merged in
 	last int
 }
 
@@ -119,7 +119,7 @@ func (w *watcher) send(ev Update) bool {
 	case <-w.ctx.Done():
 		return false
 	}
-	return !ended(ev.Contract.State) && ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided
+	return !ev.Contract.State.Ended() && ev.Type != protocol.EventSettled && ev.Type != protocol.EventVoided
 }
 
 func rank(t protocol.EventType) int {
@@ -137,16 +137,14 @@ func rank(t protocol.EventType) int {
 }
 
 // eventOf names the event that brought a contract to its state.
-func eventOf(s trade.State) protocol.EventType {
+func eventOf(s contract.State) protocol.EventType {
 	switch s {
-	case trade.StateRunning:
+	case contract.StateRunning:
 		return protocol.EventStarted
-	case trade.StateSettled:
+	case contract.StateSettled:
 		return protocol.EventSettled
-	case trade.StateVoided:
+	case contract.StateVoided:
 		return protocol.EventVoided
 	}
 	return protocol.EventAccepted
 }
-
-func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }

@@ -19,13 +19,13 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/trade"
 )
 
 // Source lists contracts by when they were accepted (exchange.Store).
 type Source interface {
-	Between(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error)
+	Between(ctx context.Context, from, to time.Time, after string, limit int) ([]contract.Contract, error)
 }
 
 // Accounts finds a wallet's parent, and when a server first said hello
@@ -143,7 +143,7 @@ func Build(ctx context.Context, src Source, accts Accounts, o Options) (Report, 
 			return Report{}, fmt.Errorf("breakdown: contracts: %w", err)
 		}
 		for _, c := range cs {
-			if c.State != trade.StateSettled && c.State != trade.StateVoided {
+			if !c.State.Ended() {
 				continue
 			}
 			org, project, err := h.of(ctx, currency.Code(c.Terms.Currency), c.Client)
@@ -289,7 +289,7 @@ func prices(lines []Line) []PriceLine {
 	return out
 }
 
-func model(c trade.Contract) string {
+func model(c contract.Contract) string {
 	if c.Terms.Class.Model != "" {
 		return c.Terms.Class.Model
 	}

@@ -9,12 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 var day1 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -44,25 +43,25 @@ func market(t *testing.T) (*memstore.Store, currency.Ledger) {
 	for _, c := range []struct {
 		id, client, server, model string
 		at                        time.Time
-		state                     trade.State
+		state                     contract.State
 		u, charge                 string
 	}{
-		{"c1", "alice", "gpu1", "H100", day1.Add(time.Hour), trade.StateSettled, "100", "10"},
-		{"c2", "alice", "gpu1", "H100", day1.Add(2 * time.Hour), trade.StateSettled, "50", "5"},
-		{"c3", "alice", "gpu2", "A100", day1.Add(3 * time.Hour), trade.StateSettled, "20", "1"},
-		{"c4", "bob", "gpu2", "", day1.Add(4 * time.Hour), trade.StateSettled, "10", "2"},
-		{"c5", "bob", "gpu2", "", day1.Add(5 * time.Hour), trade.StateVoided, "0", "0"},
-		{"c6", "carl", "gpu1", "H100", day1.Add(25 * time.Hour), trade.StateSettled, "40", "4"},
-		{"c7", "carl", "gpu1", "H100", day1.Add(26 * time.Hour), trade.StateRunning, "5", "0"},
-		{"c0", "carl", "gpu1", "H100", day1.Add(-time.Hour), trade.StateSettled, "99", "99"},
+		{"c1", "alice", "gpu1", "H100", day1.Add(time.Hour), contract.StateSettled, "100", "10"},
+		{"c2", "alice", "gpu1", "H100", day1.Add(2 * time.Hour), contract.StateSettled, "50", "5"},
+		{"c3", "alice", "gpu2", "A100", day1.Add(3 * time.Hour), contract.StateSettled, "20", "1"},
+		{"c4", "bob", "gpu2", "", day1.Add(4 * time.Hour), contract.StateSettled, "10", "2"},
+		{"c5", "bob", "gpu2", "", day1.Add(5 * time.Hour), contract.StateVoided, "0", "0"},
+		{"c6", "carl", "gpu1", "H100", day1.Add(25 * time.Hour), contract.StateSettled, "40", "4"},
+		{"c7", "carl", "gpu1", "H100", day1.Add(26 * time.Hour), contract.StateRunning, "5", "0"},
+		{"c0", "carl", "gpu1", "H100", day1.Add(-time.Hour), contract.StateSettled, "99", "99"},
 	} {
-		k := trade.Contract{ID: c.id, Client: c.client, Server: c.server, State: trade.StateAccepted, AcceptedAt: c.at,
-			Terms: pricing.Terms{Client: c.client, Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: c.model}}}
+		k := contract.Contract{ID: c.id, Client: c.client, Server: c.server, State: contract.StateAccepted, AcceptedAt: c.at,
+			Terms: contract.Terms{Client: c.client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: c.model}}}
 		_, _, err := s.Open(ctx, k, "")
 		require.NoError(t, err)
-		_, err = s.Update(ctx, c.id, func(k *trade.Contract) ([]currency.Op, error) {
+		_, err = s.Update(ctx, c.id, func(k *contract.Contract) ([]currency.Op, error) {
 			k.State, k.Charge = c.state, dectest.D(c.charge)
-			k.Reading = &trade.Reading{Contract: c.id, U: dectest.D(c.u)}
+			k.Reading = &contract.Reading{Contract: c.id, U: dectest.D(c.u)}
 			return nil, nil
 		})
 		require.NoError(t, err)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/trade"
 )
 
 // holdGrace is how long a cap's hold outlives its contract's escrow: the
@@ -88,7 +88,7 @@ func (p *Periods) Admit(ctx context.Context, l currency.Ledger, limits Limits, o
 // client's own GPU cap holds gpus/<contract>, as before caps had parents;
 // a project's or organisation's gpus/<contract>/<owner>. offerID names
 // the negotiation, deadline the escrow's.
-func (a Admission) Reserves(c *trade.Contract, offerID string, deadline time.Time) []currency.Reserve {
+func (a Admission) Reserves(c *contract.Contract, offerID string, deadline time.Time) []currency.Reserve {
 	var out []currency.Reserve
 	for _, o := range a.gpus {
 		key, hold := "cap-reserve/"+offerID, "gpus/"+c.ID

@@ -10,10 +10,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // limits are spend caps kept in a map, as the treasury's cache answers.
@@ -64,8 +63,8 @@ func (a *admitting) admit(l caps.Limits) (caps.Admission, error) {
 
 // escrow applies an admitted contract's reserves, as the store does with
 // its escrow's.
-func (a *admitting) escrow(adm caps.Admission, id string) (trade.Contract, error) {
-	c := trade.Contract{ID: id, Client: "alice", Terms: pricing.Terms{Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6")}}
+func (a *admitting) escrow(adm caps.Admission, id string) (contract.Contract, error) {
+	c := contract.Contract{ID: id, Client: "alice", Terms: contract.Terms{Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6")}}
 	var ops []currency.Op
 	for _, r := range adm.Reserves(&c, "o-"+id, a.now.Add(time.Hour)) {
 		ops = append(ops, r)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/trade"
 )
 
 // Release is what gives back the caps an ended contract holds, to commit
@@ -17,14 +17,14 @@ import (
 // from, the period it was admitted in (a void passes zero). Each acts
 // only where its hold is still open (IfOpen), which the ledger decides in
 // its transaction: a contract stuck past its escrow's deadline and the
-// caps' grace has had these holds expired by the watchdog already (as
+// caps' grace has had these holds expired by the sweep already (as
 // holds no contract owns), and its settlement must not then fail on them.
 // So the change that settles a contract reads nothing: Release is pure.
 //
 // The keys are those every version wrote: cap-release/<contract> for the
 // client's own GPU cap, cap-release/<contract>/<owner> for a project's or
 // organisation's, spend-settle/<contract>/<i> for the i-th budget.
-func Release(c *trade.Contract, charge decimal.Decimal) []currency.Op {
+func Release(c *contract.Contract, charge decimal.Decimal) []currency.Op {
 	ops := make([]currency.Op, 0, len(c.CapHolds)+len(c.SpendHolds))
 	own := "gpus/" + c.ID
 	for _, hold := range c.CapHolds {

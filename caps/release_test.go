@@ -6,17 +6,16 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // Release voids every GPU cap hold and settles every spend hold, each if
 // still open, under the keys every version of the exchange used: a
 // contract made before the holds were one list settles under the same.
 func TestRelease(t *testing.T) {
-	c := &trade.Contract{ID: "c-1", Client: "alice", Terms: pricing.Terms{Currency: "CRED"},
+	c := &contract.Contract{ID: "c-1", Client: "alice", Terms: contract.Terms{Currency: "CRED"},
 		CapHolds:   []string{"gpus/c-1", "gpus/c-1/acme.ml", "gpus/c-1/acme"},
 		SpendHolds: []string{"spend/c-1/0", "spend/c-1/1"}}
 	ended := "contract c-1 ended"
@@ -31,11 +30,11 @@ func TestRelease(t *testing.T) {
 	assert.Equal(t, want, caps.Release(c, dectest.D("2.5")), "the same again: it reads nothing")
 
 	t.Run("OnlyAParentsCap", func(t *testing.T) {
-		c := &trade.Contract{ID: "c-2", Client: "bob", CapHolds: []string{"gpus/c-2/acme.ml"}}
+		c := &contract.Contract{ID: "c-2", Client: "bob", CapHolds: []string{"gpus/c-2/acme.ml"}}
 		assert.Equal(t, []currency.Op{currency.Void{Key: "cap-release/c-2/acme.ml", Hold: "gpus/c-2/acme.ml", Memo: "contract c-2 ended", IfOpen: true}},
 			caps.Release(c, dectest.D("0")))
 	})
 	t.Run("NoCaps", func(t *testing.T) {
-		assert.Empty(t, caps.Release(&trade.Contract{ID: "c-3"}, dectest.D("1")))
+		assert.Empty(t, caps.Release(&contract.Contract{ID: "c-3"}, dectest.D("1")))
 	})
 }

@@ -22,12 +22,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange/memstore"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -283,14 +282,14 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	for i := range 30 {
 		client := []string{"alice", "bob", "carl"}[i%3]
 		model := []string{"H100", "A100", "L4"}[i%3]
-		k := trade.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: trade.StateAccepted,
-			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: pricing.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: model}, Prepayment: d("20")}}
+		k := contract.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: contract.StateAccepted,
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}, Prepayment: d("20")}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
-		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
-			c.State, c.Charge = trade.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
+		_, err = store.Update(ctx, k.ID, func(c *contract.Contract) ([]currency.Op, error) {
+			c.State, c.Charge = contract.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
 			c.Refund = c.Terms.Prepayment.Sub(c.Charge)
-			c.Reading = &trade.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
+			c.Reading = &contract.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
 			return nil, nil
 		})
 		require.NoError(t, err)

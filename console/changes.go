@@ -99,10 +99,7 @@ func accountClause(id currency.AccountID, b, n string, hadB, hasN bool, scales m
 		if neg {
 			d = d.Neg()
 		}
-		if scale, ok := scales[code]; ok {
-			return d.StringFixed(scale)
-		}
-		return d.String()
+		return money(d, code, scales)
 	}
 	switch {
 	case hadB && hasN:

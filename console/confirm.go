@@ -149,16 +149,16 @@ func (c *Console) previewMoney(r *http.Request, burn bool) (confirmView, error) 
 	}
 	supply, change := iss.Available.Neg(), amount
 	cv := confirmView{Owner: owner, Currency: string(code), Memo: r.PostForm.Get("memo"),
-		Question: fmt.Sprintf("Mint %s %s into %s's wallet?", amount.StringFixed(cur.Scale), code, owner), Button: "Grant"}
+		Question: fmt.Sprintf("Mint %s %s into %s's wallet?", currency.Format(amount, cur.Scale), code, owner), Button: "Grant"}
 	if burn {
 		if wallet.Available.LessThan(amount) {
 			return confirmView{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "amount",
-				Message: fmt.Sprintf("%s has %s %s available: a burn of %s would leave less than nothing", owner, wallet.Available.StringFixed(cur.Scale), code, amount)}
+				Message: fmt.Sprintf("%s has %s %s available: a burn of %s would leave less than nothing", owner, currency.Format(wallet.Available, cur.Scale), code, amount)}
 		}
 		change = amount.Neg()
-		cv.Question, cv.Button = fmt.Sprintf("Destroy %s %s from %s's wallet?", amount.StringFixed(cur.Scale), code, owner), "Burn"
+		cv.Question, cv.Button = fmt.Sprintf("Destroy %s %s from %s's wallet?", currency.Format(amount, cur.Scale), code, owner), "Burn"
 	}
-	cv.WalletNow, cv.WalletAfter = wallet.Available.StringFixed(cur.Scale), wallet.Available.Add(change).StringFixed(cur.Scale)
-	cv.SupplyNow, cv.SupplyAfter = supply.StringFixed(cur.Scale), supply.Add(change).StringFixed(cur.Scale)
+	cv.WalletNow, cv.WalletAfter = currency.Format(wallet.Available, cur.Scale), currency.Format(wallet.Available.Add(change), cur.Scale)
+	cv.SupplyNow, cv.SupplyAfter = currency.Format(supply, cur.Scale), currency.Format(supply.Add(change), cur.Scale)
 	return cv, nil
 }

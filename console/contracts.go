@@ -11,16 +11,15 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // Contracts is what the console reads of the exchange's contracts: the
 // report's listing by time and each one by id (exchange.Store has both).
 type Contracts interface {
 	breakdown.Source
-	Contract(ctx context.Context, id string) (trade.Contract, error)
+	Contract(ctx context.Context, id string) (contract.Contract, error)
 }
 
 // contractsPage is how many contracts a page of the list shows.
@@ -32,7 +31,7 @@ type contractsView struct {
 	// Next is the link to the page after this one, empty at the end.
 	Next     string
 	NoSource bool
-	States   []trade.State
+	States   []contract.State
 	// from, to and scales are the list's days and its currencies' places,
 	// for its CSV.
 	from, to time.Time
@@ -41,11 +40,11 @@ type contractsView struct {
 
 // contractRow is a contract with its money in its currency's places.
 type contractRow struct {
-	trade.Contract
+	contract.Contract
 	Prepayment, Charge, Refund string
 }
 
-func rowOf(k trade.Contract, scales map[currency.Code]int32) contractRow {
+func rowOf(k contract.Contract, scales map[currency.Code]int32) contractRow {
 	cur := currency.Code(k.Terms.Currency)
 	return contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales)}
 }
@@ -58,7 +57,7 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	q := r.URL.Query()
 	now := c.cfg.Now().UTC()
 	cv := contractsView{From: cmp.Or(q.Get("from"), now.AddDate(0, 0, -1).Format(time.DateOnly)), To: cmp.Or(q.Get("to"), now.AddDate(0, 0, 1).Format(time.DateOnly)),
-		Client: q.Get("client"), State: q.Get("state"), States: []trade.State{trade.StateAccepted, trade.StateRunning, trade.StateSettled, trade.StateVoided}}
+		Client: q.Get("client"), State: q.Get("state"), States: []contract.State{contract.StateAccepted, contract.StateRunning, contract.StateSettled, contract.StateVoided}}
 	v.Data = &cv
 	if c.cfg.Contracts == nil {
 		cv.NoSource = true
@@ -95,7 +94,7 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 // empty for any).
 type contractFilter struct{ client, state string }
 
-func (f contractFilter) keep(k trade.Contract) bool {
+func (f contractFilter) keep(k contract.Contract) bool {
 	return (f.client == "" || k.Client == f.client) && (f.state == "" || string(k.State) == f.state)
 }
 
@@ -103,8 +102,8 @@ func (f contractFilter) keep(k trade.Contract) bool {
 // in [from, to) after the contract after, earliest first, and whether
 // there may be more. A filter may keep few of a page of the store's: it
 // reads on until it has limit, or the range is done.
-func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]trade.Contract, bool, error) {
-	var out []trade.Contract
+func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]contract.Contract, bool, error) {
+	var out []contract.Contract
 	for {
 		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
 		if err != nil {
@@ -179,7 +178,7 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 }
 
 // curveText writes a price curve as its points: "0 → 0.35, 4 → 0.40".
-func curveText(cv pricing.Curve) string {
+func curveText(cv contract.Curve) string {
 	if len(cv) == 0 {
 		return "none"
 	}

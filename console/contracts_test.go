@@ -12,9 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 var contractLinkRE = regexp.MustCompile(`<td><a href="/contract\?id=([^"]+)">`)
@@ -35,9 +34,9 @@ func TestContracts(t *testing.T) {
 	// One contract as the exchange makes it: its prepayment escrowed.
 	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(50), "g", "")
 	require.NoError(t, err)
-	k := trade.Contract{ID: "c-escrowed", Client: "alice", Server: "atlas", State: trade.StateRunning, AcceptedAt: day.Add(2 * time.Hour),
-		Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 2, Class: pricing.Class{Model: "H100"}, TimeLimit: 10 * time.Minute,
-			Prepayment: decimal.NewFromInt(12), P: pricing.Flat(decimal.RequireFromString("0.35"))}}
+	k := contract.Contract{ID: "c-escrowed", Client: "alice", Server: "atlas", State: contract.StateRunning, AcceptedAt: day.Add(2 * time.Hour),
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, Class: contract.Class{Model: "H100"}, TimeLimit: 10 * time.Minute,
+			Prepayment: decimal.NewFromInt(12), P: contract.Flat(decimal.RequireFromString("0.35"))}}
 	_, _, err = store.Open(ctx, k, "", currency.Reserve{Key: "escrow/o1", Hold: currency.HoldID(k.ID), From: "wallet/CRED/alice", Amount: k.Terms.Prepayment, Deadline: day.Add(3 * time.Hour)})
 	require.NoError(t, err)
 

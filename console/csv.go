@@ -153,7 +153,7 @@ func (c *Console) accountCSV(r *http.Request, emit func(...string) error) error 
 			if e.Hold != "" {
 				k = contractOfHold(e.Hold)
 			}
-			if err := emit(strconv.FormatInt(e.Seq, 10), csvTime(e.At), e.Amount.StringFixed(cur.Scale), e.Balance.StringFixed(cur.Scale),
+			if err := emit(strconv.FormatInt(e.Seq, 10), csvTime(e.At), currency.Format(e.Amount, cur.Scale), currency.Format(e.Balance, cur.Scale),
 				string(e.Counterparty), k, e.Key, e.Memo); err != nil {
 				return err
 			}
@@ -180,7 +180,7 @@ func (c *Console) supplyCSV(r *http.Request, emit func(...string) error) error {
 		return err
 	}
 	for _, p := range ps {
-		if err := emit(csvTime(p.At), p.Change.StringFixed(cur.Scale), p.Supply.StringFixed(cur.Scale), p.Key, p.Memo); err != nil {
+		if err := emit(csvTime(p.At), currency.Format(p.Change, cur.Scale), currency.Format(p.Supply, cur.Scale), p.Key, p.Memo); err != nil {
 			return err
 		}
 	}

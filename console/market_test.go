@@ -14,17 +14,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // marketAt is CRED's market data at at: H100s with contracts settled at
 // three prices and an offer waiting, and L4s with none.
 func marketAt(at time.Time, h100Free int, model string) protocol.Market {
 	d := decimal.RequireFromString
-	return protocol.Market{Currency: "CRED", Scale: 2, At: at, Window: trade.Duration(time.Hour), Every: trade.Duration(5 * time.Second),
+	return protocol.Market{Currency: "CRED", Scale: 2, At: at, Window: contract.Duration(time.Hour), Every: contract.Duration(5 * time.Second),
 		Models: []protocol.MarketModel{
 			{Model: model, Settled: 3, Used: d("7200.4"), Charged: d("9.90"), GPUs: 8, Free: h100Free,
 				Prices:  &protocol.Prices{Low: d("0.0012"), Median: d("0.00135"), High: d("0.0015"), VWAP: d("0.001375")},

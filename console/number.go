@@ -13,12 +13,14 @@ import (
 // money with its currency's places, always; other figures (rates,
 // prices, decay rates) with the most places any of the column needs.
 
-// money is d in cur's places, or as it is where cur is unknown.
+// money is d in cur's places (currency.Format), or as it is where cur is
+// unknown.
 func money(d decimal.Decimal, cur currency.Code, scales map[currency.Code]int32) string {
-	if s, ok := scales[cur]; ok {
-		return d.StringFixed(s)
+	scale, ok := scales[cur]
+	if !ok {
+		scale = -1
 	}
-	return d.String()
+	return currency.Format(d, scale)
 }
 
 // column writes ds alike: each with the most decimal places that any of

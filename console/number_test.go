@@ -11,10 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 func TestColumn(t *testing.T) {
@@ -54,12 +53,12 @@ func TestOneFormatAColumn(t *testing.T) {
 	must(tr.SetAllowance(ctx, "root", allowance.Rule{Wallet: "wallet/CRED/acme", A: d("2.5"), B: d("0.05"), Period: time.Hour, Start: time.Now()}, "a2"))
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(time.Hour)
 	for i, charge := range []string{"181", "3.5"} {
-		k := trade.Contract{ID: fmt.Sprint("k", i), Client: "alice", Server: "atlas", State: trade.StateAccepted, AcceptedAt: day.Add(time.Duration(i) * time.Minute),
-			Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: fmt.Sprint("M", i)}}}
+		k := contract.Contract{ID: fmt.Sprint("k", i), Client: "alice", Server: "atlas", State: contract.StateAccepted, AcceptedAt: day.Add(time.Duration(i) * time.Minute),
+			Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, Class: contract.Class{Model: fmt.Sprint("M", i)}}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
-		must(store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
-			c.State, c.Charge, c.Reading = trade.StateSettled, d(charge), &trade.Reading{Contract: c.ID, U: d("60")}
+		must(store.Update(ctx, k.ID, func(c *contract.Contract) ([]currency.Op, error) {
+			c.State, c.Charge, c.Reading = contract.StateSettled, d(charge), &contract.Reading{Contract: c.ID, U: d("60")}
 			return nil, nil
 		}))
 	}

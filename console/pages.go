@@ -57,7 +57,7 @@ func (c *Console) overview(r *http.Request, v *view) error {
 		if err != nil {
 			return err
 		}
-		cv.Supply = iss.Available.Neg().StringFixed(cur.Scale)
+		cv.Supply = currency.Format(iss.Available.Neg(), cur.Scale)
 		if cv.Wallets, cv.Truncate, err = c.walletTree(r, cur); err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (c *Console) overview(r *http.Request, v *view) error {
 			if err != nil {
 				return err
 			}
-			cv.Revenue = append(cv.Revenue, walletRow{ID: a.ID, Owner: owner(a.ID), Available: b.Available.StringFixed(cur.Scale)})
+			cv.Revenue = append(cv.Revenue, walletRow{ID: a.ID, Owner: owner(a.ID), Available: currency.Format(b.Available, cur.Scale)})
 		}
 		out = append(out, cv)
 	}
@@ -125,15 +125,15 @@ func (c *Console) walletTree(r *http.Request, cur currency.Currency) ([]walletRo
 	walk = func(id currency.AccountID, depth int) (decimal.Decimal, decimal.Decimal) {
 		n := nodes[id]
 		i := len(rows)
-		rows = append(rows, walletRow{ID: id, Owner: owner(id), Depth: depth, Available: n.bal.Available.StringFixed(cur.Scale),
-			Held: n.bal.Held.StringFixed(cur.Scale), Parent: len(n.children) > 0})
+		rows = append(rows, walletRow{ID: id, Owner: owner(id), Depth: depth, Available: currency.Format(n.bal.Available, cur.Scale),
+			Held: currency.Format(n.bal.Held, cur.Scale), Parent: len(n.children) > 0})
 		avail, held := n.bal.Available, n.bal.Held
 		slices.Sort(n.children)
 		for _, ch := range n.children {
 			a, h := walk(ch, depth+1)
 			avail, held = avail.Add(a), held.Add(h)
 		}
-		rows[i].TotalAvail, rows[i].TotalHel = avail.StringFixed(cur.Scale), held.StringFixed(cur.Scale)
+		rows[i].TotalAvail, rows[i].TotalHel = currency.Format(avail, cur.Scale), currency.Format(held, cur.Scale)
 		return avail, held
 	}
 	slices.Sort(roots)
@@ -230,10 +230,10 @@ func (c *Console) allowances(r *http.Request, v *view) error {
 		if err != nil {
 			return err
 		}
-		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, A: rule.A.StringFixed(cur.Scale),
-			Balance: b.Available.StringFixed(cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
+		row := allowanceRow{Rule: rule, Owner: owner(rule.Wallet), Currency: a.Currency, A: currency.Format(rule.A, cur.Scale),
+			Balance: currency.Format(b.Available, cur.Scale), Steady: "none (b = 0)", HalfLife: "-"}
 		if st, ok := rule.Steady(); ok {
-			row.Steady, row.HalfLife = st.StringFixed(cur.Scale), rule.HalfLife().Round(time.Second).String()
+			row.Steady, row.HalfLife = currency.Format(st, cur.Scale), rule.HalfLife().Round(time.Second).String()
 		}
 		// Where the balance goes from now if nothing is spent: a week.
 		now := c.cfg.Now()
@@ -351,11 +351,11 @@ func (c *Console) rates(r *http.Request, v *view) error {
 		if err != nil {
 			return err
 		}
-		row := priceRow{Sale: p, Proceeds: treasury.ProceedsID(p.Sold, p.PaidIn), Paid: decimal.Zero.StringFixed(cur.Scale)}
+		row := priceRow{Sale: p, Proceeds: treasury.ProceedsID(p.Sold, p.PaidIn), Paid: currency.Format(decimal.Zero, cur.Scale)}
 		b, err := l.Balance(ctx, row.Proceeds)
 		switch {
 		case err == nil:
-			row.Paid = b.Available.StringFixed(cur.Scale)
+			row.Paid = currency.Format(b.Available, cur.Scale)
 		case bourse.ErrorCode(err) != bourse.ENotFound: // not opened: nothing sold yet
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // pageFunc fills a view for a page: its template, title and data.
@@ -77,7 +77,7 @@ var funcs = template.FuncMap{
 	},
 	"bar": bar,
 	// dur is a reading's wall time, to the second.
-	"dur":        func(d trade.Duration) string { return time.Duration(d).Round(time.Second).String() },
+	"dur":        func(d contract.Duration) string { return time.Duration(d).Round(time.Second).String() },
 	"contractOf": contractOfHold,
 	"indent":     func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
 	"since":      since,

@@ -13,10 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/memstore"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -26,12 +25,12 @@ func settle(t testing.TB, store *memstore.Store, at []time.Time, charges []strin
 	t.Helper()
 	ctx := context.Background()
 	for i, when := range at {
-		k := trade.Contract{ID: fmt.Sprintf("k%d-%d", when.Unix(), i), Client: "alice", Server: "atlas", State: trade.StateAccepted, AcceptedAt: when,
-			Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1}}
+		k := contract.Contract{ID: fmt.Sprintf("k%d-%d", when.Unix(), i), Client: "alice", Server: "atlas", State: contract.StateAccepted, AcceptedAt: when,
+			Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
-		_, err = store.Update(ctx, k.ID, func(c *trade.Contract) ([]currency.Op, error) {
-			c.State, c.Charge, c.Reading = trade.StateSettled, decimal.RequireFromString(charges[i%len(charges)]), &trade.Reading{Contract: c.ID, U: decimal.NewFromInt(100)}
+		_, err = store.Update(ctx, k.ID, func(c *contract.Contract) ([]currency.Op, error) {
+			c.State, c.Charge, c.Reading = contract.StateSettled, decimal.RequireFromString(charges[i%len(charges)]), &contract.Reading{Contract: c.ID, U: decimal.NewFromInt(100)}
 			return nil, nil
 		})
 		require.NoError(t, err)

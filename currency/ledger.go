@@ -37,7 +37,7 @@ type Ledger interface {
 	Balances(ctx context.Context, ids ...AccountID) ([]Balance, error)
 	Hold(ctx context.Context, id HoldID) (Hold, error)
 	// DueHolds lists up to limit open holds whose deadline has passed by the
-	// ledger's clock, oldest deadline first, for a watchdog to Expire.
+	// ledger's clock, oldest deadline first, for a sweep to Expire.
 	DueHolds(ctx context.Context, limit int) ([]Hold, error)
 	// Statement lists up to limit entries of an account with Seq > after.
 	Statement(ctx context.Context, id AccountID, after int64, limit int) ([]Entry, error)

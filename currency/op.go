@@ -72,7 +72,7 @@ type Capture struct {
 	// IfOpen makes a hold resolved already (or forgotten, or never made)
 	// no failure: the capture then does nothing. Whether the hold is
 	// open is decided in the transaction that applies it, so a caller
-	// releasing holds that a watchdog may have expired meanwhile need not
+	// releasing holds that a sweep may have expired meanwhile need not
 	// read them first.
 	IfOpen bool `json:"if_open,omitempty"`
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 )
 
 // admit checks that client can pay for t and that its caps let t
@@ -17,7 +17,7 @@ import (
 // go (on a database, one round trip). It returns the caps' admission,
 // whose reserves the escrow makes, and the wallet's available balance.
 // This is a cheap early no; the binding check is the escrow's own.
-func (h *House) admit(ctx context.Context, client string, t pricing.Terms) (caps.Admission, decimal.Decimal, error) {
+func (h *House) admit(ctx context.Context, client string, t contract.Terms) (caps.Admission, decimal.Decimal, error) {
 	cur := currency.Code(t.Currency)
 	wallet := currency.WalletID(cur, client)
 	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",

@@ -8,9 +8,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // The book: an offer that says it will wait (OfferRequest.Wait) and that
@@ -23,7 +22,7 @@ import (
 // its client cannot pay or a cap refuses it, each with a left_book event.
 //
 // The book is ordered by what each offer is sure to pay per GPU-second
-// (Price, pricing.Terms.SurePrice), so that no curve or prepayment can
+// (Price, contract.Terms.SurePrice), so that no curve or prepayment can
 // claim a place it will not pay for.
 //
 // Money is checked, not held, while an offer waits: the escrow is made at
@@ -56,7 +55,7 @@ func (h *House) checkWait(req protocol.OfferRequest) error {
 // (reply holds their answers), and answers it queued. available is the
 // wallet's balance, which must cover this and the client's other waiting
 // offers' prepayments in the currency.
-func (h *House) queue(ctx context.Context, id string, t pricing.Terms, req protocol.OfferRequest, claim string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
+func (h *House) queue(ctx context.Context, id string, t contract.Terms, req protocol.OfferRequest, lock string, available decimal.Decimal, reply protocol.OfferReply) (protocol.OfferReply, error) {
 	mine, err := h.store.Book(ctx, BookQuery{Client: t.Client, Currency: t.Currency})
 	if err != nil {
 		return protocol.OfferReply{}, err
@@ -73,9 +72,9 @@ func (h *House) queue(ctx context.Context, id string, t pricing.Terms, req proto
 	}
 	scale, _ := h.cachedScale(t.Currency) // validated: looked up already
 	now := h.cfg.Now().UTC()
-	w := trade.Waiting{ID: id, Client: t.Client, RequestID: req.RequestID, Terms: t, Resumes: req.Resumes,
+	w := contract.Waiting{ID: id, Client: t.Client, RequestID: req.RequestID, Terms: t, Resumes: req.Resumes,
 		Price: Price(t, scale), QueuedAt: now, Until: now.Add(time.Duration(req.Wait))}
-	q, err := h.store.Queue(ctx, w, claim, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
+	q, err := h.store.Queue(ctx, w, lock, BookLimits{PerClient: h.cfg.BookPerClient, Total: h.cfg.BookTotal})
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -83,47 +82,47 @@ func (h *House) queue(ctx context.Context, id string, t pricing.Terms, req proto
 		h.metrics.book.WithLabelValues("queued").Inc()
 	}
 	if o := q.Outbid; o != nil {
-		o.Left = trade.LeftOutbid
-		h.metrics.book.WithLabelValues(string(trade.LeftOutbid)).Inc()
+		o.Left = contract.LeftOutbid
+		h.metrics.book.WithLabelValues(string(contract.LeftOutbid)).Inc()
 		h.notify.Notify(o.Client, Event{Type: protocol.EventLeftBook, Waiting: o, Message: OutbidMessage(q.Waiting), At: now})
 	}
 	reply.Queued = &q.Waiting
 	return reply, nil
 }
 
-// Price is the sure price that orders the book (pricing.Terms.SurePrice):
+// Price is the sure price that orders the book (contract.Terms.SurePrice):
 // exact to the currency's scale plus protocol.PricePlaces, and at most 18
 // places, what the SQL store keeps.
-func Price(t pricing.Terms, scale int32) decimal.Decimal {
+func Price(t contract.Terms, scale int32) decimal.Decimal {
 	return t.SurePrice().Decimal(min(scale+protocol.PricePlaces, 18))
 }
 
 // Cancel takes one of client's waiting offers out of the book; the reply
 // is it, left cancelled. An offer matched meanwhile is not_found here:
 // its contract is in the client's contracts.
-func (h *House) Cancel(ctx context.Context, client, id string) (trade.Waiting, error) {
+func (h *House) Cancel(ctx context.Context, client, id string) (contract.Waiting, error) {
 	notFound := &bourse.Error{Code: bourse.ENotFound, Field: "offer",
 		Message: "no waiting offer " + id + " of yours: it became a contract, left the book, or never waited"}
 	w, err := h.store.Waiting(ctx, id)
 	switch {
 	case bourse.ErrorCode(err) == bourse.ENotFound || (err == nil && w.Client != client):
-		return trade.Waiting{}, notFound
+		return contract.Waiting{}, notFound
 	case err != nil:
-		return trade.Waiting{}, err
+		return contract.Waiting{}, err
 	}
-	left, ok, err := h.leave(ctx, w.ID, trade.LeftCancelled, "cancelled by its client")
+	left, ok, err := h.leave(ctx, w.ID, contract.LeftCancelled, "cancelled by its client")
 	switch {
 	case err != nil:
-		return trade.Waiting{}, err
+		return contract.Waiting{}, err
 	case !ok:
-		return trade.Waiting{}, notFound
+		return contract.Waiting{}, notFound
 	}
 	return left, nil
 }
 
 // WaitingOffers lists client's waiting offers (of one currency, if cur is
 // set), best price first, each with its place in the book.
-func (h *House) WaitingOffers(ctx context.Context, client, cur string) ([]trade.Waiting, error) {
+func (h *House) WaitingOffers(ctx context.Context, client, cur string) ([]contract.Waiting, error) {
 	ws, err := h.store.Book(ctx, BookQuery{Client: client, Currency: cur})
 	if err != nil {
 		return nil, err
@@ -140,13 +139,13 @@ func (h *House) WaitingOffers(ctx context.Context, client, cur string) ([]trade.
 // leave takes waiting offer id out of the book without a contract, for
 // why, and tells its client; ok is false if it was not there any more
 // (matched, or gone another way first: of those racing, one tells).
-func (h *House) leave(ctx context.Context, id string, why trade.Left, message string) (trade.Waiting, bool, error) {
+func (h *House) leave(ctx context.Context, id string, why contract.Left, message string) (contract.Waiting, bool, error) {
 	w, err := h.store.Unqueue(ctx, id)
 	switch {
 	case bourse.ErrorCode(err) == bourse.ENotFound:
-		return trade.Waiting{}, false, nil
+		return contract.Waiting{}, false, nil
 	case err != nil:
-		return trade.Waiting{}, false, err
+		return contract.Waiting{}, false, err
 	}
 	w.Left = why
 	h.metrics.book.WithLabelValues(string(why)).Inc()
@@ -164,7 +163,7 @@ func (h *House) expireBook(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, w := range due {
-		if _, _, err := h.leave(ctx, w.ID, trade.LeftExpired, "its wait ended unmatched"); err != nil {
+		if _, _, err := h.leave(ctx, w.ID, contract.LeftExpired, "its wait ended unmatched"); err != nil {
 			h.log.Warn("sweep: expire a waiting offer", "offer", w.ID, "err", err)
 		}
 	}
@@ -186,14 +185,14 @@ func (h *House) waitingSum(ctx context.Context, client, cur string) (*protocol.W
 // leftFor is why a match's refusal takes an offer out of the book, and
 // whether it does: a wallet that cannot pay, or a cap, do; anything
 // transient (a database down) does not.
-func leftFor(err error) (trade.Left, bool) {
+func leftFor(err error) (contract.Left, bool) {
 	switch bourse.ErrorCode(err) {
 	case bourse.EInsufficientFunds, bourse.ENotFound:
-		return trade.LeftUnpaid, true
+		return contract.LeftUnpaid, true
 	case bourse.ECapExceeded:
-		return trade.LeftCapped, true
+		return contract.LeftCapped, true
 	case bourse.EInvalidOffer, bourse.EInvalidCurve, bourse.EUnknownCurrency, bourse.EInvalid:
-		return trade.LeftInvalid, true
+		return contract.LeftInvalid, true
 	}
 	return "", false
 }

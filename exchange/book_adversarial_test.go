@@ -12,13 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // The book against clients and servers that try to game it: each test is
@@ -26,16 +25,16 @@ import (
 
 // dearAtFullUse is the trial's junk: 1000 a GPU-second at full use and
 // nothing below, with a prepayment of 0.01. Every posted price refuses it.
-func dearAtFullUse() pricing.Terms {
+func dearAtFullUse() contract.Terms {
 	t := job(1, "0")
-	t.P = pricing.Curve{{X: dectest.D("0.999"), Y: dectest.D("0")}, {X: dectest.D("1"), Y: dectest.D("1000")}}
+	t.P = contract.Curve{{X: dectest.D("0.999"), Y: dectest.D("0")}, {X: dectest.D("1"), Y: dectest.D("1000")}}
 	t.Prepayment = dectest.D("0.01")
 	return t
 }
 
 // junk has clients c0..c(n-1), each with wallet, queue per offers of tm
 // each, waiting an hour, and returns their ids.
-func junk(t *testing.T, h *housetest.Harness, clients, per int, wallet string, tm pricing.Terms) []string {
+func junk(t *testing.T, h *housetest.Harness, clients, per int, wallet string, tm contract.Terms) []string {
 	t.Helper()
 	var ids []string
 	for c := range clients {
@@ -51,7 +50,7 @@ func junk(t *testing.T, h *housetest.Harness, clients, per int, wallet string, t
 }
 
 // onlyContract is client's one contract, or fails.
-func onlyContract(t *testing.T, h *housetest.Harness, client string) trade.Contract {
+func onlyContract(t *testing.T, h *housetest.Harness, client string) contract.Contract {
 	t.Helper()
 	cs, err := h.House.Contracts(context.Background(), client, 10)
 	require.NoError(t, err)
@@ -66,7 +65,7 @@ func onlyContract(t *testing.T, h *housetest.Harness, client string) trade.Contr
 // last: the book is ordered by what an offer is sure to pay.
 func TestBookOrderIsWhatItPays(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.001"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.001"))})
 	h.Wallet("alice", "100")
 	h.Wallet("carol", "100")
 	h.Wallet("mallory", "1000000")
@@ -77,7 +76,7 @@ func TestBookOrderIsWhatItPays(t *testing.T) {
 	require.NotNil(t, carol.Queued)
 	h.Advance(time.Second)
 	sneaky := job(1, "0")
-	sneaky.P = pricing.Curve{{X: dectest.D("0"), Y: dectest.D("0.001")}, {X: dectest.D("0.99"), Y: dectest.D("0.001")}, {X: dectest.D("1"), Y: dectest.D("1000")}}
+	sneaky.P = contract.Curve{{X: dectest.D("0"), Y: dectest.D("0.001")}, {X: dectest.D("0.99"), Y: dectest.D("0.001")}, {X: dectest.D("1"), Y: dectest.D("1000")}}
 	sneaky.Job.Profile.Utilization = dectest.D("0.99")
 	sneaky.Prepayment = sneaky.CappedPrepayment(2)
 	m := offer(t, h, "mallory", "m", sneaky, time.Hour)
@@ -110,7 +109,7 @@ func TestBookOrderIsWhatItPays(t *testing.T) {
 // again while it has no more GPUs free.
 func TestBookRefusedOffersDoNotBlock(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 4, server.Posted{P: pricing.Flat(dectest.D("0.01")), MaxTimeLimit: 10 * time.Minute})
+	h.Server("gpu1", "H100", 4, server.Posted{P: contract.Flat(dectest.D("0.01")), MaxTimeLimit: 10 * time.Minute})
 	h.Wallet("alice", "100")
 	h.Wallet("carol", "100")
 	require.NotNil(t, offer(t, h, "alice", "busy", job(4, "0.01"), 0).Contract)
@@ -125,7 +124,7 @@ func TestBookRefusedOffersDoNotBlock(t *testing.T) {
 	var freed time.Time
 	for i := 0; i < 120 && freed.IsZero(); i++ {
 		h.Run(time.Second, time.Second)
-		if a := onlyContract(t, h, "alice"); a.State == trade.StateSettled {
+		if a := onlyContract(t, h, "alice"); a.State == contract.StateSettled {
 			freed = a.SettledAt
 		}
 	}
@@ -147,7 +146,7 @@ func TestBookRefusedOffersDoNotBlock(t *testing.T) {
 func TestBookFlappingServer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := housetest.New(t, exchange.Config{Metrics: reg})
-	node := h.Server("flap", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	node := h.Server("flap", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	junk(t, h, 7, 16, "1", dearAtFullUse())
 	ctx := context.Background()
 	passes := counter(t, reg, "bourse_exchange_match_passes_total")
@@ -189,8 +188,8 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // negotiation's wait, not one per offer.
 func TestBookSilentServer(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
-	hung := h.Server("hung", "H100", 4, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	hung := h.Server("hung", "H100", 4, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	h.Router.Hang("hung")
 	h.Wallet("alice", "100")
 	h.Wallet("carol", "100")
@@ -215,7 +214,7 @@ func TestBookSilentServer(t *testing.T) {
 		require.NoError(t, h.House.Heartbeat(ctx, "hung", hello))
 		h.House.Sweep(ctx)
 		h.House.Match(ctx)
-		if a := onlyContract(t, h, "alice"); a.State == trade.StateSettled {
+		if a := onlyContract(t, h, "alice"); a.State == contract.StateSettled {
 			freed = a.SettledAt
 		}
 	}
@@ -233,14 +232,14 @@ func TestBookSilentServer(t *testing.T) {
 // whose client is told it was outbid; junk cannot outbid junk.
 func TestBookFullOfJunk(t *testing.T) {
 	h := housetest.New(t, exchange.Config{BookTotal: 64})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	h.Wallet("alice", "100")
 	h.Wallet("carol", "100")
 	h.Wallet("trudy", "1")
 	require.NotNil(t, offer(t, h, "alice", "busy", job(1, "0.01"), 0).Contract)
 	junk(t, h, 4, 16, "0.16", dearAtFullUse())
 	h.Advance(time.Second)
-	_, err := h.House.Offer(context.Background(), "trudy", protocol.OfferRequest{RequestID: "t", Terms: dearAtFullUse(), Wait: trade.Duration(time.Hour)})
+	_, err := h.House.Offer(context.Background(), "trudy", protocol.OfferRequest{RequestID: "t", Terms: dearAtFullUse(), Wait: contract.Duration(time.Hour)})
 	assert.Equal(t, bourse.EBookFull, bourse.ErrorCode(err), "junk outbids no junk: %v", err)
 
 	carol := offer(t, h, "carol", "c", job(1, "0.01"), time.Hour)
@@ -250,7 +249,7 @@ func TestBookFullOfJunk(t *testing.T) {
 	for c := range 4 {
 		for _, e := range h.Events(fmt.Sprint("junk", c)) {
 			if e.Type == protocol.EventLeftBook {
-				assert.Equal(t, trade.LeftOutbid, e.Waiting.Left)
+				assert.Equal(t, contract.LeftOutbid, e.Waiting.Left)
 				outbid++
 			}
 		}

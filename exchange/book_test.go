@@ -9,31 +9,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
 
 // job is terms for gpus H100s at price a GPU-second, a minute's job.
-func job(gpus int, price string) pricing.Terms {
-	t := pricing.Terms{Currency: housetest.Currency, GPUs: gpus, Class: pricing.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
-		P: pricing.Flat(dectest.D(price)), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
+func job(gpus int, price string) contract.Terms {
+	t := contract.Terms{Currency: housetest.Currency, GPUs: gpus, Class: contract.Class{Model: "H100"}, TimeLimit: 2 * time.Minute,
+		P: contract.Flat(dectest.D(price)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	t.Prepayment = t.CappedPrepayment(2)
 	return t
 }
 
 // offer makes client's offer of t under request id, waiting up to wait.
-func offer(t *testing.T, h *housetest.Harness, client, id string, tm pricing.Terms, wait time.Duration) protocol.OfferReply {
+func offer(t *testing.T, h *housetest.Harness, client, id string, tm contract.Terms, wait time.Duration) protocol.OfferReply {
 	t.Helper()
-	reply, err := h.House.Offer(context.Background(), client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait)})
+	reply, err := h.House.Offer(context.Background(), client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: contract.Duration(wait)})
 	require.NoError(t, err, "offer %s", id)
 	return reply
 }
@@ -54,7 +53,7 @@ func eventsOf(h *housetest.Harness, client string) []protocol.EventType {
 // it waits.
 func TestBookMatchesWhenGPUsFree(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	for _, c := range []string{"alice", "bob", "carol"} {
 		h.Wallet(c, "100")
 	}
@@ -106,7 +105,7 @@ func TestBookMatchesWhenGPUsFree(t *testing.T) {
 	cs, err = h.House.Contracts(context.Background(), "bob", 10)
 	require.NoError(t, err)
 	require.Len(t, cs, 1, "then bob")
-	assert.Equal(t, trade.StateSettled, cs[0].State)
+	assert.Equal(t, contract.StateSettled, cs[0].State)
 	b, err := h.House.Balance(context.Background(), "bob", housetest.Currency)
 	require.NoError(t, err)
 	assert.Nil(t, b.Waiting, "nothing waits")
@@ -118,7 +117,7 @@ func TestBookMatchesWhenGPUsFree(t *testing.T) {
 // no money moves.
 func TestBookLeaves(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	wallet := h.Wallet("bob", "100")
 	h.Wallet("alice", "100")
 	ctx := context.Background()
@@ -131,13 +130,13 @@ func TestBookLeaves(t *testing.T) {
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "not alice's")
 		left, err := h.House.Cancel(ctx, "bob", q.Queued.ID)
 		require.NoError(t, err)
-		assert.Equal(t, trade.LeftCancelled, left.Left)
+		assert.Equal(t, contract.LeftCancelled, left.Left)
 		_, err = h.House.Cancel(ctx, "bob", q.Queued.ID)
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "once")
 		ev := h.Events("bob")
 		require.Len(t, ev, 1)
 		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
-		assert.Equal(t, trade.LeftCancelled, ev[0].Waiting.Left)
+		assert.Equal(t, contract.LeftCancelled, ev[0].Waiting.Left)
 	})
 	t.Run("Expire", func(t *testing.T) {
 		q := offer(t, h, "bob", "expire-me", job(1, "0.01"), 10*time.Second)
@@ -150,7 +149,7 @@ func TestBookLeaves(t *testing.T) {
 		ev := h.Events("bob")
 		require.Len(t, ev, 1)
 		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
-		assert.Equal(t, trade.LeftExpired, ev[0].Waiting.Left)
+		assert.Equal(t, contract.LeftExpired, ev[0].Waiting.Left)
 		h.House.Sweep(ctx)
 		assert.Empty(t, h.Events("bob"), "once")
 	})
@@ -164,7 +163,7 @@ func TestBookLeaves(t *testing.T) {
 		ev := h.Events("bob")
 		require.Len(t, ev, 1, "%+v", ev)
 		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
-		assert.Equal(t, trade.LeftUnpaid, ev[0].Waiting.Left)
+		assert.Equal(t, contract.LeftUnpaid, ev[0].Waiting.Left)
 		assert.Contains(t, ev[0].Message, "exceeds the available")
 		b := h.Balance(wallet)
 		assert.True(t, b.Available.Equal(dectest.D("1")) && b.Held.IsZero(), "%+v", b)
@@ -177,13 +176,13 @@ func TestBookLeaves(t *testing.T) {
 // balance together.
 func TestBookBounds(t *testing.T) {
 	h := housetest.New(t, exchange.Config{BookPerClient: 2, BookTotal: 3})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("1"))}) // rejects them all
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))}) // rejects them all
 	h.Wallet("bob", "100")
 	h.Wallet("carol", "100")
 	h.Wallet("dan", "100")
 	ctx := context.Background()
-	refuse := func(client, id string, tm pricing.Terms, wait time.Duration, counter string) error {
-		_, err := h.House.Offer(ctx, client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: trade.Duration(wait), Counter: counter})
+	refuse := func(client, id string, tm contract.Terms, wait time.Duration, counter string) error {
+		_, err := h.House.Offer(ctx, client, protocol.OfferRequest{RequestID: id, Terms: tm, Wait: contract.Duration(wait), Counter: counter})
 		return err
 	}
 	assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(refuse("bob", "long", job(1, "0.01"), 8*24*time.Hour, "")))
@@ -209,7 +208,7 @@ func TestBookBounds(t *testing.T) {
 	ev := h.Events("bob")
 	require.Len(t, ev, 1, "bob's b1 was the last: %+v", ev)
 	assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
-	assert.Equal(t, trade.LeftOutbid, ev[0].Waiting.Left)
+	assert.Equal(t, contract.LeftOutbid, ev[0].Waiting.Left)
 	bobs, err := h.House.WaitingOffers(ctx, "bob", "")
 	require.NoError(t, err)
 	require.Len(t, bobs, 1, "b2 waits on")
@@ -217,12 +216,12 @@ func TestBookBounds(t *testing.T) {
 
 	// carol's waiting offers together may not pass her balance.
 	h2 := housetest.New(t, exchange.Config{})
-	h2.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("1"))})
+	h2.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("1"))})
 	h2.Wallet("carol", "50")
 	half := job(1, "0.01")
 	half.TimeLimit, half.Prepayment = time.Hour, dectest.D("30")
 	require.NotNil(t, offer(t, h2, "carol", "c1", half, time.Hour).Queued)
-	_, err = h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: trade.Duration(time.Hour)})
+	_, err = h2.House.Offer(ctx, "carol", protocol.OfferRequest{RequestID: "c2", Terms: half, Wait: contract.Duration(time.Hour)})
 	assert.Equal(t, bourse.EInsufficientFunds, bourse.ErrorCode(err), "30 + 30 > 50: %v", err)
 }
 
@@ -237,8 +236,8 @@ func TestBookRace(t *testing.T) {
 // nothing is held for it.
 func TestBookCapped(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
-	h.Server("gpu2", "A100", 1, server.Posted{P: pricing.Flat(dectest.D("0.01"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	h.Server("gpu2", "A100", 1, server.Posted{P: contract.Flat(dectest.D("0.01"))})
 	h.Wallet("alice", "100")
 	wallet := h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -266,7 +265,7 @@ func TestBookCapped(t *testing.T) {
 		}
 	}
 	require.Len(t, left, 1, "%+v", ev)
-	assert.Equal(t, trade.LeftCapped, left[0].Waiting.Left)
+	assert.Equal(t, contract.LeftCapped, left[0].Waiting.Left)
 	assert.Equal(t, q.Queued.ID, left[0].Waiting.ID)
 	assert.True(t, h.Balance(wallet).Held.Equal(held), "only the A100 contract's escrow")
 	h.Audit()
@@ -277,7 +276,7 @@ func TestBookCapped(t *testing.T) {
 // waits on; the client may take one.
 func TestBookCountered(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 1, server.Posted{P: pricing.Flat(dectest.D("0.02"))})
+	h.Server("gpu1", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.02"))})
 	h.Wallet("alice", "100")
 	h.Wallet("bob", "100")
 	ctx := context.Background()
@@ -287,7 +286,7 @@ func TestBookCountered(t *testing.T) {
 	h.Events("bob")
 
 	h.Run(70*time.Second, time.Second)
-	var counters []trade.Counter
+	var counters []contract.Counter
 	for _, e := range h.Events("bob") {
 		if e.Type == protocol.EventCountered {
 			assert.Equal(t, q.Queued.ID, e.Waiting.ID)
@@ -295,7 +294,7 @@ func TestBookCountered(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, counters, "gpu1 countered when it freed up")
-	assert.True(t, counters[0].Terms.P.Equal(pricing.Flat(dectest.D("0.02"))))
+	assert.True(t, counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.02"))))
 	_, err := h.Store.Waiting(ctx, q.Queued.ID)
 	require.NoError(t, err, "it waits on")
 	took, err := h.House.Offer(ctx, "bob", protocol.OfferRequest{RequestID: "take", Terms: counters[0].Terms, Counter: counters[0].ID})
@@ -311,7 +310,7 @@ func TestBookCountered(t *testing.T) {
 // asks no server; after the minute the id negotiates afresh.
 func TestAnsweredRequestKeepsItsAnswer(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.05"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.05"))})
 	h.Wallet("dave", "100")
 	first := offer(t, h, "dave", "r", job(1, "0.01"), 0)
 	require.Nil(t, first.Contract)

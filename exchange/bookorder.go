@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // BookOrder orders waiting offers as the book offers them to servers: the
-// highest sure price first (Waiting.Price, pricing.Terms.SurePrice), then
+// highest sure price first (Waiting.Price, contract.Terms.SurePrice), then
 // the earliest queued, then by id, so that every instance and store agrees
 // on one order.
-func BookOrder(a, b trade.Waiting) int {
+func BookOrder(a, b contract.Waiting) int {
 	return cmp.Or(b.Price.Cmp(a.Price), a.QueuedAt.Compare(b.QueuedAt), strings.Compare(a.ID, b.ID))
 }
 
@@ -34,7 +34,7 @@ func LeftMeanwhile(id string) string {
 // the book's total, let in only by outbidding last, the last waiting
 // offer of its currency in book order (nil if it has none), which then
 // leaves (outbid true).
-func CheckBookLimits(l BookLimits, mine, all int, w trade.Waiting, last *trade.Waiting) (outbid bool, err error) {
+func CheckBookLimits(l BookLimits, mine, all int, w contract.Waiting, last *contract.Waiting) (outbid bool, err error) {
 	switch {
 	case l.PerClient > 0 && mine >= l.PerClient:
 		return false, &bourse.Error{Code: bourse.EBookFull, Field: "wait",
@@ -50,6 +50,6 @@ func CheckBookLimits(l BookLimits, mine, all int, w trade.Waiting, last *trade.W
 
 // OutbidMessage tells the client of a waiting offer that left a full book
 // for a better one.
-func OutbidMessage(by trade.Waiting) string {
+func OutbidMessage(by contract.Waiting) string {
 	return fmt.Sprintf("the book was full and an offer sure to pay %s per GPU-second took its place", by.Price)
 }

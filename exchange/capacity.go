@@ -3,8 +3,7 @@ package exchange
 import (
 	"slices"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // anyModel names, in market data, what asks for no model and what the
@@ -33,7 +32,7 @@ func (r *registry) capacity() map[string]map[string]gpuCount {
 			out[s.Currency] = byModel
 		}
 		gpus := slices.Clone(s.GPUs)
-		slices.SortFunc(gpus, func(a, b trade.GPU) int { return a.Index - b.Index })
+		slices.SortFunc(gpus, func(a, b contract.GPU) int { return a.Index - b.Index })
 		free := s.Free
 		for _, g := range gpus {
 			c := byModel[g.Model]
@@ -52,7 +51,7 @@ func (r *registry) capacity() map[string]map[string]gpuCount {
 // data: the one its terms ask for, else the one model of the server's GPUs
 // that fit them, else anyModel (the server is not heard from, or has
 // several models that fit).
-func (r *registry) model(server string, t pricing.Terms) string {
+func (r *registry) model(server string, t contract.Terms) string {
 	if t.Class.Model != "" {
 		return t.Class.Model
 	}

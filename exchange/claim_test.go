@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 )
@@ -22,12 +22,12 @@ import (
 // of polling until its client gives up.
 func TestAwaitOnTheHouseClock(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 2, server.Posted{P: pricing.Flat(dectest.D("0.05"))})
+	h.Server("gpu1", "H100", 2, server.Posted{P: contract.Flat(dectest.D("0.05"))})
 	h.Wallet("dave", "100")
 	// A stopped instance's claim on dave's request "r", its deadline a
 	// negotiation and a margin ahead, as the House writes it.
 	id := exchange.ContractID("dave", "r")
-	_, err := h.Store.Claim(context.Background(), exchange.Claim{ID: id, Token: "stopped", Until: h.Now().Add(10 * time.Second)}, h.Now())
+	_, err := h.Store.Lock(context.Background(), exchange.Lock{ID: id, Token: "stopped", Until: h.Now().Add(10 * time.Second)}, h.Now())
 	require.NoError(t, err)
 
 	// The wall-clock bound says only that the try ended by itself: on

@@ -6,27 +6,27 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Contract is one of client's contracts. Another client's contract is
 // "not found", so that ids reveal nothing.
-func (h *House) Contract(ctx context.Context, client, id string) (trade.Contract, error) {
+func (h *House) Contract(ctx context.Context, client, id string) (contract.Contract, error) {
 	c, err := h.store.Contract(ctx, id)
 	if err != nil || c.Client != client {
 		if err == nil || bourse.ErrorCode(err) == bourse.ENotFound {
-			return trade.Contract{}, &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + id}
+			return contract.Contract{}, &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + id}
 		}
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
 	return c, nil
 }
 
 // Contracts lists client's contracts, newest first: limit of them, 100 if
 // limit is outside 1..1000.
-func (h *House) Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error) {
+func (h *House) Contracts(ctx context.Context, client string, limit int) ([]contract.Contract, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
@@ -34,25 +34,25 @@ func (h *House) Contracts(ctx context.Context, client string, limit int) ([]trad
 }
 
 // Control suspends or kills one of client's contracts (action is
-// trade.ReasonSuspended or trade.ReasonKilled). An accepted contract that
+// contract.ReasonSuspended or contract.ReasonKilled). An accepted contract that
 // has not started is voided here; a running one is stopped by its server,
 // whose final reading settles it. The exchange records the stop first
-// (trade.Stop): a server that ignores it, or never hears it, gains
+// (contract.Stop): a server that ignores it, or never hears it, gains
 // nothing past StopGrace, when the sweep settles the contract on its last
 // reading. Either way the answer is the contract as it stands; the
 // settlement follows as an event. A server that does not confirm makes it
 // EUnavailable.
-func (h *House) Control(ctx context.Context, client, id string, action trade.Reason) (trade.Contract, error) {
+func (h *House) Control(ctx context.Context, client, id string, action contract.Reason) (contract.Contract, error) {
 	c, err := h.Contract(ctx, client, id)
 	if err != nil {
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
-	switch c.State {
-	case trade.StateSettled, trade.StateVoided:
+	if c.Ended() {
 		return c, nil
-	case trade.StateAccepted:
-		voided, err := h.store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {
-			if c.State != trade.StateAccepted {
+	}
+	if c.State == contract.StateAccepted {
+		voided, err := h.store.Update(ctx, c.ID, func(c *contract.Contract) ([]currency.Op, error) {
+			if c.State != contract.StateAccepted {
 				return nil, ErrNoChange
 			}
 			return h.void(c, action), nil
@@ -64,12 +64,12 @@ func (h *House) Control(ctx context.Context, client, id string, action trade.Rea
 			return voided, nil
 		}
 		if !errors.Is(err, ErrNoChange) {
-			return trade.Contract{}, err
+			return contract.Contract{}, err
 		}
 		c = voided // it started meanwhile: stop it below
 	}
 	if c, err = h.stopping(ctx, c.ID, action); err != nil {
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
 	if !c.HoldsEscrow() {
 		return c, nil // it ended meanwhile
@@ -82,7 +82,7 @@ func (h *House) Control(ctx context.Context, client, id string, action trade.Rea
 		err = ctx.Err()
 	}
 	if err != nil {
-		return trade.Contract{}, &bourse.Error{Code: bourse.EUnavailable, Field: "contract",
+		return contract.Contract{}, &bourse.Error{Code: bourse.EUnavailable, Field: "contract",
 			Message: fmt.Sprintf("server %s did not confirm; the contract settles on its last reading if the server stays silent", c.Server)}
 	}
 	return c, nil
@@ -90,13 +90,13 @@ func (h *House) Control(ctx context.Context, client, id string, action trade.Rea
 
 // stopping records action, a client's stop of running contract id, and
 // returns the contract as it stands.
-func (h *House) stopping(ctx context.Context, id string, action trade.Reason) (trade.Contract, error) {
+func (h *House) stopping(ctx context.Context, id string, action contract.Reason) (contract.Contract, error) {
 	now := h.cfg.Now().UTC()
-	c, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+	c, err := h.store.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 		return nil, h.stopAsked(c, action, now)
 	})
 	if err != nil && !errors.Is(err, ErrNoChange) {
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
 	return c, nil
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Event is what the House tells its Notifier: a protocol.Event with the
@@ -16,9 +16,9 @@ type Event struct {
 	Type protocol.EventType
 	// Contract is the record as the event left it; zero in the events of
 	// a waiting offer, which carry Waiting.
-	Contract trade.Contract
-	Waiting  *trade.Waiting
-	Counters []trade.Counter
+	Contract contract.Contract
+	Waiting  *contract.Waiting
+	Counters []contract.Counter
 	Due      decimal.Decimal
 	Warning  string
 	Message  string

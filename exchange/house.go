@@ -66,7 +66,7 @@ type Config struct {
 	// the job's stop (the process runner's 10 s from SIGTERM to SIGKILL)
 	// and its final reading's travel. Then the contract settles on its
 	// last reading, whatever its server says, and no reading counts time
-	// past it (trade.Stop).
+	// past it (contract.Stop).
 	StopGrace time.Duration
 	// StuckLimit is how long a contract may keep failing to settle or
 	// void before a sweep ends it by the fixed rule: settled on its last
@@ -120,7 +120,7 @@ type Config struct {
 	// else time.Now.
 	Now func() time.Time
 	// Sleep waits d on the House's clock, or until ctx ends: a try
-	// waits so for another try of its request (claim.go). A timer on
+	// waits so for another try of its request (lock.go). A timer on
 	// the wall clock if nil; give a manual clock's (clocktest.Clock's
 	// Sleep moves it on), or a try waiting on that clock never gives up.
 	Sleep func(ctx context.Context, d time.Duration) error

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
@@ -22,9 +23,7 @@ import (
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestSweepsOfThreeInstances: three exchange instances on one store sweep
@@ -73,19 +72,19 @@ func testSweeps(t *testing.T, first exchange.Store, another func() exchange.Stor
 	require.NoError(t, err)
 	_, err = l.OpenAccount(ctx, currency.Account{ID: currency.RevenueID(cur.Code, "gpu1"), Currency: cur.Code, Kind: currency.Revenue})
 	require.NoError(t, err)
-	terms := pricing.Terms{Client: "ada", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(10),
-		P: pricing.Flat(decimal.RequireFromString("0.001"))}
+	terms := contract.Terms{Client: "ada", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(10),
+		P: contract.Flat(decimal.RequireFromString("0.001"))}
 	for i := range running + unstarted {
 		id := fmt.Sprintf("c-%02d", i)
-		c := trade.Contract{ID: id, Client: "ada", Server: "gpu1", Terms: terms, State: trade.StateAccepted,
+		c := contract.Contract{ID: id, Client: "ada", Server: "gpu1", Terms: terms, State: contract.StateAccepted,
 			AcceptedAt: t0, StartDeadline: t0.Add(15 * time.Second)}
 		_, _, err := first.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: wallet.ID,
 			Amount: terms.Prepayment, Deadline: t0.Add(24 * time.Hour)})
 		require.NoError(t, err)
 		if i < running {
-			_, err = first.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-				c.State, c.StartedAt, c.LastSeen = trade.StateRunning, t0, t0
-				c.Reading = &trade.Reading{Contract: id, Seq: 1, U: decimal.NewFromInt(30), T: trade.Duration(30 * time.Second), S: decimal.NewFromInt(1), At: t0}
+			_, err = first.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+				c.State, c.StartedAt, c.LastSeen = contract.StateRunning, t0, t0
+				c.Reading = &contract.Reading{Contract: id, Seq: 1, U: decimal.NewFromInt(30), T: contract.Duration(30 * time.Second), S: decimal.NewFromInt(1), At: t0}
 				return nil, nil
 			})
 			require.NoError(t, err)
@@ -123,9 +122,9 @@ func testSweeps(t *testing.T, first exchange.Store, another func() exchange.Stor
 		id := fmt.Sprintf("c-%02d", i)
 		c, err := first.Contract(ctx, id)
 		require.NoError(t, err)
-		want, reason := trade.StateSettled, trade.ReasonServerLost
+		want, reason := contract.StateSettled, contract.ReasonServerLost
 		if i >= running {
-			want, reason = trade.StateVoided, trade.ReasonNotStarted
+			want, reason = contract.StateVoided, contract.ReasonNotStarted
 		}
 		assert.Equal(t, want, c.State, id)
 		assert.Equal(t, reason, c.Reason, id)
@@ -157,7 +156,7 @@ func (n *tally) Notify(_ string, ev exchange.Event) {
 	n.events[ev.Contract.ID]++
 }
 
-func (n *tally) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (n *tally) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	n.mu.Lock()
 	if n.kills == nil {
 		n.kills = map[string]int{}

@@ -11,8 +11,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Market is the market data of every currency traded or offered lately,
@@ -88,8 +88,8 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	}
 	var out []protocol.Market
 	for cur, sc := range curs {
-		m := protocol.Market{Currency: cur, Scale: sc, At: now, Window: trade.Duration(now.Sub(covers)),
-			Every: trade.Duration(h.cfg.MarketEvery), Models: []protocol.MarketModel{}}
+		m := protocol.Market{Currency: cur, Scale: sc, At: now, Window: contract.Duration(now.Sub(covers)),
+			Every: contract.Duration(h.cfg.MarketEvery), Models: []protocol.MarketModel{}}
 		for k, l := range lines {
 			if k.cur == cur {
 				m.Models = append(m.Models, *l)

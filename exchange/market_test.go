@@ -12,14 +12,13 @@ import (
 
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // record opens a contract on server, accepted and settled at, having
@@ -28,15 +27,15 @@ import (
 func record(t *testing.T, h *housetest.Harness, id, server, used, charged string, at time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	tm := pricing.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
-		P: pricing.Flat(dectest.D("1")), Prepayment: dectest.D("60")}
-	_, created, err := h.Store.Open(ctx, trade.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
-		State: trade.StateAccepted, AcceptedAt: at.Add(-time.Minute), StartDeadline: at}, "")
+	tm := contract.Terms{Client: "alice", Currency: housetest.Currency, GPUs: 1, TimeLimit: time.Minute,
+		P: contract.Flat(dectest.D("1")), Prepayment: dectest.D("60")}
+	_, created, err := h.Store.Open(ctx, contract.Contract{ID: id, Client: "alice", Server: server, Terms: tm,
+		State: contract.StateAccepted, AcceptedAt: at.Add(-time.Minute), StartDeadline: at}, "")
 	require.NoError(t, err)
 	require.True(t, created)
-	_, err = h.Store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.SettledAt = trade.StateSettled, trade.ReasonCompleted, at
-		c.Reading = &trade.Reading{Contract: id, Seq: 1, U: dectest.D(used), T: trade.Duration(time.Minute), S: dectest.D("1"), At: at}
+	_, err = h.Store.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.SettledAt = contract.StateSettled, contract.ReasonCompleted, at
+		c.Reading = &contract.Reading{Contract: id, Seq: 1, U: dectest.D(used), T: contract.Duration(time.Minute), S: dectest.D("1"), At: at}
 		c.Charge, c.Refund = dectest.D(charged), tm.Prepayment.Sub(dectest.D(charged))
 		return nil, nil
 	})
@@ -115,7 +114,7 @@ func TestMarketTape(t *testing.T) {
 // GPU-seconds weigh.
 func TestMarketPricesWhatWasPaid(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
-	h.Server("gpu1", "H100", 16, server.Posted{P: pricing.Flat(dectest.D("0.001"))})
+	h.Server("gpu1", "H100", 16, server.Posted{P: contract.Flat(dectest.D("0.001"))})
 	h.Wallet("carol", "100")
 	h.Wallet("mallory", "1000")
 	for i := range 3 {
@@ -131,7 +130,7 @@ func TestMarketPricesWhatWasPaid(t *testing.T) {
 		cs, err := h.House.Contracts(context.Background(), client, 20)
 		require.NoError(t, err)
 		for _, c := range cs {
-			require.Equal(t, trade.StateSettled, c.State, "%s %s", client, c.ID)
+			require.Equal(t, contract.StateSettled, c.State, "%s %s", client, c.ID)
 		}
 	}
 
@@ -144,9 +143,9 @@ func TestMarketPricesWhatWasPaid(t *testing.T) {
 	assert.True(t, l.Used.Equal(dectest.D("180")) && l.Charged.Equal(dectest.D("0.36")), "%s GPU-seconds for %s", l.Used, l.Charged)
 
 	going := strategy.Going{Prices: pricesOf{l}}
-	bid := going.Bid(strategy.Job{Currency: housetest.Currency, Scale: 2, GPUs: 1, Class: pricing.Class{Model: "H100"},
+	bid := going.Bid(strategy.Job{Currency: housetest.Currency, Scale: 2, GPUs: 1, Class: contract.Class{Model: "H100"},
 		Runtime: time.Minute, Utilization: dectest.D("1"), Value: dectest.D("0.4")}, 0, h.Now())
-	assert.True(t, bid.P.Equal(pricing.Flat(dectest.D("0.002"))), "the going rate is what was paid: %+v", bid.P)
+	assert.True(t, bid.P.Equal(contract.Flat(dectest.D("0.002"))), "the going rate is what was paid: %+v", bid.P)
 	h.Audit()
 }
 
@@ -185,8 +184,8 @@ func TestQuoteClaimsNothing(t *testing.T) {
 	h := housetest.New(t, exchange.Config{})
 	node := h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("alice", "100")
-	tm := pricing.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: pricing.Flat(dectest.D("0.01")), Prepayment: dectest.D("1.2"),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
+	tm := contract.Terms{Currency: housetest.Currency, GPUs: 2, TimeLimit: time.Minute, P: contract.Flat(dectest.D("0.01")), Prepayment: dectest.D("1.2"),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute}}}
 	for i := range 3 {
 		q, err := h.House.Quote(context.Background(), "alice", protocol.QuoteRequest{Terms: tm})
 		require.NoError(t, err)

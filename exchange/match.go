@@ -9,9 +9,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Matching: when GPUs free up the server is marked as having room (rooms,
@@ -25,7 +24,7 @@ import (
 // reads at most MatchScan waiting offers and negotiates at most
 // MatchBatch; one that stops there with room left goes on from where it
 // stopped at the next pass. Each offer is negotiated under its request
-// id's claim, as a retry of its request would be, so that two instances,
+// id's lock, as a retry of its request would be, so that two instances,
 // or an instance and the client's retry, never make two answers; the
 // first accept makes its contract as an offer's does (open), the store
 // taking the offer out of the book in the escrow's transaction.
@@ -109,10 +108,10 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 
 // candidates are the servers of ids with room for w, of its class, named
 // by it if it names one, that have not refused it as they stand now.
-func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
+func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	var out []string
 	for _, id := range ids {
-		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
+		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && w.Terms.FitIn(servers[id].GPUs) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
 			out = append(out, id)
 		}
@@ -122,32 +121,32 @@ func (h *House) candidates(w trade.Waiting, ids []string, room map[string]int, s
 
 // fits says whether server s has GPUs enough of t's class and runs t's
 // job.
-func fits(s serverState, t pricing.Terms) bool {
-	return hasGPUs(s, t) && s.Runs.Takes(t.Job)
+func fits(s serverState, t contract.Terms) bool {
+	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
 }
 
 // matchOne negotiates waiting offer w with servers under its request's
-// claim, and returns the server whose accept made its contract, or "".
+// lock, and returns the server whose accept made its contract, or "".
 // The servers that answer without an accept are remembered as having
 // refused it, and those that do not answer as quiet (refusal.go). An
 // offer its client can no longer pay, that a cap now refuses or whose
 // terms no longer hold leaves the book, with an event that says why.
-func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string, states map[string]serverState) string {
+func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []string, states map[string]serverState) string {
 	now := h.cfg.Now()
-	cl := Claim{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + claimMargin)}
-	got, err := h.store.Claim(ctx, cl, now)
+	cl := Lock{ID: w.ID, Token: newToken(), Until: now.Add(h.cfg.Negotiation + lockMargin)}
+	got, err := h.store.Lock(ctx, cl, now)
 	if err != nil || !got.Mine {
 		return "" // a retry of its request, or another instance, negotiates it
 	}
 	queued := protocol.OfferReply{Queued: &w}
 	finish := func() {
 		if err := h.store.Finish(context.WithoutCancel(ctx), cl, encodeOutcome(queued, nil)); err != nil {
-			h.log.Warn("match: the claim of a waiting offer not freed; it frees at its deadline", "offer", w.ID, "err", err)
+			h.log.Warn("match: the lock of a waiting offer not freed; it frees at its deadline", "offer", w.ID, "err", err)
 		}
 	}
 	if _, err := h.store.Contract(ctx, w.ID); err == nil {
 		// Another instance matched it after this one read the book: its
-		// contract ended the claim this one now holds. Negotiating again
+		// contract ended the lock this one now holds. Negotiating again
 		// would claim a server's GPUs for nothing, and releasing that
 		// accept under the same offer id (two instances on one clock)
 		// could release the contract's own.
@@ -155,10 +154,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string,
 		return ""
 	}
 	t := w.Terms
-	err = pricing.Validate(t, h.scaleOf(ctx))
-	if err == nil {
-		err = h.checkStartAt(t.StartAt)
-	}
+	err = h.checkTerms(ctx, t)
 	var adm caps.Admission
 	if err == nil {
 		adm, _, err = h.admit(ctx, w.Client, t)
@@ -195,7 +191,7 @@ func (h *House) matchOne(ctx context.Context, w trade.Waiting, servers []string,
 // remember records the answers of a negotiation of w that made no
 // contract: each server that answered refused it as it stood, each that
 // did not answer in time is quiet.
-func (h *House) remember(w trade.Waiting, reply protocol.OfferReply, states map[string]serverState) {
+func (h *House) remember(w contract.Waiting, reply protocol.OfferReply, states map[string]serverState) {
 	now := h.cfg.Now()
 	until := now.Add(h.cfg.RematchEvery)
 	for _, r := range reply.Rejections {
@@ -212,7 +208,7 @@ func (h *House) remember(w trade.Waiting, reply protocol.OfferReply, states map[
 // refused takes w out of the book for a refusal that another try cannot
 // cure; anything else (the database down, the offer cancelled meanwhile)
 // leaves it as it is.
-func (h *House) refused(ctx context.Context, w trade.Waiting, err error) {
+func (h *House) refused(ctx context.Context, w contract.Waiting, err error) {
 	why, leaves := leftFor(err)
 	if !leaves {
 		if bourse.ErrorCode(err) != bourse.EConflict {

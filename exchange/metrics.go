@@ -22,8 +22,8 @@ type metrics struct {
 	// readingsLate counts sweeps that found a running contract's
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
-	// stopsOverdue counts contracts the watchdog settled at their
-	// client's stop plus the stop grace (trade.Stop).
+	// stopsOverdue counts contracts the sweep settled at their
+	// client's stop plus the stop grace (contract.Stop).
 	stopsOverdue prometheus.Counter
 }
 
@@ -52,9 +52,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
-			Help: "Times the watchdog found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running (judged again at the next sweep)."}),
+			Help: "Times the sweep found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running (judged again at the next sweep)."}),
 		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
-			Help: "Contracts the watchdog settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
+			Help: "Contracts the sweep settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}
 	m.matchPasses = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_passes_total",
 		Help: "Passes over a currency's book offering its waiting offers to servers with room."})

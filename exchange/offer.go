@@ -11,10 +11,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Offer turns client's offer into a contract: validate, check funds,
@@ -49,23 +48,16 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 	if err := checkRequestID(req.RequestID); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	t := req.Terms
-	if t.Client == "" {
-		t.Client = client
+	t, err := ownTerms(req.Terms, client, "offer")
+	if err != nil {
+		return protocol.OfferReply{}, err
 	}
-	if t.Client != client {
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
-			Message: fmt.Sprintf("offer names client %q but was sent by %q", t.Client, client)}
-	}
-	return h.claimed(ctx, client, contractID(client, req.RequestID), t, req)
+	return h.locking(ctx, client, contractID(client, req.RequestID), t, req)
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, req protocol.OfferRequest, claim string) (protocol.OfferReply, error) {
-	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
-		return protocol.OfferReply{}, protocol.UnderTerms(err)
-	}
-	if err := h.checkStartAt(t.StartAt); err != nil {
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, lock string) (protocol.OfferReply, error) {
+	if err := h.checkTerms(ctx, t); err != nil {
 		return protocol.OfferReply{}, err
 	}
 	if req.Counter != "" && t.Server == "" {
@@ -83,14 +75,10 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 	}
 	servers := h.servers.match(t)
 	if len(servers) == 0 && req.Wait > 0 {
-		return h.queue(ctx, id, t, req, claim, available, protocol.OfferReply{})
+		return h.queue(ctx, id, t, req, lock, available, protocol.OfferReply{})
 	}
 	if len(servers) == 0 {
-		if h.servers.live() == 0 {
-			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ENoMatch,
-				Message: "no server has registered with this exchange yet (servers speak every second once they run); offer again shortly, under a new request id"}
-		}
-		return protocol.OfferReply{}, h.servers.noMatch(t)
+		return protocol.OfferReply{}, h.noMatch(t)
 	}
 	offerID := id + "-" + fmt.Sprint(h.cfg.Now().UnixNano())
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
@@ -100,11 +88,11 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 				Message: "the counter-offer's GPUs were taken meanwhile"}
 		}
 		if req.Wait > 0 {
-			return h.queue(ctx, id, t, req, claim, available, reply)
+			return h.queue(ctx, id, t, req, lock, available, reply)
 		}
 		return reply, nil
 	}
-	c, _, err := h.open(ctx, id, claim, offerID, win, signed, adm, t, req, time.Time{})
+	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
@@ -115,13 +103,13 @@ func (h *House) fresh(ctx context.Context, client, id string, t pricing.Terms, r
 // open escrows and records the contract that win accepted, then starts it.
 // A contract made from the book has queuedAt, when its offer was queued:
 // the store makes it only if the offer still waits there.
-func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed *trade.Signed, adm caps.Admission, t pricing.Terms, req protocol.OfferRequest, queuedAt time.Time) (trade.Contract, bool, error) {
+func (h *House) open(ctx context.Context, id, lock, offerID, win string, signed *contract.Signed, adm caps.Admission, t contract.Terms, req protocol.OfferRequest, queuedAt time.Time) (contract.Contract, bool, error) {
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
 	// then, and the hold's deadline with it.
-	c := trade.Contract{
-		ID: id, Client: t.Client, Server: win, Terms: t, State: trade.StateAccepted,
+	c := contract.Contract{
+		ID: id, Client: t.Client, Server: win, Terms: t, State: contract.StateAccepted,
 		Resumes: req.Resumes, QueuedAt: queuedAt, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
 		AcceptSigned: signed,
 	}
@@ -131,20 +119,20 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 	// one contract is impossible all the same.
 	// The hold's deadline is StuckLimit past the latest a legitimate
 	// contract ends (started by its deadline, run for its time limit,
-	// heard of within ServerLostAfter): the watchdog ends a contract whose
-	// hold is due by the fixed rule (watchdog.go, expireDue).
+	// heard of within ServerLostAfter): the sweep ends a contract whose
+	// hold is due by the fixed rule (sweep.go, expireDue).
 	reserve := currency.Reserve{
 		Key: "escrow/" + offerID, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
 		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
 	reserves := append([]currency.Reserve{reserve}, adm.Reserves(&c, offerID, reserve.Deadline)...)
-	stored, created, err := h.store.Open(ctx, c, claim, reserves...)
+	stored, created, err := h.store.Open(ctx, c, lock, reserves...)
 	if err != nil {
 		if bourse.ErrorCode(err) == bourse.EInsufficientFunds {
-			return trade.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)
+			return contract.Contract{}, false, adm.Refusal(ctx, h.store.Ledger(), err)
 		}
-		return trade.Contract{}, false, err
+		return contract.Contract{}, false, err
 	}
 	if !created {
 		// A retry of this request won meanwhile: keep its contract and
@@ -181,9 +169,9 @@ func (h *House) open(ctx context.Context, id, claim, offerID, win string, signed
 // Started records that server started the job of contract st.Contract, as
 // it answered a start or reported later (a booking). Another server's
 // contract is "not found", so that ids reveal nothing.
-func (h *House) Started(ctx context.Context, server string, st protocol.Started) (trade.Contract, error) {
+func (h *House) Started(ctx context.Context, server string, st protocol.Started) (contract.Contract, error) {
 	notFound := &bourse.Error{Code: bourse.ENotFound, Field: "contract", Message: "no contract " + st.Contract + " on this server"}
-	c, err := h.store.Update(ctx, st.Contract, func(c *trade.Contract) ([]currency.Op, error) {
+	c, err := h.store.Update(ctx, st.Contract, func(c *contract.Contract) ([]currency.Op, error) {
 		if c.Server != server {
 			return nil, notFound
 		}
@@ -199,15 +187,15 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 	case errors.Is(err, ErrNoChange):
 		return c, nil
 	case bourse.ErrorCode(err) == bourse.ENotFound:
-		return trade.Contract{}, notFound
+		return contract.Contract{}, notFound
 	}
-	return trade.Contract{}, err
+	return contract.Contract{}, err
 }
 
 // negotiate offers to every candidate at once. The first accept wins (the
 // router cancels any accept that comes after); with none, the reply
 // gathers every counter-offer and rejection that came in time.
-func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *trade.Signed, protocol.OfferReply) {
+func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *contract.Signed, protocol.OfferReply) {
 	var reply protocol.OfferReply
 	for a := range h.router.Ask(ctx, offer, servers) {
 		switch {
@@ -249,31 +237,9 @@ func (h *House) checkResume(ctx context.Context, client, id string) error {
 	if err != nil || old.Client != client {
 		return &bourse.Error{Code: bourse.ENotFound, Field: "resumes", Message: "no contract " + id + " of yours to resume"}
 	}
-	if old.State != trade.StateSettled || (old.Reason != trade.ReasonSuspended && old.Reason != trade.ReasonPreempted) {
+	if old.State != contract.StateSettled || (old.Reason != contract.ReasonSuspended && old.Reason != contract.ReasonPreempted) {
 		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "resumes",
 			Message: fmt.Sprintf("contract %s is %s (%s), not suspended", id, old.State, old.Reason)}
-	}
-	return nil
-}
-
-// bookingSkew is how far in the past an offer's start_at may be: the
-// client's clock and the time its offer travels.
-const bookingSkew = time.Minute
-
-// checkStartAt refuses a start that has passed or is further ahead than
-// Config.MaxBookAhead. A start just past starts at once.
-func (h *House) checkStartAt(at time.Time) error {
-	if at.IsZero() {
-		return nil
-	}
-	now := h.cfg.Now()
-	switch {
-	case at.Before(now.Add(-bookingSkew)):
-		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
-			Message: fmt.Sprintf("start %s has passed (it is %s)", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
-	case at.After(now.Add(h.cfg.MaxBookAhead)):
-		return &bourse.Error{Code: bourse.EInvalidOffer, Field: "terms.start_at",
-			Message: fmt.Sprintf("start %s is more than %v ahead", at.UTC().Format(time.RFC3339), h.cfg.MaxBookAhead)}
 	}
 	return nil
 }
@@ -307,17 +273,6 @@ func contractID(client, requestID string) string {
 	return "c-" + hex.EncodeToString(h[:10])
 }
 
-func describeClass(c pricing.Class) string {
-	s := "GPUs"
-	if c.Model != "" {
-		s = c.Model + " GPUs"
-	}
-	if c.MinMemoryMiB > 0 {
-		s += fmt.Sprintf(" with at least %d MiB", c.MinMemoryMiB)
-	}
-	return s
-}
-
 // cachedScale is the scale of a currency looked up before, with no I/O.
 func (h *House) cachedScale(code string) (int32, bool) {
 	v, ok := h.scales.Load(code)
@@ -337,7 +292,7 @@ func checkRequestID(id string) error {
 
 // made is the reply to an offer that made contract c: the contract as
 // its client sees it.
-func made(c trade.Contract) protocol.OfferReply {
+func made(c contract.Contract) protocol.OfferReply {
 	v := protocol.View(c)
 	return protocol.OfferReply{Contract: &v}
 }

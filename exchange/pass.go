@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // When the book is offered: a currency's pass is due at once when a
@@ -35,7 +35,7 @@ type rooms struct {
 	last map[string]time.Time // currency → its last pass
 	// resume is where each currency's last pass stopped, its bounds
 	// reached with room left; absent where it went to the end.
-	resume map[string]*trade.Waiting
+	resume map[string]*contract.Waiting
 }
 
 // pass is one currency's book to offer, to servers with free GPUs.
@@ -123,7 +123,7 @@ func (r *rooms) take(now time.Time, every, gap time.Duration, live func() []stri
 
 // resumeAt is where cur's next pass starts: after the waiting offer
 // returned, or at the top if nil.
-func (r *rooms) resumeAt(cur string) *trade.Waiting {
+func (r *rooms) resumeAt(cur string) *contract.Waiting {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.resume[cur]
@@ -132,10 +132,10 @@ func (r *rooms) resumeAt(cur string) *trade.Waiting {
 // stopped records where cur's pass stopped: after the waiting offer at,
 // its bounds reached with servers still having room (marked for the next
 // pass), or at the end of the book (at nil).
-func (r *rooms) stopped(cur string, at *trade.Waiting, servers []string) {
+func (r *rooms) stopped(cur string, at *contract.Waiting, servers []string) {
 	r.mu.Lock()
 	if r.resume == nil {
-		r.resume = map[string]*trade.Waiting{}
+		r.resume = map[string]*contract.Waiting{}
 	}
 	if at == nil {
 		delete(r.resume, cur)

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Quote asks the servers that match client's terms what they would answer
 // an offer of them now, without making one: nothing is escrowed, no GPU is
-// claimed, no request id is claimed, and no contract or waiting offer comes
+// claimed, no request id is locked, and no contract or waiting offer comes
 // of it. The reply lists the servers that would accept, every
 // counter-offer (which the client may take, while valid, as it would take
 // one from an offer's reply) and the rejections. Terms are checked as an
@@ -26,7 +24,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 	servers := h.servers.match(t)
 	if len(servers) == 0 {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
-		return protocol.QuoteReply{}, h.servers.noMatch(t)
+		return protocol.QuoteReply{}, h.noMatch(t)
 	}
 	so := protocol.ServerOffer{Offer: fmt.Sprintf("quote-%s-%d", client, h.cfg.Now().UnixNano()), Terms: t}
 	var reply protocol.QuoteReply
@@ -52,24 +50,18 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 }
 
 // quoteTerms checks a quote's terms as an offer's: the sender is the
-// client, the terms valid, the start not past nor too far ahead.
-func (h *House) quoteTerms(ctx context.Context, client string, t pricing.Terms) (pricing.Terms, error) {
-	if t.Client == "" {
-		t.Client = client
+// client, and the terms pass checkTerms.
+func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms) (contract.Terms, error) {
+	t, err := ownTerms(t, client, "quote")
+	if err != nil {
+		return t, err
 	}
-	if t.Client != client {
-		return t, &bourse.Error{Code: bourse.EPermission, Field: "terms.client",
-			Message: fmt.Sprintf("quote names client %q but was sent by %q", t.Client, client)}
-	}
-	if err := pricing.Validate(t, h.scaleOf(ctx)); err != nil {
-		return t, protocol.UnderTerms(err)
-	}
-	return t, h.checkStartAt(t.StartAt)
+	return t, h.checkTerms(ctx, t)
 }
 
 // gather adds a's counter-offers, each naming its server, to counters, and
 // its rejection to rejections where it made no counter.
-func gather(counters []trade.Counter, rejections []protocol.Rejection, a Answer) ([]trade.Counter, []protocol.Rejection) {
+func gather(counters []contract.Counter, rejections []protocol.Rejection, a Answer) ([]contract.Counter, []protocol.Rejection) {
 	for _, c := range a.Decision.Counters {
 		c.Server = a.Server
 		c.Terms.Server = a.Server

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Reading takes a reading as it travels: published by server on the
@@ -29,14 +28,14 @@ func (h *House) Reading(ctx context.Context, server, id, msgID string, data []by
 		h.log.Warn("reading under another server's message id dropped", "server", server, "contract", id, "msg_id", msgID)
 		return &bourse.Error{Code: bourse.EPermission, Field: "msg_id", Message: "message id " + msgID + " names another server than " + server}
 	}
-	var signed *trade.Signed
+	var signed *contract.Signed
 	if v := h.cfg.Verifier; v != nil {
 		if err := v.Verify(server, data, sig); err != nil {
 			h.metrics.readings.WithLabelValues("bad_signature").Inc()
 			h.log.Warn("reading without its server's signature dropped", "server", server, "contract", id, "err", err)
 			return &bourse.Error{Code: bourse.EPermission, Field: "sig", Message: "reading of " + id + ": " + err.Error()}
 		}
-		signed = &trade.Signed{Body: data, Sig: sig}
+		signed = &contract.Signed{Body: data, Sig: sig}
 	}
 	r, err := protocol.DecodeReading(data)
 	if err == nil && r.Contract != id {
@@ -55,12 +54,12 @@ func (h *House) Reading(ctx context.Context, server, id, msgID string, data []by
 // contract if r is final. ErrNoChange says r changed nothing (stale, or
 // for a contract that ended); a transient error (Transient) says to
 // deliver r again later; any other error refuses r for good.
-func (h *House) Count(ctx context.Context, server string, r trade.Reading) error {
+func (h *House) Count(ctx context.Context, server string, r contract.Reading) error {
 	return h.counted(h.count(ctx, server, r, nil), server, r)
 }
 
 // counted counts and logs what became of a reading.
-func (h *House) counted(err error, server string, r trade.Reading) error {
+func (h *House) counted(err error, server string, r contract.Reading) error {
 	switch {
 	case err == nil:
 		h.metrics.readings.WithLabelValues("counted").Inc()
@@ -75,10 +74,10 @@ func (h *House) counted(err error, server string, r trade.Reading) error {
 	return err
 }
 
-func (h *House) count(ctx context.Context, server string, r trade.Reading, signed *trade.Signed) error {
+func (h *House) count(ctx context.Context, server string, r contract.Reading, signed *contract.Signed) error {
 	now := h.cfg.Now().UTC()
 	var final bool
-	store := func(c *trade.Contract) error {
+	store := func(c *contract.Contract) error {
 		if c.Server != server {
 			return &bourse.Error{Code: bourse.EPermission, Message: "reading from " + server + " for a contract of " + c.Server}
 		}
@@ -88,11 +87,11 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 		if err := h.believable(c, r, now); err != nil {
 			return err
 		}
-		h.record(c, r, now)
+		c.Record(r, now)
 		c.Signed = signed
 		return nil
 	}
-	c, err := h.updatePriced(ctx, r.Contract, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+	c, err := h.updatePriced(ctx, r.Contract, func(c *contract.Contract, scale int32) ([]currency.Op, error) {
 		final = false // the change may run more than once: its last run counts
 		if err := store(c); err != nil || !r.Final {
 			return nil, err
@@ -102,11 +101,11 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 	})
 	if err != nil && final && !Transient(err) {
 		// The ledger refused the settlement. Keep the final reading all the
-		// same: the watchdog settles on it once the server falls silent,
+		// same: the sweep settles on it once the server falls silent,
 		// with backoff while it fails, and by the fixed rule in the end.
-		h.log.Error("a final reading does not settle; kept for the watchdog", "contract", r.Contract, "err", err)
+		h.log.Error("a final reading does not settle; kept for the sweep", "contract", r.Contract, "err", err)
 		final = false
-		c, err = h.store.Update(ctx, r.Contract, func(c *trade.Contract) ([]currency.Op, error) { return nil, store(c) })
+		c, err = h.store.Update(ctx, r.Contract, func(c *contract.Contract) ([]currency.Op, error) { return nil, store(c) })
 	}
 	if err != nil {
 		return err
@@ -118,16 +117,16 @@ func (h *House) count(ctx context.Context, server string, r trade.Reading, signe
 	}
 	ev := Event{Type: protocol.EventReading, Contract: c, At: now}
 	if scale, ok := h.scaleOf(ctx)(c.Terms.Currency); ok {
-		ev.Due, _ = pricing.Due(c.Terms, r.Usage(), scale)
+		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
 	}
 	h.notify.Notify(c.Client, ev)
 	return nil
 }
 
 // finalReason is why a final reading says its contract stopped.
-func finalReason(r trade.Reading) trade.Reason {
+func finalReason(r contract.Reading) contract.Reason {
 	if r.Reason == "" {
-		return trade.ReasonCompleted
+		return contract.ReasonCompleted
 	}
 	return r.Reason
 }
@@ -137,12 +136,12 @@ func finalReason(r trade.Reading) trade.Reason {
 // cannot start before its contract was accepted, nor a booking before its
 // start_at, so a reading's T cannot exceed the time since then, nor its
 // "at" lie ahead of now, each but by ClockSkew. A contract its client
-// stopped is believed only up to its stop's By (trade.Stop), not now:
+// stopped is believed only up to its stop's By (contract.Stop), not now:
 // a server that ignores a kill gains nothing by the time that passes. A
 // reading's "at" may lie far in the past: readings wait in outboxes and
 // streams through outages. U needs no bound of its own: pricing clamps
 // it to gpus·T (and S to gpus), T being bounded here.
-func (h *House) believable(c *trade.Contract, r trade.Reading, now time.Time) error {
+func (h *House) believable(c *contract.Contract, r contract.Reading, now time.Time) error {
 	skew := h.cfg.ClockSkew
 	earliest := later(c.AcceptedAt, c.Terms.StartAt.UTC())
 	until, what := now, "the exchange's clock"
@@ -170,10 +169,10 @@ var errNoScale = errors.New("currency scale not cached")
 // currency's scale is looked up outside the store's transaction: a lookup
 // inside would hold one database connection while waiting for another,
 // and with every connection so held, wait for ever.
-func (h *House) updatePriced(ctx context.Context, id string, change func(c *trade.Contract, scale int32) ([]currency.Op, error)) (trade.Contract, error) {
+func (h *House) updatePriced(ctx context.Context, id string, change func(c *contract.Contract, scale int32) ([]currency.Op, error)) (contract.Contract, error) {
 	for attempt := 0; ; attempt++ {
 		var missing string
-		c, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		c, err := h.store.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 			scale, ok := h.cachedScale(c.Terms.Currency)
 			if !ok {
 				missing = c.Terms.Currency
@@ -191,7 +190,7 @@ func (h *House) updatePriced(ctx context.Context, id string, change func(c *trad
 }
 
 // event tells the client about its contract.
-func (h *House) event(typ protocol.EventType, c trade.Contract) {
+func (h *House) event(typ protocol.EventType, c contract.Contract) {
 	if typ == protocol.EventSettled || typ == protocol.EventVoided {
 		h.room.mark(c.Server) // its GPUs free up: offer them the book
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -101,11 +101,11 @@ func (r *registry) rooms(ids []string) map[string]serverState {
 // runs says whether server's last heartbeat, heard no earlier than since,
 // listed contract as running: then the server is alive and running it,
 // and the contract's readings are late on their way, not lost.
-func (r *registry) runs(server, contract string, since time.Time) bool {
+func (r *registry) runs(server, id string, since time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.servers[server]
-	return ok && !s.seen.Before(since) && slices.Contains(s.Running, contract)
+	return ok && !s.seen.Before(since) && slices.Contains(s.Running, id)
 }
 
 // liveIDs lists the servers heard from recently.
@@ -126,7 +126,7 @@ func (r *registry) liveIDs() []string {
 // currency, at least t.GPUs GPUs of t's class (free or not: a busy server
 // may still counter with fewer GPUs or a later start), and a runner that
 // runs t's job (fits). A named server is the only candidate.
-func (r *registry) match(t pricing.Terms) []string {
+func (r *registry) match(t contract.Terms) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.now().Add(-r.lostAfter)
@@ -147,7 +147,7 @@ func (r *registry) match(t pricing.Terms) []string {
 // refusal of the servers that have the GPUs but do not run its job (a
 // program on synthetic servers, a program not on a server's list), else
 // no_match.
-func (r *registry) noMatch(t pricing.Terms) error {
+func (r *registry) noMatch(t contract.Terms) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.now().Add(-r.lostAfter)
@@ -155,7 +155,7 @@ func (r *registry) noMatch(t pricing.Terms) error {
 	var code bourse.Code
 	for _, id := range r.order {
 		s := r.servers[id]
-		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !hasGPUs(s, t) {
+		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
 			continue
 		}
 		err := s.Runs.Refuses(t.Job)
@@ -179,17 +179,6 @@ func (r *registry) noMatch(t pricing.Terms) error {
 	}
 	return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
 		Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
-}
-
-// hasGPUs says whether server s has GPUs enough of t's class.
-func hasGPUs(s serverState, t pricing.Terms) bool {
-	n := 0
-	for _, g := range s.GPUs {
-		if t.Class.Fits(g.Model, g.MemoryMiB) {
-			n++
-		}
-	}
-	return n >= t.GPUs
 }
 
 // live counts the servers heard from recently.

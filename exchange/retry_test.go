@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestRetryAfterSettlement: an offer tried again with its request id
@@ -56,7 +56,7 @@ func testRetryAfterSettlement(t *testing.T, h *housetest.Harness, afterTheMinute
 	a, b := h.House, h.Instance()
 	h.Beat(b)
 	tm := job(1, "0.01")
-	try := func(house *exchange.House, what string) protocol.Contract {
+	try := func(house *exchange.House, what string) protocol.ContractView {
 		t.Helper()
 		reply, err := house.Offer(ctx, "dave", protocol.OfferRequest{RequestID: "r1", Terms: tm})
 		require.NoError(t, err, what)
@@ -70,13 +70,13 @@ func testRetryAfterSettlement(t *testing.T, h *housetest.Harness, afterTheMinute
 	for _, house := range []*exchange.House{a, b} {
 		running := try(house, "a retry while it runs")
 		assert.Equal(t, first.ID, running.ID)
-		assert.Equal(t, trade.StateRunning, running.State, "a retry while it runs")
+		assert.Equal(t, contract.StateRunning, running.State, "a retry while it runs")
 	}
 
 	h.Run(time.Minute, time.Second)
 	stored, err := h.Store.Contract(ctx, first.ID)
 	require.NoError(t, err)
-	require.Equal(t, trade.StateSettled, stored.State)
+	require.Equal(t, contract.StateSettled, stored.State)
 	require.True(t, stored.Charge.IsPositive())
 	same := func(what string) {
 		t.Helper()
@@ -84,7 +84,7 @@ func testRetryAfterSettlement(t *testing.T, h *housetest.Harness, afterTheMinute
 		for i, house := range []*exchange.House{a, b} {
 			got := try(house, what)
 			assert.Equal(t, first.ID, got.ID, "%s, instance %d", what, i)
-			assert.Equal(t, trade.StateSettled, got.State, "%s, instance %d: the contract as it stands now", what, i)
+			assert.Equal(t, contract.StateSettled, got.State, "%s, instance %d: the contract as it stands now", what, i)
 			assert.Equal(t, stored.Reason, got.Reason, "%s, instance %d", what, i)
 			assert.True(t, got.Charge.Equal(stored.Charge), "%s, instance %d: charged %s, told %s", what, i, stored.Charge, got.Charge)
 			assert.True(t, got.Refund.Equal(stored.Refund), "%s, instance %d", what, i)

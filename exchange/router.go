@@ -4,8 +4,8 @@ import (
 	"context"
 	"iter"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Router carries the House's requests to GPU servers: over NATS
@@ -31,7 +31,7 @@ type Router interface {
 	Cancel(server, offerID string)
 	// Control asks the contract's server to suspend or kill its job; done,
 	// if not nil, hears whether the server confirmed.
-	Control(ctx context.Context, c trade.Contract, action trade.Reason, done func(error))
+	Control(ctx context.Context, c contract.Contract, action contract.Reason, done func(error))
 }
 
 // Answer is one server's answer to an offer.
@@ -42,7 +42,7 @@ type Answer struct {
 	// Signed, where the router has it, is the offer as sent and the
 	// answer as received, with the server's signature of both
 	// (protocol.AcceptSigned): what Config.Verifier checks of an accept.
-	Signed *trade.Signed
+	Signed *contract.Signed
 }
 
 // Notifier tells clients what happened to their contracts. Events are

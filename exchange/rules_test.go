@@ -9,20 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // The watchdog's and bookings' rules on a manual clock: what the natsvc
 // tests checked with wall-clock sleeps, here to the second, without NATS.
 
 // contractOf reads client's contract id.
-func contractOf(t *testing.T, h *housetest.Harness, client, id string) trade.Contract {
+func contractOf(t *testing.T, h *housetest.Harness, client, id string) contract.Contract {
 	t.Helper()
 	c, err := h.House.Contract(context.Background(), client, id)
 	require.NoError(t, err)
@@ -48,19 +47,19 @@ func TestWatchdog(t *testing.T) {
 	id := reply.Contract.ID
 	h.Run(30*time.Second, time.Second)
 	c := contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateRunning, c.State)
+	require.Equal(t, contract.StateRunning, c.State)
 	require.NotNil(t, c.Reading)
 	last := *c.Reading
 
 	h.Router.Silence("gpu1", true)
 	h.Run(10*time.Second, time.Second)
-	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "silent for ServerLostAfter, not past it")
+	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "silent for ServerLostAfter, not past it")
 	h.Run(2*time.Second, time.Second)
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State)
-	assert.Equal(t, trade.ReasonServerLost, c.Reason)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonServerLost, c.Reason)
 	assert.True(t, c.Reading.U.Equal(last.U), "settled on the last reading")
-	st, err := pricing.Charge(c.Terms, last.Usage(), 2)
+	st, err := contract.Charge(c.Terms, last.Usage(), 2)
 	require.NoError(t, err)
 	assert.True(t, c.Charge.Equal(st.Charge), "charged %s for %s", c.Charge, last.U)
 
@@ -72,11 +71,11 @@ func TestWatchdog(t *testing.T) {
 	require.NotNil(t, reply.Contract, "%+v", reply)
 	id = reply.Contract.ID
 	h.Run(15*time.Second, time.Second)
-	assert.Equal(t, trade.StateAccepted, contractOf(t, h, "dave", id).State, "not past its start deadline")
+	assert.Equal(t, contract.StateAccepted, contractOf(t, h, "dave", id).State, "not past its start deadline")
 	h.Run(time.Second, time.Second)
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateVoided, c.State)
-	assert.Equal(t, trade.ReasonNotStarted, c.Reason)
+	require.Equal(t, contract.StateVoided, c.State)
+	assert.Equal(t, contract.ReasonNotStarted, c.Reason)
 	assert.True(t, c.Refund.Equal(c.Terms.Prepayment))
 	b := h.Balance(wallet)
 	assert.True(t, b.Held.IsZero(), "%+v", b)
@@ -100,16 +99,16 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	require.NotNil(t, reply.Contract)
 	id := reply.Contract.ID
 	h.Run(10*time.Second, time.Second)
-	require.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State)
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State)
 
 	h.Router.HoldReadings("gpu1", true)
 	h.Run(30*time.Second, time.Second)
-	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "its server says it runs it: the readings are late, not lost")
+	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "its server says it runs it: the readings are late, not lost")
 	h.Router.HoldReadings("gpu1", false)
 	h.Run(2*time.Minute, time.Second)
 	c := contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State)
-	assert.Equal(t, trade.ReasonCompleted, c.Reason)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonCompleted, c.Reason)
 	assert.True(t, c.Charge.Equal(dectest.D("1.20")), "two GPU-minutes at 0.01: %s", c.Charge)
 
 	reply = offer(t, h, "dave", "w2", tm, 0)
@@ -120,11 +119,11 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	h.Run(20*time.Second, time.Second)
 	h.Router.Silence("gpu1", true)
 	h.Run(10*time.Second, time.Second)
-	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "heard until ServerLostAfter ago")
+	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "heard until ServerLostAfter ago")
 	h.Run(2*time.Second, time.Second)
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State)
-	assert.Equal(t, trade.ReasonServerLost, c.Reason)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonServerLost, c.Reason)
 	h.Audit()
 }
 
@@ -145,7 +144,7 @@ func TestHeartbeatsWithoutReadings(t *testing.T) {
 	id := reply.Contract.ID
 	h.Run(10*time.Second, time.Second)
 	c := contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateRunning, c.State)
+	require.Equal(t, contract.StateRunning, c.State)
 	require.NotNil(t, c.Reading)
 	last := *c.Reading
 
@@ -163,12 +162,12 @@ func TestHeartbeatsWithoutReadings(t *testing.T) {
 		}
 	}
 	lie(2 * time.Hour)
-	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "its escrow's deadline has not passed")
+	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "its escrow's deadline has not passed")
 	lie(2 * time.Minute)
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State)
-	assert.Equal(t, trade.ReasonExpired, c.Reason)
-	st, err := pricing.Charge(c.Terms, last.Usage(), 2)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonExpired, c.Reason)
+	st, err := contract.Charge(c.Terms, last.Usage(), 2)
 	require.NoError(t, err)
 	assert.True(t, c.Charge.Equal(st.Charge), "charged %s for its last counted reading (%s GPU-s), not for the hours it claimed", c.Charge, last.U)
 	assert.True(t, h.Balance(wallet).Held.IsZero())
@@ -203,11 +202,11 @@ func TestBooking(t *testing.T) {
 	assert.True(t, c.StartDeadline.Equal(tm.StartAt.Add(15*time.Second)), "start deadline %v", c.StartDeadline)
 	assert.True(t, h.Balance(wallet).Held.Equal(tm.Prepayment), "escrowed at once")
 	h.Run(59*time.Second, time.Second)
-	assert.Equal(t, trade.StateAccepted, contractOf(t, h, "erin", c.ID).State, "booked: neither voided nor lost before its slot")
+	assert.Equal(t, contract.StateAccepted, contractOf(t, h, "erin", c.ID).State, "booked: neither voided nor lost before its slot")
 	h.Run(2*time.Minute, time.Second)
 	got := contractOf(t, h, "erin", c.ID)
-	assert.Equal(t, trade.StateSettled, got.State)
-	assert.Equal(t, trade.ReasonCompleted, got.Reason)
+	assert.Equal(t, contract.StateSettled, got.State)
+	assert.Equal(t, contract.ReasonCompleted, got.Reason)
 	assert.False(t, got.StartedAt.Before(tm.StartAt), "started at its slot: %v", got.StartedAt)
 
 	t.Run("NeverStarted", func(t *testing.T) {
@@ -219,11 +218,11 @@ func TestBooking(t *testing.T) {
 		require.NotNil(t, reply.Contract, "%+v", reply)
 		id := reply.Contract.ID
 		h.Run(74*time.Second, time.Second) // past start_at, not its deadline
-		assert.Equal(t, trade.StateAccepted, contractOf(t, h, "erin", id).State)
+		assert.Equal(t, contract.StateAccepted, contractOf(t, h, "erin", id).State)
 		h.Run(2*time.Second, time.Second)
 		c := contractOf(t, h, "erin", id)
-		assert.Equal(t, trade.StateVoided, c.State)
-		assert.Equal(t, trade.ReasonNotStarted, c.Reason)
+		assert.Equal(t, contract.StateVoided, c.State)
+		assert.Equal(t, contract.ReasonNotStarted, c.Reason)
 	})
 	assert.True(t, h.Balance(wallet).Held.IsZero())
 	h.Audit()

@@ -11,18 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 )
 
 // program is job's terms with a program in place of its profile.
-func program(command string) pricing.Terms {
+func program(command string) contract.Terms {
 	t := job(1, "0.01")
-	t.Job = &pricing.JobSpec{Command: command, Args: []string{"-c", "print(1)"}}
+	t.Job = &contract.JobSpec{Command: command, Args: []string{"-c", "print(1)"}}
 	return t
 }
 
@@ -38,7 +38,7 @@ func processRunner(t *testing.T) *process.Runner {
 
 // refused makes client's offer of tm and returns its error's code and
 // message; the offer must fail.
-func refused(t *testing.T, h *housetest.Harness, id string, tm pricing.Terms) (bourse.Code, string) {
+func refused(t *testing.T, h *housetest.Harness, id string, tm contract.Terms) (bourse.Code, string) {
 	t.Helper()
 	reply, err := h.House.Offer(context.Background(), "ada", protocol.OfferRequest{RequestID: id, Terms: tm})
 	require.Error(t, err, "offer %s: %+v", id, reply)

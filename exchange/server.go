@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Hello registers server: its revenue account in the hello's currency is
@@ -25,9 +25,9 @@ func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) 
 	h.room.grow(server) // a new server: the book's offers may fit it
 	h.log.Info("server registered", "server", server, "gpus", len(hello.GPUs), "currency", hello.Currency, "policy", hello.Policy)
 	return protocol.HelloReply{
-		Heartbeat:       trade.Duration(h.cfg.Heartbeat),
-		ReadingEvery:    trade.Duration(h.cfg.ReadingEvery),
-		ServerLostAfter: trade.Duration(h.cfg.ServerLostAfter),
+		Heartbeat:       contract.Duration(h.cfg.Heartbeat),
+		ReadingEvery:    contract.Duration(h.cfg.ReadingEvery),
+		ServerLostAfter: contract.Duration(h.cfg.ServerLostAfter),
 	}, nil
 }
 

@@ -10,10 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // stopGrace and clockSkew are exchange.Config's defaults of StopGrace
@@ -33,14 +32,14 @@ const (
 // that follow change nothing. Before the fix the heartbeats kept it
 // running and every reading raised the charge, up to the time limit.
 func TestStopOfALyingServer(t *testing.T) {
-	for _, action := range []trade.Reason{trade.ReasonKilled, trade.ReasonSuspended} {
+	for _, action := range []contract.Reason{contract.ReasonKilled, contract.ReasonSuspended} {
 		t.Run(string(action), func(t *testing.T) {
 			onStores(t, exchange.Config{}, func(t *testing.T, h *housetest.Harness, _ bool) { testStopOfALyingServer(t, h, action) })
 		})
 	}
 }
 
-func testStopOfALyingServer(t *testing.T, h *housetest.Harness, action trade.Reason) {
+func testStopOfALyingServer(t *testing.T, h *housetest.Harness, action contract.Reason) {
 	ctx := context.Background()
 	node := h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("dave", "100")
@@ -51,23 +50,23 @@ func testStopOfALyingServer(t *testing.T, h *housetest.Harness, action trade.Rea
 	require.NotNil(t, reply.Contract)
 	id := reply.Contract.ID
 	h.Run(5*time.Second, time.Second)
-	require.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State)
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State)
 
 	h.Router.IgnoreControls("gpu1", true)
 	stoppedAt := h.Now()
 	c, err := h.House.Control(ctx, "dave", id, action)
 	require.NoError(t, err, "the server confirms")
-	require.Equal(t, trade.StateRunning, c.State)
+	require.Equal(t, contract.StateRunning, c.State)
 	require.Equal(t, stopGrace, h.House.Config().StopGrace)
 	require.NotNil(t, c.Stop, "the answer says when the contract settles at the latest")
-	assert.Equal(t, trade.Stop{Reason: action, At: stoppedAt, By: stoppedAt.Add(stopGrace)}, *c.Stop)
+	assert.Equal(t, contract.Stop{Reason: action, At: stoppedAt, By: stoppedAt.Add(stopGrace)}, *c.Stop)
 
 	h.Run(stopGrace-time.Second, time.Second)
-	assert.Equal(t, trade.StateRunning, contractOf(t, h, "dave", id).State, "within the grace its final reading may still come")
+	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "within the grace its final reading may still come")
 	h.Run(time.Second, time.Second)
 	assert.True(t, slices.Contains(node.Hello(h.Now()).Running, id), "the server lies: its heartbeat lists the contract")
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State, "settled by the end of the grace, whatever the server says")
+	require.Equal(t, contract.StateSettled, c.State, "settled by the end of the grace, whatever the server says")
 	assert.Equal(t, action, c.Reason)
 	settledAt := c.SettledAt
 	assert.False(t, settledAt.After(stoppedAt.Add(stopGrace)))
@@ -75,7 +74,7 @@ func testStopOfALyingServer(t *testing.T, h *housetest.Harness, action trade.Rea
 	// The most the exchange can believe: full use of both GPUs
 	// from the acceptance to the grace's end, and the skew.
 	most := stoppedAt.Add(stopGrace).Sub(c.AcceptedAt) + clockSkew
-	bound, err := pricing.Charge(c.Terms, pricing.Usage{U: decimal.NewFromInt(2).Mul(decimal.NewFromFloat(most.Seconds())), T: most, S: decimal.NewFromInt(2)}, 2)
+	bound, err := contract.Charge(c.Terms, contract.Usage{U: decimal.NewFromInt(2).Mul(decimal.NewFromFloat(most.Seconds())), T: most, S: decimal.NewFromInt(2)}, 2)
 	require.NoError(t, err)
 	assert.True(t, c.Charge.LessThanOrEqual(bound.Charge), "charged %s, at most %s", c.Charge, bound.Charge)
 	require.NotNil(t, c.Reading)
@@ -109,22 +108,22 @@ func TestNoReadingPastTheStop(t *testing.T) {
 	h.Run(5*time.Second, time.Second)
 	h.Router.IgnoreControls("gpu1", true)
 	stoppedAt := h.Now()
-	_, err := h.House.Control(ctx, "dave", id, trade.ReasonKilled)
+	_, err := h.House.Control(ctx, "dave", id, contract.ReasonKilled)
 	require.NoError(t, err)
 	h.Run(stopGrace-time.Second, time.Second)
 	before := contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateRunning, before.State)
+	require.Equal(t, contract.StateRunning, before.State)
 
 	h.Advance(10 * time.Second) // past the grace's end and its skew: no sweep meanwhile
 	h.Tick()
 	c := contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateRunning, c.State, "no sweep yet")
+	require.Equal(t, contract.StateRunning, c.State, "no sweep yet")
 	assert.Equal(t, before.Reading.Seq, c.Reading.Seq, "the server's reading of %v is not believed", h.Now().Sub(c.AcceptedAt))
 
 	h.Run(h.House.Config().ServerLostAfter+2*time.Second, time.Second) // the sweeps catch up
 	c = contractOf(t, h, "dave", id)
-	require.Equal(t, trade.StateSettled, c.State)
-	assert.Equal(t, trade.ReasonKilled, c.Reason)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonKilled, c.Reason)
 	assert.Equal(t, before.Reading.Seq, c.Reading.Seq)
 	assert.LessOrEqual(t, time.Duration(c.Reading.T), stoppedAt.Add(stopGrace).Sub(c.AcceptedAt)+clockSkew)
 	h.Audit()

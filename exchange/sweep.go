@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Contracts that fail to settle wait between attempts (Stuck.Retry),
@@ -47,7 +47,7 @@ func (h *House) Sweep(ctx context.Context) {
 		return
 	}
 	for _, c := range stale {
-		if c.State == trade.StateRunning && !stopDue(&c, now) && h.servers.runs(c.Server, c.ID, silentSince) {
+		if c.State == contract.StateRunning && !c.StopDue(now) && h.servers.runs(c.Server, c.ID, silentSince) {
 			// Its readings are late, not lost: the usage stream may hold
 			// them for another instance (one paused, its pull not yet
 			// expired) while the server's heartbeats, which every
@@ -85,27 +85,29 @@ func (h *House) Disconnected() {
 // reason, however its server heartbeats and reads) or its server is
 // silent, and voids an accepted one past its start deadline. A failure
 // marks the contract stuck, to be tried again later.
-func (h *House) judge(ctx context.Context, c trade.Contract, now, silentSince time.Time) {
+func (h *House) judge(ctx context.Context, c contract.Contract, now, silentSince time.Time) {
 	var typ protocol.EventType
 	var overdue bool
-	got, err := h.updatePriced(ctx, c.ID, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+	got, err := h.updatePriced(ctx, c.ID, func(c *contract.Contract, scale int32) ([]currency.Op, error) {
 		overdue = false // the change may run more than once: its last run counts
+		if !c.Stale(now, silentSince) {
+			return nil, ErrNoChange
+		}
 		switch {
-		case stopDue(c, now):
+		case c.StopDue(now):
 			typ, overdue = protocol.EventSettled, true
 			reason := c.Stop.Reason
 			if r := c.Reading; r != nil && r.Final {
 				reason = finalReason(*r) // its settlement failed when it came
 			}
 			return h.settle(c, reason, scale)
-		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince):
+		case c.State == contract.StateRunning: // silent
 			typ = protocol.EventSettled
 			return h.settle(c, silentReason(c), scale)
-		case c.State == trade.StateAccepted && c.StartDeadline.Before(now):
+		default: // accepted, past its start deadline
 			typ = protocol.EventVoided
-			return h.void(c, trade.ReasonNotStarted), nil
+			return h.void(c, contract.ReasonNotStarted), nil
 		}
-		return nil, ErrNoChange
 	})
 	switch {
 	case errors.Is(err, ErrNoChange):
@@ -123,15 +125,15 @@ func (h *House) judge(ctx context.Context, c trade.Contract, now, silentSince ti
 // silentReason is why a silent running contract settles: the reason of
 // its final reading if one was stored (its settlement failed when it
 // came), else server_lost.
-func silentReason(c *trade.Contract) trade.Reason {
+func silentReason(c *contract.Contract) contract.Reason {
 	if r := c.Reading; r != nil && r.Final {
 		return finalReason(*r)
 	}
-	return trade.ReasonServerLost
+	return contract.ReasonServerLost
 }
 
 // ended reports a contract the sweep settled or voided.
-func (h *House) ended(ctx context.Context, typ protocol.EventType, c trade.Contract) {
+func (h *House) ended(ctx context.Context, typ protocol.EventType, c contract.Contract) {
 	if typ == protocol.EventVoided {
 		h.metrics.voided.Inc()
 	} else {
@@ -139,7 +141,7 @@ func (h *House) ended(ctx context.Context, typ protocol.EventType, c trade.Contr
 	}
 	// Tell the server too: if it is alive but unheard (or started the job
 	// after all), the job must stop, since nobody pays for it now.
-	h.router.Control(ctx, c, trade.ReasonKilled, nil)
+	h.router.Control(ctx, c, contract.ReasonKilled, nil)
 	h.log.Warn("sweep ended a contract", "contract", c.ID, "server", c.Server, "state", c.State, "reason", c.Reason, "charge", c.Charge)
 	h.event(typ, c)
 }
@@ -149,7 +151,7 @@ func (h *House) ended(ctx context.Context, typ protocol.EventType, c trade.Contr
 // later ones only at debug level. A contract stuck for StuckLimit is ended
 // by the fixed rule (expire).
 func (h *House) stuck(ctx context.Context, id string, now time.Time, cause error) {
-	got, err := h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+	got, err := h.store.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 		if !c.HoldsEscrow() {
 			return nil, ErrNoChange
 		}
@@ -231,25 +233,25 @@ func (h *House) expireDue(ctx context.Context, now time.Time) {
 // to the void.
 func (h *House) expire(ctx context.Context, id string) error {
 	var typ protocol.EventType
-	got, err := h.updatePriced(ctx, id, func(c *trade.Contract, scale int32) ([]currency.Op, error) {
+	got, err := h.updatePriced(ctx, id, func(c *contract.Contract, scale int32) ([]currency.Op, error) {
 		if !c.HoldsEscrow() {
 			return nil, ErrNoChange
 		}
 		if c.Reading == nil {
 			typ = protocol.EventVoided
-			return h.void(c, trade.ReasonExpired), nil
+			return h.void(c, contract.ReasonExpired), nil
 		}
 		typ = protocol.EventSettled
-		return h.settle(c, trade.ReasonExpired, scale)
+		return h.settle(c, contract.ReasonExpired, scale)
 	})
 	if err != nil && !errors.Is(err, ErrNoChange) && typ == protocol.EventSettled {
 		h.log.Warn("sweep: the last reading does not settle; voiding", "contract", id, "err", err)
-		got, err = h.store.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+		got, err = h.store.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 			if !c.HoldsEscrow() {
 				return nil, ErrNoChange
 			}
 			typ = protocol.EventVoided
-			return h.void(c, trade.ReasonExpired), nil
+			return h.void(c, contract.ReasonExpired), nil
 		})
 	}
 	switch {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // The tape is the contracts settled lately that paid for use, as market
@@ -54,7 +54,7 @@ type tape struct {
 // false for a contract that paid nothing for use (it used nothing, or was
 // charged nothing): such a contract moved no money for use, and moves no
 // price.
-func saleOf(c trade.Contract, model string) (s sale, ok bool) {
+func saleOf(c contract.Contract, model string) (s sale, ok bool) {
 	if c.Reading == nil || !c.Reading.U.IsPositive() || !c.Charge.IsPositive() {
 		return sale{}, false
 	}

@@ -8,102 +8,44 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
-// Every change of a contract's record is one of the functions of this
-// file, and each runs inside a Store.Update (or Open), which writes the
-// record and applies the ledger operations it returns in one transaction:
-//
-//	accepted  → running   started (the server says so), record (a first reading)
-//	running   → running   record (a newer, believable reading)
-//	accepted, running → settled   settle (the capture: charge to the server, the rest back)
-//	accepted, running → voided    void (the whole prepayment back)
-//	running   → running   stopAsked (a client's kill or suspend: the bound of what is believed)
-//	accepted, running             markStuck (a failure to settle or void, and when to retry)
-//
-// Opening a contract (accepted, with its escrow) is Store.Open's, in
-// offer.go.
+// Every change of a contract's record is one of contract's methods
+// (contract/lifecycle.go: Start, Record, AskStop, Settle, Void, MarkStuck);
+// the functions of this file add the ledger operations each calls for and
+// the exchange's own settings (its clock, its stop grace, its backoff).
+// Each runs inside a Store.Update (or Open), which writes the record and
+// applies the ledger operations it returns in one transaction. Opening a
+// contract (accepted, with its escrow) is Store.Open's, in offer.go.
 
-// started records that the server started the job: accepted → running.
-// A start reported again changes nothing but the GPUs, the meter and the
-// output's caps, if a reading came first and left them unknown.
-func (h *House) started(c *trade.Contract, st protocol.Started) error {
-	if c.State != trade.StateAccepted {
-		changed := false
-		if c.State == trade.StateRunning && c.GPUs == nil && st.GPUs != nil {
-			c.GPUs, changed = st.GPUs, true
-		}
-		if c.State == trade.StateRunning && c.Meter == "" && st.Meter != "" {
-			c.Meter, changed = st.Meter, true
-		}
-		if c.State == trade.StateRunning && c.Output == (trade.OutputCaps{}) && st.Output != (trade.OutputCaps{}) {
-			c.Output, changed = st.Output, true
-		}
-		if !changed {
-			return ErrNoChange
-		}
-		return nil
+// started records that the server started the job (contract.Start).
+func (h *House) started(c *contract.Contract, st protocol.Started) error {
+	if !c.Start(st.At, st.GPUs, st.Meter, st.Output, h.cfg.Now()) {
+		return ErrNoChange
 	}
-	c.State, c.StartedAt, c.GPUs, c.LastSeen = trade.StateRunning, st.At.UTC(), st.GPUs, h.cfg.Now().UTC()
-	c.Meter, c.Output = st.Meter, st.Output
 	return nil
-}
-
-// record makes r, checked and believed, the contract's latest reading; a
-// first reading of a contract still accepted shows it running, started at
-// at − t.
-func (h *House) record(c *trade.Contract, r trade.Reading, now time.Time) {
-	c.Reading, c.LastSeen = &r, now
-	if c.State == trade.StateAccepted {
-		c.State, c.StartedAt = trade.StateRunning, r.At.Add(-time.Duration(r.T)).UTC()
-	}
 }
 
 // stopAsked records a client's kill or suspend (action) of running
-// contract c, heard at now: what the exchange believes of its job ends
-// StopGrace later (trade.Stop), whatever its server does. A kill after a
-// suspend makes it a kill, its bound unchanged; any other stop asked
-// again changes nothing.
-func (h *House) stopAsked(c *trade.Contract, action trade.Reason, now time.Time) error {
-	switch {
-	case c.State != trade.StateRunning:
-		return ErrNoChange
-	case c.Stop == nil:
-		c.Stop = &trade.Stop{Reason: action, At: now, By: now.Add(h.cfg.StopGrace)}
-	case c.Stop.Reason != trade.ReasonKilled && action == trade.ReasonKilled:
-		st := *c.Stop
-		st.Reason = action
-		c.Stop = &st
-	default:
+// contract c, heard at now, bounded by the stop grace (contract.AskStop).
+func (h *House) stopAsked(c *contract.Contract, action contract.Reason, now time.Time) error {
+	if !c.AskStop(action, now, h.cfg.StopGrace) {
 		return ErrNoChange
 	}
 	return nil
-}
-
-// stopDue reports whether what the exchange believes of running
-// contract c ended by now: its client stopped it, and the stop grace has
-// passed.
-func stopDue(c *trade.Contract, now time.Time) bool {
-	return c.State == trade.StateRunning && c.Stop != nil && !now.Before(c.Stop.By)
 }
 
 // settle changes c to settled on its last reading and returns the capture
 // that pays the server and refunds the rest, to commit together. scale is
 // the contract's currency's.
-func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]currency.Op, error) {
-	var u pricing.Usage
-	if c.Reading != nil {
-		u = c.Reading.Usage()
-	}
-	st, err := pricing.Charge(c.Terms, u, scale)
+func (h *House) settle(c *contract.Contract, reason contract.Reason, scale int32) ([]currency.Op, error) {
+	st, err := c.Settle(reason, scale, h.cfg.Now())
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", c.ID, err)
 	}
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateSettled, reason, st.Charge, st.Refund, h.cfg.Now().UTC()
 	cur := currency.Code(c.Terms.Currency)
 	return append([]currency.Op{currency.Capture{
 		Key: "settle/" + c.ID, Hold: currency.HoldID(c.ID), To: currency.RevenueID(cur, c.Server),
@@ -113,8 +55,8 @@ func (h *House) settle(c *trade.Contract, reason trade.Reason, scale int32) ([]c
 
 // void changes an accepted contract to voided and returns the release of
 // its whole prepayment.
-func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
-	c.State, c.Reason, c.Charge, c.Refund, c.SettledAt = trade.StateVoided, reason, decimal.Zero, c.Terms.Prepayment, h.cfg.Now().UTC()
+func (h *House) void(c *contract.Contract, reason contract.Reason) []currency.Op {
+	c.Void(reason, h.cfg.Now())
 	return append([]currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}},
 		caps.Release(c, decimal.Zero)...)
 }
@@ -122,13 +64,8 @@ func (h *House) void(c *trade.Contract, reason trade.Reason) []currency.Op {
 // markStuck records a failure to settle or void c with cause, and when to
 // try again: the wait doubles from minBackoff (or SweepEvery) up to
 // maxBackoff.
-func (h *House) markStuck(c *trade.Contract, now time.Time, cause error) {
-	st := trade.Stuck{Since: now}
-	if c.Stuck != nil {
-		st = *c.Stuck
-	}
-	st.Attempts++
-	st.Retry = now.Add(backoff(max(minBackoff, h.cfg.SweepEvery), st.Attempts))
-	st.Error = bourse.ErrorMessage(cause)
-	c.Stuck = &st
+func (h *House) markStuck(c *contract.Contract, now time.Time, cause error) {
+	c.MarkStuck(now, bourse.ErrorMessage(cause), func(attempts int) time.Duration {
+		return backoff(max(minBackoff, h.cfg.SweepEvery), attempts)
+	})
 }

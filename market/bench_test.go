@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -23,10 +24,8 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // benchStore is the store BenchmarkOffers runs on; sql_bench_test.go
@@ -91,9 +90,9 @@ func benchParties(b *testing.B, l currency.Ledger, clients int, connect func(par
 	b.Cleanup(func() { stopAgents(); agents.Wait() })
 	for i, nc := range conns {
 		id := fmt.Sprintf("bench-%s-%d", run, i)
-		gpus := make([]trade.GPU, 64)
+		gpus := make([]contract.GPU, 64)
 		for g := range gpus {
-			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
+			gpus[g] = contract.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
 		a, err := agent.New(agent.Config{Conn: nc, ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet()})
 		require.NoError(b, err)
@@ -114,10 +113,10 @@ func benchParties(b *testing.B, l currency.Ledger, clients int, connect func(par
 }
 
 // benchTerms is the benchmarks' offer: one GPU, a job of 1 ms.
-func benchTerms() pricing.Terms {
-	return pricing.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
-		Prepayment: dectest.D("0.60"), P: pricing.Flat(dectest.D("0.01")),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Millisecond}}}
+func benchTerms() contract.Terms {
+	return contract.Terms{Currency: string(market.Currency.Code), GPUs: 1, TimeLimit: time.Minute,
+		Prepayment: dectest.D("0.60"), P: contract.Flat(dectest.D("0.01")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Millisecond}}}
 }
 
 // runOffers has the clients make b.N offers between them, as fast as they

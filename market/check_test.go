@@ -7,17 +7,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // checkContracts holds every contract of the market's clients to what its
 // server says it ran, not merely to the reading the exchange happened to
 // count (checkCharges), by the final readings the market's own servers
 // made. It returns the settled contracts by reason.
-func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[trade.Reason]int {
+func checkContracts(t *testing.T, m *market.Market, store exchange.Store) map[contract.Reason]int {
 	t.Helper()
 	return checkCharges(t, store, parties(m), m.Final)
 }
@@ -42,14 +41,14 @@ func parties(m *market.Market) []string {
 // nothing if its server made none. The audit
 // must be clean with no escrow open. It returns the settled contracts by
 // reason.
-func checkCharges(t *testing.T, store exchange.Store, parties []string, final func(contract string) (trade.Reading, bool)) map[trade.Reason]int {
+func checkCharges(t *testing.T, store exchange.Store, parties []string, final func(contractID string) (contract.Reading, bool)) map[contract.Reason]int {
 	t.Helper()
 	ctx := context.Background()
 	rep, err := store.Ledger().Audit(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%s", rep)
 	assert.Zero(t, rep.OpenHolds, "an escrow leaked")
-	reasons := map[trade.Reason]int{}
+	reasons := map[contract.Reason]int{}
 	n, unpaid := 0, 0
 	for _, id := range parties {
 		cs, err := store.Contracts(ctx, id, 0)
@@ -58,10 +57,10 @@ func checkCharges(t *testing.T, store exchange.Store, parties []string, final fu
 			n++
 			final, ran := final(k.ID)
 			switch k.State {
-			case trade.StateSettled:
+			case contract.StateSettled:
 				reasons[k.Reason]++
 				assert.True(t, k.Charge.Add(k.Refund).Equal(k.Terms.Prepayment), "%s: charge + refund ≠ prepayment", k.ID)
-				if !ran && k.Reason == trade.ReasonServerLost {
+				if !ran && k.Reason == contract.ReasonServerLost {
 					// Lost before it said anything: nothing measured,
 					// nothing charged.
 					assert.True(t, k.Charge.IsZero(), "%s: lost before any reading, and charged %s", k.ID, k.Charge)
@@ -71,7 +70,7 @@ func checkCharges(t *testing.T, store exchange.Store, parties []string, final fu
 					t.Errorf("%s settled (%s) but its server %s never ran it", k.ID, k.Reason, k.Server)
 					continue
 				}
-				want, err := pricing.Charge(k.Terms, final.Usage(), market.Currency.Scale)
+				want, err := contract.Charge(k.Terms, final.Usage(), market.Currency.Scale)
 				require.NoError(t, err)
 				if !assert.True(t, want.Charge.Equal(k.Charge), "%s (%s): charged %s; its server's final reading (U %s, T %v, %s) costs %s",
 					k.ID, k.Reason, k.Charge, final.U, final.T, final.Reason, want.Charge) {
@@ -79,10 +78,10 @@ func checkCharges(t *testing.T, store exchange.Store, parties []string, final fu
 				}
 				require.NotNil(t, k.Reading, "%s", k.ID)
 				assert.Equal(t, final.Seq, k.Reading.Seq, "%s settled on another reading than its server's final one", k.ID)
-				if k.Reason != trade.ReasonServerLost {
+				if k.Reason != contract.ReasonServerLost {
 					assert.Equal(t, final.Reason, k.Reason, "%s", k.ID)
 				}
-			case trade.StateVoided:
+			case contract.StateVoided:
 				assert.True(t, k.Refund.Equal(k.Terms.Prepayment), "%s voided without a full refund", k.ID)
 				if ran && final.U.IsPositive() {
 					unpaid++ // the server's loss, never the client's

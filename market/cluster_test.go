@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 )
@@ -161,7 +161,7 @@ type gated struct {
 	g *gate
 }
 
-func (p gated) Decide(offer pricing.Terms, st server.View) server.Decision {
+func (p gated) Decide(offer contract.Terms, st server.View) server.Decision {
 	p.g.mu.RLock()
 	defer p.g.mu.RUnlock()
 	return p.Policy.Decide(offer, st)

@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestFaults runs a market as the README and docs/operations.md deploy
@@ -203,7 +203,7 @@ func TestFaults(t *testing.T) {
 		cs, err := store.Contracts(ctx, id, 0)
 		require.NoError(t, err)
 		for _, k := range cs {
-			if k.Reason == trade.ReasonServerLost {
+			if k.Reason == contract.ReasonServerLost {
 				lost++
 				assert.True(t, k.Server == "atlas" && k.AcceptedAt.Before(atlasBack),
 					"%s settled as server lost: only atlas's contracts from before its restart may", k.ID)

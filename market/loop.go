@@ -14,7 +14,6 @@ import (
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // bidderLoop is one client trading: it makes up jobs, bids for them with
@@ -84,7 +83,7 @@ type open struct {
 
 // follow waits for the contract's settlement, from its events, or from the
 // record itself if an event was missed.
-func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
+func (b *bidderLoop) follow(ctx context.Context, c protocol.ContractView) {
 	t := b.m.Tally
 	t.opened(c)
 	ended := b.ends.wait(c.ID)
@@ -99,7 +98,7 @@ func (b *bidderLoop) follow(ctx context.Context, c protocol.Contract) {
 			t.closed(c)
 			return
 		case <-poll.C:
-			if got, err := b.client.Contract(ctx, c.ID); err == nil && (got.State == trade.StateSettled || got.State == trade.StateVoided) {
+			if got, err := b.client.Contract(ctx, c.ID); err == nil && got.State.Ended() {
 				t.closed(got)
 				return
 			}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange"
@@ -32,7 +33,6 @@ import (
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
@@ -122,19 +122,19 @@ type Market struct {
 	Wallets    []Wallet
 
 	finalsMu sync.Mutex
-	finals   map[string]trade.Reading // by contract: each server's own record
+	finals   map[string]contract.Reading // by contract: each server's own record
 }
 
 // Final is the final reading the server of a contract made of its job: what
 // the server itself says it ran, whatever the exchange counted.
-func (m *Market) Final(contract string) (trade.Reading, bool) {
+func (m *Market) Final(id string) (contract.Reading, bool) {
 	m.finalsMu.Lock()
 	defer m.finalsMu.Unlock()
-	r, ok := m.finals[contract]
+	r, ok := m.finals[id]
 	return r, ok
 }
 
-func (m *Market) recordFinal(r trade.Reading) {
+func (m *Market) recordFinal(r contract.Reading) {
 	m.finalsMu.Lock()
 	defer m.finalsMu.Unlock()
 	m.finals[r.Contract] = r
@@ -161,7 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Market{cfg: cfg, log: cfg.Logger, Tally: newTally(), Told: newTold(), Clients: cfg.Clients, Servers: cfg.Servers,
-		Wallets: cfg.Wallets, finals: map[string]trade.Reading{}}
+		Wallets: cfg.Wallets, finals: map[string]contract.Reading{}}
 	if m.cfg.Treasury == nil {
 		t, err := sqltreasury.Beside(ctx, cfg.Store.Ledger(), caps.NewPeriods(time.Now))
 		if err != nil {
@@ -347,7 +347,7 @@ func (m *Market) fund(ctx context.Context) error {
 // openWallet opens client id's wallet and grants it budget.
 func (m *Market) openWallet(ctx context.Context, id string, budget decimal.Decimal) error {
 	t := m.cfg.Treasury
-	if _, err := t.Open(ctx, admin, Currency.Code, id, "", "open/"+id); err != nil {
+	if _, err := t.Open(ctx, admin, Currency.Code, id, "", treasury.OpenKey(currency.WalletID(Currency.Code, id))); err != nil {
 		return fmt.Errorf("market: open wallet of %s: %w", id, err)
 	}
 	if _, err := t.Grant(ctx, admin, Currency.Code, id, budget, "grant/"+id, "demo budget"); err != nil {

@@ -7,17 +7,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
-	"github.com/bourse/bourse/trade"
 )
 
 // RunMarket trades for d on store and checks the outcome: the ledger's
 // audit is clean with no hold left open, and every settlement is the
-// pricing package's charge of its final reading.
+// contract package's charge of its final reading.
 func RunMarket(t *testing.T, store exchange.Store, d time.Duration) market.Snapshot {
 	m := markettest.Start(t, market.Config{Store: store, JobScale: 0.4})
 	time.Sleep(d)
@@ -54,8 +54,8 @@ func TestNATSRestart(t *testing.T) {
 	t.Logf("before the restart: %d settled, %d running; at the end: %d settled, reasons %v, errors %v",
 		before.SettledTotal(), before.Running, after.SettledTotal(), after.Settled, after.Errors)
 	assert.Greater(t, after.SettledTotal(), before.SettledTotal()+before.Running, "trading went on after the restart")
-	assert.Zero(t, after.Settled[trade.ReasonServerLost], "a reading was lost")
+	assert.Zero(t, after.Settled[contract.ReasonServerLost], "a reading was lost")
 
 	reasons := checkContracts(t, m.Market, store)
-	assert.Zero(t, reasons[trade.ReasonServerLost], "a reading was lost")
+	assert.Zero(t, reasons[contract.ReasonServerLost], "a reading was lost")
 }

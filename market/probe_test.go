@@ -16,11 +16,10 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // probe is a client that offers a small job to each server by name,
@@ -102,9 +101,9 @@ func (p *probe) run(ctx context.Context, server string) {
 
 // offer makes one offer of a short job to server and keeps what came of it.
 func (p *probe) offer(ctx context.Context, server, rid string) try {
-	terms := pricing.Terms{Client: p.id, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
-		TimeLimit: 5 * time.Second, Prepayment: dectest.D("2"), P: pricing.Flat(dectest.D("0.40")),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: 300 * time.Millisecond}}}
+	terms := contract.Terms{Client: p.id, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
+		TimeLimit: 5 * time.Second, Prepayment: dectest.D("2"), P: contract.Flat(dectest.D("0.40")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: 300 * time.Millisecond}}}
 	tr := try{sent: time.Now()}
 	reply, err := p.c.Offer(ctx, rid, terms)
 	tr.answered = time.Now()
@@ -210,7 +209,7 @@ type readings struct {
 	cons jetstream.Consumer
 
 	mu     sync.Mutex
-	last   map[string]trade.Reading
+	last   map[string]contract.Reading
 	server map[string]string // by contract: whose subject its readings came on
 	final  int               // final readings seen
 }
@@ -229,7 +228,7 @@ func recordReadings(t *testing.T, url string, opts ...nats.Option) *readings {
 	require.NoError(t, err)
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "fault-test", AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
-	r := &readings{t: t, cons: cons, last: map[string]trade.Reading{}, server: map[string]string{}}
+	r := &readings{t: t, cons: cons, last: map[string]contract.Reading{}, server: map[string]string{}}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		r.keep(m.Subject(), m.Data())
 		_ = m.Ack()
@@ -262,10 +261,10 @@ func (r *readings) keep(subject string, data []byte) {
 }
 
 // lastOf is the last reading of contract its server sent, if any.
-func (r *readings) lastOf(contract string) (trade.Reading, bool) {
+func (r *readings) lastOf(id string) (contract.Reading, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rd, ok := r.last[contract]
+	rd, ok := r.last[id]
 	return rd, ok
 }
 

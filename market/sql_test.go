@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
-	"github.com/bourse/bourse/trade"
 )
 
 // openSQL opens a store on dbURL, closed when the test ends.
@@ -53,7 +53,7 @@ func TestTwoExchanges(t *testing.T) {
 func check(t *testing.T, m *market.Market, store exchange.Store) {
 	t.Helper()
 	reasons := checkContracts(t, m, store)
-	assert.Zero(t, reasons[trade.ReasonServerLost], "a contract settled as server lost while its server was up")
+	assert.Zero(t, reasons[contract.ReasonServerLost], "a contract settled as server lost while its server was up")
 }
 
 func waitNoOpenHolds(t *testing.T, store exchange.Store, d time.Duration) {

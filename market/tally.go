@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Tally counts what the bidders saw, for the live view and the summary.
@@ -26,8 +26,8 @@ type Tally struct {
 	rejected  int
 	taken     int
 	errors    map[bourse.Code]int
-	running   map[string]protocol.Contract
-	settled   map[trade.Reason]int
+	running   map[string]protocol.ContractView
+	settled   map[contract.Reason]int
 	voided    int
 	clients   map[string]*ClientTally
 	servers   map[string]*ServerTally
@@ -50,8 +50,8 @@ type ServerTally struct {
 }
 
 func newTally() *Tally {
-	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.Contract{},
-		settled: map[trade.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
+	return &Tally{started: time.Now(), errors: map[bourse.Code]int{}, running: map[string]protocol.ContractView{},
+		settled: map[contract.Reason]int{}, clients: map[string]*ClientTally{}, servers: map[string]*ServerTally{}}
 }
 
 func (t *Tally) client(id string) *ClientTally {
@@ -114,7 +114,7 @@ func (t *Tally) failed(client string, err error) {
 	t.note("%s: %s", client, bourse.ErrorMessage(err))
 }
 
-func (t *Tally) opened(c protocol.Contract) {
+func (t *Tally) opened(c protocol.ContractView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running[c.ID] = c
@@ -126,7 +126,7 @@ func (t *Tally) opened(c protocol.Contract) {
 	t.note("%s → %s: %d GPU for %s at %s/GPU-s, %s escrowed", c.Client, c.Server, c.Terms.GPUs, c.Terms.TimeLimit, s.LastPrice.StringFixed(4), c.Terms.Prepayment)
 }
 
-func (t *Tally) closed(c protocol.Contract) {
+func (t *Tally) closed(c protocol.ContractView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.running[c.ID]; !ok {
@@ -135,7 +135,7 @@ func (t *Tally) closed(c protocol.Contract) {
 	delete(t.running, c.ID)
 	cl, s := t.client(c.Client), t.server(c.Server)
 	s.BusyGPUs -= c.Terms.GPUs
-	if c.State == trade.StateVoided {
+	if c.State == contract.StateVoided {
 		t.voided++
 		cl.Refunded = cl.Refunded.Add(c.Refund)
 		t.note("%s's contract on %s voided (%s)", c.Client, c.Server, c.Reason)
@@ -156,7 +156,7 @@ type Snapshot struct {
 	Elapsed                            time.Duration
 	Offers, Countered, Rejected, Taken int
 	Running, Voided                    int
-	Settled                            map[trade.Reason]int
+	Settled                            map[contract.Reason]int
 	Errors                             map[bourse.Code]int
 	Clients                            map[string]ClientTally
 	Servers                            map[string]ServerTally
@@ -168,7 +168,7 @@ func (t *Tally) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := Snapshot{Elapsed: time.Since(t.started), Offers: t.offers, Countered: t.countered, Rejected: t.rejected, Taken: t.taken,
-		Running: len(t.running), Voided: t.voided, Settled: map[trade.Reason]int{}, Errors: map[bourse.Code]int{},
+		Running: len(t.running), Voided: t.voided, Settled: map[contract.Reason]int{}, Errors: map[bourse.Code]int{},
 		Clients: map[string]ClientTally{}, Servers: map[string]ServerTally{}, Log: slices.Clone(t.log)}
 	for k, v := range t.settled {
 		s.Settled[k] = v

@@ -8,18 +8,17 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestTallyRounds counts the rounds a negotiation reports as the demo
 // shows them: every offer, errors by code, counter-offers taken, and the
 // rounds without a contract by whether they drew counter-offers.
 func TestTallyRounds(t *testing.T) {
-	k := &trade.Counter{ID: "c", Server: "atlas"}
-	counters := protocol.OfferReply{Counters: []trade.Counter{*k}}
-	accepted := protocol.OfferReply{Contract: &protocol.Contract{ID: "k", Client: "ada", Server: "atlas"}}
+	k := &contract.Counter{ID: "c", Server: "atlas"}
+	counters := protocol.OfferReply{Counters: []contract.Counter{*k}}
+	accepted := protocol.OfferReply{Contract: &protocol.ContractView{ID: "k", Client: "ada", Server: "atlas"}}
 	gone := &bourse.Error{Code: bourse.ECapacityGone, Message: "gone"}
 	funds := &bourse.Error{Code: bourse.EInsufficientFunds, Message: "broke"}
 
@@ -49,7 +48,7 @@ func TestTallyRounds(t *testing.T) {
 func TestTallyLastPrice(t *testing.T) {
 	tl := newTally()
 	d := decimal.RequireFromString
-	tl.opened(protocol.Contract{ID: "k", Client: "ada", Server: "atlas", Terms: pricing.Terms{
-		GPUs: 2, P: pricing.Flat(d("0.20")), Q: pricing.Flat(d("0.10"))}})
+	tl.opened(protocol.ContractView{ID: "k", Client: "ada", Server: "atlas", Terms: contract.Terms{
+		GPUs: 2, P: contract.Flat(d("0.20")), Q: contract.Flat(d("0.10"))}})
 	assert.Equal(t, "0.25", tl.Snapshot().Servers["atlas"].LastPrice.String())
 }

@@ -6,9 +6,8 @@ import (
 	"sync"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Told keeps what each client was told for each request id it sent (an
@@ -73,7 +72,7 @@ func (t *Told) Of(client string) map[string]Answer {
 }
 
 // Offer makes the offer and notes what the client was told.
-func (o open) Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error) {
+func (o open) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
 	if o.closing.Load() {
 		return protocol.OfferReply{}, errClosed
 	}
@@ -83,7 +82,7 @@ func (o open) Offer(ctx context.Context, requestID string, t pricing.Terms) (pro
 }
 
 // Take takes a counter-offer and notes what the client was told.
-func (o open) Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error) {
+func (o open) Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error) {
 	reply, err := o.Exchange.Take(ctx, requestID, k)
 	o.told.Note(o.client, requestID, reply, err)
 	return reply, err

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -24,12 +25,10 @@ import (
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/natsauth"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/signing"
-	"github.com/bourse/bourse/trade"
 )
 
 var cred = currency.Currency{Code: "CRED", Scale: 2}
@@ -84,8 +83,8 @@ func TestOperatorMarket(t *testing.T) {
 	signer, err := signing.LoadSigner(filepath.Join(dir, "gpu1.creds"))
 	require.NoError(t, err)
 	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserCredentials(filepath.Join(dir, "gpu1.creds"))}, Signer: signer,
-		ID: "gpu1", Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
-		Policy: server.Posted{P: pricing.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
+		ID: "gpu1", Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
+		Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = a.Run(ctx) })
@@ -95,9 +94,9 @@ func TestOperatorMarket(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{File: filepath.Join(dir, "alice.creds")}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	defer alice.Close()
-	terms := pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: 10 * time.Second, Prepayment: decimal.NewFromInt(10),
-		P: pricing.Flat(decimal.NewFromInt(1)), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.NewFromInt(1), Duration: 300 * time.Millisecond}}}
-	var c *protocol.Contract
+	terms := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: 10 * time.Second, Prepayment: decimal.NewFromInt(10),
+		P: contract.Flat(decimal.NewFromInt(1)), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.NewFromInt(1), Duration: 300 * time.Millisecond}}}
+	var c *protocol.ContractView
 	deadline := time.Now().Add(5 * time.Second)
 	for attempt := 1; c == nil; attempt++ {
 		// A new request id each time: an answered one keeps its answer.
@@ -112,8 +111,8 @@ func TestOperatorMarket(t *testing.T) {
 	for {
 		got, err := alice.Contract(ctx, c.ID)
 		require.NoError(t, err)
-		if got.State == trade.StateSettled {
-			assert.Equal(t, trade.ReasonCompleted, got.Reason)
+		if got.State == contract.StateSettled {
+			assert.Equal(t, contract.ReasonCompleted, got.Reason)
 			assert.True(t, got.Charge.IsPositive(), "charged for what gpu1 measured")
 			// The exchange took only readings gpu1 signed with the key of
 			// its credentials, and keeps the proof.

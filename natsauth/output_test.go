@@ -17,14 +17,13 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/signing"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestOperatorOutput: in operator mode too a job's output reaches its
@@ -42,9 +41,9 @@ func TestOperatorOutput(t *testing.T) {
 	signer, err := signing.LoadSigner(filepath.Join(dir, "gpu1.creds"))
 	require.NoError(t, err)
 	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserCredentials(filepath.Join(dir, "gpu1.creds"))}, Signer: signer,
-		ID: "gpu1", Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Runner: pr,
+		ID: "gpu1", Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Runner: pr,
 		Output: &spool.Config{Dir: out, LogCap: pr.OutputCap()}, Logger: slog.New(slog.DiscardHandler),
-		Policy: server.Posted{P: pricing.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
+		Policy: server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))}, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = a.Run(ctx) })
@@ -54,8 +53,8 @@ func TestOperatorOutput(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{File: filepath.Join(dir, "alice.creds")}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	defer alice.Close()
-	terms := pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: decimal.RequireFromString("0.60"),
-		P: pricing.Flat(decimal.RequireFromString("0.01")), Job: &pricing.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
+	terms := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: decimal.RequireFromString("0.60"),
+		P: contract.Flat(decimal.RequireFromString("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
 	var id string
 	for deadline, attempt := time.Now().Add(10*time.Second), 1; id == ""; attempt++ {
 		// A new request id each time: an answered one keeps its answer.

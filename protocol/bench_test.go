@@ -6,9 +6,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // recordEvent is an event as the exchange published it before events
@@ -16,7 +15,7 @@ import (
 // Event.Lean), internal fields and all.
 type recordEvent struct {
 	Type     protocol.EventType `json:"type"`
-	Contract trade.Contract     `json:"contract,omitzero"`
+	Contract contract.Contract  `json:"contract,omitzero"`
 	Due      decimal.Decimal    `json:"due,omitzero"`
 	At       time.Time          `json:"at"`
 }
@@ -26,7 +25,7 @@ type recordEvent struct {
 // as the exchange publishes them now (change) and as it did (record), and
 // reports their bytes.
 func BenchmarkEventsOfALife(b *testing.B) {
-	rec := fullRecord(trade.StateSettled)
+	rec := fullRecord(contract.StateSettled)
 	rec.Stuck, rec.Signed, rec.AcceptSigned = nil, nil, nil
 	life := []protocol.EventType{protocol.EventAccepted, protocol.EventStarted, protocol.EventReading, protocol.EventSettled}
 	b.Run("change", func(b *testing.B) {
@@ -50,7 +49,7 @@ func BenchmarkEventsOfALife(b *testing.B) {
 			for _, typ := range life {
 				c := rec
 				if typ != protocol.EventAccepted {
-					c.Terms = pricing.Terms{}
+					c.Terms = contract.Terms{}
 				}
 				out, err := protocol.Marshal(recordEvent{Type: typ, Contract: c, At: rec.SettledAt})
 				if err != nil {

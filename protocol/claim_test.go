@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // An accept's claim on the server's GPUs travelled as hold_for until it
 // was named claim_for. A server and an exchange one release apart must
 // still understand each other both ways.
 func TestDecisionClaimFor(t *testing.T) {
-	five := trade.Duration(5 * time.Second)
+	five := contract.Duration(5 * time.Second)
 
 	t.Run("Writes", func(t *testing.T) {
 		data, err := protocol.Marshal(protocol.Decision{Accept: true, ClaimFor: five})
@@ -42,17 +42,17 @@ func TestDecisionClaimFor(t *testing.T) {
 	t.Run("NewNameWins", func(t *testing.T) {
 		var d protocol.Decision
 		require.NoError(t, protocol.Unmarshal([]byte(`{"accept":true,"claim_for":"2s","hold_for":"5s"}`), &d))
-		assert.Equal(t, trade.Duration(2*time.Second), d.Claim())
+		assert.Equal(t, contract.Duration(2*time.Second), d.Claim())
 	})
 
 	t.Run("ReadByAnExchangeOneReleaseBehind", func(t *testing.T) {
 		// The Decision before the rename, decoded as the exchange decodes a
 		// server's answer (leniently: a newer server's fields are skipped).
 		type oldDecision struct {
-			Accept   bool            `json:"accept"`
-			HoldFor  trade.Duration  `json:"hold_for,omitempty"`
-			Counters []trade.Counter `json:"counters,omitempty"`
-			Reason   string          `json:"reason,omitempty"`
+			Accept   bool               `json:"accept"`
+			HoldFor  contract.Duration  `json:"hold_for,omitempty"`
+			Counters []contract.Counter `json:"counters,omitempty"`
+			Reason   string             `json:"reason,omitempty"`
 		}
 		data, err := protocol.Marshal(protocol.Decision{Accept: true, ClaimFor: five})
 		require.NoError(t, err)

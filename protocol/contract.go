@@ -5,29 +5,28 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
-// Contract is a contract as its parties see it: the client that pays, in
+// ContractView is a contract as its parties see it: the client that pays, in
 // every reply and event about it, and the server that runs it, in the
 // start and the reply to a started report. It is the exchange's record
-// (trade.Contract) less what is the exchange's own: the ledger holds on
+// (contract.Contract) less what is the exchange's own: the ledger holds on
 // the caps above the client (which name its project and organisation),
-// the watchdog's clock, and the errors of a stuck settlement.
+// the sweep's clock, and the errors of a stuck settlement.
 // docs/protocol.md ("contract") says what each field promises.
-type Contract struct {
-	ID     string        `json:"id"`
-	Client string        `json:"client"`
-	Server string        `json:"server"`
-	Terms  pricing.Terms `json:"terms"`
-	State  trade.State   `json:"state"`
-	Reason trade.Reason  `json:"reason,omitempty"`
+type ContractView struct {
+	ID     string          `json:"id"`
+	Client string          `json:"client"`
+	Server string          `json:"server"`
+	Terms  contract.Terms  `json:"terms"`
+	State  contract.State  `json:"state"`
+	Reason contract.Reason `json:"reason,omitempty"`
 	// Resumes names the suspended contract whose job this one continues.
 	Resumes string `json:"resumes,omitempty"`
 	// GPUs are the server's device indexes the job was given.
-	GPUs  []int       `json:"gpus,omitempty"`
-	Meter trade.Meter `json:"meter,omitempty"`
+	GPUs  []int          `json:"gpus,omitempty"`
+	Meter contract.Meter `json:"meter,omitempty"`
 
 	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time `json:"accepted_at"`
@@ -35,16 +34,16 @@ type Contract struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	SettledAt     time.Time `json:"settled_at,omitzero"`
 
-	Reading      *trade.Reading  `json:"reading,omitempty"`
-	Signed       *trade.Signed   `json:"signed,omitempty"`
-	AcceptSigned *trade.Signed   `json:"accept_signed,omitempty"`
-	Charge       decimal.Decimal `json:"charge"`
-	Refund       decimal.Decimal `json:"refund"`
+	Reading      *contract.Reading `json:"reading,omitempty"`
+	Signed       *contract.Signed  `json:"signed,omitempty"`
+	AcceptSigned *contract.Signed  `json:"accept_signed,omitempty"`
+	Charge       decimal.Decimal   `json:"charge"`
+	Refund       decimal.Decimal   `json:"refund"`
 
 	// Stop is the client's kill or suspend of the running contract, when
 	// the exchange heard it, and by when the contract settles at the
 	// latest, whether or not its server stops the job.
-	Stop *trade.Stop `json:"stop,omitempty"`
+	Stop *contract.Stop `json:"stop,omitempty"`
 
 	// SettlementDelayedSince is set while the exchange tries and fails to
 	// settle or void the contract (its record is stuck): since when. It
@@ -54,8 +53,8 @@ type Contract struct {
 }
 
 // View is the record c as its parties see it.
-func View(c trade.Contract) Contract {
-	v := Contract{
+func View(c contract.Contract) ContractView {
+	v := ContractView{
 		ID: c.ID, Client: c.Client, Server: c.Server, Terms: c.Terms, State: c.State, Reason: c.Reason,
 		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter,
 		QueuedAt: c.QueuedAt, AcceptedAt: c.AcceptedAt, StartDeadline: c.StartDeadline,
@@ -70,8 +69,8 @@ func View(c trade.Contract) Contract {
 }
 
 // Views is View of each record of cs.
-func Views(cs []trade.Contract) []Contract {
-	out := make([]Contract, len(cs))
+func Views(cs []contract.Contract) []ContractView {
+	out := make([]ContractView, len(cs))
 	for i, c := range cs {
 		out[i] = View(c)
 	}
@@ -82,27 +81,27 @@ func Views(cs []trade.Contract) []Contract {
 // fields the event changed; a field left out did not change. The accepted
 // event carries every field of Contract but SettlementDelayedSince
 // (Changed says which fields each event type carries, and
-// docs/protocol.md lists them). Contract.Apply merges one into a contract.
+// docs/protocol.md lists them). ContractView.Apply merges one into a contract.
 type ContractChange struct {
-	ID            string           `json:"id"`
-	Client        string           `json:"client,omitempty"`
-	Server        string           `json:"server,omitempty"`
-	Terms         pricing.Terms    `json:"terms,omitzero"`
-	State         trade.State      `json:"state,omitempty"`
-	Reason        trade.Reason     `json:"reason,omitempty"`
-	Resumes       string           `json:"resumes,omitempty"`
-	GPUs          []int            `json:"gpus,omitempty"`
-	Meter         trade.Meter      `json:"meter,omitempty"`
-	QueuedAt      time.Time        `json:"queued_at,omitzero"`
-	AcceptedAt    time.Time        `json:"accepted_at,omitzero"`
-	StartDeadline time.Time        `json:"start_deadline,omitzero"`
-	StartedAt     time.Time        `json:"started_at,omitzero"`
-	SettledAt     time.Time        `json:"settled_at,omitzero"`
-	Reading       *trade.Reading   `json:"reading,omitempty"`
-	Signed        *trade.Signed    `json:"signed,omitempty"`
-	AcceptSigned  *trade.Signed    `json:"accept_signed,omitempty"`
-	Charge        *decimal.Decimal `json:"charge,omitempty"`
-	Refund        *decimal.Decimal `json:"refund,omitempty"`
+	ID            string            `json:"id"`
+	Client        string            `json:"client,omitempty"`
+	Server        string            `json:"server,omitempty"`
+	Terms         contract.Terms    `json:"terms,omitzero"`
+	State         contract.State    `json:"state,omitempty"`
+	Reason        contract.Reason   `json:"reason,omitempty"`
+	Resumes       string            `json:"resumes,omitempty"`
+	GPUs          []int             `json:"gpus,omitempty"`
+	Meter         contract.Meter    `json:"meter,omitempty"`
+	QueuedAt      time.Time         `json:"queued_at,omitzero"`
+	AcceptedAt    time.Time         `json:"accepted_at,omitzero"`
+	StartDeadline time.Time         `json:"start_deadline,omitzero"`
+	StartedAt     time.Time         `json:"started_at,omitzero"`
+	SettledAt     time.Time         `json:"settled_at,omitzero"`
+	Reading       *contract.Reading `json:"reading,omitempty"`
+	Signed        *contract.Signed  `json:"signed,omitempty"`
+	AcceptSigned  *contract.Signed  `json:"accept_signed,omitempty"`
+	Charge        *decimal.Decimal  `json:"charge,omitempty"`
+	Refund        *decimal.Decimal  `json:"refund,omitempty"`
 }
 
 // Changed is what an event of type typ says of record c:
@@ -115,7 +114,7 @@ type ContractChange struct {
 //
 // It copies no more of c than the event carries, so that an event costs
 // what it says, not the whole record.
-func Changed(typ EventType, c *trade.Contract) *ContractChange {
+func Changed(typ EventType, c *contract.Contract) *ContractChange {
 	ch := &ContractChange{ID: c.ID, State: c.State}
 	switch typ {
 	case EventAccepted:
@@ -140,7 +139,7 @@ func Changed(typ EventType, c *trade.Contract) *ContractChange {
 // (accepted, running, then settled or voided), the reading only to a
 // later one (with its signature). A contract that ends is no longer
 // delayed.
-func (c *Contract) Apply(ch ContractChange) {
+func (c *ContractView) Apply(ch ContractChange) {
 	if c.ID == "" {
 		c.ID = ch.ID
 	}
@@ -150,7 +149,7 @@ func (c *Contract) Apply(ch ContractChange) {
 	if !ch.Terms.IsZero() {
 		c.Terms = ch.Terms
 	}
-	if ch.State != "" && stateRank(ch.State) > stateRank(c.State) {
+	if ch.State != "" && ch.State.After(c.State) {
 		c.State = ch.State
 	}
 	if ch.Reason != "" {
@@ -182,7 +181,7 @@ func (c *Contract) Apply(ch ContractChange) {
 	if ch.Refund != nil {
 		c.Refund = *ch.Refund
 	}
-	if c.State == trade.StateSettled || c.State == trade.StateVoided {
+	if c.State.Ended() {
 		c.SettlementDelayedSince = time.Time{}
 	}
 }
@@ -191,17 +190,4 @@ func setString(to *string, from string) {
 	if from != "" {
 		*to = from
 	}
-}
-
-// stateRank orders the states of a contract's life.
-func stateRank(s trade.State) int {
-	switch s {
-	case trade.StateAccepted:
-		return 1
-	case trade.StateRunning:
-		return 2
-	case trade.StateSettled, trade.StateVoided:
-		return 3
-	}
-	return 0
 }

@@ -17,7 +17,7 @@ import (
 // DisallowUnknownFields: at most MaxMessage bytes, no
 // field the message type lacks, nothing after the value. Its errors are
 // EInvalid *bourse.Errors, or the typed error of a field's own decoder
-// (pricing.Terms names its fields).
+// (contract.Terms names its fields).
 func Unmarshal(data []byte, v any) error {
 	if len(data) > MaxMessage {
 		return &bourse.Error{Code: bourse.EInvalid, Message: fmt.Sprintf("message of %d bytes exceeds the limit of %d", len(data), MaxMessage)}

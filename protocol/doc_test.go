@@ -22,11 +22,10 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // docPath is the wire protocol reference whose examples these tests pin.
@@ -58,7 +57,7 @@ func contractID(client, requestID string) string {
 }
 
 // view is the record c as its parties see it.
-func view(c trade.Contract) *protocol.Contract {
+func view(c contract.Contract) *protocol.ContractView {
 	v := protocol.View(c)
 	return &v
 }
@@ -82,21 +81,21 @@ func examples(t *testing.T) []example {
 
 	// What alice offers: 2 H100s for up to 2 hours, paying per GPU-second
 	// nothing below 0.5 GPUs busy on average, rising to 0.004 CRED at 2.
-	terms := pricing.Terms{
+	terms := contract.Terms{
 		Client:     "alice",
 		Currency:   "CRED",
 		GPUs:       2,
-		Class:      pricing.Class{Model: "H100", MinMemoryMiB: 80000},
+		Class:      contract.Class{Model: "H100", MinMemoryMiB: 80000},
 		TimeLimit:  2 * time.Hour,
 		Prepayment: dectest.D("40.00"),
-		P:          pricing.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")),
-		Job: &pricing.JobSpec{
+		P:          contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004")),
+		Job: &contract.JobSpec{
 			Command: "/opt/jobs/train.sh",
 			Args:    []string{"--config", "resnet50.yaml", "--ckpt-dir", "/scratch/alice/ckpt"},
 			Env:     map[string]string{"WANDB_MODE": "offline"},
 		},
 	}
-	if err := pricing.Validate(terms, func(string) (int32, bool) { return scale, true }); err != nil {
+	if err := contract.Validate(terms, func(string) (int32, bool) { return scale, true }); err != nil {
 		t.Fatal(err)
 	}
 	onGPU1 := terms
@@ -106,75 +105,75 @@ func examples(t *testing.T) []example {
 	offerID := id + "-" + strconv.FormatInt(at(t, "4ms").UnixNano(), 10)
 	resumedOfferID := resumedID + "-" + strconv.FormatInt(at(t, "50m0.004s").UnixNano(), 10)
 
-	accepted := trade.Contract{
-		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateAccepted,
+	accepted := contract.Contract{
+		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: contract.StateAccepted,
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
-	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: trade.MeterNVML,
-		Output: trade.OutputCaps{Log: 10 << 20, Results: 64 << 20}}
+	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: contract.MeterNVML,
+		Output: contract.OutputCaps{Log: 10 << 20, Results: 64 << 20}}
 	running := accepted
-	running.State, running.GPUs, running.StartedAt, running.LastSeen = trade.StateRunning, started.GPUs, started.At, at(t, "37ms")
+	running.State, running.GPUs, running.StartedAt, running.LastSeen = contract.StateRunning, started.GPUs, started.At, at(t, "37ms")
 	running.Meter = started.Meter
 
-	reading := trade.Reading{
-		Contract: id, Seq: 600, U: dectest.D("1140.5"), T: trade.Duration(10 * time.Minute), S: dectest.D("2"),
+	reading := contract.Reading{
+		Contract: id, Seq: 600, U: dectest.D("1140.5"), T: contract.Duration(10 * time.Minute), S: dectest.D("2"),
 		EnergyJ: dectest.D("781440"), At: at(t, "10m0.036s"),
 	}
 	withReading := running
 	withReading.Reading, withReading.LastSeen = &reading, at(t, "10m0.039s")
-	due, err := pricing.Due(terms, reading.Usage(), scale)
+	due, err := contract.Due(terms, reading.Usage(), scale)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	lastBeforeSuspend := trade.Reading{
-		Contract: id, Seq: 2709, U: dectest.D("5146.3"), T: trade.Duration(45*time.Minute + 9*time.Second), S: dectest.D("2"),
+	lastBeforeSuspend := contract.Reading{
+		Contract: id, Seq: 2709, U: dectest.D("5146.3"), T: contract.Duration(45*time.Minute + 9*time.Second), S: dectest.D("2"),
 		EnergyJ: dectest.D("3522870"), At: at(t, "45m9.036s"),
 	}
 	beingSuspended := running
 	beingSuspended.Reading, beingSuspended.LastSeen = &lastBeforeSuspend, at(t, "45m9.040s")
 	// The suspend as the exchange heard it: it believes the server for the
 	// stop grace (15 s) more.
-	suspend := trade.Stop{Reason: trade.ReasonSuspended, At: at(t, "45m9.502s"), By: at(t, "45m24.502s")}
+	suspend := contract.Stop{Reason: contract.ReasonSuspended, At: at(t, "45m9.502s"), By: at(t, "45m24.502s")}
 	beingSuspended.Stop = &suspend
 
-	final := trade.Reading{
-		Contract: id, Seq: 2710, U: dectest.D("5147.9"), T: trade.Duration(45*time.Minute + 10476*time.Millisecond), S: dectest.D("2"),
-		EnergyJ: dectest.D("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: trade.ReasonSuspended,
+	final := contract.Reading{
+		Contract: id, Seq: 2710, U: dectest.D("5147.9"), T: contract.Duration(45*time.Minute + 10476*time.Millisecond), S: dectest.D("2"),
+		EnergyJ: dectest.D("3524310"), At: at(t, "45m10.512s"), Final: true, Reason: contract.ReasonSuspended,
 	}
-	st, err := pricing.Charge(terms, final.Usage(), scale)
+	st, err := contract.Charge(terms, final.Usage(), scale)
 	if err != nil {
 		t.Fatal(err)
 	}
 	settled := running
-	settled.State, settled.Reason, settled.Stop = trade.StateSettled, trade.ReasonSuspended, &suspend
+	settled.State, settled.Reason, settled.Stop = contract.StateSettled, contract.ReasonSuspended, &suspend
 	settled.Reading, settled.LastSeen, settled.SettledAt = &final, at(t, "45m10.529s"), at(t, "45m10.529s")
 	settled.Charge, settled.Refund = st.Charge, st.Refund
 
-	resumed := trade.Contract{
-		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: trade.StateRunning,
-		Resumes: id, GPUs: []int{2, 3}, Meter: trade.MeterNVML,
+	resumed := contract.Contract{
+		ID: resumedID, Client: "alice", Server: "gpu1", Terms: onGPU1, State: contract.StateRunning,
+		Resumes: id, GPUs: []int{2, 3}, Meter: contract.MeterNVML,
 		AcceptedAt: at(t, "50m0.027s"), StartDeadline: at(t, "50m15.027s"),
 		StartedAt: at(t, "50m0.033s"), LastSeen: at(t, "54m59.041s"),
-		Reading: &trade.Reading{
-			Contract: resumedID, Seq: 299, U: dectest.D("571.2"), T: trade.Duration(4*time.Minute + 59*time.Second), S: dectest.D("2"),
+		Reading: &contract.Reading{
+			Contract: resumedID, Seq: 299, U: dectest.D("571.2"), T: contract.Duration(4*time.Minute + 59*time.Second), S: dectest.D("2"),
 			EnergyJ: dectest.D("389220"), At: at(t, "54m59.033s"),
 		},
 	}
 
 	voidedTerms := terms
 	voidedTerms.Server = "gpu2"
-	voided := trade.Contract{
-		ID: voidedID, Client: "alice", Server: "gpu2", Terms: voidedTerms, State: trade.StateVoided,
-		Reason:     trade.ReasonNotStarted,
+	voided := contract.Contract{
+		ID: voidedID, Client: "alice", Server: "gpu2", Terms: voidedTerms, State: contract.StateVoided,
+		Reason:     contract.ReasonNotStarted,
 		AcceptedAt: at(t, "1h10m0.027s"), StartDeadline: at(t, "1h10m15.027s"), SettledAt: at(t, "1h10m15.9s"),
 		Charge: decimal.Zero, Refund: terms.Prepayment,
 	}
 
 	// The countered offer: gpu1 wants up to 0.006, gpu2 has no room.
 	counterTerms := onGPU1
-	counterTerms.P = pricing.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.006"))
-	counter := trade.Counter{
+	counterTerms.P = contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.006"))
+	counter := contract.Counter{
 		ID: "VbP3ZkQ8rT1nXw6YcJ2m4d", Server: "gpu1", Terms: counterTerms, ValidUntil: at(t, "20m10.004s"),
 		Note: "reserve price: 0.006 per GPU-second at full use",
 	}
@@ -210,24 +209,24 @@ func examples(t *testing.T) []example {
 	waitID := contractID("alice", "train-81880")
 	waitTerms := terms
 	waitTerms.Job = nil
-	waitTerms.P = pricing.Curve{{X: dectest.D("0"), Y: dectest.D("0.003")}, {X: dectest.D("2"), Y: dectest.D("0.004")}}
-	queued := trade.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
+	waitTerms.P = contract.Curve{{X: dectest.D("0"), Y: dectest.D("0.003")}, {X: dectest.D("2"), Y: dectest.D("0.004")}}
+	queued := contract.Waiting{ID: waitID, Client: "alice", RequestID: "train-81880", Terms: waitTerms,
 		Price: waitTerms.SurePrice().Decimal(scale + protocol.PricePlaces), QueuedAt: at(t, "1h0m0.004s"), Until: at(t, "7h0m0.004s"), Ahead: 1}
 	if !queued.Price.Equal(dectest.D("0.00277778")) {
 		t.Fatalf("sure price %s", queued.Price)
 	}
 	cancelled := queued
-	cancelled.Ahead, cancelled.Left = 0, trade.LeftCancelled
+	cancelled.Ahead, cancelled.Left = 0, contract.LeftCancelled
 	expired := queued
-	expired.Ahead, expired.Left = 0, trade.LeftExpired
+	expired.Ahead, expired.Left = 0, contract.LeftExpired
 	waitCounter := counter
 	waitCounter.ID, waitCounter.Terms.Job, waitCounter.ValidUntil = "Qm7hT2cV9pL4xZ8aR1sN3e", nil, at(t, "1h42m15.2s")
 
-	gpus := make([]trade.GPU, 4)
+	gpus := make([]contract.GPU, 4)
 	for i := range gpus {
-		gpus[i] = trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
+		gpus[i] = contract.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
 	}
-	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
+	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
 
 	return []example{
 		// Errors.
@@ -238,7 +237,7 @@ func examples(t *testing.T) []example {
 		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},
 		{"offer.reply.contract", protocol.OfferReply{Contract: view(accepted)}},
 		{"offer.reply.counters", protocol.OfferReply{
-			Counters:   []trade.Counter{counter},
+			Counters:   []contract.Counter{counter},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}},
 		}},
 		{"offer.request.counter", protocol.OfferRequest{RequestID: "train-81863", Terms: counterTerms, Counter: counter.ID}},
@@ -250,7 +249,7 @@ func examples(t *testing.T) []example {
 		{"contract.request", protocol.ContractRequest{Contract: id}},
 		{"contract.reply", *view(settled)},
 		{"contracts.request", protocol.ContractsRequest{Limit: 1}},
-		{"contracts.reply", protocol.ContractsReply{Contracts: protocol.Views([]trade.Contract{resumed})}},
+		{"contracts.reply", protocol.ContractsReply{Contracts: protocol.Views([]contract.Contract{resumed})}},
 		{"balance.request", protocol.BalanceRequest{Currency: "CRED"}},
 		{"balance.reply", protocol.BalanceReply{
 			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
@@ -263,22 +262,22 @@ func examples(t *testing.T) []example {
 			{Seq: 4107, Stream: protocol.StreamStdout, Offset: 0, Data: []byte("epoch 1/90 loss 6.91\n")},
 			{Seq: 4108, Stream: protocol.StreamStderr, Offset: 0, Data: []byte("warning: cudnn benchmark off\n")},
 			{Seq: 4522, Stream: protocol.StreamStdout, Offset: 21, Data: []byte("epoch 2/90 loss 5.87\n")},
-		}, Next: 4522, State: trade.StateRunning}},
+		}, Next: 4522, State: contract.StateRunning}},
 		{"logs.request.next", protocol.OutputRequest{Contract: id, After: 4522}},
 		{"logs.reply.done", protocol.OutputReply{Chunks: []protocol.OutputChunk{}, Next: 98211, Done: true,
-			End: &protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}, State: trade.StateSettled}},
+			End: &protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}, State: contract.StateSettled}},
 		{"results.reply", protocol.OutputReply{Chunks: []protocol.OutputChunk{
 			{Seq: 98212, Stream: protocol.StreamResults, Offset: 0, Data: []byte("ckpt/\x00\x00\x00")},
-		}, Next: 98212, State: trade.StateSettled}},
+		}, Next: 98212, State: contract.StateSettled}},
 		{"output.end.log", protocol.OutputEnd{Stdout: 1890, Stderr: 29, Cap: 10 << 20}},
 		{"output.end.results", protocol.OutputEnd{Results: 20480, Omitted: []string{"ckpt/optimizer.pt: 3221225472 bytes, over the results cap"}}},
-		{"offer.request.wait", protocol.OfferRequest{RequestID: "train-81880", Terms: waitTerms, Wait: trade.Duration(6 * time.Hour)}},
+		{"offer.request.wait", protocol.OfferRequest{RequestID: "train-81880", Terms: waitTerms, Wait: contract.Duration(6 * time.Hour)}},
 		{"offer.reply.queued", protocol.OfferReply{
 			Rejections: []protocol.Rejection{{Server: "gpu1", Reason: "no free GPU of the class"}, {Server: "gpu2", Reason: "no free GPU of the class"}},
 			Queued:     &queued,
 		}},
 		{"waiting.request", protocol.WaitingRequest{Currency: "CRED"}},
-		{"waiting.reply", protocol.WaitingReply{Offers: []trade.Waiting{queued}}},
+		{"waiting.reply", protocol.WaitingReply{Offers: []contract.Waiting{queued}}},
 		{"cancel.request", protocol.CancelRequest{Offer: waitID}},
 		{"cancel.reply", cancelled},
 		{"balance.reply.waiting", protocol.BalanceReply{
@@ -288,8 +287,8 @@ func examples(t *testing.T) []example {
 		{"quote.request", protocol.QuoteRequest{Terms: terms}},
 		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
-		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: trade.Duration(time.Hour),
-			Every: trade.Duration(5 * time.Second), Models: []protocol.MarketModel{{
+		{"market", protocol.Market{Currency: "CRED", Scale: scale, At: at(t, "1h"), Window: contract.Duration(time.Hour),
+			Every: contract.Duration(5 * time.Second), Models: []protocol.MarketModel{{
 				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
@@ -301,15 +300,15 @@ func examples(t *testing.T) []example {
 		{"event.reading", protocol.Event{Type: protocol.EventReading, Contract: protocol.Changed(protocol.EventReading, &withReading), Due: due, At: withReading.LastSeen}},
 		{"event.settled", protocol.Event{Type: protocol.EventSettled, Contract: protocol.Changed(protocol.EventSettled, &settled), At: settled.SettledAt}},
 		{"event.voided", protocol.Event{Type: protocol.EventVoided, Contract: protocol.Changed(protocol.EventVoided, &voided), At: voided.SettledAt}},
-		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []trade.Counter{waitCounter}, At: at(t, "1h42m0.2s")}},
+		{"event.countered", protocol.Event{Type: protocol.EventCountered, Waiting: &queued, Counters: []contract.Counter{waitCounter}, At: at(t, "1h42m0.2s")}},
 		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
 		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
-			Heartbeat:       trade.Duration(time.Second),
-			ReadingEvery:    trade.Duration(time.Second),
-			ServerLostAfter: trade.Duration(10 * time.Second),
+			Heartbeat:       contract.Duration(time.Second),
+			ReadingEvery:    contract.Duration(time.Second),
+			ServerLostAfter: contract.Duration(10 * time.Second),
 		}},
 		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
 		{"started", started},
@@ -319,12 +318,12 @@ func examples(t *testing.T) []example {
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
-		{"decision.accept", protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}},
-		{"decision.counter", protocol.Decision{Counters: []trade.Counter{counter}, Reason: "below the reserve price"}},
+		{"decision.accept", protocol.Decision{Accept: true, ClaimFor: contract.Duration(5 * time.Second)}},
+		{"decision.counter", protocol.Decision{Counters: []contract.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},
 		{"deliver.start", protocol.Start{Offer: offerID, Contract: *view(accepted)}},
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
-		{"deliver.control", protocol.Control{Contract: id, Action: trade.ReasonSuspended}},
+		{"deliver.control", protocol.Control{Contract: id, Action: contract.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},
 		{"deliver.quote", protocol.ServerOffer{Offer: "quote-alice-" + strconv.FormatInt(at(t, "-1m").UnixNano(), 10), Terms: terms}},
 	}
@@ -419,7 +418,7 @@ func TestDocCommands(t *testing.T) {
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
-		"server.usage":     func() any { return new(trade.Reading) },
+		"server.usage":     func() any { return new(contract.Reading) },
 		"deliver.offer":    func() any { return new(protocol.Decision) },
 		"deliver.start":    func() any { return new(protocol.Started) },
 		"deliver.control":  func() any { return new(struct{}) },
@@ -474,8 +473,8 @@ func TestDocCommands(t *testing.T) {
 // TestDocExampleIDs checks the identifiers the doc quotes in prose.
 func TestDocExampleIDs(t *testing.T) {
 	doc := readDoc(t)
-	r := trade.Reading{
-		Contract: contractID("alice", "train-81861"), Seq: 600, U: dectest.D("1140.5"), T: trade.Duration(10 * time.Minute),
+	r := contract.Reading{
+		Contract: contractID("alice", "train-81861"), Seq: 600, U: dectest.D("1140.5"), T: contract.Duration(10 * time.Minute),
 		S: dectest.D("2"), EnergyJ: dectest.D("781440"), At: at(t, "10m0.036s"),
 	}
 	for _, s := range []string{
@@ -496,15 +495,15 @@ func TestDocExampleIDs(t *testing.T) {
 
 // TestDocFieldPaths checks the field the doc quotes for a bad curve: the
 // exchange names every field by its path in the request, so a terms field
-// comes with "terms." before the name the pricing package gives it
+// comes with "terms." before the name package contract gives it
 // (exchange/badinput_test.go checks the exchange answers so).
 func TestDocFieldPaths(t *testing.T) {
 	doc := readDoc(t)
-	terms := pricing.Terms{
+	terms := contract.Terms{
 		Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("1"),
-		P: pricing.Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}, {X: dectest.D("0.5"), Y: dectest.D("0.02")}},
+		P: contract.Curve{{X: dectest.D("1"), Y: dectest.D("0.01")}, {X: dectest.D("0.5"), Y: dectest.D("0.02")}},
 	}
-	err := pricing.Validate(terms, func(string) (int32, bool) { return 2, true })
+	err := contract.Validate(terms, func(string) (int32, bool) { return 2, true })
 	var e *bourse.Error
 	if !errors.As(err, &e) || e.Code != bourse.EInvalidCurve {
 		t.Fatalf("an unsorted curve: %v", err)
@@ -546,7 +545,7 @@ func TestDocSubjects(t *testing.T) {
 }
 
 // TestDocVocabulary checks that the doc explains every error code of
-// error.go (in its table) and every state, stop reason (package trade)
+// error.go (in its table) and every state, stop reason (package contract)
 // and event type (package protocol), found by reading the source so that a new constant
 // cannot go undocumented.
 func TestDocVocabulary(t *testing.T) {
@@ -557,8 +556,8 @@ func TestDocVocabulary(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"State", "Reason", "EventType", "Meter"} {
-		consts := stringConsts(t, "../trade/contract.go", typ)
-		consts = append(consts, stringConsts(t, "../trade/meter.go", typ)...)
+		consts := stringConsts(t, "../contract/contract.go", typ)
+		consts = append(consts, stringConsts(t, "../contract/meter.go", typ)...)
 		consts = append(consts, stringConsts(t, "messages.go", typ)...)
 		if len(consts) == 0 {
 			t.Fatalf("no constants of type %s found", typ)

@@ -6,16 +6,16 @@ import (
 	json "github.com/go-json-experiment/json/v1"
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // marshalOptions encode as encoding/json does (its v1 options), with one
 // marshaler of ours: decimals, every amount on the wire, written by
-// pricing.AppendDecimal instead of through math/big, in the same text.
+// contract.AppendDecimal instead of through math/big, in the same text.
 var marshalOptions = jsonv2.JoinOptions(json.DefaultOptionsV1(),
 	jsonv2.WithMarshalers(jsonv2.MarshalToFunc(func(enc *jsontext.Encoder, d decimal.Decimal) error {
 		b := append(enc.AvailableBuffer(), '"')
-		b = pricing.AppendDecimal(b, d)
+		b = contract.AppendDecimal(b, d)
 		return enc.WriteValue(append(b, '"'))
 	})))
 

@@ -10,9 +10,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // FuzzDecodeReading: whatever a server sends, DecodeReading either refuses
@@ -25,9 +24,9 @@ func FuzzDecodeReading(f *testing.F) {
 	f.Add([]byte(`{"contract":"c-1","seq":3,"u":"0.0000000000000000000000000000000000000000000000000000000000000000000001","t":"1s","s":"1e-70","energy":"-1","at":"2100-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"contract":"c-1","seq":1,"u":1,"t":"8760h","s":"2","energy":"0","at":"2026-11-21T12:00:00Z","extra":true}`))
 	f.Add([]byte(`[]`))
-	terms := pricing.Terms{Client: "c", Currency: "CRED", GPUs: 4, TimeLimit: time.Hour,
-		Prepayment: decimal.RequireFromString("50"), P: pricing.Flat(decimal.RequireFromString("0.003")),
-		Q: pricing.Flat(decimal.RequireFromString("0.001"))}
+	terms := contract.Terms{Client: "c", Currency: "CRED", GPUs: 4, TimeLimit: time.Hour,
+		Prepayment: decimal.RequireFromString("50"), P: contract.Flat(decimal.RequireFromString("0.003")),
+		Q: contract.Flat(decimal.RequireFromString("0.001"))}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := protocol.DecodeReading(data)
 		if err != nil {
@@ -37,7 +36,7 @@ func FuzzDecodeReading(f *testing.F) {
 			}
 			return
 		}
-		if _, err := pricing.Charge(terms, r.Usage(), 2); err != nil {
+		if _, err := contract.Charge(terms, r.Usage(), 2); err != nil {
 			t.Fatalf("reading %s decoded but does not price: %v", data, err)
 		}
 		out, err := json.Marshal(r)
@@ -54,7 +53,7 @@ func FuzzDecodeReading(f *testing.F) {
 	})
 }
 
-func sameReading(a, b trade.Reading) bool {
+func sameReading(a, b contract.Reading) bool {
 	return a.Contract == b.Contract && a.Seq == b.Seq && a.U.Equal(b.U) && a.T == b.T && a.S.Equal(b.S) &&
 		a.EnergyJ.Equal(b.EnergyJ) && a.At.Equal(b.At) && a.Final == b.Final && a.Reason == b.Reason &&
 		reflect.DeepEqual(a.ExitCode, b.ExitCode)

@@ -9,8 +9,8 @@ import (
 	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // The wire is read with github.com/go-json-experiment/json (what
@@ -45,10 +45,10 @@ var wireTypes = map[string]func() any{
 	"cancel":        func() any { return new(protocol.Cancel) },
 	"control":       func() any { return new(protocol.Control) },
 	"event":         func() any { return new(protocol.Event) },
-	"contract":      func() any { return new(protocol.Contract) },
+	"contract":      func() any { return new(protocol.ContractView) },
 	"change":        func() any { return new(protocol.ContractChange) },
 	"contracts":     func() any { return new(protocol.ContractsReply) },
-	"reading":       func() any { return new(trade.Reading) },
+	"reading":       func() any { return new(contract.Reading) },
 	"hello_reply":   func() any { return new(protocol.HelloReply) },
 	"error":         func() any { return new(protocol.ErrorReply) },
 }

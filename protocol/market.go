@@ -5,8 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // MarketPrefix is where the exchange publishes market data:
@@ -27,11 +26,11 @@ const MarketSubjects = MarketPrefix + ".>"
 // Prices are what was paid for what was used: per GPU-second used, at the
 // currency's Scale plus PricePlaces decimal places.
 type Market struct {
-	Currency string         `json:"currency"`
-	Scale    int32          `json:"scale"`
-	At       time.Time      `json:"at"`
-	Window   trade.Duration `json:"window"`
-	Every    trade.Duration `json:"every"`
+	Currency string            `json:"currency"`
+	Scale    int32             `json:"scale"`
+	At       time.Time         `json:"at"`
+	Window   contract.Duration `json:"window"`
+	Every    contract.Duration `json:"every"`
 	// Models has a line per GPU model: a contract counts under the model
 	// its terms ask for, or else the one model of its server's GPUs that
 	// fit it ("any" where neither says); a waiting offer under the model
@@ -82,7 +81,7 @@ type Prices struct {
 
 // Depth sums up the book's waiting offers of a model: how many, the GPUs
 // they ask for, and the best (highest) sure price among them, by which
-// the book is ordered (trade.Waiting.Price).
+// the book is ordered (contract.Waiting.Price).
 type Depth struct {
 	Offers int             `json:"offers"`
 	GPUs   int             `json:"gpus"`
@@ -93,7 +92,7 @@ type Depth struct {
 // (bourse.v1.client.<c>.quote), without making one: nothing is escrowed,
 // no GPU is claimed, and no contract or waiting offer comes of it.
 type QuoteRequest struct {
-	Terms pricing.Terms `json:"terms"`
+	Terms contract.Terms `json:"terms"`
 }
 
 // QuoteReply is what the matching servers answered a quote: the servers
@@ -101,7 +100,7 @@ type QuoteRequest struct {
 // (each may be taken as from an offer's reply, while valid), and the
 // rejections without a counter.
 type QuoteReply struct {
-	Accepts    []string        `json:"accepts,omitempty"`
-	Counters   []trade.Counter `json:"counters,omitempty"`
-	Rejections []Rejection     `json:"rejections,omitempty"`
+	Accepts    []string           `json:"accepts,omitempty"`
+	Counters   []contract.Counter `json:"counters,omitempty"`
+	Rejections []Rejection        `json:"rejections,omitempty"`
 }

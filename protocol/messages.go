@@ -7,9 +7,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // MaxMessage bounds every request body the exchange reads.
@@ -24,8 +23,8 @@ const MaxReading = 8 << 10
 // request with the same RequestID returns the first answer's contract.
 // Terms.Client may be empty; it is the sender, and another name is refused.
 type OfferRequest struct {
-	RequestID string        `json:"request_id"`
-	Terms     pricing.Terms `json:"terms"`
+	RequestID string         `json:"request_id"`
+	Terms     contract.Terms `json:"terms"`
 	// Counter takes a counter-offer: its ID, with Terms equal to its terms
 	// and Terms.Server its server.
 	Counter string `json:"counter,omitempty"`
@@ -35,7 +34,7 @@ type OfferRequest struct {
 	// server accepts it at once (at most MaxWait): the reply is then
 	// Queued, and a contract is made when GPUs free up and a server
 	// accepts it (an accepted event tells).
-	Wait trade.Duration `json:"wait,omitempty"`
+	Wait contract.Duration `json:"wait,omitempty"`
 }
 
 // MaxWait is the longest an offer may wait in the book.
@@ -44,14 +43,14 @@ const MaxWait = 7 * 24 * time.Hour
 // OfferReply carries a contract, or, when no server accepted, every
 // counter-offer the matching servers made.
 type OfferReply struct {
-	Contract *Contract       `json:"contract,omitempty"`
-	Counters []trade.Counter `json:"counters,omitempty"`
+	Contract *ContractView      `json:"contract,omitempty"`
+	Counters []contract.Counter `json:"counters,omitempty"`
 	// Rejections lists servers that rejected without a counter, and why.
 	Rejections []Rejection `json:"rejections,omitempty"`
 	// Queued is the offer as it waits in the book, for an offer that
 	// said it would wait and that no server accepted at once; Counters
 	// and Rejections are then the servers' answers before it was queued.
-	Queued *trade.Waiting `json:"queued,omitempty"`
+	Queued *contract.Waiting `json:"queued,omitempty"`
 }
 
 // Rejection is a server's no. Code, where there is one, says that the
@@ -83,7 +82,7 @@ type ContractsRequest struct {
 
 // ContractsReply is the answer to a ContractsRequest.
 type ContractsReply struct {
-	Contracts []Contract `json:"contracts"`
+	Contracts []ContractView `json:"contracts"`
 }
 
 // BalanceRequest reads the sender's wallet in a currency.
@@ -126,7 +125,7 @@ type WaitingRequest struct {
 
 // WaitingReply is the answer to a WaitingRequest.
 type WaitingReply struct {
-	Offers []trade.Waiting `json:"offers"`
+	Offers []contract.Waiting `json:"offers"`
 }
 
 // StatementRequest pages through the sender's wallet statement.
@@ -149,14 +148,14 @@ type Event struct {
 	// Contract is what changed of the contract: the whole of it in the
 	// accepted event, its id and the fields the event changed in the
 	// others (Changed); absent in the events of a waiting offer
-	// (countered, left_book), which carry Waiting. Contract.Apply merges
+	// (countered, left_book), which carry Waiting. ContractView.Apply merges
 	// it into the contract as the client holds it.
-	Contract *ContractChange `json:"contract,omitempty"`
-	Waiting  *trade.Waiting  `json:"waiting,omitempty"`
+	Contract *ContractChange   `json:"contract,omitempty"`
+	Waiting  *contract.Waiting `json:"waiting,omitempty"`
 	// Counters are the counter-offers servers made a waiting offer when
 	// it was offered to them (countered events): take one as from an
 	// offer's reply.
-	Counters []trade.Counter `json:"counters,omitempty"`
+	Counters []contract.Counter `json:"counters,omitempty"`
 	// Due is the running charge of the reading, for reading events.
 	Due decimal.Decimal `json:"due,omitzero"`
 	// Warning says, for spend_warning events, which cap the contract took
@@ -190,9 +189,9 @@ const (
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange
 // answers with HelloReply. Heartbeats carry the same fields.
 type Hello struct {
-	Currency string      `json:"currency"`
-	GPUs     []trade.GPU `json:"gpus"`
-	Free     int         `json:"free"`
+	Currency string         `json:"currency"`
+	GPUs     []contract.GPU `json:"gpus"`
+	Free     int            `json:"free"`
 	// Running lists the contracts the server is running now.
 	Running []string `json:"running,omitempty"`
 	Policy  string   `json:"policy,omitempty"`
@@ -204,31 +203,31 @@ type Hello struct {
 
 // HelloReply tells a server how often to speak.
 type HelloReply struct {
-	Heartbeat trade.Duration `json:"heartbeat"`
+	Heartbeat contract.Duration `json:"heartbeat"`
 	// ReadingEvery is how often to publish a reading of each running
 	// contract; a contract silent for ServerLostAfter is settled as lost.
-	ReadingEvery    trade.Duration `json:"reading_every"`
-	ServerLostAfter trade.Duration `json:"server_lost_after"`
+	ReadingEvery    contract.Duration `json:"reading_every"`
+	ServerLostAfter contract.Duration `json:"server_lost_after"`
 }
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).
 type ServerOffer struct {
-	Offer   string        `json:"offer"` // the exchange's id for this negotiation
-	Terms   pricing.Terms `json:"terms"`
-	Counter string        `json:"counter,omitempty"`
+	Offer   string         `json:"offer"` // the exchange's id for this negotiation
+	Terms   contract.Terms `json:"terms"`
+	Counter string         `json:"counter,omitempty"`
 }
 
 // Decision is a server's answer to a ServerOffer. An accept claims the
 // GPUs until Start or Cancel, or until ClaimFor passes.
 type Decision struct {
-	Accept   bool           `json:"accept"`
-	ClaimFor trade.Duration `json:"claim_for,omitempty"`
+	Accept   bool              `json:"accept"`
+	ClaimFor contract.Duration `json:"claim_for,omitempty"`
 	// DeprecatedHoldFor is ClaimFor as servers before claim_for wrote it
 	// ("hold_for"): read, so that a server one release behind is still
 	// understood, and never written by this one. Claim reads either.
-	DeprecatedHoldFor trade.Duration  `json:"hold_for,omitempty"`
-	Counters          []trade.Counter `json:"counters,omitempty"`
-	Reason            string          `json:"reason,omitempty"`
+	DeprecatedHoldFor contract.Duration  `json:"hold_for,omitempty"`
+	Counters          []contract.Counter `json:"counters,omitempty"`
+	Reason            string             `json:"reason,omitempty"`
 	// Code is set when a rejection has a typed cause the client should see,
 	// such as capacity_gone for a counter-offer whose GPUs were taken.
 	Code bourse.Code `json:"code,omitempty"`
@@ -236,13 +235,13 @@ type Decision struct {
 
 // Claim is how long an accept claims its GPUs: ClaimFor, or hold_for from
 // a server one release behind.
-func (d Decision) Claim() trade.Duration { return cmp.Or(d.ClaimFor, d.DeprecatedHoldFor) }
+func (d Decision) Claim() contract.Duration { return cmp.Or(d.ClaimFor, d.DeprecatedHoldFor) }
 
 // Start tells a server to start an accepted contract
 // (bourse.v1.deliver.<s>.start); it answers Started.
 type Start struct {
-	Offer    string   `json:"offer"`
-	Contract Contract `json:"contract"`
+	Offer    string       `json:"offer"`
+	Contract ContractView `json:"contract"`
 }
 
 // Started is a server's report that a contract's job runs
@@ -257,13 +256,13 @@ type Started struct {
 	GPUs     []int     `json:"gpus"`
 	At       time.Time `json:"at"`
 	Booked   bool      `json:"booked,omitempty"`
-	// Meter is how the server measures the job (trade.Meter); the
+	// Meter is how the server measures the job (contract.Meter); the
 	// exchange records it on the contract.
-	Meter trade.Meter `json:"meter,omitempty"`
+	Meter contract.Meter `json:"meter,omitempty"`
 	// Output is what the server will send of the job's output, at most
-	// (trade.OutputCaps); the exchange records it on the contract and
+	// (contract.OutputCaps); the exchange records it on the contract and
 	// relays nothing past it. A server that sends no output leaves it out.
-	Output trade.OutputCaps `json:"output,omitzero"`
+	Output contract.OutputCaps `json:"output,omitzero"`
 }
 
 // Cancel releases an accept the exchange did not take.
@@ -275,6 +274,6 @@ type Cancel struct {
 // (bourse.v1.deliver.<s>.control); the server then publishes the final
 // reading with the reason.
 type Control struct {
-	Contract string       `json:"contract"`
-	Action   trade.Reason `json:"action"` // ReasonSuspended or ReasonKilled
+	Contract string          `json:"contract"`
+	Action   contract.Reason `json:"action"` // ReasonSuspended or ReasonKilled
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // A job's output goes from its server's disk to its client only, through
@@ -92,16 +92,16 @@ const MaxOutputChunk = 64 << 10
 // guessed (an empty archive, an end), so their ids can be too: what keeps
 // another server from spending them first is that JetStream
 // de-duplicates within a stream, and each server has its own.
-func OutputMsgID(server, contract, stream string, offset int64, data []byte) string {
+func OutputMsgID(server, id, stream string, offset int64, data []byte) string {
 	h := sha256.Sum256(data)
-	return server + ":out:" + contract + ":" + stream + ":" + strconv.FormatInt(offset, 10) + ":" + hex.EncodeToString(h[:8])
+	return server + ":out:" + id + ":" + stream + ":" + strconv.FormatInt(offset, 10) + ":" + hex.EncodeToString(h[:8])
 }
 
 // OutputCaps are the bounds a server declares on the output of a job it
 // starts (protocol.Started), in bytes: Log on each of stdout and stderr,
 // Results on the results archive. The exchange records them on the
 // contract, relays no byte past them, and a client takes no more.
-type OutputCaps = trade.OutputCaps
+type OutputCaps = contract.OutputCaps
 
 // OutputEnd is the body of a part's last message: what the server kept,
 // so that a reader knows it has all of it.
@@ -146,7 +146,7 @@ type OutputReply struct {
 	End    *OutputEnd    `json:"end,omitempty"`
 	// State is the contract's, for a reader that follows a job's output
 	// while it runs.
-	State trade.State `json:"state"`
+	State contract.State `json:"state"`
 	// Cap bounds the bytes of each stream of the part that the exchange
 	// relays (each of stdout and stderr, or the results archive): the cap
 	// the contract's server declared at the start, within the server's

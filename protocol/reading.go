@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // MsgID is the JetStream de-duplication id of reading r that server
@@ -20,7 +20,7 @@ import (
 // digest (its time is to the nanosecond, its quantities measured), while
 // the same reading, retried or replayed from an outbox, keeps its id and
 // is stored once.
-func MsgID(server string, r trade.Reading) string {
+func MsgID(server string, r contract.Reading) string {
 	code := ""
 	if r.ExitCode != nil {
 		code = strconv.Itoa(*r.ExitCode)
@@ -34,16 +34,16 @@ func MsgID(server string, r trade.Reading) string {
 }
 
 // DecodeReading reads a reading strictly (Unmarshal) and checks it.
-func DecodeReading(data []byte) (trade.Reading, error) {
-	var r trade.Reading
+func DecodeReading(data []byte) (contract.Reading, error) {
+	var r contract.Reading
 	if err := Unmarshal(data, &r); err != nil {
-		return trade.Reading{}, err
+		return contract.Reading{}, err
 	}
 	if err := r.Check(); err != nil {
-		return trade.Reading{}, err
+		return contract.Reading{}, err
 	}
 	if err := CheckID(r.Contract); err != nil {
-		return trade.Reading{}, &bourse.Error{Code: bourse.EInvalid, Op: "protocol.DecodeReading", Field: "contract", Message: err.Error()}
+		return contract.Reading{}, &bourse.Error{Code: bourse.EInvalid, Op: "protocol.DecodeReading", Field: "contract", Message: err.Error()}
 	}
 	return r, nil
 }

@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // RunnerKind names how a server runs jobs.
@@ -38,7 +37,7 @@ type Runs struct {
 	// Meter is how the server measures its jobs' use, as contracts record
 	// it; empty where it has no meter, and then it refuses every job
 	// itself, saying why.
-	Meter trade.Meter `json:"meter,omitempty"`
+	Meter contract.Meter `json:"meter,omitempty"`
 	// Programs are the programs a process runner's job may name, each as
 	// the job must write it (the configuration's name and the path it
 	// resolves to), sorted.
@@ -76,12 +75,12 @@ func (r *Runs) Check() error {
 // runner, the older servers' default, did not refuse. What Runs does not
 // say (a job's variables, whether the meter works) the server itself
 // checks when it decides. Refuses says why not.
-func (r *Runs) Takes(job *pricing.JobSpec) bool { return r.refusal(job) == takes }
+func (r *Runs) Takes(job *contract.JobSpec) bool { return r.refusal(job) == takes }
 
 // Refuses is Takes's no as an error, *bourse.Error with code
 // job_unsupported (or permission_denied for a program not listed) and a
 // message that says why; nil where Takes says yes.
-func (r *Runs) Refuses(job *pricing.JobSpec) error {
+func (r *Runs) Refuses(job *contract.JobSpec) error {
 	refuse := func(code bourse.Code, format string, args ...any) error {
 		return &bourse.Error{Code: code, Op: "protocol.Runs", Field: "job.command", Message: fmt.Sprintf(format, args...)}
 	}
@@ -112,7 +111,7 @@ const (
 	unknownKind      // a runner this version does not know
 )
 
-func (r *Runs) refusal(job *pricing.JobSpec) why {
+func (r *Runs) refusal(job *contract.JobSpec) why {
 	program := job != nil && job.Command != ""
 	switch {
 	case r == nil:

@@ -9,9 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestHelloRuns: a hello says what its server runs, strictly decoded; a
@@ -27,7 +26,7 @@ func TestHelloRuns(t *testing.T) {
 	h, err := protocol.DecodeHello([]byte(hello(`{"runner":"process","meter":"nvml","programs":["/usr/bin/python3","python3"]}`)))
 	require.NoError(t, err)
 	require.NotNil(t, h.Runs)
-	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/usr/bin/python3", "python3"}}, *h.Runs)
+	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/usr/bin/python3", "python3"}}, *h.Runs)
 
 	h, err = protocol.DecodeHello([]byte(hello("")))
 	require.NoError(t, err, "an older server's hello")
@@ -53,15 +52,15 @@ func TestHelloRuns(t *testing.T) {
 
 // TestRunsTakes is the rule both the exchange and the server apply.
 func TestRunsTakes(t *testing.T) {
-	program := &pricing.JobSpec{Command: "/usr/bin/python3"}
-	byName := &pricing.JobSpec{Command: "python3"}
-	profile := &pricing.JobSpec{Profile: &pricing.Profile{}}
-	synthetic := &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}
-	process := &protocol.Runs{Runner: protocol.RunnerProcess, Meter: trade.MeterNVML, Programs: []string{"/usr/bin/python3"}}
+	program := &contract.JobSpec{Command: "/usr/bin/python3"}
+	byName := &contract.JobSpec{Command: "python3"}
+	profile := &contract.JobSpec{Profile: &contract.Profile{}}
+	synthetic := &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}
+	process := &protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/usr/bin/python3"}}
 	unknown := &protocol.Runs{Runner: "container"}
 	for _, tt := range []struct {
 		runs *protocol.Runs
-		job  *pricing.JobSpec
+		job  *contract.JobSpec
 		code bourse.Code // "" where it takes it
 		says string
 	}{

@@ -14,10 +14,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // Currency is the scenarios' money: credits with cents.
@@ -33,10 +32,10 @@ type ServerSpec struct {
 }
 
 // GPUs lists the server's devices.
-func (s ServerSpec) GPUs() []trade.GPU {
-	gs := make([]trade.GPU, s.Count)
+func (s ServerSpec) GPUs() []contract.GPU {
+	gs := make([]contract.GPU, s.Count)
 	for i := range gs {
-		gs[i] = trade.GPU{Index: i, Model: s.Model, MemoryMiB: s.MemoryMiB}
+		gs[i] = contract.GPU{Index: i, Model: s.Model, MemoryMiB: s.MemoryMiB}
 	}
 	return gs
 }
@@ -84,10 +83,10 @@ func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 // others.
 func DefaultServers() []ServerSpec {
 	return []ServerSpec{
-		{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8, Policy: server.Posted{P: pricing.Flat(dec("0.30"))}},
-		{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4, Policy: server.Utilization{Base: server.Posted{P: pricing.Flat(dec("0.20"))}, K: dec("2")}},
-		{ID: "cirrus", Model: "A100", MemoryMiB: 40960, Count: 8, Policy: server.Posted{P: pricing.Ramp(dec("0.5"), dec("4"), dec("0.16"))}},
-		{ID: "dune", Model: "L4", MemoryMiB: 24576, Count: 4, Policy: server.Utilization{Base: server.Posted{P: pricing.Flat(dec("0.06"))}, K: dec("1")}},
+		{ID: "atlas", Model: "H100", MemoryMiB: 81920, Count: 8, Policy: server.Posted{P: contract.Flat(dec("0.30"))}},
+		{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4, Policy: server.Utilization{Base: server.Posted{P: contract.Flat(dec("0.20"))}, K: dec("2")}},
+		{ID: "cirrus", Model: "A100", MemoryMiB: 40960, Count: 8, Policy: server.Posted{P: contract.Ramp(dec("0.5"), dec("4"), dec("0.16"))}},
+		{ID: "dune", Model: "L4", MemoryMiB: 24576, Count: 4, Policy: server.Utilization{Base: server.Posted{P: contract.Flat(dec("0.06"))}, K: dec("1")}},
 	}
 }
 
@@ -136,7 +135,7 @@ func (s ClientSpec) Job(rng *rand.Rand, n int, scale float64) strategy.Job {
 	runtime := time.Duration(half + rng.Float64()*half).Round(10 * time.Millisecond)
 	return strategy.Job{
 		Name: fmt.Sprintf("%s-job%d", s.ID, n), Currency: string(Currency.Code), Scale: Currency.Scale,
-		GPUs: 1 + rng.IntN(s.MaxGPUs), Class: pricing.Class{Model: s.Model},
+		GPUs: 1 + rng.IntN(s.MaxGPUs), Class: contract.Class{Model: s.Model},
 		Runtime: runtime, Utilization: decimal.New(int64(50+rng.IntN(51)), -2), Value: s.Value,
 	}
 }

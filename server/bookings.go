@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Bookings lets clients book GPUs for a future slot, as a lab's GPU
@@ -64,7 +63,7 @@ func (b Bookings) Validate() error {
 
 // Decide books a future-start offer as the type's comment says, and
 // otherwise decides as Base on the GPUs the offer may use.
-func (b Bookings) Decide(offer pricing.Terms, st View) Decision {
+func (b Bookings) Decide(offer contract.Terms, st View) Decision {
 	if !offer.StartAt.After(st.Now) {
 		if offer.Preemptible {
 			return b.Base.Decide(offer, st)
@@ -74,7 +73,7 @@ func (b Bookings) Decide(offer pricing.Terms, st View) Decision {
 			return b.Base.Decide(offer, st)
 		}
 		now := st
-		now.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g trade.GPU) bool { return booked[g.Index] })
+		now.Free = slices.DeleteFunc(slices.Clone(st.Free), func(g contract.GPU) bool { return booked[g.Index] })
 		return b.Base.Decide(offer, now)
 	}
 	start := offer.StartAt.UTC().Format(time.RFC3339)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -17,11 +17,11 @@ import (
 // that a restart of the server does not lose it, and the exchange need
 // not void it with a full refund.
 type SavedBooking struct {
-	Offer    string        `json:"offer"`
-	Contract string        `json:"contract"`
-	Resumes  string        `json:"resumes,omitempty"`
-	Terms    pricing.Terms `json:"terms"`
-	GPUs     []int         `json:"gpus"`
+	Offer    string         `json:"offer"`
+	Contract string         `json:"contract"`
+	Resumes  string         `json:"resumes,omitempty"`
+	Terms    contract.Terms `json:"terms"`
+	GPUs     []int          `json:"gpus"`
 }
 
 // LateBooking is how long after its start a restored booking is still
@@ -76,8 +76,8 @@ func (n *Node) Restore(now time.Time, saved []SavedBooking) error {
 		switch {
 		case protocol.CheckID(s.Contract) != nil || s.Offer == "":
 			why = "no contract or offer id"
-		case pricing.Validate(s.Terms, n.scaleOf) != nil:
-			why = fmt.Sprintf("its terms are not valid here: %v", pricing.Validate(s.Terms, n.scaleOf))
+		case contract.Validate(s.Terms, n.scaleOf) != nil:
+			why = fmt.Sprintf("its terms are not valid here: %v", contract.Validate(s.Terms, n.scaleOf))
 		case len(s.GPUs) != s.Terms.GPUs:
 			why = fmt.Sprintf("%d GPUs kept for %d", len(s.GPUs), s.Terms.GPUs)
 		case now.Sub(s.Terms.StartAt) > LateBooking:

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestNodeRestoresBookings: what Bookings saves, Restore takes back on a
@@ -49,7 +49,7 @@ func TestNodeRestoresBookings(t *testing.T) {
 	d := fresh.n.Decide(fresh.now, protocol.ServerOffer{Offer: "o5", Terms: other})
 	assert.True(t, d.Accept, "two GPUs are still free for the slot: %s", d.Reason)
 	rs := fresh.run(14 * time.Second)
-	var finals []trade.Reading
+	var finals []contract.Reading
 	for _, r := range rs {
 		if r.Final {
 			finals = append(finals, r)
@@ -57,7 +57,7 @@ func TestNodeRestoresBookings(t *testing.T) {
 	}
 	require.Len(t, finals, 1, "%+v", rs)
 	assert.Equal(t, "c1", finals[0].Contract)
-	assert.Equal(t, trade.ReasonCompleted, finals[0].Reason)
+	assert.Equal(t, contract.ReasonCompleted, finals[0].Reason)
 	after, _ := fresh.n.Bookings()
 	assert.Empty(t, after, "a started booking is no longer saved")
 }

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 )
 
 func TestBookingsDecide(t *testing.T) {
-	base := Posted{P: pricing.Flat(dectest.D("0.001"))}
+	base := Posted{P: contract.Flat(dectest.D("0.001"))}
 	policy := Bookings{Base: base, MaxAhead: 24 * time.Hour, OnePerClient: true}
-	at := func(start time.Duration, f ...func(*pricing.Terms)) pricing.Terms {
+	at := func(start time.Duration, f ...func(*contract.Terms)) contract.Terms {
 		o := offer()
 		if start != 0 {
 			o.StartAt = now.Add(start)
@@ -22,7 +22,7 @@ func TestBookingsDecide(t *testing.T) {
 		}
 		return o
 	}
-	preemptible := func(o *pricing.Terms) { o.Preemptible = true }
+	preemptible := func(o *contract.Terms) { o.Preemptible = true }
 	// booked holds GPUs for [now+from, now+from+1h).
 	booked := func(st View, from time.Duration, gpus ...int) View {
 		b := offer()
@@ -38,7 +38,7 @@ func TestBookingsDecide(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		offer  pricing.Terms
+		offer  contract.Terms
 		st     View
 		accept bool
 		book   bool
@@ -79,7 +79,7 @@ func TestBookingsDecide(t *testing.T) {
 
 // A booking's cooldown counts to its start, not to now.
 func TestFairUseBookingCooldown(t *testing.T) {
-	rules := FairUse{Base: Bookings{Base: Posted{P: pricing.Flat(dectest.D("0.001"))}}, Cooldown: 24 * time.Hour}
+	rules := FairUse{Base: Bookings{Base: Posted{P: contract.Flat(dectest.D("0.001"))}}, Cooldown: 24 * time.Hour}
 	st := testView()
 	st.Client.LastEnd = now.Add(-time.Hour)
 	o := offer()

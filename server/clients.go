@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // clientMemory is how long the node remembers a client with nothing
@@ -38,8 +38,8 @@ func (b *clientBook) started(client string, at time.Time) {
 
 // ended records a contract's end; preemption was not the client's doing,
 // and does not count.
-func (b *clientBook) ended(client string, at time.Time, reason trade.Reason) {
-	if reason == trade.ReasonPreempted {
+func (b *clientBook) ended(client string, at time.Time, reason contract.Reason) {
+	if reason == contract.ReasonPreempted {
 		return
 	}
 	u := b.get(client)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // FairUse applies a shared cluster's fair-use rules (as in a lab's GPU
@@ -62,7 +62,7 @@ func (f FairUse) Validate() error {
 // Decide rejects an offer that breaks a rule, counters one whose time limit
 // is too long, and otherwise decides as Base, keeping only the counters
 // that follow the rules.
-func (f FairUse) Decide(offer pricing.Terms, st View) Decision {
+func (f FairUse) Decide(offer contract.Terms, st View) Decision {
 	if f.MaxRunning > 0 && st.Client.Running >= f.MaxRunning {
 		return Decision{Reason: fmt.Sprintf("client %s has %d contracts here, the most one client may run at once", offer.Client, st.Client.Running)}
 	}
@@ -88,7 +88,7 @@ func (f FairUse) Decide(offer pricing.Terms, st View) Decision {
 		// counters stand.
 		bd := f.Base.Decide(c, st)
 		if bd.Accept {
-			d.Counters, d.ValidUntil = []pricing.Terms{c}, st.Now.Add(DefaultCounterTTL)
+			d.Counters, d.ValidUntil = []contract.Terms{c}, st.Now.Add(DefaultCounterTTL)
 			return d
 		}
 		bd.Reason = d.Reason + "; " + bd.Reason
@@ -102,7 +102,7 @@ func (f FairUse) keep(d Decision) Decision {
 	if d.Accept || len(d.Counters) == 0 {
 		return d
 	}
-	var ok []pricing.Terms
+	var ok []contract.Terms
 	for _, c := range d.Counters {
 		if c.TimeLimit >= f.MinTimeLimit && (f.MaxTimeLimit == 0 || c.TimeLimit <= f.MaxTimeLimit) {
 			ok = append(ok, c)

@@ -6,27 +6,27 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // FullUse is the meter of a server that cannot measure GPU use (no NVIDIA
 // driver, or NVML refused) whose operator chose to charge as if every GPU
 // of a job were busy the whole time: U = GPUs × T, and no energy. It is a
 // choice, never a default: the client pays the most its terms allow for
-// the time, and the contract says so (trade.MeterFullUse).
+// the time, and the contract says so (contract.MeterFullUse).
 type FullUse struct {
 	Now func() time.Time // nil for time.Now
 }
 
 var _ Meter = FullUse{}
 
-// Kind is trade.MeterFullUse.
-func (FullUse) Kind() trade.Meter { return trade.MeterFullUse }
+// Kind is contract.MeterFullUse.
+func (FullUse) Kind() contract.Meter { return contract.MeterFullUse }
 
 // Track starts counting the job's GPUs busy from now. A job's runner
 // should call it before it starts the job's clock, so that U is never
 // short of GPUs × T (the process runner caps U at that).
-func (f FullUse) Track(gpus []trade.GPU, _ func(pid int) bool) (Gauge, error) {
+func (f FullUse) Track(gpus []contract.GPU, _ func(pid int) bool) (Gauge, error) {
 	now := f.Now
 	if now == nil {
 		now = time.Now

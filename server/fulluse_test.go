@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // TestFullUse: the fallback meter counts every GPU busy from Track to
@@ -15,10 +15,10 @@ func TestFullUse(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	m := FullUse{Now: clock}
-	if m.Kind() != trade.MeterFullUse {
+	if m.Kind() != contract.MeterFullUse {
 		t.Errorf("Kind %q", m.Kind())
 	}
-	g, err := m.Track([]trade.GPU{{Index: 0}, {Index: 3}}, nil)
+	g, err := m.Track([]contract.GPU{{Index: 0}, {Index: 3}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

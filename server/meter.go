@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 	"github.com/shopspring/decimal"
 )
 
@@ -11,11 +11,11 @@ import (
 // no job: it could charge nothing for it.
 type Meter interface {
 	// Kind says how it measures, for the contract's record.
-	Kind() trade.Meter
+	Kind() contract.Meter
 	// Track starts measuring a job on its assigned GPUs. owns tells the
 	// job's processes from others on the same GPUs; a meter that reads
 	// whole devices need not call it.
-	Track(gpus []trade.GPU, owns func(pid int) bool) (Gauge, error)
+	Track(gpus []contract.GPU, owns func(pid int) bool) (Gauge, error)
 }
 
 // Gauge is a Meter's running measurement of one job.

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Defaults for the zero values of NodeConfig.
@@ -28,7 +27,7 @@ const (
 type NodeConfig struct {
 	ID       string
 	Currency currency.Currency // the prices it takes, and the scale of its charges
-	GPUs     []trade.GPU
+	GPUs     []contract.GPU
 	Policy   Policy // Posted{}, which takes any offer that fits
 	// Runner starts the jobs; required, for the node has no clock of its
 	// own to give a default one: a Synthetic runner takes the driver's
@@ -73,7 +72,7 @@ type Node struct {
 	countersLapse time.Time
 	// free caches the GPUs that owner does not hold, for the policy's
 	// View: rebuilding it for every offer cost more than deciding.
-	free      []trade.GPU
+	free      []contract.GPU
 	freeValid bool
 	// running caches View.Running likewise: the runs not halted nor
 	// claimed, sorted; runsValid is cleared whenever that may change.
@@ -83,7 +82,7 @@ type Node struct {
 	active    map[string]*run // the runs whose jobs have not ended
 	ids       []string        // Tick's own: the active runs' ids, sorted
 	ended     []*run          // ended runs, oldest first, to forget in time
-	recent    []pricing.Terms
+	recent    []contract.Terms
 	clients   clientBook
 	// bookings are accepted offers for a future slot, by offer, until
 	// their jobs start. bookGen counts the changes of the confirmed ones,
@@ -131,7 +130,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.GPUs = slices.Clone(cfg.GPUs)
-	slices.SortFunc(cfg.GPUs, func(a, b trade.GPU) int { return a.Index - b.Index })
+	slices.SortFunc(cfg.GPUs, func(a, b contract.GPU) int { return a.Index - b.Index })
 	var takes *protocol.Runs
 	if d, ok := cfg.Runner.(Describer); ok {
 		r := d.Runs()
@@ -222,7 +221,7 @@ func (n *Node) Close() {
 	defer n.mu.Unlock()
 	n.closing = true
 	for _, r := range n.runs {
-		r.stop(trade.ReasonShutdown)
+		r.stop(contract.ReasonShutdown)
 	}
 	n.runsValid = false
 }

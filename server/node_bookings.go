@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // booking is an accepted offer for a future slot. Its GPUs are not owned
@@ -17,7 +16,7 @@ import (
 // time, use them meanwhile. Guarded by the node's mu.
 type booking struct {
 	offer    string
-	terms    pricing.Terms
+	terms    contract.Terms
 	gpus     []int
 	until    time.Time // when an unconfirmed booking lapses, like a claim
 	contract string    // set by the exchange's Start
@@ -40,10 +39,10 @@ func (b *booking) started() protocol.Started {
 // decideBooking decides on an offer that starts in the future: the policy
 // must take it as a booking (Decision.Book), and GPUs must be free for its
 // slot. n.mu is held.
-func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time) protocol.Decision {
-	if c, ok := n.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
-		if n.book(so, now) {
-			return n.accepted()
+func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time, honoured, bind bool) protocol.Decision {
+	if honoured {
+		if n.reserve(so, now, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "the counter-offer's GPUs were booked meanwhile", Code: bourse.ECapacityGone}
 	}
@@ -52,12 +51,21 @@ func (n *Node) decideBooking(so protocol.ServerOffer, now time.Time) protocol.De
 	case d.Accept && !d.Book:
 		return protocol.Decision{Reason: "this server takes no bookings: leave start_at out"}
 	case d.Accept:
-		if n.book(so, now) {
-			return n.accepted()
+		if n.reserve(so, now, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "not enough GPUs of the class free for the slot"}
 	}
 	return n.reject(d, now)
+}
+
+// reserve books the offer's slot where it binds (book), and otherwise
+// reports whether it could. n.mu is held.
+func (n *Node) reserve(so protocol.ServerOffer, now time.Time, bind bool) bool {
+	if bind {
+		return n.book(so, now)
+	}
+	return n.slot(so.Terms, now) != nil
 }
 
 // book reserves GPUs free for the offer's slot, lowest indexes first, and
@@ -74,7 +82,7 @@ func (n *Node) book(so protocol.ServerOffer, now time.Time) bool {
 
 // slot picks GPUs of t's class free for t's slot, lowest indexes first,
 // or nil if there are too few. n.mu is held.
-func (n *Node) slot(t pricing.Terms, now time.Time) []int {
+func (n *Node) slot(t contract.Terms, now time.Time) []int {
 	var gpus []int
 	for _, g := range n.view(now, t.Client).FreeDuring(t.StartAt, t.StartAt.Add(t.TimeLimit)) {
 		if len(gpus) < t.GPUs && t.Class.Fits(g.Model, g.MemoryMiB) {
@@ -122,7 +130,7 @@ func (n *Node) confirmBooking(now time.Time, s protocol.Start) (protocol.Started
 	if n.closing {
 		return protocol.Started{}, true, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
-	if err := pricing.Validate(t, n.scaleOf); err != nil {
+	if err := contract.Validate(t, n.scaleOf); err != nil {
 		return protocol.Started{}, true, err
 	}
 	if !ok || !b.terms.Equal(t) {
@@ -200,7 +208,7 @@ func (n *Node) dueBookings(now time.Time) (stops []Stop, launch []string) {
 // cancelBooking drops the booking of a contract that has not started, for
 // a client's kill or suspend or the exchange's void, and reports whether
 // there was one. n.mu is held.
-func (n *Node) cancelBooking(contractID string, action trade.Reason) bool {
+func (n *Node) cancelBooking(contractID string, action contract.Reason) bool {
 	for _, id := range slices.Sorted(maps.Keys(n.bookings)) {
 		if b := n.bookings[id]; b.contract == contractID {
 			delete(n.bookings, id)

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // claim is an accepted offer's GPUs, reserved until the exchange starts or
 // cancels it, or until it lapses.
 type claim struct {
-	terms pricing.Terms
+	terms contract.Terms
 	gpus  []int
 	until time.Time
 	// preempt are the runs whose GPUs the claim took, to be stopped with
@@ -26,7 +25,7 @@ type claim struct {
 
 // issued is a counter-offer this node made, honoured until it lapses.
 type issued struct {
-	terms pricing.Terms
+	terms contract.Terms
 	until time.Time
 }
 
@@ -36,6 +35,24 @@ type issued struct {
 // taken unchanged in time, is accepted whatever the policy says now, if
 // the GPUs are there.
 func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision {
+	return n.decide(now, so, true)
+}
+
+// Quote answers a quote: what Decide would answer the offer now, claiming
+// no GPU and booking no slot, so that a client may learn prices without
+// binding anyone. An accept says that the policy takes the terms and the
+// GPUs are there at this moment (its ClaimFor is zero: nothing is claimed).
+// A rejection's counter-offers are remembered as Decide's are, so that
+// the client may take one while it is valid; a counter-offer the node
+// made is quoted as Decide would honour it.
+func (n *Node) Quote(now time.Time, so protocol.ServerOffer) protocol.Decision {
+	return n.decide(now, so, false)
+}
+
+// decide is Decide's answer where bind is set, and Quote's where it is
+// not: the same path, which claims GPUs or books a slot only when it binds
+// (take, reserve).
+func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) protocol.Decision {
 	if d, refused := n.refuse(so); refused {
 		return d
 	}
@@ -45,42 +62,56 @@ func (n *Node) Decide(now time.Time, so protocol.ServerOffer) protocol.Decision 
 	if n.closing {
 		return protocol.Decision{Reason: "the server is shutting down", Code: bourse.EUnavailable}
 	}
-	// A retried offer gets the answer it had.
-	if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
-		return protocol.Decision{Accept: true, ClaimFor: trade.Duration(h.until.Sub(now))}
+	if bind {
+		// A retried offer gets the answer it had.
+		if h, ok := n.claims[so.Offer]; ok && h.terms.Equal(so.Terms) {
+			return protocol.Decision{Accept: true, ClaimFor: contract.Duration(h.until.Sub(now))}
+		}
+		if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
+			return n.accepted(bind)
+		}
 	}
-	if b, ok := n.bookings[so.Offer]; ok && b.terms.Equal(so.Terms) {
-		return n.accepted()
-	}
+	c, ok := n.counters[so.Counter]
+	honoured := ok && so.Counter != "" && c.terms.Equal(so.Terms)
 	if so.Terms.StartAt.After(now) {
-		return n.decideBooking(so, now)
+		return n.decideBooking(so, now, honoured, bind)
 	}
-	if c, ok := n.counters[so.Counter]; ok && so.Counter != "" && c.terms.Equal(so.Terms) {
+	if honoured {
 		// The node promised these terms; only capacity can break it.
-		if n.claim(so, now, nil) {
-			return n.accepted()
+		if n.take(so, now, nil, bind) {
+			return n.accepted(bind)
 		}
 		// The GPUs may be the preemptible contracts', as the counter's
 		// were when it was made.
-		if d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client)); d.Accept && len(d.Preempt) > 0 && n.claim(so, now, d.Preempt) {
-			return n.accepted()
+		if d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client)); d.Accept && len(d.Preempt) > 0 && n.take(so, now, d.Preempt, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}
 	}
 	d := n.policy.Decide(so.Terms, n.view(now, so.Terms.Client))
 	if d.Accept {
-		if n.claim(so, now, d.Preempt) {
-			return n.accepted()
+		if n.take(so, now, d.Preempt, bind) {
+			return n.accepted(bind)
 		}
 		return protocol.Decision{Reason: "not enough free GPUs of the class"}
 	}
 	return n.reject(d, now)
 }
 
+// take claims GPUs for the offer where it binds (claim), and otherwise
+// reports whether it could. n.mu is held.
+func (n *Node) take(so protocol.ServerOffer, now time.Time, preempt []string, bind bool) bool {
+	if bind {
+		return n.claim(so, now, preempt)
+	}
+	victims, ok := n.victims(preempt)
+	return ok && n.pickFor(so.Terms, now, victims...) != nil
+}
+
 // refuse answers terms the node cannot take whatever its GPUs and
 // prices: invalid, naming another server, or a job its runner cannot run.
 func (n *Node) refuse(so protocol.ServerOffer) (protocol.Decision, bool) {
-	if err := pricing.Validate(so.Terms, n.scaleOf); err != nil {
+	if err := contract.Validate(so.Terms, n.scaleOf); err != nil {
 		return protocol.Decision{Reason: err.Error(), Code: bourse.ErrorCode(err)}, true
 	}
 	if so.Terms.Server != "" && so.Terms.Server != n.cfg.ID {
@@ -109,7 +140,7 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 	}
 	for _, t := range d.Counters {
 		t.Server = n.cfg.ID
-		c := trade.Counter{ID: n.cfg.NewID(), Server: n.cfg.ID, Terms: t, ValidUntil: until, Note: d.Reason}
+		c := contract.Counter{ID: n.cfg.NewID(), Server: n.cfg.ID, Terms: t, ValidUntil: until, Note: d.Reason}
 		n.counters[c.ID] = issued{terms: t, until: until}
 		if n.countersLapse.IsZero() || until.Before(n.countersLapse) {
 			n.countersLapse = until
@@ -119,8 +150,13 @@ func (n *Node) reject(d Decision, now time.Time) protocol.Decision {
 	return reply
 }
 
-func (n *Node) accepted() protocol.Decision {
-	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(n.cfg.ClaimFor)}
+// accepted is an accept: one that binds holds its GPUs for ClaimFor; a
+// quote's holds nothing.
+func (n *Node) accepted(bind bool) protocol.Decision {
+	if !bind {
+		return protocol.Decision{Accept: true}
+	}
+	return protocol.Decision{Accept: true, ClaimFor: contract.Duration(n.cfg.ClaimFor)}
 }
 
 // claim reserves free GPUs for the offer, and reports whether there were
@@ -179,7 +215,7 @@ func (n *Node) own(i int, owner string) {
 // have GPUs booked for a slot that begins before its time limit could end;
 // a preemptible one may, and gets them only when others are too few. n.mu
 // is held.
-func (n *Node) pickFor(t pricing.Terms, now time.Time, victims ...*run) []int {
+func (n *Node) pickFor(t contract.Terms, now time.Time, victims ...*run) []int {
 	booked := n.bookedDuring(now, now.Add(n.cfg.ClaimFor+t.TimeLimit))
 	gpus := n.pick(t.Class, t.GPUs, booked, victims...)
 	if gpus == nil && t.Preemptible && len(booked) > 0 {
@@ -191,7 +227,7 @@ func (n *Node) pickFor(t pricing.Terms, now time.Time, victims ...*run) []int {
 // pick chooses n free GPUs of the class, lowest indexes first, then GPUs
 // of the class that the runs of victims use, or returns nil; never those
 // in avoid. n.mu is held.
-func (n *Node) pick(c pricing.Class, want int, avoid map[int]bool, victims ...*run) []int {
+func (n *Node) pick(c contract.Class, want int, avoid map[int]bool, victims ...*run) []int {
 	var out []int
 	for _, g := range n.cfg.GPUs {
 		if len(out) == want {

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // recentMax is how many started contracts View.Recent remembers.
@@ -19,27 +18,27 @@ const recentMax = 16
 // fields are guarded by the node's mu.
 type run struct {
 	id      string
-	terms   pricing.Terms
+	terms   contract.Terms
 	resumes string
 	started protocol.Started
 	job     Job    // nil until Launch
 	victims []*run // the runs it preempts, which must end before Launch
 
-	halting  trade.Reason // why the job must stop; the first reason wins
-	stopping bool         // handed to the driver to stop (Due.Stops)
-	claimed  string       // the offer whose claim took GPUs of this run, to preempt it
-	seq      uint64       // the last reading's sequence number
-	next     time.Time    // when its next reading is due
-	ends     time.Time    // when its job ends by itself, if it forecasts (Forecaster)
-	exhausts time.Time    // when its prepayment runs out, if it forecasts and does
-	last     Measurement  // the last good measurement
-	ended    bool         // the job has stopped and its GPUs are free
-	counted  bool         // its end has been counted in the node's clientBook
+	halting  contract.Reason // why the job must stop; the first reason wins
+	stopping bool            // handed to the driver to stop (Due.Stops)
+	claimed  string          // the offer whose claim took GPUs of this run, to preempt it
+	seq      uint64          // the last reading's sequence number
+	next     time.Time       // when its next reading is due
+	ends     time.Time       // when its job ends by itself, if it forecasts (Forecaster)
+	exhausts time.Time       // when its prepayment runs out, if it forecasts and does
+	last     Measurement     // the last good measurement
+	ended    bool            // the job has stopped and its GPUs are free
+	counted  bool            // its end has been counted in the node's clientBook
 	endedAt  time.Time
 }
 
 // stop asks the run to stop for reason; the first reason wins.
-func (r *run) stop(reason trade.Reason) {
+func (r *run) stop(reason contract.Reason) {
 	if r.halting == "" {
 		r.halting = reason
 	}
@@ -50,7 +49,7 @@ func (r *run) stop(reason trade.Reason) {
 type Stop struct {
 	Contract string
 	Job      Job
-	Reason   trade.Reason
+	Reason   contract.Reason
 }
 
 // Plan is what a start asks of the driver. Started is set when there is
@@ -86,7 +85,7 @@ func (n *Node) Start(now time.Time, s protocol.Start) (Plan, error) {
 	if n.closing {
 		return Plan{}, bourse.Errorf(bourse.EUnavailable, op, "the server is shutting down")
 	}
-	if err := pricing.Validate(t, n.scaleOf); err != nil {
+	if err := contract.Validate(t, n.scaleOf); err != nil {
 		return Plan{}, err
 	}
 	n.sweep(now)
@@ -106,7 +105,7 @@ func (n *Node) Start(now time.Time, s protocol.Start) (Plan, error) {
 
 // prepare records a run on gpus, which become its own, and halts the runs
 // it preempts; it returns their stops. n.mu is held.
-func (n *Node) prepare(id string, t pricing.Terms, resumes string, gpus []int, victims []*run) []Stop {
+func (n *Node) prepare(id string, t contract.Terms, resumes string, gpus []int, victims []*run) []Stop {
 	for _, i := range gpus {
 		n.own(i, "run "+id)
 	}
@@ -114,7 +113,7 @@ func (n *Node) prepare(id string, t pricing.Terms, resumes string, gpus []int, v
 		started: protocol.Started{Contract: id, GPUs: gpus}}
 	var stops []Stop
 	for _, v := range victims {
-		v.stop(trade.ReasonPreempted)
+		v.stop(contract.ReasonPreempted)
 		if !v.stopping && !v.ended {
 			v.stopping = true
 			stops = append(stops, Stop{Contract: v.id, Job: v.job, Reason: v.halting})
@@ -145,7 +144,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 			return protocol.Started{}, bourse.Errorf(bourse.EUnavailable, op, "preempted contract %s has not stopped", v.id)
 		}
 	}
-	var assigned []trade.GPU
+	var assigned []contract.GPU
 	for _, g := range n.cfg.GPUs {
 		if slices.Contains(r.started.GPUs, g.Index) {
 			assigned = append(assigned, g)
@@ -171,7 +170,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	n.forecast(r)
 	if n.closing || r.halting != "" {
 		// A control or the shutdown came first: the next Tick stops it.
-		r.stop(trade.ReasonShutdown)
+		r.stop(contract.ReasonShutdown)
 	}
 	n.active[id] = r
 	n.runsValid = false
@@ -213,10 +212,10 @@ func (n *Node) abandon(r *run) {
 // Control stops a contract's job for its client (ReasonSuspended or
 // ReasonKilled), at the next Tick; its final reading follows. A booking
 // not yet started is dropped. Stopping a stopped contract is no error.
-func (n *Node) Control(now time.Time, contractID string, action trade.Reason) error {
+func (n *Node) Control(now time.Time, contractID string, action contract.Reason) error {
 	const op = "server.Control"
-	if action != trade.ReasonSuspended && action != trade.ReasonKilled {
-		return bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", action, trade.ReasonSuspended, trade.ReasonKilled)
+	if action != contract.ReasonSuspended && action != contract.ReasonKilled {
+		return bourse.Errorf(bourse.EInvalid, op, "action %q; want %q or %q", action, contract.ReasonSuspended, contract.ReasonKilled)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -235,7 +234,7 @@ func (n *Node) Control(now time.Time, contractID string, action trade.Reason) er
 // Due is what a Tick found to do.
 type Due struct {
 	// Readings of running contracts, to publish, by contract.
-	Readings []trade.Reading
+	Readings []contract.Reading
 	// Stops are jobs to stop: their time limit passed, their prepayment
 	// is spent, they ended by themselves, a client or the node halted
 	// them. Stop each (Job.Stop), then call Stopped for its final reading.
@@ -268,7 +267,7 @@ func (n *Node) Tick(now time.Time) Due {
 		if r.halting == "" {
 			select {
 			case <-r.job.Done():
-				r.stop(trade.ReasonCompleted)
+				r.stop(contract.ReasonCompleted)
 			default:
 			}
 		}
@@ -285,7 +284,7 @@ func (n *Node) Tick(now time.Time) Due {
 			r.last = m
 			switch reason := n.limitReached(r, m); {
 			case m.ExitCode != nil:
-				r.stop(trade.ReasonCompleted)
+				r.stop(contract.ReasonCompleted)
 			case reason != "":
 				r.stop(reason)
 			default:
@@ -294,11 +293,11 @@ func (n *Node) Tick(now time.Time) Due {
 			}
 		}
 		if r.halting == "" && now.Sub(r.started.At) >= r.terms.TimeLimit {
-			r.stop(trade.ReasonTimeLimit)
+			r.stop(contract.ReasonTimeLimit)
 		}
 		if r.halting != "" {
-			if r.halting == trade.ReasonCompleted && now.Sub(r.started.At) >= r.terms.TimeLimit {
-				r.halting = trade.ReasonTimeLimit // a runner that enforces the limit itself stopped it
+			if r.halting == contract.ReasonCompleted && now.Sub(r.started.At) >= r.terms.TimeLimit {
+				r.halting = contract.ReasonTimeLimit // a runner that enforces the limit itself stopped it
 			}
 			r.stopping = true
 			n.runsValid = false
@@ -310,17 +309,17 @@ func (n *Node) Tick(now time.Time) Due {
 
 // limitReached says why the terms end the job at this measurement, if they
 // do. n.mu is held.
-func (n *Node) limitReached(r *run, m Measurement) trade.Reason {
+func (n *Node) limitReached(r *run, m Measurement) contract.Reason {
 	if m.T >= r.terms.TimeLimit {
-		return trade.ReasonTimeLimit
+		return contract.ReasonTimeLimit
 	}
-	due, err := pricing.Due(r.terms, pricing.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
+	due, err := contract.Due(r.terms, contract.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
 	if err != nil {
 		n.log.Error("price a reading", "contract", r.id, "err", err)
 		return ""
 	}
 	if due.GreaterThanOrEqual(r.terms.Prepayment) {
-		return trade.ReasonExhausted
+		return contract.ReasonExhausted
 	}
 	return ""
 }
@@ -329,12 +328,12 @@ func (n *Node) limitReached(r *run, m Measurement) trade.Reason {
 // returns the contract's final reading, measured now (or the last good
 // measurement, should that fail: settling on less than was measured is
 // the client's gain, on nothing the server's loss).
-func (n *Node) Stopped(now time.Time, contractID string) (trade.Reading, error) {
+func (n *Node) Stopped(now time.Time, contractID string) (contract.Reading, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r, ok := n.runs[contractID]
 	if !ok || r.job == nil {
-		return trade.Reading{}, bourse.Errorf(bourse.ENotFound, "server.Stopped", "no contract %q runs here", contractID)
+		return contract.Reading{}, bourse.Errorf(bourse.ENotFound, "server.Stopped", "no contract %q runs here", contractID)
 	}
 	m, err := r.job.Measure()
 	if err != nil {
@@ -353,7 +352,7 @@ func (n *Node) Stopped(now time.Time, contractID string) (trade.Reading, error) 
 	}
 	reason := r.halting
 	if reason == "" {
-		reason = trade.ReasonShutdown
+		reason = contract.ReasonShutdown
 	}
 	rd := n.reading(r, now, m)
 	rd.Seq = r.seq + 1
@@ -362,6 +361,6 @@ func (n *Node) Stopped(now time.Time, contractID string) (trade.Reading, error) 
 	return rd, nil
 }
 
-func (n *Node) reading(r *run, now time.Time, m Measurement) trade.Reading {
-	return trade.Reading{Contract: r.id, Seq: r.seq, U: m.U, T: trade.Duration(m.T), S: m.S, EnergyJ: m.EnergyJ, At: now}
+func (n *Node) reading(r *run, now time.Time, m Measurement) contract.Reading {
+	return contract.Reading{Contract: r.id, Seq: r.seq, U: m.U, T: contract.Duration(m.T), S: m.S, EnergyJ: m.EnergyJ, At: now}
 }

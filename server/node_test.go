@@ -15,11 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // testNode is a node of four H100s on a clock the test moves, with
@@ -33,7 +32,7 @@ type testNode struct {
 
 func newTestNode(t *testing.T, policy Policy) *testNode {
 	tn := &testNode{t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	var gpus []trade.GPU
+	var gpus []contract.GPU
 	for i := range 4 {
 		gpus = append(gpus, h100(i))
 	}
@@ -50,20 +49,20 @@ func (tn *testNode) advance(d time.Duration) { tn.now = tn.now.Add(d) }
 
 // job is terms for g H100s running a synthetic job of util for d, within
 // limit, prepaying the maximum.
-func job(g int, util string, d, limit time.Duration) pricing.Terms {
-	t := pricing.Terms{Client: "alice", Currency: "GPU", GPUs: g, Class: pricing.Class{Model: "h100"}, TimeLimit: limit,
-		P: pricing.Flat(dectest.D("0.002")), Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D(util), Duration: d}}}
+func job(g int, util string, d, limit time.Duration) contract.Terms {
+	t := contract.Terms{Client: "alice", Currency: "GPU", GPUs: g, Class: contract.Class{Model: "h100"}, TimeLimit: limit,
+		P: contract.Flat(dectest.D("0.002")), Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D(util), Duration: d}}}
 	t.Prepayment = t.CappedPrepayment(2)
 	return t
 }
 
 // start decides, starts and launches an offer as the exchange and a driver
 // would, stopping what it preempts, and returns the finals of those.
-func (tn *testNode) start(offer, id string, t pricing.Terms) (protocol.Started, []trade.Reading) {
+func (tn *testNode) start(offer, id string, t contract.Terms) (protocol.Started, []contract.Reading) {
 	tn.t.Helper()
 	d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: offer, Terms: t})
 	require.True(tn.t, d.Accept, "%+v", d)
-	plan, err := tn.n.Start(tn.now, protocol.Start{Offer: offer, Contract: protocol.Contract{ID: id, Client: t.Client, Server: "gpu1", Terms: t}})
+	plan, err := tn.n.Start(tn.now, protocol.Start{Offer: offer, Contract: protocol.ContractView{ID: id, Client: t.Client, Server: "gpu1", Terms: t}})
 	require.NoError(tn.t, err)
 	if plan.Started != nil {
 		return *plan.Started, nil
@@ -75,9 +74,9 @@ func (tn *testNode) start(offer, id string, t pricing.Terms) (protocol.Started, 
 }
 
 // stop does a driver's part of stops: stop each job, then Stopped.
-func (tn *testNode) stop(stops []Stop) []trade.Reading {
+func (tn *testNode) stop(stops []Stop) []contract.Reading {
 	tn.t.Helper()
-	var finals []trade.Reading
+	var finals []contract.Reading
 	for _, s := range stops {
 		require.NoError(tn.t, s.Job.Stop(context.Background(), s.Reason))
 		rd, err := tn.n.Stopped(tn.now, s.Contract)
@@ -88,9 +87,9 @@ func (tn *testNode) stop(stops []Stop) []trade.Reading {
 }
 
 // run ticks every second for d and returns the readings and finals.
-func (tn *testNode) run(d time.Duration) []trade.Reading {
+func (tn *testNode) run(d time.Duration) []contract.Reading {
 	tn.t.Helper()
-	var out []trade.Reading
+	var out []contract.Reading
 	for end := tn.now.Add(d); tn.now.Before(end); {
 		tn.advance(time.Second)
 		due := tn.n.Tick(tn.now)
@@ -105,13 +104,13 @@ func (tn *testNode) run(d time.Duration) []trade.Reading {
 }
 
 func TestNewNode(t *testing.T) {
-	ok := NodeConfig{ID: "gpu1", Currency: currency.Currency{Code: "GPU", Scale: 2}, GPUs: []trade.GPU{h100(0)}, Runner: &Synthetic{}}
+	ok := NodeConfig{ID: "gpu1", Currency: currency.Currency{Code: "GPU", Scale: 2}, GPUs: []contract.GPU{h100(0)}, Runner: &Synthetic{}}
 	_, err := NewNode(ok)
 	require.NoError(t, err)
 	for name, change := range map[string]func(*NodeConfig){
 		"NoID":        func(c *NodeConfig) { c.ID = "" },
 		"NoGPUs":      func(c *NodeConfig) { c.GPUs = nil },
-		"RepeatedGPU": func(c *NodeConfig) { c.GPUs = []trade.GPU{h100(0), h100(0)} },
+		"RepeatedGPU": func(c *NodeConfig) { c.GPUs = []contract.GPU{h100(0), h100(0)} },
 		// The node has no clock to give a default runner.
 		"NoRunner": func(c *NodeConfig) { c.Runner = nil },
 	} {
@@ -128,7 +127,7 @@ func TestNodeRunsAJob(t *testing.T) {
 	tn := newTestNode(t, Posted{})
 	st, _ := tn.start("o1", "c1", job(2, "0.5", 3500*time.Millisecond, time.Minute))
 	assert.Equal(t, []int{0, 1}, st.GPUs, "lowest indexes first; models match without case")
-	assert.Equal(t, trade.MeterSynthetic, st.Meter, "the synthetic runner's jobs are measured by the synthetic meter")
+	assert.Equal(t, contract.MeterSynthetic, st.Meter, "the synthetic runner's jobs are measured by the synthetic meter")
 	assert.Equal(t, 2, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free)
 
 	rs := tn.run(5 * time.Second)
@@ -141,13 +140,13 @@ func TestNodeRunsAJob(t *testing.T) {
 	final := rs[3]
 	assert.True(t, final.Final)
 	assert.Equal(t, uint64(4), final.Seq)
-	assert.Equal(t, trade.ReasonCompleted, final.Reason)
+	assert.Equal(t, contract.ReasonCompleted, final.Reason)
 	assert.Equal(t, 3500*time.Millisecond, time.Duration(final.T))
 	assert.True(t, final.U.Equal(dectest.D("3.5")), "u %s", final.U)
 	assert.Equal(t, 0, len(tn.n.Hello(tn.now).GPUs)-tn.n.Hello(tn.now).Free, "the GPUs are free again")
 
 	t.Run("RepeatedStart", func(t *testing.T) {
-		plan, err := tn.n.Start(tn.now, protocol.Start{Offer: "o1", Contract: protocol.Contract{ID: "c1", Terms: job(2, "0.5", time.Second, time.Minute)}})
+		plan, err := tn.n.Start(tn.now, protocol.Start{Offer: "o1", Contract: protocol.ContractView{ID: "c1", Terms: job(2, "0.5", time.Second, time.Minute)}})
 		require.NoError(t, err)
 		require.NotNil(t, plan.Started)
 		assert.Equal(t, st, *plan.Started)
@@ -158,12 +157,12 @@ func TestNodeLimits(t *testing.T) {
 	t.Run("TimeLimit", func(t *testing.T) {
 		tn := newTestNode(t, Posted{})
 		tm := job(1, "1", time.Hour, 3*time.Second)
-		tm.P = pricing.Flat(dectest.D("0.01"))
+		tm.P = contract.Flat(dectest.D("0.01"))
 		tm.Prepayment = tm.CappedPrepayment(2)
 		tn.start("o1", "c1", tm)
 		rs := tn.run(5 * time.Second)
 		final := rs[len(rs)-1]
-		assert.Equal(t, trade.ReasonTimeLimit, final.Reason)
+		assert.Equal(t, contract.ReasonTimeLimit, final.Reason)
 		assert.Equal(t, 3*time.Second, time.Duration(final.T))
 	})
 	t.Run("PrepaymentExhausted", func(t *testing.T) {
@@ -173,19 +172,19 @@ func TestNodeLimits(t *testing.T) {
 		tn.start("o1", "c1", tm)
 		rs := tn.run(10 * time.Second)
 		final := rs[len(rs)-1]
-		assert.Equal(t, trade.ReasonExhausted, final.Reason)
+		assert.Equal(t, contract.ReasonExhausted, final.Reason)
 		assert.Equal(t, 5*time.Second, time.Duration(final.T))
 	})
 	t.Run("Killed", func(t *testing.T) {
 		tn := newTestNode(t, Posted{})
 		tn.start("o1", "c1", job(1, "1", time.Hour, time.Hour))
 		tn.run(2 * time.Second)
-		require.NoError(t, tn.n.Control(tn.now, "c1", trade.ReasonKilled))
+		require.NoError(t, tn.n.Control(tn.now, "c1", contract.ReasonKilled))
 		rs := tn.run(time.Second)
 		require.Len(t, rs, 1)
-		assert.Equal(t, trade.ReasonKilled, rs[0].Reason)
-		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(tn.n.Control(tn.now, "nope", trade.ReasonKilled)))
-		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(tn.n.Control(tn.now, "c1", trade.ReasonCompleted)))
+		assert.Equal(t, contract.ReasonKilled, rs[0].Reason)
+		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(tn.n.Control(tn.now, "nope", contract.ReasonKilled)))
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(tn.n.Control(tn.now, "c1", contract.ReasonCompleted)))
 	})
 }
 
@@ -203,13 +202,13 @@ func TestNodeClaims(t *testing.T) {
 		assert.Equal(t, 4, tn.n.Hello(tn.now).Free, "a cancel frees the claim")
 	})
 	t.Run("CounterHonoured", func(t *testing.T) {
-		tn := newTestNode(t, Posted{P: pricing.Flat(dectest.D("0.003"))})
+		tn := newTestNode(t, Posted{P: contract.Flat(dectest.D("0.003"))})
 		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: job(1, "1", time.Second, time.Minute)})
 		require.False(t, d.Accept)
 		require.Len(t, d.Counters, 1)
 		k := d.Counters[0]
 		assert.Equal(t, "k1", k.ID, "ids from the node's source")
-		assert.True(t, k.Terms.P.Equal(pricing.Flat(dectest.D("0.003"))))
+		assert.True(t, k.Terms.P.Equal(contract.Flat(dectest.D("0.003"))))
 		tn.advance(time.Second)
 		d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: k.Terms, Counter: k.ID})
 		assert.True(t, d.Accept, "%+v", d)
@@ -217,24 +216,24 @@ func TestNodeClaims(t *testing.T) {
 	t.Run("CounterHonouredWhenPricesRise", func(t *testing.T) {
 		// Half a busy server costs half as much again: the counter made on
 		// an idle one is below the price of the moment, and honoured.
-		tn := newTestNode(t, Utilization{Base: Posted{P: pricing.Flat(dectest.D("0.002"))}, K: dectest.D("1")})
+		tn := newTestNode(t, Utilization{Base: Posted{P: contract.Flat(dectest.D("0.002"))}, K: dectest.D("1")})
 		cheap := job(1, "1", time.Hour, time.Hour)
-		cheap.P = pricing.Flat(dectest.D("0.001"))
+		cheap.P = contract.Flat(dectest.D("0.001"))
 		cheap.Prepayment = cheap.CappedPrepayment(2)
 		d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: cheap})
 		require.Len(t, d.Counters, 1)
 		k := d.Counters[0]
-		require.True(t, k.Terms.P.Equal(pricing.Flat(dectest.D("0.002"))), "%v", k.Terms.P)
+		require.True(t, k.Terms.P.Equal(contract.Flat(dectest.D("0.002"))), "%v", k.Terms.P)
 
 		dear := job(2, "1", time.Hour, time.Hour)
-		dear.P = pricing.Flat(dectest.D("0.004"))
+		dear.P = contract.Flat(dectest.D("0.004"))
 		dear.Prepayment = dear.CappedPrepayment(2)
 		tn.start("o2", "c2", dear)
 		tn.advance(time.Second)
 		fresh := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: k.Terms})
 		require.False(t, fresh.Accept, "without the counter the price is now 0.003")
 		require.Len(t, fresh.Counters, 1)
-		assert.True(t, fresh.Counters[0].Terms.P.Equal(pricing.Flat(dectest.D("0.003"))), "%v", fresh.Counters[0].Terms.P)
+		assert.True(t, fresh.Counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.003"))), "%v", fresh.Counters[0].Terms.P)
 		assert.True(t, tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o4", Terms: k.Terms, Counter: k.ID}).Accept,
 			"the counter is honoured at its own price")
 		tn.n.Cancel(tn.now, "o4")
@@ -248,14 +247,14 @@ func TestNodeClaims(t *testing.T) {
 func TestNodePreempts(t *testing.T) {
 	tn := newTestNode(t, Preempting{Base: Posted{}})
 	cheap := job(4, "1", time.Hour, time.Hour)
-	cheap.Preemptible, cheap.P = true, pricing.Flat(dectest.D("0.001"))
+	cheap.Preemptible, cheap.P = true, contract.Flat(dectest.D("0.001"))
 	cheap.Prepayment = cheap.CappedPrepayment(2)
 	tn.start("o1", "low", cheap)
 	tn.run(2 * time.Second)
 	st, finals := tn.start("o2", "high", job(2, "1", time.Hour, time.Hour))
 	require.Len(t, finals, 1)
 	assert.Equal(t, "low", finals[0].Contract)
-	assert.Equal(t, trade.ReasonPreempted, finals[0].Reason)
+	assert.Equal(t, contract.ReasonPreempted, finals[0].Reason)
 	assert.Equal(t, []int{0, 1}, st.GPUs)
 	assert.Equal(t, 2, tn.n.Hello(tn.now).Free, "the preempted job's other GPUs are free")
 }
@@ -276,14 +275,14 @@ func TestNodeBookings(t *testing.T) {
 	assert.False(t, started.Booked)
 	assert.Equal(t, tm.StartAt, started.At)
 	rs := tn.run(4 * time.Second)
-	assert.Equal(t, trade.ReasonCompleted, rs[len(rs)-1].Reason)
+	assert.Equal(t, contract.ReasonCompleted, rs[len(rs)-1].Reason)
 }
 
 // TestNodeDeterministic: the same calls at the same times give the same
 // readings, byte for byte.
 func TestNodeDeterministic(t *testing.T) {
 	once := func() string {
-		tn := newTestNode(t, Preempting{Base: Posted{P: pricing.Flat(dectest.D("0.0015"))}})
+		tn := newTestNode(t, Preempting{Base: Posted{P: contract.Flat(dectest.D("0.0015"))}})
 		var b strings.Builder
 		for i := range 12 {
 			tm := job(1+i%3, "0.75", time.Duration(1+i%5)*time.Second, time.Minute)
@@ -292,7 +291,7 @@ func TestNodeDeterministic(t *testing.T) {
 			js, _ := json.Marshal(d)
 			b.Write(js)
 			if d.Accept {
-				plan, err := tn.n.Start(tn.now, protocol.Start{Offer: fmt.Sprint("o", i), Contract: protocol.Contract{ID: fmt.Sprint("c", i), Terms: tm}})
+				plan, err := tn.n.Start(tn.now, protocol.Start{Offer: fmt.Sprint("o", i), Contract: protocol.ContractView{ID: fmt.Sprint("c", i), Terms: tm}})
 				if err == nil {
 					for _, r := range tn.stop(plan.Stops) {
 						fmt.Fprintln(&b, "preempted", r.Contract)
@@ -348,8 +347,8 @@ func TestSyntheticRefusesPrograms(t *testing.T) {
 	})
 	h := tn.n.Hello(tn.now)
 	require.NotNil(t, h.Runs)
-	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}, *h.Runs)
+	assert.Equal(t, protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}, *h.Runs)
 }
 
 // pythonJob is a job that runs a program.
-var pythonJob = pricing.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py"}}
+var pythonJob = contract.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py"}}

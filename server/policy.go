@@ -4,33 +4,32 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Policy decides on offers. Decide must be pure: everything it may depend
 // on, the clock included, is in View, so that the simulator can run it
-// deterministically. The node checks the offer's form (pricing.Validate)
+// deterministically. The node checks the offer's form (contract.Validate)
 // and honours its own counter-offers before it asks the policy.
 type Policy interface {
-	Decide(offer pricing.Terms, st View) Decision
+	Decide(offer contract.Terms, st View) Decision
 }
 
 // View is what a policy sees of the server when an offer arrives.
 type View struct {
 	Now   time.Time
-	Scale int32 // decimal places of the server's currency, for pricing.MaxCharge
+	Scale int32 // decimal places of the server's currency, for contract.MaxCharge
 
-	GPUs []trade.GPU // every GPU of the server
+	GPUs []contract.GPU // every GPU of the server
 	// Free are the GPUs neither running a job nor claimed for an
 	// accepted offer. It is a list rather than a count because class constraints
 	// decide which of them an offer may use.
-	Free []trade.GPU
+	Free []contract.GPU
 
 	// Running are the contracts running now, except those an accepted
 	// offer is to preempt: their GPUs are spoken for, like a claim's.
 	Running []Run
-	Recent  []pricing.Terms // the terms of the last contracts started, oldest first
+	Recent  []contract.Terms // the terms of the last contracts started, oldest first
 	// Bookings are the contracts accepted here for a future slot and not
 	// started yet, by ID. Their GPUs are in Free until the slot begins.
 	Bookings []Booking
@@ -55,7 +54,7 @@ type ClientUse struct {
 // Run is a running contract as a policy sees it.
 type Run struct {
 	ID      string
-	Terms   pricing.Terms
+	Terms   contract.Terms
 	GPUs    []int // the indexes of its GPUs
 	Started time.Time
 }
@@ -63,7 +62,7 @@ type Run struct {
 // Booking is a contract booked for a future slot, as a policy sees it.
 type Booking struct {
 	ID    string // the contract, or the offer before the exchange starts it
-	Terms pricing.Terms
+	Terms contract.Terms
 	GPUs  []int // the indexes of the GPUs reserved for it
 }
 
@@ -88,7 +87,7 @@ func (st View) booked(from, to time.Time) map[int]bool {
 // will be by from — running a preemptible job, which gives way when the
 // slot begins, or a guaranteed one whose time limit ends by then. GPUs
 // claimed for an accepted offer do not count, since its time limit is unknown here.
-func (st View) FreeDuring(from, to time.Time) []trade.GPU {
+func (st View) FreeDuring(from, to time.Time) []contract.GPU {
 	booked := st.booked(from, to)
 	avail := map[int]bool{}
 	for _, g := range st.Free {
@@ -101,7 +100,7 @@ func (st View) FreeDuring(from, to time.Time) []trade.GPU {
 			}
 		}
 	}
-	var out []trade.GPU
+	var out []contract.GPU
 	for _, g := range st.GPUs {
 		if avail[g.Index] && !booked[g.Index] {
 			out = append(out, g)
@@ -111,15 +110,7 @@ func (st View) FreeDuring(from, to time.Time) []trade.GPU {
 }
 
 // FreeFor counts the free GPUs that satisfy c.
-func (st View) FreeFor(c pricing.Class) int {
-	n := 0
-	for _, g := range st.Free {
-		if c.Fits(g.Model, g.MemoryMiB) {
-			n++
-		}
-	}
-	return n
-}
+func (st View) FreeFor(c contract.Class) int { return c.Count(st.Free) }
 
 // Busy counts the GPUs that are not free.
 func (st View) Busy() int { return len(st.GPUs) - len(st.Free) }
@@ -130,7 +121,7 @@ type Decision struct {
 	Accept bool
 	// Counters are offers the policy would accept if they were made now,
 	// in the same state: at least the reserve prices, at most the free GPUs.
-	Counters []pricing.Terms
+	Counters []contract.Terms
 	// ValidUntil is when the counters lapse.
 	ValidUntil time.Time
 	// Reason says why an offer was rejected, for a person to read.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // PolicyConfig is a policy stack as operators (bourse server's
@@ -50,12 +50,12 @@ type FairUseConfig struct {
 // Preemption and bookings see the base policy's decision; fair use has the
 // last word. Its errors name the field ("policy.k").
 func (c PolicyConfig) Build() (Policy, error) {
-	curve := func(name string, pairs [][]string) (pricing.Curve, error) {
+	curve := func(name string, pairs [][]string) (contract.Curve, error) {
 		if pairs == nil {
 			return nil, nil
 		}
 		data, _ := json.Marshal(pairs)
-		var cv pricing.Curve
+		var cv contract.Curve
 		if err := json.Unmarshal(data, &cv); err != nil {
 			return nil, fmt.Errorf("policy.%s: %w", name, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // DefaultCounterTTL is how long counter-offers stand when a policy does not
@@ -20,9 +20,9 @@ const DefaultCounterTTL = 15 * time.Second
 // curves everywhere the job could run, asks for no more GPUs than are free,
 // and stays within its longest time limit.
 type Posted struct {
-	P, Q         pricing.Curve // the least the server takes, as offer curves
-	MaxTimeLimit time.Duration // the longest job it takes; 0 for no limit
-	CounterTTL   time.Duration // how long its counter-offers stand; 0 for DefaultCounterTTL
+	P, Q         contract.Curve // the least the server takes, as offer curves
+	MaxTimeLimit time.Duration  // the longest job it takes; 0 for no limit
+	CounterTTL   time.Duration  // how long its counter-offers stand; 0 for DefaultCounterTTL
 }
 
 var _ Policy = Posted{}
@@ -34,7 +34,7 @@ func (r Posted) String() string { return "reserve" }
 func (r Posted) Validate() error {
 	for _, c := range []struct {
 		name  string
-		curve pricing.Curve
+		curve contract.Curve
 	}{{"p", r.P}, {"q", r.Q}} {
 		if err := c.curve.Validate(); err != nil {
 			return fmt.Errorf("reserve %s: %w", c.name, err)
@@ -53,7 +53,7 @@ func (r Posted) Validate() error {
 // it still covers the job the client sized it for) and lowered where it
 // now exceeds the maximum charge. There is no
 // counter when no GPU of the class is free.
-func (r Posted) Decide(offer pricing.Terms, st View) Decision {
+func (r Posted) Decide(offer contract.Terms, st View) Decision {
 	free := st.FreeFor(offer.Class)
 	if free == 0 {
 		return Decision{Reason: "no free GPU of the class"}
@@ -89,7 +89,7 @@ func (r Posted) Decide(offer pricing.Terms, st View) Decision {
 		// reserve it would run out before the job is done, and the taker
 		// would pay for work cut short. The counter keeps the offer's
 		// prepayment in proportion to what its terms can cost at most.
-		was, now := pricing.MaxCharge(offer, st.Scale), pricing.MaxCharge(c, st.Scale)
+		was, now := contract.MaxCharge(offer, st.Scale), contract.MaxCharge(c, st.Scale)
 		if was.IsPositive() {
 			c.Prepayment = offer.Prepayment.Mul(now).Div(was).Truncate(st.Scale)
 		}
@@ -103,6 +103,6 @@ func (r Posted) Decide(offer pricing.Terms, st View) Decision {
 	if ttl <= 0 {
 		ttl = DefaultCounterTTL
 	}
-	d.Counters, d.ValidUntil = []pricing.Terms{c}, st.Now.Add(ttl)
+	d.Counters, d.ValidUntil = []contract.Terms{c}, st.Now.Add(ttl)
 	return d
 }

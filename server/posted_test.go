@@ -7,23 +7,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // curve builds a curve from x, y pairs written as decimals.
-func curve(xy ...string) pricing.Curve {
-	c := make(pricing.Curve, 0, len(xy)/2)
+func curve(xy ...string) contract.Curve {
+	c := make(contract.Curve, 0, len(xy)/2)
 	for i := 0; i < len(xy); i += 2 {
-		c = append(c, pricing.Point{X: dectest.D(xy[i]), Y: dectest.D(xy[i+1])})
+		c = append(c, contract.Point{X: dectest.D(xy[i]), Y: dectest.D(xy[i+1])})
 	}
 	return c
 }
 
 var (
-	h100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920} }
-	a100 = func(i int) trade.GPU { return trade.GPU{Index: i, Model: "A100", MemoryMiB: 40960} }
+	h100 = func(i int) contract.GPU { return contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920} }
+	a100 = func(i int) contract.GPU { return contract.GPU{Index: i, Model: "A100", MemoryMiB: 40960} }
 	now  = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
@@ -49,60 +48,60 @@ func testView(busy ...int) View {
 
 // offer is 2 H100s for 30 minutes at 0.002 per GPU-second, prepaying the
 // maximum charge, 7.20.
-func offer() pricing.Terms {
-	return pricing.Terms{
-		Client: "alice", Currency: "GPU", GPUs: 2, Class: pricing.Class{Model: "H100"},
-		TimeLimit: 30 * time.Minute, Prepayment: dectest.D("7.20"), P: pricing.Flat(dectest.D("0.002")),
+func offer() contract.Terms {
+	return contract.Terms{
+		Client: "alice", Currency: "GPU", GPUs: 2, Class: contract.Class{Model: "H100"},
+		TimeLimit: 30 * time.Minute, Prepayment: dectest.D("7.20"), P: contract.Flat(dectest.D("0.002")),
 	}
 }
 
 func TestPostedDecide(t *testing.T) {
-	reserve := Posted{P: pricing.Flat(dectest.D("0.001")), MaxTimeLimit: time.Hour, CounterTTL: time.Minute}
-	with := func(f func(*pricing.Terms)) pricing.Terms { o := offer(); f(&o); return o }
+	reserve := Posted{P: contract.Flat(dectest.D("0.001")), MaxTimeLimit: time.Hour, CounterTTL: time.Minute}
+	with := func(f func(*contract.Terms)) contract.Terms { o := offer(); f(&o); return o }
 	for _, tc := range []struct {
 		name    string
 		reserve Posted
-		offer   pricing.Terms
+		offer   contract.Terms
 		st      View
 		accept  bool
-		counter func(*pricing.Terms) // how the counter differs from the offer; nil for none
+		counter func(*contract.Terms) // how the counter differs from the offer; nil for none
 	}{
 		{name: "pays the reserve", reserve: reserve, offer: offer(), st: testView(), accept: true},
 		{name: "pays exactly the reserve", reserve: reserve, st: testView(), accept: true,
-			offer: with(func(o *pricing.Terms) { o.P = pricing.Flat(dectest.D("0.001")); o.Prepayment = dectest.D("3.60") })},
-		{name: "any class", reserve: reserve, offer: with(func(o *pricing.Terms) { o.Class = pricing.Class{}; o.GPUs = 6 }),
+			offer: with(func(o *contract.Terms) { o.P = contract.Flat(dectest.D("0.001")); o.Prepayment = dectest.D("3.60") })},
+		{name: "any class", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class = contract.Class{}; o.GPUs = 6 }),
 			st: testView(), accept: true},
 		{name: "cheap p", reserve: reserve, st: testView(),
-			offer:   with(func(o *pricing.Terms) { o.P = pricing.Flat(dectest.D("0.0005")); o.Prepayment = dectest.D("1.80") }),
-			counter: func(c *pricing.Terms) { c.P, c.Prepayment = pricing.Flat(dectest.D("0.001")), dectest.D("3.60") }}, // still all of the maximum
+			offer:   with(func(o *contract.Terms) { o.P = contract.Flat(dectest.D("0.0005")); o.Prepayment = dectest.D("1.80") }),
+			counter: func(c *contract.Terms) { c.P, c.Prepayment = contract.Flat(dectest.D("0.001")), dectest.D("3.60") }}, // still all of the maximum
 		{name: "no q against a q reserve", st: testView(),
-			reserve: Posted{P: reserve.P, Q: pricing.Flat(dectest.D("0.01"))}, offer: offer(),
-			counter: func(c *pricing.Terms) { c.Q, c.Prepayment = pricing.Flat(dectest.D("0.01")), dectest.D("25.20") }},
+			reserve: Posted{P: reserve.P, Q: contract.Flat(dectest.D("0.01"))}, offer: offer(),
+			counter: func(c *contract.Terms) { c.Q, c.Prepayment = contract.Flat(dectest.D("0.01")), dectest.D("25.20") }},
 		{name: "too long, prepayment lowered", reserve: reserve, st: testView(),
-			offer:   with(func(o *pricing.Terms) { o.TimeLimit = 2 * time.Hour; o.Prepayment = dectest.D("28.80") }),
-			counter: func(c *pricing.Terms) { c.TimeLimit = time.Hour; c.Prepayment = dectest.D("14.40") }},
+			offer:   with(func(o *contract.Terms) { o.TimeLimit = 2 * time.Hour; o.Prepayment = dectest.D("28.80") }),
+			counter: func(c *contract.Terms) { c.TimeLimit = time.Hour; c.Prepayment = dectest.D("14.40") }},
 		{name: "no maximum time limit", reserve: Posted{P: reserve.P}, st: testView(), accept: true,
-			offer: with(func(o *pricing.Terms) { o.TimeLimit = 300 * time.Hour; o.Prepayment = dectest.D("1") })},
+			offer: with(func(o *contract.Terms) { o.TimeLimit = 300 * time.Hour; o.Prepayment = dectest.D("1") })},
 		{name: "more GPUs than free", reserve: reserve, st: testView(0, 1, 2),
-			offer:   with(func(o *pricing.Terms) { o.GPUs = 3; o.Prepayment = dectest.D("10.80") }),
-			counter: func(c *pricing.Terms) { c.GPUs = 1; c.Prepayment = dectest.D("3.60") }},
+			offer:   with(func(o *contract.Terms) { o.GPUs = 3; o.Prepayment = dectest.D("10.80") }),
+			counter: func(c *contract.Terms) { c.GPUs = 1; c.Prepayment = dectest.D("3.60") }},
 		{name: "more GPUs than the server has", reserve: reserve, st: testView(),
-			offer:   with(func(o *pricing.Terms) { o.GPUs = 5; o.Prepayment = dectest.D("1") }),
-			counter: func(c *pricing.Terms) { c.GPUs = 4 }},
+			offer:   with(func(o *contract.Terms) { o.GPUs = 5; o.Prepayment = dectest.D("1") }),
+			counter: func(c *contract.Terms) { c.GPUs = 4 }},
 		{name: "everything at once", reserve: reserve, st: testView(3),
-			offer: with(func(o *pricing.Terms) {
-				o.GPUs, o.TimeLimit, o.P, o.Prepayment = 4, 3*time.Hour, pricing.Flat(dectest.D("0.0001")), dectest.D("4.32")
+			offer: with(func(o *contract.Terms) {
+				o.GPUs, o.TimeLimit, o.P, o.Prepayment = 4, 3*time.Hour, contract.Flat(dectest.D("0.0001")), dectest.D("4.32")
 			}),
-			counter: func(c *pricing.Terms) {
-				c.GPUs, c.TimeLimit, c.P, c.Prepayment = 3, time.Hour, pricing.Flat(dectest.D("0.001")), dectest.D("10.80")
+			counter: func(c *contract.Terms) {
+				c.GPUs, c.TimeLimit, c.P, c.Prepayment = 3, time.Hour, contract.Flat(dectest.D("0.001")), dectest.D("10.80")
 			}},
 		{name: "cheap p, half the maximum prepaid: half the counter's", reserve: reserve, st: testView(),
-			offer:   with(func(o *pricing.Terms) { o.P = pricing.Flat(dectest.D("0.0005")); o.Prepayment = dectest.D("0.90") }),
-			counter: func(c *pricing.Terms) { c.P, c.Prepayment = pricing.Flat(dectest.D("0.001")), dectest.D("1.80") }},
+			offer:   with(func(o *contract.Terms) { o.P = contract.Flat(dectest.D("0.0005")); o.Prepayment = dectest.D("0.90") }),
+			counter: func(c *contract.Terms) { c.P, c.Prepayment = contract.Flat(dectest.D("0.001")), dectest.D("1.80") }},
 		{name: "class busy", reserve: reserve, offer: offer(), st: testView(0, 1, 2, 3)},
-		{name: "class absent", reserve: reserve, offer: with(func(o *pricing.Terms) { o.Class.Model = "B200" }), st: testView()},
+		{name: "class absent", reserve: reserve, offer: with(func(o *contract.Terms) { o.Class.Model = "B200" }), st: testView()},
 		{name: "memory too small", reserve: reserve, st: testView(0, 1, 2, 3),
-			offer: with(func(o *pricing.Terms) { o.Class = pricing.Class{MinMemoryMiB: 50000} })},
+			offer: with(func(o *contract.Terms) { o.Class = contract.Class{MinMemoryMiB: 50000} })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.reserve.Decide(tc.offer, tc.st)
@@ -131,7 +130,7 @@ func TestPostedDecide(t *testing.T) {
 
 func TestPostedValidate(t *testing.T) {
 	require.NoError(t, Posted{}.Validate())
-	require.NoError(t, Posted{P: pricing.Flat(dectest.D("1")), MaxTimeLimit: time.Hour}.Validate())
+	require.NoError(t, Posted{P: contract.Flat(dectest.D("1")), MaxTimeLimit: time.Hour}.Validate())
 	require.Error(t, Posted{P: curve("1", "2", "0.5", "3")}.Validate())
 	require.Error(t, Posted{Q: curve("0", "2", "1", "1")}.Validate())
 	require.Error(t, Posted{MaxTimeLimit: -1}.Validate())

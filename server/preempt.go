@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Preempting takes a guaranteed offer over running preemptible contracts
@@ -49,7 +48,7 @@ func (p Preempting) Validate() error {
 
 // Decide accepts what Base accepts, and otherwise preempts as the type's
 // comment says.
-func (p Preempting) Decide(offer pricing.Terms, st View) Decision {
+func (p Preempting) Decide(offer contract.Terms, st View) Decision {
 	d := p.Base.Decide(offer, st)
 	if d.Accept || offer.Preemptible {
 		return d
@@ -58,14 +57,14 @@ func (p Preempting) Decide(offer pricing.Terms, st View) Decision {
 	if need <= 0 {
 		return d // rejected for its price or its limits, not for GPUs
 	}
-	gpu := make(map[int]trade.GPU, len(st.GPUs))
+	gpu := make(map[int]contract.GPU, len(st.GPUs))
 	for _, g := range st.GPUs {
 		gpu[g.Index] = g
 	}
 	type victim struct {
 		run  Run
-		fits []trade.GPU // its GPUs of the offer's class
-		rate pricing.Price
+		fits []contract.GPU // its GPUs of the offer's class
+		rate contract.Price
 	}
 	rate := offer.FullUsePrice()
 	var vs []victim

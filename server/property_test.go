@@ -11,15 +11,14 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // decideCase is a random policy, server state and valid offer.
 type decideCase struct {
 	Policy Policy
 	View   View
-	Offer  pricing.Terms
+	Offer  contract.Terms
 }
 
 func (c decideCase) String() string {
@@ -29,7 +28,7 @@ func (c decideCase) String() string {
 // Generate implements quick.Generator.
 func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 	c := decideCase{View: View{Now: now.Add(time.Duration(r.Int63n(int64(time.Hour)))), Scale: int32(r.Intn(5))}}
-	models := []trade.GPU{h100(0), a100(0), {Model: "L4", MemoryMiB: 24576}}
+	models := []contract.GPU{h100(0), a100(0), {Model: "L4", MemoryMiB: 24576}}
 	for i := range 1 + r.Intn(8) {
 		g := models[r.Intn(len(models))]
 		g.Index = i
@@ -45,7 +44,7 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 		case r.Intn(4) > 0:
 			c.View.Running = append(c.View.Running, Run{ID: fmt.Sprintf("r%d", i), GPUs: []int{i},
 				Started: c.View.Now.Add(-time.Duration(r.Intn(3600)) * time.Second),
-				Terms:   pricing.Terms{GPUs: 1, Preemptible: r.Intn(3) > 0, P: cheap(randCurve(r, 3)), Q: cheap(randCurve(r, 2))}})
+				Terms:   contract.Terms{GPUs: 1, Preemptible: r.Intn(3) > 0, P: cheap(randCurve(r, 3)), Q: cheap(randCurve(r, 2))}})
 		} // else claimed for an offer
 	}
 	reserve := Posted{P: randCurve(r, 4), Q: randCurve(r, 3)}
@@ -78,7 +77,7 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 		c.View.Client = ClientUse{Running: r.Intn(3), LastEnd: c.View.Now.Add(-time.Duration(r.Intn(7200)) * time.Second)}
 	}
 
-	o := pricing.Terms{Client: "c", Currency: "GPU", GPUs: 1 + r.Intn(8), Preemptible: r.Intn(4) == 0,
+	o := contract.Terms{Client: "c", Currency: "GPU", GPUs: 1 + r.Intn(8), Preemptible: r.Intn(4) == 0,
 		TimeLimit: time.Duration(1+r.Int63n(int64(3*time.Hour/time.Second))) * time.Second}
 	switch r.Intn(3) {
 	case 0:
@@ -94,10 +93,10 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 	}
 	// A prepayment of at least one unit of the scale, up to the maximum.
 	unit := decimal.New(1, -c.View.Scale)
-	max := pricing.MaxCharge(o, c.View.Scale)
+	max := contract.MaxCharge(o, c.View.Scale)
 	if max.LessThan(unit) { // no valid prepayment: make the offer dearer
-		o.P = pricing.Flat(decimal.NewFromInt(1))
-		max = pricing.MaxCharge(o, c.View.Scale)
+		o.P = contract.Flat(decimal.NewFromInt(1))
+		max = contract.MaxCharge(o, c.View.Scale)
 	}
 	o.Prepayment = decimal.Max(unit, max.Mul(decimal.New(1+r.Int63n(100), -2)).Truncate(c.View.Scale))
 	c.Offer = o
@@ -106,12 +105,12 @@ func (decideCase) Generate(r *rand.Rand, _ int) reflect.Value {
 
 // randCurve is a valid curve of up to n points, sometimes empty, sometimes
 // starting right of zero (a jump).
-func randCurve(r *rand.Rand, n int) pricing.Curve {
-	c := make(pricing.Curve, r.Intn(n+1))
+func randCurve(r *rand.Rand, n int) contract.Curve {
+	c := make(contract.Curve, r.Intn(n+1))
 	x := decimal.New(r.Int63n(2)*r.Int63n(300), -2)
 	y := decimal.New(r.Int63n(100), -4)
 	for i := range c {
-		c[i] = pricing.Point{X: x, Y: y}
+		c[i] = contract.Point{X: x, Y: y}
 		x = x.Add(decimal.New(1+r.Int63n(300), -2))
 		y = y.Add(decimal.New(r.Int63n(3)*r.Int63n(100), -4))
 	}
@@ -119,12 +118,12 @@ func randCurve(r *rand.Rand, n int) pricing.Curve {
 }
 
 // nudge moves each y of c a little up or down, keeping it valid.
-func nudge(r *rand.Rand, c pricing.Curve) pricing.Curve {
-	out := make(pricing.Curve, len(c))
+func nudge(r *rand.Rand, c contract.Curve) contract.Curve {
+	out := make(contract.Curve, len(c))
 	floor := decimal.Zero
 	for i, p := range c {
 		y := decimal.Max(floor, p.Y.Add(decimal.New(r.Int63n(5)-2, -4)))
-		out[i], floor = pricing.Point{X: p.X, Y: y}, y
+		out[i], floor = contract.Point{X: p.X, Y: y}, y
 	}
 	return out
 }
@@ -139,7 +138,7 @@ func TestCountersAccepted(t *testing.T) {
 	}
 	accepted, countered, preempted := 0, 0, 0
 	check := func(c decideCase) bool {
-		if err := pricing.Validate(c.Offer, scaleOf(c.View)); err != nil {
+		if err := contract.Validate(c.Offer, scaleOf(c.View)); err != nil {
 			t.Fatalf("generated an invalid offer: %v\n%v", err, c)
 		}
 		if v, ok := c.Policy.(interface{ Validate() error }); ok {
@@ -162,7 +161,7 @@ func TestCountersAccepted(t *testing.T) {
 		}
 		for _, counter := range got.Counters {
 			countered++
-			if err := pricing.Validate(counter, scaleOf(c.View)); err != nil {
+			if err := contract.Validate(counter, scaleOf(c.View)); err != nil {
 				t.Logf("invalid counter %+v: %v\n%v", counter, err, c)
 				return false
 			}
@@ -221,7 +220,7 @@ func preemptsFairly(t *testing.T, c decideCase, preempt []string) bool {
 }
 
 // paysReserve samples an accepted offer's curves against the reserve on a
-// grid of [0, g] and at every breakpoint, as a second opinion on pricing.Curve.Covers.
+// grid of [0, g] and at every breakpoint, as a second opinion on contract.Curve.Covers.
 func paysReserve(t *testing.T, c decideCase) bool {
 	policy := c.Policy
 	if f, isF := policy.(FairUse); isF {
@@ -242,7 +241,7 @@ func paysReserve(t *testing.T, c decideCase) bool {
 	for i := int64(0); i <= 64; i++ {
 		xs = append(xs, g.Mul(decimal.New(i, 0)).Div(decimal.New(64, 0)))
 	}
-	for _, cv := range []pricing.Curve{c.Offer.P, c.Offer.Q, r.P, r.Q} {
+	for _, cv := range []contract.Curve{c.Offer.P, c.Offer.Q, r.P, r.Q} {
 		for _, p := range cv {
 			xs = append(xs, p.X, p.X.Sub(decimal.New(1, -12)))
 		}
@@ -260,6 +259,6 @@ func paysReserve(t *testing.T, c decideCase) bool {
 }
 
 // cheap is c at a tenth of its price: preemptible work sells for less.
-func cheap(c pricing.Curve) pricing.Curve {
+func cheap(c contract.Curve) contract.Curve {
 	return scaleCurve(c, decimal.NewFromInt(1), decimal.NewFromInt(10))
 }

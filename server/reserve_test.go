@@ -6,17 +6,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestReserve: a policy's reserve is its posted curve, scaled by how full
 // the server is for Utilization, through every layer of a built stack.
 func TestReserve(t *testing.T) {
-	gpus := make([]trade.GPU, 4)
+	gpus := make([]contract.GPU, 4)
 	for i := range gpus {
-		gpus[i] = trade.GPU{Index: i, Model: "H100"}
+		gpus[i] = contract.GPU{Index: i, Model: "H100"}
 	}
 	half := View{GPUs: gpus, Free: gpus[:2]}
 	pol, err := PolicyConfig{Kind: "utilisation", P: [][]string{{"0", "0.0010"}}, K: "2", Preempt: true,
@@ -27,7 +26,7 @@ func TestReserve(t *testing.T) {
 	// 0.0010 × (1 + 2·2/4)
 	assert.True(t, r.P.Eval(dectest.D("1")).Equal(dectest.D("0.002")), "%v", r.P)
 
-	r, ok = Reserve(Posted{P: pricing.Flat(dectest.D("0.5"))}, half)
+	r, ok = Reserve(Posted{P: contract.Flat(dectest.D("0.5"))}, half)
 	require.True(t, ok)
 	assert.Equal(t, "0.5", r.P[0].Y.String())
 
@@ -37,4 +36,4 @@ func TestReserve(t *testing.T) {
 
 type oddPolicy struct{}
 
-func (oddPolicy) Decide(pricing.Terms, View) Decision { return Decision{} }
+func (oddPolicy) Decide(contract.Terms, View) Decision { return Decision{} }

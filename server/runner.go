@@ -6,9 +6,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Runner starts the jobs of contracts. The Synthetic runner consumes a
@@ -29,7 +28,7 @@ type Runner interface {
 type Checker interface {
 	// Check returns a *bourse.Error (EInvalidOffer, EPermission) saying why
 	// the job cannot run here, or nil.
-	Check(job *pricing.JobSpec) error
+	Check(job *contract.JobSpec) error
 }
 
 // Describer is a Runner that says what it runs (protocol.Runs): the node
@@ -43,14 +42,14 @@ type Describer interface {
 // Metered is a Runner that says how its jobs are measured: the node puts
 // it in the start it reports, and the exchange on the contract.
 type Metered interface {
-	Meter() trade.Meter
+	Meter() contract.Meter
 }
 
 // Assignment is a job to start and the GPUs it gets.
 type Assignment struct {
 	Contract string
-	Job      *pricing.JobSpec // nil where the contract carries no job
-	GPUs     []trade.GPU
+	Job      *contract.JobSpec // nil where the contract carries no job
+	GPUs     []contract.GPU
 	// TimeLimit is the contract's; the node stops the job then, and a
 	// runner may enforce it too, as a backstop. Zero for none.
 	TimeLimit time.Duration
@@ -69,7 +68,7 @@ type Job interface {
 	// Stop ends the job: reason is ReasonSuspended for a job that should
 	// checkpoint first, anything else to kill it. Stopping an ended job
 	// does nothing.
-	Stop(ctx context.Context, reason trade.Reason) error
+	Stop(ctx context.Context, reason contract.Reason) error
 }
 
 // Measurement is what a meter has measured of a job, cumulatively.

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 	"github.com/shopspring/decimal"
 )
 
@@ -33,12 +33,12 @@ var (
 // with this runner refuses an offer that names a program, which it would
 // not run.
 func (s *Synthetic) Runs() protocol.Runs {
-	return protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: trade.MeterSynthetic}
+	return protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}
 }
 
-// Meter is trade.MeterSynthetic: the synthetic meter goes with the
+// Meter is contract.MeterSynthetic: the synthetic meter goes with the
 // synthetic runner only, and measures the profile its jobs consume.
-func (s *Synthetic) Meter() trade.Meter { return trade.MeterSynthetic }
+func (s *Synthetic) Meter() contract.Meter { return contract.MeterSynthetic }
 
 // Start starts the job at Now.
 func (s *Synthetic) Start(_ context.Context, a Assignment) (Job, error) {
@@ -104,7 +104,7 @@ func (j *syntheticJob) Done() <-chan struct{} {
 	return j.done
 }
 
-func (j *syntheticJob) Stop(context.Context, trade.Reason) error {
+func (j *syntheticJob) Stop(context.Context, contract.Reason) error {
 	j.end(false)
 	return nil
 }

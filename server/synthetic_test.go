@@ -9,10 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 func TestSyntheticUsage(t *testing.T) {
@@ -42,15 +41,15 @@ func TestSyntheticUsage(t *testing.T) {
 	}
 }
 
-func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *pricing.Profile) Job {
+func startSynthetic(t *testing.T, r *Synthetic, gpus int, p *contract.Profile) Job {
 	t.Helper()
-	a := Assignment{Contract: "c1", Job: &pricing.JobSpec{Profile: p}}
+	a := Assignment{Contract: "c1", Job: &contract.JobSpec{Profile: p}}
 	for i := range gpus {
 		a.GPUs = append(a.GPUs, h100(i))
 	}
 	j, err := r.Start(context.Background(), a)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = j.Stop(context.Background(), trade.ReasonKilled) })
+	t.Cleanup(func() { _ = j.Stop(context.Background(), contract.ReasonKilled) })
 	return j
 }
 
@@ -72,26 +71,26 @@ func measure(t *testing.T, j Job) Measurement {
 
 func TestSyntheticStop(t *testing.T) {
 	c := clocktest.New(now)
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("0.75"), Duration: time.Hour})
 	c.Advance(4 * time.Second)
 	m := measure(t, j)
 	assert.True(t, dectest.D("6").Equal(m.U), "u = %s", m.U) // 2 · 0.75 · 4
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode)
 
-	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled))
+	require.NoError(t, j.Stop(context.Background(), contract.ReasonKilled))
 	c.Advance(time.Minute)
 	m = measure(t, j)
 	assert.True(t, dectest.D("6").Equal(m.U), "stopped: u = %s", m.U)
 	assert.Equal(t, 4*time.Second, m.T)
 	assert.Nil(t, m.ExitCode, "a stopped job did not exit by itself")
 	assert.True(t, closed(j.Done()), "done")
-	require.NoError(t, j.Stop(context.Background(), trade.ReasonKilled), "a second stop does nothing")
+	require.NoError(t, j.Stop(context.Background(), contract.ReasonKilled), "a second stop does nothing")
 }
 
 func TestSyntheticCompletes(t *testing.T) {
 	c := clocktest.New(now)
-	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &pricing.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
+	j := startSynthetic(t, &Synthetic{Now: c.Now, Watts: dectest.D("100")}, 1, &contract.Profile{Utilization: dectest.D("0.5"), Duration: time.Hour})
 	c.Advance(2 * time.Hour)
 	m := measure(t, j)
 	assert.True(t, dectest.D("1800").Equal(m.U), "u = %s", m.U) // 1 · 0.5 · 3600
@@ -107,7 +106,7 @@ func TestSyntheticCompletes(t *testing.T) {
 // whole profile; a moment earlier it is not.
 func TestSyntheticDoneOnTime(t *testing.T) {
 	c := clocktest.New(now)
-	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
+	j := startSynthetic(t, &Synthetic{Now: c.Now}, 2, &contract.Profile{Utilization: dectest.D("1"), Duration: time.Minute})
 	c.Advance(time.Minute - time.Nanosecond)
 	assert.False(t, closed(j.Done()), "not yet")
 	c.Advance(time.Nanosecond)
@@ -128,7 +127,7 @@ func TestSyntheticNoProfile(t *testing.T) {
 }
 
 func TestSyntheticRealTimer(t *testing.T) {
-	j := startSynthetic(t, &Synthetic{}, 1, &pricing.Profile{Utilization: dectest.D("1"), Duration: 20 * time.Millisecond})
+	j := startSynthetic(t, &Synthetic{}, 1, &contract.Profile{Utilization: dectest.D("1"), Duration: 20 * time.Millisecond})
 	select {
 	case <-j.Done():
 	case <-time.After(5 * time.Second):

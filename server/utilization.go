@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // Utilization prices by how full the server is: the base reserve curves are
@@ -36,12 +36,12 @@ func (u Utilization) Validate() error {
 }
 
 // Decide decides as the posted price of the moment, PostedAt(st).
-func (u Utilization) Decide(offer pricing.Terms, st View) Decision {
+func (u Utilization) Decide(offer contract.Terms, st View) Decision {
 	return u.PostedAt(st).Decide(offer, st)
 }
 
 // PostedAt is the base posted price scaled for st's utilization. Scaled
-// prices are rounded up at pricing.MaxPlaces, so that they remain valid
+// prices are rounded up at contract.MaxPlaces, so that they remain valid
 // offer curves (and still at least the exact price).
 func (u Utilization) PostedAt(st View) Posted {
 	total := len(st.GPUs)
@@ -60,18 +60,18 @@ func (u Utilization) PostedAt(st View) Posted {
 // MaxPlaces decimal places, zeros included; they are dropped, exactly, so
 // that a counter-offer's price reads 0.2, not 0.200000000000000000
 // (terms keep the places their amounts are written with, on the wire too).
-func scaleCurve(c pricing.Curve, num, den decimal.Decimal) pricing.Curve {
+func scaleCurve(c contract.Curve, num, den decimal.Decimal) contract.Curve {
 	if c == nil {
 		return nil
 	}
-	out := make(pricing.Curve, len(c))
-	ulp := decimal.New(1, -pricing.MaxPlaces)
+	out := make(contract.Curve, len(c))
+	ulp := decimal.New(1, -contract.MaxPlaces)
 	for i, p := range c {
-		q, rem := p.Y.Mul(num).QuoRem(den, pricing.MaxPlaces)
+		q, rem := p.Y.Mul(num).QuoRem(den, contract.MaxPlaces)
 		if rem.Sign() > 0 {
 			q = q.Add(ulp)
 		}
-		out[i] = pricing.Point{X: p.X, Y: decimal.RequireFromString(q.String())}
+		out[i] = contract.Point{X: p.X, Y: decimal.RequireFromString(q.String())}
 	}
 	return out
 }

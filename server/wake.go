@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // Forecaster is a Job whose measurements are known ahead, as a function of
@@ -33,14 +33,14 @@ func (n *Node) forecast(r *run) {
 		r.ends = r.started.At.Add(l)
 		horizon = min(horizon, l)
 	}
-	// The running charge only grows with time (pricing.Due is
+	// The running charge only grows with time (contract.Due is
 	// non-decreasing in U, T and S): if it is short of the prepayment at
 	// the horizon it is short before, and otherwise the first nanosecond
 	// it reaches it is found by bisection. Most jobs end well within
 	// their prepayment, and cost one pricing here.
 	exhausted := func(t time.Duration) bool {
 		m := f.Forecast(t)
-		due, err := pricing.Due(r.terms, pricing.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
+		due, err := contract.Due(r.terms, contract.Usage{U: m.U, T: m.T, S: m.S}, n.cfg.Currency.Scale)
 		return err == nil && due.GreaterThanOrEqual(r.terms.Prepayment)
 	}
 	if horizon <= 0 || !exhausted(horizon) {

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestWake: a node says when it next has something to do by itself, and
@@ -28,7 +28,7 @@ func TestWake(t *testing.T) {
 		tn.now = start.Add(30 * time.Second)
 		finals := tn.stop(tn.n.Tick(tn.now).Stops)
 		require.Len(t, finals, 1)
-		assert.Equal(t, trade.ReasonCompleted, finals[0].Reason)
+		assert.Equal(t, contract.ReasonCompleted, finals[0].Reason)
 		assert.Equal(t, start.Add(90*time.Second), tn.n.Wake(), "the other's end")
 	})
 	t.Run("TimeLimit", func(t *testing.T) {
@@ -54,7 +54,7 @@ func TestWake(t *testing.T) {
 		tn.now = at
 		due = tn.n.Tick(tn.now)
 		require.Len(t, due.Stops, 1, "ticked at its wake, not when a reading was due")
-		assert.Equal(t, trade.ReasonExhausted, due.Stops[0].Reason)
+		assert.Equal(t, contract.ReasonExhausted, due.Stops[0].Reason)
 		finals := tn.stop(due.Stops)
 		assert.Equal(t, "0.5", finals[0].U.Mul(dectest.D("0.002")).String(), "charged the whole prepayment")
 		assert.True(t, tn.n.Wake().IsZero())
@@ -63,7 +63,7 @@ func TestWake(t *testing.T) {
 		tn := newTestNode(t, Posted{})
 		tn.start("o1", "c1", job(1, "1", time.Hour, 2*time.Hour))
 		tn.advance(time.Minute)
-		require.NoError(t, tn.n.Control(tn.now, "c1", trade.ReasonKilled))
+		require.NoError(t, tn.n.Control(tn.now, "c1", contract.ReasonKilled))
 		assert.False(t, tn.n.Wake().After(tn.now), "a halted job is due now")
 	})
 }

@@ -65,7 +65,7 @@ type Config struct {
 	Progress func(jobs int)
 	// Poll runs the servers as their agents do over NATS: every server
 	// ticks every ReadingEvery, sending its heartbeat and a reading of
-	// each running contract, and the House's watchdog judges silence
+	// each running contract, and the House's sweep judges silence
 	// after 3 × ReadingEvery. Without it (the default) a server speaks
 	// only when its state changes, sends no reading but the final one
 	// (the synthetic meter's use is known between events), and is never
@@ -139,7 +139,7 @@ func (c *Config) defaults() error {
 // silence is a time no server of a run goes without speaking: beyond the
 // run's limit. Servers that speak only when their state changes are
 // never lost in a simulation, where nothing fails, and the House's
-// watchdog must not take their quiet for a failure.
+// sweep must not take their quiet for a failure.
 func (c *Config) silence() time.Duration { return c.Limit + 24*time.Hour }
 
 // nodeReadings is how often a node's running contracts are read: every

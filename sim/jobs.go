@@ -11,7 +11,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim/workload"
@@ -36,7 +36,7 @@ type job struct {
 	neg       *strategy.Negotiator
 	contract  string // the contract it holds, if any
 	tries     int
-	last      pricing.Terms // the terms it last offered
+	last      contract.Terms // the terms it last offered
 }
 
 // rounds is how many offers a job's first negotiation makes before it
@@ -84,7 +84,7 @@ func (m *Simulation) negotiate(j *job) {
 	}
 	sj := strategy.Job{
 		Name: fmt.Sprintf("%s-%d", j.w.ID, j.tries), Currency: string(scenario.Currency.Code), Scale: scenario.Currency.Scale,
-		GPUs: j.w.GPUs, Class: pricing.Class{Model: j.w.Model}, Runtime: j.remaining.Round(time.Second),
+		GPUs: j.w.GPUs, Class: contract.Class{Model: j.w.Model}, Runtime: j.remaining.Round(time.Second),
 		Utilization: util, Value: j.c.spec.Value, Preemptible: j.w.Preemptible,
 	}
 	if sj.Runtime < time.Second {

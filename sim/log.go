@@ -7,10 +7,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // eventLog writes the contract log: one JSON line per event of a
@@ -40,16 +39,16 @@ type logLine struct {
 	Client   string             `json:"client"`
 	Server   string             `json:"server"`
 	GPUs     int                `json:"gpus"`
-	State    trade.State        `json:"state"`
-	Reason   trade.Reason       `json:"reason,omitempty"`
+	State    contract.State     `json:"state"`
+	Reason   contract.Reason    `json:"reason,omitempty"`
 
 	// The terms, on the accepted line.
 	Model       string           `json:"model,omitempty"`
 	Preemptible bool             `json:"preemptible,omitempty"`
 	TimeLimit   *decimal.Decimal `json:"time_limit_s,omitempty"`
 	Prepayment  *decimal.Decimal `json:"prepayment,omitempty"`
-	P           *pricing.Curve   `json:"p,omitempty"`
-	Q           *pricing.Curve   `json:"q,omitempty"`
+	P           *contract.Curve  `json:"p,omitempty"`
+	Q           *contract.Curve  `json:"q,omitempty"`
 	Scale       *int32           `json:"scale,omitempty"`
 
 	// The final reading, on the settled line.
@@ -84,7 +83,7 @@ func (l *eventLog) write(ev exchange.Event) {
 			t := secondsOf(time.Duration(r.T))
 			line.U, line.T, line.S = &r.U, &t, &r.S
 		} else {
-			// Settled with no reading (the watchdog's rule): priced on
+			// Settled with no reading (the sweep's rule): priced on
 			// nothing, which the line says rather than leaving out.
 			line.U, line.T, line.S = &decimal.Zero, &decimal.Zero, &decimal.Zero
 		}
@@ -104,9 +103,9 @@ func (l *eventLog) write(ev exchange.Event) {
 // secondsOf is d in seconds, exactly (to the nanosecond).
 func secondsOf(d time.Duration) decimal.Decimal { return decimal.New(int64(d), -9) }
 
-func orEmpty(c pricing.Curve) pricing.Curve {
+func orEmpty(c contract.Curve) contract.Curve {
 	if c == nil {
-		return pricing.Curve{}
+		return contract.Curve{}
 	}
 	return c
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/sim/audit"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestContractLogAudits: the contract log carries what prices each
@@ -31,9 +31,9 @@ func TestContractLogAudits(t *testing.T) {
 	settled, voided := 0, 0
 	for _, c := range cs {
 		switch c.State {
-		case trade.StateSettled:
+		case contract.StateSettled:
 			settled++
-		case trade.StateVoided:
+		case contract.StateVoided:
 			voided++
 		}
 	}

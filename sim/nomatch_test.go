@@ -10,8 +10,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
@@ -23,7 +23,7 @@ import (
 // as no_match; a run none of whose jobs fit is an error rather than a
 // market that completed nothing and exits 0.
 func TestNoServerFits(t *testing.T) {
-	servers := []scenario.ServerSpec{{ID: "a", Model: "A100", Count: 4, Policy: server.Posted{P: pricing.Flat(dectest.D("0.01"))}}}
+	servers := []scenario.ServerSpec{{ID: "a", Model: "A100", Count: 4, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
 	clients := []scenario.ClientSpec{{ID: "ada", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}}}
 	run := func(jobs ...workload.Job) (sim.Config, error) {
 		cfg := sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}}

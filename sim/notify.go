@@ -6,10 +6,10 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // Notify is the House's Notifier: the contract log, the metrics, and what
@@ -72,13 +72,13 @@ func (m *Simulation) Notify(client string, ev exchange.Event) {
 
 // ended settles the accounts of a job whose contract ended: done, or
 // back to the queue for what is left of it.
-func (m *Simulation) ended(j *job, c *trade.Contract) {
+func (m *Simulation) ended(j *job, c *contract.Contract) {
 	now := m.e.Now()
 	if !c.StartedAt.IsZero() {
 		m.m.Release(now, c.Terms.GPUs)
 		m.free.give(c.Server, c.Terms.GPUs, c.Terms.Preemptible)
 	}
-	if c.State == trade.StateSettled {
+	if c.State == contract.StateSettled {
 		var u decimal.Decimal
 		if c.Reading != nil {
 			u = c.Reading.U
@@ -87,15 +87,15 @@ func (m *Simulation) ended(j *job, c *trade.Contract) {
 		m.m.Settle(c.Client, u.InexactFloat64(), c.Charge.InexactFloat64(), j.c.spec.Value.Mul(u).InexactFloat64())
 	}
 	switch {
-	case c.Reason == trade.ReasonCompleted:
+	case c.Reason == contract.ReasonCompleted:
 		delete(m.live, j)
 		m.lastEnd = now
 		missed := j.w.Deadline > 0 && now.Sub(j.arrived) > j.w.Deadline
 		m.m.Complete(c.Client, j.firstRun.Sub(j.arrived), now.Sub(j.arrived), j.w.Reference, missed)
-	case c.Reason == trade.ReasonTimeLimit || c.Reason == trade.ReasonExhausted || c.Reason == trade.ReasonKilled:
+	case c.Reason == contract.ReasonTimeLimit || c.Reason == contract.ReasonExhausted || c.Reason == contract.ReasonKilled:
 		m.reject(j) // its terms ran out before the job did: it is not done
 	default: // preempted, its server lost or shut down, never started
-		if c.Reason == trade.ReasonPreempted {
+		if c.Reason == contract.ReasonPreempted {
 			m.m.Preempt()
 		}
 		if j.remaining < time.Second {
@@ -108,16 +108,10 @@ func (m *Simulation) ended(j *job, c *trade.Contract) {
 // stop stops the jobs and hands their final readings to the House.
 func (m *Simulation) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	n := m.nodes[id]
-	for _, s := range stops {
-		_ = s.Job.Stop(ctx, s.Reason)
-		r, err := n.Stopped(m.e.Now(), s.Contract)
-		if err != nil {
-			continue
-		}
+	m.nodes[id].StopJobs(ctx, m.e.Now, stops, func(r contract.Reading) {
 		if m.cfg.KeepFinals {
 			m.finals[r.Contract] = r
 		}
 		_ = m.house.Count(ctx, id, r)
-	}
+	})
 }

@@ -1,10 +1,9 @@
 package sim
 
 import (
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // reserves follows what each contract's server asked when it accepted,
@@ -14,20 +13,20 @@ import (
 // reserve is the clients' bids, not the servers' prices.
 type reserves struct {
 	policies map[string]server.Policy
-	gpus     map[string][]trade.GPU
+	gpus     map[string][]contract.GPU
 	open     map[string]server.Posted // by contract, from accepted to ended
 }
 
 func (r *reserves) addServer(s scenario.ServerSpec) {
 	if r.policies == nil {
-		r.policies, r.gpus, r.open = map[string]server.Policy{}, map[string][]trade.GPU{}, map[string]server.Posted{}
+		r.policies, r.gpus, r.open = map[string]server.Policy{}, map[string][]contract.GPU{}, map[string]server.Posted{}
 	}
 	r.policies[s.ID], r.gpus[s.ID] = s.Policy, s.GPUs()
 }
 
 // accepted notes the reserve of c's server as it decided: its policy in
 // a view of as many GPUs free as the market's capacity says it had.
-func (m *Simulation) acceptedReserve(c *trade.Contract) {
+func (m *Simulation) acceptedReserve(c *contract.Contract) {
 	r := &m.reserves
 	gpus := r.gpus[c.Server]
 	free := 0
@@ -41,15 +40,15 @@ func (m *Simulation) acceptedReserve(c *trade.Contract) {
 
 // endedReserve counts what c's use would have cost at its reserve, if it
 // settled on a reading, and forgets the contract.
-func (m *Simulation) endedReserve(c *trade.Contract) {
+func (m *Simulation) endedReserve(c *contract.Contract) {
 	p, ok := m.reserves.open[c.ID]
 	delete(m.reserves.open, c.ID)
-	if !ok || c.State != trade.StateSettled || c.Reading == nil {
+	if !ok || c.State != contract.StateSettled || c.Reading == nil {
 		return
 	}
 	t := c.Terms
 	t.P, t.Q = p.P, p.Q
-	due, err := pricing.Due(t, c.Reading.Usage(), scenario.Currency.Scale)
+	due, err := contract.Due(t, c.Reading.Usage(), scenario.Currency.Scale)
 	if err != nil {
 		return // the reserve is a valid curve; a reading the House settled on prices
 	}

@@ -5,9 +5,10 @@ import (
 	"iter"
 	"math/rand/v2"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/server"
 )
 
 // router is the House's Router inside a simulation: it calls the server
@@ -58,28 +59,20 @@ func (r *router) Quote(_ context.Context, offer protocol.ServerOffer, servers []
 // final readings go to the House), then it launches.
 func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {
 	id := s.Contract.Server
-	n, now := r.m.nodes[id], r.m.e.Now()
-	plan, err := n.Start(now, s)
-	switch {
-	case err != nil:
-		done(protocol.Started{}, err)
-		return
-	case plan.Started != nil: // a booking confirmed: its slot is a wake
-		done(*plan.Started, nil)
-		r.m.rewake(id)
+	started, launching, err := r.m.nodes[id].Begin(ctx, r.m.e.Now, s, func(stops []server.Stop) { r.m.stop(id, stops) })
+	done(started, err)
+	if err != nil && !launching {
 		return
 	}
-	r.m.stop(id, plan.Stops)
-	done(n.Launch(ctx, now, s.Contract.ID))
-	if !r.m.cfg.Poll {
+	if launching && !r.m.cfg.Poll {
 		r.m.heartbeat(id)
 	}
-	r.m.rewake(id)
+	r.m.rewake(id) // a booking confirmed: its slot is a wake
 }
 
 func (r *router) Cancel(server, offer string) { r.m.nodes[server].Cancel(r.m.e.Now(), offer) }
 
-func (r *router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (r *router) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	err := r.m.nodes[c.Server].Control(r.m.e.Now(), c.ID, action)
 	if done != nil {
 		done(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/currency/mem"
@@ -23,7 +24,6 @@ import (
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim/metrics"
 	"github.com/bourse/bourse/sim/workload"
-	"github.com/bourse/bourse/trade"
 )
 
 // Simulation is a simulated market: the House over an in-memory store on the
@@ -63,7 +63,7 @@ type Simulation struct {
 	free     capacity // the servers' free GPUs, as their heartbeats say
 	busy     int      // jobs negotiating
 	open     int      // contracts holding escrow
-	finals   map[string]trade.Reading
+	finals   map[string]contract.Reading
 	reserves
 }
 
@@ -75,7 +75,7 @@ func New(cfg Config) (*Simulation, error) {
 	}
 	m := &Simulation{cfg: cfg, e: NewEngine(cfg.Start), nodes: map[string]*server.Node{},
 		specs: map[string]scenario.ClientSpec{}, clients: map[string]*client{},
-		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]trade.Reading{}, standing: map[string]*job{}}
+		live: map[*job]struct{}{}, jobs: map[string]*job{}, finals: map[string]contract.Reading{}, standing: map[string]*job{}}
 	m.log = &eventLog{w: cfg.Log, scale: scenario.Currency.Scale}
 	m.ledger = mem.New(mem.Options{Now: m.e.Now, Remember: cfg.Forget})
 	m.store = memstore.New(m.ledger)
@@ -209,14 +209,14 @@ func (m *Simulation) Store() exchange.Store { return m.store }
 
 // Final is the final reading a server made of a contract's job: what the
 // server says it ran.
-func (m *Simulation) Final(contract string) (trade.Reading, bool) {
-	r, ok := m.finals[contract]
+func (m *Simulation) Final(id string) (contract.Reading, bool) {
+	r, ok := m.finals[id]
 	return r, ok
 }
 
 // Contracts lists every contract of the market, by id.
-func (m *Simulation) Contracts(ctx context.Context) ([]trade.Contract, error) {
-	var out []trade.Contract
+func (m *Simulation) Contracts(ctx context.Context) ([]contract.Contract, error) {
+	var out []contract.Contract
 	for _, id := range m.clientIDs() {
 		cs, err := m.store.Contracts(ctx, id, 0)
 		if err != nil {
@@ -224,7 +224,7 @@ func (m *Simulation) Contracts(ctx context.Context) ([]trade.Contract, error) {
 		}
 		out = append(out, cs...)
 	}
-	slices.SortFunc(out, func(a, b trade.Contract) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b contract.Contract) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

@@ -13,11 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim"
 	"github.com/bourse/bourse/sim/metrics"
-	"github.com/bourse/bourse/trade"
 )
 
 // demoSimulation is the demo's scenario with budgets for a long run, trading
@@ -81,14 +80,14 @@ func TestInProcessMarket(t *testing.T) {
 	settled := 0
 	for _, c := range cs {
 		switch c.State {
-		case trade.StateSettled:
+		case contract.StateSettled:
 			settled++
 			final, ok := m.Final(c.ID)
 			require.True(t, ok, "%s settled (%s) but its server never ran it", c.ID, c.Reason)
-			want, err := pricing.Charge(c.Terms, final.Usage(), scenario.Currency.Scale)
+			want, err := contract.Charge(c.Terms, final.Usage(), scenario.Currency.Scale)
 			require.NoError(t, err)
 			require.True(t, want.Charge.Equal(c.Charge), "%s (%s): charged %s, its server's final reading costs %s", c.ID, c.Reason, c.Charge, want.Charge)
-		case trade.StateVoided:
+		case contract.StateVoided:
 			require.True(t, c.Refund.Equal(c.Terms.Prepayment))
 		default:
 			t.Fatalf("contract %s left %s", c.ID, c.State)
@@ -106,7 +105,7 @@ func TestInProcessMarket(t *testing.T) {
 // TestLinksNoNATS: the market's rules run without NATS: the packages the
 // simulator is made of must not link it.
 func TestLinksNoNATS(t *testing.T) {
-	pkgs := []string{"../pricing", "../currency", "../caps", "../exchange", "../server", "../bidder/strategy", "../scenario", ".", "./workload", "./metrics", "./report"}
+	pkgs := []string{"../contract", "../currency", "../caps", "../exchange", "../server", "../bidder/strategy", "../scenario", ".", "./workload", "./metrics", "./report"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).Output()
 	require.NoError(t, err)
 	for _, dep := range strings.Fields(string(out)) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Standing offers (Config.Standing): a job whose negotiation ends without
@@ -26,7 +26,7 @@ func (m *Simulation) stand(j *job) bool {
 	if j.last.GPUs == 0 || wait <= 0 {
 		return false
 	}
-	req := protocol.OfferRequest{RequestID: fmt.Sprintf("%s-%d-wait", j.w.ID, j.tries), Terms: j.last, Wait: trade.Duration(wait)}
+	req := protocol.OfferRequest{RequestID: fmt.Sprintf("%s-%d-wait", j.w.ID, j.tries), Terms: j.last, Wait: contract.Duration(wait)}
 	m.offerer = j
 	m.offers++
 	reply, err := m.house.Offer(context.Background(), j.w.Client, req)

@@ -9,13 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
 	"github.com/bourse/bourse/sim/workload"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestSurplusWithPreemption is docs/sim.md's definitions on a job that
@@ -28,7 +27,7 @@ import (
 // By hand: low used 100 GPU-s worth 2.00 and paid 0.01·100 = 1.00; high
 // used 500 worth 25.00 and paid 0.025·500 = 12.50.
 func TestSurplusWithPreemption(t *testing.T) {
-	reserve := pricing.Flat(dectest.D("0.01"))
+	reserve := contract.Flat(dectest.D("0.01"))
 	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1,
 		Policy: server.Preempting{Base: server.Posted{P: reserve}}}}
 	clients := []scenario.ClientSpec{
@@ -55,10 +54,10 @@ func TestSurplusWithPreemption(t *testing.T) {
 	value := map[string]float64{"low": 0.02, "high": 0.05}
 	var welfare, revenue float64
 	for _, c := range cs {
-		require.Equal(t, trade.StateSettled, c.State)
+		require.Equal(t, contract.StateSettled, c.State)
 		welfare += value[c.Client] * c.Reading.U.InexactFloat64()
 		revenue += c.Charge.InexactFloat64()
-		want := map[string]trade.Reason{"low": trade.ReasonPreempted, "high": trade.ReasonCompleted}[c.Client]
+		want := map[string]contract.Reason{"low": contract.ReasonPreempted, "high": contract.ReasonCompleted}[c.Client]
 		assert.Equal(t, want, c.Reason, "%s's contract", c.Client)
 	}
 	assert.InDelta(t, welfare, s.Welfare, 1e-9)
@@ -84,7 +83,7 @@ func TestSurplusWithPreemption(t *testing.T) {
 // that nothing was left to do (its sweep every reading interval, a
 // minute, which would make it 37.5%).
 func TestUtilisationToLastJobsEnd(t *testing.T) {
-	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 2, Policy: server.Posted{P: pricing.Flat(dectest.D("0.01"))}}}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 2, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
 	clients := []scenario.ClientSpec{{ID: "ada", Budget: dectest.D("1000"), Value: dectest.D("0.01"), Strategy: strategy.Fixed{}}}
 	jobs := []workload.Job{{ID: "j", Client: "ada", Arrival: 10 * time.Second, GPUs: 1, Duration: 90 * time.Second, Utilization: 1}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})

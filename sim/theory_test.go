@@ -12,19 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim"
 	"github.com/bourse/bourse/sim/workload"
-	"github.com/bourse/bourse/trade"
 )
 
 // settledCharges runs the market and returns the sum of its contracts'
 // charges, exactly, with the run's result.
-func settledCharges(t *testing.T, cfg sim.Config) (decimal.Decimal, []trade.Contract) {
+func settledCharges(t *testing.T, cfg sim.Config) (decimal.Decimal, []contract.Contract) {
 	t.Helper()
 	m, err := sim.New(cfg)
 	require.NoError(t, err)
@@ -34,7 +33,7 @@ func settledCharges(t *testing.T, cfg sim.Config) (decimal.Decimal, []trade.Cont
 	require.NoError(t, err)
 	sum := decimal.Zero
 	for _, c := range cs {
-		require.Equal(t, trade.StateSettled, c.State, "%s", c.ID)
+		require.Equal(t, contract.StateSettled, c.State, "%s", c.ID)
 		sum = sum.Add(c.Charge)
 	}
 	rep, err := m.Store().Ledger().Audit(context.Background())
@@ -62,7 +61,7 @@ func TestTheoryPostedRevenue(t *testing.T) {
 		{ID: "ada", Budget: dectest.D("1000000"), Value: price, Strategy: strategy.Fixed{}},
 		{ID: "bea", Budget: dectest.D("1000000"), Value: price, Strategy: strategy.Fixed{}},
 	}
-	servers := []scenario.ServerSpec{{ID: "big", Model: "H100", Count: 64, Policy: server.Posted{P: pricing.Flat(price)}}}
+	servers := []scenario.ServerSpec{{ID: "big", Model: "H100", Count: 64, Policy: server.Posted{P: contract.Flat(price)}}}
 	got, cs := settledCharges(t, sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})
 	assert.Len(t, cs, len(jobs), "every job ran once")
 	assert.True(t, want.Equal(got), "revenue %s, want exactly %s", got, want)
@@ -72,17 +71,17 @@ func TestTheoryPostedRevenue(t *testing.T) {
 // whose posted curve is the client's bid too, charged Costello's
 // U·P(U/T) as worked by hand.
 func TestTheoryUniformPrice(t *testing.T) {
-	ramp := pricing.Ramp(dectest.D("0.5"), dectest.D("4"), dectest.D("0.16")) // 0 below 0.5 busy GPUs, 0.16 from 4
+	ramp := contract.Ramp(dectest.D("0.5"), dectest.D("4"), dectest.D("0.16")) // 0 below 0.5 busy GPUs, 0.16 from 4
 	for _, tc := range []struct {
 		name   string
-		p      pricing.Curve
+		p      contract.Curve
 		gpus   int
 		util   float64
 		run    time.Duration
 		charge string // U·P(U/T), by hand
 	}{
-		{"flat, full use: U = 200", pricing.Flat(dectest.D("0.30")), 2, 1, 100 * time.Second, "60.00"},
-		{"flat, half use: U = 100", pricing.Flat(dectest.D("0.30")), 2, 0.5, 100 * time.Second, "30.00"},
+		{"flat, full use: U = 200", contract.Flat(dectest.D("0.30")), 2, 1, 100 * time.Second, "60.00"},
+		{"flat, half use: U = 100", contract.Flat(dectest.D("0.30")), 2, 0.5, 100 * time.Second, "30.00"},
 		{"ramp at its top: r = 4, U = 240", ramp, 4, 1, 60 * time.Second, "38.40"},
 		{"ramp partway: r = 2, U = 120, P = 0.16·1.5/3.5", ramp, 4, 0.5, 60 * time.Second, "8.22"},
 		{"ramp at its foot: r = 0.5, P = 0", ramp, 1, 0.5, 60 * time.Second, "0"},
@@ -93,23 +92,23 @@ func TestTheoryUniformPrice(t *testing.T) {
 			job := workload.Job{ID: "j", Client: "ada", GPUs: tc.gpus, Duration: tc.run, Utilization: tc.util}
 			got, cs := settledCharges(t, sim.Config{Servers: servers, Clients: []scenario.ClientSpec{client}, Workload: &jobList{jobs: []workload.Job{job}}})
 			require.Len(t, cs, 1)
-			assert.Equal(t, trade.ReasonCompleted, cs[0].Reason)
+			assert.Equal(t, contract.ReasonCompleted, cs[0].Reason)
 			assert.True(t, dectest.D(tc.charge).Equal(got), "charged %s, want %s", got, tc.charge)
 		})
 	}
 }
 
 // bidCurve bids a price curve as it is.
-type bidCurve struct{ p pricing.Curve }
+type bidCurve struct{ p contract.Curve }
 
-func (b bidCurve) Bid(j strategy.Job, _ int, _ time.Time) pricing.Terms {
-	t := pricing.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime, P: b.p,
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
+func (b bidCurve) Bid(j strategy.Job, _ int, _ time.Time) contract.Terms {
+	t := contract.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime, P: b.p,
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
 	t.Prepayment = t.CappedPrepayment(j.Scale)
 	return t
 }
-func (bidCurve) Take(strategy.Job, []trade.Counter, time.Time) *trade.Counter { return nil }
-func (bidCurve) Observe(bool, time.Duration)                                  {}
+func (bidCurve) Take(strategy.Job, []contract.Counter, time.Time) *contract.Counter { return nil }
+func (bidCurve) Observe(bool, time.Duration)                                        {}
 
 // TestTheoryProportionalShare is Spawn's and Tycoon's result: when every
 // client pays one price per GPU-second and wants more GPU time than its
@@ -128,7 +127,7 @@ func TestTheoryProportionalShare(t *testing.T) {
 		jobs = append(jobs, workload.Job{ID: fmt.Sprint(i), Client: ids[i%4], Arrival: time.Duration(i) * time.Second,
 			GPUs: 1, Duration: time.Minute, Utilization: 1})
 	}
-	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 8, Policy: server.Posted{P: pricing.Flat(price)}}}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 8, Policy: server.Posted{P: contract.Flat(price)}}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}})
 	require.NoError(t, err)
 	r, err := m.Run(context.Background())
@@ -165,7 +164,7 @@ func TestTheoryAllowance(t *testing.T) {
 		{ID: "first", Client: "worker", GPUs: 1, Duration: time.Minute, Utilization: 1},
 		{ID: "last", Client: "worker", Arrival: 150 * time.Hour, GPUs: 1, Duration: time.Minute, Utilization: 1},
 	}
-	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: pricing.Flat(dectest.D("0.01"))}}}
+	servers := []scenario.ServerSpec{{ID: "s", Model: "H100", Count: 1, Policy: server.Posted{P: contract.Flat(dectest.D("0.01"))}}}
 	m, err := sim.New(sim.Config{Servers: servers, Clients: clients, Workload: &jobList{jobs: jobs}, Forget: time.Hour})
 	require.NoError(t, err)
 	_, err = m.Run(context.Background())

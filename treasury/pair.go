@@ -13,7 +13,7 @@ import (
 )
 
 // A pair setting is a number the administrators set for an ordered pair
-// of currencies: an exchange rate (rate.go) or a sale's price (sale.go).
+// of currencies: a conversion rate (conversion.go) or a sale's price (sale.go).
 // Both are kept, listed and looked up the same way; only their words
 // differ.
 type pairSetting struct {

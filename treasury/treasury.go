@@ -98,6 +98,11 @@ func (t *Treasury) Burn(ctx context.Context, actor string, cur currency.Code, ow
 	})
 }
 
+// OpenKey is the default idempotency key of opening account id, for
+// every caller that lets the treasury choose: open/<account>, as in
+// open/wallet/CRED/alice, one per account whatever its kind or currency.
+func OpenKey(id currency.AccountID) string { return "open/" + string(id) }
+
 // Open opens owner's wallet in cur, under parent's wallet (an
 // organisation's or a project's) unless parent is empty. Opening again is
 // a no-op; opening with another parent is EConflict.

@@ -6,8 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Adaptive opens low and raises its price by Step of the value after each
@@ -26,7 +25,7 @@ type Adaptive struct {
 	level decimal.Decimal // opening fraction of the value
 }
 
-func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
+func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) contract.Terms {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.level.IsZero() {
@@ -39,7 +38,7 @@ func (a *Adaptive) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
 	return terms(j, j.Value.Mul(f).Truncate(6), a.Slack)
 }
 
-func (a *Adaptive) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
+func (a *Adaptive) Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter {
 	return Cheapest{}.Take(j, counters, now)
 }
 

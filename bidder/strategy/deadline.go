@@ -5,8 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Deadline pays more as the job's deadline nears. Its price is a fraction
@@ -27,7 +26,7 @@ type Deadline struct {
 
 var _ Strategy = Deadline{}
 
-func (d Deadline) Bid(j Job, _ int, now time.Time) pricing.Terms {
+func (d Deadline) Bid(j Job, _ int, now time.Time) contract.Terms {
 	return terms(j, j.Value.Mul(d.Fraction(j, now)).Truncate(6), d.Slack)
 }
 
@@ -59,7 +58,7 @@ func (d Deadline) Fraction(j Job, now time.Time) decimal.Decimal {
 	return decimal.Min(one, base.Add(one.Sub(base).Mul(elapsed)))
 }
 
-func (Deadline) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
+func (Deadline) Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter {
 	return Cheapest{}.Take(j, counters, now)
 }
 

@@ -5,8 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Prices is what the market data says contracts cost lately: the median
@@ -29,7 +28,7 @@ type Going struct {
 	Slack  float64
 }
 
-func (g Going) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
+func (g Going) Bid(j Job, rejected int, _ time.Time) contract.Terms {
 	open := j.Value.Mul(decimal.RequireFromString("0.5"))
 	model := j.Class.Model
 	if model == "" {
@@ -49,7 +48,7 @@ func (g Going) Bid(j Job, rejected int, _ time.Time) pricing.Terms {
 	return terms(j, price.Truncate(j.Scale+6), g.Slack)
 }
 
-func (Going) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
+func (Going) Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter {
 	return Cheapest{}.Take(j, counters, now)
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // Job is work a client wants done: what it needs and what it is worth.
@@ -13,7 +13,7 @@ type Job struct {
 	Name     string
 	Currency string
 	GPUs     int
-	Class    pricing.Class
+	Class    contract.Class
 	// Runtime is the expected run time at full use; the time limit is
 	// Runtime·Slack.
 	Runtime     time.Duration

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Exchange is what a negotiation needs of the market: make an offer and
@@ -14,8 +13,8 @@ import (
 // The NATS client (*bidder.Client) is one; an in-process exchange is
 // another.
 type Exchange interface {
-	Offer(ctx context.Context, requestID string, t pricing.Terms) (protocol.OfferReply, error)
-	Take(ctx context.Context, requestID string, k trade.Counter) (protocol.OfferReply, error)
+	Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error)
+	Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error)
 }
 
 // Clock is the time a negotiation runs on: Now reads it, Sleep waits d on
@@ -31,7 +30,7 @@ type Clock interface {
 // meanwhile only ends its round; after Rounds offers the error wraps
 // ErrGaveUp), or because ctx ended during a pause. It waits between rounds
 // on n.Clock, the wall clock if nil.
-func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contract, error) {
+func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.ContractView, error) {
 	clock := n.Clock
 	if clock == nil {
 		clock = wallClock{}
@@ -48,12 +47,12 @@ func Negotiate(ctx context.Context, ex Exchange, n Negotiation) (protocol.Contra
 			g.Answer(clock.Now(), reply, err)
 		case Wait:
 			if err := clock.Sleep(ctx, a.Wait); err != nil {
-				return protocol.Contract{}, err
+				return protocol.ContractView{}, err
 			}
 		case Done:
 			return a.Contract, nil
 		default:
-			return protocol.Contract{}, a.Err
+			return protocol.ContractView{}, a.Err
 		}
 	}
 }

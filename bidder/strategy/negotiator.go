@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // ErrGaveUp is the error of a negotiation that used up its rounds without a
@@ -30,7 +29,7 @@ type Negotiation struct {
 	Pause     time.Duration // after a round without a contract, Pause·round; 200ms if zero
 	// Adjust, if set, fixes what the strategy does not decide (the job to
 	// run, a server, a prepayment) in each bid before it is offered.
-	Adjust func(*pricing.Terms)
+	Adjust func(*contract.Terms)
 	// Report, if set, hears each round's outcome.
 	Report func(Round)
 	// Clock is what Negotiate reads and sleeps on; the wall clock if nil.
@@ -41,11 +40,11 @@ type Negotiation struct {
 // Round is one offer of a negotiation and how it fared.
 type Round struct {
 	N     int
-	Terms pricing.Terms
+	Terms contract.Terms
 	// Reply is the offer's reply, or the take's where taking a
 	// counter-offer got the contract.
 	Reply protocol.OfferReply
-	Took  *trade.Counter // the counter-offer the strategy took, if any
+	Took  *contract.Counter // the counter-offer the strategy took, if any
 	Err   error
 }
 
@@ -87,12 +86,12 @@ func (o Op) String() string {
 // other fields it uses.
 type Action struct {
 	Op        Op
-	RequestID string            // Offer, Take
-	Terms     pricing.Terms     // Offer
-	Counter   trade.Counter     // Take
-	Wait      time.Duration     // Wait: from the now given to Next
-	Contract  protocol.Contract // Done
-	Err       error             // Failed
+	RequestID string                // Offer, Take
+	Terms     contract.Terms        // Offer
+	Counter   contract.Counter      // Take
+	Wait      time.Duration         // Wait: from the now given to Next
+	Contract  protocol.ContractView // Done
+	Err       error                 // Failed
 }
 
 // A Negotiator runs a Negotiation's rules one step at a time, with no I/O
@@ -210,7 +209,7 @@ func (g *Negotiator) Answer(now time.Time, reply protocol.OfferReply, err error)
 	}
 }
 
-func (g *Negotiator) succeed(now time.Time, c protocol.Contract) {
+func (g *Negotiator) succeed(now time.Time, c protocol.ContractView) {
 	g.n.Strategy.Observe(true, now.Sub(g.began))
 	g.report()
 	g.over(Action{Op: Done, Contract: c})

@@ -11,9 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -30,7 +29,7 @@ type observation struct {
 	waited   time.Duration
 }
 
-func (r *recorder) Bid(j Job, rejected int, now time.Time) pricing.Terms {
+func (r *recorder) Bid(j Job, rejected int, now time.Time) contract.Terms {
 	r.bids = append(r.bids, now)
 	return r.Cheapest.Bid(j, rejected, now)
 }
@@ -39,14 +38,14 @@ func (r *recorder) Observe(accepted bool, waited time.Duration) {
 	r.observed = append(r.observed, observation{accepted, waited})
 }
 
-func counter(id, price string, valid time.Time) trade.Counter {
+func counter(id, price string, valid time.Time) contract.Counter {
 	tm := Fixed{}.Bid(job, 0, t0)
-	tm.P = pricing.Flat(decimal.RequireFromString(price))
-	return trade.Counter{ID: id, Server: "atlas", Terms: tm, ValidUntil: valid}
+	tm.P = contract.Flat(decimal.RequireFromString(price))
+	return contract.Counter{ID: id, Server: "atlas", Terms: tm, ValidUntil: valid}
 }
 
 func contractOf(id string) protocol.OfferReply {
-	return protocol.OfferReply{Contract: &protocol.Contract{ID: id, Server: "atlas"}}
+	return protocol.OfferReply{Contract: &protocol.ContractView{ID: id, Server: "atlas"}}
 }
 
 func errCode(code bourse.Code) error { return &bourse.Error{Code: code, Message: string(code)} }
@@ -69,7 +68,7 @@ func TestNegotiator(t *testing.T) {
 		a := g.Next(t0)
 		require.Equal(t, Offer, a.Op)
 		assert.Equal(t, "train-0", a.RequestID)
-		assert.True(t, a.Terms.P.Equal(pricing.Flat(decimal.RequireFromString("0.025"))), "half the value: %v", a.Terms.P)
+		assert.True(t, a.Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.025"))), "half the value: %v", a.Terms.P)
 		g.Answer(t0.Add(30*ms), contractOf("k1"), nil)
 		a = g.Next(t0.Add(30 * ms))
 		require.Equal(t, Done, a.Op)
@@ -84,7 +83,7 @@ func TestNegotiator(t *testing.T) {
 		g, s, rounds := negotiation(Negotiation{RequestID: "req"})
 		g.Next(t0)
 		valid := t0.Add(time.Minute)
-		g.Answer(t0.Add(10*ms), protocol.OfferReply{Counters: []trade.Counter{
+		g.Answer(t0.Add(10*ms), protocol.OfferReply{Counters: []contract.Counter{
 			counter("dear", "0.06", valid), counter("ok", "0.04", valid)}}, nil)
 		a := g.Next(t0.Add(10 * ms))
 		require.Equal(t, Take, a.Op)
@@ -104,7 +103,7 @@ func TestNegotiator(t *testing.T) {
 	t.Run("CapacityGoneEndsTheRound", func(t *testing.T) {
 		g, s, rounds := negotiation(Negotiation{Pause: 100 * ms})
 		g.Next(t0)
-		g.Answer(t0, protocol.OfferReply{Counters: []trade.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
+		g.Answer(t0, protocol.OfferReply{Counters: []contract.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
 		require.Equal(t, Take, g.Next(t0).Op)
 		gone := errCode(bourse.ECapacityGone)
 		g.Answer(t0.Add(5*ms), protocol.OfferReply{}, gone)
@@ -142,7 +141,7 @@ func TestNegotiator(t *testing.T) {
 			t.Run("Take/"+string(bourse.ErrorCode(err)), func(t *testing.T) {
 				g, _, rounds := negotiation(Negotiation{})
 				g.Next(t0)
-				g.Answer(t0, protocol.OfferReply{Counters: []trade.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
+				g.Answer(t0, protocol.OfferReply{Counters: []contract.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
 				require.Equal(t, Take, g.Next(t0).Op)
 				g.Answer(t0, protocol.OfferReply{}, err)
 				a := g.Next(t0)
@@ -175,7 +174,7 @@ func TestNegotiator(t *testing.T) {
 			ids = append(ids, a.RequestID)
 			var reply protocol.OfferReply
 			if len(ids) == 2 { // a counter-offer above the value: not taken
-				reply.Counters = []trade.Counter{counter("dear", "0.06", now.Add(time.Minute))}
+				reply.Counters = []contract.Counter{counter("dear", "0.06", now.Add(time.Minute))}
 			}
 			g.Answer(now, reply, nil)
 		}
@@ -189,7 +188,7 @@ func TestNegotiator(t *testing.T) {
 	t.Run("TakeWithoutContractEndsTheRound", func(t *testing.T) {
 		g, s, _ := negotiation(Negotiation{})
 		g.Next(t0)
-		g.Answer(t0, protocol.OfferReply{Counters: []trade.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
+		g.Answer(t0, protocol.OfferReply{Counters: []contract.Counter{counter("ok", "0.04", t0.Add(time.Minute))}}, nil)
 		g.Next(t0)
 		g.Answer(t0, protocol.OfferReply{Rejections: []protocol.Rejection{{Server: "atlas", Reason: "no"}}}, nil)
 		assert.Equal(t, Wait, g.Next(t0).Op)
@@ -197,7 +196,7 @@ func TestNegotiator(t *testing.T) {
 	})
 
 	t.Run("NextRepeatsUntilAnswered", func(t *testing.T) {
-		g, s, _ := negotiation(Negotiation{Adjust: func(t *pricing.Terms) { t.Server = "atlas" }})
+		g, s, _ := negotiation(Negotiation{Adjust: func(t *contract.Terms) { t.Server = "atlas" }})
 		a := g.Next(t0)
 		again := g.Next(t0.Add(time.Second))
 		assert.Equal(t, a, again, "the same offer under the same request id: a safe retry")
@@ -280,12 +279,12 @@ func (x *scripted) next() (protocol.OfferReply, error) {
 	return a.reply, a.err
 }
 
-func (x *scripted) Offer(_ context.Context, id string, _ pricing.Terms) (protocol.OfferReply, error) {
+func (x *scripted) Offer(_ context.Context, id string, _ contract.Terms) (protocol.OfferReply, error) {
 	x.calls = append(x.calls, "offer "+id)
 	return x.next()
 }
 
-func (x *scripted) Take(_ context.Context, id string, k trade.Counter) (protocol.OfferReply, error) {
+func (x *scripted) Take(_ context.Context, id string, k contract.Counter) (protocol.OfferReply, error) {
 	x.calls = append(x.calls, "take "+id+" "+k.ID)
 	return x.next()
 }
@@ -299,9 +298,9 @@ func TestNegotiate(t *testing.T) {
 		clock := &fakeClock{now: t0}
 		x := &scripted{clock: clock, latency: 20 * ms, answers: []answer{
 			{reply: protocol.OfferReply{}},
-			{reply: protocol.OfferReply{Counters: []trade.Counter{counter("a", "0.04", valid)}}},
+			{reply: protocol.OfferReply{Counters: []contract.Counter{counter("a", "0.04", valid)}}},
 			{err: errCode(bourse.ECapacityGone)},
-			{reply: protocol.OfferReply{Counters: []trade.Counter{counter("b", "0.045", valid)}}},
+			{reply: protocol.OfferReply{Counters: []contract.Counter{counter("b", "0.045", valid)}}},
 			{reply: contractOf("k")},
 		}}
 		s := &recorder{}

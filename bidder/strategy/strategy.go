@@ -15,8 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Strategy decides what a bidding agent offers for a job and how it answers
@@ -26,9 +25,9 @@ import (
 type Strategy interface {
 	// Bid returns the terms to offer for j, after `rejected` earlier
 	// rejections of it, at time now.
-	Bid(j Job, rejected int, now time.Time) pricing.Terms
+	Bid(j Job, rejected int, now time.Time) contract.Terms
 	// Take picks the counter-offer to take, or nil to bid again later.
-	Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter
+	Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter
 	// Observe learns how a round fared: accepted, and how long it took
 	// from the offer to the answer that ended it.
 	Observe(accepted bool, waited time.Duration)
@@ -40,22 +39,22 @@ type Fixed struct {
 	Slack float64
 }
 
-func (f Fixed) Bid(j Job, _ int, _ time.Time) pricing.Terms { return terms(j, j.Value, f.Slack) }
-func (Fixed) Take(Job, []trade.Counter, time.Time) *trade.Counter {
+func (f Fixed) Bid(j Job, _ int, _ time.Time) contract.Terms { return terms(j, j.Value, f.Slack) }
+func (Fixed) Take(Job, []contract.Counter, time.Time) *contract.Counter {
 	return nil
 }
 func (Fixed) Observe(bool, time.Duration) {}
 
 // Cheapest offers a share of the job's value (at most all of it) and takes
 // the cheapest counter-offer whose price at full use
-// (pricing.Terms.FullUsePrice: P and Q with all the job's GPUs busy, per
+// (contract.Terms.FullUsePrice: P and Q with all the job's GPUs busy, per
 // GPU-second) stays within the value.
 type Cheapest struct {
 	Start decimal.Decimal // fraction of the value to open with, 0.5 by default
 	Slack float64
 }
 
-func (c Cheapest) Bid(j Job, _ int, _ time.Time) pricing.Terms {
+func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 	start := c.Start
 	if start.Sign() <= 0 {
 		start = decimal.RequireFromString("0.5")
@@ -66,10 +65,10 @@ func (c Cheapest) Bid(j Job, _ int, _ time.Time) pricing.Terms {
 
 // Take compares prices exactly, so a counter-offer at the value is within
 // it however its curves divide.
-func (Cheapest) Take(j Job, counters []trade.Counter, now time.Time) *trade.Counter {
-	value := pricing.Flat(j.Value).At(decimal.Zero) // the value as an exact rate
-	var best *trade.Counter
-	var bestRate pricing.Price
+func (Cheapest) Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter {
+	value := contract.Flat(j.Value).At(decimal.Zero) // the value as an exact rate
+	var best *contract.Counter
+	var bestRate contract.Price
 	for i := range counters {
 		k := &counters[i]
 		if k.ValidUntil.Before(now) || k.Terms.GPUs != j.GPUs {
@@ -90,7 +89,7 @@ func (Cheapest) Observe(bool, time.Duration) {}
 
 // terms builds a flat-price offer for j whose prepayment is the maximum
 // charge: full use for the whole time limit.
-func terms(j Job, price decimal.Decimal, slack float64) pricing.Terms {
+func terms(j Job, price decimal.Decimal, slack float64) contract.Terms {
 	if slack <= 1 {
 		slack = 1.5
 	}
@@ -98,10 +97,10 @@ func terms(j Job, price decimal.Decimal, slack float64) pricing.Terms {
 	if limit < time.Second {
 		limit = time.Second
 	}
-	t := pricing.Terms{
+	t := contract.Terms{
 		Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: limit,
-		P: pricing.Flat(price), Preemptible: j.Preemptible,
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: j.Utilization, Duration: j.Runtime}},
+		P: contract.Flat(price), Preemptible: j.Preemptible,
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}},
 	}
 	t.Prepayment = t.CappedPrepayment(j.Scale)
 	return t

@@ -9,8 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 var job = Job{Name: "train", Currency: "CRED", GPUs: 2, Runtime: 10 * time.Second,
@@ -23,22 +22,22 @@ func TestTermsAreValid(t *testing.T) {
 		for rejected := range 12 {
 			tm := s.Bid(job, rejected, now)
 			tm.Client = "alice"
-			require.NoError(t, pricing.Validate(tm, scale), "%T after %d rejections", s, rejected)
+			require.NoError(t, contract.Validate(tm, scale), "%T after %d rejections", s, rejected)
 			assert.Equal(t, 15*time.Second, tm.TimeLimit)
-			assert.True(t, tm.Prepayment.Equal(pricing.MaxCharge(tm, 2)), "the maximum charge")
+			assert.True(t, tm.Prepayment.Equal(contract.MaxCharge(tm, 2)), "the maximum charge")
 		}
 	}
 }
 
 func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	now := time.Now()
-	k := func(id, price string, gpus int, valid time.Duration) trade.Counter {
+	k := func(id, price string, gpus int, valid time.Duration) contract.Counter {
 		tm := Fixed{}.Bid(job, 0, now)
 		tm.GPUs = gpus
-		tm.P = pricing.Flat(decimal.RequireFromString(price))
-		return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(valid)}
+		tm.P = contract.Flat(decimal.RequireFromString(price))
+		return contract.Counter{ID: id, Terms: tm, ValidUntil: now.Add(valid)}
 	}
-	counters := []trade.Counter{
+	counters := []contract.Counter{
 		k("dear", "0.06", 2, time.Minute),   // above the value
 		k("ok", "0.04", 2, time.Minute),     // the one
 		k("ok2", "0.045", 2, time.Minute),   // dearer
@@ -51,18 +50,18 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	assert.Nil(t, Cheapest{}.Take(job, counters[:1], now))
 	assert.Nil(t, Fixed{}.Take(job, counters, now))
 
-	// The price compared is pricing.Terms.FullUsePrice: P(g) + Q(g)/g per
+	// The price compared is contract.Terms.FullUsePrice: P(g) + Q(g)/g per
 	// GPU-second, exactly.
-	withQ := func(id, p, q string) trade.Counter {
+	withQ := func(id, p, q string) contract.Counter {
 		k := k(id, p, 2, time.Minute)
-		k.Terms.Q = pricing.Flat(decimal.RequireFromString(q))
+		k.Terms.Q = contract.Flat(decimal.RequireFromString(q))
 		return k
 	}
 	t.Run("CountsQ", func(t *testing.T) {
 		// 0.04 + 0.03/2 = 0.055 is above the value 0.05, though P alone is not.
-		assert.Nil(t, Cheapest{}.Take(job, []trade.Counter{withQ("q", "0.04", "0.03")}, now))
+		assert.Nil(t, Cheapest{}.Take(job, []contract.Counter{withQ("q", "0.04", "0.03")}, now))
 		// 0.03 + 0.012/2 = 0.036 is dearer than a flat 0.035.
-		got := Cheapest{}.Take(job, []trade.Counter{withQ("q", "0.03", "0.012"), k("flat", "0.035", 2, time.Minute)}, now)
+		got := Cheapest{}.Take(job, []contract.Counter{withQ("q", "0.03", "0.012"), k("flat", "0.035", 2, time.Minute)}, now)
 		require.NotNil(t, got)
 		assert.Equal(t, "flat", got.ID)
 	})
@@ -72,14 +71,14 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 		// has a finite decimal. It is taken, and ties with a flat 0.05,
 		// where the first counter-offer stays.
 		thirds := k("thirds", "0", 2, time.Minute)
-		thirds.Terms.P = pricing.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
+		thirds.Terms.P = contract.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
 		thirds.Terms.Q = thirds.Terms.P
-		for _, ks := range [][]trade.Counter{{thirds}, {thirds, k("flat", "0.05", 2, time.Minute)}} {
+		for _, ks := range [][]contract.Counter{{thirds}, {thirds, k("flat", "0.05", 2, time.Minute)}} {
 			got := Cheapest{}.Take(job, ks, now)
 			require.NotNil(t, got)
 			assert.Equal(t, "thirds", got.ID)
 		}
-		got := Cheapest{}.Take(job, []trade.Counter{k("flat", "0.05", 2, time.Minute), thirds}, now)
+		got := Cheapest{}.Take(job, []contract.Counter{k("flat", "0.05", 2, time.Minute), thirds}, now)
 		require.NotNil(t, got)
 		assert.Equal(t, "flat", got.ID)
 	})
@@ -166,12 +165,12 @@ func TestDeadline(t *testing.T) {
 	})
 
 	t.Run("TakesCheapestWithinValue", func(t *testing.T) {
-		k := func(id, p string) trade.Counter {
+		k := func(id, p string) contract.Counter {
 			tm := Fixed{}.Bid(j, 0, now)
-			tm.P = pricing.Flat(decimal.RequireFromString(p))
-			return trade.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
+			tm.P = contract.Flat(decimal.RequireFromString(p))
+			return contract.Counter{ID: id, Terms: tm, ValidUntil: now.Add(time.Minute)}
 		}
-		got := Deadline{}.Take(j, []trade.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)
+		got := Deadline{}.Take(j, []contract.Counter{k("dear", "0.06"), k("b", "0.045"), k("a", "0.04")}, now)
 		require.NotNil(t, got)
 		assert.Equal(t, "a", got.ID)
 	})

@@ -13,7 +13,7 @@ import (
 )
 
 // newStuckCmd lists the contracts that hold their escrow and that the
-// exchange's watchdog fails to settle or void (docs/protocol.md, "Stuck
+// exchange's sweep fails to settle or void (docs/protocol.md, "Stuck
 // contracts"): what an operator looks at when the gauge
 // bourse_exchange_stuck_contracts is not zero.
 func newStuckCmd(withStore func(func(context.Context, *cobra.Command, exchange.Store, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
@@ -43,10 +43,11 @@ rule: settled on its last valid reading, else voided with a full refund.`,
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CONTRACT\tCLIENT\tSERVER\tSTATE\tPREPAYMENT\tSTUCK SINCE\tATTEMPTS\tNEXT TRY\tLAST ERROR")
 			for _, c := range cs {
-				st, amount := c.Stuck, c.Terms.Prepayment.String()
+				st, scale := c.Stuck, int32(-1)
 				if cur, err := store.Ledger().Currency(ctx, currency.Code(c.Terms.Currency)); err == nil {
-					amount = c.Terms.Prepayment.StringFixed(cur.Scale)
+					scale = cur.Scale
 				}
+				amount := currency.Format(c.Terms.Prepayment, scale)
 				row(tw, c.ID, c.Client, c.Server, c.State,
 					amount+" "+c.Terms.Currency, st.Since.Format(time.RFC3339), st.Attempts, st.Retry.Format(time.RFC3339), st.Error)
 			}

@@ -10,15 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/pgtest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
-// TestAdminStuck: an operator lists the contracts the watchdog fails to
+// TestAdminStuck: an operator lists the contracts the sweep fails to
 // settle, as a table and as JSON.
 func TestAdminStuck(t *testing.T) {
 	dbURL := pgtest.FreshDB(t)
@@ -40,9 +39,9 @@ func TestAdminStuck(t *testing.T) {
 	_, err = currency.Do(ctx, l, currency.Transfer{Key: "grant", From: currency.IssuanceID("CRED"), To: w.ID, Amount: decimal.NewFromInt(10)})
 	require.NoError(t, err)
 	now := time.Now().UTC()
-	c := trade.Contract{ID: "c-stuck", Client: "alice", Server: "ghost", State: trade.StateRunning, AcceptedAt: now, StartDeadline: now,
-		Terms: pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(3), P: pricing.Flat(decimal.RequireFromString("0.01"))},
-		Stuck: &trade.Stuck{Since: now, Attempts: 4, Retry: now.Add(time.Minute), Error: "no account revenue/CRED/ghost"}}
+	c := contract.Contract{ID: "c-stuck", Client: "alice", Server: "ghost", State: contract.StateRunning, AcceptedAt: now, StartDeadline: now,
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Hour, Prepayment: decimal.NewFromInt(3), P: contract.Flat(decimal.RequireFromString("0.01"))},
+		Stuck: &contract.Stuck{Since: now, Attempts: 4, Retry: now.Add(time.Minute), Error: "no account revenue/CRED/ghost"}}
 	_, _, err = store.Open(ctx, c, "", currency.Reserve{Key: "escrow/c-stuck", Hold: "c-stuck", From: w.ID, Amount: c.Terms.Prepayment, Deadline: now.Add(time.Hour)})
 	require.NoError(t, err)
 
@@ -53,7 +52,7 @@ func TestAdminStuck(t *testing.T) {
 	}
 	out, errOut, code = admin(t, dbURL, "stuck", "--json")
 	require.Zero(t, code, errOut)
-	var cs []trade.Contract
+	var cs []contract.Contract
 	require.NoError(t, json.Unmarshal([]byte(out), &cs))
 	require.Len(t, cs, 1)
 	assert.Equal(t, 4, cs[0].Stuck.Attempts)

@@ -28,8 +28,8 @@ func printMoved(ctx context.Context, cmd *cobra.Command, l currency.Ledger, verb
 	if verb == "burned" {
 		prep = "from"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s %s %s; available %s, held %s\n", verb, amountText(amount, c.Scale), code, prep, owner,
-		amountText(b.Available, c.Scale), amountText(b.Held, c.Scale))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s %s %s; available %s, held %s\n", verb, currency.Format(amount, c.Scale), code, prep, owner,
+		currency.Format(b.Available, c.Scale), currency.Format(b.Held, c.Scale))
 	return nil
 }
 

@@ -8,24 +8,15 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/currency"
 )
 
 // How the commands write numbers, never rounding one:
 //
 //   - money (prepayments, charges, refunds, balances) at its currency's
-//     scale: 19.2 CRED at scale 2 is 19.20;
+//     scale, by currency.Format: 19.2 CRED at scale 2 is 19.20;
 //   - prices and other quantities exactly, without trailing zeros: a
 //     price per GPU-second of 0.200000000000000000 is 0.2.
-
-// amountText writes an amount with its currency's scale of decimal places.
-// An amount with more places than the scale, which no ledger holds, is
-// written whole rather than rounded.
-func amountText(d decimal.Decimal, scale int32) string {
-	if scale < 0 || !d.Equal(d.Truncate(scale)) {
-		return exact(d)
-	}
-	return d.StringFixed(scale)
-}
 
 // exact writes a number as it is, without trailing zeros.
 func exact(d decimal.Decimal) string { return d.String() }
@@ -59,11 +50,8 @@ func (s *scales) of(code string) (int32, bool) {
 // amount writes an amount of the currency code at its scale, or exactly
 // where the scale is not known.
 func (s *scales) amount(d decimal.Decimal, code string) string {
-	scale, ok := s.of(code)
-	if !ok {
-		return exact(d)
-	}
-	return amountText(d, scale)
+	scale, _ := s.of(code) // -1 where unknown: written exactly
+	return currency.Format(d, scale)
 }
 
 // money writes an amount, "-" where it is not known yet.

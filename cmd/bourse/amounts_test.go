@@ -10,31 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 )
 
-func TestAmountText(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		scale int32
-		want  string
-	}{
-		{"19.2", 2, "19.20"},
-		{"500.000000000000000000", 2, "500.00"}, // as DECIMAL(38,18) reads
-		{"40", 2, "40.00"},
-		{"-40", 2, "-40.00"},
-		{"0", 2, "0.00"},
-		{"40", 0, "40"},
-		{"0.000000000000000001", 18, "0.000000000000000001"},
-		{"1.005", 2, "1.005"}, // more places than the scale: never rounded
-	} {
-		assert.Equal(t, tc.want, amountText(decimal.RequireFromString(tc.in), tc.scale), "%s at scale %d", tc.in, tc.scale)
-	}
+// Prices and other quantities are written exactly (money is
+// currency.Format's).
+func TestExact(t *testing.T) {
 	assert.Equal(t, "0.2", exact(decimal.RequireFromString("0.200000000000000000")))
 	assert.Equal(t, "0.266666666666666667", exact(decimal.RequireFromString("0.266666666666666667")))
 }
@@ -51,7 +37,7 @@ func TestViewNumbers(t *testing.T) {
 	require.NoError(t, err)
 	d := decimal.RequireFromString
 	m := &market.Market{
-		Servers: []scenario.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Posted{P: pricing.Flat(d("0.20"))}}},
+		Servers: []scenario.ServerSpec{{ID: "boreal", Model: "H100", Count: 4, Policy: server.Posted{P: contract.Flat(d("0.20"))}}},
 		Clients: []scenario.ClientSpec{{ID: "ada", Strategy: strategy.Fixed{}, Value: d("0.40")}},
 	}
 	s := market.Snapshot{

@@ -15,9 +15,9 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // bidFlags are the flags every `bourse bid` command shares.
@@ -138,8 +138,6 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func ended(s trade.State) bool { return s == trade.StateSettled || s == trade.StateVoided }
-
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
@@ -154,7 +152,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if f.json {
 				if cs == nil {
-					cs = []protocol.Contract{}
+					cs = []protocol.ContractView{}
 				}
 				return printJSON(out, cs)
 			}
@@ -172,7 +170,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				}
 				cur := k.Terms.Currency
 				row(tw, k.ID, k.Server, k.State, reason, k.Terms.GPUs,
-					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, ended(k.State)), sc.money(k.Refund, cur, ended(k.State)), when(k.AcceptedAt))
+					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, k.State.Ended()), sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
 			}
 			return tw.Flush()
 		}),
@@ -206,9 +204,9 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			}
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
-			case k.State == trade.StateSettled:
+			case k.State == contract.StateSettled:
 				fmt.Fprintf(out, "%s settled (%s): charged %s, refunded %s %s\n", k.ID, safe(string(k.Reason)), sc.amount(k.Charge, cur), sc.amount(k.Refund, cur), cur)
-			case k.State == trade.StateVoided:
+			case k.State == contract.StateVoided:
 				fmt.Fprintf(out, "%s voided before it started (%s): %s %s refunded\n", k.ID, safe(string(k.Reason)), sc.amount(k.Refund, cur), cur)
 			default:
 				fmt.Fprintf(out, "%s: %s sent to %s; the contract settles when the job stops (%s watch %s)\n", k.ID, verb, safe(k.Server), f.command(cmd), k.ID)
@@ -235,13 +233,13 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 			tw := table(out)
 			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", b.Account, b.Currency, b.Scale,
-				amountText(b.Available, b.Scale), amountText(b.Held, b.Scale), amountText(b.Available.Add(b.Held), b.Scale))
+				currency.Format(b.Available, b.Scale), currency.Format(b.Held, b.Scale), currency.Format(b.Available.Add(b.Held), b.Scale))
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if w := b.Waiting; w != nil {
 				fmt.Fprintf(out, "%d waiting offer(s) will need %s %s at their match: not held, escrowed from what is available then\n",
-					w.Offers, amountText(w.Prepayments, b.Scale), b.Currency)
+					w.Offers, currency.Format(w.Prepayments, b.Scale), b.Currency)
 			}
 			return nil
 		}),

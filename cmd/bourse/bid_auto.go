@@ -12,9 +12,8 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // strategies are what --auto can name.
@@ -28,7 +27,7 @@ var strategies = map[string]func() strategy.Strategy{
 // negotiate lets the --auto strategy price t and answer counter-offers
 // until a contract or it gives up. The strategy sets the price; the flags
 // set everything else.
-func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t pricing.Terms) error {
+func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
 	newStrategy, ok := strategies[o.auto]
 	if o.auto == "going" {
 		ok, newStrategy = true, o.going(ctx, c)
@@ -67,7 +66,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	out := cmd.OutOrStdout()
 	k, err := strategy.Negotiate(ctx, c, strategy.Negotiation{
 		Strategy: newStrategy(), Job: job, RequestID: o.requestID, Rounds: o.rounds,
-		Adjust: func(b *pricing.Terms) {
+		Adjust: func(b *contract.Terms) {
 			b.TimeLimit, b.Job, b.Server, b.Q, b.Class = t.TimeLimit, t.Job, t.Server, t.Q, t.Class
 			b.Prepayment = prepayment
 			b.Prepayment = b.CappedPrepayment(o.scale)
@@ -150,7 +149,7 @@ func printRound(w io.Writer, r strategy.Round) {
 
 // cheapest is the counter-offer with the lowest price at full use, the
 // first of those that tie.
-func cheapest(ks []trade.Counter) trade.Counter {
+func cheapest(ks []contract.Counter) contract.Counter {
 	best := ks[0]
 	for _, k := range ks[1:] {
 		if k.Terms.FullUsePrice().Cmp(best.Terms.FullUsePrice()) < 0 {

@@ -11,12 +11,12 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // printQueued tells an offer queued in the book, and how to follow it.
-func printQueued(w io.Writer, q trade.Waiting, bid string) {
+func printQueued(w io.Writer, q contract.Waiting, bid string) {
 	fmt.Fprintf(w, "no server accepted at once: offer %s waits in the book until %s, %d ahead of it; nothing is held meanwhile\n",
 		q.ID, when(q.Until), q.Ahead)
 	fmt.Fprintf(w, "follow it: %s watch %s   (cancel it: %s cancel %s)\n", bid, q.ID, bid, q.ID)
@@ -35,7 +35,7 @@ func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if f.json {
 				if ws == nil {
-					ws = []trade.Waiting{}
+					ws = []contract.Waiting{}
 				}
 				return printJSON(out, ws)
 			}
@@ -85,14 +85,14 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string,
 	if err != nil {
 		return err
 	}
-	find := func() (trade.Waiting, bool, error) {
+	find := func() (contract.Waiting, bool, error) {
 		ws, err := c.Waiting(ctx, "")
 		for _, w := range ws {
 			if w.ID == id {
 				return w, true, err
 			}
 		}
-		return trade.Waiting{}, false, err
+		return contract.Waiting{}, false, err
 	}
 	w, ok, err := find()
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestBidWait: through the command alone, an offer that finds every GPU
@@ -42,7 +42,7 @@ func TestBidWait(t *testing.T) {
 	assert.Contains(t, watched, "matched")
 	assert.Contains(t, watched, "settled")
 	k := b.contract("bob", id)
-	assert.Equal(t, trade.StateSettled, k.State)
+	assert.Equal(t, contract.StateSettled, k.State)
 	assert.False(t, k.QueuedAt.IsZero())
 	assert.Contains(t, b.ok("bob", "waiting"), "no offer waits")
 }

@@ -10,26 +10,26 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 // readTerms reads an offer's terms from a JSON or YAML file. YAML is
-// turned into JSON and read by pricing.ParseTerms, so both are held to
+// turned into JSON and read by contract.ParseTerms, so both are held to
 // the same strict rules (no unknown or duplicate keys, no nulls).
-func readTerms(path string) (pricing.Terms, error) {
+func readTerms(path string) (contract.Terms, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return pricing.Terms{}, fmt.Errorf("read the terms: %w", err)
+		return contract.Terms{}, fmt.Errorf("read the terms: %w", err)
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext == ".yaml" || ext == ".yml" || (ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))) {
 		if data, err = yamlToJSON(data); err != nil {
-			return pricing.Terms{}, fmt.Errorf("%s: %w", path, err)
+			return contract.Terms{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	t, err := pricing.ParseTerms(data)
+	t, err := contract.ParseTerms(data)
 	if err != nil {
-		return pricing.Terms{}, fmt.Errorf("%s: %w", path, err)
+		return contract.Terms{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

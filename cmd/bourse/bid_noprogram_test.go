@@ -7,9 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestNoProgram is issue 31's operator on the demo's synthetic server:
@@ -32,8 +31,8 @@ func TestNoProgram(t *testing.T) {
 	})
 
 	k := b.offerJSON("ada", short("100ms")...)
-	got := b.waitState("ada", k.ID, trade.StateSettled)
-	require.Equal(t, trade.MeterSynthetic, got.Meter)
+	got := b.waitState("ada", k.ID, contract.StateSettled)
+	require.Equal(t, contract.MeterSynthetic, got.Meter)
 	for _, args := range [][]string{{"logs", k.ID}, {"logs", "--follow", k.ID}, {"results", k.ID, "-o", t.TempDir()}, {"results", "--wait", k.ID, "-o", t.TempDir()}} {
 		out, errOut, code := b.bid("ada", args...)
 		assert.Equal(t, exitRefused, code, "bourse bid %v: %s%s", args, out, errOut)
@@ -48,18 +47,18 @@ func TestNoProgram(t *testing.T) {
 // change did), one voided before its start, one whose terms name none;
 // not a program's that ran or may yet.
 func TestRanNoProgram(t *testing.T) {
-	prog := &pricing.JobSpec{Command: "/usr/bin/python3"}
+	prog := &contract.JobSpec{Command: "/usr/bin/python3"}
 	for _, tt := range []struct {
 		name string
-		k    protocol.Contract
+		k    protocol.ContractView
 		why  string // "" for a program that ran or may
 	}{
-		{"Synthetic", protocol.Contract{ID: "c-1", Server: "atlas", State: trade.StateSettled, Meter: trade.MeterSynthetic, Terms: pricing.Terms{Job: prog}},
+		{"Synthetic", protocol.ContractView{ID: "c-1", Server: "atlas", State: contract.StateSettled, Meter: contract.MeterSynthetic, Terms: contract.Terms{Job: prog}},
 			"server atlas ran a synthetic job (metered by synthetic), not /usr/bin/python3"},
-		{"Voided", protocol.Contract{ID: "c-1", State: trade.StateVoided, Terms: pricing.Terms{Job: prog}}, "it was voided before its job started"},
-		{"NoJob", protocol.Contract{ID: "c-1", State: trade.StateRunning}, "its terms name no program"},
-		{"Ran", protocol.Contract{ID: "c-1", State: trade.StateSettled, Meter: trade.MeterNVML, Terms: pricing.Terms{Job: prog}}, ""},
-		{"NotStarted", protocol.Contract{ID: "c-1", State: trade.StateAccepted, Terms: pricing.Terms{Job: prog}}, ""},
+		{"Voided", protocol.ContractView{ID: "c-1", State: contract.StateVoided, Terms: contract.Terms{Job: prog}}, "it was voided before its job started"},
+		{"NoJob", protocol.ContractView{ID: "c-1", State: contract.StateRunning}, "its terms name no program"},
+		{"Ran", protocol.ContractView{ID: "c-1", State: contract.StateSettled, Meter: contract.MeterNVML, Terms: contract.Terms{Job: prog}}, ""},
+		{"NotStarted", protocol.ContractView{ID: "c-1", State: contract.StateAccepted, Terms: contract.Terms{Job: prog}}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ranNoProgram(tt.k, "logs")

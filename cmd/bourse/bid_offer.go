@@ -17,7 +17,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -82,7 +82,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 // terms builds the terms from the flags on base: every flag for a new
 // offer, only those given for a resume (which starts from the suspended
 // contract's terms).
-func (o *offerFlags) terms(fs *pflag.FlagSet, base pricing.Terms, resume bool) (pricing.Terms, error) {
+func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
 	t := base
 	set := func(name string) bool { return !resume || fs.Changed(name) }
 	if o.file != "" {
@@ -103,7 +103,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base pricing.Terms, resume bool) (
 			t.GPUs = o.gpus
 		}
 		if set("model") || set("min-memory") {
-			t.Class = pricing.Class{Model: o.model, MinMemoryMiB: o.minMemory}
+			t.Class = contract.Class{Model: o.model, MinMemoryMiB: o.minMemory}
 		}
 		if set("time-limit") {
 			t.TimeLimit = o.timeLimit
@@ -119,7 +119,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base pricing.Terms, resume bool) (
 			if err != nil {
 				return t, err
 			}
-			t.P = pricing.Flat(d)
+			t.P = contract.Flat(d)
 		case o.p != "":
 			c, err := parseCurve("--p", o.p)
 			if err != nil {
@@ -189,9 +189,9 @@ func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
 	return d, nil
 }
 
-func (o *offerFlags) job(timeLimit time.Duration) (*pricing.JobSpec, error) {
+func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 	if o.command != "" {
-		return &pricing.JobSpec{Command: o.command, Args: o.args}, nil
+		return &contract.JobSpec{Command: o.command, Args: o.args}, nil
 	}
 	if len(o.args) > 0 {
 		return nil, errors.New("--arg needs --command")
@@ -204,18 +204,18 @@ func (o *offerFlags) job(timeLimit time.Duration) (*pricing.JobSpec, error) {
 	if d <= 0 {
 		d = timeLimit
 	}
-	return &pricing.JobSpec{Profile: &pricing.Profile{Utilization: u, Duration: d}}, nil
+	return &contract.JobSpec{Profile: &contract.Profile{Utilization: u, Duration: d}}, nil
 }
 
 // parseCurve reads "x:y,x:y" breakpoints.
-func parseCurve(flag, s string) (pricing.Curve, error) {
-	var c pricing.Curve
+func parseCurve(flag, s string) (contract.Curve, error) {
+	var c contract.Curve
 	for i, pair := range strings.Split(s, ",") {
 		x, y, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if !ok {
 			return nil, fmt.Errorf("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
 		}
-		var p pricing.Point
+		var p contract.Point
 		var err error
 		if p.X, err = amount(flag+" x", x); err != nil {
 			return nil, err
@@ -273,7 +273,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
-			base := pricing.Terms{Currency: f.currency}
+			base := contract.Terms{Currency: f.currency}
 			t, err := o.terms(cmd.Flags(), base, false)
 			if err != nil {
 				return err
@@ -407,7 +407,7 @@ func isTerminal(r io.Reader) bool {
 
 // printContract tells a new contract, and how to watch it: bid is
 // `bourse bid` with the flags that reach the exchange as this client.
-func printContract(w io.Writer, k protocol.Contract, sc *scales, bid string) {
+func printContract(w io.Writer, k protocol.ContractView, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
 		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
@@ -419,7 +419,7 @@ func printContract(w io.Writer, k protocol.Contract, sc *scales, bid string) {
 
 // classText describes a class of GPUs, its model made safe: a class may
 // come in a server's counter-offer.
-func classText(c pricing.Class) string {
+func classText(c contract.Class) string {
 	s := safe(c.Model)
 	if s == "" {
 		s = "any GPU"
@@ -432,7 +432,7 @@ func classText(c pricing.Class) string {
 
 // priceText describes the price curves, exactly: a flat price as one
 // number, a curve by its breakpoints.
-func priceText(t pricing.Terms) string {
+func priceText(t contract.Terms) string {
 	s := curveText(t.P) + "/GPU-s"
 	if len(t.Q) > 0 {
 		s += " + " + curveText(t.Q) + "/s"
@@ -440,7 +440,7 @@ func priceText(t pricing.Terms) string {
 	return s
 }
 
-func curveText(c pricing.Curve) string {
+func curveText(c contract.Curve) string {
 	if len(c) == 1 && c[0].X.IsZero() {
 		return exact(c[0].Y)
 	}

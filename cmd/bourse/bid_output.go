@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // newBidLogsCmd prints a contract's stdout and stderr, as the job wrote
@@ -47,7 +47,7 @@ around and named at the end, with exit status 1 (code output_lost).`,
 				case ranNoProgram(k, "logs") != nil:
 					return ranNoProgram(k, "logs")
 				case follow:
-				case !ended(k.State):
+				case !k.State.Ended():
 					fmt.Fprintf(cmd.ErrOrStderr(), "bourse: the job is %s; more may come: bourse bid logs --follow %s\n", k.State, args[0])
 				default:
 					return notYet("the end of its output", "bourse bid logs --follow "+args[0])
@@ -66,14 +66,14 @@ around and named at the end, with exit status 1 (code output_lost).`,
 // k, whose job wrote nothing for certain: its terms name no program, no
 // program ran (the synthetic runner), or it never started. Its code,
 // no_program, exits 3. Nil where a program ran or may yet run.
-func ranNoProgram(k protocol.Contract, what string) error {
+func ranNoProgram(k protocol.ContractView, what string) error {
 	var why string
 	switch {
 	case k.Terms.Job == nil || k.Terms.Job.Command == "":
 		why = "its terms name no program"
-	case k.Meter == trade.MeterSynthetic:
+	case k.Meter == contract.MeterSynthetic:
 		why = fmt.Sprintf("server %s ran a synthetic job (metered by synthetic), not %s", k.Server, k.Terms.Job.Command)
-	case k.State == trade.StateVoided:
+	case k.State == contract.StateVoided:
 		why = "it was voided before its job started"
 	default:
 		return nil
@@ -142,7 +142,7 @@ that names one is refused whole, and nothing is written.`,
 					return err
 				case ranNoProgram(k, "results") != nil:
 					return ranNoProgram(k, "results")
-				case !ended(k.State):
+				case !k.State.Ended():
 					return &bourse.Error{Code: bourse.EUnavailable, Message: fmt.Sprintf("the job is %s: its results come once it ends (--wait waits for them)", k.State)}
 				}
 				return notYet("its results", "bourse bid results --wait")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -31,7 +31,7 @@ does. Quotes count against your request rate as offers do.
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
-			t, err := o.terms(cmd.Flags(), pricing.Terms{Currency: f.currency}, false)
+			t, err := o.terms(cmd.Flags(), contract.Terms{Currency: f.currency}, false)
 			if err != nil {
 				return err
 			}

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // hostile is a GPU server played over the raw protocol: it accepts every
@@ -48,7 +48,7 @@ func startHostile(t *testing.T, url, id string, started protocol.Started) *hosti
 		require.NoError(t, err)
 	}
 	sub(protocol.DeliverOffer, func(m *nats.Msg) {
-		body, _ := json.Marshal(protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)})
+		body, _ := json.Marshal(protocol.Decision{Accept: true, ClaimFor: contract.Duration(5 * time.Second)})
 		_ = m.Respond(body)
 	})
 	sub(protocol.DeliverStart, func(m *nats.Msg) {
@@ -64,7 +64,7 @@ func startHostile(t *testing.T, url, id string, started protocol.Started) *hosti
 	})
 	sub(protocol.DeliverCancel, func(*nats.Msg) {})
 	require.NoError(t, nc.Flush())
-	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
+	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), hello, 5*time.Second)
 	require.NoError(t, err)
 	require.Empty(t, msg.Header.Get("Nats-Service-Error"), string(msg.Data))
@@ -73,7 +73,7 @@ func startHostile(t *testing.T, url, id string, started protocol.Started) *hosti
 
 // results sends chunks of a results archive, each at its offset, then
 // the archive's end.
-func (h *hostile) results(contract string, end protocol.OutputEnd, chunks map[int64][]byte) {
+func (h *hostile) results(contractID string, end protocol.OutputEnd, chunks map[int64][]byte) {
 	h.t.Helper()
 	offsets := make([]int64, 0, len(chunks))
 	for off := range chunks {
@@ -87,7 +87,7 @@ func (h *hostile) results(contract string, end protocol.OutputEnd, chunks map[in
 		}
 	}
 	publish := func(stream string, offset int64, data []byte) {
-		msg := nats.NewMsg(protocol.OutputSubject(h.id, contract, protocol.PartResults))
+		msg := nats.NewMsg(protocol.OutputSubject(h.id, contractID, protocol.PartResults))
 		msg.Data = data
 		msg.Header.Set(protocol.StreamHeader, stream)
 		msg.Header.Set(protocol.OffsetHeader, strconv.FormatInt(offset, 10))
@@ -115,11 +115,11 @@ func (h *hostile) contract(b *bidMarket) string {
 	// It ends the job when the test does, so that the market closes at
 	// once rather than waiting to judge the server lost.
 	h.t.Cleanup(func() {
-		r := trade.Reading{Contract: k.ID, Seq: 1, U: decimal.Zero, T: trade.Duration(time.Millisecond), S: decimal.NewFromInt(1),
-			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
+		r := contract.Reading{Contract: k.ID, Seq: 1, U: decimal.Zero, T: contract.Duration(time.Millisecond), S: decimal.NewFromInt(1),
+			At: time.Now().UTC(), Final: true, Reason: contract.ReasonCompleted}
 		body, _ := json.Marshal(r)
 		_, _ = h.js.Publish(context.Background(), protocol.UsageSubject(h.id, k.ID), body, jetstream.WithMsgID(protocol.MsgID(h.id, r)))
-		b.waitState("ada", k.ID, trade.StateSettled)
+		b.waitState("ada", k.ID, contract.StateSettled)
 	})
 	return k.ID
 }

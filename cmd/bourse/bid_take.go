@@ -13,16 +13,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // sortCounters orders counter-offers by price per GPU-second at full use,
 // cheapest first, ties by server: they come in the order the servers
 // answered, which changes from one offer to the next, and --take N must
 // mean the same counter-offer for the same answers.
-func sortCounters(ks []trade.Counter) {
-	slices.SortStableFunc(ks, func(a, b trade.Counter) int {
+func sortCounters(ks []contract.Counter) {
+	slices.SortStableFunc(ks, func(a, b contract.Counter) int {
 		if c := a.Terms.FullUsePrice().Cmp(b.Terms.FullUsePrice()); c != 0 {
 			return c
 		}
@@ -64,7 +64,7 @@ func (o *offerFlags) choose(cmd *cobra.Command, f *bidFlags, reply protocol.Offe
 // pick finds the counter-offer s names: its number, or the cheapest of the
 // server of that name (the first, as they are sorted). A number wins over
 // a server named like one.
-func pick(ks []trade.Counter, s string) (int, error) {
+func pick(ks []contract.Counter, s string) (int, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 1 || n > len(ks) {
 			return 0, fmt.Errorf("--take %d: there are %d counter-offers, numbered from 1", n, len(ks))
@@ -83,7 +83,7 @@ func pick(ks []trade.Counter, s string) (int, error) {
 
 // ask reads which counter-offer to take: a number or a server's name, or
 // empty to decline (0).
-func ask(in io.Reader, out io.Writer, ks []trade.Counter) (int, error) {
+func ask(in io.Reader, out io.Writer, ks []contract.Counter) (int, error) {
 	r := bufio.NewReader(in)
 	for {
 		fmt.Fprintf(out, "Take which counter-offer? [1-%d or a server, empty to decline]: ", len(ks))

@@ -17,15 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // bidMarket is a market with one server (atlas: 16 H100 at a posted 0.30
@@ -65,7 +64,7 @@ func (b *bidMarket) ok(id string, args ...string) string {
 }
 
 // offerJSON makes an offer with --json and returns its contract.
-func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
+func (b *bidMarket) offerJSON(id string, args ...string) protocol.ContractView {
 	b.t.Helper()
 	var r protocol.OfferReply
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, append([]string{"--json", "offer"}, args...)...)), &r))
@@ -73,9 +72,9 @@ func (b *bidMarket) offerJSON(id string, args ...string) protocol.Contract {
 	return *r.Contract
 }
 
-func (b *bidMarket) contract(id, contractID string) protocol.Contract {
+func (b *bidMarket) contract(id, contractID string) protocol.ContractView {
 	b.t.Helper()
-	var cs []protocol.Contract
+	var cs []protocol.ContractView
 	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == contractID {
@@ -83,10 +82,10 @@ func (b *bidMarket) contract(id, contractID string) protocol.Contract {
 		}
 	}
 	b.t.Fatalf("%s has no contract %s", id, contractID)
-	return protocol.Contract{}
+	return protocol.ContractView{}
 }
 
-func (b *bidMarket) waitState(id, contractID string, want trade.State) protocol.Contract {
+func (b *bidMarket) waitState(id, contractID string, want contract.State) protocol.ContractView {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -244,7 +243,7 @@ func TestBid(t *testing.T) {
 
 	t.Run("SuspendResume", func(t *testing.T) {
 		k := b.offerJSON("ada", short("1m")...)
-		b.waitState("ada", k.ID, trade.StateRunning)
+		b.waitState("ada", k.ID, contract.StateRunning)
 		out := b.ok("ada", "suspend", k.ID)
 		assert.Contains(t, out, "suspend sent to atlas")
 		out = b.ok("ada", "watch", k.ID)
@@ -255,7 +254,7 @@ func TestBid(t *testing.T) {
 		require.NotNil(t, r.Contract)
 		assert.Equal(t, k.ID, r.Contract.Resumes)
 		assert.Equal(t, "atlas", r.Contract.Terms.Server, "the suspended contract's server")
-		assert.True(t, r.Contract.Terms.P.Equal(pricing.Flat(decimal.RequireFromString("0.45"))))
+		assert.True(t, r.Contract.Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.45"))))
 		assert.Equal(t, k.Terms.TimeLimit, r.Contract.Terms.TimeLimit)
 		b.ok("ada", "kill", r.Contract.ID)
 	})
@@ -266,7 +265,7 @@ func TestBid(t *testing.T) {
 		assert.Contains(t, out, "PREPAYMENT")
 		assert.Contains(t, out, "settled")
 		assert.Regexp(t, `(?m) settled +\w+ +1 +24\.00 +\d+\.\d\d +\d+\.\d\d `, out, "amounts at CRED's scale")
-		var cs []protocol.Contract
+		var cs []protocol.ContractView
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "contracts")), &cs))
 		assert.GreaterOrEqual(t, len(cs), 5)
 		assert.Contains(t, b.ok("bob", "contracts"), "no contracts yet")
@@ -328,7 +327,7 @@ func TestBid(t *testing.T) {
 			assert.Contains(t, errOut, "no such contract of yours")
 		}
 		assert.NotContains(t, b.ok("bob", "contracts"), k.ID)
-		assert.Equal(t, trade.StateRunning, b.contract("ada", k.ID).State, "bob's kill did nothing")
+		assert.Equal(t, contract.StateRunning, b.contract("ada", k.ID).State, "bob's kill did nothing")
 		b.ok("ada", "kill", k.ID)
 	})
 
@@ -369,7 +368,7 @@ func TestBid(t *testing.T) {
 // the prepayment at CRED's scale.
 func TestBidCounterPrices(t *testing.T) {
 	b := startBidMarket(t, scenario.ServerSpec{ID: "boreal", Model: "H100", MemoryMiB: 81920, Count: 4,
-		Policy: server.Utilization{Base: server.Posted{P: pricing.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
+		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out, _, _ := b.bid("ada", low...)
 	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
@@ -380,7 +379,7 @@ func TestBidCounterPrices(t *testing.T) {
 	var r protocol.OfferReply
 	require.NoError(t, json.Unmarshal([]byte(raw), &r))
 	require.Len(t, r.Counters, 1)
-	assert.True(t, r.Counters[0].Terms.P.Equal(pricing.Flat(decimal.RequireFromString("0.2"))))
+	assert.True(t, r.Counters[0].Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.2"))))
 
 	k := b.offerJSON("ada", append(low[1:], "--take", "1")...)
 	assert.Equal(t, "boreal", k.Server)
@@ -392,7 +391,7 @@ func TestBidCounterPrices(t *testing.T) {
 // --take takes one by number or by server.
 func TestBidTake(t *testing.T) {
 	posted := func(id, p string) scenario.ServerSpec {
-		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 2, Policy: server.Posted{P: pricing.Flat(decimal.RequireFromString(p))}}
+		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 2, Policy: server.Posted{P: contract.Flat(decimal.RequireFromString(p))}}
 	}
 	b := startBidMarket(t, posted("dear", "0.50"), posted("mid-b", "0.30"), posted("cheap", "0.20"), posted("mid-a", "0.30"))
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "300ms", "--time-limit", "30s"}

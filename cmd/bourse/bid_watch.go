@@ -11,8 +11,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 func newBidWatchCmd(f *bidFlags) *cobra.Command {
@@ -79,7 +79,7 @@ func printEvent(w io.Writer, ev bidder.Update, sc *scales) {
 	}
 }
 
-func usage(r *trade.Reading) string {
+func usage(r *contract.Reading) string {
 	if r == nil {
 		return ""
 	}
@@ -87,7 +87,7 @@ func usage(r *trade.Reading) string {
 }
 
 // metered says how the server measures the job, where it said.
-func metered(m trade.Meter) string {
+func metered(m contract.Meter) string {
 	if m == "" {
 		return ""
 	}

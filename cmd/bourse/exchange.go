@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bourse/bourse/exchange/natsvc"
-	"github.com/bourse/bourse/signing"
-	"github.com/bourse/bourse/treasury"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/signing"
+	"github.com/bourse/bourse/treasury"
 )
 
 func newExchangeCmd() *cobra.Command {

@@ -16,10 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // dutyJob keeps GPU 0 busy a known fraction of each second with bf16
@@ -106,7 +105,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 
 	// offer buys one GPU of gpu1 for the duty job at 0.50 a GPU-second,
 	// for a time limit of 2 minutes: a prepayment of 60.
-	offer := func(t *testing.T, seconds, duty string, env map[string]string) protocol.Contract {
+	offer := func(t *testing.T, seconds, duty string, env map[string]string) protocol.ContractView {
 		t.Helper()
 		terms := map[string]any{"client": "ada", "currency": "CRED", "gpus": 1, "server": "gpu1", "time_limit": "2m", "prepayment": "60",
 			"p": [][]string{{"0", "0.50"}}, "job": map[string]any{"command": python, "args": []string{script, seconds, duty}}}
@@ -123,12 +122,12 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		require.NotNil(t, r.Contract, "no contract: %s", out)
 		return *r.Contract
 	}
-	settled := func(t *testing.T, id string, within time.Duration) protocol.Contract {
+	settled := func(t *testing.T, id string, within time.Duration) protocol.ContractView {
 		t.Helper()
 		deadline := time.Now().Add(within)
 		for {
 			k := contractOf(t, b, id)
-			if k.State == trade.StateSettled {
+			if k.State == contract.StateSettled {
 				return k
 			}
 			require.True(t, time.Now().Before(deadline), "%s is still %s after %v", id, k.State, within)
@@ -147,11 +146,11 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		require.NoError(t, json.Unmarshal(data, &k))
 		return k.KernelSeconds
 	}
-	exact := func(t *testing.T, k protocol.Contract) {
+	exact := func(t *testing.T, k protocol.ContractView) {
 		t.Helper()
 		require.NotNil(t, k.Reading, "settled on a reading")
-		assert.Equal(t, trade.MeterNVML, k.Meter)
-		st, err := pricing.Charge(k.Terms, k.Reading.Usage(), 2)
+		assert.Equal(t, contract.MeterNVML, k.Meter)
+		st, err := contract.Charge(k.Terms, k.Reading.Usage(), 2)
 		require.NoError(t, err)
 		assert.True(t, k.Charge.Equal(st.Charge), "charged %s, the price of its reading is %s", k.Charge, st.Charge)
 		assert.True(t, k.Charge.Add(k.Refund).Equal(k.Terms.Prepayment), "charge + refund = prepayment")
@@ -165,7 +164,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		}
 		assert.InDelta(t, kernel, uf, kernel*tolerance, "U %.2f GPU-s against the job's own kernel time %.2f s", uf, kernel)
 	}
-	report := func(t *testing.T, name string, k protocol.Contract, kernel float64) {
+	report := func(t *testing.T, name string, k protocol.ContractView, kernel float64) {
 		t.Logf("| %s | %s | %.2f | %.2f | %s | %s |", name, k.Reading.U.StringFixed(2), kernel,
 			float64(k.Reading.T)/1e9, k.Charge.StringFixed(2), k.Refund.StringFixed(2))
 	}
@@ -179,7 +178,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		t.Run(c.name, func(t *testing.T) {
 			k := offer(t, c.seconds, c.duty, nil)
 			got := settled(t, k.ID, 90*time.Second)
-			assert.Equal(t, trade.ReasonCompleted, got.Reason)
+			assert.Equal(t, contract.ReasonCompleted, got.Reason)
 			exact(t, got)
 			kernel := kernelOf(t, k.ID)
 			report(t, c.name, got, kernel)
@@ -192,7 +191,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		time.Sleep(12 * time.Second)
 		okBid(t, b, "kill", k.ID)
 		got := settled(t, k.ID, 30*time.Second)
-		assert.Equal(t, trade.ReasonKilled, got.Reason)
+		assert.Equal(t, contract.ReasonKilled, got.Reason)
 		exact(t, got)
 		kernel := kernelOf(t, k.ID)
 		report(t, "killed after 12 s", got, kernel)
@@ -204,7 +203,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		time.Sleep(15 * time.Second)
 		okBid(t, b, "suspend", k.ID)
 		susp := settled(t, k.ID, 30*time.Second)
-		assert.Equal(t, trade.ReasonSuspended, susp.Reason)
+		assert.Equal(t, contract.ReasonSuspended, susp.Reason)
 		exact(t, susp)
 		time.Sleep(10 * time.Second) // frozen: no contract runs, nothing is metered
 
@@ -212,7 +211,7 @@ runner: {kind: process, allowed: [`+python+`], output_dir: `+t.TempDir()+`, grac
 		require.NoError(t, json.Unmarshal([]byte(okBid(t, b, "--json", "resume", k.ID)), &r))
 		require.NotNil(t, r.Contract, "the resume made a contract: %+v", r)
 		res := settled(t, r.Contract.ID, 90*time.Second)
-		assert.Equal(t, trade.ReasonCompleted, res.Reason)
+		assert.Equal(t, contract.ReasonCompleted, res.Reason)
 		exact(t, res)
 		total := kernelOf(t, k.ID) // its output goes on in the suspended contract's folder
 		report(t, "suspended after 15 s (kernel time: both contracts)", susp, total)
@@ -251,9 +250,9 @@ func okBid(t *testing.T, b *bidMarket, args ...string) string {
 }
 
 // contractOf is ada's contract id as the exchange has it now.
-func contractOf(t *testing.T, b *bidMarket, id string) protocol.Contract {
+func contractOf(t *testing.T, b *bidMarket, id string) protocol.ContractView {
 	t.Helper()
-	var cs []protocol.Contract
+	var cs []protocol.ContractView
 	require.NoError(t, json.Unmarshal([]byte(okBid(t, b, "--json", "contracts")), &cs))
 	for _, k := range cs {
 		if k.ID == id {
@@ -261,5 +260,5 @@ func contractOf(t *testing.T, b *bidMarket, id string) protocol.Contract {
 		}
 	}
 	t.Fatalf("ada has no contract %s", id)
-	return protocol.Contract{}
+	return protocol.ContractView{}
 }

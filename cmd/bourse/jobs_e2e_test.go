@@ -19,10 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 // lockedBuffer is a buffer a command writes while the test reads it.
@@ -127,17 +126,17 @@ sample_every: 50ms
 	assert.Contains(t, gpu1.String(), "policy: reserve: takes any price")
 	assert.Contains(t, bare.String(), "meter: none: no NVIDIA driver (NVML: library not found), so process jobs are refused; meter_fallback: full_use")
 
-	offer := func(t *testing.T, model string, steps int) (protocol.Contract, string, int) {
+	offer := func(t *testing.T, model string, steps int) (protocol.ContractView, string, int) {
 		t.Helper()
 		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", model, "--price", "0.50", "--time-limit", "2m",
 			"--command", job, "--arg="+jobFlag, "--arg=train", "--arg="+strconv.Itoa(steps))
-		var r struct{ Contract *protocol.Contract }
+		var r struct{ Contract *protocol.ContractView }
 		if code == 0 {
 			require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 			require.NotNil(t, r.Contract, out)
 			return *r.Contract, errOut, code
 		}
-		return protocol.Contract{}, errOut, code
+		return protocol.ContractView{}, errOut, code
 	}
 	background := func(id string, args ...string) (out *lockedBuffer, errOut *lockedBuffer, done chan int) {
 		out, errOut, done = &lockedBuffer{}, &lockedBuffer{}, make(chan int, 1)
@@ -182,14 +181,14 @@ sample_every: 50ms
 		assert.Equal(t, 0, wait(t, watchDone, "bid watch"))
 		assert.Contains(t, watch.String(), "metered by nvml")
 
-		got := b.waitState("ada", k.ID, trade.StateSettled)
-		assert.Equal(t, trade.ReasonCompleted, got.Reason)
-		assert.Equal(t, trade.MeterNVML, got.Meter, "the contract says how it was measured")
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonCompleted, got.Reason)
+		assert.Equal(t, contract.MeterNVML, got.Meter, "the contract says how it was measured")
 		require.NotNil(t, got.Reading)
 		u, tSecs := got.Reading.U, decimal.New(int64(got.Reading.T), -9)
 		assert.True(t, u.GreaterThan(tSecs.Mul(decimal.RequireFromString("0.3"))) && u.LessThan(tSecs.Mul(decimal.RequireFromString("0.6"))),
 			"U = %s for T = %s: NVML saw the job's process half busy", u, tSecs)
-		st, err := pricing.Charge(got.Terms, got.Reading.Usage(), 2)
+		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
 		require.NoError(t, err)
 		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
 		assert.True(t, got.Charge.Add(got.Refund).Equal(got.Terms.Prepayment))
@@ -219,8 +218,8 @@ sample_every: 50ms
 		_, errOut, code = b.bid("ada", "kill", k.ID)
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, 0, wait(t, logsDone, "bid logs --follow"), logErr.String())
-		got := b.waitState("ada", k.ID, trade.StateSettled)
-		assert.Equal(t, trade.ReasonKilled, got.Reason)
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonKilled, got.Reason)
 		assert.True(t, got.Charge.IsPositive())
 
 		dir := t.TempDir()

@@ -13,9 +13,8 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestSafe: control characters, Unicode format characters and bytes that
@@ -60,17 +59,17 @@ const evil = "\x1b[2J\x1b]0;pwned\x07H100\r\nbourse: all good\t\u202eevil"
 func TestPartyStringsPrintedSafely(t *testing.T) {
 	d := decimal.RequireFromString
 	sc := &scales{known: map[string]int32{"CRED": 2}}
-	terms := pricing.Terms{Currency: "CRED", GPUs: 1, Class: pricing.Class{Model: evil}, TimeLimit: time.Minute,
-		P: pricing.Flat(d("0.01")), Prepayment: d("0.60")}
-	k := protocol.Contract{ID: "c-1", Client: "ada", Server: evil, Terms: terms, State: trade.StateSettled,
-		Reason: trade.Reason(evil), Meter: trade.Meter(evil), Charge: d("0.10"), Refund: d("0.50")}
+	terms := contract.Terms{Currency: "CRED", GPUs: 1, Class: contract.Class{Model: evil}, TimeLimit: time.Minute,
+		P: contract.Flat(d("0.01")), Prepayment: d("0.60")}
+	k := protocol.ContractView{ID: "c-1", Client: "ada", Server: evil, Terms: terms, State: contract.StateSettled,
+		Reason: contract.Reason(evil), Meter: contract.Meter(evil), Charge: d("0.10"), Refund: d("0.50")}
 	outputs := map[string]func(w *strings.Builder){
 		"market": func(w *strings.Builder) {
 			_ = printMarket(w, []protocol.Market{{Currency: "CRED", Models: []protocol.MarketModel{{Model: evil}}}})
 		},
 		"counters": func(w *strings.Builder) {
 			printCounterTable(w, protocol.OfferReply{
-				Counters:   []trade.Counter{{ID: "k1", Server: evil, Terms: terms, Note: evil, ValidUntil: time.Now().Add(time.Minute)}},
+				Counters:   []contract.Counter{{ID: "k1", Server: evil, Terms: terms, Note: evil, ValidUntil: time.Now().Add(time.Minute)}},
 				Rejections: []protocol.Rejection{{Server: evil, Reason: evil}}}, sc)
 		},
 		"contract": func(w *strings.Builder) { printContract(w, k, sc, "bourse bid") },

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -23,7 +24,6 @@ import (
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/spool"
 	"github.com/bourse/bourse/signing"
-	"github.com/bourse/bourse/trade"
 )
 
 // serverConfig is the server's configuration file, YAML or JSON (which
@@ -285,14 +285,14 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 }
 
 // declaredGPUs numbers the declared groups' GPUs from 0.
-func (c *serverConfig) declaredGPUs() ([]trade.GPU, error) {
-	var out []trade.GPU
+func (c *serverConfig) declaredGPUs() ([]contract.GPU, error) {
+	var out []contract.GPU
 	for i, g := range c.GPUs {
 		if g.Count < 1 || g.Model == "" || g.MemoryMiB < 0 {
 			return nil, fmt.Errorf("server config: gpus[%d]: want a count of at least 1, a model and memory_mib", i)
 		}
 		for range g.Count {
-			out = append(out, trade.GPU{Index: len(out), Model: g.Model, MemoryMiB: g.MemoryMiB})
+			out = append(out, contract.GPU{Index: len(out), Model: g.Model, MemoryMiB: g.MemoryMiB})
 		}
 	}
 	return out, nil
@@ -310,7 +310,7 @@ func (c *serverConfig) policy() (server.Policy, error) {
 // declared ones where NVML is off or, with nvml auto, unavailable. It
 // returns a nil meter without NVML, and why: the start line says it
 // (server_meter.go).
-func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, log *slog.Logger) (gpus []trade.GPU, m *nvmlmeter.Meter, why string, err error) {
+func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, log *slog.Logger) (gpus []contract.GPU, m *nvmlmeter.Meter, why string, err error) {
 	declared, err := c.declaredGPUs()
 	if err != nil {
 		return nil, nil, "", err

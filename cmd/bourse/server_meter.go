@@ -3,16 +3,16 @@ package main
 import (
 	"fmt"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
-	"github.com/bourse/bourse/trade"
 )
 
 // Values of meter_fallback: what measures process jobs where NVML cannot.
 const (
 	fallbackNone    = "none"
-	fallbackFullUse = string(trade.MeterFullUse)
+	fallbackFullUse = string(contract.MeterFullUse)
 )
 
 // jobMeter chooses what measures the jobs, and the line the server prints

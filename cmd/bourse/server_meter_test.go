@@ -10,8 +10,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestJobMeter: the server's start line says, in one line, what measures
@@ -28,16 +28,16 @@ func TestJobMeter(t *testing.T) {
 	for _, tt := range []struct {
 		name, runner, fallback string
 		lib                    func(...nvml.LibraryOption) nvml.Interface
-		kind                   trade.Meter // "" for no meter
+		kind                   contract.Meter // "" for no meter
 		line                   string
 	}{
 		{"Synthetic", "synthetic", "", noLib, "", "meter: synthetic: jobs run no process and consume the utilisation profile of their terms (2 GPUs as declared: no NVIDIA driver (NVML: library not found))"},
 		{"SyntheticOnNVML", "", "", gpus, "", "meter: synthetic: jobs run no process and consume the utilisation profile of their terms"},
-		{"NVML", "process", "", gpus, trade.MeterNVML, "meter: nvml: the SM utilisation of each job's processes on 8 GPUs NVML found"},
-		{"NVMLOverFallback", "process", "full_use", gpus, trade.MeterNVML, "meter: nvml:"},
+		{"NVML", "process", "", gpus, contract.MeterNVML, "meter: nvml: the SM utilisation of each job's processes on 8 GPUs NVML found"},
+		{"NVMLOverFallback", "process", "full_use", gpus, contract.MeterNVML, "meter: nvml:"},
 		{"None", "process", "", noLib, "", "meter: none: no NVIDIA driver (NVML: library not found), so process jobs are refused; meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"},
 		{"NoneSaid", "process", "none", noLib, "", "meter: none:"},
-		{"FullUse", "process", "full_use", noLib, trade.MeterFullUse, "meter: full_use: no NVIDIA driver (NVML: library not found), so process jobs are charged U = GPUs × T, as if every GPU were busy (meter_fallback: full_use)"},
+		{"FullUse", "process", "full_use", noLib, contract.MeterFullUse, "meter: full_use: no NVIDIA driver (NVML: library not found), so process jobs are charged U = GPUs × T, as if every GPU were busy (meter_fallback: full_use)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := parseServerConfig("s.yaml", []byte("gpus: [{count: 2, model: H100, memory_mib: 81920}]\nmeter_fallback: "+tt.fallback+"\nrunner: {kind: "+tt.runner+"}\n"))
@@ -58,7 +58,7 @@ func TestJobMeter(t *testing.T) {
 			if !strings.HasPrefix(line, tt.line) || strings.Contains(line, "\n") {
 				t.Errorf("line %q, want one line starting %q", line, tt.line)
 			}
-			var kind trade.Meter
+			var kind contract.Meter
 			if m != nil {
 				kind = m.Kind()
 			}

@@ -8,9 +8,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestServerPriceFlags: --price, --p and --q set the reserve policy's
@@ -32,9 +31,9 @@ func TestServerPriceFlags(t *testing.T) {
 		}
 		return cfg, pf.apply(cmd, &cfg)
 	}
-	offer := pricing.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute,
-		P: pricing.Flat(decimal.RequireFromString("0.01")), Prepayment: decimal.RequireFromString("0.60")}
-	view := server.View{Now: time.Now(), Scale: 2, GPUs: []trade.GPU{{Index: 0}}, Free: []trade.GPU{{Index: 0}}}
+	offer := contract.Terms{Client: "alice", Currency: "CRED", GPUs: 1, TimeLimit: time.Minute,
+		P: contract.Flat(decimal.RequireFromString("0.01")), Prepayment: decimal.RequireFromString("0.60")}
+	view := server.View{Now: time.Now(), Scale: 2, GPUs: []contract.GPU{{Index: 0}}, Free: []contract.GPU{{Index: 0}}}
 
 	t.Run("None", func(t *testing.T) {
 		cfg, err := parse(t, "policy: {kind: reserve}\n")
@@ -59,7 +58,7 @@ func TestServerPriceFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := pol.Decide(offer, view)
-		if d.Accept || len(d.Counters) != 1 || !d.Counters[0].P.Equal(pricing.Flat(decimal.RequireFromString("0.30"))) {
+		if d.Accept || len(d.Counters) != 1 || !d.Counters[0].P.Equal(contract.Flat(decimal.RequireFromString("0.30"))) {
 			t.Errorf("decision %+v; want a counter at the flag's 0.30", d)
 		}
 		if line, want := cfg.policyLine(), "policy: reserve: takes offers paying at least p 0:0.3 per GPU-second of use by rate"; line != want {

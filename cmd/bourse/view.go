@@ -50,7 +50,7 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 	fmt.Fprintf(v.out, "Bourse demo: trading for %s. NATS at %s (try: nats sub 'bourse.v1.deliver.>' -s %s)\n", d, v.m.URL(), v.m.URL())
 	for _, w := range v.m.Wallets {
 		fmt.Fprintf(v.out, "Trade yourself as client %s (%s %s, which no bot touches): bourse bid --nats %s --id %s balance\n",
-			w.ID, amountText(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
+			w.ID, currency.Format(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
 		fmt.Fprintf(v.out, "  or, once per shell: export BOURSE_NATS_URL=%s BOURSE_ID=%s; then: bourse bid balance\n", v.m.URL(), w.ID)
 	}
 	for {
@@ -108,10 +108,10 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 			if capacity.IsPositive() {
 				util = st.GPUSeconds.Div(capacity).Mul(decimal.NewFromInt(100))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), amountText(st.Revenue, scale))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), currency.Format(st.Revenue, scale))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, exact(st.LastPrice), amountText(st.Revenue, scale))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, exact(st.LastPrice), currency.Format(st.Revenue, scale))
 	}
 	_ = tw.Flush()
 }
@@ -124,13 +124,13 @@ func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 		ct := s.Clients[spec.ID]
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), exact(spec.Value),
-			amountText(bal.Available, scale), amountText(bal.Held, scale), amountText(ct.Spent, scale), amountText(ct.Refunded, scale), ct.Contracts, ct.Done)
+			currency.Format(bal.Available, scale), currency.Format(bal.Held, scale), currency.Format(ct.Spent, scale), currency.Format(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	// The keyboard's wallets: their trades are the person's, not the
 	// tally's, so only the balance is known here.
 	for _, w := range v.m.Wallets {
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, w.ID))
-		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t-\t-\t-\t-\n", w.ID, "bourse bid", amountText(bal.Available, scale), amountText(bal.Held, scale))
+		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t-\t-\t-\t-\n", w.ID, "bourse bid", currency.Format(bal.Available, scale), currency.Format(bal.Held, scale))
 	}
 	_ = tw.Flush()
 }
@@ -183,7 +183,7 @@ func (v *view) policy(ctx context.Context, w io.Writer) {
 		for _, u := range uses {
 			if u.Owner == spec.ID {
 				fmt.Fprintf(w, "spend cap: %s may commit %s a %s; %s used (charged, or held by running contracts), warned at %s%%\n",
-					spec.ID, amountText(u.Limit, scale), u.Period, amountText(u.Used, scale), u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
+					spec.ID, currency.Format(u.Limit, scale), u.Period, currency.Format(u.Used, scale), u.Warn.Mul(decimal.NewFromInt(100)).Round(0))
 			}
 		}
 		if a := spec.Allowance; a != nil {
@@ -197,7 +197,7 @@ func (v *view) policy(ctx context.Context, w io.Writer) {
 				}
 			}
 			fmt.Fprintf(w, "allowance: %s: dx/dt = a − b·x with a = %s/h, b = %s/h (tends to a/b = %s); net %s in %d payments\n",
-				spec.ID, a.A, a.B, amountText(steady, scale), amountText(paid, scale), n)
+				spec.ID, a.A, a.B, currency.Format(steady, scale), currency.Format(paid, scale), n)
 		}
 	}
 	if acts, err := t.Actions(ctx, "", currency.MaxPage); err == nil {

@@ -22,9 +22,8 @@ import (
 
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/bidder/strategy"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // median is the strategy: any type with Bid, Take and Observe plugs in.
@@ -33,7 +32,7 @@ type median struct {
 	seen []decimal.Decimal // recent counter-offer prices per GPU-second at full use, P and Q
 }
 
-func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) pricing.Terms {
+func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) contract.Terms {
 	m.mu.Lock()
 	price := j.Value.Div(decimal.NewFromInt(2)) // until it has seen the market
 	if n := len(m.seen); n > 0 {
@@ -42,14 +41,14 @@ func (m *median) Bid(j strategy.Job, rejected int, _ time.Time) pricing.Terms {
 	}
 	m.mu.Unlock()
 	step := j.Value.Mul(decimal.RequireFromString("0.1")).Mul(decimal.NewFromInt(int64(rejected)))
-	t := pricing.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime,
-		P:   pricing.Flat(decimal.Min(j.Value, price.Add(step)).Truncate(6)),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
+	t := contract.Terms{Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: 2 * j.Runtime,
+		P:   contract.Flat(decimal.Min(j.Value, price.Add(step)).Truncate(6)),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}}
 	t.Prepayment = t.CappedPrepayment(j.Scale) // none named: the maximum charge
 	return t
 }
 
-func (m *median) Take(j strategy.Job, counters []trade.Counter, now time.Time) *trade.Counter {
+func (m *median) Take(j strategy.Job, counters []contract.Counter, now time.Time) *contract.Counter {
 	m.mu.Lock()
 	for _, k := range counters {
 		m.seen = append(m.seen, k.Terms.FullUsePrice().Decimal(6))

@@ -12,11 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder/strategy"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
-	"github.com/bourse/bourse/trade"
 )
 
 var _ strategy.Strategy = (*median)(nil)
@@ -42,11 +41,11 @@ func TestMedianBidsTheMedian(t *testing.T) {
 	m := &median{}
 	price := func(rejected int) string { return m.Bid(j, rejected, now).P[0].Y.String() }
 	assert.Equal(t, "0.2", price(0))
-	var ks []trade.Counter
+	var ks []contract.Counter
 	for _, p := range []string{"0.5", "0.3", "0.35"} {
 		tm := m.Bid(j, 0, now)
-		tm.P = pricing.Flat(decimal.RequireFromString(p))
-		ks = append(ks, trade.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
+		tm.P = contract.Flat(decimal.RequireFromString(p))
+		ks = append(ks, contract.Counter{ID: p, Server: "s", Terms: tm, ValidUntil: now.Add(time.Minute)})
 	}
 	took := m.Take(j, ks, now)
 	require.NotNil(t, took)

@@ -12,12 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // BookRace runs the book on store (empty, its ledger too) with two
@@ -32,11 +31,11 @@ func BookRace(t *testing.T, store exchange.Store) {
 	h := NewOn(t, store, exchange.Config{ReadingEvery: 10 * time.Second, ServerLostAfter: 30 * time.Second})
 	ctx := context.Background()
 	for _, id := range []string{"gpu1", "gpu2"} {
-		h.Server(id, "H100", 4, server.Posted{P: pricing.Flat(decimal.RequireFromString("0.01"))})
+		h.Server(id, "H100", 4, server.Posted{P: contract.Flat(decimal.RequireFromString("0.01"))})
 	}
-	terms := func(gpus int, price string) pricing.Terms {
-		t := pricing.Terms{Currency: Currency, GPUs: gpus, TimeLimit: 2 * time.Minute, P: pricing.Flat(decimal.RequireFromString(price)),
-			Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.NewFromInt(1), Duration: 30 * time.Second}}}
+	terms := func(gpus int, price string) contract.Terms {
+		t := contract.Terms{Currency: Currency, GPUs: gpus, TimeLimit: 2 * time.Minute, P: contract.Flat(decimal.RequireFromString(price)),
+			Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.NewFromInt(1), Duration: 30 * time.Second}}}
 		t.Prepayment = t.CappedPrepayment(2)
 		return t
 	}
@@ -52,7 +51,7 @@ func BookRace(t *testing.T, store exchange.Store) {
 		client := fmt.Sprint("w", i)
 		h.Wallet(client, "10")
 		reply, err := h.House.Offer(ctx, client, protocol.OfferRequest{RequestID: "job", Terms: terms(1+i%2, fmt.Sprintf("0.0%d", 1+i%4)),
-			Wait: trade.Duration(time.Hour)})
+			Wait: contract.Duration(time.Hour)})
 		require.NoError(t, err)
 		require.NotNil(t, reply.Queued, "%s: %+v", client, reply)
 		ids[client] = reply.Queued.ID
@@ -105,7 +104,7 @@ func BookRace(t *testing.T, store exchange.Store) {
 				accepted++
 			case e.Type == protocol.EventLeftBook:
 				left++
-				assert.Equal(t, trade.LeftCancelled, e.Waiting.Left, client)
+				assert.Equal(t, contract.LeftCancelled, e.Waiting.Left, client)
 			}
 		}
 		cs, err := h.House.Contracts(ctx, client, 10)
@@ -117,7 +116,7 @@ func BookRace(t *testing.T, store exchange.Store) {
 			assert.Equal(t, [2]int{1, 0}, [2]int{accepted, left}, "%s matched once", client)
 			require.Len(t, cs, 1, client)
 			assert.Equal(t, id, cs[0].ID)
-			assert.Equal(t, trade.StateSettled, cs[0].State, client)
+			assert.Equal(t, contract.StateSettled, cs[0].State, client)
 		}
 		// Its money is all there: what it was charged went to the servers.
 		b := h.Balance(currency.WalletID(Currency, client))

@@ -20,13 +20,13 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // Currency is the harness's currency: scale 2.
@@ -173,9 +173,9 @@ func (h *Harness) Server(id, model string, n int, policy server.Policy) *server.
 // ServerRunning is Server with runner in place of the synthetic one.
 func (h *Harness) ServerRunning(id, model string, n int, policy server.Policy, runner server.Runner) *server.Node {
 	h.T.Helper()
-	var gpus []trade.GPU
+	var gpus []contract.GPU
 	for i := range n {
-		gpus = append(gpus, trade.GPU{Index: i, Model: model, MemoryMiB: 81920})
+		gpus = append(gpus, contract.GPU{Index: i, Model: model, MemoryMiB: 81920})
 	}
 	ids := 0
 	node, err := server.NewNode(server.NodeConfig{ID: id, Currency: currency.Currency{Code: Currency, Scale: 2}, GPUs: gpus,

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // Router is the House's Router to the harness's nodes, called in the
@@ -198,23 +198,13 @@ func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol
 		done(protocol.Started{}, errSilent)
 		return
 	}
-	n := r.Nodes[id]
-	plan, err := n.Start(r.h.Now(), s)
-	switch {
-	case err != nil:
-		done(protocol.Started{}, err)
-		return
-	case plan.Started != nil:
-		done(*plan.Started, nil)
-		return
-	}
-	r.stop(id, plan.Stops)
-	done(n.Launch(ctx, r.h.Now(), s.Contract.ID))
+	started, _, err := r.Nodes[id].Begin(ctx, r.h.Now, s, func(stops []server.Stop) { r.stop(id, stops) })
+	done(started, err)
 }
 
 func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now(), offer) }
 
-func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (r *Router) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	err := errSilent
 	switch {
 	case r.ignores(c.Server):
@@ -231,11 +221,5 @@ func (r *Router) Control(_ context.Context, c trade.Contract, action trade.Reaso
 // readings.
 func (r *Router) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	n := r.Nodes[id]
-	for _, s := range stops {
-		_ = s.Job.Stop(ctx, s.Reason)
-		if f, err := n.Stopped(r.h.Now(), s.Contract); err == nil {
-			_ = r.h.House.Count(ctx, id, f)
-		}
-	}
+	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) { _ = r.h.House.Count(ctx, id, f) })
 }

@@ -9,11 +9,10 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // BenchmarkContract is one contract's life in the store, as the House
@@ -55,21 +54,21 @@ func BenchmarkContract(b *testing.B) {
 			for i := range b.N {
 				client := clients[i%len(clients)]
 				id := fmt.Sprintf("%s-%d", client, i)
-				c := trade.Contract{ID: id, Client: client, Server: "srv", State: trade.StateAccepted,
-					Terms:      pricing.Terms{Client: client, Currency: string(cur), GPUs: 1, TimeLimit: time.Hour, Prepayment: prepay, P: pricing.Flat(decimal.RequireFromString("0.01"))},
+				c := contract.Contract{ID: id, Client: client, Server: "srv", State: contract.StateAccepted,
+					Terms:      contract.Terms{Client: client, Currency: string(cur), GPUs: 1, TimeLimit: time.Hour, Prepayment: prepay, P: contract.Flat(decimal.RequireFromString("0.01"))},
 					AcceptedAt: clock, StartDeadline: clock.Add(time.Minute)}
 				if _, _, err := s.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID(cur, client), Amount: prepay, Deadline: clock.Add(2 * time.Hour)}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-					c.State, c.StartedAt, c.LastSeen = trade.StateRunning, clock, clock
+				if _, err := s.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+					c.State, c.StartedAt, c.LastSeen = contract.StateRunning, clock, clock
 					return nil, nil
 				}); err != nil {
 					b.Fatal(err)
 				}
 				clock = clock.Add(time.Second)
-				if _, err := s.Update(ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-					c.State, c.Reason, c.SettledAt, c.Charge, c.Refund = trade.StateSettled, trade.ReasonCompleted, clock, charge, prepay.Sub(charge)
+				if _, err := s.Update(ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+					c.State, c.Reason, c.SettledAt, c.Charge, c.Refund = contract.StateSettled, contract.ReasonCompleted, clock, charge, prepay.Sub(charge)
 					return []currency.Op{currency.Capture{Key: "settle/" + id, Hold: currency.HoldID(id), To: rev.ID, Amount: charge, Memo: "contract " + id}}, nil
 				}); err != nil {
 					b.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/trade"
 )
 
 var _ exchange.Store = (*Store)(nil)
@@ -25,51 +25,51 @@ type Store struct {
 	ledger *mem.Ledger
 
 	mu        sync.Mutex
-	contracts map[string]*trade.Contract
+	contracts map[string]*contract.Contract
 	byClient  map[string][]string // contract IDs in the order opened
 	// live are the contracts that hold their escrow (accepted or
 	// running), the only ones Stale and Stuck can list: a sweep looks at
 	// these every second, not at every contract ever made.
-	live map[string]*trade.Contract
+	live map[string]*contract.Contract
 	// forgotten are the ids of the contracts Forget dropped.
 	forgotten *mem.Names
-	// claims are the request ids claimed by negotiations (claim.go);
-	// claimed counts the claims, to prune the ended ones now and then.
-	claims  map[string]*claim
-	claimed int
+	// locks are the request ids locked by negotiations (lock.go);
+	// locked counts the locks, to prune the ended ones now and then.
+	locks  map[string]*lock
+	locked int
 	// book is the waiting offers (book.go).
-	book map[string]*trade.Waiting
+	book map[string]*contract.Waiting
 }
 
 // New returns a store over l. It remembers the ids of the contracts it
 // forgets as long as l remembers keys (mem.Options.Remember).
 func New(l *mem.Ledger) *Store {
-	return &Store{ledger: l, contracts: map[string]*trade.Contract{}, byClient: map[string][]string{}, live: map[string]*trade.Contract{},
-		forgotten: mem.NewNames(l.Remember()), claims: map[string]*claim{}, book: map[string]*trade.Waiting{}}
+	return &Store{ledger: l, contracts: map[string]*contract.Contract{}, byClient: map[string][]string{}, live: map[string]*contract.Contract{},
+		forgotten: mem.NewNames(l.Remember()), locks: map[string]*lock{}, book: map[string]*contract.Waiting{}}
 }
 
 func (s *Store) Ledger() currency.Ledger { return s.ledger }
 
-func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c contract.Contract, lock string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.contracts[c.ID]; ok {
-		delete(s.claims, c.ID)
+		delete(s.locks, c.ID)
 		return old.Clone(), false, nil
 	}
-	if err := s.checkClaim(c.ID, claim); err != nil {
-		return trade.Contract{}, false, err
+	if err := s.checkLock(c.ID, lock); err != nil {
+		return contract.Contract{}, false, err
 	}
 	if s.forgotten.Has(0, c.ID) {
-		return trade.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
+		return contract.Contract{}, false, &bourse.Error{Code: bourse.EConflict, Op: "memstore.Open", Field: "id",
 			Message: "contract " + c.ID + " ended and was forgotten", Err: currency.ErrForgotten}
 	}
 	if err := s.unbook(c); err != nil {
-		return trade.Contract{}, false, err
+		return contract.Contract{}, false, err
 	}
 	if len(reserves) == 1 {
 		if _, err := currency.Do(ctx, s.ledger, reserves[0]); err != nil {
-			return trade.Contract{}, false, err
+			return contract.Contract{}, false, err
 		}
 	} else {
 		ops := make([]currency.Op, len(reserves))
@@ -78,39 +78,39 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserv
 		}
 		rs, err := s.ledger.ApplyAtomic(ctx, ops...)
 		if err != nil {
-			return trade.Contract{}, false, err
+			return contract.Contract{}, false, err
 		}
 		for _, r := range rs {
 			if r.Err != nil {
-				return trade.Contract{}, false, r.Err
+				return contract.Contract{}, false, r.Err
 			}
 		}
 	}
 	cc := c.Clone()
 	s.put(&cc)
 	s.byClient[c.Client] = append(s.byClient[c.Client], c.ID)
-	delete(s.claims, c.ID)
+	delete(s.locks, c.ID)
 	delete(s.book, c.ID)
 	return cc.Clone(), true, nil
 }
 
 // Contract returns contract id; one that Forget dropped is ENotFound
 // wrapping currency.ErrForgotten.
-func (s *Store) Contract(_ context.Context, id string) (trade.Contract, error) {
+func (s *Store) Contract(_ context.Context, id string) (contract.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.contracts[id]
 	if !ok {
-		return trade.Contract{}, s.notFound("memstore.Contract", id)
+		return contract.Contract{}, s.notFound("memstore.Contract", id)
 	}
 	return c.Clone(), nil
 }
 
-func (s *Store) Contracts(_ context.Context, client string, limit int) ([]trade.Contract, error) {
+func (s *Store) Contracts(_ context.Context, client string, limit int) ([]contract.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := s.byClient[client]
-	var out []trade.Contract
+	var out []contract.Contract
 	for i := len(ids) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		out = append(out, s.contracts[ids[i]].Clone())
 	}
@@ -121,12 +121,12 @@ func (s *Store) Contracts(_ context.Context, client string, limit int) ([]trade.
 // lock, all or none (mem.Ledger.ApplyAtomic): an op that fails leaves no
 // trace, not even its failure under its key, as a SQL transaction that
 // rolls back, so that the same change can succeed later.
-func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error) {
+func (s *Store) Update(ctx context.Context, id string, change func(c *contract.Contract) ([]currency.Op, error)) (contract.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.contracts[id]
 	if !ok {
-		return trade.Contract{}, s.notFound("memstore.Update", id)
+		return contract.Contract{}, s.notFound("memstore.Update", id)
 	}
 	next := cur.Clone()
 	ops, err := change(&next)
@@ -176,7 +176,7 @@ func (s *Store) Forget(before time.Time) int {
 	s.forgotten.Begin(before)
 	clients := map[string]bool{}
 	for id, c := range s.contracts {
-		if (c.State != trade.StateSettled && c.State != trade.StateVoided) || !c.SettledAt.Before(before) {
+		if !c.State.Ended() || !c.SettledAt.Before(before) {
 			continue
 		}
 		delete(s.contracts, id)
@@ -216,7 +216,7 @@ func shrink[K comparable, V any](m map[K]V) map[K]V {
 }
 
 // put records c, and whether it is live. s.mu is held.
-func (s *Store) put(c *trade.Contract) {
+func (s *Store) put(c *contract.Contract) {
 	s.contracts[c.ID] = c
 	if c.HoldsEscrow() {
 		s.live[c.ID] = c
@@ -225,52 +225,49 @@ func (s *Store) put(c *trade.Contract) {
 	}
 }
 
-func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
+func (s *Store) Stale(_ context.Context, now, silentSince time.Time, limit int) ([]contract.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []trade.Contract
+	var out []contract.Contract
 	for _, c := range s.live {
 		if c.Stuck != nil && c.Stuck.Retry.After(now) {
 			continue
 		}
-		switch {
-		case c.State == trade.StateRunning && c.LastSeen.Before(silentSince),
-			c.State == trade.StateRunning && c.Stop != nil && !c.Stop.By.After(now),
-			c.State == trade.StateAccepted && c.StartDeadline.Before(now):
+		if c.Stale(now, silentSince) {
 			out = append(out, c.Clone())
 		}
 	}
-	slices.SortFunc(out, func(a, b trade.Contract) int {
+	slices.SortFunc(out, func(a, b contract.Contract) int {
 		return cmp.Or(cmp.Compare(stuck(a), stuck(b)), a.AcceptedAt.Compare(b.AcceptedAt), strings.Compare(a.ID, b.ID))
 	})
 	return first(out, limit), nil
 }
 
 // stuck orders contracts never stuck before stuck ones.
-func stuck(c trade.Contract) int {
+func stuck(c contract.Contract) int {
 	if c.Stuck != nil {
 		return 1
 	}
 	return 0
 }
 
-func (s *Store) Stuck(_ context.Context, limit int) ([]trade.Contract, error) {
+func (s *Store) Stuck(_ context.Context, limit int) ([]contract.Contract, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []trade.Contract
+	var out []contract.Contract
 	for _, c := range s.live {
 		if c.Stuck != nil {
 			out = append(out, c.Clone())
 		}
 	}
-	slices.SortFunc(out, func(a, b trade.Contract) int {
+	slices.SortFunc(out, func(a, b contract.Contract) int {
 		return cmp.Or(a.Stuck.Since.Compare(b.Stuck.Since), strings.Compare(a.ID, b.ID))
 	})
 	return first(out, limit), nil
 }
 
 // first returns the first limit contracts of cs; all if limit ≤ 0.
-func first(cs []trade.Contract, limit int) []trade.Contract {
+func first(cs []contract.Contract, limit int) []contract.Contract {
 	if limit > 0 && len(cs) > limit {
 		return cs[:limit]
 	}
@@ -279,23 +276,23 @@ func first(cs []trade.Contract, limit int) []trade.Contract {
 
 // Between scans every contract: the in-memory store serves demos and
 // tests, whose contracts are few.
-func (s *Store) Between(_ context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
-	return s.between(from, to, after, limit, func(c *trade.Contract) (time.Time, bool) { return c.AcceptedAt, true }), nil
+func (s *Store) Between(_ context.Context, from, to time.Time, after string, limit int) ([]contract.Contract, error) {
+	return s.between(from, to, after, limit, func(c *contract.Contract) (time.Time, bool) { return c.AcceptedAt, true }), nil
 }
 
 // Settled scans every contract, as Between does.
-func (s *Store) Settled(_ context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
-	return s.between(from, to, after, limit, func(c *trade.Contract) (time.Time, bool) {
-		return c.SettledAt, c.State == trade.StateSettled
+func (s *Store) Settled(_ context.Context, from, to time.Time, after string, limit int) ([]contract.Contract, error) {
+	return s.between(from, to, after, limit, func(c *contract.Contract) (time.Time, bool) {
+		return c.SettledAt, c.State == contract.StateSettled
 	}), nil
 }
 
 // between lists the contracts whose time at says is in [from, to), by
 // it then id, after the contract after, at most limit.
-func (s *Store) between(from, to time.Time, after string, limit int, at func(c *trade.Contract) (time.Time, bool)) []trade.Contract {
+func (s *Store) between(from, to time.Time, after string, limit int, at func(c *contract.Contract) (time.Time, bool)) []contract.Contract {
 	type row struct {
 		at time.Time
-		c  trade.Contract
+		c  contract.Contract
 	}
 	s.mu.Lock()
 	var all []row
@@ -306,7 +303,7 @@ func (s *Store) between(from, to time.Time, after string, limit int, at func(c *
 	}
 	s.mu.Unlock()
 	slices.SortFunc(all, func(a, b row) int { return cmp.Or(a.at.Compare(b.at), strings.Compare(a.c.ID, b.c.ID)) })
-	out := []trade.Contract{}
+	out := []contract.Contract{}
 	skipping := after != ""
 	for _, r := range all {
 		if skipping {

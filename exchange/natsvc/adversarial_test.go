@@ -23,6 +23,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/currency/sqlledger"
@@ -32,11 +33,9 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // onStores runs test once on a new in-memory store and once on a new
@@ -64,7 +63,7 @@ func sqlStore(t *testing.T) exchange.Store {
 func honest(c *exchange.Config) { c.ClockSkew = 0 }
 
 // running offers alice's terms t and waits until the contract runs.
-func (m *market) running(client *bidder.Client, t pricing.Terms) trade.Contract {
+func (m *market) running(client *bidder.Client, t contract.Terms) contract.Contract {
 	m.t.Helper()
 	reply, err := client.Offer(context.Background(), fmt.Sprintf("job-%d", time.Now().UnixNano()), t)
 	require.NoError(m.t, err)
@@ -72,12 +71,12 @@ func (m *market) running(client *bidder.Client, t pricing.Terms) trade.Contract 
 	id := reply.Contract.ID
 	waitFor(m.t, "the start", func() bool {
 		c, err := m.store.Contract(context.Background(), id)
-		return err == nil && c.State == trade.StateRunning
+		return err == nil && c.State == contract.StateRunning
 	})
 	return m.contract(id)
 }
 
-func (m *market) contract(id string) trade.Contract {
+func (m *market) contract(id string) contract.Contract {
 	m.t.Helper()
 	c, err := m.store.Contract(context.Background(), id)
 	require.NoError(m.t, err)
@@ -85,7 +84,7 @@ func (m *market) contract(id string) trade.Contract {
 }
 
 // settled waits for contract id to settle or void and returns it.
-func (m *market) settled(id string, within time.Duration) trade.Contract {
+func (m *market) settled(id string, within time.Duration) contract.Contract {
 	m.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -102,11 +101,11 @@ func (m *market) settled(id string, within time.Duration) trade.Contract {
 
 // chargedFor requires c to be settled for reason at the charge of usage,
 // as the pricing package prices it.
-func chargedFor(t *testing.T, c trade.Contract, reason trade.Reason, u pricing.Usage) {
+func chargedFor(t *testing.T, c contract.Contract, reason contract.Reason, u contract.Usage) {
 	t.Helper()
-	require.Equal(t, trade.StateSettled, c.State)
+	require.Equal(t, contract.StateSettled, c.State)
 	assert.Equal(t, reason, c.Reason)
-	want, err := pricing.Charge(c.Terms, u, 2)
+	want, err := contract.Charge(c.Terms, u, 2)
 	require.NoError(t, err)
 	assert.True(t, want.Charge.Equal(c.Charge), "charged %s; what ran costs %s", c.Charge, want.Charge)
 	assert.True(t, c.Charge.Add(c.Refund).Equal(c.Terms.Prepayment))
@@ -131,8 +130,8 @@ func TestTakeAllForNothing(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 
-		greedy := trade.Reading{Contract: c.ID, Seq: 1, U: dectest.D("600"), T: trade.Duration(8760 * time.Hour), S: dectest.D("1"),
-			At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), Final: true, Reason: trade.ReasonCompleted}
+		greedy := contract.Reading{Contract: c.ID, Seq: 1, U: dectest.D("600"), T: contract.Duration(8760 * time.Hour), S: dectest.D("1"),
+			At: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), Final: true, Reason: contract.ReasonCompleted}
 		srv.publish(greedy)
 		nowish := greedy
 		nowish.Seq, nowish.At = 2, time.Now().UTC() // a year of wall time in a second, dated now
@@ -140,14 +139,14 @@ func TestTakeAllForNothing(t *testing.T) {
 		// Neither is stored; a believable reading is.
 		time.Sleep(200 * time.Millisecond)
 		got := m.contract(c.ID)
-		assert.Equal(t, trade.StateRunning, got.State, "an unbelievable reading settled the contract")
+		assert.Equal(t, contract.StateRunning, got.State, "an unbelievable reading settled the contract")
 		assert.Nil(t, got.Reading, "an unbelievable reading was stored")
 
 		ran := time.Since(c.AcceptedAt)
-		honestFinal := trade.Reading{Contract: c.ID, Seq: 3, U: dectest.D("0.5"), T: trade.Duration(ran), S: dectest.D("1"),
-			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
+		honestFinal := contract.Reading{Contract: c.ID, Seq: 3, U: dectest.D("0.5"), T: contract.Duration(ran), S: dectest.D("1"),
+			At: time.Now().UTC(), Final: true, Reason: contract.ReasonCompleted}
 		srv.publish(honestFinal)
-		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, honestFinal.Usage())
+		chargedFor(t, m.settled(c.ID, 5*time.Second), contract.ReasonCompleted, honestFinal.Usage())
 		m.noOpenHold()
 	})
 }
@@ -177,10 +176,10 @@ func TestMalformedReadings(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		assert.Nil(t, m.contract(c.ID).Reading, "a malformed reading was stored")
 
-		final := trade.Reading{Contract: c.ID, Seq: 6, U: dectest.D("0.2"), T: trade.Duration(200 * time.Millisecond), S: dectest.D("1"),
-			At: time.Now().UTC(), Final: true, Reason: trade.ReasonCompleted}
+		final := contract.Reading{Contract: c.ID, Seq: 6, U: dectest.D("0.2"), T: contract.Duration(200 * time.Millisecond), S: dectest.D("1"),
+			At: time.Now().UTC(), Final: true, Reason: contract.ReasonCompleted}
 		srv.publish(final)
-		chargedFor(t, m.settled(c.ID, 5*time.Second), trade.ReasonCompleted, final.Usage())
+		chargedFor(t, m.settled(c.ID, 5*time.Second), contract.ReasonCompleted, final.Usage())
 		m.noOpenHold()
 	})
 }
@@ -201,7 +200,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
 			id := o.Offer[:strings.LastIndex(o.Offer, "-")] // the contract's id
 			for seq := uint64(1); seq <= 40; seq++ {
-				r := trade.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
+				r := contract.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
 				// Every id the winner's readings could have, were ids
 				// predictable: today's form and the earlier ones.
@@ -222,7 +221,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		c := m.settled(reply.Contract.ID, 10*time.Second)
 		require.NotNil(t, c.Reading)
 		assert.True(t, c.Reading.Final, "settled on a reading that was not final: the final one was blocked")
-		chargedFor(t, c, trade.ReasonCompleted, c.Reading.Usage())
+		chargedFor(t, c, contract.ReasonCompleted, c.Reading.Usage())
 		assert.True(t, c.Reading.U.GreaterThanOrEqual(dectest.D("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
 		m.noOpenHold()
 	})
@@ -241,7 +240,7 @@ func TestUnregisteredCurrency(t *testing.T) {
 		_, err = currency.Do(ctx, m.ledger, currency.Transfer{Key: "grant/usd", From: currency.IssuanceID("USD"), To: w.ID, Amount: dectest.D("100")})
 		require.NoError(t, err)
 		srv := m.scriptedServer("gpu1", 1, accept)
-		beat := protocol.Hello{Currency: "USD", GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
+		beat := protocol.Hello{Currency: "USD", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
 		body, _ := json.Marshal(beat)
 		for range 5 {
 			require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
@@ -279,15 +278,15 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		m.wallet("alice", "100000")
 		past := time.Now().Add(-time.Hour).UTC()
 		for i := range stuck {
-			c := trade.Contract{ID: fmt.Sprintf("ghost-%03d", i), Client: "alice", Server: "ghost", Terms: terms("alice"),
-				State: trade.StateAccepted, AcceptedAt: past.Add(time.Duration(i) * time.Millisecond), StartDeadline: past.Add(time.Minute)}
+			c := contract.Contract{ID: fmt.Sprintf("ghost-%03d", i), Client: "alice", Server: "ghost", Terms: terms("alice"),
+				State: contract.StateAccepted, AcceptedAt: past.Add(time.Duration(i) * time.Millisecond), StartDeadline: past.Add(time.Minute)}
 			c.Terms.Server = "ghost"
 			_, _, err := store.Open(ctx, c, "", currency.Reserve{Key: "escrow/" + c.ID, Hold: currency.HoldID(c.ID),
 				From: currency.WalletID(cred, "alice"), Amount: c.Terms.Prepayment, Deadline: past.Add(24 * time.Hour)})
 			require.NoError(t, err)
-			_, err = store.Update(ctx, c.ID, func(c *trade.Contract) ([]currency.Op, error) {
-				c.State, c.StartedAt, c.LastSeen = trade.StateRunning, past, past
-				c.Reading = &trade.Reading{Contract: c.ID, Seq: 1, U: dectest.D("10"), T: trade.Duration(10 * time.Second), S: dectest.D("1"), At: past}
+			_, err = store.Update(ctx, c.ID, func(c *contract.Contract) ([]currency.Op, error) {
+				c.State, c.StartedAt, c.LastSeen = contract.StateRunning, past, past
+				c.Reading = &contract.Reading{Contract: c.ID, Seq: 1, U: dectest.D("10"), T: contract.Duration(10 * time.Second), S: dectest.D("1"), At: past}
 				return nil, nil
 			})
 			require.NoError(t, err)
@@ -297,10 +296,10 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 		r := reading(c.ID, 1, "0.1", 0, false)
-		r.T = trade.Duration(100 * time.Millisecond)
+		r.T = contract.Duration(100 * time.Millisecond)
 		srv.publish(r)
 		got := m.settled(c.ID, 5*time.Second) // silent: settles within a few sweeps
-		chargedFor(t, got, trade.ReasonServerLost, r.Usage())
+		chargedFor(t, got, contract.ReasonServerLost, r.Usage())
 
 		list, err := store.Stuck(ctx, 0)
 		require.NoError(t, err)
@@ -313,8 +312,8 @@ func TestStuckContractsDoNotBlock(t *testing.T) {
 		// The fixed rule: voided, the whole prepayment back.
 		for i := range stuck {
 			g := m.settled(fmt.Sprintf("ghost-%03d", i), 15*time.Second)
-			assert.Equal(t, trade.StateVoided, g.State)
-			assert.Equal(t, trade.ReasonExpired, g.Reason)
+			assert.Equal(t, contract.StateVoided, g.State)
+			assert.Equal(t, contract.ReasonExpired, g.Reason)
 			assert.True(t, g.Refund.Equal(g.Terms.Prepayment))
 		}
 		list, err = store.Stuck(ctx, 0)
@@ -349,10 +348,10 @@ func TestHoldsExpire(t *testing.T) {
 
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
-		last := make(chan trade.Reading, 1000)
+		last := make(chan contract.Reading, 1000)
 		go func() {
 			for seq := uint64(1); ctx.Err() == nil; seq++ {
-				r := trade.Reading{Contract: c.ID, Seq: seq, U: dectest.D("0.5"), T: trade.Duration(time.Since(c.AcceptedAt)),
+				r := contract.Reading{Contract: c.ID, Seq: seq, U: dectest.D("0.5"), T: contract.Duration(time.Since(c.AcceptedAt)),
 					S: dectest.D("1"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
 				if _, err := srv.js.Publish(ctx, protocol.UsageSubject(srv.id, c.ID), body, jetstream.WithMsgID(protocol.MsgID(srv.id, r))); err == nil {
@@ -364,7 +363,7 @@ func TestHoldsExpire(t *testing.T) {
 		got := m.settled(c.ID, 10*time.Second)
 		stop()
 		require.NotNil(t, got.Reading)
-		chargedFor(t, got, trade.ReasonExpired, got.Reading.Usage())
+		chargedFor(t, got, contract.ReasonExpired, got.Reading.Usage())
 		assert.Greater(t, time.Duration(got.Reading.T), tm.TimeLimit, "it ran past its limit before the rule ended it")
 		m.noOpenHold()
 	})
@@ -388,7 +387,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 		alice := m.client("alice")
 		c := m.running(alice, terms("alice"))
 		first := reading(c.ID, 1, "0.1", 0, false)
-		first.T = trade.Duration(100 * time.Millisecond)
+		first.T = contract.Duration(100 * time.Millisecond)
 		srv.publish(first)
 		waitFor(t, "the first reading", func() bool { return m.contract(c.ID).Reading != nil })
 
@@ -397,7 +396,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 		m.exStop()
 		time.Sleep(m.cfg.ServerLostAfter + 200*time.Millisecond)
 		final := reading(c.ID, 2, "0.3", 0, true)
-		final.T = trade.Duration(300 * time.Millisecond)
+		final.T = contract.Duration(300 * time.Millisecond)
 		srv.publish(final)
 		zombie := natstest.Connect(t, m.ns, "")
 		js, err := jetstream.New(zombie)
@@ -412,7 +411,7 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 
 		m.startExchange()
 		got := m.settled(c.ID, 5*time.Second)
-		chargedFor(t, got, trade.ReasonCompleted, final.Usage())
+		chargedFor(t, got, contract.ReasonCompleted, final.Usage())
 		m.noOpenHold()
 	})
 }
@@ -428,9 +427,9 @@ func (m *market) agent(id string, n int) *agent.Agent {
 // policy (nil: server.Posted{}) until the test ends.
 func (m *market) agentWith(id string, n int, policy server.Policy) *agent.Agent {
 	m.t.Helper()
-	var gpus []trade.GPU
+	var gpus []contract.GPU
 	for i := range n {
-		gpus = append(gpus, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+		gpus = append(gpus, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	a, err := agent.New(agent.Config{
 		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus, Policy: policy,

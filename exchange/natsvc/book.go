@@ -6,9 +6,9 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // matchEvery is how often the leading instance offers the book to the
@@ -45,7 +45,7 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 // handleCancel takes a waiting offer out of the book
 // (bourse.v1.client.<c>.cancel).
 func (s *Service) handleCancel(r micro.Request) {
-	serveClient(r, func(ctx context.Context, client string, req protocol.CancelRequest) (trade.Waiting, error) {
+	serveClient(r, func(ctx context.Context, client string, req protocol.CancelRequest) (contract.Waiting, error) {
 		return s.house.Cancel(ctx, client, req.Offer)
 	})
 }

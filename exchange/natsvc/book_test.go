@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestStandingOffer: over NATS, an offer that no server can take now waits
@@ -57,11 +57,11 @@ func TestStandingOffer(t *testing.T) {
 	assert.Equal(t, 1, other.Queued.Ahead, "same price, later")
 	left, err := bob.Cancel(ctx, other.Queued.ID)
 	require.NoError(t, err)
-	assert.Equal(t, trade.LeftCancelled, left.Left)
+	assert.Equal(t, contract.LeftCancelled, left.Left)
 	_, err = bob.Cancel(ctx, other.Queued.ID)
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 
-	var got protocol.Contract
+	var got protocol.ContractView
 	deadline := time.After(15 * time.Second)
 	for got.ID == "" {
 		select {
@@ -77,7 +77,7 @@ func TestStandingOffer(t *testing.T) {
 	assert.False(t, got.QueuedAt.IsZero())
 	waitFor(t, "bob's contract to settle", func() bool {
 		c, err := bob.Contract(ctx, got.ID)
-		return err == nil && c.State == trade.StateSettled
+		return err == nil && c.State == contract.StateSettled
 	})
 	ws, err = bob.Waiting(ctx, "")
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestStandingOfferSurvivesRestart(t *testing.T) {
 		deadline := time.Now().Add(15 * time.Second)
 		for {
 			c, err := bob.Contract(ctx, q.Queued.ID)
-			if err == nil && c.State == trade.StateSettled {
+			if err == nil && c.State == contract.StateSettled {
 				assert.False(t, c.QueuedAt.IsZero())
 				break
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
@@ -21,7 +22,6 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
@@ -54,7 +54,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		alice := m.client("alice")
 
 		var mu sync.Mutex
-		var made []protocol.Contract
+		var made []protocol.ContractView
 		capped, other := 0, []error{}
 		var wg sync.WaitGroup
 		for i := range 32 {
@@ -89,7 +89,7 @@ func TestCapUnderConcurrency(t *testing.T) {
 		assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "GPUs in use cannot be taken back: %v", err)
 
 		for _, c := range made[:2] {
-			waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+			waitFor(t, "the start", func() bool { return m.contract(c.ID).State == contract.StateRunning })
 			srv.publish(reading(c.ID, 1, "0.5", 1, true))
 			m.settled(c.ID, 5*time.Second)
 		}
@@ -137,7 +137,7 @@ func TestCapHoldExpiredFirst(t *testing.T) {
 	require.NoError(t, err) // as if it had expired
 	srv.publish(reading(c.ID, 1, "0.5", 1, true))
 	settled := m.settled(c.ID, 5*time.Second)
-	assert.Equal(t, trade.StateSettled, settled.State)
+	assert.Equal(t, contract.StateSettled, settled.State)
 	capBal := m.balance(caps.GPUWallet("alice"))
 	assert.True(t, capBal.Available.Equal(dectest.D("2")) && capBal.Held.IsZero(), "%+v", capBal)
 	m.audit()
@@ -193,7 +193,7 @@ func TestCapHoldsOfAnOldRecord(t *testing.T) {
 	assert.Equal(t, []string{own, org}, read.CapHolds, "the client's own hold first")
 
 	srv.publish(reading(c.ID, 1, "0.5", 1, true))
-	assert.Equal(t, trade.StateSettled, m.settled(c.ID, 5*time.Second).State)
+	assert.Equal(t, contract.StateSettled, m.settled(c.ID, 5*time.Second).State)
 	for owner, n := range map[string]string{"alice": "2", "acme": "4"} {
 		bal := m.balance(caps.GPUWallet(owner))
 		assert.True(t, bal.Held.IsZero() && bal.Available.Equal(dectest.D(n)), "%s's GPUs back: %+v", owner, bal)

@@ -5,9 +5,9 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // handleOffer answers a client's offer (bourse.v1.client.<c>.offer).
@@ -48,14 +48,14 @@ func (s *Service) handleQuote(r micro.Request) {
 
 // handleControl suspends or kills a contract; the reply is the contract as
 // it stands, and the settlement follows as an event.
-func (s *Service) handleControl(action trade.Reason) micro.HandlerFunc {
+func (s *Service) handleControl(action contract.Reason) micro.HandlerFunc {
 	return func(r micro.Request) {
 		client, err := sender(r, protocol.RoleClient)
 		var req protocol.ControlRequest
 		if err == nil {
 			err = decode(r, &req)
 		}
-		var c trade.Contract
+		var c contract.Contract
 		if err == nil {
 			c, err = s.house.Control(context.Background(), client, req.Contract, action)
 		}
@@ -73,7 +73,7 @@ func (s *Service) handleContract(r micro.Request) {
 	if err == nil {
 		err = decode(r, &req)
 	}
-	var c trade.Contract
+	var c contract.Contract
 	if err == nil {
 		c, err = s.house.Contract(context.Background(), client, req.Contract)
 	}
@@ -90,7 +90,7 @@ func (s *Service) handleContracts(r micro.Request) {
 	if err == nil {
 		err = decode(r, &req)
 	}
-	var cs []trade.Contract
+	var cs []contract.Contract
 	if err == nil {
 		cs, err = s.house.Contracts(context.Background(), client, req.Limit)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The watchdog takes a running contract's silence for its server's loss,
+// The sweep takes a running contract's silence for its server's loss,
 // so an instance must know when it cannot hear readings, and tell its
 // House (Disconnected): then the House judges no silence until a whole
 // ServerLostAfter after it hears again. Besides its own connection to
@@ -33,7 +33,7 @@ import (
 //     JetStream goes on handing readings to that pull until it expires,
 //     and hands them out again only after AckWait, perhaps to the same
 //     pull: a reading can wait the pull's expiry and AckWait before a
-//     live instance counts it, while the live instances' watchdogs count
+//     live instance counts it, while the live instances' sweeps count
 //     the silence. So a pull expires after two of its heartbeats (at
 //     least a second, JetStream's least): with AckWait half of
 //     ServerLostAfter less ReadingEvery, and a heartbeat a fifth of it,
@@ -90,7 +90,7 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, ever
 		case !ok:
 			s.house.Disconnected()
 			if !leaderless {
-				log.Warn("usage stream has no leader: servers cannot publish readings; the watchdog judges no silence until it has one", "err", err)
+				log.Warn("usage stream has no leader: servers cannot publish readings; the sweep judges no silence until it has one", "err", err)
 			}
 		case leaderless:
 			log.Info("usage stream has a leader again", "leader", cmp.Or(leader, "the only server"))

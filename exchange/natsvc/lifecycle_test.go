@@ -11,11 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 func TestOfferEscrowSettle(t *testing.T) {
@@ -32,12 +31,12 @@ func TestOfferEscrowSettle(t *testing.T) {
 	require.NotNil(t, reply.Contract, "%+v", reply)
 	c := *reply.Contract
 	assert.Equal(t, "gpu1", c.Server)
-	assert.Equal(t, trade.StateAccepted, c.State, "the answer comes with the escrow; the start follows")
+	assert.Equal(t, contract.StateAccepted, c.State, "the answer comes with the escrow; the start follows")
 	st := <-srv.starts
 	assert.Equal(t, c.ID, st.Contract.ID)
 	waitFor(t, "the start", func() bool {
 		got, err := alice.Contract(ctx, c.ID)
-		return err == nil && got.State == trade.StateRunning && slices.Equal(got.GPUs, []int{0})
+		return err == nil && got.State == contract.StateRunning && slices.Equal(got.GPUs, []int{0})
 	})
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(dectest.D("94")))
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Held.Equal(dectest.D("6")))
@@ -59,16 +58,16 @@ func TestOfferEscrowSettle(t *testing.T) {
 	srv.publish(final)
 	waitFor(t, "settlement", func() bool {
 		got, err := alice.Contract(ctx, c.ID)
-		return err == nil && got.State == trade.StateSettled
+		return err == nil && got.State == contract.StateSettled
 	})
 	got, err := alice.Contract(ctx, c.ID)
 	require.NoError(t, err)
-	want, err := pricing.Charge(got.Terms, final.Usage(), 2)
+	want, err := contract.Charge(got.Terms, final.Usage(), 2)
 	require.NoError(t, err)
 	assert.True(t, want.Charge.Equal(dectest.D("2.4")), "240 GPU-s at 0.01")
 	assert.True(t, got.Charge.Equal(want.Charge), "charge %s, want %s", got.Charge, want.Charge)
 	assert.True(t, got.Refund.Equal(dectest.D("3.6")))
-	assert.Equal(t, trade.ReasonCompleted, got.Reason)
+	assert.Equal(t, contract.ReasonCompleted, got.Reason)
 	assert.Equal(t, uint64(4), got.Reading.Seq)
 	assert.True(t, m.balance(currency.WalletID(cred, "alice")).Available.Equal(dectest.D("97.6")))
 	assert.True(t, m.balance(currency.RevenueID(cred, "gpu1")).Available.Equal(dectest.D("2.4")))
@@ -107,7 +106,7 @@ collect:
 func TestCounterOffers(t *testing.T) {
 	m := newMarket(t, nil)
 	m.wallet("bob", "100")
-	reserve := pricing.Flat(dectest.D("0.02"))
+	reserve := contract.Flat(dectest.D("0.02"))
 	var taken atomic.Bool
 	m.scriptedServer("gpu1", 2, func(o protocol.ServerOffer) protocol.Decision {
 		if o.Counter == "k1" {
@@ -118,7 +117,7 @@ func TestCounterOffers(t *testing.T) {
 		}
 		ct := o.Terms
 		ct.P = reserve
-		return protocol.Decision{Reason: "below reserve", Counters: []trade.Counter{{ID: "k1", Terms: ct, ValidUntil: time.Now().Add(time.Minute)}}}
+		return protocol.Decision{Reason: "below reserve", Counters: []contract.Counter{{ID: "k1", Terms: ct, ValidUntil: time.Now().Add(time.Minute)}}}
 	})
 	m.scriptedServer("gpu2", 2, func(protocol.ServerOffer) protocol.Decision {
 		return protocol.Decision{Reason: "closed for maintenance"}
@@ -173,18 +172,18 @@ func TestKillAndSuspend(t *testing.T) {
 
 	waitFor(t, "the start", func() bool {
 		c, err := carol.Contract(ctx, id)
-		return err == nil && c.State == trade.StateRunning
+		return err == nil && c.State == contract.StateRunning
 	})
 	_, err = carol.Suspend(ctx, id)
 	require.NoError(t, err)
 	ctl := <-srv.ctrl
-	assert.Equal(t, protocol.Control{Contract: id, Action: trade.ReasonSuspended}, ctl)
+	assert.Equal(t, protocol.Control{Contract: id, Action: contract.ReasonSuspended}, ctl)
 	r := reading(id, 1, "5", 5, true)
-	r.Reason = trade.ReasonSuspended
+	r.Reason = contract.ReasonSuspended
 	srv.publish(r)
 	waitFor(t, "suspension settles", func() bool {
 		c, err := carol.Contract(ctx, id)
-		return err == nil && c.State == trade.StateSettled && c.Reason == trade.ReasonSuspended
+		return err == nil && c.State == contract.StateSettled && c.Reason == contract.ReasonSuspended
 	})
 
 	t.Run("Resume", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -23,10 +24,8 @@ import (
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 const cred = "CRED"
@@ -117,11 +116,11 @@ func (m *market) audit() currency.Report {
 }
 
 // terms is a one-GPU offer at 0.01 per GPU-second, up to 10 minutes.
-func terms(client string) pricing.Terms {
-	return pricing.Terms{
+func terms(client string) contract.Terms {
+	return contract.Terms{
 		Client: client, Currency: cred, GPUs: 1, TimeLimit: 10 * time.Minute,
-		Prepayment: dectest.D("6"), P: pricing.Flat(dectest.D("0.01")),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}},
+		Prepayment: dectest.D("6"), P: contract.Flat(dectest.D("0.01")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}},
 	}
 }
 
@@ -133,7 +132,7 @@ type scripted struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	decide func(protocol.ServerOffer) protocol.Decision
-	gpus   []trade.GPU
+	gpus   []contract.GPU
 	starts chan protocol.Start
 	ctrl   chan protocol.Control
 	// muteStarts leaves start requests unanswered, like a server that hung.
@@ -148,7 +147,7 @@ type scripted struct {
 	books atomic.Bool
 	// declare, if set, is what its starts declare of the output they
 	// will send (protocol.Started.Output).
-	declare atomic.Pointer[trade.OutputCaps]
+	declare atomic.Pointer[contract.OutputCaps]
 }
 
 func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
@@ -157,9 +156,9 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	var gs []trade.GPU
+	var gs []contract.GPU
 	for i := range gpus {
-		gs = append(gs, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+		gs = append(gs, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
 	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
@@ -218,7 +217,7 @@ func (s *scripted) sub(verb string, h nats.MsgHandler) {
 }
 
 // publish sends a reading as a server must: to JetStream, with its msg id.
-func (s *scripted) publish(r trade.Reading) {
+func (s *scripted) publish(r contract.Reading) {
 	s.t.Helper()
 	body, _ := json.Marshal(r)
 	_, err := s.js.Publish(context.Background(), protocol.UsageSubject(s.id, r.Contract), body, jetstream.WithMsgID(protocol.MsgID(s.id, r)))
@@ -226,7 +225,7 @@ func (s *scripted) publish(r trade.Reading) {
 }
 
 func accept(protocol.ServerOffer) protocol.Decision {
-	return protocol.Decision{Accept: true, ClaimFor: trade.Duration(5 * time.Second)}
+	return protocol.Decision{Accept: true, ClaimFor: contract.Duration(5 * time.Second)}
 }
 
 // waitFor polls until cond holds or fails the test after 5 seconds.
@@ -241,10 +240,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func reading(id string, seq uint64, u string, secs int, final bool) trade.Reading {
-	r := trade.Reading{Contract: id, Seq: seq, U: dectest.D(u), T: trade.Duration(time.Duration(secs) * time.Second), S: dectest.D("1"), At: time.Now().UTC(), Final: final}
+func reading(id string, seq uint64, u string, secs int, final bool) contract.Reading {
+	r := contract.Reading{Contract: id, Seq: seq, U: dectest.D(u), T: contract.Duration(time.Duration(secs) * time.Second), S: dectest.D("1"), At: time.Now().UTC(), Final: final}
 	if final {
-		r.Reason = trade.ReasonCompleted
+		r.Reason = contract.ReasonCompleted
 	}
 	return r
 }

@@ -9,12 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestMarketData: with two exchange instances on one store, the market
@@ -43,11 +42,11 @@ func TestMarketData(t *testing.T) {
 		gpus                int
 	}{{"alice", "0.01", "1", 1}, {"bob", "0.02", "2", 2}, {"alice", "0.04", "1", 1}, {"bob", "0.5", "0", 1}} {
 		tm := terms(o.client)
-		tm.GPUs, tm.P = o.gpus, pricing.Flat(dectest.D(o.price))
+		tm.GPUs, tm.P = o.gpus, contract.Flat(dectest.D(o.price))
 		tm.Prepayment = tm.CappedPrepayment(2)
 		c := m.running(m.client(o.client), tm)
 		srv.publish(reading(c.ID, 1, o.used, 1, true))
-		require.Equal(t, trade.StateSettled, m.settled(c.ID, 5*time.Second).State, "contract %d", i)
+		require.Equal(t, contract.StateSettled, m.settled(c.ID, 5*time.Second).State, "contract %d", i)
 	}
 
 	var got protocol.Market

@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // Config configures a Service: the House's rules and timings, and how it
@@ -260,8 +260,8 @@ func (s *Service) startEndpoints() error {
 		{client, protocol.VerbQuote, s.async(s.handleQuote)},
 		{client, protocol.VerbCancel, s.handleCancel},
 		{client, protocol.VerbWaiting, s.handleWaiting},
-		{client, protocol.VerbSuspend, s.async(s.handleControl(trade.ReasonSuspended))},
-		{client, protocol.VerbKill, s.async(s.handleControl(trade.ReasonKilled))},
+		{client, protocol.VerbSuspend, s.async(s.handleControl(contract.ReasonSuspended))},
+		{client, protocol.VerbKill, s.async(s.handleControl(contract.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},
 		{client, protocol.VerbContracts, s.handleContracts},
 		{client, protocol.VerbBalance, s.handleBalance},

@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // OutputLimits bound the output streams, where servers put their jobs'
@@ -159,7 +159,7 @@ func (s *Service) handleOutput(part string) micro.HandlerFunc {
 			err = checkOutputRequest(&req)
 		}
 		ctx := context.Background()
-		var c trade.Contract
+		var c contract.Contract
 		if err == nil {
 			c, err = s.house.Contract(ctx, client, req.Contract)
 		}
@@ -193,7 +193,7 @@ func checkOutputRequest(req *protocol.OutputRequest) error {
 // stream has no more. It reads only c's server's own stream, so only
 // chunks that server published; a chunk past the cap the server declared
 // (outputCap) or malformed is dropped, and counted.
-func (s *Service) readOutput(ctx context.Context, c trade.Contract, part string, req protocol.OutputRequest) (protocol.OutputReply, error) {
+func (s *Service) readOutput(ctx context.Context, c contract.Contract, part string, req protocol.OutputRequest) (protocol.OutputReply, error) {
 	subject := protocol.OutputSubject(c.Server, c.ID, part)
 	reply := protocol.OutputReply{Chunks: []protocol.OutputChunk{}, Next: req.After, State: c.State, Cap: s.outputCap(c, part)}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -248,7 +248,7 @@ func (s *Service) readOutput(ctx context.Context, c trade.Contract, part string,
 	}
 	// A job that never ran, or ran on the synthetic runner, wrote nothing:
 	// no end will come.
-	if !reply.Done && (c.State == trade.StateVoided || c.Meter == trade.MeterSynthetic) {
+	if !reply.Done && (c.State == contract.StateVoided || c.Meter == contract.MeterSynthetic) {
 		reply.Done = true
 	}
 	return reply, nil
@@ -258,7 +258,7 @@ func (s *Service) readOutput(ctx context.Context, c trade.Contract, part string,
 // output: the cap c's server declared at the start, or, where it
 // declared none, the server agent's default; never more than a server's
 // quota, which could not hold more.
-func (s *Service) outputCap(c trade.Contract, part string) int64 {
+func (s *Service) outputCap(c contract.Contract, part string) int64 {
 	declared, def := c.Output.Log, int64(protocol.DefaultLogCap)
 	if part == protocol.PartResults {
 		declared, def = c.Output.Results, protocol.DefaultResultsCap

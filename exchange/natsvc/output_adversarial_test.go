@@ -27,17 +27,16 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/spool"
-	"github.com/bourse/bourse/trade"
 )
 
 // outputLost is the code a client's reader gives output it knows it
@@ -62,7 +61,7 @@ func (m *market) processAgent(id string) {
 	require.NoError(m.t, err)
 	m.t.Cleanup(pr.Close)
 	a, err := agent.New(agent.Config{Conn: natstest.Connect(m.t, m.ns, protocol.InboxPrefix(id)),
-		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
+		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
 		Runner: pr, Output: &spool.Config{Dir: out, LogCap: pr.OutputCap(), Every: 20 * time.Millisecond}, Logger: slog.New(slog.DiscardHandler),
 		ReadingEvery: 50 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	require.NoError(m.t, err)
@@ -73,16 +72,16 @@ func (m *market) processAgent(id string) {
 }
 
 // echo is alice's offer of a job that prints words.
-func echo(words ...string) pricing.Terms {
-	return pricing.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
-		P: pricing.Flat(dectest.D("0.01")), Job: &pricing.JobSpec{Command: "/bin/echo", Args: words}}
+func echo(words ...string) contract.Terms {
+	return contract.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
+		P: contract.Flat(dectest.D("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: words}}
 }
 
 // publishOutput puts a chunk on the server's own output subject of a
 // contract, under msgID, as a server may, whatever it holds.
-func (s *scripted) publishOutput(contract, part, stream string, offset int64, data []byte, msgID string) {
+func (s *scripted) publishOutput(contractID, part, stream string, offset int64, data []byte, msgID string) {
 	s.t.Helper()
-	msg := nats.NewMsg(protocol.OutputSubject(s.id, contract, part))
+	msg := nats.NewMsg(protocol.OutputSubject(s.id, contractID, part))
 	msg.Data = data
 	msg.Header.Set(protocol.StreamHeader, stream)
 	if stream != protocol.StreamEnd {
@@ -224,7 +223,7 @@ func TestOutputForeignIDs(t *testing.T) {
 	id := offerUntilAccepted(t, alice, echo("alice's", "log"))
 	assert.Equal(t, "gpu1", m.contract(id).Server)
 	whole(t, alice, id, "alice's log\n")
-	assert.Equal(t, trade.OutputCaps{Log: process.DefaultOutputCap, Results: spool.DefaultResultsCap}, m.contract(id).Output,
+	assert.Equal(t, contract.OutputCaps{Log: process.DefaultOutputCap, Results: spool.DefaultResultsCap}, m.contract(id).Output,
 		"the agent declared its caps at the start")
 }
 
@@ -253,10 +252,10 @@ func TestOutputHeldToItsCaps(t *testing.T) {
 	m, reg := limitedMarket(t, 0, natsvc.Limits{})
 	m.wallet("alice", "100")
 	gpu1 := m.scriptedServer("gpu1", 1, accept)
-	gpu1.declare.Store(&trade.OutputCaps{Log: 10, Results: 1024})
+	gpu1.declare.Store(&contract.OutputCaps{Log: 10, Results: 1024})
 	alice := m.client("alice")
 	c := m.running(alice, terms("alice"))
-	assert.Equal(t, trade.OutputCaps{Log: 10, Results: 1024}, c.Output, "the caps declared are on the record")
+	assert.Equal(t, contract.OutputCaps{Log: 10, Results: 1024}, c.Output, "the caps declared are on the record")
 
 	gpu1.publishOutput(c.ID, protocol.PartLog, protocol.StreamStdout, 0, []byte("0123"), "")
 	gpu1.publishOutput(c.ID, protocol.PartLog, protocol.StreamStdout, 6, []byte("6789"), "")     // a gap: 4 and 5 never came

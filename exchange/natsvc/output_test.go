@@ -16,6 +16,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -23,14 +24,12 @@ import (
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/spool"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestOutputToItsClientOnly runs a real job under the passwords of
@@ -62,7 +61,7 @@ func TestOutputToItsClientOnly(t *testing.T) {
 	t.Cleanup(pr.Close)
 	actx, stop := context.WithCancel(ctx)
 	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserInfo("gpu1", "gpu1-secret")},
-		ID: "gpu1", Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
+		ID: "gpu1", Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
 		Runner: pr, Output: &spool.Config{Dir: out, LogCap: pr.OutputCap()}, Logger: slog.New(slog.DiscardHandler),
 		ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
@@ -73,8 +72,8 @@ func TestOutputToItsClientOnly(t *testing.T) {
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "alice", Password: "alice-secret"}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(alice.Close)
-	tm := pricing.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
-		P: pricing.Flat(dectest.D("0.01")), Job: &pricing.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
+	tm := contract.Terms{Client: "alice", Currency: cred, GPUs: 1, TimeLimit: time.Minute, Prepayment: dectest.D("0.60"),
+		P: contract.Flat(dectest.D("0.01")), Job: &contract.JobSpec{Command: "/bin/echo", Args: []string{"alice's", "secret"}}}
 	id := offerUntilAccepted(t, alice, tm)
 
 	var stdout, stderr bytes.Buffer
@@ -100,7 +99,7 @@ func TestOutputToItsClientOnly(t *testing.T) {
 
 // offerUntilAccepted offers until the server, which may not have said
 // hello yet, accepts, and returns the contract's id.
-func offerUntilAccepted(t *testing.T, c *bidder.Client, tm pricing.Terms) string {
+func offerUntilAccepted(t *testing.T, c *bidder.Client, tm contract.Terms) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
@@ -140,7 +139,7 @@ func TestOutputStreamUpgrade(t *testing.T) {
 	assert.NotContains(t, info.Config.Subjects, protocol.OutputSubjects, "the shared stream still takes the servers' output")
 	assert.Equal(t, uint64(1), info.State.Msgs, "what it held is kept")
 
-	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: []trade.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
 	msg, err := natstest.Connect(t, ns, protocol.InboxPrefix("gpu1")).Request(protocol.ServerSubject("gpu1", protocol.VerbHello), body, 5*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, natswire.DecodeError(msg))

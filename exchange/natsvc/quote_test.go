@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
@@ -23,7 +23,7 @@ import (
 // price is reserve per GPU-second.
 func (m *market) postedAgent(id string, n int, reserve string) {
 	m.t.Helper()
-	m.agentWith(id, n, server.Posted{P: pricing.Flat(dectest.D(reserve))})
+	m.agentWith(id, n, server.Posted{P: contract.Flat(dectest.D(reserve))})
 }
 
 // TestQuote: a quote hears what the servers would answer, and binds
@@ -42,13 +42,13 @@ func TestQuote(t *testing.T) {
 	all := terms("alice")
 	all.GPUs = 2
 	all.Prepayment = dectest.D("12")
-	all.P = pricing.Flat(dectest.D("0.02"))
+	all.P = contract.Flat(dectest.D("0.02"))
 	q, err := alice.Quote(ctx, all)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cheap"}, q.Accepts)
 	require.Len(t, q.Counters, 1, "%+v", q)
 	assert.Equal(t, "dear", q.Counters[0].Server)
-	assert.True(t, q.Counters[0].Terms.P.Equal(pricing.Flat(dectest.D("0.03"))), "the counter asks the reserve: %v", q.Counters[0].Terms.P)
+	assert.True(t, q.Counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.03"))), "the counter asks the reserve: %v", q.Counters[0].Terms.P)
 
 	t.Run("NothingHeld", func(t *testing.T) {
 		b := m.balance(wallet)

@@ -6,10 +6,10 @@ import (
 
 	json "github.com/go-json-experiment/json/v1"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // router is the Service as the House's Router and Notifier: requests to
@@ -49,7 +49,7 @@ func (r *router) ask(ctx context.Context, verb string, offer protocol.ServerOffe
 				if err == nil {
 					if err = natswire.DecodeError(msg); err == nil {
 						err = json.Unmarshal(msg.Data, &a.Decision)
-						a.Signed = &trade.Signed{Body: protocol.AcceptSigned(body, msg.Data), Sig: msg.Header.Get(protocol.SigHeader)}
+						a.Signed = &contract.Signed{Body: protocol.AcceptSigned(body, msg.Data), Sig: msg.Header.Get(protocol.SigHeader)}
 					}
 				}
 				a.Err = err
@@ -98,7 +98,7 @@ func (r *router) Cancel(server, offerID string) {
 
 // Control asks the server to stop a job: in the caller's goroutine when
 // done waits for the answer, in the background when nobody does.
-func (r *router) Control(ctx context.Context, c trade.Contract, action trade.Reason, done func(error)) {
+func (r *router) Control(ctx context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	req := protocol.Control{Contract: c.ID, Action: action}
 	if done != nil {
 		_, err := r.request(ctx, c.Server, protocol.DeliverControl, req)

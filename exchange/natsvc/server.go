@@ -6,9 +6,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // handleHello registers a server (bourse.v1.server.<s>.hello).
@@ -66,7 +66,7 @@ func (s *Service) handleStarted(r micro.Request) {
 	if err == nil {
 		err = decode(r, &st)
 	}
-	var c trade.Contract
+	var c contract.Contract
 	if err == nil {
 		c, err = s.house.Started(context.Background(), id, st)
 	}

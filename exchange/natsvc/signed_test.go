@@ -15,12 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/signing"
-	"github.com/bourse/bourse/trade"
 )
 
 // signer makes a signing key in a file and loads it.
@@ -37,7 +37,7 @@ func signer(t *testing.T) signing.Signer {
 
 // publishSigned publishes r with sig in its Bourse-Sig header ("" for
 // none).
-func (s *scripted) publishSigned(r trade.Reading, sig func([]byte) string) {
+func (s *scripted) publishSigned(r contract.Reading, sig func([]byte) string) {
 	s.t.Helper()
 	body, _ := json.Marshal(r)
 	msg := nats.NewMsg(protocol.UsageSubject(s.id, r.Contract))
@@ -79,10 +79,10 @@ func TestSignedReadings(t *testing.T) {
 	assert.True(t, offer.Terms.Prepayment.Equal(c.Terms.Prepayment), "the signed accept names the terms accepted")
 	none := func([]byte) string { return "" }
 	at := time.Now().UTC()
-	read := func(seq uint64, u string, final bool) trade.Reading {
-		r := trade.Reading{Contract: c.ID, Seq: seq, U: dectest.D(u), T: trade.Duration(200 * time.Millisecond), S: dectest.D("1"), At: at, Final: final}
+	read := func(seq uint64, u string, final bool) contract.Reading {
+		r := contract.Reading{Contract: c.ID, Seq: seq, U: dectest.D(u), T: contract.Duration(200 * time.Millisecond), S: dectest.D("1"), At: at, Final: final}
 		if final {
-			r.Reason = trade.ReasonCompleted
+			r.Reason = contract.ReasonCompleted
 		}
 		return r
 	}
@@ -97,15 +97,15 @@ func TestSignedReadings(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	got := m.contract(c.ID)
 	assert.Equal(t, uint64(1), got.Reading.Seq, "the unsigned and the forged readings were counted")
-	assert.Equal(t, trade.StateRunning, got.State)
+	assert.Equal(t, contract.StateRunning, got.State)
 
 	final := read(4, "0.15", true)
 	srv.publishSigned(final, sign(gpu1Key))
 	settled := m.settled(c.ID, 5*time.Second)
-	chargedFor(t, settled, trade.ReasonCompleted, final.Usage())
+	chargedFor(t, settled, contract.ReasonCompleted, final.Usage())
 	require.NotNil(t, settled.Signed)
 	require.NoError(t, keys.Verify("gpu1", settled.Signed.Body, settled.Signed.Sig), "the record's proof checks out")
-	var proved trade.Reading
+	var proved contract.Reading
 	require.NoError(t, json.Unmarshal(settled.Signed.Body, &proved))
 	assert.True(t, proved.U.Equal(settled.Reading.U), "the signed bytes say the U charged for")
 	assert.ErrorIs(t, keys.Verify("gpu1", append([]byte(" "), settled.Signed.Body...), settled.Signed.Sig), signing.ErrBadSignature)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
@@ -22,7 +23,6 @@ import (
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 	"github.com/bourse/bourse/treasury"
 	"github.com/bourse/bourse/treasury/sqltreasury"
 )
@@ -36,7 +36,7 @@ func treasuryOf(t *testing.T, store exchange.Store) *treasury.Treasury {
 }
 
 // burst sends n offers from client at once and sorts the answers.
-func burst(t *testing.T, m *market, client, tag string, n int) (made []protocol.Contract, capped []error) {
+func burst(t *testing.T, m *market, client, tag string, n int) (made []protocol.ContractView, capped []error) {
 	c := m.client(client)
 	var mu sync.Mutex
 	var other []error
@@ -116,7 +116,7 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		m.audit()
 
 		c := made[0]
-		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == contract.StateRunning })
 		srv.publish(reading(c.ID, 1, "50", 1, true))
 		done := m.settled(c.ID, 5*time.Second)
 		require.True(t, done.Charge.IsPositive())
@@ -169,7 +169,7 @@ func TestProjectGPUCap(t *testing.T) {
 		srv := m.scriptedServer("gpu1", 64, accept)
 
 		var mu sync.Mutex
-		var made []protocol.Contract
+		var made []protocol.ContractView
 		var capped []error
 		var wg sync.WaitGroup
 		for _, who := range []string{"alice", "bob"} {
@@ -198,7 +198,7 @@ func TestProjectGPUCap(t *testing.T) {
 		m.audit()
 
 		c := made[0]
-		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+		waitFor(t, "the start", func() bool { return m.contract(c.ID).State == contract.StateRunning })
 		srv.publish(reading(c.ID, 1, "0.5", 1, true))
 		m.settled(c.ID, 5*time.Second)
 		ml = m.balance(caps.GPUWallet("acme.ml"))

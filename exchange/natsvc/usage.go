@@ -72,10 +72,10 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if deaf(err) {
 				// Readings may be waiting that this instance cannot
-				// hear: its watchdog must not take their silence for
+				// hear: its sweep must not take their silence for
 				// a lost server's.
 				s.house.Disconnected()
-				log.Warn("usage consumer: not hearing readings; the watchdog judges no silence until it does again", "err", err)
+				log.Warn("usage consumer: not hearing readings; the sweep judges no silence until it does again", "err", err)
 				return
 			}
 			log.Debug("usage consumer", "err", err)

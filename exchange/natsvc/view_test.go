@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
-	"github.com/bourse/bourse/trade"
 )
 
 // internalKeys are the record's fields that are the exchange's own.
@@ -92,7 +92,7 @@ func TestPartiesSeeNoInternals(t *testing.T) {
 		mu.Unlock()
 		return msg.Data
 	}
-	offer := func(requestID string) protocol.Contract {
+	offer := func(requestID string) protocol.ContractView {
 		t.Helper()
 		var r protocol.OfferReply
 		require.NoError(t, json.Unmarshal(request(protocol.ClientSubject("alice", protocol.VerbOffer),
@@ -104,7 +104,7 @@ func TestPartiesSeeNoInternals(t *testing.T) {
 	// One contract runs and settles.
 	c := offer("view-1")
 	<-srv.starts
-	waitFor(t, "the start", func() bool { return m.contract(c.ID).State == trade.StateRunning })
+	waitFor(t, "the start", func() bool { return m.contract(c.ID).State == contract.StateRunning })
 	require.NotEmpty(t, m.contract(c.ID).CapHolds, "the record holds its cap")
 	started := request(protocol.ServerSubject("gpu1", protocol.VerbStarted), protocol.Started{Contract: c.ID, GPUs: []int{0}, At: time.Now().UTC()})
 	srv.publish(reading(c.ID, 1, "5", 10, false))

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
-	"github.com/bourse/bourse/trade"
 )
 
 // BenchmarkOpenSettle measures a contract's whole life in the store: Open
@@ -43,9 +43,9 @@ func BenchmarkOpenSettle(b *testing.B) {
 				c, r := newContract(id, fmt.Sprint("w", i%wallets))
 				_, _, err := s.Open(f.ctx, c, "", r)
 				if err == nil {
-					_, err = s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+					_, err = s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 						runs.Add(1)
-						c.State, c.Reason, c.Charge, c.Refund = trade.StateSettled, trade.ReasonCompleted, charge, c.Terms.Prepayment.Sub(charge)
+						c.State, c.Reason, c.Charge, c.Refund = contract.StateSettled, contract.ReasonCompleted, charge, c.Terms.Prepayment.Sub(charge)
 						return []currency.Op{currency.Capture{Key: "settle/" + id, Hold: currency.HoldID(id),
 							To: currency.RevenueID("GPU", "srv"), Amount: charge}}, nil
 					})

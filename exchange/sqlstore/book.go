@@ -10,26 +10,26 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
-// Queue reads what it must decide on in one round trip (the claim, whether
+// Queue reads what it must decide on in one round trip (the lock, whether
 // the contract or the waiting offer exists, the counts the limits bound,
 // the last waiting offer of the currency that a full book would let w
 // outbid) and writes with COMMIT, in one SERIALIZABLE transaction: two
 // Queues that would together pass a limit cannot both commit.
-func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits exchange.BookLimits) (exchange.Queued, error) {
+func (s *Store) Queue(ctx context.Context, w contract.Waiting, lock string, limits exchange.BookLimits) (exchange.Queued, error) {
 	w.Ahead, w.Left = 0, ""
 	rec, err := protocol.Marshal(w)
 	if err != nil {
 		return exchange.Queued{}, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore.Queue", Message: "waiting offer " + w.ID + " cannot be encoded", Err: err}
 	}
 	var old *string
-	var outbid *trade.Waiting
+	var outbid *contract.Waiting
 	queued, queuedNS := splitTime(w.QueuedAt)
 	err = s.l.Tx(ctx, func(ctx context.Context, t *sqlledger.Tx) error {
 		old, outbid, w.Ahead = nil, nil, 0
@@ -63,12 +63,12 @@ func (s *Store) Queue(ctx context.Context, w trade.Waiting, claim string, limits
 		switch {
 		case old != nil:
 			return nil
-		case claim != "" && (holder == nil || *holder != claim):
-			return claimTaken()
+		case lock != "" && (holder == nil || *holder != lock):
+			return lockTaken()
 		case exists:
 			return exchange.ContractExists(w.ID)
 		}
-		var last *trade.Waiting
+		var last *contract.Waiting
 		if lastRec != nil {
 			l, err := waitingOf(*lastRec)
 			if err != nil {
@@ -108,7 +108,7 @@ func noRows(err error) error {
 
 // Waiting reads the waiting offer and counts those before it in one round
 // trip.
-func (s *Store) Waiting(ctx context.Context, id string) (trade.Waiting, error) {
+func (s *Store) Waiting(ctx context.Context, id string) (contract.Waiting, error) {
 	var rec *string
 	var ahead int
 	b := &pgx.Batch{}
@@ -117,20 +117,20 @@ func (s *Store) Waiting(ctx context.Context, id string) (trade.Waiting, error) {
   AND (o.price > w.price OR (o.price = w.price AND ((o.queued_at, o.queued_ns, o.id) < (w.queued_at, w.queued_ns, w.id))))`, id).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&ahead) })
 	if err := s.l.Send(ctx, b); err != nil {
-		return trade.Waiting{}, err
+		return contract.Waiting{}, err
 	}
 	if rec == nil {
-		return trade.Waiting{}, currency.NotFound("sqlstore.Waiting", "waiting offer "+id)
+		return contract.Waiting{}, currency.NotFound("sqlstore.Waiting", "waiting offer "+id)
 	}
 	w, err := waitingOf(*rec)
 	w.Ahead = ahead
 	return w, err
 }
 
-func waitingOf(rec string) (trade.Waiting, error) {
-	var w trade.Waiting
+func waitingOf(rec string) (contract.Waiting, error) {
+	var w contract.Waiting
 	if err := json.Unmarshal([]byte(rec), &w); err != nil {
-		return trade.Waiting{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record", Message: "a stored waiting offer is unreadable", Err: err}
+		return contract.Waiting{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record", Message: "a stored waiting offer is unreadable", Err: err}
 	}
 	return w, nil
 }
@@ -141,7 +141,7 @@ func waitingOf(rec string) (trade.Waiting, error) {
 // texts, each prepared once: a condition written to hold for every
 // parameter ("$1 = ” OR currency = $1") costs PostgreSQL tens of
 // milliseconds to plan on every call.
-func (s *Store) Book(ctx context.Context, q exchange.BookQuery) ([]trade.Waiting, error) {
+func (s *Store) Book(ctx context.Context, q exchange.BookQuery) ([]contract.Waiting, error) {
 	var where []string
 	var args []any
 	cond := func(sql string, arg any) {
@@ -169,7 +169,7 @@ func (s *Store) Book(ctx context.Context, q exchange.BookQuery) ([]trade.Waiting
 	}
 	args = append(args, rowLimit(q.Limit))
 	sql += fmt.Sprintf(` ORDER BY price DESC, queued_at, queued_ns, id LIMIT $%d`, len(args))
-	out := []trade.Waiting{}
+	out := []contract.Waiting{}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -193,15 +193,15 @@ func (s *Store) Book(ctx context.Context, q exchange.BookQuery) ([]trade.Waiting
 
 // Unqueue deletes the row and returns it, in one statement: of two that
 // race, one deletes it.
-func (s *Store) Unqueue(ctx context.Context, id string) (trade.Waiting, error) {
+func (s *Store) Unqueue(ctx context.Context, id string) (contract.Waiting, error) {
 	var rec *string
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM book WHERE id = $1 RETURNING record`, id).QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&rec)) })
 	if err := s.l.Send(ctx, b); err != nil {
-		return trade.Waiting{}, err
+		return contract.Waiting{}, err
 	}
 	if rec == nil {
-		return trade.Waiting{}, currency.NotFound("sqlstore.Unqueue", "waiting offer "+id)
+		return contract.Waiting{}, currency.NotFound("sqlstore.Unqueue", "waiting offer "+id)
 	}
 	return waitingOf(*rec)
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/groupcommit"
-	"github.com/bourse/bourse/trade"
 )
 
 // Group commit: concurrent Open and Update calls share transactions, as
@@ -48,7 +48,7 @@ type job struct {
 
 type openJob struct {
 	row      *row
-	claim    string // the token that must hold the id's claim, if any
+	lock     string // the token that must hold the id's lock, if any
 	reserves []currency.Reserve
 	// Results.
 	old     record // the contract found, if it existed
@@ -58,7 +58,7 @@ type openJob struct {
 
 type updateJob struct {
 	id     string
-	change func(c *trade.Contract) ([]currency.Op, error)
+	change func(c *contract.Contract) ([]currency.Op, error)
 	// The decision taken on the contract known (known.go), if any, and
 	// the record it stands on.
 	guess   *decision
@@ -73,16 +73,16 @@ type updateJob struct {
 // the operations it wants, or its error (or, later, an op's business
 // failure).
 type decision struct {
-	next      trade.Contract
+	next      contract.Contract
 	ops       []currency.Op
 	changeErr error
 }
 
 // current is the contract as it was before the Update, for a failed one;
 // decoded only then, as most Updates succeed.
-func (u *updateJob) current() trade.Contract {
+func (u *updateJob) current() contract.Contract {
 	if u.found == nil {
-		return trade.Contract{}
+		return contract.Contract{}
 	}
 	c, _ := u.found.contract(u.id) // decoded once already: it reads
 	return c
@@ -204,14 +204,14 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		if !s.l.CockroachDB() {
 			b.Queue(lockTimeout)
 		}
-		var claimed []string
+		var locked []string
 		for _, j := range jobs {
 			if j.open != nil {
-				claimed = append(claimed, j.open.row.c.ID)
+				locked = append(locked, j.open.row.c.ID)
 			}
 		}
-		if len(claimed) > 0 {
-			queueClaims(b, claimed, holders)
+		if len(locked) > 0 {
+			queueLocks(b, locked, holders)
 		}
 		booked := queueBooked(b, jobs)
 		b.Queue(`SELECT uid, record FROM contracts WHERE uid = ANY($1::UUID[]) ORDER BY uid FOR UPDATE`, uids).
@@ -275,7 +275,7 @@ func (s *Store) run(ctx context.Context, jobs []*job) error {
 		}
 		queueWrites(t, added, changed)
 		queueUnbook(t, added)
-		// A contract made, or found, ends its id's claim.
+		// A contract made, or found, ends its id's lock.
 		var ended []string
 		for _, j := range jobs {
 			if o := j.open; o != nil && (o.written || o.old != nil) {
@@ -325,8 +325,8 @@ func (o *openJob) apply(ctx context.Context, t *sqlledger.Tx, old record, holder
 		o.old = old // a retry: nothing to write
 		return nil
 	}
-	if o.claim != "" && holders[o.row.c.ID] != o.claim {
-		o.failed = claimTaken()
+	if o.lock != "" && holders[o.row.c.ID] != o.lock {
+		o.failed = lockTaken()
 		return nil
 	}
 	if c := o.row.c; !c.QueuedAt.IsZero() && !booked[c.ID] {
@@ -373,7 +373,7 @@ func (u *updateJob) decide(rec record) {
 }
 
 // decideOn runs the change on c.
-func (u *updateJob) decideOn(c *trade.Contract) ([]currency.Op, error) {
+func (u *updateJob) decideOn(c *contract.Contract) ([]currency.Op, error) {
 	ops, err := u.change(c)
 	if err == nil && c.ID != u.id {
 		err = &bourse.Error{Code: bourse.EInternal, Op: "sqlstore.Update", Field: "id",

@@ -3,7 +3,7 @@ package sqlstore
 import (
 	"sync"
 
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // known keeps, for the contracts that this store wrote last and that may
@@ -29,7 +29,7 @@ type known struct {
 
 type knownRow struct {
 	rec record
-	c   trade.Contract
+	c   contract.Contract
 }
 
 // knownMax bounds the contracts kept: about 1.5 KB each, 24 MB in all.
@@ -41,13 +41,13 @@ func newKnown(max int) *known {
 
 // get returns the record known for uid and a clone of its contract, for a
 // change to write into.
-func (k *known) get(uid [16]byte) (record, trade.Contract, bool) {
+func (k *known) get(uid [16]byte) (record, contract.Contract, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	r, ok := k.cur[uid]
 	if !ok {
 		if r, ok = k.old[uid]; !ok {
-			return nil, trade.Contract{}, false
+			return nil, contract.Contract{}, false
 		}
 	}
 	return r.rec, r.c.Clone(), true
@@ -55,7 +55,7 @@ func (k *known) get(uid [16]byte) (record, trade.Contract, bool) {
 
 // put notes that rec, the encoding of c, is uid's row as committed; a
 // contract that ended is forgotten instead.
-func (k *known) put(uid [16]byte, rec record, c *trade.Contract) {
+func (k *known) put(uid [16]byte, rec record, c *contract.Contract) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.old, uid)

@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/internal/pgtest"
-	"github.com/bourse/bourse/trade"
 )
 
 func uidOf(i int) [16]byte { return [16]byte{byte(i), byte(i >> 8)} }
@@ -19,7 +19,7 @@ func uidOf(i int) [16]byte { return [16]byte{byte(i), byte(i >> 8)} }
 // leaves the known one as it was.
 func TestKnownGetClones(t *testing.T) {
 	k := newKnown(8)
-	c := trade.Contract{ID: "c1", State: trade.StateRunning, GPUs: []int{1}}
+	c := contract.Contract{ID: "c1", State: contract.StateRunning, GPUs: []int{1}}
 	k.put(uidOf(1), record("r1"), &c)
 	c.GPUs[0] = 9 // the caller's copy, after put
 	rec, got, ok := k.get(uidOf(1))
@@ -35,7 +35,7 @@ func TestKnownGetClones(t *testing.T) {
 // max/2 later, so that memory stays bounded whatever other instances end.
 func TestKnownBounded(t *testing.T) {
 	k := newKnown(8)
-	running := trade.Contract{State: trade.StateRunning}
+	running := contract.Contract{State: contract.StateRunning}
 	for i := range 100 {
 		k.put(uidOf(i), record("r"), &running)
 		assert.LessOrEqual(t, k.len(), 8)
@@ -45,11 +45,11 @@ func TestKnownBounded(t *testing.T) {
 	_, _, ok = k.get(uidOf(0))
 	assert.False(t, ok, "the oldest aged out")
 
-	ended := trade.Contract{State: trade.StateSettled}
+	ended := contract.Contract{State: contract.StateSettled}
 	k.put(uidOf(99), record("r2"), &ended)
 	_, _, ok = k.get(uidOf(99))
 	assert.False(t, ok, "a settled contract changes no more: forgotten")
-	k.put(uidOf(98), record("r2"), &trade.Contract{State: trade.StateVoided})
+	k.put(uidOf(98), record("r2"), &contract.Contract{State: contract.StateVoided})
 	_, _, ok = k.get(uidOf(98))
 	assert.False(t, ok)
 }
@@ -67,12 +67,12 @@ func TestUpdatesTakeTheKnown(t *testing.T) {
 	t.Cleanup(s.Close)
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPU", Scale: 2}))
 
-	c := trade.Contract{ID: "c1", Client: "alice", Server: "srv", State: trade.StateAccepted}
+	c := contract.Contract{ID: "c1", Client: "alice", Server: "srv", State: contract.StateAccepted}
 	_, created, err := s.Open(ctx, c, "")
 	require.NoError(t, err)
 	require.True(t, created)
-	for i, st := range []trade.State{trade.StateRunning, trade.StateRunning, trade.StateSettled} {
-		got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	for i, st := range []contract.State{contract.StateRunning, contract.StateRunning, contract.StateSettled} {
+		got, err := s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 			c.State, c.GPUs = st, append(c.GPUs, i)
 			return nil, nil
 		})
@@ -86,7 +86,7 @@ func TestUpdatesTakeTheKnown(t *testing.T) {
 	assert.Zero(t, s.known.len(), "settled: forgotten")
 
 	// Settled, it is decided on the row.
-	_, err = s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) { return nil, nil })
+	_, err = s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) { return nil, nil })
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, s.taken.Load())
 }

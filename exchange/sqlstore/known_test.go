@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange/sqlstore"
-	"github.com/bourse/bourse/trade"
 )
 
 // Two exchange instances on one database: the first decides an Update on
@@ -31,32 +31,32 @@ func TestUpdateDecidesOnTheRowNotTheKnown(t *testing.T) {
 	s2, err := sqlstore.Open(ctx, l2)
 	require.NoError(t, err)
 	t.Cleanup(s2.Close)
-	_, err = s2.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.GPUs = trade.StateRunning, []int{3}
+	_, err = s2.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.GPUs = contract.StateRunning, []int{3}
 		return nil, nil
 	})
 	require.NoError(t, err)
 
 	rev := currency.RevenueID("GPU", "srv")
-	var seen []trade.State
-	got, err := s1.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	var seen []contract.State
+	got, err := s1.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		seen = append(seen, c.State)
-		if c.State == trade.StateAccepted {
-			c.State, c.Reason = trade.StateVoided, trade.ReasonNotStarted
+		if c.State == contract.StateAccepted {
+			c.State, c.Reason = contract.StateVoided, contract.ReasonNotStarted
 			return []currency.Op{currency.Void{Key: "void/c1", Hold: "c1"}}, nil
 		}
-		c.State, c.Reason = trade.StateSettled, trade.ReasonCompleted
+		c.State, c.Reason = contract.StateSettled, contract.ReasonCompleted
 		c.Charge, c.Refund = decimal.NewFromInt(4), decimal.NewFromInt(6)
 		return []currency.Op{currency.Capture{Key: "settle/c1", Hold: "c1", To: rev, Amount: c.Charge}}, nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, trade.StateRunning, seen[len(seen)-1], "the last run decides, on the row as stored")
-	assert.Equal(t, trade.StateSettled, got.State)
+	assert.Equal(t, contract.StateRunning, seen[len(seen)-1], "the last run decides, on the row as stored")
+	assert.Equal(t, contract.StateSettled, got.State)
 	assert.Equal(t, []int{3}, got.GPUs, "what the other instance wrote is kept")
 
 	c, err := s1.Contract(ctx, "c1")
 	require.NoError(t, err)
-	assert.Equal(t, trade.StateSettled, c.State)
+	assert.Equal(t, contract.StateSettled, c.State)
 	assert.Equal(t, []int{3}, c.GPUs)
 	b, err := l1.Balance(ctx, rev)
 	require.NoError(t, err)

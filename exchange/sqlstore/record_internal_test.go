@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // A record written before a contract's cap holds were one list kept its
@@ -28,7 +28,7 @@ func TestRecordCapHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gpus/c-2"}, c.CapHolds)
 
-	now := trade.Contract{ID: "c-3", State: trade.StateRunning, CapHolds: []string{"gpus/c-3", "gpus/c-3/acme"}}
+	now := contract.Contract{ID: "c-3", State: contract.StateRunning, CapHolds: []string{"gpus/c-3", "gpus/c-3/acme"}}
 	js, err := protocol.Marshal(now)
 	require.NoError(t, err)
 	assert.NotContains(t, string(js), `"cap_hold"`, "one list")

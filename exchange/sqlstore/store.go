@@ -31,13 +31,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/groupcommit"
 	"github.com/bourse/bourse/internal/multirow"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 var _ exchange.Store = (*Store)(nil)
@@ -56,7 +56,7 @@ type Store struct {
 	known *known
 	// taken counts the Updates decided on the contract known (tests).
 	taken atomic.Int64
-	// finished counts Finishes, to prune ended claims now and then.
+	// finished counts Finishes, to prune ended locks now and then.
 	finished atomic.Int64
 	// ctx is the groups' transactions': they belong to no one caller, and
 	// end early only if the store closes.
@@ -96,27 +96,27 @@ func (s *Store) Close() {
 func (s *Store) Ledger() currency.Ledger { return s.l }
 
 // Open escrows and records c in one transaction, shared with other calls
-// (group.go). The contract's row (if any), its claim's and the rows of the
+// (group.go). The contract's row (if any), its lock's and the rows of the
 // reserves are read in one round trip; if the contract exists, nothing is
 // written. A
 // single reserve that fails for a business reason leaves its failure under
 // its key, as a failed Apply does, and no contract; one of several that
 // fails keeps nothing of any.
-func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserves ...currency.Reserve) (trade.Contract, bool, error) {
+func (s *Store) Open(ctx context.Context, c contract.Contract, lock string, reserves ...currency.Reserve) (contract.Contract, bool, error) {
 	r, err := newRow(c)
 	if err != nil {
-		return trade.Contract{}, false, err
+		return contract.Contract{}, false, err
 	}
-	o := &openJob{row: r, claim: claim, reserves: reserves}
+	o := &openJob{row: r, lock: lock, reserves: reserves}
 	if err := s.do(ctx, &job{uid: r.uid, open: o}); err != nil {
-		return trade.Contract{}, false, err
+		return contract.Contract{}, false, err
 	}
 	switch {
 	case o.old != nil:
 		stored, err := o.old.contract(c.ID)
 		return stored, false, err
 	case o.failed != nil:
-		return trade.Contract{}, false, o.failed
+		return contract.Contract{}, false, o.failed
 	}
 	// What was stored is c's record; c is returned as it is, not decoded
 	// back from it, as the in-memory store does (decoding was an eighth of
@@ -125,28 +125,28 @@ func (s *Store) Open(ctx context.Context, c trade.Contract, claim string, reserv
 }
 
 // Contract reads one contract.
-func (s *Store) Contract(ctx context.Context, id string) (trade.Contract, error) {
+func (s *Store) Contract(ctx context.Context, id string) (contract.Contract, error) {
 	var rec record
 	b := &pgx.Batch{}
 	queueSelect(b, contractUID(id), false, &rec)
 	if err := s.l.Send(ctx, b); err != nil {
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
 	if rec == nil {
-		return trade.Contract{}, currency.NotFound("sqlstore.Contract", "contract "+id)
+		return contract.Contract{}, currency.NotFound("sqlstore.Contract", "contract "+id)
 	}
 	return rec.contract(id)
 }
 
 // Contracts lists a client's contracts, the latest accepted first; a limit
 // of 0 or less means all.
-func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]trade.Contract, error) {
+func (s *Store) Contracts(ctx context.Context, client string, limit int) ([]contract.Contract, error) {
 	return s.list(ctx, `SELECT id, record FROM contracts WHERE client = $1
 ORDER BY accepted_at DESC, accepted_ns DESC, id DESC LIMIT $2`, client, rowLimit(limit))
 }
 
 // Between walks the index contracts_accepted_at (migrations/0003).
-func (s *Store) Between(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+func (s *Store) Between(ctx context.Context, from, to time.Time, after string, limit int) ([]contract.Contract, error) {
 	f, fns := splitTime(from)
 	u, uns := splitTime(to)
 	return s.list(ctx, `SELECT id, record FROM contracts
@@ -159,7 +159,7 @@ ORDER BY accepted_at, accepted_ns, id LIMIT $7`, f, fns, u, uns, after, contract
 // by the microsecond: a contract settled in the same microsecond as
 // from or to may fall either side, which market data, reading with an
 // overlap, does not mind.
-func (s *Store) Settled(ctx context.Context, from, to time.Time, after string, limit int) ([]trade.Contract, error) {
+func (s *Store) Settled(ctx context.Context, from, to time.Time, after string, limit int) ([]contract.Contract, error) {
 	return s.list(ctx, `SELECT id, record FROM contracts
 WHERE settled_at IS NOT NULL AND settled_at >= $1 AND settled_at < $2
   AND ($3 = '' OR (settled_at, id) > (SELECT settled_at, id FROM contracts WHERE uid = $4))
@@ -174,7 +174,7 @@ ORDER BY settled_at, id LIMIT $5`, from, to, after, contractUID(after), rowLimit
 // (migrations/0001_contracts.sql, 0006_stop.sql): the query reads and
 // sorts the stale contracts, not the table. A running contract both
 // silent and stopped comes from the first part alone.
-func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]trade.Contract, error) {
+func (s *Store) Stale(ctx context.Context, now, silentSince time.Time, limit int) ([]contract.Contract, error) {
 	silent, silentNS := splitTime(silentSince)
 	deadline, deadlineNS := splitTime(now)
 	return s.list(ctx, `SELECT id, record FROM (
@@ -197,14 +197,14 @@ ORDER BY retry_at IS NOT NULL, accepted_at, accepted_ns, id LIMIT $5`, silent, s
 // Stuck lists the contracts that hold their escrow and failed to settle or
 // void, the longest stuck first, from the partial index
 // migrations/0002_stuck.sql.
-func (s *Store) Stuck(ctx context.Context, limit int) ([]trade.Contract, error) {
+func (s *Store) Stuck(ctx context.Context, limit int) ([]contract.Contract, error) {
 	return s.list(ctx, `SELECT id, record FROM contracts WHERE stuck_since IS NOT NULL
 ORDER BY stuck_since, id LIMIT $1`, rowLimit(limit))
 }
 
 // list reads the contracts of a query that returns id and record.
-func (s *Store) list(ctx context.Context, sql string, args ...any) ([]trade.Contract, error) {
-	out := []trade.Contract{}
+func (s *Store) list(ctx context.Context, sql string, args ...any) ([]contract.Contract, error) {
+	out := []contract.Contract{}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -246,10 +246,10 @@ func rowLimit(limit int) int64 {
 // holding one of the pool's connections and the contract's lock: it
 // should decide from the contract alone, not wait on the database or
 // anything slow.
-func (s *Store) Update(ctx context.Context, id string, change func(c *trade.Contract) ([]currency.Op, error)) (trade.Contract, error) {
+func (s *Store) Update(ctx context.Context, id string, change func(c *contract.Contract) ([]currency.Op, error)) (contract.Contract, error) {
 	u := &updateJob{id: id, change: change}
 	if err := s.do(ctx, &job{uid: contractUID(id), upd: u}); err != nil {
-		return trade.Contract{}, err
+		return contract.Contract{}, err
 	}
 	if u.changeErr != nil {
 		return u.current(), u.changeErr
@@ -276,7 +276,7 @@ type record []byte
 // stored is what a record may hold: a contract, and the members that
 // records of earlier versions wrote in another shape.
 type stored struct {
-	trade.Contract
+	contract.Contract
 	// CapHold is the hold of the client's own GPU cap, which records
 	// written before a contract's cap holds were one list kept apart from
 	// the others (cap_holds, then its project's and organisation's): it
@@ -286,10 +286,10 @@ type stored struct {
 }
 
 // contract decodes the record of contract id.
-func (r record) contract(id string) (trade.Contract, error) {
+func (r record) contract(id string) (contract.Contract, error) {
 	var s stored
 	if err := json.Unmarshal(r, &s); err != nil {
-		return trade.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
+		return contract.Contract{}, &bourse.Error{Code: bourse.EInternal, Op: "sqlstore", Field: "record",
 			Message: "stored contract " + id + " is unreadable", Err: err}
 	}
 	if s.CapHold != "" {
@@ -323,11 +323,11 @@ func queueSelect(b *pgx.Batch, uid [16]byte, forUpdate bool, rec *record) {
 // row is a contract's row, to write.
 type row struct {
 	uid    [16]byte
-	c      trade.Contract
+	c      contract.Contract
 	record record
 }
 
-func newRow(c trade.Contract) (*row, error) {
+func newRow(c contract.Contract) (*row, error) {
 	js, err := protocol.Marshal(c)
 	if err != nil {
 		return nil, &bourse.Error{Code: bourse.EInvalid, Op: "sqlstore", Message: "contract " + c.ID + " cannot be encoded", Err: err}
@@ -346,11 +346,11 @@ func (r *row) appendArgs(args []any) []any {
 	if st := r.c.Stuck; st != nil && r.c.HoldsEscrow() {
 		stuckSince, retryAt = &st.Since, &st.Retry
 	}
-	if st := r.c.Stop; st != nil && r.c.State == trade.StateRunning {
+	if st := r.c.Stop; st != nil && r.c.State == contract.StateRunning {
 		by, ns := splitTime(st.By)
 		stopBy, stopNS = &by, &ns
 	}
-	if r.c.State == trade.StateSettled {
+	if r.c.State == contract.StateSettled {
 		settledAt = &r.c.SettledAt
 	}
 	return append(args, r.uid, r.c.ID, r.c.Client, r.c.Server, string(r.c.State), acceptedAt, acceptedNS,

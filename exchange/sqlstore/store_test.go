@@ -14,13 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/exchange/storetest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 func TestConformance(t *testing.T) {
@@ -104,15 +103,15 @@ func TestUpdateOpsAtomic(t *testing.T) {
 		currency.Capture{Key: "settle/c1", Hold: "c1", To: rev, Amount: decimal.NewFromInt(3)},
 		currency.Capture{Key: "settle/c2", Hold: "c2", To: rev, Amount: decimal.NewFromInt(11)}, // more than held
 	}
-	got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State = trade.StateSettled
+	got, err := s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State = contract.StateSettled
 		return ops, nil
 	})
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
-	assert.Equal(t, trade.StateAccepted, got.State)
+	assert.Equal(t, contract.StateAccepted, got.State)
 	c, err := s.Contract(ctx, "c1")
 	require.NoError(t, err)
-	assert.Equal(t, trade.StateAccepted, c.State)
+	assert.Equal(t, contract.StateAccepted, c.State)
 	for _, id := range []currency.HoldID{"c1", "c2"} {
 		h, err := l.Hold(ctx, id)
 		require.NoError(t, err)
@@ -121,8 +120,8 @@ func TestUpdateOpsAtomic(t *testing.T) {
 	// Neither key was spent: the first capture applies now, and the
 	// second, corrected, too.
 	ops[1] = currency.Capture{Key: "settle/c2", Hold: "c2", To: rev, Amount: decimal.NewFromInt(4)}
-	_, err = s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State = trade.StateSettled
+	_, err = s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State = contract.StateSettled
 		return ops, nil
 	})
 	require.NoError(t, err)
@@ -140,7 +139,7 @@ func TestUpdateRename(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, s)
 	f.open(t, "c1")
-	_, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	_, err := s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		c.ID = "c9"
 		return nil, nil
 	})
@@ -227,12 +226,12 @@ func (f *fixture) wallet(t testing.TB, client string) {
 }
 
 // open opens contract id of alice.
-func (f *fixture) open(t testing.TB, id string) trade.Contract {
+func (f *fixture) open(t testing.TB, id string) contract.Contract {
 	t.Helper()
 	return f.openFor(t, id, "alice")
 }
 
-func (f *fixture) openFor(t testing.TB, id, client string) trade.Contract {
+func (f *fixture) openFor(t testing.TB, id, client string) contract.Contract {
 	t.Helper()
 	c, r := newContract(id, client)
 	stored, created, err := f.s.Open(f.ctx, c, "", r)
@@ -241,10 +240,10 @@ func (f *fixture) openFor(t testing.TB, id, client string) trade.Contract {
 	return stored
 }
 
-func newContract(id, client string) (trade.Contract, currency.Reserve) {
-	terms := pricing.Terms{Client: client, Currency: "GPU", GPUs: 1, TimeLimit: time.Hour,
-		Prepayment: decimal.NewFromInt(10), P: pricing.Flat(decimal.RequireFromString("0.01")), Server: "srv"}
-	c := trade.Contract{ID: id, Client: client, Server: "srv", Terms: terms, State: trade.StateAccepted,
+func newContract(id, client string) (contract.Contract, currency.Reserve) {
+	terms := contract.Terms{Client: client, Currency: "GPU", GPUs: 1, TimeLimit: time.Hour,
+		Prepayment: decimal.NewFromInt(10), P: contract.Flat(decimal.RequireFromString("0.01")), Server: "srv"}
+	c := contract.Contract{ID: id, Client: client, Server: "srv", Terms: terms, State: contract.StateAccepted,
 		AcceptedAt: t0, StartDeadline: t0.Add(time.Minute)}
 	r := currency.Reserve{Key: "escrow/" + id, Hold: currency.HoldID(id), From: currency.WalletID("GPU", client),
 		Amount: terms.Prepayment, Deadline: t0.Add(2 * time.Hour)}
@@ -258,14 +257,14 @@ func TestClosedStoreUnavailable(t *testing.T) {
 	f := setup(t, s)
 	f.open(t, "c1")
 	s.Close()
-	_, err := s.Update(context.Background(), "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State = trade.StateRunning
+	_, err := s.Update(context.Background(), "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State = contract.StateRunning
 		return nil, nil
 	})
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "%v", err)
 	c, err := s.Contract(context.Background(), "c1")
 	require.NoError(t, err, "reads go on: the ledger is still open")
-	assert.Equal(t, trade.StateAccepted, c.State, "nothing written after Close")
+	assert.Equal(t, contract.StateAccepted, c.State, "nothing written after Close")
 }
 
 // A change whose contract row another transaction holds longer than the
@@ -290,11 +289,11 @@ func TestLockHeldPastTheTimeout(t *testing.T) {
 		_ = holder.Rollback(ctx)
 		close(released)
 	}()
-	got, err := s.Update(ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.StartedAt, c.LastSeen = trade.StateRunning, t0, t0
+	got, err := s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.StartedAt, c.LastSeen = contract.StateRunning, t0, t0
 		return nil, nil
 	})
 	require.NoError(t, err, "a row held for 400 ms")
-	assert.Equal(t, trade.StateRunning, got.State)
+	assert.Equal(t, contract.StateRunning, got.State)
 	<-released
 }

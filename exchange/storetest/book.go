@@ -11,23 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/trade"
 )
 
 // waiting is an offer of client waiting in the book at price, queued at
 // `at`, for an hour.
-func waiting(id, client, price string, at time.Time) trade.Waiting {
+func waiting(id, client, price string, at time.Time) contract.Waiting {
 	c := newContract(id, client, at)
-	return trade.Waiting{ID: id, Client: client, RequestID: "r-" + id, Terms: c.Terms, Price: dectest.D(price),
+	return contract.Waiting{ID: id, Client: client, RequestID: "r-" + id, Terms: c.Terms, Price: dectest.D(price),
 		QueuedAt: at, Until: at.Add(time.Hour)}
 }
 
 var noLimits = exchange.BookLimits{}
 
 // queue queues w and requires it to be created.
-func (f *fixture) queue(w trade.Waiting) trade.Waiting {
+func (f *fixture) queue(w contract.Waiting) contract.Waiting {
 	f.t.Helper()
 	q, err := f.s.Queue(f.ctx, w, "", noLimits)
 	require.NoError(f.t, err)
@@ -36,7 +36,7 @@ func (f *fixture) queue(w trade.Waiting) trade.Waiting {
 	return q.Waiting
 }
 
-func waitingIDs(ws []trade.Waiting) []string {
+func waitingIDs(ws []contract.Waiting) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.ID
@@ -69,7 +69,7 @@ func testBook(t *testing.T, open Opener) {
 	book, err := f.s.Book(f.ctx, exchange.BookQuery{Currency: string(gpu)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"w-b", "w-c", "w-a", "w-d"}, waitingIDs(book))
-	same(t, newContract("w-b", "bob", t0.Add(time.Second)), trade.Contract{ID: "w-b", Client: "bob", Server: server, State: trade.StateAccepted,
+	same(t, newContract("w-b", "bob", t0.Add(time.Second)), contract.Contract{ID: "w-b", Client: "bob", Server: server, State: contract.StateAccepted,
 		Terms: book[0].Terms, AcceptedAt: t0.Add(time.Second), StartDeadline: t0.Add(time.Second + time.Minute)})
 	mine, err := f.s.Book(f.ctx, exchange.BookQuery{Client: "alice", Limit: 2})
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func testBookLimits(t *testing.T, open Opener) {
 // testBookAndContracts: a contract ends its id's wait in the transaction
 // that makes it; one made from the book needs its waiting offer still
 // there, else nothing is made and no money moves; an offer whose
-// contract exists is not queued; a claim held by another try refuses the
+// contract exists is not queued; a lock held by another try refuses the
 // queue.
 func testBookAndContracts(t *testing.T, open Opener) {
 	f := newFixture(t, open)
@@ -180,8 +180,8 @@ func testBookAndContracts(t *testing.T, open Opener) {
 	_, err = f.s.Queue(f.ctx, waiting("m1", "alice", "0.01", t0), "", noLimits)
 	assert.Equal(t, bourse.EConflict, bourse.ErrorCode(err), "its contract exists: %v", err)
 
-	cl := exchange.Claim{ID: "m4", Token: "other", Until: t0.Add(time.Minute)}
-	_, err = f.s.Claim(f.ctx, cl, t0)
+	cl := exchange.Lock{ID: "m4", Token: "other", Until: t0.Add(time.Minute)}
+	_, err = f.s.Lock(f.ctx, cl, t0)
 	require.NoError(t, err)
 	_, err = f.s.Queue(f.ctx, waiting("m4", "alice", "0.01", t0), "mine", noLimits)
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "another try holds the id: %v", err)
@@ -249,7 +249,7 @@ func testBookConcurrent(t *testing.T, open Opener) {
 	assert.Empty(t, mustBook(t, f))
 }
 
-func mustBook(t *testing.T, f *fixture) []trade.Waiting {
+func mustBook(t *testing.T, f *fixture) []contract.Waiting {
 	t.Helper()
 	b, err := f.s.Book(f.ctx, exchange.BookQuery{})
 	require.NoError(t, err)

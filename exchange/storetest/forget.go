@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/clocktest"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/trade"
 )
 
 // ClockedOpener is an Opener whose ledger runs on the clock now.
@@ -98,10 +98,12 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 		f.open(newContract(fmt.Sprint("c", i), "alice", clock.Now()))
 	}
 	clock.Advance(time.Minute)
-	_, err = f.s.Update(f.ctx, "c0", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c0", "4", clock.Now()), nil })
+	_, err = f.s.Update(f.ctx, "c0", func(c *contract.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c0", "4", clock.Now()), nil
+	})
 	require.NoError(t, err)
-	_, err = f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, clock.Now(), c.Terms.Prepayment
+	_, err = f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.SettledAt, c.Refund = contract.StateVoided, contract.ReasonNotStarted, clock.Now(), c.Terms.Prepayment
 		return []currency.Op{currency.Void{Key: "void/c1", Hold: "c1"}}, nil
 	})
 	require.NoError(t, err)
@@ -109,7 +111,9 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 	clock.Advance(time.Minute)
 	horizon := clock.Now()
 	clock.Advance(time.Minute)
-	_, err = f.s.Update(f.ctx, "c3", func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/c3", "1", clock.Now()), nil })
+	_, err = f.s.Update(f.ctx, "c3", func(c *contract.Contract) ([]currency.Op, error) {
+		return settle(c, "settle/c3", "1", clock.Now()), nil
+	})
 	require.NoError(t, err)
 	f.balance(w, "75", "20")
 	before, err := f.s.Contracts(f.ctx, "alice", 0)
@@ -121,7 +125,7 @@ func testForgotten(t *testing.T, open ClockedOpener, forget Forgetter) {
 		_, err := f.s.Contract(f.ctx, id)
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%s: %v", id, err)
 		assert.ErrorIs(t, err, currency.ErrForgotten)
-		_, err = f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) { return nil, nil })
+		_, err = f.s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) { return nil, nil })
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%s: %v", id, err)
 		// An old id opens no second escrow.
 		again := newContract(id, "alice", clock.Now())
@@ -223,9 +227,9 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 			live = slices.Delete(live, j, j+1)
 			charge := decimal.New(int64(rng.IntN(1001)), -2)
 			void := k == 9
-			c, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
+			c, err := f.s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
 				if void {
-					c.State, c.Reason, c.SettledAt, c.Refund = trade.StateVoided, trade.ReasonNotStarted, w.clock.Now(), c.Terms.Prepayment
+					c.State, c.Reason, c.SettledAt, c.Refund = contract.StateVoided, contract.ReasonNotStarted, w.clock.Now(), c.Terms.Prepayment
 					return []currency.Op{currency.Void{Key: "void/" + id, Hold: currency.HoldID(id)}}, nil
 				}
 				return settle(c, "settle/"+id, charge.String(), w.clock.Now()), nil

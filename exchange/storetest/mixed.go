@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/trade"
 )
 
 // testConcurrentMixed runs, all at once, opens and settlements of which
@@ -59,11 +59,11 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 		opens   [8]outcome
 		poors   [4]outcome
 		cappeds [3]outcome
-		opening = func(c trade.Contract, rs ...currency.Reserve) outcome {
+		opening = func(c contract.Contract, rs ...currency.Reserve) outcome {
 			_, created, err := f.s.Open(f.ctx, c, "", rs...)
 			return outcome{created, err}
 		}
-		capReserve = func(c trade.Contract) currency.Reserve {
+		capReserve = func(c contract.Contract) currency.Reserve {
 			return currency.Reserve{Key: "cap/" + c.ID, Hold: currency.HoldID("gpus/" + c.ID), From: capW,
 				Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: c.StartDeadline.Add(25 * time.Hour)}
 		}
@@ -75,7 +75,7 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 			if i%2 == 1 {
 				charge = "20" // more than the hold of 10
 			}
-			_, settles[i] = f.s.Update(f.ctx, fmt.Sprint("s", i), func(c *trade.Contract) ([]currency.Op, error) {
+			_, settles[i] = f.s.Update(f.ctx, fmt.Sprint("s", i), func(c *contract.Contract) ([]currency.Op, error) {
 				return settle(c, fmt.Sprint("settle/s", i), charge, t0.Add(time.Hour)), nil
 			})
 		})
@@ -106,12 +106,12 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 		id := fmt.Sprint("s", i)
 		if i%2 == 0 {
 			assert.NoError(t, err, id)
-			assert.Equal(t, trade.StateSettled, f.get(id).State, id)
+			assert.Equal(t, contract.StateSettled, f.get(id).State, id)
 			assert.Equal(t, currency.HoldCaptured, f.hold(id).Status, id)
 			continue
 		}
 		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%s: %v", id, err)
-		assert.Equal(t, trade.StateRunning, f.get(id).State, id)
+		assert.Equal(t, contract.StateRunning, f.get(id).State, id)
 		assert.Equal(t, currency.HoldOpen, f.hold(id).Status, id)
 	}
 	f.balance(currency.RevenueID(gpu, server), "10", "0")
@@ -139,7 +139,7 @@ func testConcurrentMixed(t *testing.T, open Opener) {
 
 	// The failed settlements left their keys unspent: they settle now.
 	for i := 1; i < 8; i += 2 {
-		_, err := f.s.Update(f.ctx, fmt.Sprint("s", i), func(c *trade.Contract) ([]currency.Op, error) {
+		_, err := f.s.Update(f.ctx, fmt.Sprint("s", i), func(c *contract.Contract) ([]currency.Op, error) {
 			return settle(c, fmt.Sprint("settle/s", i), "2.5", t0.Add(time.Hour)), nil
 		})
 		require.NoError(t, err, "s%d", i)

@@ -21,11 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
-	"github.com/bourse/bourse/trade"
 )
 
 // Opener returns a new, empty store over a new, empty ledger. It registers
@@ -53,7 +52,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testConcurrentUpdates(t, open) })
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
 	t.Run("ConcurrentMixed", func(t *testing.T) { testConcurrentMixed(t, open) })
-	t.Run("Claims", func(t *testing.T) { testClaims(t, open) })
+	t.Run("Locks", func(t *testing.T) { testLocks(t, open) })
 	t.Run("Book", func(t *testing.T) { testBook(t, open) })
 	t.Run("BookLimits", func(t *testing.T) { testBookLimits(t, open) })
 	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
@@ -133,19 +132,19 @@ func (f *fixture) audit() {
 
 // newContract is an accepted contract of client with a prepayment of 10,
 // accepted at `at`.
-func newContract(id, client string, at time.Time) trade.Contract {
-	return trade.Contract{
-		ID: id, Client: client, Server: server, State: trade.StateAccepted,
-		Terms: pricing.Terms{
+func newContract(id, client string, at time.Time) contract.Contract {
+	return contract.Contract{
+		ID: id, Client: client, Server: server, State: contract.StateAccepted,
+		Terms: contract.Terms{
 			Client: client, Currency: string(gpu), GPUs: 2, TimeLimit: time.Hour, Prepayment: dectest.D("10"),
-			P: pricing.Flat(dectest.D("0.01")), Server: server,
+			P: contract.Flat(dectest.D("0.01")), Server: server,
 		},
 		AcceptedAt: at, StartDeadline: at.Add(time.Minute),
 	}
 }
 
 // reserve is c's escrow, under key.
-func reserve(c trade.Contract, key string) currency.Reserve {
+func reserve(c contract.Contract, key string) currency.Reserve {
 	return currency.Reserve{
 		Key: key, Hold: currency.HoldID(c.ID), From: currency.WalletID(gpu, c.Client),
 		Amount: c.Terms.Prepayment, Deadline: c.StartDeadline.Add(24 * time.Hour), Memo: "prepayment of " + c.ID,
@@ -153,7 +152,7 @@ func reserve(c trade.Contract, key string) currency.Reserve {
 }
 
 // open opens c and requires it to be created.
-func (f *fixture) open(c trade.Contract) trade.Contract {
+func (f *fixture) open(c contract.Contract) contract.Contract {
 	f.t.Helper()
 	stored, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/"+c.ID))
 	require.NoError(f.t, err)
@@ -163,7 +162,7 @@ func (f *fixture) open(c trade.Contract) trade.Contract {
 }
 
 // get requires contract id to be stored and returns it.
-func (f *fixture) get(id string) trade.Contract {
+func (f *fixture) get(id string) contract.Contract {
 	f.t.Helper()
 	c, err := f.s.Contract(f.ctx, id)
 	require.NoError(f.t, err)
@@ -173,7 +172,7 @@ func (f *fixture) get(id string) trade.Contract {
 // same requires two contracts to be equal as records: their JSON, which
 // is what a store keeps (decimals in shortest form, times to the
 // nanosecond without monotonic readings).
-func same(t testing.TB, want, got trade.Contract) {
+func same(t testing.TB, want, got contract.Contract) {
 	t.Helper()
 	w, err := json.Marshal(want)
 	require.NoError(t, err)
@@ -182,7 +181,7 @@ func same(t testing.TB, want, got trade.Contract) {
 	assert.JSONEq(t, string(w), string(g))
 }
 
-func ids(cs []trade.Contract) []string {
+func ids(cs []contract.Contract) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.ID
@@ -191,10 +190,10 @@ func ids(cs []trade.Contract) []string {
 }
 
 // run marks contract id running, last seen at `seen`, through Update.
-func (f *fixture) run(id string, seen time.Time) trade.Contract {
+func (f *fixture) run(id string, seen time.Time) contract.Contract {
 	f.t.Helper()
-	c, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.StartedAt, c.LastSeen, c.GPUs = trade.StateRunning, seen, seen, []int{0, 1}
+	c, err := f.s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.StartedAt, c.LastSeen, c.GPUs = contract.StateRunning, seen, seen, []int{0, 1}
 		return nil, nil
 	})
 	require.NoError(f.t, err)
@@ -202,8 +201,8 @@ func (f *fixture) run(id string, seen time.Time) trade.Contract {
 }
 
 // settle changes c to settled with charge and returns the capture.
-func settle(c *trade.Contract, key, charge string, at time.Time) []currency.Op {
-	c.State, c.Reason, c.SettledAt = trade.StateSettled, trade.ReasonCompleted, at
+func settle(c *contract.Contract, key, charge string, at time.Time) []currency.Op {
+	c.State, c.Reason, c.SettledAt = contract.StateSettled, contract.ReasonCompleted, at
 	c.Charge, c.Refund = dectest.D(charge), c.Terms.Prepayment.Sub(dectest.D(charge))
 	return []currency.Op{currency.Capture{Key: key, Hold: currency.HoldID(c.ID), To: currency.RevenueID(gpu, server),
 		Amount: dectest.D(charge), Memo: "contract " + c.ID}}
@@ -251,7 +250,7 @@ func testOpenIdempotent(t *testing.T, open Opener) {
 	// Once the contract has run and settled, a retry finds it as it
 	// stands now, not as it was opened.
 	f.run("c1", t0.Add(time.Minute))
-	settled, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	settled, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/c1", "3.25", t0.Add(time.Hour)), nil
 	})
 	require.NoError(t, err)
@@ -313,7 +312,7 @@ func testNotFound(t *testing.T, open Opener) {
 	_, err := f.s.Contract(f.ctx, "nope")
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
 	called := false
-	_, err = f.s.Update(f.ctx, "nope", func(*trade.Contract) ([]currency.Op, error) {
+	_, err = f.s.Update(f.ctx, "nope", func(*contract.Contract) ([]currency.Op, error) {
 		called = true
 		return nil, nil
 	})
@@ -337,14 +336,14 @@ func testUpdate(t *testing.T, open Opener) {
 	seen := t0.Add(3*time.Second + 7)
 	got := f.run("c1", seen)
 	want := c
-	want.State, want.StartedAt, want.LastSeen, want.GPUs = trade.StateRunning, seen, seen, []int{0, 1}
+	want.State, want.StartedAt, want.LastSeen, want.GPUs = contract.StateRunning, seen, seen, []int{0, 1}
 	same(t, want, got)
 	same(t, want, f.get("c1"))
 
 	exit := 0
-	r := trade.Reading{Contract: "c1", Seq: 1, U: dectest.D("1.5"), T: trade.Duration(time.Second),
+	r := contract.Reading{Contract: "c1", Seq: 1, U: dectest.D("1.5"), T: contract.Duration(time.Second),
 		S: dectest.D("0.25"), EnergyJ: dectest.D("12.000001"), At: seen.Add(time.Nanosecond), ExitCode: &exit}
-	got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	got, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		same(t, want, *c)
 		rr := r
 		c.Reading, c.LastSeen = &rr, seen.Add(time.Second)
@@ -368,8 +367,8 @@ func testUpdateSettles(t *testing.T, open Opener) {
 	f.open(newContract("c2", "alice", t0.Add(time.Second)))
 	f.run("c1", t0.Add(time.Minute))
 
-	var want trade.Contract
-	got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	var want contract.Contract
+	got, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		ops := settle(c, "settle/c1", "3.25", t0.Add(time.Hour))
 		want = *c
 		return ops, nil
@@ -382,13 +381,13 @@ func testUpdateSettles(t *testing.T, open Opener) {
 	assert.True(t, h.Captured.Equal(dectest.D("3.25")), "captured %s", h.Captured)
 	f.balance(currency.RevenueID(gpu, server), "3.25", "0")
 
-	got, err = f.s.Update(f.ctx, "c2", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.Refund = trade.StateVoided, trade.ReasonNotStarted, c.Terms.Prepayment
+	got, err = f.s.Update(f.ctx, "c2", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.Refund = contract.StateVoided, contract.ReasonNotStarted, c.Terms.Prepayment
 		return []currency.Op{currency.Void{Key: "void/c2", Hold: "c2"}}, nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, trade.StateVoided, got.State)
-	assert.Equal(t, trade.StateVoided, f.get("c2").State)
+	assert.Equal(t, contract.StateVoided, got.State)
+	assert.Equal(t, contract.StateVoided, f.get("c2").State)
 	assert.Equal(t, currency.HoldVoided, f.hold("c2").Status)
 	f.balance(w, "96.75", "0")
 }
@@ -403,22 +402,22 @@ func testUpdateOpFails(t *testing.T, open Opener) {
 
 	for _, tc := range []struct {
 		name string
-		op   func(c *trade.Contract) currency.Op
+		op   func(c *contract.Contract) currency.Op
 		code bourse.Code
 	}{
-		{"MoreThanHeld", func(c *trade.Contract) currency.Op { return settle(c, "settle/c1/a", "10.01", t0)[0] }, bourse.EInvalid},
-		{"NoRevenueAccount", func(c *trade.Contract) currency.Op {
+		{"MoreThanHeld", func(c *contract.Contract) currency.Op { return settle(c, "settle/c1/a", "10.01", t0)[0] }, bourse.EInvalid},
+		{"NoRevenueAccount", func(c *contract.Contract) currency.Op {
 			op := settle(c, "settle/c1/b", "1", t0)[0].(currency.Capture)
 			op.To = currency.RevenueID(gpu, "elsewhere")
 			return op
 		}, bourse.ENotFound},
-		{"NoHold", func(c *trade.Contract) currency.Op {
+		{"NoHold", func(c *contract.Contract) currency.Op {
 			settle(c, "", "1", t0)
 			return currency.Void{Key: "void/other", Hold: "other"}
 		}, bourse.ENotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+			got, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 				return []currency.Op{tc.op(c)}, nil
 			})
 			var be *bourse.Error
@@ -433,11 +432,11 @@ func testUpdateOpFails(t *testing.T, open Opener) {
 	}
 
 	// The contract settles afterwards as if nothing had happened.
-	_, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	_, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/c1", "4", t0.Add(time.Hour)), nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, trade.StateSettled, f.get("c1").State)
+	assert.Equal(t, contract.StateSettled, f.get("c1").State)
 	f.balance(w, "96", "0")
 	f.balance(currency.RevenueID(gpu, server), "4", "0")
 }
@@ -451,7 +450,7 @@ func testNoChange(t *testing.T, open Opener) {
 	c := f.run("c1", t0.Add(time.Minute))
 
 	for _, want := range []error{exchange.ErrNoChange, &bourse.Error{Code: bourse.EPermission, Message: "not yours"}} {
-		got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+		got, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 			settle(c, "settle/c1", "5", t0)
 			c.GPUs[0] = 7
 			return nil, want
@@ -461,7 +460,7 @@ func testNoChange(t *testing.T, open Opener) {
 		same(t, c, f.get("c1"))
 	}
 	// ErrNoChange with an op: the op is not applied.
-	_, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+	_, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/c1", "5", t0), exchange.ErrNoChange
 	})
 	assert.ErrorIs(t, err, exchange.ErrNoChange)
@@ -484,8 +483,8 @@ func testCopies(t *testing.T, open Opener) {
 	got.GPUs[0] = 9
 	assert.Equal(t, []int{1, 2}, f.get("c1").GPUs)
 
-	updated, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-		c.Reading = &trade.Reading{Contract: "c1", Seq: 1, At: t0}
+	updated, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+		c.Reading = &contract.Reading{Contract: "c1", Seq: 1, At: t0}
 		return nil, nil
 	})
 	require.NoError(t, err)
@@ -546,28 +545,28 @@ func testStale(t *testing.T, open Opener) {
 
 	type setup struct {
 		id    string
-		state trade.State
+		state contract.State
 		seen  time.Time // running: last seen
 		start time.Time // accepted: start deadline
 		stop  time.Time // the client's stop's By, if any
 		stale bool
 	}
 	setups := []setup{
-		{id: "silent", state: trade.StateRunning, seen: silentSince.Add(-time.Nanosecond), stale: true},
-		{id: "heard", state: trade.StateRunning, seen: silentSince},
-		{id: "lively", state: trade.StateRunning, seen: now},
-		{id: "never-seen", state: trade.StateRunning, stale: true},
-		{id: "late", state: trade.StateAccepted, start: now.Add(-time.Nanosecond), stale: true},
-		{id: "due-now", state: trade.StateAccepted, start: now},
-		{id: "waiting", state: trade.StateAccepted, start: now.Add(time.Minute)},
-		{id: "settled", state: trade.StateSettled, seen: t0, start: t0},
-		{id: "voided", state: trade.StateVoided, start: t0},
-		{id: "long-late", state: trade.StateAccepted, start: t0, stale: true},
-		{id: "long-silent", state: trade.StateRunning, seen: t0, stale: true},
-		{id: "stop-due", state: trade.StateRunning, seen: now, stop: now, stale: true},
-		{id: "stopping", state: trade.StateRunning, seen: now, stop: now.Add(time.Nanosecond)},
-		{id: "stopped-silent", state: trade.StateRunning, seen: t0, stop: t0, stale: true},
-		{id: "stopped-settled", state: trade.StateSettled, seen: t0, start: t0, stop: t0},
+		{id: "silent", state: contract.StateRunning, seen: silentSince.Add(-time.Nanosecond), stale: true},
+		{id: "heard", state: contract.StateRunning, seen: silentSince},
+		{id: "lively", state: contract.StateRunning, seen: now},
+		{id: "never-seen", state: contract.StateRunning, stale: true},
+		{id: "late", state: contract.StateAccepted, start: now.Add(-time.Nanosecond), stale: true},
+		{id: "due-now", state: contract.StateAccepted, start: now},
+		{id: "waiting", state: contract.StateAccepted, start: now.Add(time.Minute)},
+		{id: "settled", state: contract.StateSettled, seen: t0, start: t0},
+		{id: "voided", state: contract.StateVoided, start: t0},
+		{id: "long-late", state: contract.StateAccepted, start: t0, stale: true},
+		{id: "long-silent", state: contract.StateRunning, seen: t0, stale: true},
+		{id: "stop-due", state: contract.StateRunning, seen: now, stop: now, stale: true},
+		{id: "stopping", state: contract.StateRunning, seen: now, stop: now.Add(time.Nanosecond)},
+		{id: "stopped-silent", state: contract.StateRunning, seen: t0, stop: t0, stale: true},
+		{id: "stopped-settled", state: contract.StateSettled, seen: t0, start: t0, stop: t0},
 	}
 	// Accepted in an order of their own, that Stale must follow.
 	order := []int{6, 3, 12, 9, 0, 10, 14, 1, 4, 11, 7, 2, 13, 8, 5}
@@ -577,7 +576,7 @@ func testStale(t *testing.T, open Opener) {
 		c := newContract(s.id, "alice", at(i))
 		c.State, c.LastSeen, c.StartDeadline = s.state, s.seen, s.start
 		if !s.stop.IsZero() {
-			c.Stop = &trade.Stop{Reason: trade.ReasonKilled, At: s.stop.Add(-time.Minute), By: s.stop}
+			c.Stop = &contract.Stop{Reason: contract.ReasonKilled, At: s.stop.Add(-time.Minute), By: s.stop}
 		}
 		f.open(c)
 		if s.stale {
@@ -593,7 +592,7 @@ func testStale(t *testing.T, open Opener) {
 	assert.Equal(t, want[:3], ids(cs))
 
 	// Settling one takes it off the list.
-	_, err = f.s.Update(f.ctx, "silent", func(c *trade.Contract) ([]currency.Op, error) {
+	_, err = f.s.Update(f.ctx, "silent", func(c *contract.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/silent", "1", now), nil
 	})
 	require.NoError(t, err)
@@ -610,7 +609,7 @@ func testConcurrentUpdates(t *testing.T, open Opener) {
 	f := newFixture(t, open)
 	f.wallet("alice", "100")
 	c := newContract("c1", "alice", t0)
-	c.Reading = &trade.Reading{Contract: "c1", At: t0}
+	c.Reading = &contract.Reading{Contract: "c1", At: t0}
 	f.open(c)
 
 	const n = 16
@@ -618,9 +617,9 @@ func testConcurrentUpdates(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			got, err := f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
+			got, err := f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
 				c.Reading.Seq++
-				c.State = trade.StateRunning
+				c.State = contract.StateRunning
 				return nil, nil
 			})
 			assert.NoError(t, err)
@@ -652,8 +651,8 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = f.s.Update(f.ctx, "c1", func(c *trade.Contract) ([]currency.Op, error) {
-				if c.State == trade.StateSettled {
+			_, errs[i] = f.s.Update(f.ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) {
+				if c.State == contract.StateSettled {
 					return nil, exchange.ErrNoChange
 				}
 				return settle(c, fmt.Sprint("settle/c1/", i), "2.5", t0.Add(time.Hour)), nil
@@ -672,7 +671,7 @@ func testConcurrentSettle(t *testing.T, open Opener) {
 		}
 	}
 	assert.Equal(t, 1, settled, "exactly one settles")
-	assert.Equal(t, trade.StateSettled, f.get("c1").State)
+	assert.Equal(t, contract.StateSettled, f.get("c1").State)
 	h := f.hold("c1")
 	assert.Equal(t, currency.HoldCaptured, h.Status)
 	f.balance(currency.RevenueID(gpu, server), "2.5", "0")
@@ -693,7 +692,7 @@ func testOpenReservesAllOrNone(t *testing.T, open Opener) {
 	require.NoError(t, err)
 	_, err = currency.Do(f.ctx, f.l, currency.Transfer{Key: "cap", From: currency.IssuanceID(capCur), To: capW, Amount: dectest.D("3")})
 	require.NoError(t, err)
-	capReserve := func(c trade.Contract) currency.Reserve {
+	capReserve := func(c contract.Contract) currency.Reserve {
 		return currency.Reserve{Key: "cap/" + c.ID, Hold: currency.HoldID("gpus/" + c.ID), From: capW,
 			Amount: decimal.NewFromInt(int64(c.Terms.GPUs)), Deadline: c.StartDeadline.Add(25 * time.Hour)}
 	}
@@ -763,11 +762,11 @@ func testSettled(t *testing.T, open Opener) {
 	}
 	for id, at := range map[string]time.Time{"s0": t0.Add(time.Minute), "s1": t0.Add(2 * time.Minute), "s2": t0.Add(2 * time.Minute), "s3": t0.Add(time.Hour)} {
 		f.run(id, t0.Add(time.Second))
-		_, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) { return settle(c, "settle/"+id, "1", at), nil })
+		_, err := f.s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) { return settle(c, "settle/"+id, "1", at), nil })
 		require.NoError(t, err)
 	}
-	_, err := f.s.Update(f.ctx, "v0", func(c *trade.Contract) ([]currency.Op, error) {
-		c.State, c.Reason, c.Refund, c.SettledAt = trade.StateVoided, trade.ReasonNotStarted, c.Terms.Prepayment, t0.Add(time.Minute)
+	_, err := f.s.Update(f.ctx, "v0", func(c *contract.Contract) ([]currency.Op, error) {
+		c.State, c.Reason, c.Refund, c.SettledAt = contract.StateVoided, contract.ReasonNotStarted, c.Terms.Prepayment, t0.Add(time.Minute)
 		return []currency.Op{currency.Void{Key: "void/v0", Hold: "v0"}}, nil
 	})
 	require.NoError(t, err)

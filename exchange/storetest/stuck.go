@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/trade"
 )
 
 // An op that fails in an Update leaves no trace under its key: once the
@@ -22,20 +22,20 @@ func testFailureNotKept(t *testing.T, open Opener) {
 	f.open(newContract("c1", "alice", t0))
 	f.run("c1", t0.Add(time.Minute))
 	elsewhere := currency.RevenueID(gpu, "elsewhere")
-	change := func(c *trade.Contract) ([]currency.Op, error) {
+	change := func(c *contract.Contract) ([]currency.Op, error) {
 		op := settle(c, "settle/c1", "3", t0.Add(time.Hour))[0].(currency.Capture)
 		op.To = elsewhere
 		return []currency.Op{op}, nil
 	}
 	_, err := f.s.Update(f.ctx, "c1", change)
 	require.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "%v", err)
-	assert.Equal(t, trade.StateRunning, f.get("c1").State)
+	assert.Equal(t, contract.StateRunning, f.get("c1").State)
 
 	_, err = f.l.OpenAccount(f.ctx, currency.Account{ID: elsewhere, Currency: gpu, Kind: currency.Revenue})
 	require.NoError(t, err)
 	got, err := f.s.Update(f.ctx, "c1", change)
 	require.NoError(t, err, "the settle key must not keep the first failure")
-	assert.Equal(t, trade.StateSettled, got.State)
+	assert.Equal(t, contract.StateSettled, got.State)
 	f.balance(w, "97", "0")
 	f.balance(elsewhere, "3", "0")
 }
@@ -50,8 +50,8 @@ func testStuck(t *testing.T, open Opener) {
 	now := t0.Add(time.Hour)
 	silentSince := now.Add(-time.Minute)
 	mark := func(id string, since, retry time.Time) {
-		_, err := f.s.Update(f.ctx, id, func(c *trade.Contract) ([]currency.Op, error) {
-			c.Stuck = &trade.Stuck{Since: since, Attempts: 1, Retry: retry, Error: "boom"}
+		_, err := f.s.Update(f.ctx, id, func(c *contract.Contract) ([]currency.Op, error) {
+			c.Stuck = &contract.Stuck{Since: since, Attempts: 1, Retry: retry, Error: "boom"}
 			return nil, nil
 		})
 		require.NoError(t, err)
@@ -68,7 +68,7 @@ func testStuck(t *testing.T, open Opener) {
 	mark("late-waits", t0.Add(time.Second), now.Add(time.Minute))
 	mark("late-due", t0.Add(4*time.Second), now.Add(-time.Second))
 	mark("settled", t0, now.Add(time.Hour))
-	_, err := f.s.Update(f.ctx, "settled", func(c *trade.Contract) ([]currency.Op, error) {
+	_, err := f.s.Update(f.ctx, "settled", func(c *contract.Contract) ([]currency.Op, error) {
 		return settle(c, "settle/settled", "1", now), nil
 	})
 	require.NoError(t, err)

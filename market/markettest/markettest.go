@@ -14,11 +14,11 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 )
@@ -82,5 +82,5 @@ func (m *Market) Fund(cur currency.Code, amount decimal.Decimal, ids ...string) 
 // paying at least price per GPU-second (server.Posted).
 func PostedH100s(id string, count int, price decimal.Decimal) scenario.ServerSpec {
 	return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: count,
-		Policy: server.Posted{P: pricing.Flat(price)}}
+		Policy: server.Posted{P: contract.Flat(price)}}
 }

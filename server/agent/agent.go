@@ -19,12 +19,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/outbox"
 	"github.com/bourse/bourse/server/spool"
-	"github.com/bourse/bourse/trade"
 )
 
 // DefaultShutdownTimeout is the zero value of Config.ShutdownTimeout.
@@ -45,7 +45,7 @@ type Config struct {
 
 	ID       string
 	Currency currency.Currency // the prices it takes, and the scale of its charges
-	GPUs     []trade.GPU
+	GPUs     []contract.GPU
 	Policy   server.Policy // nil: server.Posted{}, which takes any offer that fits
 	Runner   server.Runner // nil: a server.Synthetic runner on Now
 
@@ -73,7 +73,7 @@ type Config struct {
 	// about to publish it: the server's own record of what its jobs ran,
 	// for its operator's books, and for tests that hold the exchange's
 	// charges to it. It must not block.
-	OnFinal func(trade.Reading)
+	OnFinal func(contract.Reading)
 
 	// Signer, if set, signs every usage reading (the Bourse-Sig header),
 	// as exchanges that require signatures ask; signing.Signer is one.

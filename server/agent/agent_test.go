@@ -14,13 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // seconds is d in decimal seconds.
@@ -44,7 +43,7 @@ func (x *exchange) waitBeat(ok func(protocol.Hello) bool) protocol.Hello {
 
 func TestAgentLifecycle(t *testing.T) {
 	x := newExchange(t, setup{})
-	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: pricing.Flat(dectest.D("0.001"))}})
+	ag := x.startAgent("gpu1", agent.Config{Policy: server.Posted{P: contract.Flat(dectest.D("0.001"))}})
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Equal(t, 4, h.Free)
 	assert.Equal(t, gpus, h.GPUs)
@@ -53,7 +52,7 @@ func TestAgentLifecycle(t *testing.T) {
 	tm := terms(2, 10*time.Second, "0.001", "0.02", "0.5", time.Hour)
 	d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, d.Accept, d.Reason)
-	assert.Equal(t, trade.Duration(server.DefaultClaimFor), d.ClaimFor)
+	assert.Equal(t, contract.Duration(server.DefaultClaimFor), d.ClaimFor)
 	again := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tm})
 	require.True(t, again.Accept, "a retried offer keeps its accept: %s", again.Reason)
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 2 })
@@ -83,15 +82,15 @@ func TestAgentLifecycle(t *testing.T) {
 		last = rd.U
 	}
 
-	m := x.control("gpu1", "c1", trade.ReasonKilled)
+	m := x.control("gpu1", "c1", contract.ReasonKilled)
 	require.NoError(t, natswire.DecodeError(m))
 	assert.JSONEq(t, `{}`, string(m.Data))
 	final := rs.final(3)
-	assert.Equal(t, trade.ReasonKilled, final.Reason)
+	assert.Equal(t, contract.ReasonKilled, final.Reason)
 	assert.Nil(t, final.ExitCode)
 	assert.True(t, final.U.Equal(seconds(time.Duration(final.T))), "u = %s, t = %v", final.U, final.T)
 
-	m = x.control("gpu1", "c1", trade.ReasonKilled)
+	m = x.control("gpu1", "c1", contract.ReasonKilled)
 	require.NoError(t, natswire.DecodeError(m), "killing a stopped contract is no error")
 	x.waitBeat(func(h protocol.Hello) bool { return h.Free == 4 && len(h.Running) == 0 })
 	require.NoError(t, ag.shutdown(t))
@@ -99,7 +98,7 @@ func TestAgentLifecycle(t *testing.T) {
 
 func TestAgentCounterOffers(t *testing.T) {
 	x := newExchange(t, setup{})
-	reserve := pricing.Flat(dectest.D("0.002"))
+	reserve := contract.Flat(dectest.D("0.002"))
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Posted{P: reserve}})
 
 	low := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -165,7 +164,7 @@ func TestAgentStartWithoutClaim(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, st.GPUs)
 
 	m := x.request(protocol.DeliverSubject("gpu1", protocol.DeliverStart),
-		protocol.Start{Offer: "o3", Contract: protocol.Contract{ID: "c2", Terms: tm}})
+		protocol.Start{Offer: "o3", Contract: protocol.ContractView{ID: "c2", Terms: tm}})
 	assert.Equal(t, string(bourse.ECapacityGone), m.Header.Get("Nats-Service-Error-Code"))
 	var reply protocol.ErrorReply
 	require.NoError(t, json.Unmarshal(m.Data, &reply))
@@ -177,25 +176,25 @@ func TestAgentStops(t *testing.T) {
 	ag := x.startAgent("gpu1", agent.Config{})
 	for _, tc := range []struct {
 		name   string
-		terms  pricing.Terms
-		reason trade.Reason
-		check  func(t *testing.T, final trade.Reading, tm pricing.Terms)
+		terms  contract.Terms
+		reason contract.Reason
+		check  func(t *testing.T, final contract.Reading, tm contract.Terms)
 	}{
-		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), trade.ReasonCompleted,
-			func(t *testing.T, final trade.Reading, _ pricing.Terms) {
-				assert.Equal(t, trade.Duration(150*time.Millisecond), final.T)
+		{"completed", terms(1, 10*time.Second, "0.001", "0.01", "0.5", 150*time.Millisecond), contract.ReasonCompleted,
+			func(t *testing.T, final contract.Reading, _ contract.Terms) {
+				assert.Equal(t, contract.Duration(150*time.Millisecond), final.T)
 				assert.True(t, dectest.D("0.075").Equal(final.U), "u = %s", final.U) // 1 · 0.5 · 0.15
 				require.NotNil(t, final.ExitCode)
 				assert.Equal(t, 0, *final.ExitCode)
 			}},
-		{"time limit", terms(1, 200*time.Millisecond, "1", "0.20", "0.5", time.Hour), trade.ReasonTimeLimit,
-			func(t *testing.T, final trade.Reading, _ pricing.Terms) {
+		{"time limit", terms(1, 200*time.Millisecond, "1", "0.20", "0.5", time.Hour), contract.ReasonTimeLimit,
+			func(t *testing.T, final contract.Reading, _ contract.Terms) {
 				assert.GreaterOrEqual(t, time.Duration(final.T), 200*time.Millisecond)
 				assert.Less(t, time.Duration(final.T), time.Second)
 			}},
-		{"prepayment exhausted", terms(1, 10*time.Second, "1", "0.10", "1", time.Hour), trade.ReasonExhausted,
-			func(t *testing.T, final trade.Reading, tm pricing.Terms) {
-				due, err := pricing.Due(tm, final.Usage(), 2)
+		{"prepayment exhausted", terms(1, 10*time.Second, "1", "0.10", "1", time.Hour), contract.ReasonExhausted,
+			func(t *testing.T, final contract.Reading, tm contract.Terms) {
+				due, err := contract.Due(tm, final.Usage(), 2)
 				require.NoError(t, err)
 				assert.True(t, due.GreaterThanOrEqual(tm.Prepayment), "due %s", due)
 				assert.Less(t, time.Duration(final.T), time.Second)
@@ -228,7 +227,7 @@ func TestAgentShutdown(t *testing.T) {
 
 	require.NoError(t, ag.shutdown(t))
 	final := rs.final(1)
-	assert.Equal(t, trade.ReasonShutdown, final.Reason)
+	assert.Equal(t, contract.ReasonShutdown, final.Reason)
 	_, err = x.nc.Request(protocol.DeliverSubject("gpu1", protocol.DeliverOffer), []byte(`{}`), time.Second)
 	assert.ErrorIs(t, err, nats.ErrNoResponders, "a stopped agent takes no offers")
 }
@@ -241,14 +240,14 @@ func TestAgentFinalReadingRetried(t *testing.T) {
 	_, err := x.start("gpu1", "o1", "c1", terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour))
 	require.NoError(t, err)
 	time.Sleep(5 * every) // a few readings are lost: no stream
-	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonSuspended)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonSuspended)))
 	time.Sleep(300 * time.Millisecond)
 
 	x.createStream()
 	rs := x.readings("gpu1", "c1")
 	rd, id := rs.next()
 	assert.True(t, rd.Final, "only the final reading was kept")
-	assert.Equal(t, trade.ReasonSuspended, rd.Reason)
+	assert.Equal(t, contract.ReasonSuspended, rd.Reason)
 	assert.Equal(t, protocol.MsgID("gpu1", rd), id)
 	assert.Greater(t, rd.Seq, uint64(1))
 }
@@ -257,15 +256,15 @@ func TestAgentRejects(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{})
 	good := terms(1, 10*time.Second, "0.001", "0.01", "1", time.Hour)
-	with := func(f func(*pricing.Terms)) pricing.Terms { t := good; f(&t); return t }
+	with := func(f func(*contract.Terms)) contract.Terms { t := good; f(&t); return t }
 	for _, tc := range []struct {
 		name  string
-		terms pricing.Terms
+		terms contract.Terms
 		code  bourse.Code
 	}{
-		{"other currency", with(func(t *pricing.Terms) { t.Currency = "EUR" }), bourse.EUnknownCurrency},
-		{"too fine a prepayment", with(func(t *pricing.Terms) { t.Prepayment = dectest.D("0.005") }), bourse.EInvalidOffer},
-		{"another server", with(func(t *pricing.Terms) { t.Server = "gpu2" }), bourse.EInvalidOffer},
+		{"other currency", with(func(t *contract.Terms) { t.Currency = "EUR" }), bourse.EUnknownCurrency},
+		{"too fine a prepayment", with(func(t *contract.Terms) { t.Prepayment = dectest.D("0.005") }), bourse.EInvalidOffer},
+		{"another server", with(func(t *contract.Terms) { t.Server = "gpu2" }), bourse.EInvalidOffer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := x.offer("gpu1", protocol.ServerOffer{Offer: "o1", Terms: tc.terms})
@@ -281,11 +280,11 @@ func TestAgentRejects(t *testing.T) {
 		assert.Equal(t, bourse.EInvalid, d.Code, d.Reason)
 	})
 	t.Run("control unknown contract", func(t *testing.T) {
-		err := natswire.DecodeError(x.control("gpu1", "nope", trade.ReasonKilled))
+		err := natswire.DecodeError(x.control("gpu1", "nope", contract.ReasonKilled))
 		assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err))
 	})
 	t.Run("control bad action", func(t *testing.T) {
-		err := natswire.DecodeError(x.control("gpu1", "nope", trade.ReasonCompleted))
+		err := natswire.DecodeError(x.control("gpu1", "nope", contract.ReasonCompleted))
 		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err))
 	})
 }
@@ -347,14 +346,14 @@ func TestAgentReconnects(t *testing.T) {
 	for rd.Seq <= 2 {
 		rd, _ = rs.next()
 	}
-	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonKilled)))
 	for !rd.Final {
 		next, id := rs.next()
 		require.Greater(t, next.Seq, rd.Seq)
 		require.Equal(t, protocol.MsgID("gpu1", next), id)
 		rd = next
 	}
-	assert.Equal(t, trade.ReasonKilled, rd.Reason)
+	assert.Equal(t, contract.ReasonKilled, rd.Reason)
 }
 
 // TestAgentShippedPermissions runs the agent as user gpu1 of
@@ -379,8 +378,8 @@ func TestAgentShippedPermissions(t *testing.T) {
 	require.NoError(t, err)
 	rd, _ := rs.next()
 	require.Equal(t, uint64(1), rd.Seq)
-	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
-	assert.Equal(t, trade.ReasonKilled, rs.final(1).Reason)
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonKilled)))
+	assert.Equal(t, contract.ReasonKilled, rs.final(1).Reason)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -393,7 +392,7 @@ func TestAgentShippedPermissions(t *testing.T) {
 func TestAgentPreempts(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2],
-		Policy: server.Preempting{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}})
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
 	x.waitBeat(func(h protocol.Hello) bool { return h.Policy == "preempting reserve" })
 
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
@@ -426,7 +425,7 @@ func TestAgentPreempts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, st1.GPUs, st2.GPUs, "the new job runs on the preempted one's GPUs")
 	final := rs1.final(rd.Seq)
-	assert.Equal(t, trade.ReasonPreempted, final.Reason)
+	assert.Equal(t, contract.ReasonPreempted, final.Reason)
 	assert.False(t, st1.At.Add(time.Duration(final.T)).After(st2.At), "the preempted job stopped before the new one started")
 	rd2, _ := rs2.next()
 	assert.Equal(t, uint64(1), rd2.Seq)
@@ -439,7 +438,7 @@ func TestAgentPreempts(t *testing.T) {
 func TestAgentPreemptionLapses(t *testing.T) {
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], ClaimFor: 100 * time.Millisecond,
-		Policy: server.Preempting{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}})
+		Policy: server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}})
 	cheap := terms(2, 10*time.Second, "0.001", "0.02", "1", time.Hour)
 	cheap.Preemptible = true
 	rs := x.readings("gpu1", "c1")
@@ -479,8 +478,8 @@ func TestAgentFairUse(t *testing.T) {
 	assert.False(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o3", Terms: tm}).Accept, "alice runs one")
 	require.True(t, x.offer("gpu1", protocol.ServerOffer{Offer: "o4", Terms: bob}).Accept, "bob runs none")
 
-	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
-	assert.Equal(t, trade.ReasonKilled, rs.final(0).Reason)
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonKilled)))
+	assert.Equal(t, contract.ReasonKilled, rs.final(0).Reason)
 	require.Eventually(t, func() bool {
 		d = x.offer("gpu1", protocol.ServerOffer{Offer: "o5", Terms: tm})
 		return strings.Contains(d.Reason, "cooldown")

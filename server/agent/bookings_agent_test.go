@@ -9,13 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestAgentBookings: a booking reserves GPUs for its slot, refuses the
@@ -33,7 +32,7 @@ func TestAgentBookings(t *testing.T) {
 		x.respond(m, struct{}{})
 	})
 	require.NoError(t, err)
-	reserve := server.Posted{P: pricing.Flat(dectest.D("0.001"))}
+	reserve := server.Posted{P: contract.Flat(dectest.D("0.001"))}
 	x.startAgent("gpu1", agent.Config{GPUs: gpus[:2], Policy: server.Bookings{Base: reserve, OnePerClient: true}})
 
 	start := time.Now().Add(500 * time.Millisecond).UTC()
@@ -77,7 +76,7 @@ func TestAgentBookings(t *testing.T) {
 	bookedRS := x.readings("gpu1", "c-booked")
 
 	final := lowRS.final(0)
-	assert.Equal(t, trade.ReasonPreempted, final.Reason)
+	assert.Equal(t, contract.ReasonPreempted, final.Reason)
 	assert.False(t, final.At.Before(start), "preempted at %v, before the slot at %v", final.At, start)
 
 	select {
@@ -93,9 +92,9 @@ func TestAgentBookings(t *testing.T) {
 	assert.Equal(t, uint64(1), rd.Seq)
 	x.waitBeat(func(h protocol.Hello) bool { return len(h.Running) == 1 && h.Running[0] == "c-booked" })
 
-	m := x.control("gpu1", "c-booked", trade.ReasonKilled)
+	m := x.control("gpu1", "c-booked", contract.ReasonKilled)
 	require.NoError(t, natswire.DecodeError(m))
-	assert.Equal(t, trade.ReasonKilled, bookedRS.final(rd.Seq).Reason)
+	assert.Equal(t, contract.ReasonKilled, bookedRS.final(rd.Seq).Reason)
 }
 
 // TestAgentBookingCancelled: a booking killed before its slot never starts.
@@ -108,7 +107,7 @@ func TestAgentBookingCancelled(t *testing.T) {
 	st, err := x.start("gpu1", "o1", "c1", tm)
 	require.NoError(t, err)
 	require.True(t, st.Booked)
-	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
+	require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonKilled)))
 	time.Sleep(500 * time.Millisecond)
 	h := x.waitBeat(func(protocol.Hello) bool { return true })
 	assert.Empty(t, h.Running, "a cancelled booking started")

@@ -11,12 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestBookingSurvivesRestart: a booking the exchange confirmed is on disk
@@ -36,7 +35,7 @@ func TestBookingSurvivesRestart(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	cfg := agent.Config{GPUs: gpus[:2], OutboxDir: dir,
-		Policy: server.Bookings{Base: server.Posted{P: pricing.Flat(dectest.D("0.001"))}}}
+		Policy: server.Bookings{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}}}
 	first := x.startAgent("gpu1", cfg)
 
 	start := time.Now().Add(1500 * time.Millisecond).UTC()
@@ -62,7 +61,7 @@ func TestBookingSurvivesRestart(t *testing.T) {
 		t.Fatal("the restarted agent did not start the booking")
 	}
 	final := rs.final(0)
-	assert.Equal(t, trade.ReasonCompleted, final.Reason, "the booked job ran its course")
+	assert.Equal(t, contract.ReasonCompleted, final.Reason, "the booked job ran its course")
 
 	data, err = os.ReadFile(filepath.Join(dir, "bookings.json"))
 	require.NoError(t, err)

@@ -17,13 +17,12 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // every is the interval the fake exchange asks servers to speak at.
@@ -107,8 +106,8 @@ func (x *exchange) answerHello() {
 		if json.Unmarshal(m.Data, &h) == nil {
 			x.hello <- h
 		}
-		x.respond(m, protocol.HelloReply{Heartbeat: trade.Duration(every), ReadingEvery: trade.Duration(every),
-			ServerLostAfter: trade.Duration(10 * every)})
+		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(every),
+			ServerLostAfter: contract.Duration(10 * every)})
 	})
 	require.NoError(x.t, err)
 }
@@ -151,7 +150,7 @@ type running struct {
 }
 
 // gpus are four H100s.
-var gpus = []trade.GPU{
+var gpus = []contract.GPU{
 	{Index: 0, Model: "H100", MemoryMiB: 81920}, {Index: 1, Model: "H100", MemoryMiB: 81920},
 	{Index: 2, Model: "H100", MemoryMiB: 81920}, {Index: 3, Model: "H100", MemoryMiB: 81920},
 }
@@ -238,10 +237,10 @@ func (x *exchange) offer(id string, so protocol.ServerOffer) protocol.Decision {
 }
 
 // start starts a contract and returns the reply: a Started or an error.
-func (x *exchange) start(id, offer, contractID string, t pricing.Terms) (protocol.Started, error) {
+func (x *exchange) start(id, offer, contractID string, t contract.Terms) (protocol.Started, error) {
 	x.t.Helper()
 	m := x.request(protocol.DeliverSubject(id, protocol.DeliverStart),
-		protocol.Start{Offer: offer, Contract: protocol.Contract{ID: contractID, Client: t.Client, Server: id, Terms: t, State: trade.StateAccepted}})
+		protocol.Start{Offer: offer, Contract: protocol.ContractView{ID: contractID, Client: t.Client, Server: id, Terms: t, State: contract.StateAccepted}})
 	if err := natswire.DecodeError(m); err != nil {
 		return protocol.Started{}, err
 	}
@@ -250,7 +249,7 @@ func (x *exchange) start(id, offer, contractID string, t pricing.Terms) (protoco
 	return s, nil
 }
 
-func (x *exchange) control(id, contractID string, action trade.Reason) *nats.Msg {
+func (x *exchange) control(id, contractID string, action contract.Reason) *nats.Msg {
 	x.t.Helper()
 	return x.request(protocol.DeliverSubject(id, protocol.DeliverControl), protocol.Control{Contract: contractID, Action: action})
 }
@@ -270,18 +269,18 @@ func (x *exchange) readings(id, contractID string) *readings {
 }
 
 // next returns the next reading and its message id.
-func (r *readings) next() (trade.Reading, string) {
+func (r *readings) next() (contract.Reading, string) {
 	r.t.Helper()
 	m, err := r.cons.Next(jetstream.FetchMaxWait(3 * time.Second))
 	require.NoError(r.t, err, "no reading")
-	var rd trade.Reading
+	var rd contract.Reading
 	require.NoError(r.t, json.Unmarshal(m.Data(), &rd))
 	return rd, m.Headers().Get(jetstream.MsgIDHeader)
 }
 
 // final skips to the final reading, checking that sequence numbers and
 // message ids follow each other on the way, and returns it.
-func (r *readings) final(after uint64) trade.Reading {
+func (r *readings) final(after uint64) contract.Reading {
 	r.t.Helper()
 	for {
 		rd, id := r.next()
@@ -296,11 +295,11 @@ func (r *readings) final(after uint64) trade.Reading {
 
 // terms asks for g H100s for limit at price per GPU-second, with a
 // synthetic job busy util of the time for length.
-func terms(g int, limit time.Duration, price, prepayment, util string, length time.Duration) pricing.Terms {
-	return pricing.Terms{
-		Client: "alice", Currency: "GPU", GPUs: g, Class: pricing.Class{Model: "H100"},
+func terms(g int, limit time.Duration, price, prepayment, util string, length time.Duration) contract.Terms {
+	return contract.Terms{
+		Client: "alice", Currency: "GPU", GPUs: g, Class: contract.Class{Model: "H100"},
 		TimeLimit: limit, Prepayment: decimal.RequireFromString(prepayment),
-		P:   pricing.Flat(decimal.RequireFromString(price)),
-		Job: &pricing.JobSpec{Profile: &pricing.Profile{Utilization: decimal.RequireFromString(util), Duration: length}},
+		P:   contract.Flat(decimal.RequireFromString(price)),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: decimal.RequireFromString(util), Duration: length}},
 	}
 }

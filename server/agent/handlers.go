@@ -60,21 +60,17 @@ func (a *Agent) onStart(m *nats.Msg) {
 }
 
 func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
-	plan, err := a.node.Start(a.now(), s)
+	started, launching, err := a.node.Begin(a.runCtx, a.now, s, func(stops []server.Stop) { a.stopAll(stops, preemptWait) })
 	switch {
 	case err != nil:
 		return protocol.Started{}, err
-	case plan.Started != nil:
+	case !launching:
 		a.saveBookings() // a booking confirmed: on disk before the exchange hears of it
-		return *plan.Started, nil
+		return started, nil
 	}
-	a.stopAll(plan.Stops, preemptWait)
-	started, err := a.node.Launch(a.runCtx, a.now(), s.Contract.ID)
-	if err == nil {
-		a.watch(s.Contract.ID)
-		a.declare(&started)
-	}
-	return started, err
+	a.watch(s.Contract.ID)
+	a.declare(&started)
+	return started, nil
 }
 
 // watch ticks as soon as the contract's job ends, so that its final

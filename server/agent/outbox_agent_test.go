@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/outbox"
-	"github.com/bourse/bourse/trade"
 )
 
 // stopNATS stops the NATS server and returns its port, for startNATS.
@@ -39,18 +39,18 @@ func (x *exchange) startNATS(port int) {
 }
 
 // all returns every reading of a contract on the usage stream.
-func (x *exchange) all(id, contractID string) []trade.Reading {
+func (x *exchange) all(id, contractID string) []contract.Reading {
 	x.t.Helper()
 	cons, err := x.js.OrderedConsumer(context.Background(), protocol.UsageStream,
 		jetstream.OrderedConsumerConfig{FilterSubjects: []string{protocol.UsageSubject(id, contractID)}})
 	require.NoError(x.t, err)
-	var out []trade.Reading
+	var out []contract.Reading
 	for {
 		m, err := cons.Next(jetstream.FetchMaxWait(300 * time.Millisecond))
 		if err != nil {
 			return out
 		}
-		var rd trade.Reading
+		var rd contract.Reading
 		require.NoError(x.t, json.Unmarshal(m.Data(), &rd))
 		require.Equal(x.t, protocol.MsgID(id, rd), m.Headers().Get(jetstream.MsgIDHeader))
 		out = append(out, rd)
@@ -102,7 +102,7 @@ func TestAgentOutbox(t *testing.T) {
 	ag = x.runAgent("gpu1", cfg)
 	time.Sleep(3 * every)
 	x.startNATS(port)
-	var final trade.Reading
+	var final contract.Reading
 	require.Eventually(t, func() bool {
 		rds := x.all("gpu1", "c1")
 		if len(rds) == 0 || !rds[len(rds)-1].Final {
@@ -111,7 +111,7 @@ func TestAgentOutbox(t *testing.T) {
 		final = rds[len(rds)-1]
 		return true
 	}, 10*time.Second, 50*time.Millisecond, "no final reading")
-	assert.Equal(t, trade.ReasonCompleted, final.Reason)
+	assert.Equal(t, contract.ReasonCompleted, final.Reason)
 	require.NotNil(t, final.ExitCode)
 	assert.Equal(t, 0, *final.ExitCode)
 	assert.Greater(t, final.Seq, first.Seq)

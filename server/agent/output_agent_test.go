@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
@@ -76,7 +76,7 @@ func TestAgentOutputOutlivesOutage(t *testing.T) {
 	}
 	first := x.startAgent("gpu1", config())
 	tm := terms(1, time.Hour, "0.001", "3.60", "1", time.Hour)
-	tm.Job = &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: "ticks"}}
+	tm.Job = &contract.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: "ticks"}}
 	_, err = x.start("gpu1", "o1", "c1", tm)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -16,14 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 	"github.com/bourse/bourse/server/process"
-	"github.com/bourse/bourse/trade"
 )
 
 // helperEnv makes the test binary act as a process job: its value names
@@ -77,10 +76,10 @@ func TestAgentProcessRunner(t *testing.T) {
 	t.Cleanup(pr.Close)
 	x := newExchange(t, setup{})
 	x.startAgent("gpu1", agent.Config{Runner: pr})
-	job := func(act string) *pricing.JobSpec {
-		return &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
+	job := func(act string) *contract.JobSpec {
+		return &contract.JobSpec{Command: os.Args[0], Env: map[string]string{helperEnv: act}}
 	}
-	withJob := func(g int, limit time.Duration, j *pricing.JobSpec) pricing.Terms {
+	withJob := func(g int, limit time.Duration, j *contract.JobSpec) contract.Terms {
 		tm := terms(g, limit, "0.01", "0.20", "1", time.Hour) // 20 GPU-seconds, fully used
 		tm.Job = j
 		return tm
@@ -93,7 +92,7 @@ func TestAgentProcessRunner(t *testing.T) {
 		st, err := x.start("gpu1", "o1", "c1", tm)
 		require.NoError(t, err)
 		require.Len(t, st.GPUs, 2)
-		assert.Equal(t, trade.MeterFullUse, st.Meter, "the start says how the job is measured")
+		assert.Equal(t, contract.MeterFullUse, st.Meter, "the start says how the job is measured")
 		stdout := filepath.Join(out, "c1", "stdout")
 		want := fmt.Sprintf("CUDA_VISIBLE_DEVICES=%d,%d\n", st.GPUs[0], st.GPUs[1])
 		require.Eventually(t, func() bool {
@@ -105,9 +104,9 @@ func TestAgentProcessRunner(t *testing.T) {
 		assert.True(t, rd.S.Equal(dectest.D("2")), "s = %s", rd.S)
 		assert.True(t, rd.U.Equal(dectest.D("2").Mul(decimal.New(int64(rd.T), -9))), "full use: u = %s = 2 × t (%v)", rd.U, time.Duration(rd.T))
 
-		require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", trade.ReasonKilled)))
+		require.NoError(t, natswire.DecodeError(x.control("gpu1", "c1", contract.ReasonKilled)))
 		final := rs.final(rd.Seq)
-		assert.Equal(t, trade.ReasonKilled, final.Reason)
+		assert.Equal(t, contract.ReasonKilled, final.Reason)
 		require.NotNil(t, final.ExitCode, "the exit code is reported")
 		assert.Equal(t, 3, *final.ExitCode, "the job exits as it chooses on SIGTERM")
 	})
@@ -120,12 +119,12 @@ func TestAgentProcessRunner(t *testing.T) {
 		tm := withJob(1, 2*time.Second, job("gpus"))
 		// Fully used, the prepayment runs out with the time: the limit
 		// comes first.
-		tm.P, tm.Prepayment = pricing.Flat(dectest.D("1")), dectest.D("2")
+		tm.P, tm.Prepayment = contract.Flat(dectest.D("1")), dectest.D("2")
 		rs := x.readings("gpu1", "c2")
 		_, err := x.start("gpu1", "o2", "c2", tm)
 		require.NoError(t, err)
 		final := rs.final(0)
-		assert.Equal(t, trade.ReasonTimeLimit, final.Reason)
+		assert.Equal(t, contract.ReasonTimeLimit, final.Reason)
 		// The node stops the job by its own clock, from the moment it
 		// asked for the start; the job's T counts from the process's
 		// spawn, a few milliseconds later.
@@ -150,12 +149,12 @@ func TestAgentProcessRunner(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
-			job  *pricing.JobSpec
+			job  *contract.JobSpec
 			code bourse.Code
 		}{
-			{"program not allowed", &pricing.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
-			{"variable not allowed", &pricing.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
-			{"no command", &pricing.JobSpec{Profile: &pricing.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EJobUnsupported},
+			{"program not allowed", &contract.JobSpec{Command: "/bin/rm", Args: []string{"-rf", "/"}}, bourse.EPermission},
+			{"variable not allowed", &contract.JobSpec{Command: os.Args[0], Env: map[string]string{"LD_PRELOAD": "x.so"}}, bourse.EPermission},
+			{"no command", &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: time.Second}}, bourse.EJobUnsupported},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tm := withJob(1, time.Hour, tc.job)

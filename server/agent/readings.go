@@ -8,15 +8,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // publishUntil publishes a reading that is not final, giving up after
 // every or when the run ends: the next reading is cumulative and carries
 // its usage, and a stop must not wait for a slow stream. An outbox keeps it
 // meanwhile, for resend, until a newer reading replaces it.
-func (a *Agent) publishUntil(rd trade.Reading, every time.Duration) {
+func (a *Agent) publishUntil(rd contract.Reading, every time.Duration) {
 	a.keep(rd)
 	ctx, cancel := context.WithTimeout(a.runCtx, every)
 	defer cancel()
@@ -36,7 +36,7 @@ func (a *Agent) publishUntil(rd trade.Reading, every time.Duration) {
 // publish puts a reading on the usage stream, retrying with the same
 // message id until JetStream acknowledges it or ctx ends. The id makes a
 // retry after a lost acknowledgement harmless: the stream drops the copy.
-func (a *Agent) publish(ctx context.Context, rd trade.Reading) error {
+func (a *Agent) publish(ctx context.Context, rd contract.Reading) error {
 	wait := 50 * time.Millisecond
 	for {
 		err := a.publishOnce(ctx, rd)
@@ -58,7 +58,7 @@ func (a *Agent) publish(ctx context.Context, rd trade.Reading) error {
 // publishOnce tries once to put a reading on the usage stream, under its
 // message id (protocol.Reading.MsgID: no other server can work it out, so
 // none can spend it first).
-func (a *Agent) publishOnce(ctx context.Context, rd trade.Reading) error {
+func (a *Agent) publishOnce(ctx context.Context, rd contract.Reading) error {
 	data, err := protocol.Marshal(rd)
 	if err != nil {
 		return fmt.Errorf("encode reading: %w", err)
@@ -80,7 +80,7 @@ func (a *Agent) publishOnce(ctx context.Context, rd trade.Reading) error {
 
 // keep writes a reading to the outbox, if there is one, before it is
 // published.
-func (a *Agent) keep(rd trade.Reading) {
+func (a *Agent) keep(rd contract.Reading) {
 	if a.outbox == nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (a *Agent) keep(rd trade.Reading) {
 }
 
 // sent tells the outbox that JetStream has a reading.
-func (a *Agent) sent(rd trade.Reading) {
+func (a *Agent) sent(rd contract.Reading) {
 	if a.outbox == nil {
 		return
 	}

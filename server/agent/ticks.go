@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // tickEvery is how often the agent asks its node what is due: readings are
@@ -69,10 +69,7 @@ func (a *Agent) tick() {
 // JetStream has it or the agent gives up at shutdown; an outbox then keeps
 // it for the agent's next run.
 func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
-	if err := s.Job.Stop(ctx, s.Reason); err != nil {
-		a.log.Warn("stop", "contract", s.Contract, "err", err)
-	}
-	rd, err := a.node.Stopped(a.now(), s.Contract)
+	rd, err := a.node.StopJob(ctx, a.now, s)
 	if err != nil {
 		a.log.Error("stopped", "contract", s.Contract, "err", err)
 		return
@@ -90,7 +87,7 @@ func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
 
 // publishFinal publishes a final reading until JetStream acknowledges it
 // or the agent's run ends.
-func (a *Agent) publishFinal(rd trade.Reading) {
+func (a *Agent) publishFinal(rd contract.Reading) {
 	switch err := a.publish(a.runCtx, rd); {
 	case err == nil:
 		a.sent(rd)

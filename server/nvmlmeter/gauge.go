@@ -8,8 +8,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // mode is how one GPU of a job is sampled; it only ever steps down, when
@@ -52,7 +52,7 @@ type track struct {
 // Track starts sampling the job's GPUs every Interval. owns tells the
 // job's processes; with nil, or with Config.Device, whole devices are
 // measured.
-func (m *Meter) Track(gpus []trade.GPU, owns func(pid int) bool) (server.Gauge, error) {
+func (m *Meter) Track(gpus []contract.GPU, owns func(pid int) bool) (server.Gauge, error) {
 	g, err := m.track(gpus, owns, m.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (m *Meter) Track(gpus []trade.GPU, owns func(pid int) bool) (server.Gauge, 
 
 // track builds the gauge and takes its baseline at now, without starting
 // the loop: tests drive sample themselves.
-func (m *Meter) track(gpus []trade.GPU, owns func(pid int) bool, now time.Time) (*gauge, error) {
+func (m *Meter) track(gpus []contract.GPU, owns func(pid int) bool, now time.Time) (*gauge, error) {
 	g := &gauge{m: m, owns: owns, mine: map[uint32]bool{}, u: decimal.Zero, e: decimal.Zero,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for _, gpu := range gpus {

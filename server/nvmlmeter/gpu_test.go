@@ -16,12 +16,11 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/nvmlmeter"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/process/usertest"
-	"github.com/bourse/bourse/trade"
 )
 
 // loadSeconds is how long the load keeps GPU 0 busy.
@@ -73,10 +72,10 @@ func runLoad(t *testing.T, device bool) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	job := &pricing.JobSpec{Command: "python3", Args: []string{"-c", torchLoad}}
+	job := &contract.JobSpec{Command: "python3", Args: []string{"-c", torchLoad}}
 	allowed := []string{"python3"}
 	if p := os.Getenv("BOURSE_GPU_LOAD"); p != "" {
-		job, allowed = &pricing.JobSpec{Command: p}, []string{p}
+		job, allowed = &contract.JobSpec{Command: p}, []string{p}
 	}
 	r, err := process.New(process.Config{Allowed: allowed, Meter: m, Devices: m.Devices(), OutputDir: t.TempDir(),
 		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}})
@@ -91,7 +90,7 @@ func runLoad(t *testing.T, device bool) {
 	select {
 	case <-j.Done():
 	case <-time.After(2 * time.Minute):
-		_ = j.Stop(context.Background(), trade.ReasonKilled)
+		_ = j.Stop(context.Background(), contract.ReasonKilled)
 		t.Fatal("the load did not end")
 	}
 	meas, _ := j.Measure()
@@ -165,25 +164,25 @@ func TestSetsidLoad(t *testing.T) {
 	t.Logf("jobs kept apart by %s", r.Isolation())
 	for _, parent := range []string{"wait", "exit"} {
 		t.Run(parent, func(t *testing.T) {
-			contract := "setsid-" + parent
+			id := "setsid-" + parent
 			load, want := torchLoad, decimal.NewFromInt(loadSeconds/2) // start-up is not busy
 			if parent == "exit" {
 				// Killed with its parent, about 8 s in, start-up included.
 				load, want = torchLoadFor(2*loadSeconds), decimal.NewFromInt(2)
 			}
-			job := &pricing.JobSpec{Command: python, Args: []string{"-c", setsidParent, parent, load}}
-			j, err := r.Start(context.Background(), server.Assignment{Contract: contract, Job: job, GPUs: m.GPUs()[:1], TimeLimit: time.Minute})
+			job := &contract.JobSpec{Command: python, Args: []string{"-c", setsidParent, parent, load}}
+			j, err := r.Start(context.Background(), server.Assignment{Contract: id, Job: job, GPUs: m.GPUs()[:1], TimeLimit: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = j.Stop(context.Background(), trade.ReasonKilled) }()
+			defer func() { _ = j.Stop(context.Background(), contract.ReasonKilled) }()
 			select {
 			case <-j.Done():
 			case <-time.After(2 * time.Minute):
 				t.Fatal("the load did not end")
 			}
-			stdout, _ := os.ReadFile(filepath.Join(r.OutputDir(), contract, "stdout"))
-			stderr, _ := os.ReadFile(filepath.Join(r.OutputDir(), contract, "stderr"))
+			stdout, _ := os.ReadFile(filepath.Join(r.OutputDir(), id, "stdout"))
+			stderr, _ := os.ReadFile(filepath.Join(r.OutputDir(), id, "stderr"))
 			child, err := strconv.Atoi(strings.TrimSpace(string(stdout)))
 			if err != nil {
 				t.Fatalf("the job printed %q (stderr %q)", stdout, stderr)

@@ -26,8 +26,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // DefaultInterval is how often a job is sampled when Config.Interval is 0.
@@ -87,7 +87,7 @@ type Meter struct {
 	lib     nvml.Interface
 	cfg     Config
 	log     *slog.Logger
-	gpus    []trade.GPU
+	gpus    []contract.GPU
 	devices map[int]*device // by GPU index
 }
 
@@ -132,12 +132,12 @@ func (m *Meter) Close() error {
 	return nil
 }
 
-// Kind is trade.MeterNVML.
-func (m *Meter) Kind() trade.Meter { return trade.MeterNVML }
+// Kind is contract.MeterNVML.
+func (m *Meter) Kind() contract.Meter { return contract.MeterNVML }
 
 // GPUs are the GPUs found, indexed from 0 in NVML's order, a MIG device's
 // slices in the place of the device.
-func (m *Meter) GPUs() []trade.GPU { return append([]trade.GPU(nil), m.gpus...) }
+func (m *Meter) GPUs() []contract.GPU { return append([]contract.GPU(nil), m.gpus...) }
 
 // Devices maps each GPU's index to the name CUDA_VISIBLE_DEVICES gives it:
 // its UUID (GPU-… or MIG-…).
@@ -210,7 +210,7 @@ func (m *Meter) add(h nvml.Device, mig bool) error {
 		return nvmlError("GetUUID", ret)
 	}
 	idx := len(m.gpus)
-	m.gpus = append(m.gpus, trade.GPU{Index: idx, Model: Model(name), MemoryMiB: int(mem.Total >> 20)})
+	m.gpus = append(m.gpus, contract.GPU{Index: idx, Model: Model(name), MemoryMiB: int(mem.Total >> 20)})
 	m.devices[idx] = &device{handle: h, uuid: uuid, mig: mig}
 	return nil
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/internal/dectest"
-	"github.com/bourse/bourse/trade"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -106,7 +106,7 @@ func TestDiscover(t *testing.T) {
 		t.Fatalf("%d GPUs, want 7 whole and 2 slices: %+v", len(gpus), gpus)
 	}
 	for i, g := range gpus {
-		want := trade.GPU{Index: i, Model: "A100", MemoryMiB: 40960}
+		want := contract.GPU{Index: i, Model: "A100", MemoryMiB: 40960}
 		if i == 1 || i == 2 {
 			want.Model, want.MemoryMiB = "A100 MIG 3g.20gb", 20480
 		}
@@ -357,7 +357,7 @@ func TestTrack(t *testing.T) {
 	}
 	g.Stop() // twice is harmless
 
-	if _, err := m.Track([]trade.GPU{{Index: 5}}, nil); bourse.ErrorCode(err) != bourse.EInvalid {
+	if _, err := m.Track([]contract.GPU{{Index: 5}}, nil); bourse.ErrorCode(err) != bourse.EInvalid {
 		t.Errorf("Track of an unknown GPU = %v, want invalid", err)
 	}
 }

@@ -32,7 +32,7 @@ import (
 	"syscall"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/trade"
+	"github.com/bourse/bourse/contract"
 )
 
 // Defaults for the zero values of Config.
@@ -76,14 +76,14 @@ type Outbox struct {
 }
 
 type entry struct {
-	rd   trade.Reading
+	rd   contract.Reading
 	size int64
 }
 
 // record is one line of the log: a reading, or Done.
 type record struct {
-	Reading *trade.Reading `json:"reading,omitempty"`
-	Done    *done          `json:"done,omitempty"`
+	Reading *contract.Reading `json:"reading,omitempty"`
+	Done    *done             `json:"done,omitempty"`
 }
 
 // done says that the contract's readings up to Seq need no sending.
@@ -206,7 +206,7 @@ func encode(rec record) ([]byte, error) {
 // Append writes rd to the log before it is published, with an fsync when
 // it is final, and keeps it in place of the contract's older reading. An
 // error means rd is not durable; it is still kept in memory.
-func (o *Outbox) Append(rd trade.Reading) error {
+func (o *Outbox) Append(rd contract.Reading) error {
 	line, err := encode(record{Reading: &rd})
 	if err != nil {
 		return fmt.Errorf("outbox: encode reading %s#%d: %w", rd.Contract, rd.Seq, err)
@@ -232,21 +232,21 @@ func (o *Outbox) Append(rd trade.Reading) error {
 // it once JetStream has acknowledged the reading seq. It does not sync: a
 // note lost in a crash only sends a reading again, which JetStream or the
 // exchange drops as a duplicate.
-func (o *Outbox) Done(contract string, seq uint64) error {
+func (o *Outbox) Done(id string, seq uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.done(contract, seq) {
+	if !o.done(id, seq) {
 		return nil // nothing pending: the note would change nothing
 	}
 	if o.closed {
 		return nil
 	}
-	line, err := encode(record{Done: &done{Contract: contract, Seq: seq}})
+	line, err := encode(record{Done: &done{Contract: id, Seq: seq}})
 	if err == nil {
 		err = o.write(line)
 	}
 	if err != nil {
-		return fmt.Errorf("outbox: note %s:%d sent: %w", contract, seq, err)
+		return fmt.Errorf("outbox: note %s:%d sent: %w", id, seq, err)
 	}
 	return o.maybeCompact()
 }
@@ -268,10 +268,10 @@ const compactSlack = 64 << 10
 
 // Pending returns the readings not yet acknowledged, oldest first: the
 // latest of each contract.
-func (o *Outbox) Pending() []trade.Reading {
+func (o *Outbox) Pending() []contract.Reading {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]trade.Reading, len(o.pending))
+	out := make([]contract.Reading, len(o.pending))
 	for i, e := range o.pending {
 		out[i] = e.rd
 	}
@@ -310,7 +310,7 @@ func (o *Outbox) Close() error {
 
 // add keeps rd as its contract's latest reading, unless a newer one is
 // kept, and drops the oldest non-final readings beyond the bounds.
-func (o *Outbox) add(rd trade.Reading, size int64) {
+func (o *Outbox) add(rd contract.Reading, size int64) {
 	for i, e := range o.pending {
 		if e.rd.Contract != rd.Contract {
 			continue
@@ -341,9 +341,9 @@ func (o *Outbox) add(rd trade.Reading, size int64) {
 
 // done forgets the contract's pending reading if its seq is at most seq,
 // and reports whether it did.
-func (o *Outbox) done(contract string, seq uint64) bool {
+func (o *Outbox) done(id string, seq uint64) bool {
 	for i, e := range o.pending {
-		if e.rd.Contract == contract {
+		if e.rd.Contract == id {
 			if e.rd.Seq > seq {
 				return false
 			}

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server/outbox"
-	"github.com/bourse/bourse/trade"
 )
 
 // logBuffer collects an outbox's log lines.
@@ -51,11 +51,11 @@ func open(t testing.TB, cfg outbox.Config) *outbox.Outbox {
 	return o
 }
 
-func reading(contract string, seq uint64, final bool) trade.Reading {
-	rd := trade.Reading{Contract: contract, Seq: seq, U: decimal.New(int64(seq), -1), T: trade.Duration(time.Duration(seq) * time.Second),
+func reading(id string, seq uint64, final bool) contract.Reading {
+	rd := contract.Reading{Contract: id, Seq: seq, U: decimal.New(int64(seq), -1), T: contract.Duration(time.Duration(seq) * time.Second),
 		S: decimal.NewFromInt(1), EnergyJ: decimal.Zero, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Final: final}
 	if final {
-		rd.Reason = trade.ReasonCompleted
+		rd.Reason = contract.ReasonCompleted
 		code := 0
 		rd.ExitCode = &code
 	}
@@ -63,7 +63,7 @@ func reading(contract string, seq uint64, final bool) trade.Reading {
 }
 
 // ids names readings "<contract>:<seq>".
-func ids(rds []trade.Reading) []string {
+func ids(rds []contract.Reading) []string {
 	out := []string{}
 	for _, rd := range rds {
 		out = append(out, rd.Contract+":"+strconv.FormatUint(rd.Seq, 10))

@@ -11,11 +11,10 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/process/usertest"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestDetached: a job is every process it starts, however it detaches. A
@@ -46,7 +45,7 @@ func testDetached(t *testing.T, h handle, mode string) {
 		if !owns(child) {
 			t.Errorf("the runner's view of the job lacks its child %d (%s): the meter would not count it", child, mode)
 		}
-		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if s := procState(child); s != "" {
@@ -70,13 +69,13 @@ func testDetached(t *testing.T, h handle, mode string) {
 		job.Env[process.CheckpointEnv] = "none"
 		j := start(t, r, server.Assignment{Contract: "c1", Job: job})
 		child := childPID(t, filepath.Join(dir, "c1", "stdout"))
-		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonSuspended); err != nil {
 			t.Fatal(err)
 		}
 		waitState(t, child, func(s string) bool { return s == "T" }, "stopped (T) with its frozen job")
 		j2 := start(t, r, server.Assignment{Contract: "c2", Job: job, Resumes: "c1"})
 		waitState(t, child, func(s string) bool { return s == "R" }, "running again with its thawed job")
-		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := j2.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if s := procState(child); s != "" {
@@ -95,7 +94,7 @@ func TestProcessGroupOnly(t *testing.T) {
 	}
 	j := start(t, r, server.Assignment{Contract: "c1", Job: helperJob("stubborn")})
 	child := childPID(t, filepath.Join(dir, "c1", "stdout"))
-	if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+	if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 		t.Fatal(err)
 	}
 	if s := procState(child); s != "" {
@@ -121,7 +120,7 @@ func childPID(t *testing.T, stdout string) int {
 type handle struct {
 	name string
 	edit func(*process.Config)
-	job  func(act string, args ...string) *pricing.JobSpec
+	job  func(act string, args ...string) *contract.JobSpec
 }
 
 // handles are the ways this machine allows: a cgroup per job where one
@@ -141,8 +140,8 @@ func handles(t *testing.T) []handle {
 	}
 	users := usertest.Create(t, 2)
 	bin := usertest.Executable(t)
-	job := func(act string, args ...string) *pricing.JobSpec {
-		return &pricing.JobSpec{Command: bin, Args: args, Env: map[string]string{helperEnv: act}}
+	job := func(act string, args ...string) *contract.JobSpec {
+		return &contract.JobSpec{Command: bin, Args: args, Env: map[string]string{helperEnv: act}}
 	}
 	asUser := func(c *process.Config) {
 		c.Users, c.Allowed, c.OutputDir = users[:1], []string{bin}, filepath.Join(usertest.Dir(t), "jobs")

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 )
@@ -156,7 +156,7 @@ func helper(act string, args []string) int {
 			return 1
 		}
 		j, err := r.Start(context.Background(), server.Assignment{Contract: "orphan", GPUs: gpus(0),
-			Job: &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"3600"}}})
+			Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"3600"}}})
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -13,12 +13,11 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/outbox"
 	"github.com/bourse/bourse/server/process"
 	"github.com/bourse/bourse/server/process/usertest"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestIsolation: with job users, a job (mallory's) cannot read the agent's
@@ -40,14 +39,14 @@ func TestIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ob.Close()
-	if err := ob.Append(trade.Reading{Contract: "c-bob", Seq: 1}); err != nil {
+	if err := ob.Append(contract.Reading{Contract: "c-bob", Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r, out := newRunner(t, func(c *process.Config) {
 		c.Users, c.Allowed, c.OutputDir = users, []string{bin}, filepath.Join(base, "jobs")
 	})
-	job := func(act string, env map[string]string, args ...string) *pricing.JobSpec {
-		j := &pricing.JobSpec{Command: bin, Args: args, Env: map[string]string{helperEnv: act}}
+	job := func(act string, env map[string]string, args ...string) *contract.JobSpec {
+		j := &contract.JobSpec{Command: bin, Args: args, Env: map[string]string{helperEnv: act}}
 		for k, v := range env {
 			j.Env[k] = v
 		}
@@ -106,7 +105,7 @@ func TestIsolation(t *testing.T) {
 		if bourse.ErrorCode(err) != bourse.EUnavailable {
 			t.Errorf("a third job with two users busy: %v, want unavailable", err)
 		}
-		if err := c3.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := c3.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		// The next job of that user finds nothing of c3's.

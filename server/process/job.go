@@ -7,8 +7,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/trade"
 )
 
 // job is a contract's run of a process group. The group may outlive it:
@@ -18,7 +18,7 @@ type job struct {
 	runner    *Runner
 	contract  string
 	proc      *proc
-	gpus      []trade.GPU
+	gpus      []contract.GPU
 	canFreeze bool // the job cannot checkpoint: suspend freezes it
 	started   time.Time
 	gauge     server.Gauge
@@ -67,7 +67,7 @@ func (j *job) end(exitCode *int) {
 // checkpoint freezes its group with SIGSTOP and keeps it for a resume;
 // every other stop is SIGTERM to the group, the grace period (cut short
 // when ctx ends), then SIGKILL. Stop returns once the job has ended.
-func (j *job) Stop(ctx context.Context, reason trade.Reason) error {
+func (j *job) Stop(ctx context.Context, reason contract.Reason) error {
 	j.stopping.Lock()
 	defer j.stopping.Unlock()
 	j.mu.Lock()
@@ -76,7 +76,7 @@ func (j *job) Stop(ctx context.Context, reason trade.Reason) error {
 	if ended {
 		return nil
 	}
-	if j.canFreeze && (reason == trade.ReasonSuspended || reason == trade.ReasonPreempted) {
+	if j.canFreeze && (reason == contract.ReasonSuspended || reason == contract.ReasonPreempted) {
 		j.proc.freeze()
 		j.proc.gpus = j.gpus
 		j.end(nil)

@@ -9,9 +9,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestUnmetered: a runner without a meter refuses every job, at the offer
@@ -43,8 +43,8 @@ func TestUnmetered(t *testing.T) {
 // runner says that is how it measures.
 func TestFullUse(t *testing.T) {
 	r, _ := newRunner(t, nil)
-	if got := r.Meter(); got != trade.MeterFullUse {
-		t.Errorf("Meter() = %q, want %q", got, trade.MeterFullUse)
+	if got := r.Meter(); got != contract.MeterFullUse {
+		t.Errorf("Meter() = %q, want %q", got, contract.MeterFullUse)
 	}
 	j := start(t, r, server.Assignment{Contract: "c1", Job: helperJob("sleep"), GPUs: gpus(0, 2, 3)})
 	time.Sleep(30 * time.Millisecond)
@@ -55,7 +55,7 @@ func TestFullUse(t *testing.T) {
 	if err != nil || !m.U.Equal(full(m)) || m.T <= 0 {
 		t.Errorf("running: %+v, %v; want U = 3·T", m, err)
 	}
-	if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+	if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 		t.Fatal(err)
 	}
 	m, _ = j.Measure()

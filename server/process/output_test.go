@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 )
@@ -32,7 +32,7 @@ func TestOutputLayout(t *testing.T) {
 	if r.OutputDir() != dir {
 		t.Errorf("OutputDir %q, want %q", r.OutputDir(), dir)
 	}
-	job := &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.ResultsEnv: "/etc"}}
+	job := &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.ResultsEnv: "/etc"}}
 	if err := r.Check(job); bourse.ErrorCode(err) != bourse.EPermission {
 		t.Errorf("a job setting %s: %v, want permission_denied", process.ResultsEnv, err)
 	}

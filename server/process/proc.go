@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server/spool"
-	"github.com/bourse/bourse/trade"
 )
 
 // proc is a job's processes: its leader, whose pid is also its session's
@@ -23,8 +23,8 @@ import (
 type proc struct {
 	pid     int
 	members *members
-	gpus    []trade.GPU // set while the job is frozen, for its resume
-	ttl     *time.Timer // kills a frozen job nobody resumed
+	gpus    []contract.GPU // set while the job is frozen, for its resume
+	ttl     *time.Timer    // kills a frozen job nobody resumed
 	log     *slog.Logger
 
 	exited chan struct{} // closed once the leader has exited and been reaped, and every other process of the job is gone
@@ -275,6 +275,6 @@ func (c *capped) close() {
 	}
 }
 
-func sameGPUs(a, b []trade.GPU) bool {
-	return slices.EqualFunc(a, b, func(x, y trade.GPU) bool { return x.Index == y.Index })
+func sameGPUs(a, b []contract.GPU) bool {
+	return slices.EqualFunc(a, b, func(x, y contract.GPU) bool { return x.Index == y.Index })
 }

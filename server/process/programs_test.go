@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
 )
@@ -89,14 +89,14 @@ func TestEnvArgs(t *testing.T) {
 		{"Print", nil, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := r.Check(&pricing.JobSpec{Command: env, Args: tt.args})
+			err := r.Check(&contract.JobSpec{Command: env, Args: tt.args})
 			if tt.ok != (err == nil) || (err != nil && bourse.ErrorCode(err) != bourse.EPermission) {
 				t.Errorf("env %q: %v; want ok=%v, else permission_denied", tt.args, err, tt.ok)
 			}
 		})
 	}
 	// What env prints is what the runner set.
-	j := start(t, r, server.Assignment{Contract: "c1", Job: &pricing.JobSpec{Command: env}, GPUs: gpus(2)})
+	j := start(t, r, server.Assignment{Contract: "c1", Job: &contract.JobSpec{Command: env}, GPUs: gpus(2)})
 	waitDone(t, j, 10*time.Second)
 	if got := readFile(t, filepath.Join(r.OutputDir(), "c1", "stdout")); !strings.Contains(got, "CUDA_VISIBLE_DEVICES=2\n") {
 		t.Errorf("env printed %q", got)

@@ -35,11 +35,10 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/spool"
-	"github.com/bourse/bourse/trade"
 )
 
 // Defaults for the zero values of Config.
@@ -158,7 +157,7 @@ func (r *Runner) programs() []string {
 }
 
 // Meter is how the runner's jobs are measured; empty without a meter.
-func (r *Runner) Meter() trade.Meter {
+func (r *Runner) Meter() contract.Meter {
 	if r.cfg.Meter == nil {
 		return ""
 	}
@@ -252,7 +251,7 @@ func checkName(k string) error {
 // EUnmetered without a meter, a missing job or command with
 // EJobUnsupported and anything the configuration does not allow with
 // EPermission.
-func (r *Runner) Check(job *pricing.JobSpec) error {
+func (r *Runner) Check(job *contract.JobSpec) error {
 	if r.cfg.Meter == nil {
 		return r.unmetered("process.Check")
 	}
@@ -261,7 +260,7 @@ func (r *Runner) Check(job *pricing.JobSpec) error {
 }
 
 // prepare resolves the job's program and builds the job's own variables.
-func (r *Runner) prepare(job *pricing.JobSpec) (path string, env map[string]string, err error) {
+func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]string, err error) {
 	const op = "process.Check"
 	if job == nil || job.Command == "" {
 		return "", nil, &bourse.Error{Code: bourse.EJobUnsupported, Op: op, Field: "job.command", Message: "this server runs programs: the offer must name a command"}
@@ -422,7 +421,7 @@ func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (ser
 	if a.TimeLimit > 0 {
 		j.limit = time.AfterFunc(a.TimeLimit, func() {
 			r.log.Warn("time limit reached; stopping the job", "contract", a.Contract)
-			_ = j.Stop(context.Background(), trade.ReasonTimeLimit)
+			_ = j.Stop(context.Background(), contract.ReasonTimeLimit)
 		})
 	}
 	go j.watch()
@@ -456,17 +455,17 @@ func (r *Runner) takeStopped(a server.Assignment) *proc {
 }
 
 // keepStopped keeps a frozen job for its resume, for at most StoppedTTL.
-func (r *Runner) keepStopped(contract string, p *proc) {
+func (r *Runner) keepStopped(id string, p *proc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stopped[contract] = p
+	r.stopped[id] = p
 	p.ttl = time.AfterFunc(r.cfg.StoppedTTL, func() {
 		r.mu.Lock()
-		kept := r.stopped[contract] == p
-		delete(r.stopped, contract)
+		kept := r.stopped[id] == p
+		delete(r.stopped, id)
 		r.mu.Unlock()
 		if kept {
-			r.log.Info("suspended job not resumed in time; killing it", "contract", contract, "pid", p.pid)
+			r.log.Info("suspended job not resumed in time; killing it", "contract", id, "pid", p.pid)
 			p.kill()
 		}
 	})

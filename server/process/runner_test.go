@@ -18,10 +18,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
-	"github.com/bourse/bourse/trade"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -51,16 +50,16 @@ func newRunner(t *testing.T, edit func(*process.Config)) (*process.Runner, strin
 	return r, r.OutputDir()
 }
 
-func gpus(idx ...int) []trade.GPU {
-	var out []trade.GPU
+func gpus(idx ...int) []contract.GPU {
+	var out []contract.GPU
 	for _, i := range idx {
-		out = append(out, trade.GPU{Index: i, Model: "H100", MemoryMiB: 81559})
+		out = append(out, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81559})
 	}
 	return out
 }
 
-func helperJob(act string, args ...string) *pricing.JobSpec {
-	return &pricing.JobSpec{Command: os.Args[0], Args: args, Env: map[string]string{helperEnv: act}}
+func helperJob(act string, args ...string) *contract.JobSpec {
+	return &contract.JobSpec{Command: os.Args[0], Args: args, Env: map[string]string{helperEnv: act}}
 }
 
 func start(t *testing.T, r *process.Runner, a server.Assignment) server.Job {
@@ -72,7 +71,7 @@ func start(t *testing.T, r *process.Runner, a server.Assignment) server.Job {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() { _ = j.Stop(context.Background(), trade.ReasonKilled) })
+	t.Cleanup(func() { _ = j.Stop(context.Background(), contract.ReasonKilled) })
 	return j
 }
 
@@ -186,21 +185,21 @@ func TestCheck(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	for _, tt := range []struct {
 		name string
-		job  *pricing.JobSpec
+		job  *contract.JobSpec
 		code bourse.Code // "" for allowed
 	}{
 		{"NoJob", nil, bourse.EJobUnsupported},
-		{"NoCommand", &pricing.JobSpec{Profile: &pricing.Profile{}}, bourse.EJobUnsupported},
-		{"Disallowed", &pricing.JobSpec{Command: "/bin/ls"}, bourse.EPermission},
-		{"Shell", &pricing.JobSpec{Command: "/bin/sh", Args: []string{"-c", "true"}}, bourse.EPermission},
-		{"ByName", &pricing.JobSpec{Command: "sleep"}, bourse.EPermission}, // allowed as a path only
-		{"ByPath", &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"1"}}, ""},
-		{"EnvAllowed", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"SEED": "1"}}, ""},
-		{"EnvRefused", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"LD_PRELOAD": "/x.so"}}, bourse.EPermission},
-		{"GPUsRefused", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3"}}, bourse.EPermission},
-		{"CheckpointNone", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "none"}}, ""},
-		{"CheckpointBad", &pricing.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "maybe"}}, bourse.EInvalidOffer},
-		{"NULArg", &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"1\x00"}}, bourse.EInvalidOffer},
+		{"NoCommand", &contract.JobSpec{Profile: &contract.Profile{}}, bourse.EJobUnsupported},
+		{"Disallowed", &contract.JobSpec{Command: "/bin/ls"}, bourse.EPermission},
+		{"Shell", &contract.JobSpec{Command: "/bin/sh", Args: []string{"-c", "true"}}, bourse.EPermission},
+		{"ByName", &contract.JobSpec{Command: "sleep"}, bourse.EPermission}, // allowed as a path only
+		{"ByPath", &contract.JobSpec{Command: "/bin/sleep", Args: []string{"1"}}, ""},
+		{"EnvAllowed", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"SEED": "1"}}, ""},
+		{"EnvRefused", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"LD_PRELOAD": "/x.so"}}, bourse.EPermission},
+		{"GPUsRefused", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3"}}, bourse.EPermission},
+		{"CheckpointNone", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "none"}}, ""},
+		{"CheckpointBad", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "maybe"}}, bourse.EInvalidOffer},
+		{"NULArg", &contract.JobSpec{Command: "/bin/sleep", Args: []string{"1\x00"}}, bourse.EInvalidOffer},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := r.Check(tt.job)
@@ -262,7 +261,7 @@ func TestExitStatus(t *testing.T) {
 		t.Errorf("exit status %d, want 3", c)
 	}
 	// Stopping an ended job does nothing.
-	if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+	if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 		t.Errorf("Stop after the end: %v", err)
 	}
 }
@@ -270,9 +269,9 @@ func TestExitStatus(t *testing.T) {
 func TestKill(t *testing.T) {
 	t.Run("Polite", func(t *testing.T) {
 		r, _ := newRunner(t, nil)
-		j := start(t, r, server.Assignment{Contract: "c1", Job: &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
+		j := start(t, r, server.Assignment{Contract: "c1", Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
 		t0 := time.Now()
-		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(t0); d > 2*time.Second {
@@ -291,7 +290,7 @@ func TestKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		if err := j.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(t0); d < grace || d > grace+3*time.Second {
@@ -310,7 +309,7 @@ func TestKill(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		t0 := time.Now()
-		_ = j.Stop(ctx, trade.ReasonKilled)
+		_ = j.Stop(ctx, contract.ReasonKilled)
 		if d := time.Since(t0); d < 200*time.Millisecond || d > 5*time.Second {
 			t.Errorf("Stop took %s; want the context's 200ms", d)
 		}
@@ -324,7 +323,7 @@ func TestSuspend(t *testing.T) {
 		if got := firstLine(t, filepath.Join(dir, "c1", "stdout")); got != "ready" {
 			t.Fatalf("first line %q", got)
 		}
-		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonSuspended); err != nil {
 			t.Fatal(err)
 		}
 		if c := exitCode(t, waitDone(t, j, time.Second)); c != 0 {
@@ -342,7 +341,7 @@ func TestSuspend(t *testing.T) {
 		out := filepath.Join(dir, "c1", "stdout")
 		firstLine(t, out)
 		pid := jobPID(t, r, j)
-		if err := j.Stop(context.Background(), trade.ReasonSuspended); err != nil {
+		if err := j.Stop(context.Background(), contract.ReasonSuspended); err != nil {
 			t.Fatal(err)
 		}
 		m := waitDone(t, j, time.Second)
@@ -386,7 +385,7 @@ func TestSuspend(t *testing.T) {
 		if got := readFile(t, filepath.Join(dir, "c2", "exit")); got != "resumed: output in c1\n" {
 			t.Errorf("c2's exit %q", got)
 		}
-		if err := j2.Stop(context.Background(), trade.ReasonKilled); err != nil {
+		if err := j2.Stop(context.Background(), contract.ReasonKilled); err != nil {
 			t.Fatal(err)
 		}
 		waitDone(t, j2, time.Second)
@@ -399,7 +398,7 @@ func TestSuspend(t *testing.T) {
 		j := start(t, r, server.Assignment{Contract: "c1", Job: job})
 		firstLine(t, filepath.Join(dir, "c1", "stdout"))
 		pid := jobPID(t, r, j)
-		_ = j.Stop(context.Background(), trade.ReasonSuspended)
+		_ = j.Stop(context.Background(), contract.ReasonSuspended)
 		// Another GPU: the resume starts afresh, and the frozen job dies in time.
 		j2 := start(t, r, server.Assignment{Contract: "c2", Job: job, GPUs: gpus(5), Resumes: "c1"})
 		if jobPID(t, r, j2) == pid {
@@ -422,7 +421,7 @@ func jobPID(t *testing.T, _ *process.Runner, j server.Job) int {
 func TestTimeLimit(t *testing.T) {
 	r, _ := newRunner(t, nil)
 	j := start(t, r, server.Assignment{Contract: "c1", TimeLimit: 200 * time.Millisecond,
-		Job: &pricing.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
+		Job: &contract.JobSpec{Command: "/bin/sleep", Args: []string{"60"}}})
 	m := waitDone(t, j, 5*time.Second)
 	if m.T < 200*time.Millisecond || m.T > 3*time.Second {
 		t.Errorf("T = %s; want about the time limit", m.T)
@@ -453,9 +452,9 @@ type fakeMeter struct {
 	failed  bool
 }
 
-func (f *fakeMeter) Kind() trade.Meter { return "fake" }
+func (f *fakeMeter) Kind() contract.Meter { return "fake" }
 
-func (f *fakeMeter) Track(_ []trade.GPU, owns func(int) bool) (server.Gauge, error) {
+func (f *fakeMeter) Track(_ []contract.GPU, owns func(int) bool) (server.Gauge, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed {
@@ -504,7 +503,7 @@ func TestMeter(t *testing.T) {
 	if !m.EnergyJ.Equal(decimal.NewFromInt(7)) {
 		t.Errorf("energy %s, want the meter's 7", m.EnergyJ)
 	}
-	_ = j.Stop(context.Background(), trade.ReasonKilled)
+	_ = j.Stop(context.Background(), contract.ReasonKilled)
 	meter.mu.Lock()
 	stopped := meter.stopped
 	meter.mu.Unlock()

@@ -9,11 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/process"
-	"github.com/bourse/bourse/trade"
 )
 
 // TestRuns: the runner says what it runs for its server's hello (every
@@ -26,16 +25,16 @@ func TestRuns(t *testing.T) {
 	require.NoError(t, err)
 	runs := r.Runs()
 	assert.Equal(t, protocol.RunnerProcess, runs.Runner)
-	assert.Equal(t, trade.MeterFullUse, runs.Meter)
+	assert.Equal(t, contract.MeterFullUse, runs.Meter)
 	assert.Contains(t, runs.Programs, "/bin/sleep")
 	assert.Contains(t, runs.Programs, self)
 	require.NoError(t, runs.Check())
 
-	err = r.Check(&pricing.JobSpec{Command: "sleep"})
+	err = r.Check(&contract.JobSpec{Command: "sleep"})
 	assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err))
 	assert.Contains(t, bourse.ErrorMessage(err), `"sleep" is not a program this server runs: it runs `)
 	assert.Contains(t, bourse.ErrorMessage(err), "/bin/sleep")
-	assert.Equal(t, bourse.ErrorMessage(err), bourse.ErrorMessage(runs.Refuses(&pricing.JobSpec{Command: "sleep"})),
+	assert.Equal(t, bourse.ErrorMessage(err), bourse.ErrorMessage(runs.Refuses(&contract.JobSpec{Command: "sleep"})),
 		"the hello's rule refuses it in the same words")
 
 	bare, _ := newRunner(t, func(c *process.Config) { c.Meter = nil })

@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/trade"
 )
 
 // Names in a contract's directory. The runner writes the first four.
@@ -152,8 +152,8 @@ func Open(cfg Config) (*Spool, error) {
 // Caps are what the spool sends of a job's output at most, as a server
 // declares them at the job's start: the runner's cap on each of stdout and
 // stderr (Config.LogCap, zero if not given) and the results cap.
-func (s *Spool) Caps() trade.OutputCaps {
-	return trade.OutputCaps{Log: s.cfg.LogCap, Results: s.cfg.ResultsCap}
+func (s *Spool) Caps() contract.OutputCaps {
+	return contract.OutputCaps{Log: s.cfg.LogCap, Results: s.cfg.ResultsCap}
 }
 
 // Close unlocks the directory. What is not sent yet stays for the next

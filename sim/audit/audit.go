@@ -2,7 +2,7 @@
 // contract log") on its own: every settled charge is priced again from
 // the terms on the contract's accepted line and the final reading on its
 // settled line with docs/pricing.md's formula, written here a second time
-// on exact rationals (price.go) rather than taken from package pricing,
+// on exact rationals (price.go) rather than taken from package contract,
 // and every contract's money must add up: charge + refund = prepayment,
 // 0 ≤ charge ≤ prepayment, a voided contract refunded whole, and every
 // contract accepted ends once. `bourse sim audit` runs it on log files.

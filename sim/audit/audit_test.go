@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bourse/bourse/pricing"
+	"github.com/bourse/bourse/contract"
 )
 
 func rat(s string) *big.Rat {
@@ -65,7 +65,7 @@ func TestSettleByHand(t *testing.T) {
 }
 
 // TestSettleAgreesWithContract: on random terms and readings, the
-// rationals here and package pricing's fixed-point arithmetic give the
+// rationals here and package contract's fixed-point arithmetic give the
 // same charge, to the unit of the scale. Two implementations from one
 // page agreeing is what makes the audit worth running.
 func TestSettleAgreesWithContract(t *testing.T) {
@@ -75,26 +75,26 @@ func TestSettleAgreesWithContract(t *testing.T) {
 	check := func(uint32) bool {
 		g := 1 + rng.IntN(8)
 		limit := time.Duration(1+rng.Int64N(100000)) * time.Millisecond * 10
-		var p, q pricing.Curve
+		var p, q contract.Curve
 		x, y := decimal.Zero, decimal.Zero
 		for range rng.IntN(4) {
 			x, y = x.Add(dec(300, 2)).Add(decimal.New(1, -2)), y.Add(dec(5000, 5))
-			p = append(p, pricing.Point{X: x, Y: y})
+			p = append(p, contract.Point{X: x, Y: y})
 		}
 		x, y = decimal.Zero, decimal.Zero
 		for range rng.IntN(3) {
 			x, y = x.Add(dec(300, 2)).Add(decimal.New(1, -2)), y.Add(dec(5000, 5))
-			q = append(q, pricing.Point{X: x, Y: y})
+			q = append(q, contract.Point{X: x, Y: y})
 		}
-		ct := pricing.Terms{Currency: "CRED", GPUs: g, TimeLimit: limit, P: p, Q: q}
+		ct := contract.Terms{Currency: "CRED", GPUs: g, TimeLimit: limit, P: p, Q: q}
 		scale := int32(rng.IntN(5))
-		ct.Prepayment = pricing.MaxCharge(ct, scale)
+		ct.Prepayment = contract.MaxCharge(ct, scale)
 		if cut := dec(100, 2); rng.IntN(3) == 0 {
 			ct.Prepayment = ct.Prepayment.Mul(cut).Truncate(scale)
 		}
 		T := time.Duration(rng.Int64N(int64(limit) * 3 / 2))
-		u := pricing.Usage{U: dec(int64(g)*int64(T/time.Millisecond)+1000, 3), T: T, S: dec(int64(g)*1000+500, 3)}
-		want, err := pricing.Charge(ct, u, scale)
+		u := contract.Usage{U: dec(int64(g)*int64(T/time.Millisecond)+1000, 3), T: T, S: dec(int64(g)*1000+500, 3)}
+		want, err := contract.Charge(ct, u, scale)
 		if err != nil {
 			t.Logf("contract refused: %v", err)
 			return false
@@ -114,7 +114,7 @@ func TestSettleAgreesWithContract(t *testing.T) {
 	assert.Greater(t, nonzero, 1000, "most cases charge something")
 }
 
-func toCurve(c pricing.Curve) curve {
+func toCurve(c contract.Curve) curve {
 	out := curve{}
 	for _, p := range c {
 		out = append(out, point{rat(p.X.String()), rat(p.Y.String())})

@@ -9,7 +9,7 @@ import (
 var decimalText = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
 // This file is docs/pricing.md's formula written again from the page, on
-// math/big's exact rationals, without package pricing: an audit that
+// math/big's exact rationals, without package contract: an audit that
 // called the code it audits would find nothing. It is slower than
 // contract's fixed-point arithmetic and meant to be: it has nothing to be
 // clever about.

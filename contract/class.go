@@ -1,0 +1,27 @@
+package contract
+
+import "strings"
+
+// Fits reports whether a GPU of the given model and memory satisfies the
+// class. Models compare without case, since "h100" and "H100" name the same
+// card; the exchange's routing and every server's admission use this one
+// rule, so that an offer is never routed where it cannot fit nor kept from
+// where it can.
+func (c Class) Fits(model string, memoryMiB int) bool {
+	return (c.Model == "" || strings.EqualFold(c.Model, model)) && memoryMiB >= c.MinMemoryMiB
+}
+
+// Count is how many of gpus fit the class.
+func (c Class) Count(gpus []GPU) int {
+	n := 0
+	for _, g := range gpus {
+		if c.Fits(g.Model, g.MemoryMiB) {
+			n++
+		}
+	}
+	return n
+}
+
+// FitIn reports whether gpus hold as many GPUs of the terms' class as
+// they ask for.
+func (t Terms) FitIn(gpus []GPU) bool { return t.Class.Count(gpus) >= t.GPUs }
