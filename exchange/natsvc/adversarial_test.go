@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,9 +117,11 @@ func (m *market) noOpenHold() {
 }
 
 // TestForeignMessageIDs: a server that lost the negotiation knows the
-// contract's id and spends the winner's message ids on its own subject
-// (JetStream de-duplicates ids across the stream). The winner, a real
-// agent, still gets every reading counted and is paid for what it ran.
+// contract's id (the offer id no longer tells it, but anyone who knows
+// the client and its request id can work it out) and spends the
+// winner's message ids on its own subject (JetStream de-duplicates ids
+// across the stream). The winner, a real agent, still gets every
+// reading counted and is paid for what it ran.
 func TestForeignMessageIDs(t *testing.T) {
 	onStores(t, func(t *testing.T, store exchange.Store) {
 		m := newMarketOn(t, store, func(c *exchange.Config) {
@@ -131,7 +132,7 @@ func TestForeignMessageIDs(t *testing.T) {
 		m.agent("gpu1", 1)
 		var attacker *scripted
 		attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
-			id := o.Offer[:strings.LastIndex(o.Offer, "-")] // the contract's id
+			id := contractIDOf("alice", "spent-ids")
 			for seq := uint64(1); seq <= 40; seq++ {
 				r := contract.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
 				body, _ := json.Marshal(r)
