@@ -1,9 +1,9 @@
 package natsvc_test
 
-// The adversarial suite: servers that lie about usage or attack each
-// other, and contracts that cannot settle, against the exchange on the
-// in-memory store and on PostgreSQL. Each test checks the charge of every
-// contract against what really ran, not only that the books balance.
+// Servers that attack each other through what NATS carries (the usage
+// stream's message ids). The House's own defences against servers that
+// lie, and contracts that cannot settle, are tested on its manual clock,
+// on both stores (exchange/adversarial_test.go).
 
 import (
 	"context"
@@ -23,38 +23,13 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/currency/mem"
-	"github.com/bourse/bourse/currency/sqlledger"
 	"github.com/bourse/bourse/exchange"
-	"github.com/bourse/bourse/exchange/memstore"
-	"github.com/bourse/bourse/exchange/sqlstore"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
-	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
 )
-
-// onStores runs test once on a new in-memory store and once on a new
-// PostgreSQL database (skipped without one, but in CI).
-func onStores(t *testing.T, test func(t *testing.T, store exchange.Store)) {
-	t.Run("Memory", func(t *testing.T) { test(t, memStore()) })
-	t.Run("PostgreSQL", func(t *testing.T) { test(t, sqlStore(t)) })
-}
-
-// memStore is a store in memory; sqlStore one on a fresh database.
-func memStore() exchange.Store { return memstore.New(mem.New(mem.Options{})) }
-
-func sqlStore(t *testing.T) exchange.Store {
-	l, err := sqlledger.Open(context.Background(), pgtest.FreshDB(t), sqlledger.Options{})
-	require.NoError(t, err)
-	t.Cleanup(l.Close)
-	s, err := sqlstore.Open(context.Background(), l)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	return s
-}
 
 // honest is the exchange's default trust in clocks: readings are judged
 // by the exchange's own.
@@ -123,42 +98,40 @@ func (m *market) noOpenHold() {
 // across the stream). The winner, a real agent, still gets every
 // reading counted and is paid for what it ran.
 func TestForeignMessageIDs(t *testing.T) {
-	onStores(t, func(t *testing.T, store exchange.Store) {
-		m := newMarketOn(t, store, func(c *exchange.Config) {
-			honest(c)
-			c.ReadingEvery = 200 * time.Millisecond // time for the attack to land first
-		})
-		m.wallet("alice", "100")
-		m.agent("gpu1", 1)
-		var attacker *scripted
-		attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
-			id := contractIDOf("alice", "spent-ids")
-			for seq := uint64(1); seq <= 40; seq++ {
-				r := contract.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
-				body, _ := json.Marshal(r)
-				// Every id the winner's readings could have, were ids
-				// predictable: today's form and the earlier ones.
-				for _, msgID := range []string{id + ":" + fmt.Sprint(seq), "gpu1:" + id + ":" + fmt.Sprint(seq), protocol.MsgID("gpu1", r)} {
-					attacker.publishRaw(id, msgID, body)
-				}
-			}
-			return protocol.Decision{Reason: "not today"}
-		})
-		alice := m.client("alice")
-		tm := terms("alice")
-		tm.Job.Profile.Duration = 600 * time.Millisecond
-		reply, err := alice.Offer(context.Background(), "spent-ids", tm)
-		require.NoError(t, err)
-		require.NotNil(t, reply.Contract)
-		assert.Equal(t, "gpu1", reply.Contract.Server)
-
-		c := m.settled(reply.Contract.ID, 10*time.Second)
-		require.NotNil(t, c.Reading)
-		assert.True(t, c.Reading.Final, "settled on a reading that was not final: the final one was blocked")
-		chargedFor(t, c, contract.ReasonCompleted, c.Reading.Usage())
-		assert.True(t, c.Reading.U.GreaterThanOrEqual(dectest.D("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
-		m.noOpenHold()
+	m := newMarket(t, func(c *exchange.Config) {
+		honest(c)
+		c.ReadingEvery = 200 * time.Millisecond // time for the attack to land first
 	})
+	m.wallet("alice", "100")
+	m.agent("gpu1", 1)
+	var attacker *scripted
+	attacker = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
+		id := contractIDOf("alice", "spent-ids")
+		for seq := uint64(1); seq <= 40; seq++ {
+			r := contract.Reading{Contract: id, Seq: seq, U: dectest.D("0"), T: 0, S: dectest.D("0"), At: time.Now().UTC()}
+			body, _ := json.Marshal(r)
+			// Every id the winner's readings could have, were ids
+			// predictable: today's form and the earlier ones.
+			for _, msgID := range []string{id + ":" + fmt.Sprint(seq), "gpu1:" + id + ":" + fmt.Sprint(seq), protocol.MsgID("gpu1", r)} {
+				attacker.publishRaw(id, msgID, body)
+			}
+		}
+		return protocol.Decision{Reason: "not today"}
+	})
+	alice := m.client("alice")
+	tm := terms("alice")
+	tm.Job.Profile.Duration = 600 * time.Millisecond
+	reply, err := alice.Offer(context.Background(), "spent-ids", tm)
+	require.NoError(t, err)
+	require.NotNil(t, reply.Contract)
+	assert.Equal(t, "gpu1", reply.Contract.Server)
+
+	c := m.settled(reply.Contract.ID, 10*time.Second)
+	require.NotNil(t, c.Reading)
+	assert.True(t, c.Reading.Final, "settled on a reading that was not final: the final one was blocked")
+	chargedFor(t, c, contract.ReasonCompleted, c.Reading.Usage())
+	assert.True(t, c.Reading.U.GreaterThanOrEqual(dectest.D("0.5")), "the agent ran 0.6 GPU-seconds; counted %s", c.Reading.U)
+	m.noOpenHold()
 }
 
 // agent runs a real GPU server agent with n synthetic GPUs against the
