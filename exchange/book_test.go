@@ -332,3 +332,43 @@ func TestAnsweredRequestKeepsItsAnswer(t *testing.T) {
 	require.NotNil(t, later.Contract, "past the minute, the id negotiates afresh: %+v", later)
 	h.Audit()
 }
+
+// TestStandingOfferSurvivesRestart: the book is in the store: an offer
+// queued before the exchange restarts is matched by the new instance
+// once the GPU frees up, once. On memory and PostgreSQL.
+func TestStandingOfferSurvivesRestart(t *testing.T) {
+	onStores(t, exchange.Config{}, func(t *testing.T, h *housetest.Harness, _ bool) {
+		ctx := context.Background()
+		h.Server("gpu1", "H100", 1, nil)
+		h.Wallet("alice", "100")
+		wallet := h.Wallet("bob", "100")
+		short := job(1, "0.01")
+		short.Job.Profile.Duration = 5 * time.Second
+		require.NotNil(t, offer(t, h, "alice", "first", short, 0).Contract)
+		q := offer(t, h, "bob", "standing", short, time.Hour)
+		require.NotNil(t, q.Queued, "%+v", q)
+
+		h.House = h.Instance() // the restart: it knows gpu1 from its next heartbeat
+		h.Run(20*time.Second, time.Second)
+		cs, err := h.House.Contracts(ctx, "bob", 10)
+		require.NoError(t, err)
+		require.Len(t, cs, 1, "matched once")
+		assert.Equal(t, q.Queued.ID, cs[0].ID, "the contract its request names")
+		assert.Equal(t, contract.StateSettled, cs[0].State)
+		assert.False(t, cs[0].QueuedAt.IsZero())
+		assert.Equal(t, 1, count(eventsOf(h, "bob"), protocol.EventAccepted), "bob heard of it once")
+		assert.True(t, h.Balance(wallet).Held.IsZero())
+		noOpenHold(t, h)
+	})
+}
+
+// count is how many of types are typ.
+func count(types []protocol.EventType, typ protocol.EventType) int {
+	n := 0
+	for _, t := range types {
+		if t == typ {
+			n++
+		}
+	}
+	return n
+}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -164,7 +165,7 @@ func (c *Config) defaults() error {
 		c.Now = c.Periods.Now
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = time.Now //wallclock: the default of Config.Now, for a House on the wall clock
 	}
 	if c.Sleep == nil {
 		c.Sleep = wallSleep
@@ -201,6 +202,10 @@ type House struct {
 	// contract).
 	retryHold map[currency.HoldID]time.Time
 
+	// token and negotiations name the House's negotiations (offerID).
+	token        string
+	negotiations atomic.Uint64
+
 	tape     tape     // the contracts settled lately, for market data (tape.go)
 	room     rooms    // the servers that may have room for waiting offers (pass.go)
 	refusals refusals // the servers' refusals of waiting offers (refusal.go)
@@ -220,6 +225,7 @@ func New(cfg Config) (*House, error) {
 		// stream, some for AckWait. Its start is an outage to the sweep.
 		pauses:    pauses{outage: now, last: now},
 		retryHold: map[currency.HoldID]time.Time{},
+		token:     newToken(),
 	}, nil
 }
 

@@ -2,7 +2,6 @@ package exchange
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -164,7 +163,7 @@ func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []stri
 		h.refused(ctx, w, err)
 		return ""
 	}
-	offerID := w.ID + "-" + fmt.Sprint(now.UnixNano())
+	offerID := h.offerID()
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t}, servers)
 	if win == "" {
 		finish()

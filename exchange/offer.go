@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +81,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if len(servers) == 0 {
 		return protocol.OfferReply{}, h.noMatch(t)
 	}
-	offerID := id + "-" + fmt.Sprint(h.cfg.Now().UnixNano())
+	offerID := h.offerID()
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
 	if win == "" {
 		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
@@ -271,6 +272,29 @@ func (h *House) scaleOf(ctx context.Context) func(string) (int32, bool) {
 func contractID(client, requestID string) string {
 	h := sha256.Sum256([]byte(client + "\x00" + requestID))
 	return "c-" + hex.EncodeToString(h[:10])
+}
+
+// offerID names one negotiation with servers: the id they see in offer,
+// start and cancel (docs/protocol.md), which also keys the negotiation's
+// escrow and caps' reserves (escrow/<offer id>), so that an escrow refused
+// for want of funds may be tried again under the same request id. It is
+// "o-", the House's own random token and the count of its negotiations:
+// unique by construction, whatever the clock says (two negotiations on
+// one manual clock once got the same <contract>-<nanoseconds>), on every
+// instance and after every restart (a new House, a new token). It names
+// neither the contract nor the client: every server asked sees it, and
+// only the winner learns the contract, from its start. One House's ids
+// differ only in their counts, so a node that sorts them (its claims,
+// its bookings) sorts them alike on every run of the simulator, one
+// House on a virtual clock, which stays deterministic.
+func (h *House) offerID() string { return h.negotiationID("o-") }
+
+// quoteID names a quote as offerID names an offer; its "quote-" says
+// that it binds no one.
+func (h *House) quoteID() string { return h.negotiationID("quote-") }
+
+func (h *House) negotiationID(kind string) string {
+	return kind + h.token + "-" + strconv.FormatUint(h.negotiations.Add(1), 10)
 }
 
 // cachedScale is the scale of a currency looked up before, with no I/O.

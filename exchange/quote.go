@@ -2,7 +2,6 @@ package exchange
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
@@ -26,7 +25,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
 		return protocol.QuoteReply{}, h.noMatch(t)
 	}
-	so := protocol.ServerOffer{Offer: fmt.Sprintf("quote-%s-%d", client, h.cfg.Now().UnixNano()), Terms: t}
+	so := protocol.ServerOffer{Offer: h.quoteID(), Terms: t}
 	var reply protocol.QuoteReply
 	for a := range h.router.Quote(ctx, so, servers) {
 		switch {

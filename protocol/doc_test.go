@@ -100,10 +100,11 @@ func examples(t *testing.T) []example {
 	}
 	onGPU1 := terms
 	onGPU1.Server = "gpu1"
-	// The exchange's id of a negotiation: the contract id and when it
-	// began, in Unix nanoseconds. It keys the escrow (escrow/<offer>).
-	offerID := id + "-" + strconv.FormatInt(at(t, "4ms").UnixNano(), 10)
-	resumedOfferID := resumedID + "-" + strconv.FormatInt(at(t, "50m0.004s").UnixNano(), 10)
+	// The exchange's id of a negotiation: its instance's token and the
+	// count of its negotiations (exchange/offer.go), naming neither
+	// the contract nor the client. It keys the escrow (escrow/<offer>).
+	const instance = "o-7d1c4e9a0b2f3865c1d4e7a9-"
+	offerID, resumedOfferID := instance+"12", instance+"418"
 
 	accepted := contract.Contract{
 		ID: id, Client: "alice", Server: "gpu1", Terms: onGPU1, State: contract.StateAccepted,
@@ -325,7 +326,7 @@ func examples(t *testing.T) []example {
 		{"deliver.cancel", protocol.Cancel{Offer: offerID}},
 		{"deliver.control", protocol.Control{Contract: id, Action: contract.ReasonSuspended}},
 		{"deliver.control.reply", struct{}{}},
-		{"deliver.quote", protocol.ServerOffer{Offer: "quote-alice-" + strconv.FormatInt(at(t, "-1m").UnixNano(), 10), Terms: terms}},
+		{"deliver.quote", protocol.ServerOffer{Offer: "quote-7d1c4e9a0b2f3865c1d4e7a9-11", Terms: terms}},
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/clocktest"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 )
 
@@ -48,9 +49,10 @@ type Harness struct {
 	House  *exchange.House
 	Router *Router
 
-	cfg    exchange.Config
-	mu     sync.Mutex
-	events []Event
+	cfg     exchange.Config
+	mu      sync.Mutex
+	events  []Event
+	waiting []func() // run at the House's next sleeps (WhileWaiting)
 }
 
 // Event is one event the House sent a client.
@@ -76,6 +78,18 @@ func NewOn(t testing.TB, store exchange.Store, cfg exchange.Config) *Harness {
 	return newOn(t, store, clocktest.New(time.Now().UTC().Truncate(time.Second)), cfg)
 }
 
+// NewWith is New on the store that open makes, its ledger on the
+// harness's clock (now), so that holds fall due as the test moves it:
+// for a SQL ledger, whose clock is otherwise the wall clock's. The clock
+// starts at the wall clock's second, as NewOn's does, since a SQL store
+// still times how long it keeps an ended negotiation's answer by the
+// database's clock.
+func NewWith(t testing.TB, open func(now func() time.Time) exchange.Store, cfg exchange.Config) *Harness {
+	t.Helper()
+	clock := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	return newOn(t, open(clock.Now), clock, cfg)
+}
+
 func newOn(t testing.TB, store exchange.Store, clock *Clock, cfg exchange.Config) *Harness {
 	t.Helper()
 	h := &Harness{T: t, Clock: clock, Store: store, Ledger: store.Ledger()}
@@ -93,13 +107,66 @@ func newOn(t testing.TB, store exchange.Store, clock *Clock, cfg exchange.Config
 func (h *Harness) Instance() *exchange.House {
 	h.T.Helper()
 	cfg := h.cfg
-	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now, cfg.Sleep = h.Store, h.Router, h, h.Clock.Now, h.Clock.Sleep
+	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now, cfg.Sleep = h.Store, h.Router, h, h.Clock.Now, h.sleep
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	house, err := exchange.New(cfg)
 	require.NoError(h.T, err)
 	return house
+}
+
+// Configure changes the settings of the Houses the harness makes from
+// now on with tune, and makes h.House anew with them, as a restart
+// would: for settings that need the harness's store, such as the spend
+// caps of a treasury beside its ledger. Call it before adding servers,
+// or Beat after it.
+func (h *Harness) Configure(tune func(*exchange.Config)) {
+	h.T.Helper()
+	tune(&h.cfg)
+	h.House = h.Instance()
+}
+
+// WhileWaiting runs f once, the next time a House sleeps on the
+// harness's clock (a try waiting for another try of its request,
+// lock.go), before the clock moves: what happens elsewhere meanwhile,
+// such as the other try's server answering.
+func (h *Harness) WhileWaiting(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waiting = append(h.waiting, f)
+}
+
+// sleep is the Houses' Config.Sleep: what the test set to happen
+// meanwhile happens, then the clock moves on by d.
+func (h *Harness) sleep(ctx context.Context, d time.Duration) error {
+	h.mu.Lock()
+	meanwhile := h.waiting
+	h.waiting = nil
+	h.mu.Unlock()
+	for _, f := range meanwhile {
+		f()
+	}
+	return h.Clock.Sleep(ctx, d)
+}
+
+// deliver hands the House server's reading r as it travels: through
+// House.Reading, as bytes under its message id with the server's
+// signature, if the server signs (Router.Sign), else through House.Count.
+func (h *Harness) deliver(ctx context.Context, server string, r contract.Reading) error {
+	sign, ok := h.Router.signer(server)
+	if !ok {
+		return h.House.Count(ctx, server, r)
+	}
+	body, err := protocol.Marshal(r)
+	if err != nil {
+		return err
+	}
+	sig := ""
+	if sign != nil {
+		sig = sign(body)
+	}
+	return h.House.Reading(ctx, server, r.Contract, protocol.MsgID(server, r), body, sig)
 }
 
 // Now is the harness's time.
@@ -202,7 +269,7 @@ func (h *Harness) Tick() {
 		due := n.Tick(h.Now())
 		for _, r := range due.Readings {
 			if !h.Router.readingsHeld(id) {
-				_ = h.House.Count(ctx, id, r)
+				_ = h.deliver(ctx, id, r)
 			}
 		}
 		h.Router.stop(id, due.Stops)

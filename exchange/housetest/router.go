@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // Router is the House's Router to the harness's nodes, called in the
 // caller's goroutine at the clock's time, servers asked in the order
 // given (by id), until one accepts. A server in Silent answers nothing,
-// like one that hung.
+// like one that hung, and so does one the harness has no node for.
 type Router struct {
 	h     *Harness
 	Nodes map[string]*server.Node
@@ -39,6 +40,20 @@ type Router struct {
 	// hung are the servers that take offers and never answer them, each
 	// costing the House its Negotiation on the clock (Hang).
 	hung map[string]bool
+	// offered are the offer ids each server was sent, in order
+	// (OfferIDs).
+	offered map[string][]string
+	// stalled are the servers whose next answer waits for its release
+	// (Stall).
+	stalled map[string]*stall
+	// signers sign each server's accepts and readings (Sign).
+	signers map[string]func([]byte) string
+}
+
+// stall is one answer held back: asked is closed once the server has
+// decided, release lets the answer go.
+type stall struct {
+	asked, release chan struct{}
 }
 
 // IgnoreControls has server confirm every kill and suspend and do
@@ -114,6 +129,73 @@ func (r *Router) Silence(server string, silent bool) {
 	r.Silent[server] = silent
 }
 
+// offeredTo records that servers were sent offer id.
+func (r *Router) offeredTo(id string, servers []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.offered == nil {
+		r.offered = map[string][]string{}
+	}
+	for _, s := range servers {
+		r.offered[s] = append(r.offered[s], id)
+	}
+}
+
+// OfferIDs are the offer ids server was sent, to decide or to quote, in
+// order.
+func (r *Router) OfferIDs(server string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.offered[server])
+}
+
+// Stall holds server's answer to the next offer it is asked: the server
+// decides at once (an accept claims its GPUs), but the House hears the
+// answer only once release is called, as when a server is slow to
+// answer. asked is closed when the server has decided. release may be
+// called more than once.
+func (r *Router) Stall(server string) (asked <-chan struct{}, release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stalled == nil {
+		r.stalled = map[string]*stall{}
+	}
+	s := &stall{asked: make(chan struct{}), release: make(chan struct{})}
+	r.stalled[server] = s
+	var once sync.Once
+	return s.asked, func() { once.Do(func() { close(s.release) }) }
+}
+
+// stallOf takes server's stall, if it has one.
+func (r *Router) stallOf(server string) *stall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stalled[server]
+	delete(r.stalled, server)
+	return s
+}
+
+// Sign has server sign its accepts (the offer and the answer, as
+// protocol.AcceptSigned joins them) and its readings with sign, as a
+// server with a signing key does; nil for no signature. Its readings
+// then reach the House as they travel (House.Reading: the bytes, the
+// message id and the signature), so that a Config.Verifier checks them.
+func (r *Router) Sign(server string, sign func([]byte) string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.signers == nil {
+		r.signers = map[string]func([]byte) string{}
+	}
+	r.signers[server] = sign
+}
+
+func (r *Router) signer(server string) (func([]byte) string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sign, ok := r.signers[server]
+	return sign, ok
+}
+
 // AskedOf is how many offers server was asked to decide.
 func (r *Router) AskedOf(server string) int {
 	r.mu.Lock()
@@ -121,10 +203,12 @@ func (r *Router) AskedOf(server string) int {
 	return r.Asked[server]
 }
 
+// silent says whether server answers nothing: it is Silent, or the
+// harness has no node of that name (a server gone).
 func (r *Router) silent(server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.Silent[server]
+	return r.Silent[server] || r.Nodes[server] == nil
 }
 
 var _ exchange.Router = (*Router)(nil)
@@ -139,6 +223,7 @@ func (r *Router) Ask(_ context.Context, offer protocol.ServerOffer, servers []st
 		hung = hung || r.hung[s]
 	}
 	r.mu.Unlock()
+	r.offeredTo(offer.Offer, servers)
 	if !hung {
 		return r.ask(offer, servers, (*server.Node).Decide)
 	}
@@ -168,6 +253,7 @@ func (r *Router) Ask(_ context.Context, offer protocol.ServerOffer, servers []st
 }
 
 func (r *Router) Quote(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+	r.offeredTo(offer.Offer, servers)
 	return r.ask(offer, servers, (*server.Node).Quote)
 }
 
@@ -179,6 +265,11 @@ func (r *Router) ask(offer protocol.ServerOffer, servers []string, decide func(*
 				a.Err = errSilent
 			} else {
 				a.Decision = decide(r.Nodes[s], r.h.Now(), offer)
+				a.Signed = r.signed(s, offer, a.Decision)
+			}
+			if st := r.stallOf(s); st != nil {
+				close(st.asked)
+				<-st.release
 			}
 			if !yield(a) {
 				return
@@ -187,12 +278,29 @@ func (r *Router) ask(offer protocol.ServerOffer, servers []string, decide func(*
 	}
 }
 
+// signed is the answer as a router over NATS hands it on: the offer and
+// the decision as they travelled, signed by the server if it signs.
+func (r *Router) signed(server string, offer protocol.ServerOffer, d protocol.Decision) *contract.Signed {
+	sign, ok := r.signer(server)
+	if !ok {
+		return nil
+	}
+	o, _ := protocol.Marshal(offer)
+	a, _ := protocol.Marshal(d)
+	body := protocol.AcceptSigned(o, a)
+	sig := ""
+	if sign != nil {
+		sig = sign(body)
+	}
+	return &contract.Signed{Body: body, Sig: sig}
+}
+
 // Start starts the job as an agent would: the jobs it preempts stop
 // first (their final readings go to the House), then it launches.
 func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol.Started, error)) {
 	id := s.Contract.Server
 	r.mu.Lock()
-	mute := r.mute[id] || r.Silent[id]
+	mute := r.mute[id] || r.Silent[id] || r.Nodes[id] == nil
 	r.mu.Unlock()
 	if mute {
 		done(protocol.Started{}, errSilent)
@@ -202,7 +310,11 @@ func (r *Router) Start(ctx context.Context, s protocol.Start, done func(protocol
 	done(started, err)
 }
 
-func (r *Router) Cancel(server, offer string) { r.Nodes[server].Cancel(r.h.Now(), offer) }
+func (r *Router) Cancel(server, offer string) {
+	if n := r.Nodes[server]; n != nil {
+		n.Cancel(r.h.Now(), offer)
+	}
+}
 
 func (r *Router) Control(_ context.Context, c contract.Contract, action contract.Reason, done func(error)) {
 	err := errSilent
@@ -221,5 +333,5 @@ func (r *Router) Control(_ context.Context, c contract.Contract, action contract
 // readings.
 func (r *Router) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) { _ = r.h.House.Count(ctx, id, f) })
+	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) { _ = r.h.deliver(ctx, id, f) })
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
-	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/protocol"
 )
@@ -85,45 +84,4 @@ func TestStandingOffer(t *testing.T) {
 	b := m.balance(currency.WalletID(cred, "bob"))
 	assert.True(t, b.Held.IsZero(), "%+v", b)
 	m.audit()
-}
-
-// TestStandingOfferSurvivesRestart: the book is in the store: an offer
-// queued before the exchange restarts is matched by the new instance when
-// the GPU frees up, once.
-func TestStandingOfferSurvivesRestart(t *testing.T) {
-	onStores(t, func(t *testing.T, store exchange.Store) {
-		m := newMarketOn(t, store, nil)
-		m.wallet("alice", "100")
-		m.wallet("bob", "100")
-		m.agent("gpu1", 1)
-		ctx := context.Background()
-		short := terms("alice")
-		short.Job.Profile.Duration = 3 * time.Second
-		first, err := m.client("alice").Offer(ctx, "first", short)
-		require.NoError(t, err)
-		require.NotNil(t, first.Contract)
-		bob := m.client("bob")
-		q, err := bob.OfferWait(ctx, "standing", terms("bob"), time.Hour)
-		require.NoError(t, err)
-		require.NotNil(t, q.Queued, "%+v", q)
-
-		m.exStop()
-		m.startExchange()
-		waitFor(t, "the new instance to hear gpu1", func() bool { return m.ex.LiveServers() == 1 })
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			c, err := bob.Contract(ctx, q.Queued.ID)
-			if err == nil && c.State == contract.StateSettled {
-				assert.False(t, c.QueuedAt.IsZero())
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "not matched after the restart: %v %+v", err, c)
-			time.Sleep(50 * time.Millisecond)
-		}
-		cs, err := bob.Contracts(ctx, 10)
-		require.NoError(t, err)
-		assert.Len(t, cs, 1)
-		m.noOpenHold()
-		m.audit()
-	})
 }

@@ -202,30 +202,3 @@ func TestKillAndSuspend(t *testing.T) {
 
 // The watchdog's and bookings' rules (TestWatchdog, TestBooking) are
 // tested on a manual clock without NATS, in exchange/rules_test.go.
-
-// TestNoServerYet: an exchange that has heard from no server says so,
-// rather than suggesting other terms that would fare no better.
-func TestNoServerYet(t *testing.T) {
-	m := newMarket(t, nil)
-	m.wallet("erin", "100")
-	_, err := m.client("erin").Offer(context.Background(), "early", terms("erin"))
-	var e *bourse.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, bourse.ENoMatch, e.Code)
-	assert.Contains(t, e.Message, "no server has registered")
-	assert.Empty(t, e.Field, "not a matter of the terms")
-
-	m.scriptedServer("gpu1", 1, accept)
-	tm := terms("erin")
-	tm.GPUs = 2
-	_, err = m.client("erin").Offer(context.Background(), "too-big", tm)
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, bourse.ENoMatch, e.Code)
-	assert.Equal(t, "terms.gpus", e.Field)
-
-	// Models match without case, as on the servers.
-	tm.GPUs, tm.Class.Model = 1, "h100"
-	reply, err := m.client("erin").Offer(context.Background(), "lower-case", tm)
-	require.NoError(t, err)
-	require.NotNil(t, reply.Contract, "h100 is routed to an H100 server")
-}

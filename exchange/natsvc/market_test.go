@@ -2,6 +2,8 @@ package natsvc_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -238,6 +240,13 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// contractIDOf is the id of the contract that client's request id names,
+// as docs/protocol.md ("Idempotency") derives it.
+func contractIDOf(client, requestID string) string {
+	h := sha256.Sum256([]byte(client + "\x00" + requestID))
+	return "c-" + hex.EncodeToString(h[:10])
 }
 
 func reading(id string, seq uint64, u string, secs int, final bool) contract.Reading {

@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,19 +189,21 @@ func TestOutputLostIsTold(t *testing.T) {
 	assert.Equal(t, outputLost, bourse.ErrorCode(resultsErr), "alice was not told her results were lost: %v", resultsErr)
 }
 
-// TestOutputForeignIDs: mallory, asked in the negotiation, learns the
-// contract's id and publishes on its own subjects the chunks gpu1's job
-// will send, under their ids (its stdout, which the command says, the
-// empty results archive and both ends). JetStream de-duplicates ids per
-// stream: gpu1's real chunks must not be dropped as duplicates of
-// mallory's, and alice gets her output.
+// TestOutputForeignIDs: mallory, asked in the negotiation, knows the
+// contract's id (the offer id no longer tells it, but anyone who knows
+// the client and its request id can work it out) and publishes on its
+// own subjects the chunks gpu1's job will send, under their ids (its
+// stdout, which the command says, the empty results archive and both
+// ends). JetStream de-duplicates ids per stream: gpu1's real chunks must
+// not be dropped as duplicates of mallory's, and alice gets her output.
 func TestOutputForeignIDs(t *testing.T) {
 	m := newMarket(t, nil)
 	m.wallet("alice", "100")
 	m.processAgent("gpu1")
+	var requestID atomic.Pointer[string]
 	var mallory *scripted
 	mallory = m.scriptedServer("mallory", 1, func(o protocol.ServerOffer) protocol.Decision {
-		id := o.Offer[:strings.LastIndex(o.Offer, "-")] // the contract's id
+		id := contractIDOf("alice", *requestID.Load())
 		stdout := []byte("alice's log\n")
 		logEnd, _ := json.Marshal(protocol.OutputEnd{Stdout: int64(len(stdout)), Cap: process.DefaultOutputCap})
 		archive := make([]byte, 1024) // an empty tar: two zero blocks
@@ -220,7 +222,7 @@ func TestOutputForeignIDs(t *testing.T) {
 		return protocol.Decision{Reason: "not today"}
 	})
 	alice := m.client("alice")
-	id := offerUntilAccepted(t, alice, echo("alice's", "log"))
+	id := offerUntilAcceptedAs(t, alice, echo("alice's", "log"), func(r string) { requestID.Store(&r) })
 	assert.Equal(t, "gpu1", m.contract(id).Server)
 	whole(t, alice, id, "alice's log\n")
 	assert.Equal(t, contract.OutputCaps{Log: process.DefaultOutputCap, Results: spool.DefaultResultsCap}, m.contract(id).Output,

@@ -101,9 +101,18 @@ func TestOutputToItsClientOnly(t *testing.T) {
 // hello yet, accepts, and returns the contract's id.
 func offerUntilAccepted(t *testing.T, c *bidder.Client, tm contract.Terms) string {
 	t.Helper()
+	return offerUntilAcceptedAs(t, c, tm, func(string) {})
+}
+
+// offerUntilAcceptedAs is offerUntilAccepted telling named each request
+// id before it is offered.
+func offerUntilAcceptedAs(t *testing.T, c *bidder.Client, tm contract.Terms, named func(requestID string)) string {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
-		r, err := c.Offer(context.Background(), "out-"+time.Now().Format("150405.000000"), tm)
+		requestID := "out-" + time.Now().Format("150405.000000")
+		named(requestID)
+		r, err := c.Offer(context.Background(), requestID, tm)
 		if err == nil && r.Contract != nil {
 			return r.Contract.ID
 		}

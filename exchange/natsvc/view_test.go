@@ -1,6 +1,7 @@
 package natsvc_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -17,7 +18,18 @@ import (
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
+	"github.com/bourse/bourse/treasury/sqltreasury"
 )
+
+// capGPUs gives client a concurrent-GPU cap of n, as bourse admin cap
+// does, through the treasury beside the market's ledger.
+func (m *market) capGPUs(client string, n int) {
+	m.t.Helper()
+	tr, err := sqltreasury.Beside(context.Background(), m.ledger, nil)
+	require.NoError(m.t, err)
+	_, err = tr.SetCap(context.Background(), "ops", client, n, "cap-set/"+client)
+	require.NoError(m.t, err)
+}
 
 // internalKeys are the record's fields that are the exchange's own.
 var internalKeys = []string{"cap_holds", "cap_hold", "spend_holds", "last_seen", "stuck"}
