@@ -99,6 +99,9 @@ type Agent struct {
 	// Config.OutboxDir. resendKick asks for a pass over it.
 	outbox     *outbox.Outbox
 	resendKick chan struct{}
+	// again keeps the final readings JetStream acknowledged lately, to
+	// send again after a reconnect.
+	again finalsAgain
 	// spool sends the jobs' output; nil without Config.Output.
 	spool *spool.Spool
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
@@ -271,6 +274,7 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 			// A server agent may start before NATS does.
 			nats.RetryOnFailedConnect(true),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				a.again.lost(a.now())
 				if err != nil {
 					a.log.Warn("disconnected from NATS", "err", err)
 				}
@@ -281,6 +285,7 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 				case a.reconnected <- struct{}{}:
 				default: // a hello is due already
 				}
+				a.again.back()
 				a.kickResend()
 			}),
 			nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
