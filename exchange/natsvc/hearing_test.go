@@ -2,14 +2,19 @@ package natsvc_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 )
@@ -55,4 +60,50 @@ func TestUndeliveredReadingsHoldTheSweep(t *testing.T) {
 	got := m.settled(c.ID, 5*time.Second)
 	chargedFor(t, got, contract.ReasonCompleted, final.Usage())
 	m.noOpenHold()
+}
+
+// TestServersKeptThroughTheExchangesOutage: NATS is down for longer than
+// ServerLostAfter. Every server was as silent to the exchange as the
+// exchange was deaf to it: its silence is the exchange's outage, not a
+// sign of its loss. Once all are back, an offer finds the server it knew
+// at once, before the server's next heartbeat, rather than no_match.
+func TestServersKeptThroughTheExchangesOutage(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartWith(t, &natsserver.Options{StoreDir: dir})
+	port := ns.Addr().(*net.TCPAddr).Port
+	m := &market{t: t, ns: ns, store: memStore()}
+	m.ledger = m.store.Ledger()
+	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
+	m.cfg = natsvc.Config{Conn: natstest.Connect(t, ns, "", nats.MaxReconnects(-1)), Config: exchange.Config{
+		Store: m.store, Negotiation: time.Second, ReadingEvery: 50 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
+		ServerLostAfter: 2 * time.Second, SweepEvery: 50 * time.Millisecond, StartTimeout: 2 * time.Second, ClockSkew: time.Hour,
+	}}
+	m.startExchange()
+	m.wallet("alice", "100")
+	srv := m.scriptedServer("gpu1", 1, accept)
+	alice := m.client("alice")
+	srv.beat()
+
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	time.Sleep(m.cfg.ServerLostAfter + time.Second)
+	m.ns = natstest.StartWith(t, &natsserver.Options{Port: port, StoreDir: dir})
+	for _, nc := range []*nats.Conn{m.cfg.Conn, srv.nc} {
+		waitForWithin(t, 10*time.Second, "the reconnects", nc.IsConnected)
+	}
+	reply, err := alice.Offer(context.Background(), "after-the-outage", terms("alice"))
+	require.NoError(t, err, "the exchange forgot the server it was cut off from")
+	require.NotNil(t, reply.Contract, "%+v", reply)
+}
+
+// waitForWithin polls until cond holds or fails the test after within.
+func waitForWithin(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
