@@ -271,6 +271,10 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 			nats.Name("bourse server " + a.id),
 			nats.CustomInboxPrefix(protocol.InboxPrefix(a.id)),
 			nats.MaxReconnects(-1),
+			// Back soon after NATS is: its hello, heartbeats and readings
+			// wait on it (nats.go's default is 2 s between tries); the
+			// jitter spreads the agents that all lost the same server.
+			nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectJitter(500*time.Millisecond, time.Second),
 			// A server agent may start before NATS does.
 			nats.RetryOnFailedConnect(true),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
