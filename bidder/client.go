@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -43,10 +44,11 @@ type Config struct {
 	// Timeout bounds each request; an offer waits for negotiation and the
 	// start too (2s + 2s by default), so 10s.
 	Timeout time.Duration
-	// Retries is how often a request that got no answer is sent again with
-	// the same request id, which makes it safe, and how often one refused
-	// as rate_limited is sent again after the wait the exchange gave. 2 if
-	// zero; negative for none.
+	// Retries is how often a request whose outcome is unknown (no answer,
+	// or unavailable, deadline_exceeded or internal) is sent again with the
+	// same request id, which makes it safe, after a wait of 250 ms
+	// doubling up to 4 s, and how often one refused as rate_limited is sent
+	// again after the wait the exchange gave. 2 if zero; negative for none.
 	Retries int
 }
 
@@ -164,9 +166,14 @@ func (c *Client) ID() string { return c.cfg.ID }
 // Currency is the currency Balance and Statement read by default.
 func (c *Client) Currency() string { return c.cfg.Currency }
 
-// request sends verb with body and decodes the reply into out. Requests
-// that time out are retried; every write carries a request id, so a retry
-// returns the first answer.
+// request sends verb with body and decodes the reply into out. A request
+// whose outcome is unknown is sent again under the same body, and so the
+// same request id, within Config.Retries: one that got no answer, and one
+// answered unavailable, deadline_exceeded or internal (the exchange may
+// have done it: an offer's transaction may have committed as the database
+// went away). Every write carries a request id, so a retry returns the
+// first try's outcome. Retries wait retryWait, growing; one refused as
+// rate_limited waits as long as the exchange says.
 func (c *Client) request(ctx context.Context, verb string, body, out any) error {
 	data, err := protocol.Marshal(body)
 	if err != nil {
@@ -193,29 +200,35 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 		if denied := context.Cause(c.denied); denied != nil && err != nil {
 			return denied
 		}
+		var wait time.Duration
 		if err == nil {
-			// Rate limited, nothing was done: wait as long as the exchange
-			// says and ask again, within the retries and ctx's deadline.
-			var be *bourse.Error
 			err = natswire.DecodeError(msg)
-			if !errors.As(err, &be) || be.Code != bourse.ERateLimited || attempt >= c.cfg.Retries {
+			var be *bourse.Error
+			if !errors.As(err, &be) || attempt >= c.cfg.Retries {
 				break
 			}
-			wait := time.Duration(be.RetryAfterMS) * time.Millisecond
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			switch be.Code {
+			case bourse.ERateLimited: // nothing was done
+				wait = time.Duration(be.RetryAfterMS) * time.Millisecond
+			case bourse.EUnavailable, bourse.EDeadlineExceeded, bourse.EInternal:
+				wait = retryWait(attempt)
+			default:
 				return err
 			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return err
+		} else {
+			if ctx.Err() != nil || attempt >= c.cfg.Retries || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
+				return wireError(verb, err)
 			}
-			continue
+			err, wait = wireError(verb, err), retryWait(attempt)
 		}
-		if ctx.Err() != nil || attempt >= c.cfg.Retries || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)) {
-			return wireError(verb, err)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return err
 		}
-		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
 	}
 	if err != nil {
 		return err
@@ -224,6 +237,14 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 		return fmt.Errorf("bidder: decode %s reply: %w", verb, err)
 	}
 	return nil
+}
+
+// retryWait is how long the retry after attempt waits: 250 ms, doubling
+// up to 4 s, less a random part of up to a half, so that clients cut off
+// together do not all come back at once.
+func retryWait(attempt int) time.Duration {
+	d := min(250*time.Millisecond<<min(attempt, 4), 4*time.Second)
+	return d - rand.N(d/2)
 }
 
 func wireError(verb string, err error) error {

@@ -30,6 +30,9 @@ type registry struct {
 	// in unknownUntil, after which the ledger is asked again.
 	known        map[string]bool // server + "/" + currency
 	unknownUntil map[string]time.Time
+	// cutFrom and cutLast are when this instance's last outage (heard no
+	// server at all) began and was last seen (isolated).
+	cutFrom, cutLast time.Time
 }
 
 type serverState struct {
@@ -40,6 +43,31 @@ type serverState struct {
 func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
 	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{},
 		known: map[string]bool{}, unknownUntil: map[string]time.Time{}}
+}
+
+// isolated records that this instance heard no server at all at now
+// (its connection to NATS is down). Every server was as silent to it as
+// it was deaf: a server live when the outage began stays live through it
+// and lostAfter after it, time for its next heartbeat.
+func (r *registry) isolated(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Sub(r.cutLast) > r.lostAfter {
+		r.cutFrom = now
+	}
+	r.cutLast = now
+}
+
+// cutoff is when a server last heard from must have spoken to count as
+// live: lostAfter ago, or lostAfter before this instance's outage began
+// if it ended less than lostAfter ago. r.mu must be held.
+func (r *registry) cutoff() time.Time {
+	now := r.now()
+	c := now.Add(-r.lostAfter)
+	if from := r.cutFrom.Add(-r.lostAfter); !r.cutLast.IsZero() && now.Sub(r.cutLast) < r.lostAfter && from.Before(c) {
+		return from
+	}
+	return c
 }
 
 // registered says what the registry knows of whether server has
@@ -88,7 +116,7 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 func (r *registry) rooms(ids []string) map[string]serverState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff()
 	out := make(map[string]serverState, len(ids))
 	for _, id := range ids {
 		if s, ok := r.servers[id]; ok && !s.seen.Before(cutoff) {
@@ -112,7 +140,7 @@ func (r *registry) runs(server, id string, since time.Time) bool {
 func (r *registry) liveIDs() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff()
 	var out []string
 	for _, id := range r.order { // in order: the simulator must be deterministic
 		if !r.servers[id].seen.Before(cutoff) {
@@ -129,7 +157,7 @@ func (r *registry) liveIDs() []string {
 func (r *registry) match(t contract.Terms) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff()
 	var out []string
 	for _, id := range r.order {
 		s := r.servers[id]
@@ -150,7 +178,7 @@ func (r *registry) match(t contract.Terms) []string {
 func (r *registry) noMatch(t contract.Terms) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff()
 	var why []string
 	var code bourse.Code
 	for _, id := range r.order {
@@ -185,7 +213,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 func (r *registry) live() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff()
 	n := 0
 	for _, s := range r.servers {
 		if !s.seen.Before(cutoff) {

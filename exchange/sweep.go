@@ -80,6 +80,16 @@ func (h *House) Disconnected() {
 	h.pauses.cutOff(h.cfg.Now().UTC())
 }
 
+// Isolated tells the House that its driver hears no server at all now
+// (its connection to NATS is down): as Disconnected, and a server it knew
+// is not forgotten for its silence meanwhile (registry.isolated). A
+// server lost during the outage is offered work until ServerLostAfter
+// after it, and does not answer.
+func (h *House) Isolated() {
+	h.Disconnected()
+	h.servers.isolated(h.cfg.Now().UTC())
+}
+
 // judge settles a running contract on its last reading once its
 // client's stop is due (the stop grace has passed: for the stop's
 // reason, however its server heartbeats and reads) or its server is

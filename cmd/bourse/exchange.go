@@ -50,6 +50,11 @@ finishes those in flight and exits.`,
 			}
 			defer closeStore()
 			opts := []nats.Option{nats.Name("bourse-exchange"), nats.MaxReconnects(-1),
+				// nats.go waits 2 s between tries by default, which made
+				// most of an exchange's outage after a NATS restart;
+				// the jitter spreads instances and agents that all lost
+				// the same server.
+				nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectJitter(500*time.Millisecond, time.Second),
 				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
 				nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrl()) })}
 			opts = append(opts, loginOpts...)

@@ -13,8 +13,8 @@ import (
 // so an instance must know when it cannot hear readings, and tell its
 // House (Disconnected): then the House judges no silence until a whole
 // ServerLostAfter after it hears again. Besides its own connection to
-// NATS (the sweep's driver checks it), three things on a NATS cluster stop
-// readings, or hold them back, while everything else runs:
+// NATS (the sweep's driver checks it), four things stop readings, or hold
+// them back, while everything else runs:
 //
 //   - The usage stream's leader dies. Until the other replicas elect
 //     another (4 to 9 s measured in TestCluster, after a SIGKILL), the
@@ -28,7 +28,14 @@ import (
 //     missed well within ServerLostAfter, and an instance that misses one,
 //     or hears that the consumer's leader changed, is deaf until its next
 //     pull.
-
+//   - The consumer hands nothing out while its pulls hear their
+//     heartbeats: paused (`nats consumer pause`), or at its MaxAckPending
+//     (readings taken and never acknowledged). NATS, the stream and the
+//     pulls all look well; only the consumer's position says that
+//     readings wait. Every pull heartbeat each instance asks the consumer
+//     too (the consumer is durable and shared: every instance sees the
+//     same position), and is deaf while a reading the stream had stored a
+//     heartbeat earlier is still to be handed out (behind).
 //   - An instance is paused (SIGSTOP, a VM pause) with a pull waiting.
 //     JetStream goes on handing readings to that pull until it expires,
 //     and hands them out again only after AckWait, perhaps to the same
@@ -62,14 +69,16 @@ func deaf(err error) bool {
 		errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound)
 }
 
-// watchStream asks the usage stream every, until ctx ends, whether it has
-// a leader, and tells the House it cannot hear readings while it has none
-// or does not answer within every.
-func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, every time.Duration) {
+// watchStream asks the usage stream and its consumer every, until ctx
+// ends, whether readings reach this instance's House, and tells the House
+// it cannot hear them (Disconnected) while the stream has no leader,
+// either does not answer within every, or the consumer lags (behind).
+func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, every time.Duration) {
 	log := s.cfg.Logger
 	t := time.NewTicker(every)
 	defer t.Stop()
-	leaderless := false
+	leaderless, lagging := false, false
+	var stored uint64 // the stream's last sequence at the last tick
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,6 +87,10 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, ever
 		}
 		actx, cancel := context.WithTimeout(ctx, every)
 		info, err := stream.Info(actx)
+		var ci *jetstream.ConsumerInfo
+		if err == nil {
+			ci, err = cons.Info(actx)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -86,17 +99,41 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, ever
 		if err == nil {
 			leader, ok = streamLeader(info)
 		}
+		late := ok && behind(ci, stored)
 		switch {
 		case !ok:
 			s.house.Disconnected()
 			if !leaderless {
-				log.Warn("usage stream has no leader: servers cannot publish readings; the sweep judges no silence until it has one", "err", err)
+				log.Warn("usage stream has no leader, or it or its consumer does not answer: servers may not publish readings, nor this instance get them; the sweep judges no silence until they do", "err", err)
 			}
 		case leaderless:
 			log.Info("usage stream has a leader again", "leader", cmp.Or(leader, "the only server"))
 		}
+		switch {
+		case late:
+			s.house.Disconnected()
+			if !lagging {
+				log.Warn("usage consumer behind: readings stored a heartbeat ago wait undelivered; the sweep judges no silence until it catches up",
+					"pending", ci.NumPending, "delivered", ci.Delivered.Stream, "stored", stored)
+			}
+		case lagging && ok:
+			log.Info("usage consumer caught up", "delivered", ci.Delivered.Stream)
+		}
 		leaderless = !ok
+		if ok {
+			lagging, stored = late, info.State.LastSeq
+		}
 	}
+}
+
+// behind reports whether the usage consumer, by its info, has yet to hand
+// out a reading the stream had stored by stored (its last sequence a
+// heartbeat ago). Its pulls may hear their heartbeats all the while: a
+// paused consumer, or one at its MaxAckPending, hands out nothing and
+// says nothing of it. A reading handed out is the taker's to count, or
+// comes back after AckWait (see the top of this file).
+func behind(ci *jetstream.ConsumerInfo, stored uint64) bool {
+	return ci != nil && ci.NumPending > 0 && ci.Delivered.Stream < stored
 }
 
 // streamLeader is the node that leads the stream by its info, and whether

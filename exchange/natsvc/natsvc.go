@@ -215,7 +215,8 @@ func (s *Service) Stop() {
 }
 
 // sweep calls the House's Sweep every SweepEvery, and tells it when this
-// instance is cut off from NATS, where the readings wait.
+// instance is cut off from NATS, where the readings wait and the servers
+// speak.
 func (s *Service) sweep(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SweepEvery)
 	defer t.Stop()
@@ -225,7 +226,7 @@ func (s *Service) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 			if s.nc.Status() != nats.CONNECTED {
-				s.house.Disconnected()
+				s.house.Isolated()
 			}
 			s.house.Sweep(ctx)
 			now := s.cfg.Now()

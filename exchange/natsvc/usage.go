@@ -84,7 +84,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 		return fmt.Errorf("natsvc: consume usage: %w", err)
 	}
 	s.consumer = cc
-	s.wg.Go(func() { s.watchStream(runCtx, stream, hb) })
+	s.wg.Go(func() { s.watchStream(runCtx, stream, cons, hb) })
 	return nil
 }
 

@@ -99,6 +99,9 @@ type Agent struct {
 	// Config.OutboxDir. resendKick asks for a pass over it.
 	outbox     *outbox.Outbox
 	resendKick chan struct{}
+	// again keeps the final readings JetStream acknowledged lately, to
+	// send again after a reconnect.
+	again finalsAgain
 	// spool sends the jobs' output; nil without Config.Output.
 	spool *spool.Spool
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
@@ -268,9 +271,14 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 			nats.Name("bourse server " + a.id),
 			nats.CustomInboxPrefix(protocol.InboxPrefix(a.id)),
 			nats.MaxReconnects(-1),
+			// Back soon after NATS is: its hello, heartbeats and readings
+			// wait on it (nats.go's default is 2 s between tries); the
+			// jitter spreads the agents that all lost the same server.
+			nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectJitter(500*time.Millisecond, time.Second),
 			// A server agent may start before NATS does.
 			nats.RetryOnFailedConnect(true),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				a.again.lost(a.now())
 				if err != nil {
 					a.log.Warn("disconnected from NATS", "err", err)
 				}
@@ -281,6 +289,7 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 				case a.reconnected <- struct{}{}:
 				default: // a hello is due already
 				}
+				a.again.back()
 				a.kickResend()
 			}),
 			nats.ClosedHandler(func(*nats.Conn) { close(closed) }),

@@ -89,8 +89,12 @@ func (a *Agent) keep(rd contract.Reading) {
 	}
 }
 
-// sent tells the outbox that JetStream has a reading.
+// sent tells the outbox that JetStream has a reading, and keeps a final
+// one a while to send again after a reconnect (finalsAgain).
 func (a *Agent) sent(rd contract.Reading) {
+	if rd.Final {
+		a.again.sent(rd, a.now())
+	}
 	if a.outbox == nil {
 		return
 	}
@@ -111,11 +115,9 @@ func (a *Agent) kickResend() {
 // was not acknowledged, and every heartbeat while readings wait. A pass
 // stops at the first failure; the next tries again. Readings a job's
 // watch is publishing too may go twice: the message id makes that
-// harmless.
+// harmless. Each pass first sends again the final readings a reconnect
+// made due (finalsAgain), with or without an outbox.
 func (a *Agent) resend(ctx context.Context) {
-	if a.outbox == nil {
-		return
-	}
 	t := time.NewTimer(0) //wallclock: pacing: wakes the resend loop
 	defer t.Stop()
 	for {
@@ -125,18 +127,42 @@ func (a *Agent) resend(ctx context.Context) {
 		case <-a.resendKick:
 		case <-t.C:
 		}
-		for _, rd := range a.outbox.Pending() {
-			if err := a.publishOnce(ctx, rd); err != nil {
-				if ctx.Err() == nil {
-					a.log.Debug("outbox: not sent; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)
-				}
-				break
-			}
-			a.sent(rd)
-			if rd.Final {
-				a.log.Info("final reading sent from the outbox", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason)
-			}
+		if a.sendAgain(ctx) && a.outbox != nil {
+			a.sendOutbox(ctx)
 		}
 		t.Reset(a.heartbeatEvery())
+	}
+}
+
+// sendAgain publishes the final readings due to be sent again, and
+// reports whether it sent them all.
+func (a *Agent) sendAgain(ctx context.Context) bool {
+	for rd, ok := a.again.next(); ok; rd, ok = a.again.next() {
+		if err := a.publishOnce(ctx, rd); err != nil {
+			if ctx.Err() == nil {
+				a.log.Debug("final reading not sent again yet; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)
+			}
+			return false
+		}
+		a.again.done(rd)
+		a.log.Info("final reading sent again after a reconnect", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason)
+	}
+	return true
+}
+
+// sendOutbox publishes what the outbox holds, oldest first, until the
+// first failure.
+func (a *Agent) sendOutbox(ctx context.Context) {
+	for _, rd := range a.outbox.Pending() {
+		if err := a.publishOnce(ctx, rd); err != nil {
+			if ctx.Err() == nil {
+				a.log.Debug("outbox: not sent; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)
+			}
+			return
+		}
+		a.sent(rd)
+		if rd.Final {
+			a.log.Info("final reading sent from the outbox", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason)
+		}
 	}
 }
