@@ -277,3 +277,24 @@ type Control struct {
 	Contract string          `json:"contract"`
 	Action   contract.Reason `json:"action"` // ReasonSuspended or ReasonKilled
 }
+
+// MaxCounterID is the longest id a counter-offer may have.
+const MaxCounterID = 64
+
+// CounterID says whether id may name a counter-offer: 1 to MaxCounterID
+// ASCII letters, digits, '.', '_' or '-', so that a client can show it
+// and a person type it back to take it. The exchange relays no
+// counter-offer of another id.
+func CounterID(id string) bool {
+	if id == "" || len(id) > MaxCounterID {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

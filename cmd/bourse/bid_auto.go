@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -147,14 +148,8 @@ func printRound(w io.Writer, r strategy.Round) {
 	}
 }
 
-// cheapest is the counter-offer with the lowest price at full use, the
-// first of those that tie.
+// cheapest is the first counter-offer in the one order of them,
+// strategy.CompareCounters.
 func cheapest(ks []contract.Counter) contract.Counter {
-	best := ks[0]
-	for _, k := range ks[1:] {
-		if k.Terms.FullUsePrice().Cmp(best.Terms.FullUsePrice()) < 0 {
-			best = k
-		}
-	}
-	return best
+	return slices.MinFunc(ks, strategy.CompareCounters)
 }
