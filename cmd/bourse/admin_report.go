@@ -22,7 +22,7 @@ func parseDay(flag, s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
+		return time.Time{}, usagef("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
 	}
 	return t, nil
 }
@@ -50,7 +50,7 @@ spreadsheet; json gives everything.`,
 				return err
 			}
 			if o.Capacity, err = breakdown.ParseCapacity(capacity); err != nil {
-				return fmt.Errorf("--capacity: %w", err)
+				return usagef("--capacity: %w", err)
 			}
 			r, err := breakdown.Build(ctx, s, s.Ledger(), o)
 			if err != nil {
@@ -64,7 +64,7 @@ spreadsheet; json gives everything.`,
 			case "table":
 				return writeReportTables(cmd.OutOrStdout(), r)
 			}
-			return fmt.Errorf("--format %q: table, csv or json", format)
+			return usagef("--format %q: table, csv or json", format)
 		}),
 	}
 	today := time.Now().UTC().Format("2006-01-02")

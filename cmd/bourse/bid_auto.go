@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -47,7 +48,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 		return err
 	}
 	if !value.IsPositive() {
-		return fmt.Errorf("--value %s: want more than 0", value)
+		return usagef("--value %s: want more than 0", value)
 	}
 	deadline, err := parseDeadline(o.deadline, time.Now())
 	if err != nil {
@@ -80,6 +81,13 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	})
 	switch bourse.ErrorCode(err) {
 	case "":
+	case bourse.EInternal:
+		if errors.Is(err, strategy.ErrGaveUp) {
+			// The market said no, round after round: status 3, as an
+			// offer that ends without a contract.
+			return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: "--auto " + o.auto + ": no contract", Err: err}
+		}
+		return err
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
 		// Negotiating again, even under the same --request-id, offers the
 		// earlier rounds afresh, and one may get a contract of its own.
@@ -124,7 +132,7 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--deadline %q: want a duration from now (45m) or a time like 2026-11-21T18:00:00Z", s)
+		return time.Time{}, usagef("--deadline %q: want a duration from now (45m) or a time like 2026-11-21T18:00:00Z", s)
 	}
 	return t, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,7 +88,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if o.file != "" {
 		for _, name := range termFlags {
 			if fs.Changed(name) {
-				return t, fmt.Errorf("-f %s gives the terms: drop --%s, or drop -f", o.file, name)
+				return t, usagef("-f %s gives the terms: drop --%s, or drop -f", o.file, name)
 			}
 		}
 		var err error
@@ -185,7 +184,7 @@ func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
 		return d, err
 	}
 	if !d.IsPositive() {
-		return d, fmt.Errorf("--prepayment %s: want more than 0, or leave it out to escrow the maximum charge", d)
+		return d, usagef("--prepayment %s: want more than 0, or leave it out to escrow the maximum charge", d)
 	}
 	return d, nil
 }
@@ -195,7 +194,7 @@ func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 		return &contract.JobSpec{Command: o.command, Args: o.args}, nil
 	}
 	if len(o.args) > 0 {
-		return nil, errors.New("--arg needs --command")
+		return nil, usagef("--arg needs --command")
 	}
 	u, err := amount("--utilization", o.utilization)
 	if err != nil {
@@ -214,7 +213,7 @@ func parseCurve(flag, s string) (contract.Curve, error) {
 	for i, pair := range strings.Split(s, ",") {
 		x, y, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if !ok {
-			return nil, fmt.Errorf("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
+			return nil, usagef("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
 		}
 		var p contract.Point
 		var err error

@@ -147,7 +147,7 @@ func TestBid(t *testing.T) {
 		k := b.offerJSON("ada", append(terms[2:], "--auto", "fixed", "--value", "0.40", "--prepayment", "50")...)
 		assert.True(t, k.Terms.Prepayment.Equal(decimal.NewFromInt(2)), "--auto caps it at each bid's maximum charge: %s", k.Terms.Prepayment)
 		_, errOut, code := b.bid("ada", append([]string{"offer", "--prepayment", "0"}, terms...)...)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "--prepayment 0: want more than 0")
 	})
 
@@ -218,7 +218,7 @@ func TestBid(t *testing.T) {
 	}
 	t.Run("AutoGivesUp", func(t *testing.T) {
 		_, errOut, code := b.bid("ada", "offer", "--auto", "fixed", "--value", "0.10", "--rounds", "2", "--duration", "300ms", "--time-limit", "20s")
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitRefused, code)
 		assert.Contains(t, errOut, "gave up after 2 offers")
 	})
 
@@ -310,11 +310,11 @@ func TestBid(t *testing.T) {
 		bad := filepath.Join(dir, "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("gpus: 1\ngpus: 2\ntime_limit: 20s\np: [[0, 0.40]]\n"), 0o644))
 		_, errOut, code := b.bid("ada", "offer", "-f", bad)
-		assert.Equal(t, exitFailure, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "(code invalid)")
 
 		_, errOut, code = b.bid("ada", "offer", "-f", js, "--gpus", "2")
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "drop --gpus")
 	})
 

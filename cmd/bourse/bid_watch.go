@@ -51,7 +51,9 @@ An offer waiting in the book is followed there until a server accepts it
 				}
 				printEvent(out, ev, sc)
 			}
-			return nil // settled, voided, or interrupted
+			// Settled or voided; or a signal stopped the watch, and the
+			// contract goes on.
+			return interrupted(ctx, fmt.Sprintf("the watch of %s (the contract goes on: watch it again to follow it)", args[0]))
 		}),
 	}
 }

@@ -272,7 +272,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 			_, err1 := fmt.Sscan(count, &n)
 			_, err2 := fmt.Sscan(memStr, &mem)
 			if !ok1 || !ok2 || err1 != nil || err2 != nil || model == "" {
-				return fmt.Errorf("--gpus %q: want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920", g)
+				return usagef("--gpus %q: want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920", g)
 			}
 			c.GPUs = append(c.GPUs, struct {
 				Count     int    `yaml:"count"`
