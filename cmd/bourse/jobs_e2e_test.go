@@ -229,6 +229,28 @@ sample_every: 50ms
 		again, _, _ := b.bid("ada", "logs", k.ID)
 		assert.Equal(t, logs.String(), again, "the logs read after the end are those read live")
 	})
+	t.Run("WaitAndShow", func(t *testing.T) {
+		// bid wait exits with the job's own status; show names it, the
+		// meter, the last reading and where the output is.
+		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m",
+			"--command", job, "--arg="+jobFlag, "--arg=exit", "--arg=7")
+		require.Equal(t, 0, code, errOut)
+		var r protocol.OfferReply
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		require.NotNil(t, r.Contract)
+		id := r.Contract.ID
+		out, errOut, code = b.bid("ada", "wait", id)
+		assert.Equal(t, 7, code, errOut)
+		assert.Empty(t, errOut)
+		assert.Regexp(t, `^`+id+` settled \(completed\), the job exited 7: charged \d+\.\d\d, refunded \d+\.\d\d CRED\n$`, out)
+
+		out = b.ok("ada", "show", id)
+		for _, want := range []string{"State        settled (completed)\n", "Exit status  7\n", "Meter        nvml\n", "Reading      #",
+			", final: U ", "Output       stdout and stderr: bourse bid --nats " + b.m.URL() + " --id ada logs " + id,
+			"Job          " + job + " " + jobFlag + " exit 7\n", "Server       gpu1\n"} {
+			assert.Contains(t, out, want)
+		}
+	})
 	rep, err := b.ledger.Audit(context.Background())
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), "%s", rep)

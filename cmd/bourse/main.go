@@ -104,6 +104,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.InitDefaultCompletionCmd()
 	markUsage(root)
 	if cmd, err := root.ExecuteContextC(ctx); err != nil {
+		if code, ok := asExitCode(err); ok {
+			return code // said already
+		}
 		var s stopped
 		if !errors.As(err, &s) && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &s) {
 			err = s // what a signal cut short says so, not "context canceled"
