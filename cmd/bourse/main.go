@@ -139,12 +139,15 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 			if err := applyEnv(cmd); err != nil {
 				return &usageError{err}
 			}
+			if err := applyContext(cmd); err != nil {
+				return err
+			}
 			return checkLogFlags(cmd)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}")
 	addLogFlags(root.PersistentFlags())
-	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newMarketCmd(), newServerCmd(), newSimCmd())
+	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newContextCmd(), newMarketCmd(), newServerCmd(), newSimCmd())
 	return root
 }
 

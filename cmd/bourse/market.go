@@ -91,6 +91,7 @@ interrupted; --json prints JSON (with --watch, a line per message).
 	f.BoolVar(&asJSON, "json", false, "print JSON for scripts instead of tables")
 	f.BoolVar(&watch, "watch", false, "print each publication as it comes, until interrupted")
 	f.DurationVar(&wait, "wait", 15*time.Second, "how long to wait for a publication")
+	markContext(cmd, f)
 	return cmd
 }
 
