@@ -155,8 +155,8 @@ func jobText(k protocol.ContractView) string {
 // outputText says where a contract's output is: its job's stdout and
 // stderr and results, which the exchange relays to its client alone.
 func outputText(k protocol.ContractView, bid string) string {
-	if ranNothing(k) || k.Terms.Job == nil || k.Terms.Job.Command == "" {
-		return "none: no program ran"
+	if err := ranNoProgram(k, "output"); err != nil {
+		return "none: " + bourse.ErrorMessage(err)
 	}
 	return fmt.Sprintf("stdout and stderr: %s logs %s; files left in $BOURSE_RESULTS: %s results %s -o DIR", bid, k.ID, bid, k.ID)
 }
