@@ -284,6 +284,12 @@ func examples(t *testing.T) []example {
 			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
 			Scale:   scale, Waiting: &protocol.WaitingSum{Offers: 1, Prepayments: terms.Prepayment},
 		}},
+		{"servers.request", protocol.ServersRequest{Currency: "CRED"}},
+		{"servers.reply", protocol.ServersReply{Servers: []protocol.Server{
+			protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs}, at(t, "10m0.5s")),
+			protocol.ServerOf("gpu2", protocol.Hello{Currency: "CRED", GPUs: gpus[:2], Free: 0, Policy: "posted 0.004/GPU-s",
+				Runs: &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}}, at(t, "10m0.9s")),
+		}}},
 		{"quote.request", protocol.QuoteRequest{Terms: terms}},
 		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
@@ -415,6 +421,7 @@ func TestDocCommands(t *testing.T) {
 		"client.quote":     func() any { return new(protocol.QuoteRequest) },
 		"client.cancel":    func() any { return new(protocol.CancelRequest) },
 		"client.waiting":   func() any { return new(protocol.WaitingRequest) },
+		"client.servers":   func() any { return new(protocol.ServersRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -526,7 +533,7 @@ func TestDocSubjects(t *testing.T) {
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
 		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults, protocol.VerbQuote,
-		protocol.VerbCancel, protocol.VerbWaiting} {
+		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,6 +230,17 @@ sample_every: 50ms
 		again, _, _ := b.bid("ada", "logs", k.ID)
 		assert.Equal(t, logs.String(), again, "the logs read after the end are those read live")
 	})
+	t.Run("Servers", func(t *testing.T) {
+		// What each server runs, as it says: the programs a job may
+		// name, exactly, and the meter; a refusal names the list.
+		out := b.ok("ada", "servers")
+		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+` `, out)
+		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+` `, out)
+		_, errOut, code := b.bid("ada", "offer", "--server", "gpu1", "--gpus", "1", "--price", "0.5", "--command", "bourse.test")
+		assert.Equal(t, exitRefused, code)
+		assert.Contains(t, errOut, `"bourse.test" is not a program this server runs: it runs `+job)
+	})
+
 	t.Run("WaitAndShow", func(t *testing.T) {
 		// bid wait exits with the job's own status; show names it, the
 		// meter, the last reading and where the output is.
