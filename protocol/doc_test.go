@@ -226,6 +226,7 @@ func examples(t *testing.T) []example {
 	for i := range gpus {
 		gpus[i] = contract.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
 	}
+	helloScale := int32(2)
 	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
 
 	return []example{
@@ -310,13 +311,13 @@ func examples(t *testing.T) []example {
 		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
-		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
+		{"hello.request", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
 			Heartbeat:       contract.Duration(time.Second),
 			ReadingEvery:    contract.Duration(time.Second),
 			ServerLostAfter: contract.Duration(10 * time.Second),
 		}},
-		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
 		{"reading", reading},
@@ -502,7 +503,7 @@ func TestDocExampleIDs(t *testing.T) {
 
 // TestDocFieldPaths checks the field the doc quotes for a bad curve: the
 // exchange names every field by its path in the request, so a terms field
-// comes with "terms." before the name package contract gives it
+// comes with "terms." before the name the pricing package gives it
 // (exchange/badinput_test.go checks the exchange answers so).
 func TestDocFieldPaths(t *testing.T) {
 	doc := readDoc(t)
@@ -552,7 +553,7 @@ func TestDocSubjects(t *testing.T) {
 }
 
 // TestDocVocabulary checks that the doc explains every error code of
-// error.go (in its table) and every state, stop reason (package contract)
+// error.go (in its table) and every state, stop reason (package trade)
 // and event type (package protocol), found by reading the source so that a new constant
 // cannot go undocumented.
 func TestDocVocabulary(t *testing.T) {

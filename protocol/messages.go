@@ -189,9 +189,13 @@ const (
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange
 // answers with HelloReply. Heartbeats carry the same fields.
 type Hello struct {
-	Currency string         `json:"currency"`
-	GPUs     []contract.GPU `json:"gpus"`
-	Free     int            `json:"free"`
+	Currency string `json:"currency"`
+	// Scale is the decimal places the server prices the currency at;
+	// the exchange refuses a hello whose scale is not the ledger's (a
+	// server older than it leaves it out).
+	Scale *int32         `json:"scale,omitempty"`
+	GPUs  []contract.GPU `json:"gpus"`
+	Free  int            `json:"free"`
 	// Running lists the contracts the server is running now.
 	Running []string `json:"running,omitempty"`
 	Policy  string   `json:"policy,omitempty"`

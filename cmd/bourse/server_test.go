@@ -43,7 +43,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"NotYAML", "[oops\n", nil, "server config"},
 		{"BadDuration", "heartbeat: soon\n", nil, "cannot unmarshal !!str `soon` into time.Duration"},
 		{"NoID", "", []string{"--id", ""}, "bourse: server config: no id (id in the configuration, or --id)"},
-		{"NoCurrency", "", []string{"--currency", ""}, "bourse: server config: no currency (currency.code, or --currency)"},
+		{"BadCurrency", "", []string{"--currency", "cred!"}, "bourse: server config: currency: currency.Validate: invalid: code: currency code must be"},
 		{"BadScale", "", []string{"--scale", "-1"}, "currency"},
 		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve or utilisation`},
 		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
@@ -71,8 +71,12 @@ func TestServerConfigErrors(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if code := run(ctx, args, &stdout, &stderr); code != 1 {
-				t.Fatalf("exit status %d, want 1; stderr %q", code, stderr.String())
+			want := exitFailure
+			if tt.name == "BadGPUsFlag" {
+				want = exitUsage // a flag's value, not the configuration
+			}
+			if code := run(ctx, args, &stdout, &stderr); code != want {
+				t.Fatalf("exit status %d, want %d; stderr %q", code, want, stderr.String())
 			}
 			first := strings.SplitN(stderr.String(), "\n", 2)[0]
 			if !strings.Contains(first, tt.want) {
