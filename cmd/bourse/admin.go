@@ -173,7 +173,7 @@ func newGrantCmd(withTreasury func(treasuryRun) func(*cobra.Command, []string) e
 			}
 			code := currency.Code(cur)
 			if _, err := t.Grant(ctx, actor, code, args[0], amount, key, memo); err != nil {
-				return err
+				return grantHint(err, code, args[0])
 			}
 			return printMoved(ctx, cmd, t.Ledger(), "granted", code, args[0], amount)
 		}),
