@@ -178,6 +178,24 @@ readings.`,
 	return cmd
 }
 
+// policyName is how the policy names itself, else the configuration's
+// kind: never a Go type's name.
+func policyName(p server.Policy, kind string) string {
+	if s, ok := p.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return cmp.Or(kind, "reserve")
+}
+
+// redactURLs is comma-separated URLs without the passwords they hold.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		parts[i] = redact(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
 // defaultScale is a currency's decimal places unless said: CRED's, as
 // bourse bid and bourse admin currency take it.
 const defaultScale = 2
@@ -423,7 +441,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		defer pr.Close()
 		runner = pr
 		output = c.outputSpool(pr)
-		fmt.Fprintln(cmd.ErrOrStderr(), "jobs: kept apart by "+pr.Isolation())
+		say(cmd, log, "jobs: kept apart by "+pr.Isolation())
 	}
 	opts, err := c.NATS.natsLogin.options()
 	if err != nil {
@@ -448,10 +466,10 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), meterLine)
-	fmt.Fprintln(cmd.ErrOrStderr(), c.policyLine())
-	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
-		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
+	say(cmd, log, meterLine)
+	say(cmd, log, c.policyLine())
+	log.Info("server starting", "id", c.ID, "nats", redactURLs(c.NATS.URL), "gpus", len(gpus), "policy", policyName(policy, c.Policy.Kind),
+		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := ag.Run(ctx); err != nil {
 		return err
 	}
