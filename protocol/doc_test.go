@@ -299,7 +299,7 @@ func examples(t *testing.T) []example {
 				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
-			}}}},
+			}}, Servers: []protocol.MarketServer{{ID: "gpu1", GPUs: 4, Free: 2}, {ID: "gpu2", GPUs: 4, Free: 0}}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: protocol.Changed(protocol.EventAccepted, &accepted), At: accepted.AcceptedAt}},
