@@ -503,7 +503,7 @@ func TestDocExampleIDs(t *testing.T) {
 
 // TestDocFieldPaths checks the field the doc quotes for a bad curve: the
 // exchange names every field by its path in the request, so a terms field
-// comes with "terms." before the name the pricing package gives it
+// comes with "terms." before the name package contract gives it
 // (exchange/badinput_test.go checks the exchange answers so).
 func TestDocFieldPaths(t *testing.T) {
 	doc := readDoc(t)
@@ -553,7 +553,7 @@ func TestDocSubjects(t *testing.T) {
 }
 
 // TestDocVocabulary checks that the doc explains every error code of
-// error.go (in its table) and every state, stop reason (package trade)
+// error.go (in its table) and every state, stop reason (package contract)
 // and event type (package protocol), found by reading the source so that a new constant
 // cannot go undocumented.
 func TestDocVocabulary(t *testing.T) {

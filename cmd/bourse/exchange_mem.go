@@ -66,7 +66,7 @@ func (w *throwaway) setUp(ctx context.Context, t *treasury.Treasury, log *slog.L
 		if err := cur.CheckAmount("--fund "+id, d); err != nil {
 			return usagef("--fund %s: %w", f, err)
 		}
-		if _, err := t.Open(ctx, actor, cur.Code, id, "", "open/"+id); err != nil {
+		if _, err := t.Open(ctx, actor, cur.Code, id, "", treasury.OpenKey(currency.WalletID(cur.Code, id))); err != nil {
 			return fmt.Errorf("--fund %s: %w", f, err)
 		}
 		if _, err := t.Grant(ctx, actor, cur.Code, id, d, "grant/"+id, "throwaway budget"); err != nil {
