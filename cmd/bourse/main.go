@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -108,8 +109,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return code // said already
 		}
 		var s stopped
-		if !errors.As(err, &s) && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &s) {
-			err = s // what a signal cut short says so, not "context canceled"
+		if !errors.As(err, &s) && strings.HasSuffix(err.Error(), context.Canceled.Error()) && errors.As(context.Cause(ctx), &s) {
+			// What a signal cut short says so, not "context canceled";
+			// a command that says what the signal did (sim) keeps its
+			// words and its status.
+			err = s
 		}
 		printError(stderr, cmd, err)
 		return exitStatus(err)

@@ -48,7 +48,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve or utilisation`},
 		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
 		{"KWithPosted", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
-		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: pricing.Curve.Validate: invalid_curve"},
+		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},
 		{"BadFairUse", "policy: {fair_use: {min_time_limit: 1h, max_time_limit: 1m}}\n", nil, "minimum time limit 1h0m0s is over the maximum"},
 		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
 		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
