@@ -25,10 +25,19 @@ func TestDemo(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var bidOut, bidErr bytes.Buffer
-	if code := run(context.Background(), []string{"bid", "--nats", url, "--id", "you", "offer", "--gpus", "1", "--model", "H100",
-		"--price", "0.35", "--duration", "1s", "--time-limit", "1m"}, &bidOut, &bidErr); code != 0 {
-		t.Fatalf("you could not trade: %d %s%s", code, bidOut.String(), bidErr.String())
+	// The bots keep the servers busy: an offer may be countered or
+	// rejected, and you offer again, as a person would.
+	for try := 0; ; try++ {
+		var bidOut, bidErr bytes.Buffer
+		code := run(context.Background(), []string{"bid", "--nats", url, "--id", "you", "offer", "--gpus", "1",
+			"--price", "0.60", "--duration", "1s", "--time-limit", "1m"}, &bidOut, &bidErr)
+		if code == 0 {
+			break
+		}
+		if code != exitRefused || try == 20 {
+			t.Fatalf("you could not trade: %d %s%s", code, bidOut.String(), bidErr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if code := <-done; code != 0 {
 		t.Fatalf("exit status %d; stderr %q\n%s", code, stderr.String(), stdout.String())
@@ -46,14 +55,20 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
 	}
+	// Every bot has an allowance; one that has spent nothing yet is owed
+	// nothing, so only bea's, which starts above its target, must have
+	// moved money in 6 s.
 	for _, bot := range []string{"ada", "bea", "cyd", "dov", "eli", "fen", "gus", "hal"} {
-		if !regexp.MustCompile(`allowance: ` + bot + `: .* in [1-9]\d* payments`).MatchString(out) {
-			t.Errorf("%s's allowance was not paid in 6 s:\n%s", bot, out)
+		if !regexp.MustCompile(`allowance: ` + bot + `: dx/dt = a − b·x with a = \d+/h, b = 120/h`).MatchString(out) {
+			t.Errorf("%s has no allowance:\n%s", bot, out)
 		}
+	}
+	if !regexp.MustCompile(`allowance: bea: .* in [1-9]\d* payments`).MatchString(out) {
+		t.Errorf("bea's allowance was not paid in 6 s:\n%s", out)
 	}
 	// you's line: what its contract charged and refunded, read from the
 	// store, not dashes.
-	if !regexp.MustCompile(`(?m)^you +bourse bid +- +\d+\.\d\d +0\.00 +0\.[1-9]\d +20\.\d\d +1 +1$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^you +bourse bid +- +\d+\.\d\d +0\.00 +0\.[1-9]\d +[1-9]\d\.\d\d +1 +1$`).MatchString(out) {
 		t.Errorf("the summary does not say what you traded:\n%s", out)
 	}
 	if m := regexp.MustCompile(`spend cap: gus may commit 10.00 a day; (\d+\.\d\d) used`).FindStringSubmatch(out); m == nil || m[1] == "0.00" {
