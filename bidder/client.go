@@ -271,10 +271,17 @@ func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) 
 // Take takes a counter-offer; it fails with capacity_gone if the server's
 // GPUs were taken meanwhile.
 func (c *Client) Take(ctx context.Context, requestID string, k contract.Counter) (protocol.OfferReply, error) {
+	return c.TakeResume(ctx, requestID, "", k)
+}
+
+// TakeResume takes a counter-offer that answered a resume of the
+// suspended contract (Take if suspended is empty): the contract made
+// continues its job.
+func (c *Client) TakeResume(ctx context.Context, requestID, suspended string, k contract.Counter) (protocol.OfferReply, error) {
 	t := k.Terms
 	t.Server = k.Server
 	var r protocol.OfferReply
-	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Counter: k.ID}, &r)
+	err := c.request(ctx, protocol.VerbOffer, protocol.OfferRequest{RequestID: requestID, Terms: t, Counter: k.ID, Resumes: suspended}, &r)
 	return r, err
 }
 

@@ -28,20 +28,63 @@ type accountView struct {
 	Scale   int32
 	// Entries are one page of the statement, newest first.
 	Entries []currency.Entry
-	// First and Last are the sequence numbers of the page's oldest and
-	// newest entries, Count the account's newest: "entries 51–100 of 230".
-	First, Last, Count int64
-	// Newer and Older link the neighbouring pages, empty where there is
-	// none; Newest the first page, where this is not it.
+	pager
+	Chart template.HTML
+}
+
+// pager says where a page of a statement stands: First and Last are the
+// sequence numbers of its oldest and newest entries, Count the
+// account's newest: "entries 51–100 of 230". Newer and Older link the
+// neighbouring pages, empty where there is none; Newest the first page,
+// where this is not it. The template "pager" draws it.
+type pager struct {
+	First, Last, Count   int64
 	Newer, Older, Newest string
-	Chart                template.HTML
+}
+
+// statementAt is one page of id's statement, newest first, before the
+// entry numbered raw (the newest page if raw is empty), last being its
+// newest entry's number; link makes a page's link from the number it is
+// before. Statement reads forward from a sequence number, and an
+// account's entries are numbered 1, 2, … (a compacted account's first
+// line, the carried-forward one, stands for all that came before it), so
+// a page is found by its numbers alone.
+func statementAt(ctx context.Context, l currency.Ledger, id currency.AccountID, last int64, raw string, link func(before int64) string) ([]currency.Entry, pager, error) {
+	pg := pager{Count: last}
+	before := last + 1
+	if raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 1 {
+			return nil, pg, &bourse.Error{Code: bourse.EInvalid, Field: "before", Message: fmt.Sprintf("%q is not an entry's number", raw)}
+		}
+		before = min(n, last+1)
+	}
+	page, err := l.Statement(ctx, id, max(before-1-statementPage, 0), statementPage)
+	if err != nil {
+		return nil, pg, err
+	}
+	var entries []currency.Entry
+	for _, e := range page {
+		if e.Seq < before {
+			entries = append(entries, e)
+		}
+	}
+	slices.Reverse(entries)
+	if n := len(entries); n > 0 {
+		newest, oldest := entries[0], entries[n-1]
+		pg.First, pg.Last = oldest.Seq, newest.Seq
+		if newest.Seq < last {
+			pg.Newer, pg.Newest = link(min(newest.Seq+1+statementPage, last+1)), link(last+1)
+		}
+		if oldest.Seq > 1 && oldest.Movement != currency.CarriedForward {
+			pg.Older = link(oldest.Seq)
+		}
+	}
+	return entries, pg, nil
 }
 
 // account is an account's statement, newest first, a page at a time:
-// ?before=SEQ shows the entries before SEQ. Statement reads forward
-// from a sequence number, and an account's entries are numbered 1, 2, …
-// (a compacted account's first line, the carried-forward one, stands for
-// all that came before it), so a page is found by its numbers alone.
+// ?before=SEQ shows the entries before SEQ (statementAt).
 func (c *Console) account(r *http.Request, v *view) error {
 	v.Page, v.Title = "account", "Account"
 	ctx := r.Context()
@@ -65,26 +108,8 @@ func (c *Console) account(r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	av := accountView{Account: a, Balance: b, Scale: cur.Scale, Count: last,
+	av := accountView{Account: a, Balance: b, Scale: cur.Scale,
 		Chart: lineChart("balance of "+string(id), []series{s}, 720, 220)}
-	before := last + 1
-	if raw := q.Get("before"); raw != "" {
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || n < 1 {
-			return &bourse.Error{Code: bourse.EInvalid, Field: "before", Message: fmt.Sprintf("%q is not an entry's number", raw)}
-		}
-		before = min(n, last+1)
-	}
-	page, err := l.Statement(ctx, id, max(before-1-statementPage, 0), statementPage)
-	if err != nil {
-		return err
-	}
-	for _, e := range page {
-		if e.Seq < before {
-			av.Entries = append(av.Entries, e)
-		}
-	}
-	slices.Reverse(av.Entries)
 	link := func(before int64) string {
 		u := url.Values{"id": {string(id)}}
 		if before <= last {
@@ -92,15 +117,8 @@ func (c *Console) account(r *http.Request, v *view) error {
 		}
 		return "/account?" + u.Encode()
 	}
-	if n := len(av.Entries); n > 0 {
-		newest, oldest := av.Entries[0], av.Entries[n-1]
-		av.First, av.Last = oldest.Seq, newest.Seq
-		if newest.Seq < last {
-			av.Newer, av.Newest = link(min(newest.Seq+1+statementPage, last+1)), link(last+1)
-		}
-		if oldest.Seq > 1 && oldest.Movement != currency.CarriedForward {
-			av.Older = link(oldest.Seq)
-		}
+	if av.Entries, av.pager, err = statementAt(ctx, l, id, last, q.Get("before"), link); err != nil {
+		return err
 	}
 	v.Data = av
 	return nil

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"regexp"
 	"strings"
@@ -96,4 +97,40 @@ func TestBalanceHistory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, small.Y)
 	assert.False(t, strings.Contains(string(lineChart("x", []series{small}, 100, 100)), "polyline"))
+}
+
+var supplyKeyRE = regexp.MustCompile(`<td>(g\d+)</td>`)
+
+// TestSupplyPager: the Supply page lists the supply's history newest
+// first, a page at a time, with the pager of an account's statement, so
+// that a long history is neither cut at 200 lines nor one long table.
+func TestSupplyPager(t *testing.T) {
+	srv, tr, _ := testConsole(t)
+	grants(t, tr, 120)
+	b := newBrowser(t, srv)
+	b.login("vic")
+	keys := func(page string) []string {
+		var out []string
+		for _, m := range supplyKeyRE.FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	_, page := b.get("/supply?currency=CRED")
+	got := keys(page)
+	require.Len(t, got, statementPage)
+	assert.Equal(t, "g120", got[0], "newest first")
+	assert.Contains(t, page, "entries 71–120 of 120")
+	assert.Contains(t, page, `<td class="num">7260.00</td>`, "the supply after the newest grant: 1+…+120")
+	m := regexp.MustCompile(`<a href="(/supply\?[^"]+)" class="older"`).FindStringSubmatch(page)
+	require.NotNil(t, m)
+	_, page = b.get(html.UnescapeString(m[1]))
+	assert.Equal(t, "g70", keys(page)[0])
+	_, page = b.get("/supply?currency=CRED&before=21")
+	assert.Equal(t, []string{"g20", "g19"}, keys(page)[:2])
+	assert.Contains(t, page, "entries 1–20 of 120")
+	assert.NotContains(t, page, `class="older"`)
+	assert.Contains(t, page, `class="newest"`)
+	code, _ := b.get("/supply?currency=CRED&before=x")
+	assert.Equal(t, http.StatusBadRequest, code)
 }

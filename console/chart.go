@@ -21,7 +21,7 @@ type series struct {
 }
 
 // lineChart draws series over time, w×h pixels, with the y axis from zero
-// (or the lowest value, if below) to the highest, labelled at both ends.
+// (or the lowest value, if below) to the highest (bandChart).
 func lineChart(title string, ss []series, w, h int) template.HTML {
 	return lineChartOr(title, "nothing yet", ss, w, h)
 }
@@ -41,8 +41,9 @@ type band struct {
 
 // bandChart draws bands behind series over time, w×h pixels, with the y
 // axis from zero (or the lowest value, if below) to the highest, labelled
-// at both ends, and the time at both ends of the x axis (to the second
-// where they are less than an hour apart). Points all at one moment are no
+// at both ends and halfway, and the time at both ends of the x axis (to
+// the second where they are less than an hour apart) and at round times
+// between them, as many as fit. Points all at one moment are no
 // line either (an axis from a time to itself, a line of one point): it
 // says so, with their values.
 func bandChart(title, empty string, bs []band, ss []series, w, h int) template.HTML {
@@ -110,8 +111,18 @@ func bandChart(title, empty string, bs []band, ss []series, w, h int) template.H
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, padL, padT, padL, h-padB)
 	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(hi)+4, short(hi))
 	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(lo)+4, short(lo))
+	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y((hi+lo)/2)+4, short((hi+lo)/2))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, t0.UTC().Format(tick))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, t1.UTC().Format(tick))
+	// Times between the ends, at a round step, as many as fit.
+	for _, at := range timeTicks(t0, t1, (w-padL-padR)/tickWidth) {
+		px := x(at)
+		if px-float64(padL) < tickWidth*0.75 || float64(w-padR)-px < tickWidth*0.75 {
+			continue // too near an end's label
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="axis"/>`, px, h-padB, px, h-padB+4)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px, h-8, at.UTC().Format(tickLayout(t1.Sub(t0))))
+	}
 	// A legend, right to left along the top: the bands', then the lines'.
 	type entry struct{ name, class string }
 	var legend []entry
@@ -150,6 +161,48 @@ func bandChart(title, empty string, bs []band, ss []series, w, h int) template.H
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// tickWidth is the room a time's label takes on an axis, in pixels.
+const tickWidth = 90
+
+// tickSteps are the round steps a time axis is labelled at.
+var tickSteps = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	24 * time.Hour, 2 * 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour, 28 * 24 * time.Hour,
+}
+
+// timeTicks are the round times strictly between t0 and t1 at the
+// smallest step of tickSteps that makes at most max of them (none if
+// even the largest makes more).
+func timeTicks(t0, t1 time.Time, max int) []time.Time {
+	span := t1.Sub(t0)
+	for _, step := range tickSteps {
+		if max < 1 || span/step > time.Duration(max) {
+			continue
+		}
+		var out []time.Time
+		for at := t0.UTC().Truncate(step).Add(step); at.Before(t1); at = at.Add(step) {
+			out = append(out, at)
+		}
+		return out
+	}
+	return nil
+}
+
+// tickLayout is how a time between an axis's ends is written: to the
+// second where the axis spans less than an hour, as the ends are; to the
+// minute within a day or two; the date alone beyond.
+func tickLayout(span time.Duration) string {
+	switch {
+	case span < time.Hour:
+		return "15:04:05"
+	case span <= 48*time.Hour:
+		return "15:04"
+	}
+	return "01-02"
 }
 
 // bar is a share drawn as a bar, with a mark at warn (0 for none).

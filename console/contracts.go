@@ -49,9 +49,10 @@ func rowOf(k contract.Contract, scales map[currency.Code]int32) contractRow {
 	return contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales)}
 }
 
-// contracts lists the contracts accepted in a range of days, earliest
-// first (the store's order), a page at a time (?after=ID), of one client
-// or in one state if asked.
+// contracts lists the contracts accepted in a range of days, newest
+// first (as bourse bid contracts lists a client's), a page at a time
+// (?before=TIME&id=ID, the oldest shown so far), of one client or in one
+// state if asked.
 func (c *Console) contracts(r *http.Request, v *view) error {
 	v.Page, v.Title = "contracts", "Contracts"
 	q := r.URL.Query()
@@ -70,7 +71,14 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	if cv.scales, err = c.scales(r); err != nil {
 		return err
 	}
-	ks, more, err := c.matching(r.Context(), cv.from, cv.to, q.Get("after"), contractFilter{cv.Client, cv.State}, contractsPage)
+	cur := cursor{at: cv.to}
+	if b := q.Get("before"); b != "" {
+		if cur.at, err = time.Parse(time.RFC3339Nano, b); err != nil {
+			return &bourse.Error{Code: bourse.EInvalid, Field: "before", Message: fmt.Sprintf("%q: a time such as 2026-11-01T10:00:00Z", b)}
+		}
+		cur.id = q.Get("id")
+	}
+	ks, more, err := c.newest(r.Context(), cv.from, cur, contractFilter{cv.Client, cv.State}, contractsPage)
 	if err != nil {
 		return err
 	}
@@ -78,8 +86,8 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 		cv.Rows = append(cv.Rows, rowOf(k, cv.scales))
 	}
 	if more {
-		after := ks[len(ks)-1].ID
-		u := url.Values{"from": {cv.From}, "to": {cv.To}, "after": {after}}
+		last := ks[len(ks)-1]
+		u := url.Values{"from": {cv.From}, "to": {cv.To}, "before": {last.AcceptedAt.UTC().Format(time.RFC3339Nano)}, "id": {last.ID}}
 		for k, val := range map[string]string{"client": cv.Client, "state": cv.State} {
 			if val != "" {
 				u.Set(k, val)
@@ -121,6 +129,79 @@ func (c *Console) matching(ctx context.Context, from, to time.Time, after string
 		if len(ks) < currency.MaxPage {
 			return out, false, nil
 		}
+	}
+}
+
+// cursor is where a newest-first page of contracts begins: before the
+// contract accepted at at with id id (before at, if id is empty).
+type cursor struct {
+	at time.Time
+	id string
+}
+
+// firstSpan is how far back newest first reads at a time, to begin with:
+// a span that holds too few contracts is doubled, so that a quiet range
+// costs a few reads and a busy one reads little more than a page.
+const firstSpan = 10 * time.Minute
+
+// newest reads up to limit contracts f keeps, of those accepted in
+// [from, cur), newest first (the latest accepted first, ties by id,
+// highest first: the store's order backwards), and whether there may be
+// more. The store lists a range earliest first, so it reads spans
+// backwards from the cursor, each whole, doubling a span that brings too
+// few.
+func (c *Console) newest(ctx context.Context, from time.Time, cur cursor, f contractFilter, limit int) ([]contract.Contract, bool, error) {
+	var out []contract.Contract
+	hi := cur.at
+	if cur.id != "" {
+		// The contracts accepted at the cursor's very time whose ids
+		// come before the cursor's: the rest of its instant.
+		ks, err := c.between(ctx, cur.at, cur.at.Add(time.Microsecond))
+		if err != nil {
+			return nil, false, err
+		}
+		for i := len(ks) - 1; i >= 0; i-- {
+			if k := ks[i]; k.AcceptedAt.Equal(cur.at) && k.ID < cur.id && f.keep(k) {
+				out = append(out, k)
+			}
+		}
+	}
+	for span := firstSpan; len(out) <= limit && hi.After(from); span *= 2 {
+		lo := hi.Add(-span)
+		if lo.Before(from) {
+			lo = from
+		}
+		ks, err := c.between(ctx, lo, hi)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := len(ks) - 1; i >= 0; i-- {
+			if f.keep(ks[i]) {
+				out = append(out, ks[i])
+			}
+		}
+		hi = lo
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// between reads every contract accepted in [from, to), earliest first.
+func (c *Console) between(ctx context.Context, from, to time.Time) ([]contract.Contract, error) {
+	var out []contract.Contract
+	after := ""
+	for {
+		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ks...)
+		if len(ks) < currency.MaxPage {
+			return out, nil
+		}
+		after = ks[len(ks)-1].ID
 	}
 }
 

@@ -1,10 +1,15 @@
 package console
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,18 +23,30 @@ import (
 
 var contractLinkRE = regexp.MustCompile(`<td><a href="/contract\?id=([^"]+)">`)
 
-// TestContracts: the contracts of a range of days are listed 50 a page,
-// each linked to a page of its own, which an account's statement links
-// to as well; a filter keeps the pages full.
+// TestContracts: the contracts of a range of days are listed newest
+// first, as bourse bid contracts lists them, 50 a page, each linked to a
+// page of its own, which an account's statement links to as well; a
+// filter keeps the pages full. Contracts accepted at one instant are
+// listed by id, highest first, across a page's end too.
 func TestContracts(t *testing.T) {
 	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	srv, cfg, tr, store := consoleAt(t, day.Add(23*time.Hour))
 	ctx := context.Background()
 	var at []time.Time
 	for i := range 60 {
-		at = append(at, day.Add(time.Duration(i)*time.Minute))
+		at = append(at, day.Add(time.Duration(i/3)*time.Minute)) // three at each instant
 	}
 	settle(t, store, at, []string{"0.2", "0.35"})
+	var want []string
+	for i, when := range at {
+		want = append(want, fmt.Sprintf("k%d-%d", when.Unix(), i))
+	}
+	slices.SortFunc(want, func(a, b string) int { // newest first, then the highest id
+		ta, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(a, "-")[0], "k"))
+		tb, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(b, "-")[0], "k"))
+		return cmp.Or(cmp.Compare(tb, ta), strings.Compare(b, a))
+	})
+	want = append([]string{"c-escrowed"}, want...) // accepted at 02:00, the newest
 
 	// One contract as the exchange makes it: its prepayment escrowed.
 	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(50), "g", "")
@@ -44,14 +61,24 @@ func TestContracts(t *testing.T) {
 	b.login("vic")
 	code, page := b.get("/contracts")
 	require.Equal(t, http.StatusOK, code)
-	ids := contractLinkRE.FindAllStringSubmatch(page, -1)
-	require.Len(t, ids, contractsPage)
+	ids := func(page string) []string {
+		var out []string
+		for _, m := range contractLinkRE.FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	first := ids(page)
+	require.Len(t, first, contractsPage)
+	assert.Equal(t, want[:contractsPage], first, "newest first")
 	assert.Contains(t, page, `<td class="num">0.20</td>`, "a charge in its currency's places")
 	m := regexp.MustCompile(`<a href="(/contracts\?[^"]+)" class="older"`).FindStringSubmatch(page)
 	require.NotNil(t, m, "a link to the next page")
 	_, page = b.get(html.UnescapeString(m[1]))
-	assert.Len(t, contractLinkRE.FindAllStringSubmatch(page, -1), 11, "the other ten and the escrowed one")
+	assert.Equal(t, want[contractsPage:], ids(page), "the eleven oldest, the rest of an instant cut by the page's end first")
 	assert.NotContains(t, page, `class="older"`)
+	code, _ = b.get("/contracts?before=soon")
+	assert.Equal(t, http.StatusBadRequest, code)
 
 	_, page = b.get("/contracts?state=running")
 	assert.Equal(t, [][]string{{`<td><a href="/contract?id=c-escrowed">`, "c-escrowed"}}, contractLinkRE.FindAllStringSubmatch(page, -1), "a filter")

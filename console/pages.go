@@ -3,7 +3,9 @@ package console
 import (
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -152,8 +154,10 @@ type supplyView struct {
 	Currencies []currency.Code
 	Currency   currency.Code
 	Scale      int32
-	Points     []treasury.SupplyPoint
-	Chart      template.HTML
+	// Points are one page of the supply's history, newest first.
+	Points []treasury.SupplyPoint
+	pager
+	Chart template.HTML
 }
 
 func (c *Console) supply(r *http.Request, v *view) error {
@@ -179,17 +183,33 @@ func (c *Console) supply(r *http.Request, v *view) error {
 			return err
 		}
 		sv.Scale = cur.Scale
-		ps, err := c.cfg.Treasury.Supply(ctx, sv.Currency, 2000)
+		// The supply is the issuance account's balance, negated: its
+		// chart and its statement, a page at a time, as an account's.
+		issuance := currency.IssuanceID(sv.Currency)
+		s, last, err := balanceHistory(ctx, c.cfg.Treasury.Ledger(), issuance)
 		if err != nil {
 			return err
 		}
-		s := series{Name: "supply of " + string(sv.Currency)}
-		for _, p := range ps {
-			s.At, s.Y = append(s.At, p.At), append(s.Y, p.Supply.InexactFloat64())
+		s.Name = "supply of " + string(sv.Currency)
+		for i := range s.Y {
+			s.Y[i] = -s.Y[i]
 		}
 		sv.Chart = lineChart("supply of "+string(sv.Currency), []series{s}, 720, 240)
-		slices.Reverse(ps)
-		sv.Points = ps[:min(len(ps), 200)]
+		link := func(before int64) string {
+			u := url.Values{"currency": {string(sv.Currency)}}
+			if before <= last {
+				u.Set("before", strconv.FormatInt(before, 10))
+			}
+			return "/supply?" + u.Encode()
+		}
+		es, pg, err := statementAt(ctx, c.cfg.Treasury.Ledger(), issuance, last, r.URL.Query().Get("before"), link)
+		if err != nil {
+			return err
+		}
+		sv.pager = pg
+		for _, e := range es {
+			sv.Points = append(sv.Points, treasury.SupplyPoint{At: e.At, Supply: e.Balance.Neg(), Change: e.Amount.Neg(), Key: e.Key, Memo: e.Memo})
+		}
 	}
 	v.Data = sv
 	return nil

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,12 +19,16 @@ import (
 type reportView struct {
 	From, To, By, Org, Project, Client string
 	Capacity                           string
-	Report                             breakdown.Report
-	Lines                              []breakdown.Line
-	Total                              string
-	Chart, Utilisation                 template.HTML
-	NoSource                           bool
-	scales                             map[currency.Code]int32
+	// MarketCapacity is the servers' GPUs the market data said, used
+	// where the form gives none, and when it said them.
+	MarketCapacity     string
+	MarketCapacityAt   time.Time
+	Report             breakdown.Report
+	Lines              []breakdown.Line
+	Total              string
+	Chart, Utilisation template.HTML
+	NoSource           bool
+	scales             map[currency.Code]int32
 }
 
 // Money is d in cur's places.
@@ -49,6 +54,10 @@ func (c *Console) report(r *http.Request, v *view) error {
 	capacity, err := breakdown.ParseCapacity(rv.Capacity)
 	if err != nil {
 		return &bourse.Error{Code: bourse.EInvalid, Field: "capacity", Message: err.Error()}
+	}
+	if len(capacity) == 0 {
+		capacity, rv.MarketCapacityAt = c.marketCapacity()
+		rv.MarketCapacity = capacityText(capacity)
 	}
 	rep, err := breakdown.Build(r.Context(), c.cfg.Contracts, c.cfg.Treasury.Ledger(), breakdown.Options{From: from, To: to, By: breakdown.By(rv.By), Capacity: capacity, Now: c.cfg.Now()})
 	if err != nil {
@@ -96,6 +105,46 @@ func (c *Console) report(r *http.Request, v *view) error {
 		rv.Utilisation = lineChart("utilisation, % of each server's GPU-seconds sold", us, 720, 200)
 	}
 	return nil
+}
+
+// marketCapacity is each server's GPUs as the latest market data of its
+// currency says (what the Market page shows), and when the latest of
+// those was published; none without market data.
+func (c *Console) marketCapacity() (map[string]int, time.Time) {
+	out := map[string]int{}
+	var at time.Time
+	if c.cfg.Market == nil {
+		return out, at
+	}
+	for _, s := range c.cfg.Market.snapshots() {
+		if len(s) == 0 {
+			continue
+		}
+		m := s[len(s)-1].Market
+		for _, sv := range m.Servers {
+			if sv.GPUs > 0 {
+				out[sv.ID] = sv.GPUs
+			}
+		}
+		if len(m.Servers) > 0 && m.At.After(at) {
+			at = m.At
+		}
+	}
+	return out, at
+}
+
+// capacityText writes servers' GPUs as the form takes them: "a=8,b=4".
+func capacityText(capacity map[string]int) string {
+	ids := make([]string, 0, len(capacity))
+	for id := range capacity {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = id + "=" + strconv.Itoa(capacity[id])
+	}
+	return strings.Join(parts, ",")
 }
 
 // everyWords says how long a trend's buckets are.

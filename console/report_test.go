@@ -16,6 +16,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/memstore"
+	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -84,4 +85,39 @@ func TestReportPriceChart(t *testing.T) {
 	svg = chart(nil)
 	assert.NotContains(t, svg, "<polyline")
 	assert.Contains(t, svg, "no contract ended in these days: no price to draw")
+}
+
+// TestReportCapacityFromMarket: the report counts servers' idle time with
+// the GPUs the market data says they have (the Market page's figures),
+// unless the form gives others; without market data it says what to do.
+func TestReportCapacityFromMarket(t *testing.T) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	now := day.Add(8 * time.Hour)
+	cfg, tr, store := testConfigOn(t, func() time.Time { return now })
+	_, err := tr.OpenRevenue(context.Background(), "root", "CRED", "atlas", "hello-atlas") // its first hello, at 08:00
+	require.NoError(t, err)
+	now = day.Add(23 * time.Hour)
+	settle(t, store, []time.Time{day.Add(9 * time.Hour), day.Add(10 * time.Hour)}, []string{"0.2"})
+	cfg.Market = NewMarketHistory(0, nil)
+	cfg.Market.Add(protocol.Market{Currency: "CRED", Scale: 2, At: day.Add(22 * time.Hour), Servers: []protocol.MarketServer{{ID: "atlas", GPUs: 8, Free: 3}}})
+	srv, _ := serve(t, cfg)
+	b := newBrowser(t, srv)
+	b.login("vic")
+
+	_, page := b.get("/report")
+	assert.Contains(t, page, "utilisation, % of each server")
+	assert.Contains(t, page, `placeholder="atlas=8"`)
+	assert.Contains(t, page, "the market data said at 2026-11-25 22:00:00 (atlas=8, the Market page's)")
+	assert.Regexp(t, `<td>atlas</td><td class="num">2</td><td class="num">200\.0</td><td class="num">[^<]+</td><td class="num">\d+</td>`, page, "idle GPU-seconds counted")
+
+	_, page = b.get("/report?capacity=atlas%3D4")
+	assert.Contains(t, page, "Idle GPU-seconds of the servers' GPUs given above.")
+
+	cfg.Market = nil
+	bare, _ := serve(t, cfg)
+	nb := newBrowser(t, bare)
+	nb.login("vic")
+	_, page = nb.get("/report")
+	assert.NotContains(t, page, "utilisation, %")
+	assert.Contains(t, page, "the market data names none yet")
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
 )
 
 // anyModel names, in market data, what asks for no model and what the
@@ -75,4 +76,21 @@ func (r *registry) model(server string, t contract.Terms) string {
 		return anyModel
 	}
 	return model
+}
+
+// sellers lists the live servers of each currency, by id, with their GPUs
+// and how many are free, for market data.
+func (r *registry) sellers() map[string][]protocol.MarketServer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.now().Add(-r.lostAfter)
+	out := map[string][]protocol.MarketServer{}
+	for _, id := range r.order {
+		s := r.servers[id]
+		if s.seen.Before(cutoff) {
+			continue
+		}
+		out[s.Currency] = append(out[s.Currency], protocol.MarketServer{ID: id, GPUs: len(s.GPUs), Free: s.Free})
+	}
+	return out
 }

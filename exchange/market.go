@@ -86,10 +86,11 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 		l := line(k.cur, k.model)
 		l.Settled, l.Used, l.Charged, l.Prices = len(ss), total(ss, sale.usedOf), total(ss, sale.chargedOf), prices(ss, sc+protocol.PricePlaces)
 	}
+	sellers := h.servers.sellers()
 	var out []protocol.Market
 	for cur, sc := range curs {
 		m := protocol.Market{Currency: cur, Scale: sc, At: now, Window: contract.Duration(now.Sub(covers)),
-			Every: contract.Duration(h.cfg.MarketEvery), Models: []protocol.MarketModel{}}
+			Every: contract.Duration(h.cfg.MarketEvery), Models: []protocol.MarketModel{}, Servers: sellers[cur]}
 		for k, l := range lines {
 			if k.cur == cur {
 				m.Models = append(m.Models, *l)

@@ -59,18 +59,27 @@ func (h *House) quoteTerms(ctx context.Context, client string, t contract.Terms)
 }
 
 // gather adds a's counter-offers, each naming its server, to counters, and
-// its rejection to rejections where it made no counter.
+// its rejection to rejections where it made no counter. A counter-offer
+// whose id a client could not name back (CounterID) is not relayed.
 func gather(counters []contract.Counter, rejections []protocol.Rejection, a Answer) ([]contract.Counter, []protocol.Rejection) {
+	relayed := 0
 	for _, c := range a.Decision.Counters {
+		if !protocol.CounterID(c.ID) {
+			continue
+		}
 		c.Server = a.Server
 		c.Terms.Server = a.Server
 		counters = append(counters, c)
+		relayed++
 	}
 	reason := a.Decision.Reason
 	if a.Decision.Code != "" {
 		reason = string(a.Decision.Code) + ": " + reason
 	}
-	if len(a.Decision.Counters) == 0 {
+	if relayed < len(a.Decision.Counters) {
+		reason += fmt.Sprintf(" (%d counter-offer(s) not relayed: an id must be 1-%d letters, digits, '.', '_' or '-')", len(a.Decision.Counters)-relayed, protocol.MaxCounterID)
+	}
+	if relayed == 0 {
 		rejections = append(rejections, protocol.Rejection{Server: a.Server, Reason: reason, Code: a.Decision.Code})
 	}
 	return counters, rejections

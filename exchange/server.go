@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
@@ -56,8 +57,17 @@ func (h *House) checkHello(ctx context.Context, hello protocol.Hello) error {
 	if err := hello.Check(); err != nil {
 		return err
 	}
-	if _, ok := h.scaleOf(ctx)(hello.Currency); !ok {
+	scale, ok := h.scaleOf(ctx)(hello.Currency)
+	if !ok {
 		return &bourse.Error{Code: bourse.EUnknownCurrency, Field: "currency", Message: "no currency " + hello.Currency}
+	}
+	if hello.Scale != nil && *hello.Scale != scale {
+		// Its prepayments and charges would have the wrong number of
+		// decimal places: every counter-offer refused, or offers
+		// refused that the ledger takes.
+		return &bourse.Error{Code: bourse.EInvalid, Field: "scale", Message: fmt.Sprintf(
+			"currency %s has %d decimal places on this exchange, and this server prices it at %d: set the server's currency.scale to %d (or --scale %d)",
+			hello.Currency, scale, *hello.Scale, scale, scale)}
 	}
 	return nil
 }

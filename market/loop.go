@@ -32,14 +32,31 @@ type bidderLoop struct {
 // run trades jobs one after another until the market closes; a client
 // runs Parallel of these.
 func (b *bidderLoop) run(ctx context.Context) {
+	var backoff time.Duration
 	for !b.m.Tally.closing.Load() && ctx.Err() == nil {
-		b.trade(ctx, b.nextJob())
+		if b.trade(ctx, b.nextJob()) {
+			// Short of money, or over a cap: asking again at once would
+			// only be refused again. Wait for an allowance, a contract's
+			// end or a new period, longer each time in a row.
+			backoff = min(max(2*backoff, refusedPause), maxRefusedPause)
+			b.sleep(ctx, backoff)
+		} else {
+			backoff = 0
+		}
 		b.mu.Lock()
 		think := time.Duration(100+b.rng.IntN(300)) * time.Millisecond
 		b.mu.Unlock()
 		b.sleep(ctx, think)
 	}
 }
+
+// A bot refused for want of money or by a cap waits refusedPause before
+// its next job, twice as long after each refusal in a row, at most
+// maxRefusedPause.
+const (
+	refusedPause    = time.Second
+	maxRefusedPause = 16 * time.Second
+)
 
 func (b *bidderLoop) nextJob() strategy.Job {
 	b.mu.Lock()
@@ -49,9 +66,10 @@ func (b *bidderLoop) nextJob() strategy.Job {
 }
 
 // trade negotiates one job with the client's strategy, and follows its
-// contract to the settlement. A client without the money for this job
-// pauses before the next, which may be smaller.
-func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) {
+// contract to the settlement. It reports whether the market refused the
+// job for the client's money or caps (insufficient_funds, cap_exceeded):
+// then the client pauses before the next, which may be smaller.
+func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) (refused bool) {
 	k, err := strategy.Negotiate(ctx, open{Exchange: b.client, closing: &b.m.Tally.closing, told: b.m.Told, client: b.spec.ID}, strategy.Negotiation{
 		Strategy: b.spec.Strategy, Job: job, Pause: 150 * time.Millisecond,
 		Report: func(r strategy.Round) {
@@ -60,12 +78,13 @@ func (b *bidderLoop) trade(ctx context.Context, job strategy.Job) {
 			}
 		},
 	})
-	switch {
-	case err == nil:
+	switch bourse.ErrorCode(err) {
+	case "":
 		b.follow(ctx, k)
-	case bourse.ErrorCode(err) == bourse.EInsufficientFunds:
-		b.sleep(ctx, time.Second)
+	case bourse.EInsufficientFunds, bourse.ECapExceeded:
+		return true
 	}
+	return false
 }
 
 // errClosed ends a negotiation once the market closes.

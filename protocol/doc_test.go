@@ -227,6 +227,7 @@ func examples(t *testing.T) []example {
 	for i := range gpus {
 		gpus[i] = contract.GPU{Index: i, Model: "H100", MemoryMiB: 81559}
 	}
+	helloScale := int32(2)
 	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
 
 	return []example{
@@ -285,6 +286,12 @@ func examples(t *testing.T) []example {
 			Balance: currency.Balance{Account: wallet, Currency: "CRED", Available: afterResume, Held: terms.Prepayment},
 			Scale:   scale, Waiting: &protocol.WaitingSum{Offers: 1, Prepayments: terms.Prepayment},
 		}},
+		{"servers.request", protocol.ServersRequest{Currency: "CRED"}},
+		{"servers.reply", protocol.ServersReply{Servers: []protocol.Server{
+			protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs}, at(t, "10m0.5s")),
+			protocol.ServerOf("gpu2", protocol.Hello{Currency: "CRED", GPUs: gpus[:2], Free: 0, Policy: "posted 0.004/GPU-s",
+				Runs: &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}}, at(t, "10m0.9s")),
+		}}},
 		{"quote.request", protocol.QuoteRequest{Terms: terms}},
 		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
@@ -293,7 +300,7 @@ func examples(t *testing.T) []example {
 				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
-			}}}},
+			}}, Servers: []protocol.MarketServer{{ID: "gpu1", GPUs: 4, Free: 2}, {ID: "gpu2", GPUs: 4, Free: 0}}}},
 
 		// Events.
 		{"event.accepted", protocol.Event{Type: protocol.EventAccepted, Contract: protocol.Changed(protocol.EventAccepted, &accepted), At: accepted.AcceptedAt}},
@@ -305,13 +312,13 @@ func examples(t *testing.T) []example {
 		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
-		{"hello.request", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
+		{"hello.request", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
 			Heartbeat:       contract.Duration(time.Second),
 			ReadingEvery:    contract.Duration(time.Second),
 			ServerLostAfter: contract.Duration(10 * time.Second),
 		}},
-		{"heartbeat", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
 		{"reading", reading},
@@ -416,6 +423,7 @@ func TestDocCommands(t *testing.T) {
 		"client.quote":     func() any { return new(protocol.QuoteRequest) },
 		"client.cancel":    func() any { return new(protocol.CancelRequest) },
 		"client.waiting":   func() any { return new(protocol.WaitingRequest) },
+		"client.servers":   func() any { return new(protocol.ServersRequest) },
 		"server.hello":     func() any { return new(protocol.Hello) },
 		"server.heartbeat": func() any { return new(protocol.Hello) },
 		"server.started":   func() any { return new(protocol.Started) },
@@ -527,7 +535,7 @@ func TestDocSubjects(t *testing.T) {
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
 		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults, protocol.VerbQuote,
-		protocol.VerbCancel, protocol.VerbWaiting} {
+		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
 	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
 )
 
 // Limits of a hello or heartbeat: more than any one server has.
@@ -25,6 +26,9 @@ func (h Hello) Check() error {
 	}
 	if err := CheckID(h.Currency); err != nil {
 		return bad("currency", "%v", err)
+	}
+	if h.Scale != nil && (*h.Scale < 0 || *h.Scale > currency.MaxScale) {
+		return bad("scale", "%d: want 0..%d", *h.Scale, currency.MaxScale)
 	}
 	if len(h.GPUs) == 0 || len(h.GPUs) > MaxServerGPUs || h.Free < 0 || h.Free > len(h.GPUs) {
 		return bad("gpus", "%d GPUs with %d free is not a server", len(h.GPUs), h.Free)

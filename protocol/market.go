@@ -36,6 +36,18 @@ type Market struct {
 	// fit it ("any" where neither says); a waiting offer under the model
 	// it asks for, "any" if none.
 	Models []MarketModel `json:"models"`
+	// Servers are the servers heard from lately in the currency, by id,
+	// with their GPUs and how many are free: the sellers, whose capacity
+	// reports of utilisation and idle time divide by.
+	Servers []MarketServer `json:"servers,omitempty"`
+}
+
+// MarketServer is a server's GPUs in market data: how many, and how many
+// are free.
+type MarketServer struct {
+	ID   string `json:"id"`
+	GPUs int    `json:"gpus"`
+	Free int    `json:"free"`
 }
 
 // PricePlaces is how many decimal places beyond its currency's scale a

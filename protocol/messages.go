@@ -189,9 +189,13 @@ const (
 // Hello registers a server (bourse.v1.server.<s>.hello); the exchange
 // answers with HelloReply. Heartbeats carry the same fields.
 type Hello struct {
-	Currency string         `json:"currency"`
-	GPUs     []contract.GPU `json:"gpus"`
-	Free     int            `json:"free"`
+	Currency string `json:"currency"`
+	// Scale is the decimal places the server prices the currency at;
+	// the exchange refuses a hello whose scale is not the ledger's (a
+	// server older than it leaves it out).
+	Scale *int32         `json:"scale,omitempty"`
+	GPUs  []contract.GPU `json:"gpus"`
+	Free  int            `json:"free"`
 	// Running lists the contracts the server is running now.
 	Running []string `json:"running,omitempty"`
 	Policy  string   `json:"policy,omitempty"`
@@ -276,4 +280,25 @@ type Cancel struct {
 type Control struct {
 	Contract string          `json:"contract"`
 	Action   contract.Reason `json:"action"` // ReasonSuspended or ReasonKilled
+}
+
+// MaxCounterID is the longest id a counter-offer may have.
+const MaxCounterID = 64
+
+// CounterID says whether id may name a counter-offer: 1 to MaxCounterID
+// ASCII letters, digits, '.', '_' or '-', so that a client can show it
+// and a person type it back to take it. The exchange relays no
+// counter-offer of another id.
+func CounterID(id string) bool {
+	if id == "" || len(id) > MaxCounterID {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

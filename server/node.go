@@ -177,8 +177,10 @@ func (n *Node) Hello(now time.Time) protocol.Hello {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.sweep(now)
+	scale := n.cfg.Currency.Scale
 	h := protocol.Hello{
 		Currency: string(n.cfg.Currency.Code),
+		Scale:    &scale,
 		GPUs:     n.cfg.GPUs,
 		Free:     len(n.cfg.GPUs) - len(n.owner),
 		At:       now,

@@ -64,22 +64,18 @@ func (c Cheapest) Bid(j Job, _ int, _ time.Time) contract.Terms {
 }
 
 // Take compares prices exactly, so a counter-offer at the value is within
-// it however its curves divide.
+// it however its curves divide; of those within it, the first in
+// CompareCounters' order.
 func (Cheapest) Take(j Job, counters []contract.Counter, now time.Time) *contract.Counter {
 	value := contract.Flat(j.Value).At(decimal.Zero) // the value as an exact rate
 	var best *contract.Counter
-	var bestRate contract.Price
 	for i := range counters {
 		k := &counters[i]
-		if k.ValidUntil.Before(now) || k.Terms.GPUs != j.GPUs {
+		if k.ValidUntil.Before(now) || k.Terms.GPUs != j.GPUs || k.Terms.FullUsePrice().Cmp(value) > 0 {
 			continue
 		}
-		r := k.Terms.FullUsePrice()
-		if r.Cmp(value) > 0 {
-			continue
-		}
-		if best == nil || r.Cmp(bestRate) < 0 {
-			best, bestRate = k, r
+		if best == nil || CompareCounters(*k, *best) < 0 {
+			best = k
 		}
 	}
 	return best

@@ -68,20 +68,57 @@ func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	t.Run("Exact", func(t *testing.T) {
 		// P and Q ramps to 0.05 at 3 GPUs are 0.1/3 each at 2: the rate
 		// 0.1/3 + 0.1/6 is 0.05, exactly the value, though neither part
-		// has a finite decimal. It is taken, and ties with a flat 0.05,
-		// where the first counter-offer stays.
+		// has a finite decimal. It is taken, and ties with a flat 0.05
+		// from server "b": the tie goes by server, whichever came first.
 		thirds := k("thirds", "0", 2, time.Minute)
+		thirds.Server = "a"
 		thirds.Terms.P = contract.Ramp(decimal.Zero, decimal.NewFromInt(3), decimal.RequireFromString("0.05"))
 		thirds.Terms.Q = thirds.Terms.P
-		for _, ks := range [][]contract.Counter{{thirds}, {thirds, k("flat", "0.05", 2, time.Minute)}} {
+		flat := k("flat", "0.05", 2, time.Minute)
+		flat.Server = "b"
+		for _, ks := range [][]contract.Counter{{thirds}, {thirds, flat}, {flat, thirds}} {
 			got := Cheapest{}.Take(job, ks, now)
 			require.NotNil(t, got)
 			assert.Equal(t, "thirds", got.ID)
 		}
-		got := Cheapest{}.Take(job, []contract.Counter{k("flat", "0.05", 2, time.Minute), thirds}, now)
-		require.NotNil(t, got)
-		assert.Equal(t, "flat", got.ID)
 	})
+}
+
+// TestCompareCounters is the one order of counter-offers: by price at
+// full use, then server, then id, whatever order they came in; and the
+// strategies take the first of it within the value.
+func TestCompareCounters(t *testing.T) {
+	now := time.Now()
+	k := func(server, id, price string) contract.Counter {
+		tm := Fixed{}.Bid(job, 0, now)
+		tm.P = contract.Flat(decimal.RequireFromString(price))
+		return contract.Counter{ID: id, Server: server, Terms: tm, ValidUntil: now.Add(time.Minute)}
+	}
+	want := []contract.Counter{k("z", "k9", "0.01"), k("a", "k2", "0.02"), k("a", "k3", "0.02"), k("b", "k1", "0.02"), k("a", "k0", "0.03")}
+	check := func(ks []contract.Counter) bool {
+		SortCounters(ks)
+		for i := range ks {
+			if ks[i].ID != want[i].ID {
+				return false
+			}
+		}
+		return true
+	}
+	require.NoError(t, quick.Check(func(perm []uint8) bool {
+		ks := append([]contract.Counter(nil), want...)
+		for i, p := range perm {
+			j := int(p) % len(ks)
+			ks[i%len(ks)], ks[j] = ks[j], ks[i%len(ks)]
+		}
+		first := Cheapest{}.Take(job, ks, now)
+		return first != nil && first.ID == "k9" && check(ks)
+	}, nil))
+	ties := []contract.Counter{k("b", "k1", "0.02"), k("a", "k3", "0.02"), k("a", "k2", "0.02")}
+	for _, s := range []Strategy{Cheapest{}, &Adaptive{}, Deadline{}, Going{}} {
+		got := s.Take(job, ties, now)
+		require.NotNil(t, got, "%T", s)
+		assert.Equal(t, "k2", got.ID, "%T takes the first of the order", s)
+	}
 }
 
 func TestAdaptiveRaisesAfterRejection(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -127,7 +126,7 @@ again does nothing; with another parent it is a conflict.`,
 			switch kind {
 			case string(currency.Revenue):
 				if parent != "" {
-					return errors.New("--parent: only wallets have parents")
+					return usagef("--parent: only wallets have parents")
 				}
 				id = currency.RevenueID(code, args[0])
 				if _, err := t.OpenRevenue(ctx, actor, code, args[0], cmp.Or(key, treasury.OpenKey(id))); err != nil {
@@ -139,7 +138,7 @@ again does nothing; with another parent it is a conflict.`,
 					return err
 				}
 			default:
-				return fmt.Errorf("--kind %q: wallet or revenue", kind)
+				return usagef("--kind %q: wallet or revenue", kind)
 			}
 			got, err := t.Ledger().Account(ctx, id)
 			if err != nil {
@@ -174,7 +173,7 @@ func newGrantCmd(withTreasury func(treasuryRun) func(*cobra.Command, []string) e
 			}
 			code := currency.Code(cur)
 			if _, err := t.Grant(ctx, actor, code, args[0], amount, key, memo); err != nil {
-				return err
+				return grantHint(err, code, args[0])
 			}
 			return printMoved(ctx, cmd, t.Ledger(), "granted", code, args[0], amount)
 		}),

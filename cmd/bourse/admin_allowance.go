@@ -89,15 +89,15 @@ a rule changed in the file replaces the one set) and then pays.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			av, err := decimal.NewFromString(a)
 			if err != nil {
-				return fmt.Errorf("--a %q: %w", a, err)
+				return usagef("--a %q: %w", a, err)
 			}
 			bv, err := decimal.NewFromString(b)
 			if err != nil {
-				return fmt.Errorf("--b %q: %w", b, err)
+				return usagef("--b %q: %w", b, err)
 			}
 			x0, err := decimal.NewFromString(from)
 			if err != nil {
-				return fmt.Errorf("--from %q: %w", from, err)
+				return usagef("--from %q: %w", from, err)
 			}
 			r := allowance.Rule{Wallet: "preview", A: av, B: bv, Period: period, Start: time.Unix(0, 0)}
 			if err := r.Validate(); err != nil {
@@ -142,7 +142,7 @@ a rule changed in the file replaces the one set) and then pays.`,
 			now := time.Now()
 			if at != "" {
 				if now, err = time.Parse(time.RFC3339, at); err != nil {
-					return fmt.Errorf("--now %q: %w", at, err)
+					return usagef("--now %q: %w", at, err)
 				}
 			}
 			if rulesFile != "" {

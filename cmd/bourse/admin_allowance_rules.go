@@ -35,7 +35,7 @@ func newAllowanceSetCmd(withTreasury func(treasuryRun) func(*cobra.Command, []st
 			from := time.Now().UTC().Truncate(time.Second)
 			if start != "" {
 				if from, err = time.Parse(time.RFC3339, start); err != nil {
-					return fmt.Errorf("--start %q: want RFC 3339, e.g. 2026-12-01T00:00:00Z", start)
+					return usagef("--start %q: want RFC 3339, e.g. 2026-12-01T00:00:00Z", start)
 				}
 			}
 			if err := requireKey(key, "allowance-alice-2026-12"); err != nil {

@@ -8,9 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/safecsv"
 )
@@ -22,7 +24,7 @@ func parseDay(flag, s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
+		return time.Time{}, usagef("--%s %q: a date (2026-11-01) or an RFC 3339 time", flag, s)
 	}
 	return t, nil
 }
@@ -50,7 +52,7 @@ spreadsheet; json gives everything.`,
 				return err
 			}
 			if o.Capacity, err = breakdown.ParseCapacity(capacity); err != nil {
-				return fmt.Errorf("--capacity: %w", err)
+				return usagef("--capacity: %w", err)
 			}
 			r, err := breakdown.Build(ctx, s, s.Ledger(), o)
 			if err != nil {
@@ -62,9 +64,9 @@ spreadsheet; json gives everything.`,
 			case "csv":
 				return writeReportCSV(cmd.OutOrStdout(), r)
 			case "table":
-				return writeReportTables(cmd.OutOrStdout(), r)
+				return writeReportTables(cmd.OutOrStdout(), r, ledgerScales(ctx, s.Ledger()))
 			}
-			return fmt.Errorf("--format %q: table, csv or json", format)
+			return usagef("--format %q: table, csv or json", format)
 		}),
 	}
 	today := time.Now().UTC().Format("2006-01-02")
@@ -76,12 +78,22 @@ spreadsheet; json gives everything.`,
 	return cmd
 }
 
-func writeReportTables(w io.Writer, r breakdown.Report) error {
+// writeReportTables writes r for people: every amount of money at its
+// currency's scale (scaleOf; exactly where it is not known), so that 4
+// CRED prints as 4.00 beside 1.83.
+func writeReportTables(w io.Writer, r breakdown.Report, scaleOf func(code string) (int32, bool)) error {
+	money := func(d decimal.Decimal, code string) string {
+		scale, ok := scaleOf(code)
+		if !ok {
+			return exact(d) + " " + code
+		}
+		return currency.Format(d, scale) + " " + code
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PERIOD\tORG\tPROJECT\tCLIENT\tMODEL\tCONTRACTS\tGPU-SECONDS\tCOST")
 	for _, l := range r.Lines {
 		row(tw, l.Period, orDash(l.Org), orDash(l.Project), l.Client, l.Model, l.Contracts,
-			l.GPUSeconds.StringFixed(1), fmt.Sprintf("%s %s", l.Cost, l.Currency))
+			l.GPUSeconds.StringFixed(1), money(l.Cost, l.Currency))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PERIOD\tSERVER\tCONTRACTS\tGPU-SECONDS SOLD\tREVENUE\tIDLE GPU-SECONDS")
@@ -90,14 +102,30 @@ func writeReportTables(w io.Writer, r breakdown.Report) error {
 		if s.Capacity.IsPositive() {
 			idle = s.Idle.StringFixed(1)
 		}
-		row(tw, s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), fmt.Sprintf("%s %s", s.Revenue, s.Currency), idle)
+		row(tw, s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), money(s.Revenue, s.Currency), idle)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PERIOD\tCURRENCY\tGPU-SECONDS\tCOST\tPER GPU-SECOND")
 	for _, p := range r.Prices {
-		row(tw, p.Period, p.Currency, p.GPUSeconds.StringFixed(1), p.Cost, p.PerGPUSecond)
+		row(tw, p.Period, p.Currency, p.GPUSeconds.StringFixed(1), money(p.Cost, p.Currency), p.PerGPUSecond)
 	}
 	return tw.Flush()
+}
+
+// ledgerScales looks currencies' scales up in l, once each.
+func ledgerScales(ctx context.Context, l currency.Ledger) func(string) (int32, bool) {
+	known := map[string]int32{}
+	return func(code string) (int32, bool) {
+		if v, ok := known[code]; ok {
+			return v, v >= 0
+		}
+		v := int32(-1)
+		if c, err := l.Currency(ctx, currency.Code(code)); err == nil {
+			v = c.Scale
+		}
+		known[code] = v
+		return v, v >= 0
+	}
 }
 
 func writeReportCSV(w io.Writer, r breakdown.Report) error {

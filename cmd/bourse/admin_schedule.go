@@ -38,7 +38,7 @@ market without an exchange running, or from cron.`,
 			if at != "" {
 				var err error
 				if now, err = time.Parse(time.RFC3339, at); err != nil {
-					return fmt.Errorf("--now %q: %w", at, err)
+					return usagef("--now %q: %w", at, err)
 				}
 			}
 			ran, err := treasury.NewScheduler(t, actor).Run(ctx, now)

@@ -36,7 +36,7 @@ The exchange reads caps every 5 seconds.`,
 			}
 			w, err := decimal.NewFromString(warn)
 			if err != nil {
-				return fmt.Errorf("--warn %q: a share such as 0.8", warn)
+				return usagef("--warn %q: a share such as 0.8", warn)
 			}
 			if err := requireKey(key, "spend-cap-acme-2026-12"); err != nil {
 				return err
@@ -109,7 +109,7 @@ refill" does it by hand (or from cron, where no exchange runs).
 			}
 			w, err := decimal.NewFromString(warn)
 			if err != nil {
-				return fmt.Errorf("--warn %q: a share such as 0.8", warn)
+				return usagef("--warn %q: a share such as 0.8", warn)
 			}
 			if err := requireKey(key, "spend-rate-alice-1"); err != nil {
 				return err

@@ -63,4 +63,9 @@ func TestAdminGrant(t *testing.T) {
 
 	assert.Equal(t, "wallet/CRED/alice: available 500.00 CRED, held 0.00\n", ok("balance", "wallet/CRED/alice"))
 	assert.Regexp(t, ` 500\.00 +500\.00 +issuance/CRED +grant-2026-11-alice`, ok("statement", "wallet/CRED/alice"))
+
+	// A grant before the wallet is open says to open it.
+	_, errOut, code = admin(t, dbURL, "grant", "bob", "5", "--currency", "CRED", "--key", "grant-bob")
+	assert.Equal(t, exitRefused, code)
+	assert.Contains(t, errOut, "no account wallet/CRED/bob; open the wallet first: bourse admin open bob --currency CRED")
 }

@@ -85,7 +85,7 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			if at != "" {
 				var err error
 				if now, err = time.Parse(time.RFC3339, at); err != nil {
-					return fmt.Errorf("--now %q: %w", at, err)
+					return usagef("--now %q: %w", at, err)
 				}
 			}
 			done, err := t.RunTopUps(ctx, actor, now)

@@ -140,6 +140,6 @@ func TestAdminReport(t *testing.T) {
 	csvOut := ok("report", "--format", "csv")
 	assert.True(t, strings.HasPrefix(csvOut, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"))
 	_, errOut, code = admin(t, dbURL, "report", "--capacity", "atlas")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "SERVER=GPUS")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -67,7 +66,7 @@ func (s *scales) money(d decimal.Decimal, code string, known bool) string {
 func amount(flag, s string) (decimal.Decimal, error) {
 	d, err := decimal.NewFromString(strings.TrimSpace(s))
 	if err != nil {
-		return decimal.Zero, fmt.Errorf("%s %q is not a decimal number like 0.30", flag, s)
+		return decimal.Zero, usagef("%s %q is not a decimal number like 0.30", flag, s)
 	}
 	return d, nil
 }

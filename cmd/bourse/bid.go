@@ -51,7 +51,11 @@ of its bots (ada … hal) trades as:
   bourse bid --nats URL --id you balance
 
 An offer escrows the most it can cost unless --prepayment says less: every
-GPU busy for the whole --time-limit (10m by default) at its price.`,
+GPU busy for the whole --time-limit (10m by default) at its price.
+
+The connection settings (--nats, --id, the NATS login and TLS files,
+--currency) come from the flags, else the environment (each flag's help
+names its variable), else the context in use (bourse context).`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
@@ -64,8 +68,9 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 	bindEnv(pf, "currency", "BOURSE_CURRENCY")
 	pf.BoolVar(&f.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
+	markContext(cmd, pf)
 
-	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidWatchCmd(f),
+	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidShowCmd(f), newBidWatchCmd(f), newBidWaitCmd(f), newBidServersCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
 		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd
@@ -76,7 +81,7 @@ GPU busy for the whole --time-limit (10m by default) at its price.`,
 func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if f.id == "" {
-			return usagef("--id is required: the client name your wallet is under (or set BOURSE_ID)")
+			return usagef("--id is required: the client name your wallet is under (or set BOURSE_ID, or keep it in a context: bourse context add NAME --nats URL --id ID)")
 		}
 		tlsOpts, err := f.tls.options()
 		if err != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -46,7 +48,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 		return err
 	}
 	if !value.IsPositive() {
-		return fmt.Errorf("--value %s: want more than 0", value)
+		return usagef("--value %s: want more than 0", value)
 	}
 	deadline, err := parseDeadline(o.deadline, time.Now())
 	if err != nil {
@@ -79,6 +81,13 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	})
 	switch bourse.ErrorCode(err) {
 	case "":
+	case bourse.EInternal:
+		if errors.Is(err, strategy.ErrGaveUp) {
+			// The market said no, round after round: status 3, as an
+			// offer that ends without a contract.
+			return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: "--auto " + o.auto + ": no contract", Err: err}
+		}
+		return err
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
 		// Negotiating again, even under the same --request-id, offers the
 		// earlier rounds afresh, and one may get a contract of its own.
@@ -123,7 +132,7 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--deadline %q: want a duration from now (45m) or a time like 2026-11-21T18:00:00Z", s)
+		return time.Time{}, usagef("--deadline %q: want a duration from now (45m) or a time like 2026-11-21T18:00:00Z", s)
 	}
 	return t, nil
 }
@@ -147,14 +156,8 @@ func printRound(w io.Writer, r strategy.Round) {
 	}
 }
 
-// cheapest is the counter-offer with the lowest price at full use, the
-// first of those that tie.
+// cheapest is the first counter-offer in the one order of them,
+// strategy.CompareCounters.
 func cheapest(ks []contract.Counter) contract.Counter {
-	best := ks[0]
-	for _, k := range ks[1:] {
-		if k.Terms.FullUsePrice().Cmp(best.Terms.FullUsePrice()) < 0 {
-			best = k
-		}
-	}
-	return best
+	return slices.MinFunc(ks, strategy.CompareCounters)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -78,7 +79,8 @@ func newBidCancelCmd(f *bidFlags) *cobra.Command {
 // awaitMatch follows waiting offer id until a server accepts it (nil) or
 // it leaves the book (an error of code rejected), printing what happens
 // to it; not_found if it is not one of the client's waiting offers.
-func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string, asJSON bool) error {
+func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlags, id string) error {
+	asJSON := f.json
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := c.Events(wctx, 64) // before the look, so nothing falls in between
@@ -134,9 +136,11 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, id string,
 			}
 			switch ev.Type {
 			case protocol.EventCountered:
-				if !asJSON {
-					fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s; it waits on\n", ev.At.Local().Format("15:04:05"),
-						len(ev.Counters), priceText(cheapest(ev.Counters).Terms), safe(cheapest(ev.Counters).Server))
+				strategy.SortCounters(ev.Counters)
+				f.remember(ev.Counters, "")
+				if !asJSON && len(ev.Counters) > 0 {
+					fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s (offer --take 1, or --take ID); it waits on\n", ev.At.Local().Format("15:04:05"),
+						len(ev.Counters), priceText(ev.Counters[0].Terms), safe(ev.Counters[0].Server))
 				}
 			case protocol.EventLeftBook:
 				return &bourse.Error{Code: bourse.ERejected, Op: "bid.watch", Message: fmt.Sprintf("%s left the book (%s): %s", id, ev.Waiting.Left, ev.Message)}

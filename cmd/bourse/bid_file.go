@@ -15,21 +15,23 @@ import (
 
 // readTerms reads an offer's terms from a JSON or YAML file. YAML is
 // turned into JSON and read by contract.ParseTerms, so both are held to
-// the same strict rules (no unknown or duplicate keys, no nulls).
+// the same strict rules (no unknown or duplicate keys, no nulls). A file
+// that cannot be read so is a command line that cannot be right (-f names
+// it): a usage error.
 func readTerms(path string) (contract.Terms, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return contract.Terms{}, fmt.Errorf("read the terms: %w", err)
+		return contract.Terms{}, usagef("-f: read the terms: %w", err)
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext == ".yaml" || ext == ".yml" || (ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))) {
 		if data, err = yamlToJSON(data); err != nil {
-			return contract.Terms{}, fmt.Errorf("%s: %w", path, err)
+			return contract.Terms{}, usagef("-f %s: %w", path, err)
 		}
 	}
 	t, err := contract.ParseTerms(data)
 	if err != nil {
-		return contract.Terms{}, fmt.Errorf("%s: %w", path, err)
+		return contract.Terms{}, usagef("-f %s: %w", path, err)
 	}
 	return t, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -76,7 +76,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
 	fs.DurationVar(&o.wait, "wait", 0, "if no server accepts at once, wait in the book up to this long (at most 168h) for GPUs to free up")
-	fs.StringVar(&o.take, "take", "", "take counter-offer N (as numbered, cheapest at full use first), or the cheapest of server NAME, without asking")
+	fs.StringVar(&o.take, "take", "", "take a counter-offer as shown last: its number N or its ID; or, with the offer's terms, offer them to server NAME alone and take its cheapest counter-offer")
 }
 
 // terms builds the terms from the flags on base: every flag for a new
@@ -88,7 +88,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if o.file != "" {
 		for _, name := range termFlags {
 			if fs.Changed(name) {
-				return t, fmt.Errorf("-f %s gives the terms: drop --%s, or drop -f", o.file, name)
+				return t, usagef("-f %s gives the terms: drop --%s, or drop -f", o.file, name)
 			}
 		}
 		var err error
@@ -184,7 +184,7 @@ func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
 		return d, err
 	}
 	if !d.IsPositive() {
-		return d, fmt.Errorf("--prepayment %s: want more than 0, or leave it out to escrow the maximum charge", d)
+		return d, usagef("--prepayment %s: want more than 0, or leave it out to escrow the maximum charge", d)
 	}
 	return d, nil
 }
@@ -194,7 +194,7 @@ func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 		return &contract.JobSpec{Command: o.command, Args: o.args}, nil
 	}
 	if len(o.args) > 0 {
-		return nil, errors.New("--arg needs --command")
+		return nil, usagef("--arg needs --command")
 	}
 	u, err := amount("--utilization", o.utilization)
 	if err != nil {
@@ -213,7 +213,7 @@ func parseCurve(flag, s string) (contract.Curve, error) {
 	for i, pair := range strings.Split(s, ",") {
 		x, y, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if !ok {
-			return nil, fmt.Errorf("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
+			return nil, usagef("%s: breakpoint %d %q is not x:y, like 0.5:0.004", flag, i+1, pair)
 		}
 		var p contract.Point
 		var err error
@@ -244,11 +244,17 @@ func newBidOfferCmd(f *bidFlags) *cobra.Command {
 		Short: "Make an offer: get a contract, or counter-offers to take",
 		Long: `offer makes an offer from flags or a file (-f, JSON or YAML in the form of
 docs/pricing.md). The answer is a contract, whose prepayment is now escrowed,
-or the servers' counter-offers: they print as a numbered table, and on a
-terminal you are asked which to take (--take N takes one without asking,
---take SERVER the cheapest of that server's). They are numbered by price per
-GPU-second at full use, cheapest first, ties by server name. An offer that
+or the servers' counter-offers: they print as a table, numbered by price
+per GPU-second at full use, cheapest first (ties by server, then id), each
+with its id, and on a terminal you are asked which to take. An offer that
 ends without a contract exits with status 3 (code rejected).
+
+The counter-offers shown last (here or by quote, as a table or JSON) can be
+taken afterwards, as shown, while they are valid: offer --take N takes the
+N-th, offer --take ID the one of that id (or the start of it); no new offer
+is made. With an offer's terms, --take SERVER offers them to that server
+alone and takes its cheapest counter-offer: the contract, if any, is with
+SERVER.
 With --auto STRATEGY and --value, a bidding strategy offers and takes
 counter-offers for you until it has a contract or gives up:
 
@@ -273,9 +279,15 @@ escrows twice, so a timed-out offer is safe to retry.`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
+			if o.take != "" && o.takesShown(cmd.Flags()) {
+				return o.takeShown(ctx, cmd, f, c, "")
+			}
 			base := contract.Terms{Currency: f.currency}
 			t, err := o.terms(cmd.Flags(), base, false)
 			if err != nil {
+				return err
+			}
+			if err := o.pin(cmd.Flags(), &t); err != nil {
 				return err
 			}
 			if o.requestID == "" {
@@ -288,7 +300,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 				return o.negotiate(ctx, cmd, f, c, t)
 			}
 			reply, err := c.OfferWait(ctx, o.requestID, t, o.wait)
-			return o.answer(ctx, cmd, f, c, reply, retryHint(err, o.requestID))
+			return o.answer(ctx, cmd, f, c, reply, "", retryHint(err, o.requestID))
 		}),
 	}
 	o.register(cmd.Flags())
@@ -309,22 +321,28 @@ The terms start as the suspended contract's, server included; the offer flags
 change them (e.g. --price, --time-limit, --server).`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			o.scales = newScales(ctx, c)
+			if o.take != "" && o.takesShown(cmd.Flags()) {
+				return o.takeShown(ctx, cmd, f, c, args[0])
+			}
 			old, err := c.Contract(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			o.scales = newScales(ctx, c)
 			base := old.Terms
 			base.Client = ""
 			t, err := o.terms(cmd.Flags(), base, true)
 			if err != nil {
 				return err
 			}
+			if err := o.pin(cmd.Flags(), &t); err != nil {
+				return err
+			}
 			if o.requestID == "" {
 				o.requestID = newRequestID()
 			}
 			reply, err := c.Resume(ctx, o.requestID, old.ID, t)
-			return o.answer(ctx, cmd, f, c, reply, retryHint(err, o.requestID))
+			return o.answer(ctx, cmd, f, c, reply, old.ID, retryHint(err, o.requestID))
 		}),
 	}
 	o.register(cmd.Flags())
@@ -341,9 +359,24 @@ func retryHint(err error, requestID string) error {
 	return err
 }
 
+// pin makes --take SERVER's offer go to SERVER alone, so that it makes a
+// contract with SERVER or none: an accept from another server would be
+// a contract with another.
+func (o *offerFlags) pin(fs *pflag.FlagSet, t *contract.Terms) error {
+	if o.take == "" {
+		return nil
+	}
+	if fs.Changed("server") && o.server != o.take {
+		return usagef("--take %s and --server %s name different servers: keep one", o.take, o.server)
+	}
+	t.Server = o.take
+	return nil
+}
+
 // answer prints an offer's reply: the contract, or the counter-offers and,
-// if the user picks one, the contract of taking it.
-func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, reply protocol.OfferReply, err error) error {
+// if the user picks one, the contract of taking it. resumes is the
+// contract the offer resumes, if it does.
+func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, reply protocol.OfferReply, resumes string, err error) error {
 	if err != nil {
 		return err
 	}
@@ -368,12 +401,12 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		return rejected(reply.Rejections)
 	}
-	sortCounters(reply.Counters)
-	n, err := o.choose(cmd, f, reply)
+	strategy.SortCounters(reply.Counters)
+	n, err := o.choose(cmd, f, reply, resumes)
 	if err != nil {
 		return err
 	}
-	got, err := c.Take(ctx, o.requestID+"-take", reply.Counters[n-1])
+	got, err := c.TakeResume(ctx, o.requestID+"-take", resumes, reply.Counters[n-1])
 	if err != nil {
 		return retryHint(err, o.requestID)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -23,16 +24,25 @@ func newBidQuoteCmd(f *bidFlags) *cobra.Command {
 every matching server answers as it would answer the offer now, but nothing
 is escrowed, no GPU is held and no contract comes of it. It prints the
 servers that would accept and the counter-offers of the others, numbered by
-price per GPU-second at full use, cheapest first. A counter-offer is honoured
-while valid: --take N (or --take SERVER) takes it at once, as offer --take
-does. Quotes count against your request rate as offers do.
+price per GPU-second at full use, cheapest first, with their ids (--json:
+the same list, in the same order). A counter-offer is honoured while valid:
+--take N or --take ID takes one of those shown, as shown (quote --take or
+offer --take, without the offer's flags). Quotes count against your
+request rate as offers do.
 
-  bourse bid --nats URL --id you quote --gpus 1 --model H100 --price 0.20`,
+  bourse bid --nats URL --id you quote --gpus 1 --model H100 --price 0.20
+  bourse bid --nats URL --id you offer --take 1`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
+			if o.take != "" && o.takesShown(cmd.Flags()) {
+				return o.takeShown(ctx, cmd, f, c, "")
+			}
 			t, err := o.terms(cmd.Flags(), contract.Terms{Currency: f.currency}, false)
 			if err != nil {
+				return err
+			}
+			if err := o.pin(cmd.Flags(), &t); err != nil {
 				return err
 			}
 			q, err := c.Quote(ctx, t)
@@ -46,11 +56,14 @@ does. Quotes count against your request rate as offers do.
 	return cmd
 }
 
-// quoted prints a quote's answer and takes the counter-offer --take names.
+// quoted prints a quote's answer and remembers its counter-offers for a
+// later --take; with --take SERVER (the quote went to SERVER alone) it
+// takes SERVER's cheapest.
 func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, q protocol.QuoteReply) error {
 	out := cmd.OutOrStdout()
 	reply := protocol.OfferReply{Counters: q.Counters, Rejections: q.Rejections}
-	sortCounters(reply.Counters)
+	strategy.SortCounters(reply.Counters)
+	f.remember(reply.Counters, "")
 	if o.take == "" {
 		if f.json {
 			return printJSON(out, q)
@@ -61,10 +74,13 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 			fmt.Fprintln(out, "No server would accept these terms now.")
 		}
 		if len(q.Counters) > 0 {
-			fmt.Fprintf(out, "%d counter-offer(s), cheapest at full use first (take one with --take N):\n", len(q.Counters))
+			fmt.Fprintf(out, "%d counter-offer(s), cheapest at full use first (take one with %s offer --take N or --take ID):\n", len(q.Counters), f.command(cmd))
 		}
 		printCounterTable(out, reply, o.scales)
 		return nil
+	}
+	if len(q.Accepts) > 0 {
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: fmt.Sprintf("%s would accept these terms as they are, and a quote holds nothing: make the offer (offer --server %s and the same flags)", safe(o.take), safe(o.take))}
 	}
 	if len(reply.Counters) == 0 {
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: "--take: the quote brought no counter-offer"}
@@ -81,7 +97,7 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		return retryHint(err, o.requestID)
 	}
 	if got.Contract == nil {
-		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: quote again", n, reply.Counters[n-1].Server)}
+		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: fmt.Sprintf("counter-offer %s (%s's) was not honoured: quote again", safe(reply.Counters[n-1].ID), safe(reply.Counters[n-1].Server))}
 	}
 	if f.json {
 		return printJSON(out, got)

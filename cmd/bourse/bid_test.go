@@ -147,7 +147,7 @@ func TestBid(t *testing.T) {
 		k := b.offerJSON("ada", append(terms[2:], "--auto", "fixed", "--value", "0.40", "--prepayment", "50")...)
 		assert.True(t, k.Terms.Prepayment.Equal(decimal.NewFromInt(2)), "--auto caps it at each bid's maximum charge: %s", k.Terms.Prepayment)
 		_, errOut, code := b.bid("ada", append([]string{"offer", "--prepayment", "0"}, terms...)...)
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "--prepayment 0: want more than 0")
 	})
 
@@ -189,12 +189,12 @@ func TestBid(t *testing.T) {
 		out, errOut, code := b.bid("ada", low...)
 		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
+		assert.Regexp(t, `(?m)^1 +[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
-		assert.Contains(t, errOut, "; take one with: bourse bid --nats "+b.m.URL()+" --id ada offer … --take N or --take SERVER (the same flags) (code rejected)")
+		assert.Contains(t, errOut, "; take one as shown with: bourse bid --nats "+b.m.URL()+" --id ada offer --take N (its number) or --take ID (code rejected)")
 
-		out = b.ok("ada", append(low, "--take", "1")...)
+		out = b.ok("ada", "offer", "--take", "1")
 		assert.Contains(t, out, "contract c-")
 
 		var r protocol.OfferReply
@@ -204,8 +204,8 @@ func TestBid(t *testing.T) {
 		require.Len(t, r.Counters, 1)
 		assert.Nil(t, r.Contract)
 
-		_, errOut, code = b.bid("ada", append(low, "--take", "3")...)
-		assert.Equal(t, 1, code)
+		_, errOut, code = b.bid("ada", "offer", "--take", "3")
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "there are 1 counter-offers")
 	})
 
@@ -218,7 +218,7 @@ func TestBid(t *testing.T) {
 	}
 	t.Run("AutoGivesUp", func(t *testing.T) {
 		_, errOut, code := b.bid("ada", "offer", "--auto", "fixed", "--value", "0.10", "--rounds", "2", "--duration", "300ms", "--time-limit", "20s")
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitRefused, code)
 		assert.Contains(t, errOut, "gave up after 2 offers")
 	})
 
@@ -310,11 +310,11 @@ func TestBid(t *testing.T) {
 		bad := filepath.Join(dir, "bad.yaml")
 		require.NoError(t, os.WriteFile(bad, []byte("gpus: 1\ngpus: 2\ntime_limit: 20s\np: [[0, 0.40]]\n"), 0o644))
 		_, errOut, code := b.bid("ada", "offer", "-f", bad)
-		assert.Equal(t, exitFailure, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "(code invalid)")
 
 		_, errOut, code = b.bid("ada", "offer", "-f", js, "--gpus", "2")
-		assert.Equal(t, 1, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Contains(t, errOut, "drop --gpus")
 	})
 
@@ -371,7 +371,7 @@ func TestBidCounterPrices(t *testing.T) {
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out, _, _ := b.bid("ada", low...)
-	assert.Regexp(t, `(?m)^1 +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
+	assert.Regexp(t, `(?m)^1 +[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
 
 	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
@@ -381,35 +381,93 @@ func TestBidCounterPrices(t *testing.T) {
 	require.Len(t, r.Counters, 1)
 	assert.True(t, r.Counters[0].Terms.P.Equal(contract.Flat(decimal.RequireFromString("0.2"))))
 
-	k := b.offerJSON("ada", append(low[1:], "--take", "1")...)
+	k := b.offerJSON("ada", "--take", "1")
 	assert.Equal(t, "boreal", k.Server)
 }
 
 // TestBidTake makes one low offer to four servers, each countering at its
 // posted price: the counter-offers are numbered cheapest at full use
-// first, ties by server, whatever order the servers answered in, and
-// --take takes one by number or by server.
+// first, ties by server, whatever order the servers answered in, each
+// shown with its id; --take takes one of those shown, by number or id,
+// as shown, and makes no new offer; --take SERVER with an offer's terms
+// offers them to that server alone.
 func TestBidTake(t *testing.T) {
 	posted := func(id, p string) scenario.ServerSpec {
-		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 2, Policy: server.Posted{P: contract.Flat(decimal.RequireFromString(p))}}
+		return scenario.ServerSpec{ID: id, Model: "H100", MemoryMiB: 81920, Count: 8, Policy: server.Posted{P: contract.Flat(decimal.RequireFromString(p))}}
 	}
 	b := startBidMarket(t, posted("dear", "0.50"), posted("mid-b", "0.30"), posted("cheap", "0.20"), posted("mid-a", "0.30"))
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "300ms", "--time-limit", "30s"}
-	order := regexp.MustCompile(`(?m)^(\d) +(\S+) +1 +any GPU`)
+	order := regexp.MustCompile(`(?m)^(\d) +([0-9a-f]{24}) +(\S+) +1 +any GPU`)
+	shown := func(out string) (got, ids []string) {
+		for _, m := range order.FindAllStringSubmatch(out, -1) {
+			got, ids = append(got, m[1]+" "+m[3]), append(ids, m[2])
+		}
+		return got, ids
+	}
 	for range 5 {
 		out, _, _ := b.bid("ada", low...)
-		var got []string
-		for _, m := range order.FindAllStringSubmatch(out, -1) {
-			got = append(got, m[1]+" "+m[2])
-		}
+		got, _ := shown(out)
 		require.Equal(t, []string{"1 cheap", "2 mid-a", "3 mid-b", "4 dear"}, got, out)
 	}
-	assert.Equal(t, "cheap", b.offerJSON("ada", append(low[1:], "--take", "1")...).Server)
-	assert.Equal(t, "mid-b", b.offerJSON("ada", append(low[1:], "--take", "3")...).Server)
-	assert.Equal(t, "dear", b.offerJSON("ada", append(low[1:], "--take", "dear")...).Server)
-	_, errOut, code := b.bid("ada", append(low, "--take", "nosuch")...)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "--take nosuch: no counter-offer from a server of that name (they came from cheap, dear, mid-a, mid-b)")
+
+	t.Run("ByNumber", func(t *testing.T) {
+		b.bid("ada", low...)
+		assert.Equal(t, "cheap", b.offerJSON("ada", "--take", "1").Server)
+		b.bid("ada", low...)
+		assert.Equal(t, "mid-b", b.offerJSON("ada", "--take", "3").Server)
+	})
+
+	t.Run("ByID", func(t *testing.T) {
+		// The ids quote --json prints name the counter-offers, and the
+		// one taken is the one shown: its server, price and prepayment.
+		var q protocol.QuoteReply
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", append([]string{"--json", "quote"}, low[1:]...)...)), &q))
+		require.Len(t, q.Counters, 4)
+		want := q.Counters[2]
+		require.Equal(t, "mid-b", want.Server)
+		k := b.offerJSON("ada", "--take", want.ID)
+		assert.Equal(t, "mid-b", k.Server)
+		assert.True(t, k.Terms.P.Equal(want.Terms.P))
+		assert.True(t, k.Terms.Prepayment.Equal(want.Terms.Prepayment))
+
+		// And from a table, by the start of an id, taken by quote.
+		out, _, _ := b.bid("ada", low...)
+		_, ids := shown(out)
+		require.Len(t, ids, 4)
+		out = b.ok("ada", "quote", "--take", ids[3][:8])
+		assert.Contains(t, out, "taking counter-offer 4 ("+ids[3]+") of dear")
+		assert.Regexp(t, `contract c-\S+ with dear`, out)
+	})
+
+	t.Run("PinsTheServer", func(t *testing.T) {
+		// cheap would accept 0.25 outright; --take mid-a offers to
+		// mid-a alone, and takes its counter-offer at 0.30.
+		k := b.offerJSON("ada", "--gpus", "1", "--price", "0.25", "--duration", "300ms", "--time-limit", "30s", "--take", "mid-a")
+		assert.Equal(t, "mid-a", k.Server)
+		assert.Equal(t, "0.3", k.Terms.P[0].Y.String())
+		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--price", "0.25", "--take", "nosuch")
+		assert.Equal(t, exitRefused, code, errOut)
+		assert.Contains(t, errOut, "code no_match")
+	})
+
+	t.Run("BadTake", func(t *testing.T) {
+		b.bid("ada", low...)
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"offer", "--take", "9"}, "--take 9: there are 4 counter-offers, numbered from 1"},
+			{[]string{"offer", "--take", "2", "--price", "0.5"}, "--take 2 takes a counter-offer as it was shown, on its server's terms: drop --price"},
+			{[]string{"offer", "--take", "nosuch"}, "--take nosuch: no counter-offer of that number, id or server (there are 4, from cheap, dear, mid-a, mid-b)"},
+		} {
+			_, errOut, code := b.bid("ada", tc.args...)
+			assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+			assert.Contains(t, errOut, tc.want)
+		}
+		_, errOut, code := b.bid("bob", "offer", "--take", "1")
+		assert.Equal(t, exitUsage, code)
+		assert.Contains(t, errOut, "no counter-offer has been shown here lately")
+	})
 }
 
 func TestBidUnavailable(t *testing.T) {

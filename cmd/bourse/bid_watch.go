@@ -32,7 +32,7 @@ An offer waiting in the book is followed there until a server accepts it
 			if bourse.ErrorCode(err) == bourse.ENotFound {
 				// A waiting offer's id is its contract's to be: follow it
 				// in the book until it has one.
-				if werr := awaitMatch(ctx, out, c, args[0], f.json); werr != nil {
+				if werr := awaitMatch(ctx, out, c, f, args[0]); werr != nil {
 					return werr
 				}
 				events, err = c.Watch(ctx, args[0])
@@ -51,7 +51,9 @@ An offer waiting in the book is followed there until a server accepts it
 				}
 				printEvent(out, ev, sc)
 			}
-			return nil // settled, voided, or interrupted
+			// Settled or voided; or a signal stopped the watch, and the
+			// contract goes on.
+			return interrupted(ctx, fmt.Sprintf("the watch of %s (the contract goes on: watch it again to follow it)", args[0]))
 		}),
 	}
 }

@@ -57,7 +57,7 @@ it has none.`,
 			var secret []byte
 			if secretFile != "" {
 				if secret, err = os.ReadFile(secretFile); err != nil {
-					return fmt.Errorf("--secret-file: %w", err)
+					return usagef("--secret-file: %w", err)
 				}
 			}
 			var natsOpts []nats.Option
@@ -113,13 +113,13 @@ func newConsoleUserCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if usersFile == "" {
-				return errors.New("--users is required")
+				return usagef("--users is required")
 			}
 			var pw string
 			if passwordFile != "" {
 				b, err := os.ReadFile(passwordFile)
 				if err != nil {
-					return fmt.Errorf("--password-file: %w", err)
+					return usagef("--password-file: %w", err)
 				}
 				pw = strings.TrimRight(string(b), "\r\n")
 			} else {

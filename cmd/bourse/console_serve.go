@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,7 +44,7 @@ type consoleOptions struct {
 // until ctx ends.
 func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, store exchange.Store, o consoleOptions) error {
 	if (o.cert == "") != (o.key == "") {
-		return errors.New("--tls-cert and --tls-key go together")
+		return usagef("--tls-cert and --tls-key go together")
 	}
 	sessions, err := sqlsessions.Beside(ctx, store.Ledger())
 	if err != nil {

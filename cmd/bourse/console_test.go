@@ -184,7 +184,7 @@ func TestConsoleOffLoopback(t *testing.T) {
 	assert.Contains(t, errOut, "--tls-cert")
 	assert.Contains(t, errOut, "--behind-proxy")
 	_, errOut, code = bourseCmd(append(args, "--tls-cert", "x.pem")...)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--tls-cert and --tls-key go together")
 
 	base, said, stop := startConsoleSaying(t, append(args, "--insecure-http")...)

@@ -120,7 +120,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
 		}()
 	}
-	v := newView(out, m, store.Ledger(), cfg.duration)
+	v := newView(out, m, store, cfg.duration)
 	v.run(ctx, cfg.duration)
 
 	fmt.Fprintln(out, "\nTrading stopped; waiting for running contracts to settle…")
@@ -166,22 +166,31 @@ const keyboardClient = "you"
 // at once) with room to try more.
 var keyboardBudget = decimal.NewFromInt(100)
 
-// demoClients are the default clients, two of them capped and one paid
-// an allowance, so that the demo shows each at work: cyd may hold 2 GPUs
-// at once, gus may commit 10.00 a day (warned at 80%), and bea is paid
-// 0.50 every 5 seconds while 1% of its balance decays each second
-// (a = 360/h, b = 36/h: it tends to 10.00).
+// demoClients are the default clients, each paid an allowance so that
+// the market trades for as long as the demo runs, two of them capped, so
+// that the demo shows each at work. Every bot's allowance pulls its
+// balance towards its budget (dx/dt = a − b·x with b = 120/h, paid every
+// 5 seconds: half the way back in about 21 seconds), which pays for what
+// its jobs use (TestDemoEconomy); bea's pulls it towards 10.00, below its
+// budget of 15.00, so that it shows the balance decaying too. cyd may
+// hold 2 GPUs at once; gus may commit 10.00 a day (warned at 80%).
 func demoClients() []scenario.ClientSpec {
 	cs := scenario.DefaultClients()
 	for i := range cs {
+		b := decimal.NewFromInt(demoAllowanceB)
+		cs[i].Allowance = &scenario.Allowance{A: cs[i].Budget.Mul(b), B: b, Period: 5 * time.Second}
 		switch cs[i].ID {
 		case "cyd":
 			cs[i].CapGPUs = 2
 		case "gus":
 			cs[i].DailySpend = decimal.NewFromInt(10)
 		case "bea":
-			cs[i].Allowance = &scenario.Allowance{A: decimal.NewFromInt(360), B: decimal.NewFromInt(36), Period: 5 * time.Second}
+			cs[i].Allowance.A = decimal.NewFromInt(10).Mul(b)
 		}
 	}
 	return cs
 }
+
+// demoAllowanceB is the share of a bot's balance its allowance takes back
+// per hour, and of its target it pays: 120 (2% a second).
+const demoAllowanceB = 120

@@ -7,15 +7,39 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestDemo runs the README's first command briefly: it must trade, settle
-// and end with a passing audit line, and say what cyd's cap and bea's
-// allowance (paid every 5 seconds) did.
+// TestDemo runs the README's first command briefly, with a person
+// trading as you beside the bots: it must trade, settle and end with a
+// passing audit line, say what cyd's cap and the allowances (paid every 5
+// seconds, to every bot) did, and what you traded.
 func TestDemo(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"demo", "--duration", "6s"}, &stdout, &stderr)
-	if code != 0 {
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(context.Background(), []string{"demo", "--duration", "6s"}, &stdout, &stderr) }()
+	var url string
+	for url == "" {
+		if m := regexp.MustCompile(`NATS at (\S+) `).FindStringSubmatch(stdout.String()); m != nil {
+			url = m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The bots keep the servers busy: an offer may be countered or
+	// rejected, and you offer again, as a person would.
+	for try := 0; ; try++ {
+		var bidOut, bidErr bytes.Buffer
+		code := run(context.Background(), []string{"bid", "--nats", url, "--id", "you", "offer", "--gpus", "1",
+			"--price", "0.60", "--duration", "1s", "--time-limit", "1m"}, &bidOut, &bidErr)
+		if code == 0 {
+			break
+		}
+		if code != exitRefused || try == 20 {
+			t.Fatalf("you could not trade: %d %s%s", code, bidOut.String(), bidErr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := <-done; code != 0 {
 		t.Fatalf("exit status %d; stderr %q\n%s", code, stderr.String(), stdout.String())
 	}
 	out := strings.TrimSpace(stdout.String())
@@ -25,13 +49,27 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the last line is %q, want the audit passing with no hold open", last)
 	}
 	for _, want := range []string{"Settlement summary", "SERVER", "CLIENT", "contracts settled",
-		"cap: cyd may hold 2 GPUs at once", "allowance: bea: dx/dt = a − b·x with a = 360/h, b = 36/h (tends to a/b = 10.00)"} {
+		"cap: cyd may hold 2 GPUs at once", "allowance: bea: dx/dt = a − b·x with a = 1200/h, b = 120/h (tends to a/b = 10.00)",
+		"allowance: ada: dx/dt = a − b·x with a = 3600/h, b = 120/h (tends to a/b = 30.00)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
 	}
+	// Every bot has an allowance; one that has spent nothing yet is owed
+	// nothing, so only bea's, which starts above its target, must have
+	// moved money in 6 s.
+	for _, bot := range []string{"ada", "bea", "cyd", "dov", "eli", "fen", "gus", "hal"} {
+		if !regexp.MustCompile(`allowance: ` + bot + `: dx/dt = a − b·x with a = \d+/h, b = 120/h`).MatchString(out) {
+			t.Errorf("%s has no allowance:\n%s", bot, out)
+		}
+	}
 	if !regexp.MustCompile(`allowance: bea: .* in [1-9]\d* payments`).MatchString(out) {
 		t.Errorf("bea's allowance was not paid in 6 s:\n%s", out)
+	}
+	// you's line: what its contract charged and refunded, read from the
+	// store, not dashes.
+	if !regexp.MustCompile(`(?m)^you +bourse bid +- +\d+\.\d\d +0\.00 +0\.[1-9]\d +[1-9]\d\.\d\d +1 +1$`).MatchString(out) {
+		t.Errorf("the summary does not say what you traded:\n%s", out)
 	}
 	if m := regexp.MustCompile(`spend cap: gus may commit 10.00 a day; (\d+\.\d\d) used`).FindStringSubmatch(out); m == nil || m[1] == "0.00" {
 		t.Errorf("gus's spend cap is not in the summary, or nothing was used of it:\n%s", out)
@@ -52,7 +90,7 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{"DemoBadDuration", []string{"demo", "--duration", "-1s"}, exitUsage, "bourse: --duration must be positive, got -1s"},
 		{"DemoBadDB", []string{"demo", "--db", "mysql://x"}, exitUsage, `bourse: --db must be a postgres:// URL (PostgreSQL or CockroachDB) or "mem", got "mysql://x"`},
-		{"ExchangeNeedsDB", []string{"exchange"}, exitUsage, `bourse: --db (or $DATABASE_URL) is required: the ledger's postgres:// URL`},
+		{"ExchangeNeedsDB", []string{"exchange"}, exitUsage, `bourse: --db (or $DATABASE_URL) is required: the ledger's postgres:// URL, or mem for a throwaway one`},
 		{"AdminNeedsDB", []string{"admin", "audit"}, exitUsage, `bourse: --db (or $DATABASE_URL) is required: the ledger's postgres:// URL`},
 		{"AdminRefusesMem", []string{"admin", "audit", "--db", "mem"}, exitUsage, `bourse: admin needs the exchange's database: an in-memory ledger ("mem") lives only inside its own process`},
 	} {

@@ -77,11 +77,11 @@ func given(fs *pflag.FlagSet, name string) bool {
 func readSecret(flag, value, file string) (string, error) {
 	switch {
 	case value != "" && file != "":
-		return "", fmt.Errorf("--%s and --%s-file both give it: keep one", flag, flag)
+		return "", usagef("--%s and --%s-file both give it: keep one", flag, flag)
 	case file != "":
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("--%s-file: %w", flag, err)
+			return "", usagef("--%s-file: %w", flag, err)
 		}
 		line, _, _ := strings.Cut(string(b), "\n")
 		return strings.TrimRight(line, "\r"), nil

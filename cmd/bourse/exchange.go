@@ -22,6 +22,7 @@ func newExchangeCmd() *cobra.Command {
 		tls                         natsTLS
 		serverKeys                  string
 		scheduleEvery               time.Duration
+		mem                         throwaway
 	)
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -31,12 +32,21 @@ func newExchangeCmd() *cobra.Command {
 readings and settles contracts. Run several against one NATS cluster and one
 database to share the load; each is stateless. It logs with slog to stderr,
 serves Prometheus metrics on --metrics, and on SIGTERM stops taking requests,
-finishes those in flight and exits.`,
+finishes those in flight and exits.
+
+--db mem runs it on a throwaway in-memory ledger, lost when it stops, which
+no bourse admin can reach: it starts with the currency --mem-currency (CRED
+at 2 places unless said) and the wallets --fund opens and funds.
+
+  bourse exchange --db mem --fund you=100 --fund bob=50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
 			if dbURL == "" {
-				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL")
+				return usagef("--db (or $DATABASE_URL) is required: the ledger's postgres:// URL, or mem for a throwaway one")
+			}
+			if err := mem.check(cmd.Flags(), dbURL); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
@@ -84,6 +94,11 @@ finishes those in flight and exits.`,
 			if err != nil {
 				return err
 			}
+			if dbURL == "mem" {
+				if err := mem.setUp(ctx, t, log); err != nil {
+					return err
+				}
+			}
 			cfg.SpendCaps, cfg.Periods = t.SpendCaps(5*time.Second), t.Periods()
 			if scheduleEvery > 0 {
 				// Every instance runs the treasury's scheduler: its actions
@@ -121,8 +136,9 @@ finishes those in flight and exits.`,
 	login.addFlags(f)
 	tls.addFlags(f)
 	f.StringVar(&serverKeys, "server-keys", "", `file of the servers' public signing keys ("ID KEY" a line): readings must then carry their server's signature; SIGHUP reads it again`)
-	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger`)
+	f.StringVar(&dbURL, "db", "", `ledger database: postgres://… (PostgreSQL or CockroachDB; the password may come from $PGPASSWORD or ~/.pgpass instead of the URL), or "mem" for a throwaway in-memory ledger (with --fund)`)
 	bindEnv(f, "db", "DATABASE_URL")
+	mem.addFlags(f)
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)
 	f.DurationVar(&scheduleEvery, "schedule-every", 10*time.Second, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")

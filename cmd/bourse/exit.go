@@ -15,10 +15,12 @@ import (
 // Exit statuses by class, for scripts: what went wrong decides whether to
 // fix the command, change the request, or try again later.
 const (
-	exitFailure     = 1 // anything else: input that breaks a rule (a file, a configuration, an offer's terms, a server's output: codes invalid, invalid_curve, invalid_offer), output that was lost (output_lost), a bug, an audit that fails
-	exitUsage       = 2 // the command line cannot be right: unknown command or flag, a missing or bad argument
+	exitFailure     = 1 // anything else: input that breaks a rule (a configuration, an offer's terms as the exchange judges them, a server's output: codes invalid, invalid_curve, invalid_offer), output that was lost (output_lost), a bug, an audit that fails
+	exitUsage       = 2 // the command line cannot be right: unknown command or flag, a missing or bad argument or value (--price abc), one setting given twice, a file a flag names that cannot be read as it must (-f)
 	exitRefused     = 3 // the market (exchange, ledger, NATS's permissions) answered no to a well-formed request: the error's code says why
 	exitUnavailable = 4 // NATS, the exchange or the database did not answer in time; the same command may work later
+	// A command a signal stopped before it was done exits 128 plus the
+	// signal's number, as shells report it (130 SIGINT, 143 SIGTERM).
 )
 
 // usageError is a command line that cannot be right.
@@ -65,6 +67,10 @@ func exitStatus(err error) int {
 	var u *usageError
 	if errors.As(err, &u) {
 		return exitUsage
+	}
+	var s stopped
+	if errors.As(err, &s) {
+		return s.status()
 	}
 	// Cobra finds these before any hook of ours runs, and types them not.
 	if msg := err.Error(); strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag(s) ") {

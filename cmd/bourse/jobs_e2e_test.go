@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,6 +229,39 @@ sample_every: 50ms
 		assert.Contains(t, out, "notes.txt\n1 files in", "what the job had left when it was killed")
 		again, _, _ := b.bid("ada", "logs", k.ID)
 		assert.Equal(t, logs.String(), again, "the logs read after the end are those read live")
+	})
+	t.Run("Servers", func(t *testing.T) {
+		// What each server runs, as it says: the programs a job may
+		// name, exactly, and the meter; a refusal names the list.
+		out := b.ok("ada", "servers")
+		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+` `, out)
+		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+` `, out)
+		_, errOut, code := b.bid("ada", "offer", "--server", "gpu1", "--gpus", "1", "--price", "0.5", "--command", "bourse.test")
+		assert.Equal(t, exitRefused, code)
+		assert.Contains(t, errOut, `"bourse.test" is not a program this server runs: it runs `+job)
+	})
+
+	t.Run("WaitAndShow", func(t *testing.T) {
+		// bid wait exits with the job's own status; show names it, the
+		// meter, the last reading and where the output is.
+		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m",
+			"--command", job, "--arg="+jobFlag, "--arg=exit", "--arg=7")
+		require.Equal(t, 0, code, errOut)
+		var r protocol.OfferReply
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		require.NotNil(t, r.Contract)
+		id := r.Contract.ID
+		out, errOut, code = b.bid("ada", "wait", id)
+		assert.Equal(t, 7, code, errOut)
+		assert.Empty(t, errOut)
+		assert.Regexp(t, `^`+id+` settled \(completed\), the job exited 7: charged \d+\.\d\d, refunded \d+\.\d\d CRED\n$`, out)
+
+		out = b.ok("ada", "show", id)
+		for _, want := range []string{"State        settled (completed)\n", "Exit status  7\n", "Meter        nvml\n", "Reading      #",
+			", final: U ", "Output       stdout and stderr: bourse bid --nats " + b.m.URL() + " --id ada logs " + id,
+			"Job          " + job + " " + jobFlag + " exit 7\n", "Server       gpu1\n"} {
+			assert.Contains(t, out, want)
+		}
 	})
 	rep, err := b.ledger.Audit(context.Background())
 	require.NoError(t, err)

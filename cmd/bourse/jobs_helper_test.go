@@ -25,8 +25,14 @@ func runTestJob() {
 //
 //	train N   leave notes.txt in $BOURSE_RESULTS, print "step i" every 100 ms
 //	          for N steps and "loss" on stderr, then leave model.txt and exit 0
+//	exit N    print "exiting N", and exit N after 200 ms
 func testJob(act string, args []string) int {
 	switch act {
+	case "exit":
+		n, _ := strconv.Atoi(args[0])
+		fmt.Printf("exiting %d\n", n)
+		time.Sleep(200 * time.Millisecond)
+		return n
 	case "train":
 		n, _ := strconv.Atoi(args[0])
 		results := os.Getenv("BOURSE_RESULTS")

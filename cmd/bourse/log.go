@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -38,9 +39,31 @@ func logHandler(cmd *cobra.Command, w io.Writer) slog.Handler {
 		opts.Level = l
 	}
 	if flagString(cmd, "log-format") == "json" {
+		opts.ReplaceAttr = jsonAttr
 		return slog.NewJSONHandler(w, opts)
 	}
 	return slog.NewTextHandler(w, opts)
+}
+
+// jsonAttr writes a duration as the text handler does ("1.5s"), not as
+// the nanoseconds slog's JSON handler writes, which a person reading the
+// log, or a collector's query, would have to divide.
+func jsonAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
+
+// say writes a line a person reads at a command's start ("meter: …",
+// "policy: …"): as it is in a text log, as a record whose message it is
+// under --log-format json, so that every line of a JSON log is an object.
+func say(cmd *cobra.Command, log *slog.Logger, line string) {
+	if flagString(cmd, "log-format") == "json" {
+		log.Info(line)
+		return
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), line)
 }
 
 // commandLogger is a command's log, to its stderr. Each command has its

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,10 +34,63 @@ import (
 
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := onSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopped is the cause of a command's context that ended on a signal:
+// a command that the signal cut short returns it (wrapped), and says
+// "stopped by SIGTERM" rather than "context canceled".
+type stopped struct{ sig os.Signal }
+
+func (s stopped) Error() string {
+	switch s.sig {
+	case syscall.SIGINT:
+		return "stopped by SIGINT"
+	case syscall.SIGTERM:
+		return "stopped by SIGTERM"
+	}
+	return "stopped by signal " + s.sig.String()
+}
+
+// status is 128 plus the signal's number, as shells report a command a
+// signal ended.
+func (s stopped) status() int {
+	if n, ok := s.sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return exitFailure
+}
+
+// onSignal is signal.NotifyContext whose context's cause (context.Cause)
+// names the signal that ended it.
+func onSignal(parent context.Context, sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(stopped{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
+}
+
+// interrupted is the error of a command whose context a signal ended,
+// what to say of it first: nil if no signal did.
+func interrupted(ctx context.Context, what string) error {
+	var s stopped
+	if !errors.As(context.Cause(ctx), &s) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, s)
 }
 
 // run executes the command line args and returns the process exit status.
@@ -51,6 +105,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.InitDefaultCompletionCmd()
 	markUsage(root)
 	if cmd, err := root.ExecuteContextC(ctx); err != nil {
+		if code, ok := asExitCode(err); ok {
+			return code // said already
+		}
+		var s stopped
+		if !errors.As(err, &s) && strings.HasSuffix(err.Error(), context.Canceled.Error()) && errors.As(context.Cause(ctx), &s) {
+			// What a signal cut short says so, not "context canceled";
+			// a command that says what the signal did (sim) keeps its
+			// words and its status.
+			err = s
+		}
 		printError(stderr, cmd, err)
 		return exitStatus(err)
 	}
@@ -79,12 +143,15 @@ the prepayment is escrowed in a double-entry ledger until the job is settled.`,
 			if err := applyEnv(cmd); err != nil {
 				return &usageError{err}
 			}
+			if err := applyContext(cmd); err != nil {
+				return err
+			}
 			return checkLogFlags(cmd)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}")
 	addLogFlags(root.PersistentFlags())
-	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newMarketCmd(), newServerCmd(), newSimCmd())
+	root.AddCommand(newVersionCmd(readBuildInfo), newDemoCmd(), newExchangeCmd(), newAdminCmd(), newConsoleCmd(), newBidCmd(), newContextCmd(), newMarketCmd(), newServerCmd(), newSimCmd())
 	return root
 }
 

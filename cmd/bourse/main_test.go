@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +19,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv("BOURSE_TEST_MAIN") == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	// The commands keep what they keep for a user (the counter-offers
+	// shown, contexts) under the user's cache and configuration folders:
+	// the tests' own, never the account's.
+	home, err := os.MkdirTemp("", "bourse-test-home-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 func TestRun(t *testing.T) {

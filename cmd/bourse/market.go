@@ -15,6 +15,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -91,6 +92,7 @@ interrupted; --json prints JSON (with --watch, a line per message).
 	f.BoolVar(&asJSON, "json", false, "print JSON for scripts instead of tables")
 	f.BoolVar(&watch, "watch", false, "print each publication as it comes, until interrupted")
 	f.DurationVar(&wait, "wait", 15*time.Second, "how long to wait for a publication")
+	markContext(cmd, f)
 	return cmd
 }
 
@@ -156,18 +158,21 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 	}
 }
 
-// printMarket prints market data as a table per currency.
+// printMarket prints market data as a table per currency. Prices are per
+// GPU-second used, at the currency's decimal places (more only where a
+// price would show fewer than two significant digits); CHARGED is money.
 func printMarket(out io.Writer, ms []protocol.Market) error {
 	for i, m := range ms {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use; prices paid per GPU-second used\n",
-			safe(m.Currency), when(m.At), time.Duration(m.Window).Round(time.Second))
+		cur := safe(m.Currency)
+		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use, and their prices per GPU-second used; GPUs of the servers heard from; offers waiting in the book\n",
+			cur, when(m.At), time.Duration(m.Window).Round(time.Second))
 		places := pricePlaces(m)
 		price := func(d decimal.Decimal) string { return d.StringFixed(places) }
 		tw := table(out)
-		fmt.Fprintln(tw, "MODEL\tSETTLED\tGPU-SECONDS USED\tCHARGED\tLOW\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING\tWAITING GPUS\tBEST WAITING")
+		fmt.Fprintf(tw, "MODEL\tCONTRACTS\tGPU-S USED\tCHARGED %s\tLOW PRICE\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING OFFERS\tWAITING GPUS\tBEST WAITING PRICE\n", cur)
 		for _, l := range m.Models {
 			low, median, high, vwap := "-", "-", "-", "-"
 			if p := l.Prices; p != nil {
@@ -177,7 +182,7 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 			if l.Waiting.Offers > 0 {
 				best = price(l.Waiting.Best)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", safe(l.Model), l.Settled, gpuSeconds(l.Used), l.Charged,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", safe(l.Model), l.Settled, gpuSeconds(l.Used), currency.Format(l.Charged, m.Scale),
 				low, median, high, vwap, l.GPUs, l.Free, l.Waiting.Offers, l.Waiting.GPUs, best)
 		}
 		if err := tw.Flush(); err != nil {
@@ -190,11 +195,26 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 // gpuSeconds writes GPU-seconds whole: a fraction of one is noise here.
 func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 
-// pricePlaces is the most decimal places any price of m needs, so that a
-// column's prices line up.
+// pricePlaces is how many decimal places m's prices print with, all of
+// them alike so that a column lines up: the currency's scale, or more
+// where a price needs them to keep two significant digits (a price per
+// GPU-second may be well below the currency's smallest amount), at most
+// the places market data carries.
 func pricePlaces(m protocol.Market) int32 {
-	var places int32
-	see := func(d decimal.Decimal) { places = max(places, -min(d.Exponent(), 0)) }
+	places := max(m.Scale, 0)
+	most := places + protocol.PricePlaces
+	see := func(d decimal.Decimal) {
+		d = d.Abs()
+		if d.IsZero() {
+			return
+		}
+		// Places p show d to two significant digits when d·10^p ≥ 10.
+		need := places
+		for need < most && d.Shift(need).LessThan(decimal.NewFromInt(10)) {
+			need++
+		}
+		places = max(places, need)
+	}
 	for _, l := range m.Models {
 		if p := l.Prices; p != nil {
 			for _, d := range []decimal.Decimal{p.Low, p.Median, p.High, p.VWAP} {

@@ -61,18 +61,26 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	assert.NotContains(t, table, "ada")
 }
 
-// TestPrintMarketAligned: a currency's prices share their decimal places,
-// so that a column lines up, whatever places each came with.
+// TestPrintMarketAligned: a currency's prices print with its decimal
+// places, all alike so that a column lines up, more only where a price
+// would keep fewer than two significant digits; charged is money at the
+// scale; every column says what it counts.
 func TestPrintMarketAligned(t *testing.T) {
 	d := decimal.RequireFromString
 	var b strings.Builder
-	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Models: []protocol.MarketModel{
-		{Model: "H100", Settled: 2, Prices: &protocol.Prices{Low: d("0.3"), Median: d("0.4"), High: d("0.5"), VWAP: d("0.40243902")}},
+	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Scale: 2, Models: []protocol.MarketModel{
+		{Model: "H100", Settled: 2, Used: d("41"), Charged: d("16.5"), Prices: &protocol.Prices{Low: d("0.3"), Median: d("0.4"), High: d("0.5"), VWAP: d("0.40243902")}},
 		{Model: "L4", Waiting: protocol.Depth{Offers: 1, Best: d("0.1")}},
 	}}}))
 	out := b.String()
-	assert.Contains(t, out, "0.30000000")
-	assert.Contains(t, out, "0.40243902")
-	assert.Contains(t, out, "0.10000000", "the waiting offers' best price too")
-	assert.NotContains(t, out, "0.3 ")
+	assert.Contains(t, out, "MODEL  CONTRACTS  GPU-S USED  CHARGED CRED  LOW PRICE  MEDIAN  HIGH  VWAP  GPUS  FREE  WAITING OFFERS  WAITING GPUS  BEST WAITING PRICE\n")
+	assert.Regexp(t, `(?m)^H100 +2 +41 +16\.50 +0\.30 +0\.40 +0\.50 +0\.40 +0 +0 +0 +0 +-$`, out)
+	assert.Regexp(t, `(?m)^L4 +0 +0 +0\.00 +- +- +- +- +0 +0 +1 +0 +0\.10$`, out, "the waiting offers' best price too")
+	assert.NotContains(t, out, "0.40243902")
+
+	b.Reset()
+	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Scale: 2, Models: []protocol.MarketModel{
+		{Model: "H100", Settled: 1, Prices: &protocol.Prices{Low: d("0.0042"), Median: d("0.0042"), High: d("0.3"), VWAP: d("0.004213")}},
+	}}}))
+	assert.Regexp(t, `(?m)^H100 +1 +0 +0\.00 +0\.0042 +0\.0042 +0\.3000 +0\.0042 `, b.String(), "two significant digits of the cheapest")
 }

@@ -87,6 +87,14 @@ FILE -sd DIR) and restart nats-server after each change.`,
 				return fmt.Errorf("TLS needs --tls-cert and --tls-key together, and --tls-verify needs --tls-ca")
 			}
 			by := generatedBy(clients, servers, viewers, exchangeUser, example, tls)
+			// The address too, so that the command remade from the
+			// comment makes the same file.
+			if cmd.Flags().Changed("host") {
+				by = append(by, "--host", host)
+			}
+			if cmd.Flags().Changed("port") {
+				by = append(by, "--port", fmt.Sprint(port))
+			}
 			if storeDir != "" {
 				by = append(by, "--store-dir", storeDir)
 			}

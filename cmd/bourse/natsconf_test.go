@@ -48,6 +48,17 @@ func TestNATSConfigHashed(t *testing.T) {
 	assert.True(t, opts.JetStream)
 }
 
+// TestNATSConfigMadeBy: the comment's command makes the same file, the
+// address included.
+func TestNATSConfigMadeBy(t *testing.T) {
+	args := []string{"admin", "nats-config", "--client", "alice", "--host", "0.0.0.0", "--port", "4333", "--store-dir", "/var/lib/bourse/js", "--example-passwords"}
+	out := execute(t, nil, args...)
+	assert.Contains(t, out, "#   bourse admin nats-config --client alice --example-passwords --host 0.0.0.0 --port 4333 --store-dir /var/lib/bourse/js\n")
+	assert.Contains(t, out, "port: 4333\nhost: 0.0.0.0\n")
+	again := strings.Fields(strings.TrimPrefix(strings.Split(strings.Split(out, "#   ")[1], "\n")[0], "bourse "))
+	assert.Equal(t, out, execute(t, nil, again...), "the command in the comment remakes the file")
+}
+
 func TestNATSConfigErrors(t *testing.T) {
 	for _, tt := range []struct {
 		args []string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -32,7 +30,7 @@ func (t *natsTLS) addFlags(f *pflag.FlagSet) {
 // file is named now rather than as a failed handshake later.
 func (t natsTLS) options() ([]nats.Option, error) {
 	if (t.Cert == "") != (t.Key == "") {
-		return nil, errors.New("--nats-cert and --nats-key go together: a client certificate needs its key")
+		return nil, usagef("--nats-cert and --nats-key go together: a client certificate needs its key")
 	}
 	var opts []nats.Option
 	for _, f := range []struct{ flag, path string }{{"nats-ca", t.CA}, {"nats-cert", t.Cert}, {"nats-key", t.Key}} {
@@ -40,7 +38,7 @@ func (t natsTLS) options() ([]nats.Option, error) {
 			continue
 		}
 		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("--%s: %w", f.flag, err)
+			return nil, usagef("--%s: %w", f.flag, err)
 		}
 	}
 	if t.CA != "" {

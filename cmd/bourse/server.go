@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/server"
@@ -35,9 +36,12 @@ type serverConfig struct {
 		natsLogin `yaml:",inline"`
 		natsTLS   `yaml:",inline"`
 	} `yaml:"nats"`
+	// Currency is what the server sells for: CRED at 2 decimal places
+	// unless said, as bourse bid's; the exchange refuses a scale that is
+	// not its ledger's.
 	Currency struct {
 		Code  string `yaml:"code"`
-		Scale int32  `yaml:"scale"`
+		Scale *int32 `yaml:"scale"`
 	} `yaml:"currency"`
 	// NVML is auto (use it where the driver is, else the declared GPUs),
 	// off, or required.
@@ -104,6 +108,7 @@ func newServerCmdWith(openNVML func(...nvml.LibraryOption) nvml.Interface) *cobr
 		file   string
 		fl     serverConfig
 		gpus   string
+		scale  int32
 		prices priceFlags // server_policy.go
 	)
 	cmd := &cobra.Command{
@@ -114,10 +119,19 @@ NATS, decides on offers with its policy, runs accepted jobs (as processes, or
 synthetic ones) and reports their usage until each contract settles.
 
 The configuration comes from --config (YAML or JSON) and flags, which win.
-GPUs are discovered through NVML; where there is no NVIDIA driver they must
-be declared (--gpus 2xH100:81920) and jobs are measured by the synthetic
-meter. On SIGTERM it stops taking offers, stops its jobs and sends their
-final readings.`,
+It sells for CRED at 2 decimal places unless --currency and --scale say
+otherwise; the exchange refuses a scale that is not its ledger's.
+
+GPUs are discovered through NVML, which also meters the process runner's
+jobs (the SM use of each job's own processes). Where there is no NVIDIA
+driver the GPUs must be declared (--gpus 2xH100:81920), and then: the
+synthetic runner's jobs are metered by their own profile (the synthetic
+meter); the process runner refuses jobs, unless --meter-fallback full_use
+charges them as if their GPUs were busy all the time (U = GPUs × T). Its
+first lines say which meter it has and why.
+
+On SIGTERM it stops taking offers, stops its jobs and sends their final
+readings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()
@@ -125,7 +139,7 @@ final readings.`,
 			if err != nil {
 				return err
 			}
-			if err := cfg.override(cmd, fl, gpus); err != nil {
+			if err := cfg.override(cmd, fl, gpus, scale); err != nil {
 				return err
 			}
 			if err := prices.apply(cmd, &cfg); err != nil {
@@ -143,8 +157,8 @@ final readings.`,
 	fl.NATS.natsLogin.addFlags(f)
 	fl.NATS.natsTLS.addFlags(f)
 	f.StringVar(&fl.SigningKey, "signing-key", "", "sign readings with this key (seed or credentials file; default: nats creds, if any)")
-	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes")
-	f.Int32Var(&fl.Currency.Scale, "scale", 0, "the currency's decimal places")
+	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes (default "+bidder.DefaultCurrency+")")
+	f.Int32Var(&scale, "scale", defaultScale, "the currency's decimal places, as the exchange's ledger has them")
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
 	f.StringVar(&fl.MeterFallback, "meter-fallback", "", "where NVML cannot meter process jobs: none (refuse them) or full_use (charge U = GPUs × T) (default none)")
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
@@ -163,6 +177,28 @@ final readings.`,
 	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them (default: in memory only)")
 	return cmd
 }
+
+// policyName is how the policy names itself, else the configuration's
+// kind: never a Go type's name.
+func policyName(p server.Policy, kind string) string {
+	if s, ok := p.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return cmp.Or(kind, "reserve")
+}
+
+// redactURLs is comma-separated URLs without the passwords they hold.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		parts[i] = redact(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+// defaultScale is a currency's decimal places unless said: CRED's, as
+// bourse bid and bourse admin currency take it.
+const defaultScale = 2
 
 // loadServerConfig reads the file, refusing fields it does not know.
 func loadServerConfig(path string) (serverConfig, error) {
@@ -211,7 +247,7 @@ func (c *serverConfig) warnDeprecated(log *slog.Logger) {
 
 // override applies the flags that were set, on the command line or in the
 // environment.
-func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string) error {
+func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string, scale int32) error {
 	set := func(flag string) bool { return given(cmd.Flags(), flag) }
 	str := func(flag string, dst *string, v string) {
 		if set(flag) {
@@ -239,7 +275,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("cgroup", &c.Runner.Cgroup, fl.Runner.Cgroup)
 	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
 	if set("scale") {
-		c.Currency.Scale = fl.Currency.Scale
+		c.Currency.Scale = &scale
 	}
 	if set("allow") {
 		c.Runner.Allowed = fl.Runner.Allowed
@@ -272,7 +308,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 			_, err1 := fmt.Sscan(count, &n)
 			_, err2 := fmt.Sscan(memStr, &mem)
 			if !ok1 || !ok2 || err1 != nil || err2 != nil || model == "" {
-				return fmt.Errorf("--gpus %q: want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920", g)
+				return usagef("--gpus %q: want COUNTxMODEL:MEMORY_MIB, such as 2xH100:81920", g)
 			}
 			c.GPUs = append(c.GPUs, struct {
 				Count     int    `yaml:"count"`
@@ -348,9 +384,12 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if c.ID == "" {
 		return errors.New("server config: no id (id in the configuration, or --id)")
 	}
-	cur := currency.Currency{Code: currency.Code(c.Currency.Code), Scale: c.Currency.Scale}
-	if c.Currency.Code == "" {
-		return errors.New("server config: no currency (currency.code, or --currency)")
+	cur := currency.Currency{Code: currency.Code(cmp.Or(c.Currency.Code, bidder.DefaultCurrency)), Scale: defaultScale}
+	if c.Currency.Scale != nil {
+		cur.Scale = *c.Currency.Scale
+	}
+	if err := cur.Validate(); err != nil {
+		return fmt.Errorf("server config: currency: %w", err)
 	}
 	policy, err := c.policy()
 	if err != nil {
@@ -402,7 +441,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		defer pr.Close()
 		runner = pr
 		output = c.outputSpool(pr)
-		fmt.Fprintln(cmd.ErrOrStderr(), "jobs: kept apart by "+pr.Isolation())
+		say(cmd, log, "jobs: kept apart by "+pr.Isolation())
 	}
 	opts, err := c.NATS.natsLogin.options()
 	if err != nil {
@@ -427,10 +466,10 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), meterLine)
-	fmt.Fprintln(cmd.ErrOrStderr(), c.policyLine())
-	log.Info("server starting", "id", c.ID, "nats", c.NATS.URL, "gpus", len(gpus), "policy", fmt.Sprint(policy),
-		"runner", fmt.Sprintf("%T", runner), "nvml", meter != nil, "outbox", c.OutboxDir)
+	say(cmd, log, meterLine)
+	say(cmd, log, c.policyLine())
+	log.Info("server starting", "id", c.ID, "nats", redactURLs(c.NATS.URL), "gpus", len(gpus), "policy", policyName(policy, c.Policy.Kind),
+		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir)
 	if err := ag.Run(ctx); err != nil {
 		return err
 	}

@@ -43,12 +43,12 @@ func TestServerConfigErrors(t *testing.T) {
 		{"NotYAML", "[oops\n", nil, "server config"},
 		{"BadDuration", "heartbeat: soon\n", nil, "cannot unmarshal !!str `soon` into time.Duration"},
 		{"NoID", "", []string{"--id", ""}, "bourse: server config: no id (id in the configuration, or --id)"},
-		{"NoCurrency", "", []string{"--currency", ""}, "bourse: server config: no currency (currency.code, or --currency)"},
+		{"BadCurrency", "", []string{"--currency", "cred!"}, "bourse: server config: currency: currency.Validate: invalid: code: currency code must be"},
 		{"BadScale", "", []string{"--scale", "-1"}, "currency"},
 		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve or utilisation`},
 		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
 		{"KWithPosted", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
-		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: pricing.Curve.Validate: invalid_curve"},
+		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},
 		{"BadFairUse", "policy: {fair_use: {min_time_limit: 1h, max_time_limit: 1m}}\n", nil, "minimum time limit 1h0m0s is over the maximum"},
 		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
 		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
@@ -71,8 +71,12 @@ func TestServerConfigErrors(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if code := run(ctx, args, &stdout, &stderr); code != 1 {
-				t.Fatalf("exit status %d, want 1; stderr %q", code, stderr.String())
+			want := exitFailure
+			if tt.name == "BadGPUsFlag" {
+				want = exitUsage // a flag's value, not the configuration
+			}
+			if code := run(ctx, args, &stdout, &stderr); code != want {
+				t.Fatalf("exit status %d, want %d; stderr %q", code, want, stderr.String())
 			}
 			first := strings.SplitN(stderr.String(), "\n", 2)[0]
 			if !strings.Contains(first, tt.want) {

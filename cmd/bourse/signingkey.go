@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -27,7 +26,7 @@ credentials file signs too, and bourse admin nats-auth user writes its line.`,
 				return fmt.Errorf("server %q: %w", args[0], err)
 			}
 			if out == "" {
-				return errors.New("--out is required: the file the seed goes to")
+				return usagef("--out is required: the file the seed goes to")
 			}
 			seed, pub, err := signing.NewKey()
 			if err != nil {
@@ -35,7 +34,7 @@ credentials file signs too, and bourse admin nats-auth user writes its line.`,
 			}
 			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
-				return fmt.Errorf("--out: %w (a key is never overwritten)", err)
+				return usagef("--out: %w (a key is never overwritten)", err)
 			}
 			if _, err := f.Write(append(seed, '\n')); err != nil {
 				f.Close()

@@ -276,7 +276,7 @@ scenario whose workload is trace: {format: ..., file: ...}.`,
 			}
 			f := workload.Format(format)
 			if f != workload.Alibaba && f != workload.Helios && f != workload.JSONL {
-				return fmt.Errorf("--format %q: want alibaba, helios or jsonl", format)
+				return usagef("--format %q: want alibaba, helios or jsonl", format)
 			}
 			src, closer, err := workload.Open(spec, sc.Dir, uint64(seed))
 			if err != nil {

@@ -83,7 +83,7 @@ func TestSimErrors(t *testing.T) {
 	assert.Contains(t, errOut, "bad.yaml:2: serverz: no such field")
 
 	_, errOut, code = simCmd("gen", "../../examples/sim/posted-vs-surge.yaml", "--format", "csv")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, `--format "csv": want alibaba, helios or jsonl`)
 }
 

@@ -118,7 +118,7 @@ signing_key: `+seedFile+`
 	assert.Regexp(t, `"accept_signed": \{\s+"body": "[A-Za-z0-9+/=]+",\s+"sig": "[A-Za-z0-9_-]+"`, out, "and its signed accept")
 
 	_, errOut, code = bourseCmd("admin", "signing-key", "gpu-tls", "--out", seedFile)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "a key is never overwritten")
 
 	// A party without a client certificate is turned away at the handshake;
@@ -132,6 +132,6 @@ signing_key: `+seedFile+`
 	assert.Contains(t, errOut, "x509: certificate signed by unknown authority")
 	assert.Contains(t, errOut, "--nats-ca must be the CA")
 	_, errOut, code = bid("--nats-key", "", "balance")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--nats-cert and --nats-key go together")
 }

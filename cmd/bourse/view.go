@@ -13,8 +13,10 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/scenario"
 )
@@ -24,13 +26,14 @@ import (
 type view struct {
 	out      io.Writer
 	m        *market.Market
+	store    exchange.Store
 	ledger   currency.Ledger
 	total    time.Duration
 	terminal bool
 }
 
-func newView(out io.Writer, m *market.Market, l currency.Ledger, total time.Duration) *view {
-	v := &view{out: out, m: m, ledger: l, total: total}
+func newView(out io.Writer, m *market.Market, store exchange.Store, total time.Duration) *view {
+	v := &view{out: out, m: m, store: store, ledger: store.Ledger(), total: total}
 	if f, ok := out.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			v.terminal = true
@@ -127,12 +130,31 @@ func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 			currency.Format(bal.Available, scale), currency.Format(bal.Held, scale), currency.Format(ct.Spent, scale), currency.Format(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	// The keyboard's wallets: their trades are the person's, not the
-	// tally's, so only the balance is known here.
+	// tally's: their contracts are read from the store.
 	for _, w := range v.m.Wallets {
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, w.ID))
-		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t-\t-\t-\t-\n", w.ID, "bourse bid", currency.Format(bal.Available, scale), currency.Format(bal.Held, scale))
+		spent, refunded, contracts, done := v.traded(ctx, w.ID)
+		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t%s\t%s\t%d\t%d\n", w.ID, "bourse bid", currency.Format(bal.Available, scale), currency.Format(bal.Held, scale),
+			currency.Format(spent, scale), currency.Format(refunded, scale), contracts, done)
 	}
 	_ = tw.Flush()
+}
+
+// traded sums up client's contracts as the store has them: charged and
+// refunded by those that ended, how many in all and how many ended.
+func (v *view) traded(ctx context.Context, client string) (spent, refunded decimal.Decimal, contracts, done int) {
+	cs, err := v.store.Contracts(ctx, client, 0)
+	if err != nil {
+		return spent, refunded, 0, 0
+	}
+	for _, c := range cs {
+		contracts++
+		if c.State == contract.StateSettled || c.State == contract.StateVoided {
+			done++
+			spent, refunded = spent.Add(c.Charge), refunded.Add(c.Refund)
+		}
+	}
+	return spent, refunded, contracts, done
 }
 
 // summary prints the settlement summary after the market stopped.

@@ -77,3 +77,11 @@ func serveClient[Req, Reply any](r micro.Request, do func(ctx context.Context, c
 	}
 	respond(r, reply)
 }
+
+// handleServers lists the live servers: what they say of themselves in
+// their hellos and heartbeats, which every instance hears.
+func (s *Service) handleServers(r micro.Request) {
+	serveClient(r, func(_ context.Context, _ string, req protocol.ServersRequest) (protocol.ServersReply, error) {
+		return protocol.ServersReply{Servers: s.house.Servers(req.Currency)}, nil
+	})
+}

@@ -261,6 +261,7 @@ func (s *Service) startEndpoints() error {
 		{client, protocol.VerbQuote, s.async(s.handleQuote)},
 		{client, protocol.VerbCancel, s.handleCancel},
 		{client, protocol.VerbWaiting, s.handleWaiting},
+		{client, protocol.VerbServers, s.handleServers},
 		{client, protocol.VerbSuspend, s.async(s.handleControl(contract.ReasonSuspended))},
 		{client, protocol.VerbKill, s.async(s.handleControl(contract.ReasonKilled))},
 		{client, protocol.VerbContract, s.handleContract},

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -34,7 +37,7 @@ func (a *Agent) hello(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		a.log.Warn("hello not answered; retrying", "err", err, "in", wait)
+		a.log.Warn(a.unanswered(err), "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -42,6 +45,31 @@ func (a *Agent) hello(ctx context.Context) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// unanswered says who did not answer a hello, so that an operator looks
+// in the right place: NATS itself (not connected, at which URL), or the
+// exchange (NATS answers, but no exchange listens, or it was slow).
+func (a *Agent) unanswered(err error) string {
+	switch {
+	case !a.nc.IsConnected():
+		return fmt.Sprintf("hello not answered: NATS at %s does not answer (not connected: is nats-server running there, and --nats right?); retrying", redactURLs(a.cfg.URL))
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Sprintf("hello not answered: connected to NATS at %s, but no exchange listens there (is bourse exchange running on this NATS?); retrying", a.nc.ConnectedUrlRedacted())
+	}
+	return fmt.Sprintf("hello not answered: the exchange did not answer in time (NATS at %s answers); retrying", a.nc.ConnectedUrlRedacted())
+}
+
+// redactURLs is a comma-separated list of NATS URLs without the
+// passwords any of them holds.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 func retryable(c bourse.Code) bool {

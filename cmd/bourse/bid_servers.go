@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/protocol"
+)
+
+// newBidServersCmd lists the live servers, as sinfo lists a cluster's
+// nodes.
+func newBidServersCmd(f *bidFlags) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "servers",
+		Short: "List the live servers of your currency: GPUs free and in all, runner, meter, the programs they run",
+		Long: `servers lists the GPU servers the exchange has heard from lately, in your
+currency (--all: every currency), as each says of itself in its heartbeat:
+its GPUs by model and memory, how many are free now, its runner (process:
+real programs; synthetic: profiles only), the meter that measures its jobs,
+the programs a job may name there (exactly as written: a job naming
+"python3" is refused where the list says /usr/bin/python3), and its
+policy. --json lists every program.
+
+  bourse bid servers
+  bourse bid --json servers`,
+		Args: cobra.NoArgs,
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			cur := f.currency
+			if all {
+				cur = ""
+			}
+			ss, err := c.Servers(ctx, cur)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				if ss == nil {
+					ss = []protocol.Server{}
+				}
+				return printJSON(out, ss)
+			}
+			if len(ss) == 0 {
+				fmt.Fprintf(out, "no live server in %s: a server speaks every second once it runs (bourse server)\n", or(cur, "any currency"))
+				return nil
+			}
+			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tPROGRAMS\tPOLICY\tHEARD", func(s protocol.Server) []any {
+				runner, meter, programs := "-", "-", "-"
+				if r := s.Runs; r != nil {
+					runner, meter, programs = string(r.Runner), or(string(r.Meter), "none"), programList(r)
+				}
+				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, programs, or(oneLine(s.Policy), "-"),
+					time.Since(s.Seen).Round(time.Second).String() + " ago"}
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every currency's servers, not only --currency's")
+	return cmd
+}
+
+// modelsText is a server's GPUs, "8× H100 80 GiB, 2× L4 23 GiB".
+func modelsText(gs []protocol.GPUCount) string {
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, fmt.Sprintf("%d× %s %d GiB", g.Count, g.Model, (g.MemoryMiB+512)/1024))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// programList is a process runner's programs, the first three and how
+// many more; what a synthetic runner runs is no program.
+func programList(r *protocol.Runs) string {
+	switch {
+	case r.Runner == protocol.RunnerSynthetic:
+		return "(synthetic jobs)"
+	case len(r.Programs) == 0:
+		return "none"
+	case len(r.Programs) > 3:
+		return strings.Join(r.Programs[:3], ", ") + fmt.Sprintf(" and %d more", len(r.Programs)-3)
+	}
+	return strings.Join(r.Programs, ", ")
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// TestBidServers lists the live servers as they say of themselves: GPUs
+// free and in all, runner, meter, programs (a process runner's are
+// TestRealJobs/Servers').
+func TestBidServers(t *testing.T) {
+	b := startBidMarket(t)
+	out := b.ok("ada", "servers")
+	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +PROGRAMS +POLICY +HEARD$`, out)
+	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* ago$`, out)
+
+	b.offerJSON("ada", "--gpus", "3", "--model", "H100", "--price", "0.40", "--duration", "20s", "--time-limit", "1m")
+	var ss []protocol.Server
+	require.Eventually(t, func() bool {
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "servers")), &ss))
+		return len(ss) == 1 && ss[0].Free == 13
+	}, 10*time.Second, 50*time.Millisecond, "the heartbeat after the contract says 13 free: %+v", ss)
+	s := ss[0]
+	assert.Equal(t, "atlas", s.ID)
+	assert.Equal(t, 16, s.Total)
+	assert.Equal(t, []protocol.GPUCount{{Model: "H100", MemoryMiB: 81920, Count: 16}}, s.GPUs)
+	require.NotNil(t, s.Runs)
+	assert.Equal(t, protocol.RunnerSynthetic, s.Runs.Runner)
+	assert.Equal(t, contract.MeterSynthetic, s.Runs.Meter)
+
+	out = b.ok("ada", "--currency", "EUR", "servers")
+	assert.Equal(t, "no live server in EUR: a server speaks every second once it runs (bourse server)\n", out)
+	assert.Contains(t, b.ok("ada", "--currency", "EUR", "servers", "--all"), "atlas")
+}

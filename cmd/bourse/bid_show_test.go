@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// TestBidShowAndWait: show prints one contract in full, wait ends when it
+// does with the status its end gives (a job's own status is
+// TestRealJobs/WaitAndShow's).
+func TestBidShowAndWait(t *testing.T) {
+	b := startBidMarket(t)
+
+	t.Run("Completed", func(t *testing.T) {
+		k := b.offerJSON("ada", short("300ms")...)
+		out, errOut, code := b.bid("ada", "wait", k.ID)
+		require.Equal(t, 0, code, errOut)
+		assert.Regexp(t, `^`+k.ID+` settled \(completed\), the job exited 0: charged 0\.12, refunded 23\.88 CRED\n$`, out)
+
+		out = b.ok("ada", "show", k.ID)
+		for _, want := range []string{"Contract     " + k.ID + "\n", "Server       atlas\n", "State        settled (completed)\n",
+			"GPUs         1× H100\n", "Time limit   1m0s\n", "Price        0.4/GPU-s\n", "Prepayment   24.00 CRED\n",
+			"Job          synthetic: each GPU busy 1 of the time for 300ms\n", "Meter        synthetic\n",
+			"Charge       0.12 CRED\n", "Refund       23.88 CRED\n", "Output       none: contract " + k.ID + " ran no program, so it has no output: its terms name no program\n"} {
+			assert.Contains(t, out, want)
+		}
+		assert.Contains(t, out, "Exit status  0\n", "a synthetic job that ran its whole profile exits 0")
+
+		var got protocol.ContractView
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "show", k.ID)), &got))
+		assert.Equal(t, k.ID, got.ID)
+		assert.Equal(t, contract.StateSettled, got.State)
+		require.NotNil(t, got.Reading)
+		assert.True(t, got.Reading.Final)
+	})
+
+	t.Run("Killed", func(t *testing.T) {
+		k := b.offerJSON("ada", short("30s")...)
+		done := make(chan int, 1)
+		var out, errOut lockedBuffer
+		go func() {
+			done <- run(context.Background(), []string{"bid", "--nats", b.m.URL(), "--id", "ada", "wait", k.ID}, &out, &errOut)
+		}()
+		b.waitState("ada", k.ID, contract.StateRunning)
+		running := b.ok("ada", "show", k.ID)
+		assert.Contains(t, running, "State        running\n")
+		assert.Contains(t, running, "Charge       -\n", "not known until it ends")
+		b.ok("ada", "kill", k.ID)
+		select {
+		case code := <-done:
+			assert.Equal(t, exitFailure, code, "ended without the job's own status, and not completed: %s", errOut.String())
+		case <-time.After(20 * time.Second):
+			t.Fatal("wait did not end")
+		}
+		assert.Regexp(t, `^`+k.ID+` settled \(killed\): charged`, out.String())
+	})
+
+	t.Run("NotYours", func(t *testing.T) {
+		k := b.offerJSON("ada", short("100ms")...)
+		for _, verb := range []string{"show", "wait"} {
+			_, errOut, code := b.bid("bob", verb, k.ID)
+			assert.Equal(t, exitRefused, code, "%s: %s", verb, errOut)
+			assert.Contains(t, errOut, "not_found")
+			_, _, code = b.bid("ada", verb, "c-nosuch")
+			assert.Equal(t, exitRefused, code)
+		}
+	})
+}
