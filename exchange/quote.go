@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
