@@ -13,7 +13,9 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
@@ -71,7 +73,7 @@ func TestServersKeptThroughTheExchangesOutage(t *testing.T) {
 	dir := t.TempDir()
 	ns := natstest.StartWith(t, &natsserver.Options{StoreDir: dir})
 	port := ns.Addr().(*net.TCPAddr).Port
-	m := &market{t: t, ns: ns, store: memStore()}
+	m := &market{t: t, ns: ns, store: memstore.New(mem.New(mem.Options{}))}
 	m.ledger = m.store.Ledger()
 	require.NoError(t, m.ledger.CreateCurrency(context.Background(), currency.Currency{Code: cred, Scale: 2}))
 	m.cfg = natsvc.Config{Conn: natstest.Connect(t, ns, "", nats.MaxReconnects(-1)), Config: exchange.Config{
