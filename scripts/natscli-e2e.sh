@@ -96,7 +96,7 @@ echo "natscli-e2e: a quote was answered: $reply"
 # The market data: public, every two seconds in the demo, no client named.
 "$nats" -s "$url" sub 'bourse.v1.market.CRED' --count 1 --raw >"$tmp/market.json" 2>&1 || fail "market data: $(cat "$tmp/market.json")"
 grep -q '"currency":"CRED"' "$tmp/market.json" || fail "market data: $(cat "$tmp/market.json")"
-grep -q '"contracts":[1-9]' "$tmp/market.json" || fail "the market data shows no contract made: $(cat "$tmp/market.json")"
+grep -q '"settled":[1-9]' "$tmp/market.json" || fail "the market data shows no contract settled: $(cat "$tmp/market.json")"
 ! grep -Eq '"(ada|bea)"' "$tmp/market.json" || fail "the market data names a client: $(cat "$tmp/market.json")"
 echo "natscli-e2e: nats sub read the market data"
 
