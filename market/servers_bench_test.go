@@ -19,16 +19,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
-	"github.com/bourse/bourse/pricing"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/agent"
-	"github.com/bourse/bourse/trade"
 )
 
 // BenchmarkServers measures how an exchange's cost grows with the servers
@@ -77,7 +76,7 @@ type countingPolicy struct {
 	n *atomic.Int64
 }
 
-func (c countingPolicy) Decide(offer pricing.Terms, st server.View) server.Decision {
+func (c countingPolicy) Decide(offer contract.Terms, st server.View) server.Decision {
 	c.n.Add(1)
 	return c.Posted.Decide(offer, st)
 }
@@ -97,15 +96,15 @@ func manyServers(b *testing.B, url string, n int, asked *atomic.Int64) {
 			nc.Close()
 		}
 	})
-	posted := server.Posted{P: pricing.Flat(dectest.D("0.001"))}
+	posted := server.Posted{P: contract.Flat(dectest.D("0.001"))}
 	for i := range n {
 		id := fmt.Sprintf("s%d-%s", i, run)
 		nc, err := nats.Connect(url, nats.CustomInboxPrefix(protocol.InboxPrefix(id)))
 		require.NoError(b, err)
 		conns = append(conns, nc)
-		gpus := make([]trade.GPU, 8)
+		gpus := make([]contract.GPU, 8)
 		for g := range gpus {
-			gpus[g] = trade.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
+			gpus[g] = contract.GPU{Index: g, Model: "H100", MemoryMiB: 81920}
 		}
 		a, err := agent.New(agent.Config{Conn: nc, ID: id, Currency: market.Currency, GPUs: gpus, Logger: quiet(),
 			Policy: countingPolicy{Posted: posted, n: asked}})

@@ -201,8 +201,11 @@ type Hello struct {
 	Policy  string   `json:"policy,omitempty"`
 	// Runs says what the server runs; nil from a server older than it,
 	// which the exchange offers no program (Runs.Refuses).
-	Runs *Runs     `json:"runs,omitempty"`
-	At   time.Time `json:"at"`
+	Runs *Runs `json:"runs,omitempty"`
+	// Ask is what the server would take now and soon; nil from a server
+	// older than asks, which the exchange asks as it always has.
+	Ask *Ask      `json:"ask,omitempty"`
+	At  time.Time `json:"at"`
 }
 
 // HelloReply tells a server how often to speak.

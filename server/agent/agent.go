@@ -115,6 +115,8 @@ type Agent struct {
 	reconnected chan struct{}
 	// stopped tells the ticker to tick now: a job's stop is done.
 	tickKick chan struct{}
+	// changes asks for a heartbeat soon: the node's ask changed.
+	changes chan struct{}
 
 	mu        sync.Mutex
 	heartbeat time.Duration
@@ -159,6 +161,7 @@ func New(cfg Config) (*Agent, error) {
 		reconnected: make(chan struct{}, 1),
 		resendKick:  make(chan struct{}, 1),
 		tickKick:    make(chan struct{}, 1),
+		changes:     make(chan struct{}, 1),
 	}, nil
 }
 

@@ -74,6 +74,7 @@ func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
 		a.log.Error("stopped", "contract", s.Contract, "err", err)
 		return
 	}
+	a.changed() // GPUs freed
 	if a.cfg.OnFinal != nil {
 		a.cfg.OnFinal(rd)
 	}
