@@ -19,6 +19,9 @@ type metrics struct {
 	// waiting offers they negotiated.
 	matchPasses prometheus.Counter
 	matchAsked  prometheus.Counter
+	// asked is how many servers each offer and waiting offer was sent
+	// to (none where asks answered it).
+	asked prometheus.Histogram
 	// readingsLate counts sweeps that found a running contract's
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
@@ -58,10 +61,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.matchPasses = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_passes_total",
 		Help: "Passes over a currency's book offering its waiting offers to servers with room."})
+	m.asked = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bourse_exchange_servers_asked",
+		Help: "Servers an offer was sent to (0: its servers' asks answered it).", Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64}})
 	m.matchAsked = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_asked_total",
 		Help: "Waiting offers negotiated with servers by matching passes."})
 	if reg != nil {
-		reg.MustRegister(m.matchPasses, m.matchAsked)
+		reg.MustRegister(m.matchPasses, m.matchAsked, m.asked)
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
 			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue)
 	}

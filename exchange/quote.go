@@ -8,35 +8,55 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// Quote asks the servers that match client's terms what they would answer
-// an offer of them now, without making one: nothing is escrowed, no GPU is
-// claimed, no request id is locked, and no contract or waiting offer comes
-// of it. The reply lists the servers that would accept, every
-// counter-offer (which the client may take, while valid, as it would take
-// one from an offer's reply) and the rejections. Terms are checked as an
-// offer's are; funds and caps are not, since nothing is spent.
+// Quote says what the servers would answer an offer of client's terms
+// now, from their asks, without making one and without asking them:
+// nothing is escrowed, no GPU is claimed, no request id is locked, and no
+// contract or waiting offer comes of it. The reply lists the servers an
+// offer would go to whose asks it meets (at most Config.RouteTo, cheapest
+// first), or else counter-offers built from the asks of the cheapest with
+// room (which the client may take, while valid, as it would take one from
+// an offer's reply), or, where none has room, when GPUs free up. Servers
+// that say no ask (older than asks) are asked, as before. Terms are
+// checked as an offer's are; funds and caps are not, since nothing is
+// spent.
 func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequest) (protocol.QuoteReply, error) {
 	t, err := h.quoteTerms(ctx, client, req.Terms)
 	if err != nil {
 		h.metrics.quotes.WithLabelValues("error").Inc()
 		return protocol.QuoteReply{}, err
 	}
-	servers := h.servers.match(t)
-	if len(servers) == 0 {
+	id := h.quoteID()
+	rt := h.servers.route(t, id, h.cfg.RouteTo)
+	if !rt.fits {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
 		return protocol.QuoteReply{}, h.noMatch(t)
 	}
-	so := protocol.ServerOffer{Offer: h.quoteID(), Terms: t}
+	// The servers whose asks the terms meet, with room, would accept:
+	// their asks say so. Only servers that say no ask are asked.
 	var reply protocol.QuoteReply
-	for a := range h.router.Quote(ctx, so, servers) {
-		switch {
-		case a.Err != nil:
-			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
-		case a.Decision.Accept:
-			reply.Accepts = append(reply.Accepts, a.Server)
-		default:
-			reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
+	var silent []string
+	for _, s := range rt.ask {
+		if h.servers.priced(s) {
+			reply.Accepts = append(reply.Accepts, s)
+		} else {
+			silent = append(silent, s)
 		}
+	}
+	if len(silent) > 0 {
+		for a := range h.router.Quote(ctx, protocol.ServerOffer{Offer: id, Terms: t}, silent) {
+			switch {
+			case a.Err != nil:
+				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
+			case a.Decision.Accept:
+				reply.Accepts = append(reply.Accepts, a.Server)
+			default:
+				reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
+			}
+		}
+	}
+	if len(rt.ask) == 0 {
+		r := h.fromAsks(ctx, id, t, rt)
+		reply.Counters, reply.Rejections = r.Counters, r.Rejections
 	}
 	outcome := "rejected"
 	switch {

@@ -25,9 +25,14 @@ type Asked struct {
 	Preempts, Books bool
 }
 
-// Ask asks the reserve.
+// Ask asks the reserve; a posted price with no P asks nothing, which
+// it says as a P of zero (an ask with no P says nothing of its price).
 func (r Posted) Ask(contract.Class, View) Asked {
-	return Asked{Reserve: contract.Reserve{P: r.P, Q: r.Q, MaxTimeLimit: r.MaxTimeLimit}}
+	p := r.P
+	if len(p) == 0 {
+		p = contract.Flat(decimal.Zero)
+	}
+	return Asked{Reserve: contract.Reserve{P: p, Q: r.Q, MaxTimeLimit: r.MaxTimeLimit}}
 }
 
 // Ask asks the posted price of the moment.
