@@ -3,6 +3,7 @@ package exchange
 import (
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -28,8 +29,12 @@ type asks struct {
 	at map[string][]askSlot
 }
 
-// askKey names a book of asks: a currency and a GPU model.
+// askKey names a book of asks: a currency and a GPU model, folded, since
+// models match without case (pricing.Class.Fits).
 type askKey struct{ currency, model string }
+
+// foldModel is a model as books are keyed by it.
+func foldModel(m string) string { return strings.ToLower(strings.ToUpper(m)) }
 
 // askBook is the asks of one currency and model.
 type askBook struct {
@@ -133,7 +138,7 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 	x.drop(server)
 	slots := make([]askSlot, len(a.Classes))
 	for i, c := range a.Classes {
-		key := askKey{h.Currency, c.Model}
+		key := askKey{h.Currency, foldModel(c.Model)}
 		book := x.books[key]
 		if book == nil {
 			book = &askBook{}
@@ -225,7 +230,7 @@ func (b *askBook) level(c protocol.ClassAsk) *askLevel {
 // for an offer that names none.
 func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 	if c.Model != "" {
-		if b := x.books[askKey{cur, c.Model}]; b != nil {
+		if b := x.books[askKey{cur, foldModel(c.Model)}]; b != nil {
 			return b.levels
 		}
 		return nil

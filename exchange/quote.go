@@ -13,9 +13,10 @@ import (
 // nothing is escrowed, no GPU is claimed, no request id is locked, and no
 // contract or waiting offer comes of it. The reply lists the servers an
 // offer would go to whose asks it meets (at most Config.RouteTo, cheapest
-// first), or else counter-offers built from the asks of the cheapest with
-// room (which the client may take, while valid, as it would take one from
-// an offer's reply), or, where none has room, when GPUs free up. Servers
+// first), and counter-offers built from the asks of the cheapest with
+// room that it does not meet (which the client may take, while valid, as
+// it would take one from an offer's reply), or, where none has room, when
+// GPUs free up. Servers
 // that say no ask (older than asks) are asked, as before. Terms are
 // checked as an offer's are; funds and caps are not, since nothing is
 // spent.
@@ -54,9 +55,13 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 			}
 		}
 	}
-	if len(rt.ask) == 0 {
+	if len(rt.ask) == 0 || len(rt.counter) > 0 {
+		// Beside the servers that would accept, the counter-offers of
+		// those with room that would not, as far as the route read them:
+		// the market as it stands, for a client choosing.
 		r := h.fromAsks(ctx, id, t, rt)
-		reply.Counters, reply.Rejections = r.Counters, r.Rejections
+		reply.Counters = append(reply.Counters, r.Counters...)
+		reply.Rejections = append(reply.Rejections, r.Rejections...)
 	}
 	outcome := "rejected"
 	switch {
