@@ -30,7 +30,7 @@ type asks struct {
 }
 
 // askKey names a book of asks: a currency and a GPU model, folded, since
-// models match without case (pricing.Class.Fits).
+// models match without case (contract.Class.Fits).
 type askKey struct{ currency, model string }
 
 // foldModel is a model as books are keyed by it.

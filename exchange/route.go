@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -206,34 +205,6 @@ func (r *registry) priced(server string) bool {
 // busyLook is how many busy servers that fit an offer busyFits reads
 // for the soonest time GPUs free up.
 const busyLook = 64
-
-// took records that server accepted terms t: its ask's room falls by
-// their GPUs until it speaks again, so that offers routed meanwhile do
-// not all go where the room has just been taken.
-func (r *registry) took(server string, t contract.Terms) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.servers[server]
-	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
-		return
-	}
-	old := s.Hello
-	a := *s.Ask
-	a.Classes = slices.Clone(a.Classes)
-	left := t.GPUs
-	for i := range a.Classes {
-		c := &a.Classes[i]
-		if left == 0 || !t.Class.Fits(c.Model, c.MemoryMiB) {
-			continue
-		}
-		n := min(left, c.Free)
-		c.Free -= n
-		left -= n
-	}
-	s.Ask = &a
-	r.servers[server] = s
-	r.asks.put(server, &old, s.Hello)
-}
 
 // askCounters builds counter-offers to terms t from the asks of the
 // servers in from, as each server's policy would counter them with the

@@ -215,6 +215,11 @@ type HelloReply struct {
 	// contract; a contract silent for ServerLostAfter is settled as lost.
 	ReadingEvery    contract.Duration `json:"reading_every"`
 	ServerLostAfter contract.Duration `json:"server_lost_after"`
+	// Readings says that the usage stream takes readings messages
+	// (bourse.v1.server.<s>.readings): a server sends one a reading
+	// interval with all its running contracts' readings, rather than one
+	// message per contract. An exchange older than them leaves it out.
+	Readings bool `json:"readings,omitempty"`
 }
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).

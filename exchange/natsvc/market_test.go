@@ -153,6 +153,11 @@ type scripted struct {
 }
 
 func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
+	return m.scriptedRunning(id, gpus, nil, decide)
+}
+
+// scriptedRunning is a scripted server that says it runs runs.
+func (m *market) scriptedRunning(id string, gpus int, runs *protocol.Runs, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
 	t := m.t
 	t.Helper()
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
@@ -163,7 +168,7 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 		gs = append(gs, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
-	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
+	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus, Runs: runs}
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
 	require.NoError(t, err)

@@ -25,13 +25,17 @@ func (s *Service) handleHello(r micro.Request) {
 	if err == nil {
 		reply, err = s.house.Hello(context.Background(), id, h)
 	}
-	if err == nil {
+	if err == nil && h.Runs != nil && h.Runs.Runner == protocol.RunnerProcess {
+		// Only a server that runs programs has output to send: a stream
+		// for each of a thousand synthetic servers would take its quota
+		// of JetStream's storage for nothing.
 		s.ensureOutput(context.Background(), id)
 	}
 	if err != nil {
 		_ = natswire.RespondError(r, err)
 		return
 	}
+	reply.Readings = true // the usage stream takes them (usage.go)
 	respond(r, reply)
 }
 

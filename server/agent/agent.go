@@ -117,6 +117,14 @@ type Agent struct {
 	tickKick chan struct{}
 	// changes asks for a heartbeat soon: the node's ask changed.
 	changes chan struct{}
+	// batch are the readings waiting for the next readings message
+	// (send); batchArmed says a flush is due.
+	batchMu    sync.Mutex
+	batch      []contract.Reading
+	batchArmed bool
+	// readingsMsgs says that the exchange's usage stream takes readings
+	// messages (its hello reply said so).
+	readingsMsgs atomic.Bool
 
 	mu        sync.Mutex
 	heartbeat time.Duration

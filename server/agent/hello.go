@@ -109,6 +109,7 @@ func (a *Agent) signedMsg(subject string, body any) (*nats.Msg, error) {
 
 func (a *Agent) adopt(r protocol.HelloReply) {
 	a.node.Adopt(r)
+	a.readingsMsgs.Store(r.Readings)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Heartbeat > 0 {
