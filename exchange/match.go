@@ -85,6 +85,7 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 			h.metrics.matchAsked.Inc()
 			if win := h.matchOne(ctx, w, cands, servers); win != "" {
 				made++
+				h.servers.took(win, w.Terms)
 				if room[win] -= w.Terms.GPUs; room[win] <= 0 {
 					delete(room, win)
 				}

@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
 			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
 		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
-			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
+			Help: "Quotes answered from the servers' asks, by outcome: accepted (some server's ask is met), countered, unpriced (only servers naming no price would be asked), rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",

@@ -74,6 +74,10 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
+	if strings.HasPrefix(req.Counter, askCounterPrefix) && h.servers.askCounterGone(t.Server, t) {
+		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
+			Message: "the counter-offer's GPUs were taken meanwhile"}
+	}
 	// Routed by the contract's id, which its request names: the same in
 	// every run of a simulation, and different for every offer.
 	rt := h.servers.route(t, id, h.cfg.RouteTo)
@@ -99,11 +103,19 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
 				Message: "the counter-offer's GPUs were taken meanwhile"}
 		}
+		if len(rt.counter) > 0 {
+			// Beside the answers of the servers asked, the counter-offers
+			// of the asks with room that the offer did not meet.
+			r := h.fromAsks(ctx, id, t, rt)
+			reply.Counters = append(reply.Counters, r.Counters...)
+			reply.Rejections = append(reply.Rejections, r.Rejections...)
+		}
 		if req.Wait > 0 {
 			return h.queue(ctx, id, t, req, lock, available, reply)
 		}
 		return reply, nil
 	}
+	h.servers.took(win, t)
 	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)

@@ -9,17 +9,17 @@ import (
 )
 
 // Quote says what the servers would answer an offer of client's terms
-// now, from their asks, without making one and without asking them:
-// nothing is escrowed, no GPU is claimed, no request id is locked, and no
-// contract or waiting offer comes of it. The reply lists the servers an
-// offer would go to whose asks it meets (at most Config.RouteTo, cheapest
-// first), and counter-offers built from the asks of the cheapest with
-// room that it does not meet (which the client may take, while valid, as
-// it would take one from an offer's reply), or, where none has room, when
-// GPUs free up. Servers
-// that say no ask (older than asks) are asked, as before. Terms are
-// checked as an offer's are; funds and caps are not, since nothing is
-// spent.
+// now, from their asks alone, without making one and without asking any
+// server: nothing is escrowed, no GPU is claimed, no request id is
+// locked, and no contract or waiting offer comes of it. The reply lists
+// the servers an offer would go to whose asks it meets (at most
+// Config.RouteTo, cheapest first); beside them, counter-offers built from
+// the asks of the cheapest with room that it does not meet (which the
+// client may take, while valid, as it would take one from an offer's
+// reply), or, where none has room, when GPUs free up; and the servers an
+// offer would go to whose asks name no price (Unpriced: only an offer
+// learns what they say). Terms are checked as an offer's are; funds and
+// caps are not, since nothing is spent.
 func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequest) (protocol.QuoteReply, error) {
 	t, err := h.quoteTerms(ctx, client, req.Terms)
 	if err != nil {
@@ -32,27 +32,17 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
 		return protocol.QuoteReply{}, h.noMatch(t)
 	}
-	// The servers whose asks the terms meet, with room, would accept:
-	// their asks say so. Only servers that say no ask are asked.
 	var reply protocol.QuoteReply
-	var silent []string
+	if t.Server != "" {
+		// A named server is routed to as it stands, its ask met or not:
+		// the quote reads its ask.
+		rt = h.servers.named(t)
+	}
 	for _, s := range rt.ask {
 		if h.servers.priced(s) {
 			reply.Accepts = append(reply.Accepts, s)
 		} else {
-			silent = append(silent, s)
-		}
-	}
-	if len(silent) > 0 {
-		for a := range h.router.Quote(ctx, protocol.ServerOffer{Offer: id, Terms: t}, silent) {
-			switch {
-			case a.Err != nil:
-				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
-			case a.Decision.Accept:
-				reply.Accepts = append(reply.Accepts, a.Server)
-			default:
-				reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
-			}
+			reply.Unpriced = append(reply.Unpriced, s)
 		}
 	}
 	if len(rt.ask) == 0 || len(rt.counter) > 0 {
@@ -69,6 +59,8 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		outcome = "accepted"
 	case len(reply.Counters) > 0:
 		outcome = "countered"
+	case len(reply.Unpriced) > 0:
+		outcome = "unpriced"
 	}
 	h.metrics.quotes.WithLabelValues(outcome).Inc()
 	return reply, nil

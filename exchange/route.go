@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 
 // DefaultRouteTo is how many servers an offer goes to at most.
 const DefaultRouteTo = 8
+
+// askCounterPrefix begins the id of every counter-offer built from an
+// ask: one its server never made.
+const askCounterPrefix = "ask-"
 
 // askCounterTTL is how long a counter-offer built from an ask stands: a
 // server's counter-offers stand for DefaultCounterTTL (server package)
@@ -206,6 +211,89 @@ func (r *registry) priced(server string) bool {
 // for the soonest time GPUs free up.
 const busyLook = 64
 
+// named is where a quote of terms t, which name their server, stands by
+// that server's ask: to ask (its ask met with room, or it names no
+// price), to counter from (room, its ask not met), or neither (no room:
+// soonest says when its GPUs free up).
+func (r *registry) named(t contract.Terms) route {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out route
+	s, ok := r.servers[t.Server]
+	if !ok || s.seen.Before(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
+		return out
+	}
+	out.fits = true
+	if _, _, met := askMet(s, t, r.now()); met {
+		out.ask = []string{t.Server}
+		return out
+	}
+	a := askOf(s.Hello)
+	for _, c := range a.Classes {
+		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs {
+			continue
+		}
+		if room := a.Room(c, t); room > 0 && c.Priced() && !t.StartAt.After(r.now()) {
+			out.counter = []askedFor{{server: t.Server, ask: a, class: c}}
+			return out
+		}
+		if len(c.FreeAt) > 0 && (out.soonest.IsZero() || c.FreeAt[0].At.Before(out.soonest)) {
+			out.soonest = c.FreeAt[0].At
+		}
+	}
+	return out
+}
+
+// took records that server accepted terms t: its ask's room falls by
+// their GPUs until it speaks again, so that offers routed and quotes
+// answered meanwhile do not all go where the room has just been taken.
+// Its next heartbeat says what it has again.
+func (r *registry) took(server string, t contract.Terms) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
+		return
+	}
+	old := s.Hello
+	a := *s.Ask
+	a.Classes = slices.Clone(a.Classes)
+	left := t.GPUs
+	for i := range a.Classes {
+		c := &a.Classes[i]
+		if left == 0 || !t.Class.Fits(c.Model, c.MemoryMiB) {
+			continue
+		}
+		n := min(left, c.Free)
+		c.Free -= n
+		left -= n
+	}
+	s.Ask = &a
+	s.Free = max(0, s.Free-t.GPUs)
+	r.servers[server] = s
+	r.asks.put(server, &old, s.Hello)
+}
+
+// askCounterGone says whether a counter-offer built from server's ask
+// (askCounters) and taken with terms t has lost its GPUs: the server's
+// ask, as it last said it or as took left it, has no room for t now. Its
+// server is then not asked: the offer is capacity_gone, as a server says
+// of its own counter-offers' GPUs taken meanwhile.
+func (r *registry) askCounterGone(server string, t contract.Terms) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
+		return false
+	}
+	for _, c := range s.Ask.Classes {
+		if t.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, t) >= t.GPUs {
+			return false
+		}
+	}
+	return true
+}
+
 // askCounters builds counter-offers to terms t from the asks of the
 // servers in from, as each server's policy would counter them with the
 // GPUs its ask has room for: the terms a client may take at once, each
@@ -224,7 +312,7 @@ func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32,
 		}
 		k.Server = f.server
 		h := sha256.Sum256([]byte(offerID + "\x00" + f.server))
-		counters = append(counters, contract.Counter{ID: "ask-" + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
+		counters = append(counters, contract.Counter{ID: askCounterPrefix + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
 			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
 	}
 	return counters, rejections

@@ -70,8 +70,11 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		if len(q.Accepts) > 0 {
 			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(safeAll(q.Accepts), ", "))
-		} else {
+		} else if len(q.Unpriced) == 0 {
 			fmt.Fprintln(out, "No server would accept these terms now.")
+		}
+		if len(q.Unpriced) > 0 {
+			fmt.Fprintf(out, "An offer would also go to %s, whose asks name no price: only an offer learns what they say\n", strings.Join(safeAll(q.Unpriced), ", "))
 		}
 		if len(q.Counters) > 0 {
 			fmt.Fprintf(out, "%d counter-offer(s), cheapest at full use first (take one with %s offer --take N or --take ID):\n", len(q.Counters), f.command(cmd))
