@@ -10,10 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
@@ -24,11 +26,22 @@ import (
 // sig ("" for none), under its message id.
 func (s *scripted) publishReadings(rs []contract.Reading, sig func([]byte) string) {
 	s.t.Helper()
+	var signs []func([]byte) string
+	for range rs {
+		signs = append(signs, sig)
+	}
+	s.publishBatch(rs, signs)
+}
+
+// publishBatch publishes one readings message of rs, rs[i] signed by
+// signs[i], under its message id.
+func (s *scripted) publishBatch(rs []contract.Reading, signs []func([]byte) string) {
+	s.t.Helper()
 	var bodies [][]byte
 	var sigs []string
-	for _, r := range rs {
+	for i, r := range rs {
 		b, _ := json.Marshal(r)
-		bodies, sigs = append(bodies, b), append(sigs, sig(b))
+		bodies, sigs = append(bodies, b), append(sigs, signs[i](b))
 	}
 	data := protocol.AppendReadings(nil, bodies, sigs)
 	msg := nats.NewMsg(protocol.ReadingsSubject(s.id))
@@ -37,69 +50,175 @@ func (s *scripted) publishReadings(rs []contract.Reading, sig func([]byte) strin
 	require.NoError(s.t, err)
 }
 
+// readingsResult is how many readings the exchange counted with result
+// (bourse_exchange_readings_total).
+func readingsResult(t testing.TB, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "bourse_exchange_readings_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// signedMarket is a market whose exchange requires the servers' keys'
+// signatures on readings, its metrics in reg; its contracts are not
+// lost for a minute of silence, so that the test's contracts run until
+// their readings say otherwise.
+func signedMarket(t *testing.T, keys signing.Keys) (*market, *prometheus.Registry) {
+	t.Helper()
+	m := newMarket(t, func(c *exchange.Config) { honest(c); c.Verifier = keys; c.ServerLostAfter = time.Minute })
+	m.exStop()
+	reg := prometheus.NewRegistry()
+	m.cfg.Metrics = reg
+	m.startExchange()
+	return m, reg
+}
+
+// signWith signs with s, failing the test if it cannot.
+func signWith(t *testing.T, s signing.Signer) func([]byte) string {
+	return func(b []byte) string {
+		sig, err := s.Sign(b)
+		require.NoError(t, err)
+		return sig
+	}
+}
+
 // TestReadingsMessage: a server's readings message carries several
 // contracts' readings, each signed, and each counts as it would on its
-// own: stored per contract, a final one settles, a bad signature or
-// another server's contract refuses that reading alone, and the message
-// again changes nothing.
+// own: stored per contract, a final one settles. In one message, a
+// reading signed by another key and a reading of another server's
+// contract are refused, each alone: the readings before and after them
+// count.
 func TestReadingsMessage(t *testing.T) {
 	gpu1Key, gpu2Key, forger := signer(t), signer(t), signer(t)
 	keys, err := signing.ReadKeys(strings.NewReader("gpu1 " + gpu1Key.PublicKey() + "\ngpu2 " + gpu2Key.PublicKey() + "\n"))
 	require.NoError(t, err)
-	m := newMarket(t, func(c *exchange.Config) { honest(c); c.Verifier = keys })
+	m, reg := signedMarket(t, keys)
 	m.wallet("alice", "100")
-	srv := m.scriptedServer("gpu1", 2, accept)
+	srv := m.scriptedServer("gpu1", 3, accept)
 	other := m.scriptedServer("gpu2", 1, accept)
-	sign := func(s signing.Signer) func([]byte) string {
-		return func(b []byte) string {
-			sig, err := s.Sign(b)
-			require.NoError(t, err)
-			return sig
-		}
-	}
-	srv.setSign(sign(gpu1Key))
-	other.setSign(sign(gpu2Key))
+	sign, forged, unsigned := signWith(t, gpu1Key), signWith(t, forger), func([]byte) string { return "" }
+	srv.setSign(sign)
+	other.setSign(signWith(t, gpu2Key))
 	alice := m.client("alice")
 	on := func(server string) contract.Contract {
 		tm := terms("alice")
 		tm.Server = server
 		return m.running(alice, tm)
 	}
-	a, b, c := on("gpu1"), on("gpu1"), on("gpu2")
+	a, b, c, d := on("gpu1"), on("gpu1"), on("gpu1"), on("gpu2")
 
-	srv.publishReadings([]contract.Reading{reading(a.ID, 1, "1", 1, false), reading(b.ID, 1, "1", 1, true)}, sign(gpu1Key))
+	srv.publishReadings([]contract.Reading{reading(a.ID, 1, "1", 1, false), reading(b.ID, 1, "1", 1, true)}, sign)
 	waitFor(t, "a's reading stored and b settled", func() bool {
 		return m.contract(a.ID).Reading != nil && m.contract(b.ID).State == contract.StateSettled
 	})
 	assert.NotNil(t, m.contract(b.ID).Signed, "the final reading's bytes and signature are on the record")
+	chargedFor(t, m.contract(b.ID), contract.ReasonCompleted, m.contract(b.ID).Reading.Usage())
 
-	// One reading signed by a forger, one of another server's contract:
-	// each refused alone; the good one in the same message counts.
-	srv.publishReadings([]contract.Reading{reading(a.ID, 2, "2", 2, false)}, sign(forger))
-	srv.publishReadings([]contract.Reading{reading(c.ID, 1, "1", 1, true), reading(a.ID, 3, "3", 3, false)}, sign(gpu1Key))
-	waitFor(t, "a's third reading stored", func() bool { return m.contract(a.ID).Reading.Seq == 3 })
-	assert.Equal(t, contract.StateRunning, m.contract(c.ID).State, "gpu1's word does not settle gpu2's contract")
-	other.publishReadings([]contract.Reading{reading(c.ID, 1, "1", 1, false)}, func([]byte) string { return "" })
-	time.Sleep(300 * time.Millisecond)
-	assert.Nil(t, m.contract(c.ID).Reading, "unsigned, where signatures are required")
+	// a's reading 2 forged, c's final unsigned, gpu2's contract d's final
+	// signed by gpu1: each refused alone; c's reading 1 before them and
+	// a's reading 3 after them count.
+	srv.publishBatch([]contract.Reading{
+		reading(c.ID, 1, "1", 1, false), reading(a.ID, 2, "2", 2, true), reading(c.ID, 2, "2", 2, true),
+		reading(d.ID, 1, "1", 1, true), reading(a.ID, 3, "3", 3, false),
+	}, []func([]byte) string{sign, forged, unsigned, sign, sign})
+	waitFor(t, "a's third reading and c's first stored", func() bool {
+		return m.contract(a.ID).Reading.Seq == 3 && m.contract(c.ID).Reading != nil
+	})
+	waitFor(t, "the two readings without gpu1's signature and gpu2's contract's refused", func() bool {
+		return readingsResult(t, reg, "bad_signature") == 2 && readingsResult(t, reg, "rejected") == 1
+	})
+	assert.Equal(t, contract.StateRunning, m.contract(a.ID).State, "a forged final reading settles nothing")
+	assert.Equal(t, contract.StateRunning, m.contract(c.ID).State, "an unsigned final reading settles nothing")
+	assert.Equal(t, uint64(1), m.contract(c.ID).Reading.Seq)
+	assert.Equal(t, contract.StateRunning, m.contract(d.ID).State, "gpu1's word does not settle gpu2's contract")
+	assert.Nil(t, m.contract(d.ID).Reading)
+	m.audit()
 }
 
-// TestAgentReadingsPerServer: an agent running several contracts sends a
-// readings message a reading interval, not a message per contract; and
-// the contracts' readings are stored all the same.
+// TestReadingsCountOnce: a reading counts once however often it comes:
+// the same readings message again (a retry: the stream drops it by its
+// message id), the final reading in another message beside a new
+// reading (a batch made again after an agent's restart), the final
+// reading alone on its contract's subject (the outbox's and a
+// reconnect's resend, finalsAgain), and a later final reading after the
+// settlement: the contract is settled once, at the first final
+// reading's charge, and no money moves again.
+func TestReadingsCountOnce(t *testing.T) {
+	gpu1Key := signer(t)
+	keys, err := signing.ReadKeys(strings.NewReader("gpu1 " + gpu1Key.PublicKey() + "\n"))
+	require.NoError(t, err)
+	m, reg := signedMarket(t, keys)
+	m.wallet("alice", "100")
+	srv := m.scriptedServer("gpu1", 2, accept)
+	sign := signWith(t, gpu1Key)
+	srv.setSign(sign)
+	alice := m.client("alice")
+	a, b := m.running(alice, terms("alice")), m.running(alice, terms("alice"))
+
+	final := reading(b.ID, 2, "2", 2, true)
+	first := []contract.Reading{reading(a.ID, 1, "1", 1, false), reading(b.ID, 1, "1", 1, false), final}
+	srv.publishReadings(first, sign)
+	waitFor(t, "b settled, and the three readings counted", func() bool {
+		return m.contract(b.ID).State == contract.StateSettled && readingsResult(t, reg, "counted") == 3
+	})
+	settled := m.contract(b.ID)
+	chargedFor(t, settled, contract.ReasonCompleted, final.Usage())
+	wallet := m.balance(currency.WalletID(cred, "alice"))
+
+	srv.publishReadings(first, sign) // the same message: the stream drops it
+	srv.publishReadings([]contract.Reading{final, reading(a.ID, 2, "2", 2, false)}, sign)
+	body, _ := json.Marshal(final)
+	srv.publishRawSigned(b.ID, protocol.MsgID("gpu1", final), body, sign(body))
+	later := reading(b.ID, 3, "9", 9, true)
+	later.Reason = contract.ReasonKilled
+	srv.publishReadings([]contract.Reading{later}, sign)
+	// b's final twice more (the identical message is dropped by the
+	// stream) and its later reading: each stale. a's
+	// second reading counts, and nothing else: counters only grow, so a
+	// reading counted twice leaves the wait to time out.
+	waitFor(t, "a's second reading counted and b's three stale", func() bool {
+		return m.contract(a.ID).Reading.Seq == 2 && readingsResult(t, reg, "stale") == 3 && readingsResult(t, reg, "counted") == 4
+	})
+	again := m.contract(b.ID)
+	assert.Equal(t, settled.Reading.Seq, again.Reading.Seq)
+	assert.True(t, settled.Charge.Equal(again.Charge), "charged %s, then %s", settled.Charge, again.Charge)
+	assert.Equal(t, contract.ReasonCompleted, again.Reason)
+	assert.Equal(t, wallet, m.balance(currency.WalletID(cred, "alice")), "alice's money moved again")
+	m.audit()
+}
+
+// TestAgentReadingsPerServer: an agent running several contracts sends
+// their readings together, in fewer messages than readings, none on a
+// contract's own subject; and the exchange stores every contract's
+// readings all the same.
 func TestAgentReadingsPerServer(t *testing.T) {
 	m := newMarket(t, nil)
 	m.wallet("alice", "100")
 	m.postedAgent("gpu1", 4, "0.001")
 	waitFor(t, "gpu1's hello", func() bool { return m.ex.LiveServers() == 1 })
-	var perContract, perServer atomic.Int64
+	var perContract, messages, carried atomic.Int64
 	nc := natstest.Connect(t, m.ns, "")
 	_, err := nc.Subscribe(protocol.ServerSubject("gpu1", ">"), func(msg *nats.Msg) {
 		switch {
 		case strings.HasPrefix(msg.Subject, protocol.ServerSubject("gpu1", protocol.VerbUsage)+"."):
 			perContract.Add(1)
 		case msg.Subject == protocol.ReadingsSubject("gpu1"):
-			perServer.Add(1)
+			if rs, err := protocol.DecodeReadings(msg.Data); err == nil {
+				messages.Add(1)
+				carried.Add(int64(len(rs.Readings)))
+			}
 		}
 	})
 	require.NoError(t, err)
@@ -110,13 +229,26 @@ func TestAgentReadingsPerServer(t *testing.T) {
 	for range 4 {
 		ids = append(ids, m.running(alice, long).ID)
 	}
-	began := perServer.Load()
-	time.Sleep(time.Second) // 20 reading intervals of the test exchange's 50 ms
-	got := perServer.Load() - began
+	waitFor(t, "five readings of every contract stored", func() bool {
+		for _, id := range ids {
+			if r := m.contract(id).Reading; r == nil || r.Seq < 5 {
+				return false
+			}
+		}
+		return true
+	})
 	assert.Zero(t, perContract.Load(), "no reading on its own")
-	assert.Greater(t, got, int64(5))
-	assert.Less(t, got, int64(40), "about one message an interval for all four contracts, not four")
-	for _, id := range ids {
-		assert.NotNil(t, m.contract(id).Reading, "%s's readings stored", id)
-	}
+	assert.GreaterOrEqual(t, carried.Load(), int64(20))
+	assert.Less(t, messages.Load(), carried.Load()/2, "%d messages for %d readings of four contracts", messages.Load(), carried.Load())
+}
+
+// publishRawSigned publishes body as a reading of contract id on its own
+// subject, under msgID, with signature sig.
+func (s *scripted) publishRawSigned(id, msgID string, body []byte, sig string) {
+	s.t.Helper()
+	msg := nats.NewMsg(protocol.UsageSubject(s.id, id))
+	msg.Data = body
+	msg.Header.Set(protocol.SigHeader, sig)
+	_, err := s.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID))
+	require.NoError(s.t, err)
 }
