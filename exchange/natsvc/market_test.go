@@ -158,6 +158,12 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 
 // scriptedRunning is a scripted server that says it runs runs.
 func (m *market) scriptedRunning(id string, gpus int, runs *protocol.Runs, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
+	m.t.Helper()
+	return m.scriptedWith(id, gpus, func(h *protocol.Hello) { h.Runs = runs }, decide)
+}
+
+// scriptedWith is a scripted server whose hello says what say adds.
+func (m *market) scriptedWith(id string, gpus int, say func(*protocol.Hello), decide func(protocol.ServerOffer) protocol.Decision) *scripted {
 	t := m.t
 	t.Helper()
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
@@ -168,7 +174,8 @@ func (m *market) scriptedRunning(id string, gpus int, runs *protocol.Runs, decid
 		gs = append(gs, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
-	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus, Runs: runs}
+	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
+	say(&hello)
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
 	require.NoError(t, err)
