@@ -21,9 +21,11 @@ func newBidQuoteCmd(f *bidFlags) *cobra.Command {
 		Use:   "quote",
 		Short: "Ask what an offer would get, without making it: which servers would accept, and their counter-offers",
 		Long: `quote sends the terms an offer would have (the same flags, or -f) as a quote:
-every matching server answers as it would answer the offer now, but nothing
+the exchange answers from what the servers publish they would take now
+(their asks, as bid servers shows them), asking none of them, and nothing
 is escrowed, no GPU is held and no contract comes of it. It prints the
-servers that would accept and the counter-offers of the others, numbered by
+servers whose asks the terms meet, an offer's first candidates, and
+counter-offers built from the asks of the others with room, numbered by
 price per GPU-second at full use, cheapest first, with their ids (--json:
 the same list, in the same order). A counter-offer is honoured while valid:
 --take N or --take ID takes one of those shown, as shown (quote --take or
