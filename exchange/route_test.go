@@ -132,3 +132,75 @@ func TestNoRoomAsksNoServer(t *testing.T) {
 	require.Len(t, r.Rejections, 1, "%+v", r)
 	assert.Contains(t, r.Rejections[0].Reason, "free up by "+h.Now().Add(2*time.Minute).UTC().Format(time.RFC3339))
 }
+
+// TestBookRoutesToAFew: a waiting offer, matched when GPUs free up, goes
+// as a fresh one does to at most RouteTo servers, the cheapest with room
+// whose asks it meets: with every server's GPUs freeing up at once, the
+// two cheapest of six are asked, and one of them makes its contract.
+func TestBookRoutesToAFew(t *testing.T) {
+	h := housetest.New(t, exchange.Config{RouteTo: 2})
+	var decided atomic.Int64
+	manyServers(h, 6, &decided)
+	h.Wallet("alice", "1000")
+	for i := range 6 {
+		for g := range 4 {
+			require.NotNil(t, offer(t, h, "alice", fmt.Sprintf("fill-%d-%d", i, g), named(job(1, "0.01"), fmt.Sprintf("s%02d", i)), 0).Contract)
+		}
+	}
+	h.Beat()
+	q := offer(t, h, "alice", "waits", job(1, "0.002"), time.Hour)
+	require.NotNil(t, q.Queued, "every GPU is taken: %+v", q)
+	asked := func() map[string]int {
+		out := map[string]int{}
+		for i := range 6 {
+			out[fmt.Sprintf("s%02d", i)] = h.Router.AskedOf(fmt.Sprintf("s%02d", i))
+		}
+		return out
+	}
+	before := asked()
+	h.Run(2*time.Minute, time.Second) // the fills end together; the book is matched
+	var got []string
+	for s, n := range asked() {
+		if n > before[s] {
+			got = append(got, s)
+		}
+	}
+	assert.ElementsMatch(t, []string{"s00", "s01"}, got, "the servers the waiting offer was sent to")
+	c, err := h.House.Contract(context.Background(), "alice", q.Queued.ID)
+	require.NoError(t, err)
+	assert.Contains(t, []string{"s00", "s01"}, c.Server)
+	h.Audit()
+}
+
+// TestQuoteNamedServer: a quote naming its server reads that server's
+// ask: met, the server would accept; not met, a counter-offer from the
+// ask; no room, when its GPUs free up. No server is asked.
+func TestQuoteNamedServer(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	var decided atomic.Int64
+	manyServers(h, 3, &decided) // s02 asks 0.0012
+	h.Wallet("alice", "100")
+	quote := func(price string) protocol.QuoteReply {
+		q, err := h.House.Quote(context.Background(), "alice", protocol.QuoteRequest{Terms: named(job(1, price), "s02")})
+		require.NoError(t, err)
+		return q
+	}
+	q := quote("0.002")
+	assert.Equal(t, []string{"s02"}, q.Accepts)
+	assert.Empty(t, q.Counters)
+
+	q = quote("0.001")
+	assert.Empty(t, q.Accepts, "its ask is not met")
+	require.Len(t, q.Counters, 1, "%+v", q)
+	assert.Equal(t, "s02", q.Counters[0].Server)
+	assert.True(t, q.Counters[0].Terms.P.Equal(contract.Flat(dectest.D("0.0012"))), "%v", q.Counters[0].Terms.P)
+
+	for g := range 4 {
+		require.NotNil(t, offer(t, h, "alice", fmt.Sprint("fill", g), named(job(1, "0.002"), "s02"), 0).Contract)
+	}
+	q = quote("0.002")
+	assert.Empty(t, q.Accepts, "s02 is full: %+v", q)
+	require.Len(t, q.Rejections, 1, "%+v", q)
+	assert.Contains(t, q.Rejections[0].Reason, "free now")
+	assert.Zero(t, decided.Load()-4, "only the fills were decided: a quote asks no server")
+}
