@@ -83,9 +83,10 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 			}
 			asked++
 			h.metrics.matchAsked.Inc()
+			began := h.cfg.Now()
 			if win := h.matchOne(ctx, w, cands, servers); win != "" {
 				made++
-				h.servers.took(win, w.Terms)
+				h.servers.took(win, w.Terms, began)
 				if room[win] -= w.Terms.GPUs; room[win] <= 0 {
 					delete(room, win)
 				}

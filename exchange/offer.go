@@ -97,6 +97,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	}
 	offerID := h.offerID()
 	h.metrics.asked.Observe(float64(len(rt.ask)))
+	began := h.cfg.Now()
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, rt.ask)
 	if win == "" {
 		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
@@ -115,7 +116,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		return reply, nil
 	}
-	h.servers.took(win, t)
+	h.servers.took(win, t, began)
 	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)

@@ -244,15 +244,20 @@ func (r *registry) named(t contract.Terms) route {
 	return out
 }
 
-// took records that server accepted terms t: its ask's room falls by
-// their GPUs until it speaks again, so that offers routed and quotes
-// answered meanwhile do not all go where the room has just been taken.
-// Its next heartbeat says what it has again.
-func (r *registry) took(server string, t contract.Terms) {
+// took records that server accepted terms t in a negotiation that began
+// at began: its ask's room falls by their GPUs until it speaks again, so
+// that offers routed and quotes answered meanwhile do not all go where
+// the room has just been taken. Its next heartbeat says what it has
+// again. A server heard since began may have said so already (an agent
+// speaks soon after a claim): its word stands, rather than the claim
+// being counted twice, which would leave its room short, and offers
+// turned away, until it speaks again. Too much room costs an offer a
+// refusal; too little, a contract.
+func (r *registry) took(server string, t contract.Terms, began time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.servers[server]
-	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) || s.seen.After(began) {
 		return
 	}
 	old := s.Hello

@@ -2,6 +2,7 @@ package natsvc_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -148,4 +149,38 @@ func TestStaleAskCostsARefusal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, cs)
 	m.audit()
+}
+
+// TestClaimHeardNotCountedTwice: a server says its claim in a heartbeat
+// while the negotiation is still on (an agent speaks soon after a
+// claim); the exchange then takes the server's word for its room, and
+// does not take the contract's GPUs out of it a second time: the other
+// GPU is still there for the next offer. (Counted twice, the room was
+// short until the next heartbeat, and offers were turned away with "no
+// live server has 1 GPUs free".)
+func TestClaimHeardNotCountedTwice(t *testing.T) {
+	m := newMarket(t, nil)
+	m.wallet("alice", "100")
+	ask := func(free int) *protocol.Ask {
+		return &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: free,
+			P: contract.Flat(dectest.D("0.001"))}}}
+	}
+	alice := m.client("alice")
+	var srv *scripted
+	srv = m.scriptedWith("gpu1", 2, func(h *protocol.Hello) { h.Ask = ask(2) }, func(protocol.ServerOffer) protocol.Decision {
+		// The claim, said at once, and heard before the accept.
+		body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: 1, Ask: ask(1)})
+		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
+		waitFor(t, "the heartbeat heard", func() bool {
+			ss, err := alice.Servers(context.Background(), cred)
+			return err == nil && len(ss) == 1 && ss[0].Free == 1
+		})
+		return accept(protocol.ServerOffer{})
+	})
+	r, err := alice.Offer(context.Background(), "first", terms("alice"))
+	require.NoError(t, err)
+	require.NotNil(t, r.Contract, "%+v", r)
+	q, err := alice.Quote(context.Background(), terms("alice"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU: %+v", q)
 }
