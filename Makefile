@@ -8,7 +8,7 @@ FUZZTIME ?= 20s
 BENCH_OFFERS ?= 5000
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-sim sim-trace gpu-meter gpu-tests lint fuzz clean demo console-shots
+.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-scale bench-servers bench-sim sim-trace gpu-meter gpu-tests lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -44,6 +44,21 @@ bench-exchange:
 ## exchange processes on one PostgreSQL and a three-node NATS cluster
 bench-instances:
 	$(PGRUN) env GOGC=400 $(GO) test -run '^$$' -bench BenchmarkInstances -benchtime $(BENCH_OFFERS)x ./market
+
+## bench-scale: the simulator on Alibaba's GPU cluster at 13, 130, 1,213
+## and 12,130 nodes, jobs per CPU second and memory (scripts/bench-scale.sh;
+## OPENB_DIR for the trace's own lists, BENCH_SCALE_BASE for a baseline)
+bench-scale:
+	bash scripts/bench-scale.sh
+
+## bench-servers: an exchange's cost with 10, 100 and 1,000 server agents
+## (contracts/s, CPU per offer, servers asked), the usage stream's messages
+## per running contract, and one exchange's CPU per contract on a
+## three-node NATS cluster against one node
+bench-servers:
+	$(PGRUN) env GOGC=400 $(GO) test -run '^$$' -bench 'BenchmarkServers' -benchtime 2000x -timeout 30m ./market
+	$(PGRUN) $(GO) test -run '^$$' -bench 'BenchmarkUsageStream' -benchtime 1x -timeout 10m ./market
+	$(PGRUN) env GOGC=400 $(GO) test -run '^$$' -bench 'BenchmarkCluster' -benchtime $(BENCH_OFFERS)x -timeout 30m ./market
 
 ## bench-sim: a million simulated jobs, their jobs/s beside making the jobs alone
 bench-sim:

@@ -111,7 +111,7 @@ func TestClient(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) {
 		r, err := ada.Offer(ctx, "watch-1", strategy.Fixed{}.Bid(job("watch", 1500*time.Millisecond), 0, time.Now()))
 		require.NoError(t, err)
-		require.NotNil(t, r.Contract)
+		require.NotNil(t, r.Contract, "%+v", r)
 		events, err := ada.Watch(ctx, r.Contract.ID)
 		require.NoError(t, err)
 		var types []protocol.EventType

@@ -37,7 +37,11 @@ type Config struct {
 	Router   Router
 	Notifier Notifier
 
-	Negotiation     time.Duration // how long servers have to answer an offer, 2s
+	Negotiation time.Duration // how long servers have to answer an offer, 2s
+	// RouteTo is how many servers an offer goes to at most, 8
+	// (DefaultRouteTo): those with room whose asks it meets, cheapest
+	// first (route.go).
+	RouteTo         int
 	StartTimeout    time.Duration // accepted contracts not started by then are voided, 15s
 	ReadingEvery    time.Duration // how often servers publish readings, 1s
 	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
@@ -137,6 +141,9 @@ func (c *Config) defaults() error {
 		}
 	}
 	def(&c.Negotiation, 2*time.Second)
+	if c.RouteTo <= 0 {
+		c.RouteTo = DefaultRouteTo
+	}
 	def(&c.StartTimeout, 15*time.Second)
 	def(&c.ReadingEvery, time.Second)
 	def(&c.Heartbeat, time.Second)

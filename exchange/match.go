@@ -2,9 +2,12 @@ package exchange
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
@@ -75,12 +78,15 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 			}
 			cands := h.candidates(w, ids, room, servers, now)
 			if len(cands) == 0 {
+				h.counterWaiting(ctx, w, ids, room, servers, now)
 				continue
 			}
 			asked++
 			h.metrics.matchAsked.Inc()
+			began := h.cfg.Now()
 			if win := h.matchOne(ctx, w, cands, servers); win != "" {
 				made++
+				h.servers.took(win, w.Terms, began)
 				if room[win] -= w.Terms.GPUs; room[win] <= 0 {
 					delete(room, win)
 				}
@@ -106,16 +112,74 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 }
 
 // candidates are the servers of ids with room for w, of its class, named
-// by it if it names one, that have not refused it as they stand now.
+// by it if it names one, whose asks it meets and that have not refused it
+// as they stand now: cheapest first, at most Config.RouteTo (route.go).
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
-	var out []string
+	type cand struct {
+		id    string
+		price decimal.Decimal
+		asks  bool
+	}
+	var cs []cand
 	for _, id := range ids {
 		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && w.Terms.FitIn(servers[id].GPUs) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
-			out = append(out, id)
+			if price, asks, ok := askMet(servers[id], w.Terms, now); ok {
+				cs = append(cs, cand{id, price, asks})
+			}
 		}
 	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		if a.asks != b.asks {
+			if a.asks {
+				return -1
+			}
+			return 1
+		}
+		return a.price.Cmp(b.price)
+	})
+	out := make([]string, 0, min(len(cs), h.cfg.RouteTo))
+	for _, c := range cs[:min(len(cs), h.cfg.RouteTo)] {
+		out = append(out, c.id)
+	}
 	return out
+}
+
+// counterWaiting answers waiting offer w from the asks of the servers of
+// ids with room for it whose asks it does not meet, and that have not
+// refused it as they stand now: counter-offers built from the cheapest
+// of those asks reach its client as a countered event, as a server's own
+// would, and those servers count as having refused it (refusal.go), so
+// that the next pass does not say it again. No server is asked.
+func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) {
+	var from []askedFor
+	for _, id := range ids {
+		s := servers[id]
+		if room[id] <= 0 || (w.Terms.Server != "" && w.Terms.Server != id) || !s.Runs.Takes(w.Terms.Job) ||
+			h.refusals.refused(w.ID, id, s.Free, now) || s.Ask == nil || w.Terms.StartAt.After(now) {
+			continue
+		}
+		for _, c := range s.Ask.Classes {
+			if c.Priced() && w.Terms.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, w.Terms) > 0 {
+				from = append(from, askedFor{server: id, ask: s.Ask, class: c})
+				break
+			}
+		}
+	}
+	if len(from) == 0 {
+		return
+	}
+	slices.SortStableFunc(from, func(a, b askedFor) int { return a.class.Price().Cmp(b.class.Price()) })
+	from = from[:min(len(from), h.cfg.RouteTo)]
+	scale, _ := h.scaleOf(ctx)(w.Terms.Currency)
+	counters, _ := askCounters(w.ID+"-"+fmt.Sprint(now.UnixNano()), w.Terms, from, scale, now)
+	until := now.Add(h.cfg.RematchEvery)
+	for _, f := range from {
+		h.refusals.refuse(w.ID, f.server, servers[f.server].Free, until)
+	}
+	if len(counters) > 0 {
+		h.notify.Notify(w.Client, Event{Type: protocol.EventCountered, Waiting: &w, Counters: counters, At: now.UTC()})
+	}
 }
 
 // fits says whether server s has GPUs enough of t's class and runs t's

@@ -19,6 +19,9 @@ type metrics struct {
 	// waiting offers they negotiated.
 	matchPasses prometheus.Counter
 	matchAsked  prometheus.Counter
+	// asked is how many servers each offer and waiting offer was sent
+	// to (none where asks answered it).
+	asked prometheus.Histogram
 	// readingsLate counts sweeps that found a running contract's
 	// readings silent while its server's heartbeat said it runs it.
 	readingsLate prometheus.Counter
@@ -48,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
 			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
 		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
-			Help: "Quotes answered, by outcome: accepted (some server would accept), countered, rejected, no_match, error."}, []string{"outcome"}),
+			Help: "Quotes answered from the servers' asks, by outcome: accepted (some server's ask is met), countered, unpriced (only servers naming no price would be asked), rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
@@ -58,10 +61,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.matchPasses = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_passes_total",
 		Help: "Passes over a currency's book offering its waiting offers to servers with room."})
+	m.asked = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bourse_exchange_servers_asked",
+		Help: "Servers an offer was sent to (0: its servers' asks answered it).", Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64}})
 	m.matchAsked = prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_match_asked_total",
 		Help: "Waiting offers negotiated with servers by matching passes."})
 	if reg != nil {
-		reg.MustRegister(m.matchPasses, m.matchAsked)
+		reg.MustRegister(m.matchPasses, m.matchAsked, m.asked)
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
 			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue)
 	}

@@ -74,25 +74,49 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	servers := h.servers.match(t)
-	if len(servers) == 0 && req.Wait > 0 {
-		return h.queue(ctx, id, t, req, lock, available, protocol.OfferReply{})
+	if strings.HasPrefix(req.Counter, askCounterPrefix) && h.servers.askCounterGone(t.Server, t) {
+		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
+			Message: "the counter-offer's GPUs were taken meanwhile"}
 	}
-	if len(servers) == 0 {
-		return protocol.OfferReply{}, h.noMatch(t)
+	// Routed by the contract's id, which its request names: the same in
+	// every run of a simulation, and different for every offer.
+	rt := h.servers.route(t, id, h.cfg.RouteTo)
+	if len(rt.ask) == 0 {
+		h.metrics.asked.Observe(0)
+		switch {
+		case !rt.fits && req.Wait > 0:
+			return h.queue(ctx, id, t, req, lock, available, protocol.OfferReply{})
+		case !rt.fits:
+			return protocol.OfferReply{}, h.noMatch(t)
+		}
+		reply := h.fromAsks(ctx, id, t, rt)
+		if req.Wait > 0 {
+			return h.queue(ctx, id, t, req, lock, available, reply)
+		}
+		return reply, nil
 	}
 	offerID := h.offerID()
-	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, servers)
+	h.metrics.asked.Observe(float64(len(rt.ask)))
+	began := h.cfg.Now()
+	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, rt.ask)
 	if win == "" {
 		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
 			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
 				Message: "the counter-offer's GPUs were taken meanwhile"}
+		}
+		if len(rt.counter) > 0 {
+			// Beside the answers of the servers asked, the counter-offers
+			// of the asks with room that the offer did not meet.
+			r := h.fromAsks(ctx, id, t, rt)
+			reply.Counters = append(reply.Counters, r.Counters...)
+			reply.Rejections = append(reply.Rejections, r.Rejections...)
 		}
 		if req.Wait > 0 {
 			return h.queue(ctx, id, t, req, lock, available, reply)
 		}
 		return reply, nil
 	}
+	h.servers.took(win, t, began)
 	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)
@@ -191,6 +215,20 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 		return contract.Contract{}, notFound
 	}
 	return contract.Contract{}, err
+}
+
+// fromAsks answers an offer that no server's ask takes: counter-offers
+// built from the asks of the cheapest servers with room, or, where none
+// has room, when GPUs of its class free up. No server is asked.
+func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt route) protocol.OfferReply {
+	var reply protocol.OfferReply
+	if len(rt.counter) == 0 {
+		reply.Rejections = []protocol.Rejection{noRoom(t, rt.soonest)}
+		return reply
+	}
+	scale, _ := h.scaleOf(ctx)(t.Currency)
+	reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
+	return reply
 }
 
 // negotiate offers to every candidate at once. The first accept wins (the

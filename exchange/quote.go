@@ -8,35 +8,50 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// Quote asks the servers that match client's terms what they would answer
-// an offer of them now, without making one: nothing is escrowed, no GPU is
-// claimed, no request id is locked, and no contract or waiting offer comes
-// of it. The reply lists the servers that would accept, every
-// counter-offer (which the client may take, while valid, as it would take
-// one from an offer's reply) and the rejections. Terms are checked as an
-// offer's are; funds and caps are not, since nothing is spent.
+// Quote says what the servers would answer an offer of client's terms
+// now, from their asks alone, without making one and without asking any
+// server: nothing is escrowed, no GPU is claimed, no request id is
+// locked, and no contract or waiting offer comes of it. The reply lists
+// the servers an offer would go to whose asks it meets (at most
+// Config.RouteTo, cheapest first); beside them, counter-offers built from
+// the asks of the cheapest with room that it does not meet (which the
+// client may take, while valid, as it would take one from an offer's
+// reply), or, where none has room, when GPUs free up; and the servers an
+// offer would go to whose asks name no price (Unpriced: only an offer
+// learns what they say). Terms are checked as an offer's are; funds and
+// caps are not, since nothing is spent.
 func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequest) (protocol.QuoteReply, error) {
 	t, err := h.quoteTerms(ctx, client, req.Terms)
 	if err != nil {
 		h.metrics.quotes.WithLabelValues("error").Inc()
 		return protocol.QuoteReply{}, err
 	}
-	servers := h.servers.match(t)
-	if len(servers) == 0 {
+	id := h.quoteID()
+	rt := h.servers.route(t, id, h.cfg.RouteTo)
+	if !rt.fits {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
 		return protocol.QuoteReply{}, h.noMatch(t)
 	}
-	so := protocol.ServerOffer{Offer: h.quoteID(), Terms: t}
 	var reply protocol.QuoteReply
-	for a := range h.router.Quote(ctx, so, servers) {
-		switch {
-		case a.Err != nil:
-			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error()})
-		case a.Decision.Accept:
-			reply.Accepts = append(reply.Accepts, a.Server)
-		default:
-			reply.Counters, reply.Rejections = gather(reply.Counters, reply.Rejections, a)
+	if t.Server != "" {
+		// A named server is routed to as it stands, its ask met or not:
+		// the quote reads its ask.
+		rt = h.servers.named(t)
+	}
+	for _, s := range rt.ask {
+		if h.servers.priced(s) {
+			reply.Accepts = append(reply.Accepts, s)
+		} else {
+			reply.Unpriced = append(reply.Unpriced, s)
 		}
+	}
+	if len(rt.ask) == 0 || len(rt.counter) > 0 {
+		// Beside the servers that would accept, the counter-offers of
+		// those with room that would not, as far as the route read them:
+		// the market as it stands, for a client choosing.
+		r := h.fromAsks(ctx, id, t, rt)
+		reply.Counters = append(reply.Counters, r.Counters...)
+		reply.Rejections = append(reply.Rejections, r.Rejections...)
 	}
 	outcome := "rejected"
 	switch {
@@ -44,6 +59,8 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		outcome = "accepted"
 	case len(reply.Counters) > 0:
 		outcome = "countered"
+	case len(reply.Unpriced) > 0:
+		outcome = "unpriced"
 	}
 	h.metrics.quotes.WithLabelValues(outcome).Inc()
 	return reply, nil

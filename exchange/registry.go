@@ -33,6 +33,8 @@ type registry struct {
 	// cutFrom and cutLast are when this instance's last outage (heard no
 	// server at all) began and was last seen (isolated).
 	cutFrom, cutLast time.Time
+	// asks indexes the servers' asks for routing (asks.go, route.go).
+	asks *asks
 }
 
 type serverState struct {
@@ -42,7 +44,7 @@ type serverState struct {
 
 func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
 	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{},
-		known: map[string]bool{}, unknownUntil: map[string]time.Time{}}
+		known: map[string]bool{}, unknownUntil: map[string]time.Time{}, asks: newAsks()}
 }
 
 // isolated records that this instance heard no server at all at now
@@ -107,6 +109,9 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	if !ok {
 		i, _ := slices.BinarySearch(r.order, id)
 		r.order = slices.Insert(r.order, i, id)
+		r.asks.put(id, nil, h)
+	} else {
+		r.asks.put(id, &old.Hello, h)
 	}
 	r.servers[id] = serverState{Hello: h, seen: now}
 	return !ok || old.seen.Before(now.Add(-r.lostAfter)) || h.Free > old.Free
@@ -144,27 +149,6 @@ func (r *registry) liveIDs() []string {
 	var out []string
 	for _, id := range r.order { // in order: the simulator must be deterministic
 		if !r.servers[id].seen.Before(cutoff) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// match returns the live servers that could run t, sorted by id: the same
-// currency, at least t.GPUs GPUs of t's class (free or not: a busy server
-// may still counter with fewer GPUs or a later start), and a runner that
-// runs t's job (fits). A named server is the only candidate.
-func (r *registry) match(t contract.Terms) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cutoff := r.cutoff()
-	var out []string
-	for _, id := range r.order {
-		s := r.servers[id]
-		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) {
-			continue
-		}
-		if fits(s, t) {
 			out = append(out, id)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,9 +57,10 @@ func benchInstances(b *testing.B, nodes *natstest.Procs, bin string, instances, 
 	for i := range instances {
 		metrics := freeAddr(b)
 		// No limits: the clients go as fast as they are answered.
-		cmd := exec.Command(bin, "exchange", "--nats", nodes.URLs(i), "--db", dbURL, "--stream-replicas", "3",
+		cmd := exec.Command(bin, "exchange", "--nats", nodes.URLs(i), "--db", dbURL, "--stream-replicas", strconv.Itoa(len(nodes.Nodes)),
 			"--metrics", metrics, "--party-rate", "-1", "--server-reading-rate", "-1", "--client-in-flight", "1000000")
 		cmd.Stderr = io.Discard
+		cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BOURSE_BENCH_EXCHANGE_ARGS"))...)
 		require.NoError(b, cmd.Start())
 		b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 		waitMetrics(b, metrics, time.Minute)
@@ -101,11 +103,29 @@ func benchInstances(b *testing.B, nodes *natstest.Procs, bin string, instances, 
 	b.ReportMetric(per(ns1-ns0), "nats-µs/contract")
 	b.ReportMetric(per(db1-db0), "postgres-µs/contract")
 	b.ReportMetric(per(self1-self0), "clients+agents-µs/contract")
+	b.ReportMetric(per(self1-self0+ex1-ex0+ns1-ns0+db1-db0), "all-µs/contract")
 	// Transactions PostgreSQL rolled back: the instances' groups that
 	// failed to serialize against one another's, or deadlocked with one,
 	// and were run again.
 	b.ReportMetric(float64(rolled1-rolled0)/float64(b.N), "rollbacks/contract")
 	b.ReportMetric(float64(locked1-locked0), "deadlocks")
+}
+
+// BenchmarkCluster is BenchmarkInstances' load on one exchange process,
+// on a NATS cluster of three nodes (the usage stream replicated three
+// times) against one NATS node, in one run: what the cluster costs a
+// contract, in CPU of every process, over a lone node.
+//
+//	scripts/pg.sh run -- env GOGC=400 go test -run '^$' -bench BenchmarkCluster -benchtime 5000x ./market
+func BenchmarkCluster(b *testing.B) {
+	pgtest.URL(b)
+	bin := buildBourse(b)
+	clients := 16
+	if v, err := strconv.Atoi(os.Getenv("BOURSE_BENCH_CLIENTS")); err == nil && v > 0 {
+		clients = v
+	}
+	b.Run("nodes=1", func(b *testing.B) { benchInstances(b, oneNATS(b), bin, 1, clients) })
+	b.Run("nodes=3", func(b *testing.B) { benchInstances(b, natstest.StartProcs(b, 3), bin, 1, clients) })
 }
 
 // rollbacks is how many transactions the benchmark's database has rolled

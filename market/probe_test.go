@@ -238,13 +238,30 @@ func recordReadings(t *testing.T, url string, opts ...nats.Option) *readings {
 	return r
 }
 
+// keep keeps a reading, or each reading of a readings message
+// (bourse.v1.server.<server>.readings).
 func (r *readings) keep(subject string, data []byte) {
+	if strings.HasSuffix(subject, "."+protocol.VerbReadings) {
+		rs, err := protocol.DecodeReadings(data)
+		if err != nil {
+			r.t.Errorf("a readings message the test cannot read on %s: %v", subject, err)
+			return
+		}
+		for _, one := range rs.Readings {
+			r.keepOne(subject, one.Reading)
+		}
+		return
+	}
+	r.keepOne(subject, data)
+}
+
+func (r *readings) keepOne(subject string, data []byte) {
 	rd, err := protocol.DecodeReading(data)
 	if err != nil {
 		r.t.Errorf("a reading the test cannot read on %s: %v", subject, err)
 		return
 	}
-	server := strings.Split(subject, ".")[3] // bourse.v1.server.<server>.usage.<contract>
+	server := strings.Split(subject, ".")[3] // bourse.v1.server.<server>.usage.<contract>, or .readings
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.server[rd.Contract]; ok && s != server {

@@ -229,6 +229,31 @@ func examples(t *testing.T) []example {
 	}
 	helloScale := int32(2)
 	runs := protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/opt/jobs/train.sh"}}
+	// gpu1's ask: 0.004 a GPU-second at full use, nothing when idle, as
+	// its reserve's curve; all four free at the hello, two at the
+	// heartbeat, whose contract's time limit frees them two hours after
+	// its start.
+	askCurve := contract.Ramp(dectest.D("0.5"), dectest.D("2"), dectest.D("0.004"))
+	helloAsk := protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81559, GPUs: 4, Free: 4, P: askCurve}},
+		MaxTimeLimit: contract.Duration(24 * time.Hour)}
+	beatAsk := helloAsk
+	beatAsk.Classes = []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81559, GPUs: 4, Free: 2,
+		FreeAt: []protocol.FreeAt{{At: at(t, "2h0m0.036s"), GPUs: 2}}, P: askCurve}}
+	// A readings message: two contracts' readings of one interval, each
+	// the reading's bytes as signed and its signature.
+	compact := func(r contract.Reading) []byte {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	other := contract.Reading{Contract: resumedID, Seq: 12, U: dectest.D("22.9"), T: contract.Duration(12 * time.Second), S: dectest.D("2"),
+		EnergyJ: dectest.D("15620"), At: reading.At}
+	readings := protocol.Readings{Readings: []protocol.SignedReading{
+		{Reading: compact(reading), Sig: "f1mQ0c5XyqS8a2cG3nqK3n6hC0lW9y4bH5m4H1v4uQx0qzvUuQ0oYt9cB2gS4bE3n1g7m8oA2pT6yV5dR0kLCg"},
+		{Reading: compact(other), Sig: "Zb3v5oP0tW8nH2kC6q9uY1aE4rX7mJ2dL5sF8gT0cV3bN6xQ9wR2eK5hM8pA1jD4uG7yS0iO3lZ6fB9nT2cWw"},
+	}}
 
 	return []example{
 		// Errors.
@@ -288,7 +313,7 @@ func examples(t *testing.T) []example {
 		}},
 		{"servers.request", protocol.ServersRequest{Currency: "CRED"}},
 		{"servers.reply", protocol.ServersReply{Servers: []protocol.Server{
-			protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs}, at(t, "10m0.5s")),
+			protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs, Ask: &beatAsk}, at(t, "10m0.5s")),
 			protocol.ServerOf("gpu2", protocol.Hello{Currency: "CRED", GPUs: gpus[:2], Free: 0, Policy: "posted 0.004/GPU-s",
 				Runs: &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}}, at(t, "10m0.9s")),
 		}}},
@@ -312,17 +337,19 @@ func examples(t *testing.T) []example {
 		{"event.left_book", protocol.Event{Type: protocol.EventLeftBook, Waiting: &expired, Message: "its wait ended unmatched", At: at(t, "7h0m0.5s")}},
 
 		// Server requests.
-		{"hello.request", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, At: at(t, "-2m")}},
+		{"hello.request", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, Ask: &helloAsk, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
 			Heartbeat:       contract.Duration(time.Second),
 			ReadingEvery:    contract.Duration(time.Second),
 			ServerLostAfter: contract.Duration(10 * time.Second),
+			Readings:        true,
 		}},
-		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, At: at(t, "10m0.5s")}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, Ask: &beatAsk, At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
 		{"reading", reading},
 		{"reading.final", final},
+		{"readings", readings},
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
@@ -538,7 +565,7 @@ func TestDocSubjects(t *testing.T) {
 		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
-	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted} {
+	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted, protocol.VerbReadings} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
 	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))

@@ -57,7 +57,12 @@ func (h Hello) Check() error {
 		return bad("policy", "longer than %d characters", maxPolicy)
 	}
 	if h.Runs != nil {
-		return h.Runs.Check()
+		if err := h.Runs.Check(); err != nil {
+			return err
+		}
+	}
+	if h.Ask != nil {
+		return h.Ask.Check(h.GPUs)
 	}
 	return nil
 }

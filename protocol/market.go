@@ -107,12 +107,16 @@ type QuoteRequest struct {
 	Terms contract.Terms `json:"terms"`
 }
 
-// QuoteReply is what the matching servers answered a quote: the servers
-// that would accept the terms now, the counter-offers the others made
-// (each may be taken as from an offer's reply, while valid), and the
-// rejections without a counter.
+// QuoteReply is what the servers' asks say of a quote's terms, no server
+// asked: the servers whose asks the terms meet, with room (an offer would
+// go to them), counter-offers built from the asks of those with room
+// that the terms do not meet (each may be taken as from an offer's reply,
+// while valid), and the rejections without a counter (no room: when GPUs
+// free up). Unpriced are servers an offer would go to whose asks name no
+// price: only an offer learns what they would say.
 type QuoteReply struct {
 	Accepts    []string           `json:"accepts,omitempty"`
 	Counters   []contract.Counter `json:"counters,omitempty"`
 	Rejections []Rejection        `json:"rejections,omitempty"`
+	Unpriced   []string           `json:"unpriced,omitempty"`
 }

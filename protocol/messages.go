@@ -201,8 +201,11 @@ type Hello struct {
 	Policy  string   `json:"policy,omitempty"`
 	// Runs says what the server runs; nil from a server older than it,
 	// which the exchange offers no program (Runs.Refuses).
-	Runs *Runs     `json:"runs,omitempty"`
-	At   time.Time `json:"at"`
+	Runs *Runs `json:"runs,omitempty"`
+	// Ask is what the server would take now and soon; nil from a server
+	// older than asks, which the exchange asks as it always has.
+	Ask *Ask      `json:"ask,omitempty"`
+	At  time.Time `json:"at"`
 }
 
 // HelloReply tells a server how often to speak.
@@ -212,6 +215,11 @@ type HelloReply struct {
 	// contract; a contract silent for ServerLostAfter is settled as lost.
 	ReadingEvery    contract.Duration `json:"reading_every"`
 	ServerLostAfter contract.Duration `json:"server_lost_after"`
+	// Readings says that the usage stream takes readings messages
+	// (bourse.v1.server.<s>.readings): a server sends one a reading
+	// interval with all its running contracts' readings, rather than one
+	// message per contract. An exchange older than them leaves it out.
+	Readings bool `json:"readings,omitempty"`
 }
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).

@@ -22,8 +22,7 @@ type ServersReply struct {
 }
 
 // Server is a live server as its last hello or heartbeat said: its GPUs,
-// how many are free, what it runs, and its policy's description. A
-// server's other published facts (its asks) belong here as they come.
+// how many are free, what it runs, its policy's description and its ask.
 type Server struct {
 	ID       string `json:"id"`
 	Currency string `json:"currency"`
@@ -34,9 +33,13 @@ type Server struct {
 	Free  int        `json:"free"`
 	// Runs is what it runs (runner, meter, programs); nil from a server
 	// that does not say, which is offered no program.
-	Runs   *Runs     `json:"runs,omitempty"`
-	Policy string    `json:"policy,omitempty"`
-	Seen   time.Time `json:"seen"`
+	Runs   *Runs  `json:"runs,omitempty"`
+	Policy string `json:"policy,omitempty"`
+	// Ask is what the server would take now and soon, as its last hello
+	// or heartbeat said it (Ask; nil from a server that says none): what
+	// the exchange routes offers and answers quotes by.
+	Ask  *Ask      `json:"ask,omitempty"`
+	Seen time.Time `json:"seen"`
 }
 
 // GPUCount is how many GPUs of one model and memory a server has.
@@ -48,7 +51,7 @@ type GPUCount struct {
 
 // ServerOf is server id as hello h, heard at seen, says.
 func ServerOf(id string, h Hello, seen time.Time) Server {
-	s := Server{ID: id, Currency: h.Currency, Total: len(h.GPUs), Free: h.Free, Runs: h.Runs, Policy: h.Policy, Seen: seen}
+	s := Server{ID: id, Currency: h.Currency, Total: len(h.GPUs), Free: h.Free, Runs: h.Runs, Policy: h.Policy, Ask: h.Ask, Seen: seen}
 	for _, g := range h.GPUs {
 		i := slices.IndexFunc(s.GPUs, func(c GPUCount) bool { return c.Model == g.Model && c.MemoryMiB == g.MemoryMiB })
 		if i < 0 {

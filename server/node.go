@@ -196,6 +196,7 @@ func (n *Node) Hello(now time.Time) protocol.Hello {
 		r := *n.takes
 		h.Runs = &r
 	}
+	h.Ask = n.ask(now)
 	return h
 }
 

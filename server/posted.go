@@ -2,11 +2,8 @@ package server
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
-
-	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
@@ -58,45 +55,12 @@ func (r Posted) Decide(offer contract.Terms, st View) Decision {
 	if free == 0 {
 		return Decision{Reason: "no free GPU of the class"}
 	}
-	c := offer
-	var why []string
-	if offer.GPUs > free {
-		c.GPUs = free
-		why = append(why, fmt.Sprintf("%d GPUs wanted, %d free", offer.GPUs, free))
-	}
-	if r.MaxTimeLimit > 0 && offer.TimeLimit > r.MaxTimeLimit {
-		c.TimeLimit = r.MaxTimeLimit
-		why = append(why, fmt.Sprintf("time limit %v is over %v", offer.TimeLimit, r.MaxTimeLimit))
-	}
-	// Prices matter only where the job can run: rates and shares up to the
-	// GPUs it gets, which for the counter may be fewer than it asked for.
-	g := decimal.NewFromInt(int64(c.GPUs))
-	repriced := false
-	if !offer.P.Covers(r.P, g) {
-		c.P, repriced = slices.Clone(r.P), true
-		why = append(why, "p is below the reserve")
-	}
-	if !offer.Q.Covers(r.Q, g) {
-		c.Q, repriced = slices.Clone(r.Q), true
-		why = append(why, "q is below the reserve")
-	}
+	c, why := contract.Reserve{P: r.P, Q: r.Q, MaxTimeLimit: r.MaxTimeLimit}.Counter(offer, free, st.Scale)
 	if len(why) == 0 {
 		return Decision{Accept: true}
 	}
 	d := Decision{Reason: strings.Join(why, "; ")}
-	if repriced {
-		// The offer's prepayment was sized for its own prices: at the
-		// reserve it would run out before the job is done, and the taker
-		// would pay for work cut short. The counter keeps the offer's
-		// prepayment in proportion to what its terms can cost at most.
-		was, now := contract.MaxCharge(offer, st.Scale), contract.MaxCharge(c, st.Scale)
-		if was.IsPositive() {
-			c.Prepayment = offer.Prepayment.Mul(now).Div(was).Truncate(st.Scale)
-		}
-	}
-	if c.Prepayment = c.CappedPrepayment(st.Scale); !c.Prepayment.IsPositive() {
-		// Nothing valid to propose: an offer's prepayment must be positive
-		// and at most its maximum charge.
+	if c.IsZero() {
 		return d
 	}
 	ttl := r.CounterTTL

@@ -64,8 +64,8 @@ func (r *router) Start(ctx context.Context, s protocol.Start, done func(protocol
 	if err != nil && !launching {
 		return
 	}
-	if launching && !r.m.cfg.Poll {
-		r.m.heartbeat(id)
+	if launching {
+		r.m.heartbeat(id) // the agent says its changed ask soon, polling or not
 	}
 	r.m.rewake(id) // a booking confirmed: its slot is a wake
 }

@@ -35,8 +35,8 @@ func (m *Simulation) alarm(key int) {
 	if m.armed[key].Equal(m.e.Now()) {
 		m.armed[key] = time.Time{}
 	}
-	if m.tick(id) && !m.cfg.Poll {
-		m.heartbeat(id)
+	if m.tick(id) {
+		m.heartbeat(id) // as the agent does soon after a change, polling or not
 	}
 	m.rewake(id)
 }

@@ -21,9 +21,11 @@ func newBidQuoteCmd(f *bidFlags) *cobra.Command {
 		Use:   "quote",
 		Short: "Ask what an offer would get, without making it: which servers would accept, and their counter-offers",
 		Long: `quote sends the terms an offer would have (the same flags, or -f) as a quote:
-every matching server answers as it would answer the offer now, but nothing
+the exchange answers from what the servers publish they would take now
+(their asks, as bid servers shows them), asking none of them, and nothing
 is escrowed, no GPU is held and no contract comes of it. It prints the
-servers that would accept and the counter-offers of the others, numbered by
+servers whose asks the terms meet, an offer's first candidates, and
+counter-offers built from the asks of the others with room, numbered by
 price per GPU-second at full use, cheapest first, with their ids (--json:
 the same list, in the same order). A counter-offer is honoured while valid:
 --take N or --take ID takes one of those shown, as shown (quote --take or
@@ -70,8 +72,11 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		if len(q.Accepts) > 0 {
 			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(safeAll(q.Accepts), ", "))
-		} else {
+		} else if len(q.Unpriced) == 0 {
 			fmt.Fprintln(out, "No server would accept these terms now.")
+		}
+		if len(q.Unpriced) > 0 {
+			fmt.Fprintf(out, "An offer would also go to %s, whose asks name no price: only an offer learns what they say\n", strings.Join(safeAll(q.Unpriced), ", "))
 		}
 		if len(q.Counters) > 0 {
 			fmt.Fprintf(out, "%d counter-offer(s), cheapest at full use first (take one with %s offer --take N or --take ID):\n", len(q.Counters), f.command(cmd))

@@ -64,7 +64,10 @@ func startHostile(t *testing.T, url, id string, started protocol.Started) *hosti
 	})
 	sub(protocol.DeliverCancel, func(*nats.Msg) {})
 	require.NoError(t, nc.Flush())
-	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1})
+	// It says it runs a program, so that the exchange makes its output
+	// stream at the hello (a server that runs none has none).
+	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1,
+		Runs: &protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterFullUse, Programs: []string{"/bin/true"}}})
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), hello, 5*time.Second)
 	require.NoError(t, err)
 	require.Empty(t, msg.Header.Get("Nats-Service-Error"), string(msg.Data))
@@ -105,7 +108,7 @@ func (h *hostile) results(contractID string, end protocol.OutputEnd, chunks map[
 // its start.
 func (h *hostile) contract(b *bidMarket) string {
 	h.t.Helper()
-	k := b.offerJSON("ada", "--server", h.id, "--gpus", "1", "--model", "H100", "--price", "0.01", "--time-limit", "1m")
+	k := b.offerJSON("ada", "--server", h.id, "--gpus", "1", "--model", "H100", "--price", "0.01", "--time-limit", "1m", "--command", "/bin/true")
 	select {
 	case id := <-h.starts:
 		require.Equal(h.t, k.ID, id)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -25,7 +26,11 @@ its GPUs by model and memory, how many are free now, its runner (process:
 real programs; synthetic: profiles only), the meter that measures its jobs,
 the programs a job may name there (exactly as written: a job naming
 "python3" is refused where the list says /usr/bin/python3), and its
-policy. --json lists every program.
+policy, and its ask: the least it takes now per GPU-second (and per
+second), as its policy would counter an offer below it, which offers and
+quotes are routed by ("no price" where its policy does not say; "-" from
+a server that publishes no ask). --json lists every program and the
+whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 
   bourse bid servers
   bourse bid --json servers`,
@@ -50,12 +55,12 @@ policy. --json lists every program.
 				fmt.Fprintf(out, "no live server in %s: a server speaks every second once it runs (bourse server)\n", or(cur, "any currency"))
 				return nil
 			}
-			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tPROGRAMS\tPOLICY\tHEARD", func(s protocol.Server) []any {
+			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tPROGRAMS\tPOLICY\tASK\tHEARD", func(s protocol.Server) []any {
 				runner, meter, programs := "-", "-", "-"
 				if r := s.Runs; r != nil {
 					runner, meter, programs = string(r.Runner), or(string(r.Meter), "none"), programList(r)
 				}
-				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, programs, or(oneLine(s.Policy), "-"),
+				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, programs, or(oneLine(s.Policy), "-"), askText(s.Ask),
 					time.Since(s.Seen).Round(time.Second).String() + " ago"}
 			})
 		}),
@@ -85,4 +90,25 @@ func programList(r *protocol.Runs) string {
 		return strings.Join(r.Programs[:3], ", ") + fmt.Sprintf(" and %d more", len(r.Programs)-3)
 	}
 	return strings.Join(r.Programs, ", ")
+}
+
+// askText is a server's ask, per class of its GPUs: "0.3/GPU-s" for one
+// class, "H100 0.3/GPU-s, L4 0.1/GPU-s" for several; "no price" where a
+// class names none, "-" without an ask.
+func askText(a *protocol.Ask) string {
+	if a == nil || len(a.Classes) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, c := range a.Classes {
+		p := "no price"
+		if c.Priced() {
+			p = priceText(contract.Terms{P: c.P, Q: c.Q})
+		}
+		if len(a.Classes) > 1 {
+			p = c.Model + " " + p
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }

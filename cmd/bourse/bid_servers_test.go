@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,8 +19,8 @@ import (
 func TestBidServers(t *testing.T) {
 	b := startBidMarket(t)
 	out := b.ok("ada", "servers")
-	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +PROGRAMS +POLICY +HEARD$`, out)
-	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* ago$`, out)
+	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +PROGRAMS +POLICY +ASK +HEARD$`, out)
+	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s +\S+ ago$`, out)
 
 	b.offerJSON("ada", "--gpus", "3", "--model", "H100", "--price", "0.40", "--duration", "20s", "--time-limit", "1m")
 	var ss []protocol.Server
@@ -34,6 +35,13 @@ func TestBidServers(t *testing.T) {
 	require.NotNil(t, s.Runs)
 	assert.Equal(t, protocol.RunnerSynthetic, s.Runs.Runner)
 	assert.Equal(t, contract.MeterSynthetic, s.Runs.Meter)
+	// Its ask, as the exchange routes by it: the price it posts, and the
+	// GPUs free after the contract.
+	require.NotNil(t, s.Ask, "the ask atlas publishes")
+	require.Len(t, s.Ask.Classes, 1)
+	assert.Equal(t, "H100", s.Ask.Classes[0].Model)
+	assert.Equal(t, 13, s.Ask.Classes[0].Free)
+	assert.True(t, s.Ask.Classes[0].P.Equal(contract.Flat(decimal.RequireFromString("0.30"))), "%v", s.Ask.Classes[0].P)
 
 	out = b.ok("ada", "--currency", "EUR", "servers")
 	assert.Equal(t, "no live server in EUR: a server speaks every second once it runs (bourse server)\n", out)

@@ -189,7 +189,7 @@ func TestBid(t *testing.T) {
 		out, errOut, code := b.bid("ada", low...)
 		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
+		assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
 		assert.Contains(t, errOut, "; take one as shown with: bourse bid --nats "+b.m.URL()+" --id ada offer --take N (its number) or --take ID (code rejected)")
@@ -371,7 +371,7 @@ func TestBidCounterPrices(t *testing.T) {
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out, _, _ := b.bid("ada", low...)
-	assert.Regexp(t, `(?m)^1 +[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
+	assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
 
 	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
@@ -385,9 +385,9 @@ func TestBidCounterPrices(t *testing.T) {
 	assert.Equal(t, "boreal", k.Server)
 }
 
-// TestBidTake makes one low offer to four servers, each countering at its
-// posted price: the counter-offers are numbered cheapest at full use
-// first, ties by server, whatever order the servers answered in, each
+// TestBidTake makes one low offer below four servers' asks, answered
+// with a counter-offer from each ask, at its posted price (no server is
+// asked): the counter-offers are numbered cheapest at full use first, ties by server, whatever order the servers answered in, each
 // shown with its id; --take takes one of those shown, by number or id,
 // as shown, and makes no new offer; --take SERVER with an offer's terms
 // offers them to that server alone.
@@ -397,7 +397,7 @@ func TestBidTake(t *testing.T) {
 	}
 	b := startBidMarket(t, posted("dear", "0.50"), posted("mid-b", "0.30"), posted("cheap", "0.20"), posted("mid-a", "0.30"))
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "300ms", "--time-limit", "30s"}
-	order := regexp.MustCompile(`(?m)^(\d) +([0-9a-f]{24}) +(\S+) +1 +any GPU`)
+	order := regexp.MustCompile(`(?m)^(\d) +(ask-[0-9a-f]{24}) +(\S+) +1 +any GPU`)
 	shown := func(out string) (got, ids []string) {
 		for _, m := range order.FindAllStringSubmatch(out, -1) {
 			got, ids = append(got, m[1]+" "+m[3]), append(ids, m[2])

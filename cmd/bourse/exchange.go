@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/signing"
 	"github.com/bourse/bourse/treasury"
@@ -142,6 +143,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)
 	f.DurationVar(&scheduleEvery, "schedule-every", 10*time.Second, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
+	f.IntVar(&cfg.RouteTo, "route-to", exchange.DefaultRouteTo, "the most servers an offer goes to: those with room whose asks it meets, cheapest first (docs/protocol.md, routing)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
 	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,15 @@ import (
 // paid for what it used once it has settled, and the GPUs.
 func TestBidQuoteAndMarket(t *testing.T) {
 	b := startBidMarket(t)
+	// What the exchange delivers to servers: a quote is answered from
+	// their asks, and delivers nothing.
+	nc, err := nats.Connect(b.m.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	delivered := make(chan *nats.Msg, 64)
+	_, err = nc.ChanSubscribe(protocol.DeliverSubject("*", "*"), delivered)
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
 	var q protocol.QuoteReply
 	require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "quote", "--gpus", "2", "--model", "H100", "--price", "0.20", "--time-limit", "1m")), &q))
 	assert.Empty(t, q.Accepts)
@@ -28,6 +38,8 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	assert.Contains(t, out, "Would accept now: atlas")
 	bal := b.ok("ada", "--json", "balance")
 	assert.Contains(t, bal, `"held": "0"`, "a quote holds nothing: %s", bal)
+	require.NoError(t, nc.Flush()) // NATS answers it after the deliveries before it
+	assert.Empty(t, delivered, "bid quote delivered to a server")
 
 	k := b.offerJSON("ada", "--gpus", "2", "--model", "H100", "--price", "0.35", "--time-limit", "1m", "--duration", "2s")
 	assert.Equal(t, "atlas", k.Server)

@@ -227,8 +227,9 @@ func TestFloodLeavesOthersAlone(t *testing.T) {
 	t.Logf("mallory: %d rate limited", limited.Load())
 }
 
-// TestUsageStreamBounded: the usage stream is a bounded queue. A reading
-// over 8 KiB is refused at the publish; readings for a made-up contract
+// TestUsageStreamBounded: the usage stream is a bounded queue. A message
+// over 64 KiB (a readings message's bound; a reading alone is held to
+// 8 KiB by the exchange) is refused at the publish; readings for a made-up contract
 // are counted, refused and gone, not kept for days; and while no
 // exchange reads, one contract's readings past their bound are refused
 // to the publisher, who keeps them, while another contract's still go in.
@@ -242,7 +243,7 @@ func TestUsageStreamBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, jetstream.InterestPolicy, info.Config.Retention)
 	assert.Equal(t, jetstream.DiscardNew, info.Config.Discard)
-	assert.Equal(t, int32(protocol.MaxReading), info.Config.MaxMsgSize)
+	assert.Equal(t, int32(protocol.MaxReadings), info.Config.MaxMsgSize)
 	assert.Equal(t, int64(1<<30), info.Config.MaxBytes)
 
 	publish := func(contract, msgID string, body []byte) error {

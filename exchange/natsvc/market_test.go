@@ -153,6 +153,17 @@ type scripted struct {
 }
 
 func (m *market) scriptedServer(id string, gpus int, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
+	return m.scriptedRunning(id, gpus, nil, decide)
+}
+
+// scriptedRunning is a scripted server that says it runs runs.
+func (m *market) scriptedRunning(id string, gpus int, runs *protocol.Runs, decide func(protocol.ServerOffer) protocol.Decision) *scripted {
+	m.t.Helper()
+	return m.scriptedWith(id, gpus, func(h *protocol.Hello) { h.Runs = runs }, decide)
+}
+
+// scriptedWith is a scripted server whose hello says what say adds.
+func (m *market) scriptedWith(id string, gpus int, say func(*protocol.Hello), decide func(protocol.ServerOffer) protocol.Decision) *scripted {
 	t := m.t
 	t.Helper()
 	nc := natstest.Connect(t, m.ns, protocol.InboxPrefix(id))
@@ -164,6 +175,7 @@ func (m *market) scriptedServer(id string, gpus int, decide func(protocol.Server
 	}
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
 	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
+	say(&hello)
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)
 	require.NoError(t, err)

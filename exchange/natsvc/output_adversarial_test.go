@@ -147,7 +147,9 @@ func TestOutputFlood(t *testing.T) {
 	m.withOutputBytes(1 << 20)
 	m.wallet("alice", "100")
 	m.processAgent("gpu1")
-	mallory := m.scriptedServer("mallory", 1, func(protocol.ServerOffer) protocol.Decision { return protocol.Decision{Reason: "busy"} })
+	// mallory says it runs programs, so it has an output stream to flood.
+	mallory := m.scriptedRunning("mallory", 1, &protocol.Runs{Runner: protocol.RunnerProcess, Programs: []string{"/bin/true"}},
+		func(protocol.ServerOffer) protocol.Decision { return protocol.Decision{Reason: "busy"} })
 	alice := m.client("alice")
 	id := offerUntilAccepted(t, alice, echo("alice's", "log"))
 	whole(t, alice, id, "alice's log\n")

@@ -81,10 +81,17 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 	go func() {
 		defer r.requests.Done()
 		var st protocol.Started
-		(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
+		if j := start.Contract.Terms.Job; j != nil && j.Command != "" { // a program's output
+			(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
+		}
 		msg, err := r.request(context.WithoutCancel(ctx), start.Contract.Server, protocol.DeliverStart, start)
 		if err == nil {
 			err = json.Unmarshal(msg, &st)
+		}
+		if err == nil && st.Output != (contract.OutputCaps{}) {
+			// It says it will send output: its stream, if it has none yet
+			// (a server that said it runs no program has none).
+			(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
 		}
 		done(st, err)
 	}()

@@ -18,17 +18,24 @@ func (s *Service) handleHello(r micro.Request) {
 	if err == nil {
 		err = decode(r, &h)
 	}
+	if err == nil {
+		s.checkAsk(id, r.Data(), r.Headers().Get(protocol.SigHeader), &h)
+	}
 	var reply protocol.HelloReply
 	if err == nil {
 		reply, err = s.house.Hello(context.Background(), id, h)
 	}
-	if err == nil {
+	if err == nil && h.Runs != nil && h.Runs.Runner == protocol.RunnerProcess {
+		// Only a server that runs programs has output to send: a stream
+		// for each of a thousand synthetic servers would take its quota
+		// of JetStream's storage for nothing.
 		s.ensureOutput(context.Background(), id)
 	}
 	if err != nil {
 		_ = natswire.RespondError(r, err)
 		return
 	}
+	reply.Readings = true // the usage stream takes them (usage.go)
 	respond(r, reply)
 }
 
@@ -55,7 +62,24 @@ func (s *Service) handleHeartbeat(m *nats.Msg) {
 	if err != nil {
 		return
 	}
+	s.checkAsk(id, m.Data, m.Header.Get(protocol.SigHeader), &h)
 	_ = s.house.Heartbeat(context.Background(), id, h)
+}
+
+// checkAsk holds the ask a hello or heartbeat carries to its server's
+// signature of the message, where the exchange requires signatures (as
+// of readings): an ask without one is dropped, and the server is routed
+// to as one that says no ask, never on a word it did not sign.
+func (s *Service) checkAsk(id string, data []byte, sig string, h *protocol.Hello) {
+	v := s.cfg.Verifier
+	if v == nil || h.Ask == nil {
+		return
+	}
+	if err := v.Verify(id, data, sig); err != nil {
+		h.Ask = nil
+		s.refused.WithLabelValues("ask_unsigned").Inc()
+		s.warn("server."+id, "an ask without its server's signature ignored", "server", id, "err", err)
+	}
 }
 
 // handleStarted is a server's report that a job started, for a start that

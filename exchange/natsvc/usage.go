@@ -101,14 +101,14 @@ func usageStream(c Config) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:                 protocol.UsageStream,
 		Description:          "Bourse usage readings waiting for the exchange, de-duplicated by Nats-Msg-Id",
-		Subjects:             []string{protocol.UsageSubjects},
+		Subjects:             []string{protocol.UsageSubjects, protocol.ReadingsSubjects},
 		Storage:              c.StreamStorage,
 		Replicas:             c.StreamReplicas,
 		Retention:            jetstream.InterestPolicy,
 		Duplicates:           10 * time.Minute,
 		MaxAge:               7 * 24 * time.Hour,
 		MaxBytes:             c.StreamMaxBytes,
-		MaxMsgSize:           protocol.MaxReading,
+		MaxMsgSize:           protocol.MaxReadings,
 		MaxMsgsPerSubject:    c.StreamPerContract,
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: true,
@@ -132,7 +132,18 @@ func shardOf(subject string, n int) int {
 // database leaves the instance as deaf as one it never heard
 // (Disconnected).
 func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
+	if server, ok := readingsSubject(m.Subject()); ok {
+		s.handleReadings(ctx, server, m)
+		return
+	}
 	server, id, ok := usageSubject(m.Subject())
+	if ok && len(m.Data()) > protocol.MaxReading {
+		// The stream takes readings messages of up to MaxReadings; a
+		// reading on its own is held to MaxReading still.
+		s.house.Config().Logger.Warn("reading over its size dropped", "subject", m.Subject(), "bytes", len(m.Data()))
+		_ = m.Term()
+		return
+	}
 	if !ok {
 		s.house.Config().Logger.Warn("reading on a malformed subject dropped", "subject", m.Subject())
 		_ = m.Term()
@@ -163,6 +174,62 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	default:
 		_ = m.Term()
 	}
+}
+
+// handleReadings passes each reading of a server's readings message to
+// the House, as handleReading passes one on its own, and acknowledges the
+// message once every reading in it is stored or refused for good; if one
+// could not be stored for now, the whole message comes again a second
+// later, and those stored meanwhile change nothing then (a reading is
+// idempotent by its sequence number). Each reading counts against the
+// server's reading rate as one on its own would.
+func (s *Service) handleReadings(ctx context.Context, server string, m jetstream.Msg) {
+	log := s.house.Config().Logger
+	if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" && !strings.HasPrefix(id, server+":") {
+		log.Warn("readings under another server's message id dropped", "server", server, "msg_id", id)
+		_ = m.Term()
+		return
+	}
+	rs, err := protocol.DecodeReadings(m.Data())
+	if err != nil {
+		log.Warn("malformed readings message dropped", "server", server, "err", err)
+		_ = m.Term()
+		return
+	}
+	again := false
+	for _, r := range rs.Readings {
+		if ok, _ := s.readings.take(server, s.cfg.Now()); !ok {
+			s.refused.WithLabelValues("readings").Inc()
+			s.warn("server."+server, "reading over the server's rate refused", "server", server)
+			continue
+		}
+		rd, err := protocol.DecodeReading(r.Reading)
+		if err != nil {
+			log.Warn("malformed reading in a readings message dropped", "server", server, "err", err)
+			continue
+		}
+		err = s.house.Reading(ctx, server, rd.Contract, "", r.Reading, r.Sig)
+		if exchange.Transient(err) {
+			if bourse.ErrorCode(err) == bourse.EUnavailable {
+				s.house.Disconnected()
+			}
+			again = true
+		}
+	}
+	if again {
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.Ack()
+}
+
+// readingsSubject parses bourse.v1.server.<server>.readings.
+func readingsSubject(subj string) (server string, ok bool) {
+	t := strings.Split(subj, ".")
+	if len(t) != 5 || t[0]+"."+t[1] != protocol.Prefix || t[2] != protocol.RoleServer || t[4] != protocol.VerbReadings {
+		return "", false
+	}
+	return t[3], true
 }
 
 // usageSubject parses bourse.v1.server.<server>.usage.<contract>.

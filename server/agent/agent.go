@@ -115,6 +115,16 @@ type Agent struct {
 	reconnected chan struct{}
 	// stopped tells the ticker to tick now: a job's stop is done.
 	tickKick chan struct{}
+	// changes asks for a heartbeat soon: the node's ask changed.
+	changes chan struct{}
+	// batch are the readings waiting for the next readings message
+	// (send); batchArmed says a flush is due.
+	batchMu    sync.Mutex
+	batch      []contract.Reading
+	batchArmed bool
+	// readingsMsgs says that the exchange's usage stream takes readings
+	// messages (its hello reply said so).
+	readingsMsgs atomic.Bool
 
 	mu        sync.Mutex
 	heartbeat time.Duration
@@ -159,6 +169,7 @@ func New(cfg Config) (*Agent, error) {
 		reconnected: make(chan struct{}, 1),
 		resendKick:  make(chan struct{}, 1),
 		tickKick:    make(chan struct{}, 1),
+		changes:     make(chan struct{}, 1),
 	}, nil
 }
 

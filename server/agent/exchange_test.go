@@ -45,6 +45,8 @@ type exchange struct {
 	js    jetstream.JetStream
 	hello chan protocol.Hello
 	beats chan protocol.Hello
+	// readingsMsgs: its stream takes readings messages (setup.readings).
+	readingsMsgs bool
 }
 
 // setup says what newExchange leaves out or adds.
@@ -54,6 +56,10 @@ type setup struct {
 	// shipped runs NATS with docs/nats-server.conf, whose users have only
 	// the permissions of their role; the exchange is user "exchange".
 	shipped bool
+	// readings: the hello reply says that the usage stream takes
+	// readings messages, and it does (an exchange of today; the others
+	// play one older than them).
+	readings bool
 }
 
 // newExchange starts NATS, creates the usage stream, answers hellos and
@@ -79,7 +85,7 @@ func newExchange(t testing.TB, s setup) *exchange {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js,
+	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings,
 		hello: make(chan protocol.Hello, 16), beats: make(chan protocol.Hello, 1024)}
 	if !s.noStream {
 		x.createStream()
@@ -107,7 +113,7 @@ func (x *exchange) answerHello() {
 			x.hello <- h
 		}
 		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(every),
-			ServerLostAfter: contract.Duration(10 * every)})
+			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs})
 	})
 	require.NoError(x.t, err)
 }
@@ -124,8 +130,12 @@ func (x *exchange) restartNATS() {
 }
 
 func (x *exchange) createStream() {
+	subjects := []string{protocol.UsageSubjects}
+	if x.readingsMsgs {
+		subjects = append(subjects, protocol.ReadingsSubjects)
+	}
 	_, err := x.js.CreateStream(context.Background(), jetstream.StreamConfig{
-		Name: protocol.UsageStream, Subjects: []string{protocol.UsageSubjects},
+		Name: protocol.UsageStream, Subjects: subjects,
 	})
 	require.NoError(x.t, err)
 }

@@ -19,6 +19,9 @@ func (a *Agent) onOffer(m *nats.Msg) {
 		return
 	}
 	d := a.node.Decide(a.now(), so)
+	if d.Accept {
+		a.changed() // GPUs claimed
+	}
 	a.log.Debug("offer", "offer", so.Offer, "client", so.Terms.Client, "accept", d.Accept,
 		"counters", len(d.Counters), "reason", d.Reason)
 	if d.Accept && a.cfg.Signer != nil {
@@ -56,6 +59,7 @@ func (a *Agent) onStart(m *nats.Msg) {
 		a.respondError(m, err)
 		return
 	}
+	a.changed()
 	a.respond(m, started)
 }
 
@@ -103,6 +107,7 @@ func (a *Agent) onCancel(m *nats.Msg) {
 		return
 	}
 	a.node.Cancel(a.now(), c.Offer)
+	a.changed()
 }
 
 // onControl stops a contract's job for the client (suspended or killed)

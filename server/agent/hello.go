@@ -76,18 +76,40 @@ func retryable(c bourse.Code) bool {
 	return c == bourse.EUnavailable || c == bourse.EInternal || c == bourse.EDeadlineExceeded
 }
 
+// request sends body to subject, signed where the agent signs (a hello
+// carries the server's ask), and waits for the answer.
 func (a *Agent) request(ctx context.Context, subject string, body any) (*nats.Msg, error) {
+	msg, err := a.signedMsg(subject, body)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return a.nc.RequestMsgWithContext(rctx, msg)
+}
+
+// signedMsg is body encoded for subject, with the server's signature of
+// it in protocol.SigHeader where the agent has a Signer.
+func (a *Agent) signedMsg(subject string, body any) (*nats.Msg, error) {
 	data, err := protocol.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", subject, err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return a.nc.RequestWithContext(rctx, subject, data)
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	if a.cfg.Signer != nil {
+		sig, err := a.cfg.Signer.Sign(data)
+		if err != nil {
+			return nil, fmt.Errorf("sign %s: %w", subject, err)
+		}
+		msg.Header.Set(protocol.SigHeader, sig)
+	}
+	return msg, nil
 }
 
 func (a *Agent) adopt(r protocol.HelloReply) {
 	a.node.Adopt(r)
+	a.readingsMsgs.Store(r.Readings)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Heartbeat > 0 {
@@ -96,31 +118,56 @@ func (a *Agent) adopt(r protocol.HelloReply) {
 	a.log.Info("registered", "heartbeat", a.heartbeat, "reading_every", a.node.ReadingEvery())
 }
 
-// beat publishes a heartbeat now and every Heartbeat until ctx ends. A
-// heartbeat lost while disconnected is replaced by the next. After a
-// reconnect it says hello again first: the exchange may have restarted, or
-// forgotten a server it did not hear from.
+// beat publishes a heartbeat now, every Heartbeat and soon after the
+// node's ask changes (changed), until ctx ends. A heartbeat lost while
+// disconnected is replaced by the next. After a reconnect it says hello
+// again first: the exchange may have restarted, or forgotten a server it
+// did not hear from.
 func (a *Agent) beat(ctx context.Context) {
-	t := time.NewTicker(a.heartbeatEvery()) //wallclock: pacing: heartbeats go out in real time
+	every := a.heartbeatEvery()
+	t := time.NewTicker(every) //wallclock: pacing: heartbeats go out in real time
 	defer t.Stop()
 	for ctx.Err() == nil {
-		data, err := protocol.Marshal(a.helloBody())
+		msg, err := a.signedMsg(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), a.helloBody())
 		if err == nil {
-			err = a.nc.Publish(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), data)
+			err = a.nc.PublishMsg(msg)
 		}
 		if err != nil {
 			a.log.Warn("heartbeat", "err", err)
 		}
+		sent := time.Now() //wallclock: pacing: changes are said at most every changeGap of real time
 		select {
 		case <-ctx.Done():
 		case <-t.C:
+		case <-a.changes:
+			// The ask changed: say so soon, so that the exchange routes
+			// on what is so, but not more often than every tenth of a
+			// heartbeat however fast jobs come and go.
+			select {
+			case <-ctx.Done():
+			case <-time.After(every/changeGap - time.Since(sent)): //wallclock: pacing: as above
+			}
 		case <-a.reconnected:
 			if err := a.hello(ctx); err != nil {
 				// The jobs still run and report; only new work is at stake.
 				a.log.Error("hello after reconnecting", "err", err)
 			}
-			t.Reset(a.heartbeatEvery())
+			every = a.heartbeatEvery()
+			t.Reset(every)
 		}
+	}
+}
+
+// changeGap is how many heartbeats a change may bring about per
+// heartbeat interval, at most.
+const changeGap = 10
+
+// changed says that the node's ask changed (GPUs claimed, released,
+// started or freed): a heartbeat goes out soon.
+func (a *Agent) changed() {
+	select {
+	case a.changes <- struct{}{}:
+	default: // one is due already
 	}
 }
 

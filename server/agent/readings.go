@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,13 +14,136 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// publishUntil publishes a reading that is not final, giving up after
-// every or when the run ends: the next reading is cumulative and carries
-// its usage, and a stop must not wait for a slow stream. An outbox keeps it
-// meanwhile, for resend, until a newer reading replaces it.
-func (a *Agent) publishUntil(rd contract.Reading, every time.Duration) {
+// batchLinger is how long a reading waits for others to go with it in one
+// readings message: the readings of a tick come together, and jobs that
+// end within it share their final readings' message.
+const batchLinger = 20 * time.Millisecond
+
+// send queues a reading for the server's next readings message (after
+// keeping it in the outbox): the usage stream then carries a message per
+// interval per server, not per contract. The first reading queued arms a
+// flush after batchLinger.
+//
+// An exchange that does not say its stream takes readings messages (one
+// older than them: HelloReply.Readings) gets each reading on its own, as
+// before.
+func (a *Agent) send(rd contract.Reading) {
 	a.keep(rd)
-	ctx, cancel := context.WithTimeout(a.runCtx, every)
+	if !a.readingsMsgs.Load() {
+		a.work.Add(1)
+		go func() {
+			defer a.work.Done()
+			a.publishAlone(rd)
+		}()
+		return
+	}
+	a.batchMu.Lock()
+	defer a.batchMu.Unlock()
+	a.batch = append(a.batch, rd)
+	if a.batchArmed {
+		return
+	}
+	a.batchArmed = true
+	a.work.Add(1)
+	time.AfterFunc(batchLinger, func() { //wallclock: pacing: how long readings gather, in real time
+		defer a.work.Done()
+		a.flush()
+	})
+}
+
+// flush publishes the readings queued, as few messages as fit them.
+func (a *Agent) flush() {
+	a.batchMu.Lock()
+	rds := a.batch
+	a.batch, a.batchArmed = nil, false
+	a.batchMu.Unlock()
+	var bodies [][]byte
+	var sigs []string
+	var group []contract.Reading
+	size := 0
+	for _, rd := range rds {
+		body, err := protocol.Marshal(rd)
+		var sig string
+		if err == nil && a.cfg.Signer != nil {
+			sig, err = a.cfg.Signer.Sign(body)
+		}
+		if err != nil {
+			a.log.Error("reading not encoded or signed", "contract", rd.Contract, "err", err)
+			continue
+		}
+		if n := len(body) + len(sig) + protocol.ReadingsOverhead; size+n > protocol.MaxReadings-64 && len(group) > 0 {
+			a.publishReadings(group, bodies, sigs)
+			bodies, sigs, group, size = nil, nil, nil, 0
+		}
+		bodies, sigs, group = append(bodies, body), append(sigs, sig), append(group, rd)
+		size += len(body) + len(sig) + protocol.ReadingsOverhead
+	}
+	if len(group) > 0 {
+		a.publishReadings(group, bodies, sigs)
+	}
+}
+
+// publishReadings puts one readings message on the usage stream, retrying
+// with the same message id: while a final reading is in it, until
+// JetStream has it or the agent's run ends, as a final reading on its own
+// is; else for a reading interval, after which the next readings carry
+// what these said. An exchange older than readings messages has a stream
+// that does not take them: then each reading goes on its own, as before.
+func (a *Agent) publishReadings(rds []contract.Reading, bodies [][]byte, sigs []string) {
+	data := protocol.AppendReadings(nil, bodies, sigs)
+	ctx, final := a.runCtx, false
+	for _, rd := range rds {
+		final = final || rd.Final
+	}
+	if !final {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(a.runCtx, a.node.ReadingEvery())
+		defer cancel()
+	}
+	err := a.retry(ctx, "readings of "+strconv.Itoa(len(rds))+" contracts", final, func(ctx context.Context) error {
+		msg := nats.NewMsg(protocol.ReadingsSubject(a.id))
+		msg.Data = data
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := a.js.PublishMsg(pctx, msg, jetstream.WithMsgID(protocol.ReadingsMsgID(a.id, data)), jetstream.WithExpectStream(protocol.UsageStream))
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			return errOldStream
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		for _, rd := range rds {
+			a.sent(rd)
+			if rd.Final {
+				a.log.Info("final reading sent", "contract", rd.Contract, "reason", rd.Reason, "u", rd.U, "t", time.Duration(rd.T))
+			}
+		}
+	case errors.Is(err, errOldStream):
+		a.readingsMsgs.Store(false) // until an exchange's hello reply says otherwise
+		for _, rd := range rds {
+			a.publishAlone(rd)
+		}
+	case a.runCtx.Err() != nil:
+	case a.outbox != nil:
+		a.log.Warn("readings not acknowledged; the outbox keeps them", "readings", len(rds), "final", final, "err", err)
+		a.kickResend()
+	case final:
+		a.log.Error("final readings lost", "readings", len(rds), "err", err)
+	default:
+		a.log.Warn("readings skipped", "readings", len(rds), "err", err)
+	}
+}
+
+// publishAlone publishes one reading on its own: a final one until
+// JetStream has it or the run ends, another for a reading interval, after
+// which the next reading carries its usage.
+func (a *Agent) publishAlone(rd contract.Reading) {
+	if rd.Final {
+		a.publishFinal(rd)
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.runCtx, a.node.ReadingEvery())
 	defer cancel()
 	err := a.publish(ctx, rd)
 	switch {
@@ -30,6 +155,31 @@ func (a *Agent) publishUntil(rd contract.Reading, every time.Duration) {
 		a.kickResend()
 	default:
 		a.log.Warn("reading skipped", "contract", rd.Contract, "seq", rd.Seq, "err", err)
+	}
+}
+
+// errOldStream says that the usage stream takes no readings messages: the
+// exchange is older than them.
+var errOldStream = errors.New("the usage stream takes no readings messages")
+
+// retry calls try until it succeeds, ctx ends, or it says the stream is
+// old, waiting longer after each failure.
+func (a *Agent) retry(ctx context.Context, what string, loud bool, try func(context.Context) error) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := try(ctx)
+		if err == nil || errors.Is(err, errOldStream) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publish %s: %w", what, err)
+		case <-time.After(wait): //wallclock: pacing: a retry's back-off
+		}
+		if loud {
+			a.log.Warn("final readings not acknowledged; retrying", "what", what, "err", err)
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
 }
 

@@ -43,13 +43,8 @@ func (a *Agent) kickTick() {
 // job's stop holds up no other's reading.
 func (a *Agent) tick() {
 	due := a.node.Tick(a.now())
-	every := a.node.ReadingEvery()
 	for _, rd := range due.Readings {
-		a.work.Add(1)
-		go func() {
-			defer a.work.Done()
-			a.publishUntil(rd, every)
-		}()
+		a.send(rd)
 	}
 	a.saveBookings() // bookings whose slot began are runs now, or dropped
 	if len(due.Stops) == 0 && len(due.Launch) == 0 {
@@ -74,15 +69,11 @@ func (a *Agent) stopJob(ctx context.Context, s server.Stop) {
 		a.log.Error("stopped", "contract", s.Contract, "err", err)
 		return
 	}
+	a.changed() // GPUs freed
 	if a.cfg.OnFinal != nil {
 		a.cfg.OnFinal(rd)
 	}
-	a.keep(rd)
-	a.work.Add(1)
-	go func() {
-		defer a.work.Done()
-		a.publishFinal(rd)
-	}()
+	a.send(rd)
 }
 
 // publishFinal publishes a final reading until JetStream acknowledges it

@@ -1,0 +1,334 @@
+package exchange
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Routing: an offer goes to a few servers, chosen by what they ask.
+// The candidates are the live servers of its currency with GPUs of its
+// class and a runner for its job, that have room for it now (or, for a
+// booking, GPUs enough and take bookings), and whose ask it meets;
+// cheapest first, ties spread by the offer's id; at most Config.RouteTo
+// of them. With none, the asks of the cheapest servers with room answer
+// for them: counter-offers built from the asks (askCounters), which ask
+// no server anything. Servers that say no ask are asked as they always
+// were, after every priced one, within the same bound.
+
+// DefaultRouteTo is how many servers an offer goes to at most.
+const DefaultRouteTo = 8
+
+// askCounterPrefix begins the id of every counter-offer built from an
+// ask: one its server never made.
+const askCounterPrefix = "ask-"
+
+// askCounterTTL is how long a counter-offer built from an ask stands: a
+// server's counter-offers stand for DefaultCounterTTL (server package)
+// unless its policy says, and an ask is at most a heartbeat old.
+const askCounterTTL = 15 * time.Second
+
+// route is where an offer goes.
+type route struct {
+	ask     []string   // the servers to ask, at most RouteTo, cheapest first
+	counter []askedFor // servers with room whose asks the offer does not meet, cheapest first, at most RouteTo
+	fits    bool       // some live server has GPUs enough of the class and runs the job, room or not
+	// soonest is the earliest time a busy server that fits says GPUs of
+	// the class free up; zero if none says.
+	soonest time.Time
+}
+
+// askedFor is a server's ask of one class, as a route found it.
+type askedFor struct {
+	server string
+	ask    *protocol.Ask
+	class  protocol.ClassAsk
+}
+
+// route finds where offer offerID of terms t goes, at most k servers.
+func (r *registry) route(t contract.Terms, offerID string, k int) route {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	cutoff := r.cutoff() // through this instance's own outage (registry.isolated)
+	var out route
+	if t.Server != "" { // named: that server alone, as it stands
+		if s, ok := r.servers[t.Server]; ok && !s.seen.Before(cutoff) && s.Currency == t.Currency && fits(s, t) {
+			out.ask, out.fits = []string{t.Server}, true
+		}
+		return out
+	}
+	levels := r.asks.levels(t.Currency, t.Class)
+	booking := t.StartAt.After(now)
+	most := priceAt1(t)
+	need := bucket(t.GPUs)
+	taken := map[string]bool{}
+	for _, l := range levels {
+		met := l.unpriced || l.price.LessThanOrEqual(most) // a dearer ask cannot be met
+		// The buckets that may have room for t first, least room first
+		// (the tightest fit leaves the most room elsewhere); then those
+		// with some room, for counter-offers; for a booking, which needs
+		// GPUs then and not now, those without.
+		for b := need; b < roomBuckets; b++ {
+			if !met && len(out.counter) >= k {
+				break
+			}
+			if r.scan(&out, l.room[b], t, offerID, k, met, booking, taken, cutoff) {
+				return out
+			}
+		}
+		for b := need - 1; b >= 0 && len(out.counter) < k && !booking; b-- {
+			r.scan(&out, l.room[b], t, offerID, k, met, booking, taken, cutoff)
+		}
+		if booking && met && r.scan(&out, l.full, t, offerID, k, met, booking, taken, cutoff) {
+			return out
+		}
+	}
+	if len(out.ask) == 0 && len(out.counter) == 0 {
+		out.fits, out.soonest = r.busyFits(levels, t, cutoff)
+	}
+	return out
+}
+
+// scan looks through list for route, from a place the offer's id draws,
+// adding servers to ask and asks to counter from, and reports whether it
+// has k to ask. r.mu is held.
+func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID string, k int, met, booking bool, taken map[string]bool, cutoff time.Time) bool {
+	n := len(list)
+	start := rotation(offerID, n)
+	for j := range n {
+		ref := list[(start+j)%n]
+		if taken[ref.server] {
+			continue
+		}
+		s, ok := r.servers[ref.server]
+		if !ok || s.seen.Before(cutoff) || s.Currency != t.Currency {
+			continue
+		}
+		a := askOf(s.Hello)
+		c := a.Classes[ref.class]
+		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+			continue
+		}
+		out.fits = true
+		room := a.Room(c, t)
+		switch {
+		case booking && !a.Books && c.Priced():
+		case (booking || room >= t.GPUs) && met && a.Meets(c, t):
+			out.ask = append(out.ask, ref.server)
+			taken[ref.server] = true
+			if len(out.ask) >= k {
+				return true
+			}
+		case !booking && room > 0 && c.Priced() && len(out.counter) < k:
+			out.counter = append(out.counter, askedFor{server: ref.server, ask: a, class: c})
+			taken[ref.server] = true
+		case !met && len(out.counter) >= k:
+			return false // nothing more this list can give
+		}
+	}
+	return false
+}
+
+// busyFits says, where no server has room for t, whether any live server
+// fits it at all (else its offer is no_match), and when the soonest of
+// those says GPUs of the class free up. It stops at the first that fits
+// and says no time.
+func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Time) (bool, time.Time) {
+	fit, soonest := false, time.Time{}
+	looked := 0
+	for _, l := range levels {
+		for _, list := range append([][]askRef{l.full}, l.room[:]...) {
+			for _, ref := range list {
+				s, ok := r.servers[ref.server]
+				if !ok || s.seen.Before(cutoff) {
+					continue
+				}
+				a := askOf(s.Hello)
+				c := a.Classes[ref.class]
+				if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+					continue
+				}
+				fit = true
+				if len(c.FreeAt) == 0 {
+					return true, soonest
+				}
+				if at := c.FreeAt[0].At; soonest.IsZero() || at.Before(soonest) {
+					soonest = at
+				}
+				// The soonest of the first few that fit: enough to tell a
+				// client when to come back, without reading every server.
+				if looked++; looked >= busyLook {
+					return true, soonest
+				}
+			}
+		}
+	}
+	return fit, soonest
+}
+
+// askMet says whether server s's ask takes terms t as it stands at now:
+// a class of t's with room for it (or GPUs enough, for a booking) whose
+// ask t meets; the cheapest such class's price, and whether s says an
+// ask at all (a server that says none is taken to, at no price).
+func askMet(s serverState, t contract.Terms, now time.Time) (price decimal.Decimal, asks, ok bool) {
+	a := askOf(s.Hello)
+	booking := t.StartAt.After(now)
+	for _, c := range a.Classes {
+		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || (!booking && a.Room(c, t) < t.GPUs) || !a.Meets(c, t) {
+			continue
+		}
+		if !c.Priced() {
+			return decimal.Zero, false, true
+		}
+		if booking && !a.Books {
+			continue
+		}
+		if p := c.Price().Decimal(pricePlaces); !ok || p.LessThan(price) {
+			price, asks, ok = p, true, true
+		}
+	}
+	return price, asks, ok
+}
+
+// priced says whether server says what it asks.
+func (r *registry) priced(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	return ok && s.Ask != nil && len(s.Ask.Classes) > 0 && s.Ask.Classes[0].Priced()
+}
+
+// busyLook is how many busy servers that fit an offer busyFits reads
+// for the soonest time GPUs free up.
+const busyLook = 64
+
+// named is where a quote of terms t, which name their server, stands by
+// that server's ask: to ask (its ask met with room, or it names no
+// price), to counter from (room, its ask not met), or neither (no room:
+// soonest says when its GPUs free up).
+func (r *registry) named(t contract.Terms) route {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out route
+	s, ok := r.servers[t.Server]
+	if !ok || s.seen.Before(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
+		return out
+	}
+	out.fits = true
+	if _, _, met := askMet(s, t, r.now()); met {
+		out.ask = []string{t.Server}
+		return out
+	}
+	a := askOf(s.Hello)
+	for _, c := range a.Classes {
+		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs {
+			continue
+		}
+		if room := a.Room(c, t); room > 0 && c.Priced() && !t.StartAt.After(r.now()) {
+			out.counter = []askedFor{{server: t.Server, ask: a, class: c}}
+			return out
+		}
+		if len(c.FreeAt) > 0 && (out.soonest.IsZero() || c.FreeAt[0].At.Before(out.soonest)) {
+			out.soonest = c.FreeAt[0].At
+		}
+	}
+	return out
+}
+
+// took records that server accepted terms t in a negotiation that began
+// at began: its ask's room falls by their GPUs until it speaks again, so
+// that offers routed and quotes answered meanwhile do not all go where
+// the room has just been taken. Its next heartbeat says what it has
+// again. A server heard since began may have said so already (an agent
+// speaks soon after a claim): its word stands, rather than the claim
+// being counted twice, which would leave its room short, and offers
+// turned away, until it speaks again. Too much room costs an offer a
+// refusal; too little, a contract.
+func (r *registry) took(server string, t contract.Terms, began time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) || s.seen.After(began) {
+		return
+	}
+	old := s.Hello
+	a := *s.Ask
+	a.Classes = slices.Clone(a.Classes)
+	left := t.GPUs
+	for i := range a.Classes {
+		c := &a.Classes[i]
+		if left == 0 || !t.Class.Fits(c.Model, c.MemoryMiB) {
+			continue
+		}
+		n := min(left, c.Free)
+		c.Free -= n
+		left -= n
+	}
+	s.Ask = &a
+	s.Free = max(0, s.Free-t.GPUs)
+	r.servers[server] = s
+	r.asks.put(server, &old, s.Hello)
+}
+
+// askCounterGone says whether a counter-offer built from server's ask
+// (askCounters) and taken with terms t has lost its GPUs: the server's
+// ask, as it last said it or as took left it, has no room for t now. Its
+// server is then not asked: the offer is capacity_gone, as a server says
+// of its own counter-offers' GPUs taken meanwhile.
+func (r *registry) askCounterGone(server string, t contract.Terms) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
+		return false
+	}
+	for _, c := range s.Ask.Classes {
+		if t.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, t) >= t.GPUs {
+			return false
+		}
+	}
+	return true
+}
+
+// askCounters builds counter-offers to terms t from the asks of the
+// servers in from, as each server's policy would counter them with the
+// GPUs its ask has room for: the terms a client may take at once, each
+// naming its server. Each counter's id is derived from the offer's, so
+// that the same offer at the same moment gets the same ids (the
+// simulator's runs repeat), and nothing more: the server, which never
+// saw it, decides on its terms when the client takes it.
+func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32, now time.Time) ([]contract.Counter, []protocol.Rejection) {
+	var counters []contract.Counter
+	var rejections []protocol.Rejection
+	for _, f := range from {
+		k, why := f.ask.Reserve(f.class).Counter(t, min(f.ask.Room(f.class, t), f.class.GPUs), scale)
+		if k.IsZero() {
+			rejections = append(rejections, protocol.Rejection{Server: f.server, Reason: "its ask: " + strings.Join(why, "; ")})
+			continue
+		}
+		k.Server = f.server
+		h := sha256.Sum256([]byte(offerID + "\x00" + f.server))
+		counters = append(counters, contract.Counter{ID: askCounterPrefix + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
+			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
+	}
+	return counters, rejections
+}
+
+// noRoom is the rejection of an offer that servers fit but none has room
+// for now: when GPUs of its class free up soonest, where a server says.
+func noRoom(t contract.Terms, soonest time.Time) protocol.Rejection {
+	msg := fmt.Sprintf("no live server has %d %s free now", t.GPUs, describeClass(t.Class))
+	if !soonest.IsZero() {
+		msg += "; the soonest say theirs free up by " + soonest.UTC().Format(time.RFC3339)
+	}
+	return protocol.Rejection{Reason: msg}
+}
