@@ -60,7 +60,11 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	}
 	mid := "-"
 	if b.Mid != nil {
-		mid = b.Mid.StringFixed(places + 1)
+		// Halfway between two levels may take a place more.
+		mid = b.Mid.StringFixed(places)
+		if !b.Mid.Round(places).Equal(*b.Mid) {
+			mid = b.Mid.String()
+		}
 	}
 	last := "-"
 	if l.Last != nil {

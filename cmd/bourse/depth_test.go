@@ -57,7 +57,7 @@ func TestMarketDepthCommand(t *testing.T) {
 
 	out := market("--depth")
 	assert.True(t, strings.HasPrefix(out, "CRED at "), "%s", out)
-	assert.Contains(t, out, "H100: best ask 0.30, best bid 0.20, spread 0.10, mid 0.250; asks 24 GPUs, bids 3 GPUs in all; last trade 0.35 at ")
+	assert.Contains(t, out, "H100: best ask 0.30, best bid 0.20, spread 0.10, mid 0.25; asks 24 GPUs, bids 3 GPUs in all; last trade 0.35 at ")
 	assert.Contains(t, out, "PRICE  ASK GPUS  ASKS  BID GPUS  OFFERS\n")
 	assert.Regexp(t, `(?m)^0\.40 +8 +1\s*\n0\.30 +16 +1\s*\n0\.20 +3 +1\n`, out, "dearest first, asks above bids")
 	for _, party := range []string{"ada", "bob", "atlas", "boreal"} {
