@@ -22,12 +22,15 @@ import (
 // protocol.BookLevels a side.
 func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
 	const padL, padR, padT, padB = 64, 12, 40, 28
+	if b == nil || len(b.Asks)+len(b.Bids) == 0 {
+		h = 48 // a line to say so
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg class="chart depth" role="img" aria-label="%s" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`,
 		template.HTMLEscapeString(title), w, h, w, h)
 	fmt.Fprintf(&sb, `<text x="%d" y="16" class="title">%s</text>`, padL, template.HTMLEscapeString(title))
 	if b == nil || len(b.Asks)+len(b.Bids) == 0 {
-		fmt.Fprintf(&sb, `<text x="%d" y="%d" class="empty">no server asks with GPUs free, no offer waiting</text></svg>`, padL, h/2)
+		fmt.Fprintf(&sb, `<text x="%d" y="36" class="empty">no server asks with GPUs free, no offer waiting</text></svg>`, padL)
 		return template.HTML(sb.String())
 	}
 	// The price range, padded so that the outermost steps show.
