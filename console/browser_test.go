@@ -296,6 +296,17 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	}
 }
 
+// a100Book is furnishMarket's A100 book: three GPUs free on servers
+// asking, at two levels, and offers waiting at three.
+func a100Book() *protocol.Book {
+	d := decimal.RequireFromString
+	p := func(s string) *decimal.Decimal { v := d(s); return &v }
+	return &protocol.Book{
+		Asks:    []protocol.Level{{Price: d("0.00078"), GPUs: 1, Orders: 1}, {Price: d("0.00081"), GPUs: 2, Orders: 1}},
+		Bids:    []protocol.Level{{Price: d("0.00071"), GPUs: 2, Orders: 1}, {Price: d("0.00069"), GPUs: 4, Orders: 2}, {Price: d("0.00062"), GPUs: 6, Orders: 3}},
+		AskGPUs: 3, BidGPUs: 12, BestAsk: p("0.00078"), BestBid: p("0.00071"), Spread: p("0.00007"), Mid: p("0.000745")}
+}
+
 // furnishMarket is ten minutes of a market's data, a publication every
 // 5 seconds: H100s and A100s traded at prices that wander, and their
 // GPUs filling up and freeing.
@@ -314,7 +325,8 @@ func furnishMarket() *MarketHistory {
 		h100.Prices = &protocol.Prices{Low: wave(i, 90, 0.00115, 0.0001), Median: wave(i, 60, 0.00140, 0.00008), High: wave(i, 45, 0.00175, 0.0001),
 			VWAP: wave(i+8, 60, 0.00137, 0.00007)}
 		m.Models = append(m.Models[:1], protocol.MarketModel{Model: "A100", Settled: 9 + i/8, Used: d(fmt.Sprint(3600 + 60*i)), Charged: d(fmt.Sprint(3 + i)), GPUs: 16, Free: 12 - i/12,
-			Prices: &protocol.Prices{Low: d("0.0006"), Median: wave(i, 120, 0.00074, 0.00004), High: d("0.0009"), VWAP: wave(i+15, 120, 0.00073, 0.00005)}}, m.Models[1])
+			Prices: &protocol.Prices{Low: d("0.0006"), Median: wave(i, 120, 0.00074, 0.00004), High: d("0.0009"), VWAP: wave(i+15, 120, 0.00073, 0.00005)},
+			Book:   a100Book()}, m.Models[1])
 		h.Add(m)
 	}
 	return h

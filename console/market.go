@@ -176,8 +176,8 @@ type marketRow struct {
 }
 
 type marketChart struct {
-	Model        string
-	Prices, GPUs template.HTML
+	Model               string
+	Prices, GPUs, Depth template.HTML
 }
 
 func (c *Console) market(_ *http.Request, v *view) error {
@@ -218,7 +218,7 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 			mc.Unchart = len(last.Models) - i
 			break
 		}
-		mc.Charts = append(mc.Charts, modelCharts(last.Currency, l.Model, snaps))
+		mc.Charts = append(mc.Charts, modelCharts(last.Currency, l.Model, l.Book, snaps))
 	}
 	return mc
 }
@@ -256,8 +256,9 @@ func marketRows(ls []protocol.MarketModel) []marketRow {
 // modelCharts draws a model's prices per GPU-second used (the median and
 // VWAP of the contracts settled in each publication's window, in the band
 // from the lowest to the highest) and its GPUs, registered and free, over
-// the publications kept.
-func modelCharts(cur, model string, snaps []marketSnap) marketChart {
+// the publications kept; and the depth of its book, as the last
+// publication has it (depthChart).
+func modelCharts(cur, model string, book *protocol.Book, snaps []marketSnap) marketChart {
 	rng := band{Name: "low–high"}
 	median, vwap := series{Name: "median"}, series{Name: "VWAP"}
 	gpus, free := series{Name: "GPUs"}, series{Name: "free"}
@@ -276,7 +277,7 @@ func modelCharts(cur, model string, snaps []marketSnap) marketChart {
 		}
 	}
 	name := model + " in " + cur
-	return marketChart{Model: model,
+	return marketChart{Model: model, Depth: depthChart("depth of "+name, book, 480, 200),
 		Prices: bandChart("prices of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
 		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
 }

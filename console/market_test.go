@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +29,58 @@ func marketAt(at time.Time, h100Free int, model string) protocol.Market {
 		Models: []protocol.MarketModel{
 			{Model: model, Settled: 3, Used: d("7200.4"), Charged: d("9.90"), GPUs: 8, Free: h100Free,
 				Prices:  &protocol.Prices{Low: d("0.0012"), Median: d("0.00135"), High: d("0.0015"), VWAP: d("0.001375")},
-				Waiting: protocol.Depth{Offers: 1, GPUs: 4, Best: d("0.002")}},
+				Waiting: protocol.Depth{Offers: 1, GPUs: 4, Best: d("0.002")},
+				Book:    h100Book()},
 			{Model: "L4", Used: decimal.Zero, Charged: decimal.Zero, GPUs: 4, Free: 4},
 		}}
+}
+
+// h100Book is marketAt's H100 book: asks of 3 GPUs at 0.0014 and 2 at
+// 0.0016 (two servers), an offer of 4 at 0.0011.
+func h100Book() *protocol.Book {
+	d := decimal.RequireFromString
+	p := func(s string) *decimal.Decimal { v := d(s); return &v }
+	return &protocol.Book{
+		Asks:    []protocol.Level{{Price: d("0.0014"), GPUs: 3, Orders: 1}, {Price: d("0.0016"), GPUs: 2, Orders: 2}},
+		Bids:    []protocol.Level{{Price: d("0.0011"), GPUs: 4, Orders: 1}},
+		AskGPUs: 5, BidGPUs: 4, BestAsk: p("0.0014"), BestBid: p("0.0011"), Spread: p("0.0003"), Mid: p("0.00125")}
+}
+
+// TestMarketDepthChart: the Market page draws each model's book as it
+// was last published: the bids leftwards from the best bid and the asks
+// rightwards from the best ask, summed level by level, each level's
+// figures on its step, the best of each side, spread and mid above; a
+// model with no book says so.
+func TestMarketDepthChart(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC))
+	h := NewMarketHistory(0, clock.Now)
+	b := marketConsole(t, h, clock)
+	h.Add(marketAt(clock.Now(), 4, "H100"))
+	_, page := b.get("/market")
+	svg := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of H100 in CRED".*?</svg>`).FindString(page)
+	require.NotEmpty(t, svg, page)
+	assert.Contains(t, svg, "best bid 0.0011 · best ask 0.0014 · spread 0.0003 · mid 0.00125")
+	assert.Contains(t, svg, `<polygon class="bids"`)
+	assert.Contains(t, svg, `<polygon class="asks"`)
+	var steps []string
+	for _, m := range regexp.MustCompile(`<line class="step (\w+)" x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)"><title>([^<]*)</title>`).FindAllStringSubmatch(svg, -1) {
+		steps = append(steps, m[1]+": "+m[6])
+	}
+	assert.Equal(t, []string{
+		"bids: bids at 0.0011: 4 GPUs, 4 in all to here (1 offer)",
+		"asks: asks at 0.0014: 3 GPUs, 3 in all to here (1 ask)",
+		"asks: asks at 0.0016: 2 GPUs, 5 in all to here (2 asks)",
+	}, steps)
+	// The deepest side reaches the top; the asks' second step is higher
+	// than their first, and right of it.
+	ys := regexp.MustCompile(`<line class="step asks" x1="([\d.]+)" y1="([\d.]+)"`).FindAllStringSubmatch(svg, -1)
+	require.Len(t, ys, 2)
+	f := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); require.NoError(t, err); return v }
+	assert.Less(t, f(ys[1][2]), f(ys[0][2]), "higher on the page: a smaller y")
+	assert.Greater(t, f(ys[1][1]), f(ys[0][1]))
+	assert.Equal(t, 40.0, f(ys[1][2]), "at the top of the plot")
+	l4 := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of L4 in CRED".*?</svg>`).FindString(page)
+	assert.Contains(t, l4, "no server asks with GPUs free, no offer waiting")
 }
 
 // marketConsole serves a console on a manual clock that follows h.
@@ -191,6 +241,8 @@ func TestMarketHostileModel(t *testing.T) {
 	assert.NotContains(t, page, "<script>alert")
 	assert.Contains(t, page, `<td class="model">&lt;script&gt;alert(1)&lt;/script&gt;</td>`)
 	assert.Contains(t, page, `aria-label="prices of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
+	assert.Contains(t, page, `aria-label="depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`, "its book drawn too")
+	assert.Contains(t, page, `<text x="64" y="16" class="title">depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED</text>`)
 	_, _, recs := b.csvOf("/csv/market")
 	require.Len(t, recs, 4)
 	assert.Equal(t, script, recs[1][2])

@@ -22,6 +22,23 @@ func (r Price) Decimal(places int32) decimal.Decimal {
 	return r.num.DivRound(r.den, places)
 }
 
+// Floor is the price rounded down at places decimal places: never above
+// it. Ceil is it rounded up: never below it. Each rounds once, from the
+// exact price.
+func (r Price) Floor(places int32) decimal.Decimal {
+	q, _ := r.num.QuoRem(r.den, places)
+	return q
+}
+
+// Ceil: see Floor.
+func (r Price) Ceil(places int32) decimal.Decimal {
+	q, rem := r.num.QuoRem(r.den, places)
+	if !rem.IsZero() {
+		q = q.Add(decimal.New(1, -places))
+	}
+	return q
+}
+
 // At is the curve's value at x, exactly.
 func (c Curve) At(x decimal.Decimal) Price {
 	num, den := c.at(x, one)

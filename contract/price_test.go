@@ -103,3 +103,23 @@ func TestCovers(t *testing.T) {
 		})
 	}
 }
+
+// TestPriceFloorCeil: a price rounds down and up once, from its exact
+// value: a third, and one just past a place that half-up rounding at
+// more places first would lose.
+func TestPriceFloorCeil(t *testing.T) {
+	for _, c := range []struct {
+		p           Price
+		places      int32
+		floor, ceil string
+	}{
+		{Price{dectest.D("1"), dectest.D("3")}, 8, "0.33333333", "0.33333334"},
+		{Price{dectest.D("2"), dectest.D("3")}, 2, "0.66", "0.67"},
+		{Price{dectest.D("0.5"), one}, 2, "0.5", "0.5"},
+		{Price{decimal.Zero, one}, 2, "0", "0"},
+		{Price{dectest.D("1.0000000000000000000000000001"), one}, 8, "1", "1.00000001"},
+	} {
+		assert.Equal(t, c.floor, c.p.Floor(c.places).String(), "floor %v", c.p)
+		assert.Equal(t, c.ceil, c.p.Ceil(c.places).String(), "ceil %v", c.p)
+	}
+}

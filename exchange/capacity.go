@@ -94,3 +94,39 @@ func (r *registry) sellers() map[string][]protocol.MarketServer {
 	}
 	return out
 }
+
+// askOrder is one class of a live server's ask as the book's sell side
+// counts it: its price and its GPUs free.
+type askOrder struct {
+	price contract.Price
+	gpus  int
+}
+
+// askSide is the sell side of the book by currency and model: each class
+// of a live server's ask that names a price and has GPUs free, as the
+// server last said it (or as took left it), whose server is not named. A
+// server not heard from within lostAfter is not routed to, and its ask
+// is not counted either.
+func (r *registry) askSide() map[string]map[string][]askOrder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.cutoff()
+	out := map[string]map[string][]askOrder{}
+	for _, s := range r.servers {
+		if s.seen.Before(cutoff) || s.Ask == nil {
+			continue
+		}
+		for _, c := range s.Ask.Classes {
+			if !c.Priced() || c.Free <= 0 {
+				continue
+			}
+			byModel := out[s.Currency]
+			if byModel == nil {
+				byModel = map[string][]askOrder{}
+				out[s.Currency] = byModel
+			}
+			byModel[c.Model] = append(byModel[c.Model], askOrder{price: c.Price(), gpus: c.Free})
+		}
+	}
+	return out
+}

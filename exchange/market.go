@@ -46,12 +46,14 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	if err != nil {
 		return nil, fmt.Errorf("market data: read the book: %w", err)
 	}
+	bids := map[key][]contract.Terms{}
 	for _, w := range book {
 		model := w.Terms.Class.Model
 		if model == "" {
 			model = anyModel
 		}
 		d := &line(w.Terms.Currency, model).Waiting
+		bids[key{w.Terms.Currency, model}] = append(bids[key{w.Terms.Currency, model}], w.Terms)
 		d.Offers++
 		d.GPUs += w.Terms.GPUs
 		if w.Price.GreaterThan(d.Best) {
@@ -85,6 +87,30 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 		}
 		l := line(k.cur, k.model)
 		l.Settled, l.Used, l.Charged, l.Prices = len(ss), total(ss, sale.usedOf), total(ss, sale.chargedOf), prices(ss, sc+protocol.PricePlaces)
+		last := ss[len(ss)-1] // the tape is in the order sales settled
+		l.Last = &protocol.Trade{Price: last.charged.DivRound(last.used, sc+protocol.PricePlaces), At: last.at.UTC()}
+	}
+	asks := map[key][]askOrder{}
+	for cur, byModel := range h.servers.askSide() {
+		for model, os := range byModel {
+			line(cur, model)
+			asks[key{cur, model}] = os
+		}
+	}
+	for k, l := range lines {
+		sc, ok := curs[k.cur]
+		if !ok {
+			continue
+		}
+		places := sc + protocol.PricePlaces
+		var as, bs []order
+		for _, a := range asks[k] {
+			as = append(as, order{price: askPrice(a.price, places), gpus: a.gpus})
+		}
+		for _, t := range bids[k] {
+			bs = append(bs, order{price: bidPrice(t, places), gpus: t.GPUs})
+		}
+		l.Book = bookOf(as, bs, places)
 	}
 	sellers := h.servers.sellers()
 	var out []protocol.Market

@@ -325,6 +325,13 @@ func examples(t *testing.T) []example {
 				Model: "H100", Settled: 12, Used: dectest.D("51600"), Charged: dectest.D("215.86"),
 				Prices: &protocol.Prices{Low: dectest.D("0.0035"), Median: dectest.D("0.004"), High: dectest.D("0.006"), VWAP: dectest.D("0.00418333")},
 				GPUs:   8, Free: 2,
+				Waiting: protocol.Depth{Offers: 1, GPUs: 2, Best: dectest.D("0.001")},
+				Last:    &protocol.Trade{Price: dectest.D("0.004"), At: at(t, "59m41s")},
+				// gpu1's ask at one GPU used in full, a third of 0.004,
+				// rounded up; an offer waiting at 0.001 flat.
+				Book: &protocol.Book{Asks: []protocol.Level{{Price: dectest.D("0.00133334"), GPUs: 2, Orders: 1}},
+					Bids: []protocol.Level{{Price: dectest.D("0.001"), GPUs: 2, Orders: 1}}, AskGPUs: 2, BidGPUs: 2,
+					BestAsk: ptr(dectest.D("0.00133334")), BestBid: ptr(dectest.D("0.001")), Spread: ptr(dectest.D("0.00033334")), Mid: ptr(dectest.D("0.00116667"))},
 			}}, Servers: []protocol.MarketServer{{ID: "gpu1", GPUs: 4, Free: 2}, {ID: "gpu2", GPUs: 4, Free: 0}}}},
 
 		// Events.
@@ -647,3 +654,6 @@ func readDoc(t *testing.T) string {
 	}
 	return string(b)
 }
+
+// ptr is a pointer to v, for the fields an example leaves out where nil.
+func ptr[T any](v T) *T { return &v }

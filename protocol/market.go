@@ -76,6 +76,67 @@ type MarketModel struct {
 	Free int `json:"free"`
 	// Waiting offers in the book that ask for the model.
 	Waiting Depth `json:"waiting"`
+	// Last is the last contract of the window's that paid for use: its
+	// price per GPU-second used and when it settled; absent with none.
+	// Settled, Used and Charged are the window's volume.
+	Last *Trade `json:"last,omitempty"`
+	// Book is both sides of the model's book: the servers' asks and the
+	// waiting offers, by price level; absent where neither side has any.
+	Book *Book `json:"book,omitempty"`
+}
+
+// Trade is a contract settled, as market data shows it: what it paid per
+// GPU-second used (its charge over its U), and when it settled.
+type Trade struct {
+	Price decimal.Decimal `json:"price"`
+	At    time.Time       `json:"at"`
+}
+
+// BookLevels is how many price levels market data shows of each side of
+// a model's book: those nearest the other side. The totals count every
+// level.
+const BookLevels = 20
+
+// Book is both sides of a GPU model's book in a currency, by price level,
+// naming no party: the sell side from the servers' asks (each class of a
+// live server's GPUs that names a price and has GPUs free, at the GPUs
+// free), the buy side from the waiting offers that ask for the model (at
+// the GPUs each wants).
+//
+// Both sides are placed by one measure, so that they can be set side by
+// side: the price per GPU-second of one GPU used in full, P(1) + Q(1),
+// of the ask's curves (the order in which the exchange considers asks,
+// ClassAsk.Price) and of the offer's (no ask dearer than that is met by
+// it). It is rounded to the currency's scale plus PricePlaces, an ask's
+// up and an offer's down, so that a book shown crossed (BestBid at or
+// above BestAsk) is crossed. Where an offer's curves rise with its rate
+// of use, its level is below what it pays at full use of all its GPUs;
+// the book itself orders waiting offers by their sure price
+// (Depth.Best).
+type Book struct {
+	// Asks are the sell side's levels, cheapest first; Bids the buy
+	// side's, dearest first; at most BookLevels each.
+	Asks []Level `json:"asks"`
+	Bids []Level `json:"bids"`
+	// AskGPUs and BidGPUs are each side's GPUs at every level, shown or
+	// not.
+	AskGPUs int `json:"ask_gpus"`
+	BidGPUs int `json:"bid_gpus"`
+	// BestAsk and BestBid are the first level's price of each side; the
+	// spread (BestAsk − BestBid, negative where the book is crossed) and
+	// mid, halfway between them, where both sides have a level.
+	BestAsk *decimal.Decimal `json:"best_ask,omitempty"`
+	BestBid *decimal.Decimal `json:"best_bid,omitempty"`
+	Spread  *decimal.Decimal `json:"spread,omitempty"`
+	Mid     *decimal.Decimal `json:"mid,omitempty"`
+}
+
+// Level is one price level of a side of the book: the GPUs there and how
+// many asks (servers' classes) or waiting offers make them up.
+type Level struct {
+	Price  decimal.Decimal `json:"price"`
+	GPUs   int             `json:"gpus"`
+	Orders int             `json:"orders"`
 }
 
 // Prices sums up what settled contracts paid per GPU-second used: the

@@ -27,6 +27,7 @@ func newMarketCmd() *cobra.Command {
 		tlsf    natsTLS
 		cur     string
 		asJSON  bool
+		depth   bool
 		watch   bool
 		wait    time.Duration
 	)
@@ -42,12 +43,23 @@ median weighted by GPU-seconds used, and VWAP: all charged over all used), the
 GPUs of the servers heard from and how many are free, and the offers waiting
 in the book with the best sure price among them. It names no client.
 
+--depth prints both sides of each model's book instead, as an exchange's
+depth view: a table per model of price levels, dearest at the top, with the
+GPUs the servers' asks offer at each level (those free, of the servers heard
+from lately whose asks name a price) and the GPUs the waiting offers want;
+above it the best ask and bid, the spread and mid, the last trade and the
+window's volume. Both sides are placed at the price per GPU-second of one GPU
+used in full, P(1) + Q(1), of the ask's or the offer's curves (asks rounded
+up, offers down); at most 20 levels a side, those nearest the other side.
+--json prints all of it, every model's "book" and "last".
+
 Without --watch it waits for the next publication (every currency's, or
 --currency's) and prints it; --watch prints each as it comes until
 interrupted; --json prints JSON (with --watch, a line per message).
 
   bourse market --nats URL
-  bourse market --nats URL --currency CRED --watch`,
+  bourse market --nats URL --currency CRED --watch
+  bourse market --nats URL --currency CRED --depth`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tlsOpts, err := tlsf.options()
@@ -71,14 +83,17 @@ interrupted; --json prints JSON (with --watch, a line per message).
 			}
 			out := cmd.OutOrStdout()
 			if watch {
-				return watchMarket(ctx, out, ch, asJSON)
+				return watchMarket(ctx, out, ch, asJSON, depth)
 			}
 			ms, err := nextMarket(ctx, ch, cur != "", wait)
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			switch {
+			case asJSON:
 				return printJSON(out, ms)
+			case depth:
+				return printDepth(out, ms)
 			}
 			return printMarket(out, ms)
 		},
@@ -90,6 +105,7 @@ interrupted; --json prints JSON (with --watch, a line per message).
 	tlsf.addFlags(f)
 	f.StringVar(&cur, "currency", "", "one currency's market (default every currency's)")
 	f.BoolVar(&asJSON, "json", false, "print JSON for scripts instead of tables")
+	f.BoolVar(&depth, "depth", false, "print both sides of each model's book by price level: the GPUs servers ask to sell and waiting offers want")
 	f.BoolVar(&watch, "watch", false, "print each publication as it comes, until interrupted")
 	f.DurationVar(&wait, "wait", 15*time.Second, "how long to wait for a publication")
 	markContext(cmd, f)
@@ -135,7 +151,7 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait t
 }
 
 // watchMarket prints each publication until ctx ends.
-func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, asJSON bool) error {
+func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, asJSON, depth bool) error {
 	enc := json.NewEncoder(out)
 	for {
 		select {
@@ -146,9 +162,12 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 				return nil
 			}
 			var err error
-			if asJSON {
+			switch {
+			case asJSON:
 				err = enc.Encode(m)
-			} else {
+			case depth:
+				err = printDepth(out, []protocol.Market{m})
+			default:
 				err = printMarket(out, []protocol.Market{m})
 			}
 			if err != nil {
@@ -201,12 +220,28 @@ func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 // GPU-second may be well below the currency's smallest amount), at most
 // the places market data carries.
 func pricePlaces(m protocol.Market) int32 {
-	places := max(m.Scale, 0)
+	var ds []decimal.Decimal
+	for _, l := range m.Models {
+		if p := l.Prices; p != nil {
+			ds = append(ds, p.Low, p.Median, p.High, p.VWAP)
+		}
+		if l.Waiting.Offers > 0 {
+			ds = append(ds, l.Waiting.Best)
+		}
+	}
+	return placesFor(m.Scale, ds)
+}
+
+// placesFor is how many decimal places prices ds of a currency of scale
+// print with: the scale, or more where one needs them to keep two
+// significant digits, at most the places market data carries.
+func placesFor(scale int32, ds []decimal.Decimal) int32 {
+	places := max(scale, 0)
 	most := places + protocol.PricePlaces
-	see := func(d decimal.Decimal) {
+	for _, d := range ds {
 		d = d.Abs()
 		if d.IsZero() {
-			return
+			continue
 		}
 		// Places p show d to two significant digits when d·10^p ≥ 10.
 		need := places
@@ -214,16 +249,6 @@ func pricePlaces(m protocol.Market) int32 {
 			need++
 		}
 		places = max(places, need)
-	}
-	for _, l := range m.Models {
-		if p := l.Prices; p != nil {
-			for _, d := range []decimal.Decimal{p.Low, p.Median, p.High, p.VWAP} {
-				see(d)
-			}
-		}
-		if l.Waiting.Offers > 0 {
-			see(l.Waiting.Best)
-		}
 	}
 	return places
 }

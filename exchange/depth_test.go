@@ -1,0 +1,185 @@
+package exchange_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/protocol"
+	"github.com/bourse/bourse/server"
+)
+
+// posted is a posted price of p a GPU-second, flat.
+func posted(p string) server.Policy { return server.Posted{P: contract.Flat(dectest.D(p))} }
+
+// levelsOf writes a side's levels as "price×GPUs/orders", to compare at a
+// glance.
+func levelsOf(ls []protocol.Level) []string {
+	out := []string{}
+	for _, l := range ls {
+		out = append(out, fmt.Sprintf("%s×%d/%d", l.Price, l.GPUs, l.Orders))
+	}
+	return out
+}
+
+// dec writes a decimal the book may leave out as "-".
+func dec(d *decimal.Decimal) string {
+	if d == nil {
+		return "-"
+	}
+	return d.String()
+}
+
+// TestMarketDepth: market data shows both sides of each model's book by
+// price level: the live servers' asks with GPUs free (the GPUs free, at
+// the price of one GPU used in full, rounded up), and the waiting offers
+// (the GPUs wanted, at the same price of their curves, rounded down);
+// the best of each, the spread and mid; and names no party. A server
+// whose GPUs are all taken, and one not heard from within
+// ServerLostAfter, add nothing to the asks.
+func TestMarketDepth(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	h.Server("flat-a", "H100", 4, posted("0.0010"))
+	h.Server("flat-b", "H100", 2, posted("0.0010"))
+	h.Server("dear", "H100", 8, posted("0.0012"))
+	// A thousandth at three GPUs used: a third of it at one, 0.000333…
+	h.Server("ramp", "H100", 3, server.Posted{P: contract.Ramp(decimal.Zero, dectest.D("3"), dectest.D("0.001"))})
+	h.Server("busy", "H100", 2, posted("0.0009"))
+	h.Server("stale", "H100", 4, posted("0.0002"))
+	h.Server("ampere", "A100", 2, posted("0.0005"))
+	clients := []string{"alice", "bob", "carol", "dave", "erin"}
+	for _, c := range clients {
+		h.Wallet(c, "100")
+	}
+	// busy's GPUs taken; stale falls silent for longer than
+	// ServerLostAfter while the others speak.
+	r := offer(t, h, "erin", "fill", named(job(2, "0.0009"), "busy"), 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	h.Router.Silence("stale", true)
+	h.Advance(11 * time.Second)
+	h.Beat()
+
+	wait := time.Hour
+	for _, o := range []struct {
+		client string
+		terms  contract.Terms
+	}{
+		{"alice", job(2, "0.0003")},
+		{"bob", job(1, "0.0003")},
+		// 0.0008 at three GPUs used: 0.000266… at one.
+		{"carol", func() contract.Terms {
+			tm := job(1, "0")
+			tm.P = contract.Ramp(decimal.Zero, dectest.D("3"), dectest.D("0.0008"))
+			tm.Prepayment = tm.CappedPrepayment(2)
+			return tm
+		}()},
+		{"dave", func() contract.Terms { tm := job(1, "0.0001"); tm.Class.Model = ""; return tm }()},
+	} {
+		r := offer(t, h, o.client, o.client+"-1", o.terms, wait)
+		require.NotNil(t, r.Queued, "%s waits: %+v", o.client, r)
+	}
+
+	m := market(t, h)
+	h100 := line(m, "H100")
+	require.NotNil(t, h100.Book)
+	b := *h100.Book
+	assert.Equal(t, []string{"0.00033334×3/1", "0.001×6/2", "0.0012×8/1"}, levelsOf(b.Asks),
+		"ramp's third rounded up; flat-a and flat-b at one level; busy and stale not there")
+	assert.Equal(t, []string{"0.0003×3/2", "0.00026666×1/1"}, levelsOf(b.Bids), "alice and bob at one level; carol's third rounded down")
+	assert.Equal(t, 17, b.AskGPUs)
+	assert.Equal(t, 4, b.BidGPUs)
+	assert.Equal(t, "0.00033334", dec(b.BestAsk))
+	assert.Equal(t, "0.0003", dec(b.BestBid))
+	assert.Equal(t, "0.00003334", dec(b.Spread))
+	assert.Equal(t, "0.00031667", dec(b.Mid))
+	assert.Equal(t, 3, h100.Waiting.Offers, "the book's own figures as before")
+
+	a100 := line(m, "A100")
+	require.NotNil(t, a100.Book)
+	assert.Equal(t, []string{"0.0005×2/1"}, levelsOf(a100.Book.Asks))
+	assert.Empty(t, a100.Book.Bids)
+	assert.Equal(t, "0.0005", dec(a100.Book.BestAsk))
+	assert.Nil(t, a100.Book.BestBid)
+	assert.Nil(t, a100.Book.Spread, "no spread with one side")
+	assert.Nil(t, a100.Book.Mid)
+
+	anyLine := line(m, "any")
+	require.NotNil(t, anyLine.Book, "dave asks for no model")
+	assert.Equal(t, []string{"0.0001×1/1"}, levelsOf(anyLine.Book.Bids))
+	assert.Empty(t, anyLine.Book.Asks)
+
+	t.Run("NoParty", func(t *testing.T) {
+		all, err := json.Marshal(m)
+		require.NoError(t, err)
+		for _, c := range clients {
+			assert.NotContains(t, string(all), c)
+		}
+		for _, l := range m.Models {
+			book, err := json.Marshal(l.Book)
+			require.NoError(t, err)
+			for _, s := range []string{"flat-a", "flat-b", "dear", "ramp", "busy", "stale", "ampere"} {
+				assert.NotContains(t, string(book), s)
+			}
+		}
+	})
+
+	t.Run("StaleBack", func(t *testing.T) {
+		// stale speaks again: its ask counts again, and crosses the book.
+		h.Router.Silence("stale", false)
+		h.Beat()
+		b := *line(market(t, h), "H100").Book
+		assert.Equal(t, "0.0002", dec(b.BestAsk))
+		assert.Equal(t, "-0.0001", dec(b.Spread), "crossed: a waiting offer meets the price of an ask it has not been matched with yet")
+	})
+}
+
+// TestMarketDepthBounded: each side shows its BookLevels levels nearest
+// the other side; its GPUs count every level.
+func TestMarketDepthBounded(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	n := protocol.BookLevels + 5
+	for i := range n {
+		h.Server(fmt.Sprintf("s%02d", i), "H100", 1, posted(fmt.Sprintf("0.%04d", 50+i)))
+	}
+	for i := range n {
+		client := fmt.Sprintf("c%02d", i)
+		h.Wallet(client, "100")
+		r := offer(t, h, client, "w", job(1, fmt.Sprintf("0.%04d", 1+i)), time.Hour)
+		require.NotNil(t, r.Queued, "%+v", r)
+	}
+	b := line(market(t, h), "H100").Book
+	require.NotNil(t, b)
+	require.Len(t, b.Asks, protocol.BookLevels)
+	require.Len(t, b.Bids, protocol.BookLevels)
+	assert.Equal(t, "0.005", b.Asks[0].Price.String(), "the cheapest asks")
+	assert.Equal(t, fmt.Sprintf("0.%04d", 50+protocol.BookLevels-1), b.Asks[protocol.BookLevels-1].Price.String())
+	assert.Equal(t, fmt.Sprintf("0.%04d", n), b.Bids[0].Price.String(), "the dearest bids")
+	assert.Equal(t, fmt.Sprintf("0.%04d", n-protocol.BookLevels+1), b.Bids[protocol.BookLevels-1].Price.String())
+	assert.Equal(t, n, b.AskGPUs)
+	assert.Equal(t, n, b.BidGPUs)
+}
+
+// TestMarketLastTrade: the last contract of the window that paid for use
+// is the market's last trade: its price per GPU-second used and when it
+// settled.
+func TestMarketLastTrade(t *testing.T) {
+	h := housetest.New(t, exchange.Config{MarketWindow: time.Hour})
+	h.Server("gpu1", "H100", 4, nil)
+	now := h.Now()
+	record(t, h, "c1", "gpu1", "60", "0.60", now.Add(-30*time.Minute))
+	record(t, h, "c2", "gpu1", "60", "1.80", now.Add(-10*time.Minute))
+	record(t, h, "c0", "gpu1", "60", "1.20", now.Add(-20*time.Minute))
+	l := line(market(t, h), "H100")
+	require.NotNil(t, l.Last)
+	assert.Equal(t, "0.03", l.Last.Price.String(), "c2, settled last")
+	assert.True(t, l.Last.At.Equal(now.Add(-10*time.Minute)), "%v", l.Last.At)
+}
