@@ -167,15 +167,29 @@ func benchServers(b *testing.B, nodes *natstest.Procs, bin string, n int) {
 	waitServersKnown(b, cls[0], n)
 
 	natsPid := nodes.Nodes[0].Pid()
+	// The exchange's CPU with no offers, over a window: what n servers'
+	// heartbeats and asks cost it a second whatever the offers, which
+	// the offers' window below also carries.
+	idle0, idleAt := cpuOf(ex.Process.Pid, false), time.Now()
+	time.Sleep(idleWindow)
+	idle := float64((cpuOf(ex.Process.Pid, false) - idle0).Microseconds()) / time.Since(idleAt).Seconds()
 	ex0, ns0, self0, asked0 := cpuOf(ex.Process.Pid, false), cpuOf(natsPid, false), cpuOfSelf(), asked.Load()
+	began := time.Now()
 	runOffers(b, cls)
+	took := time.Since(began)
 	ex1, ns1, self1, asked1 := cpuOf(ex.Process.Pid, false), cpuOf(natsPid, false), cpuOfSelf(), asked.Load()
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(per(ex1-ex0), "exchange-µs/offer")
+	b.ReportMetric(idle, "exchange-idle-µs/s")
+	b.ReportMetric(max(0, per(ex1-ex0)-idle*took.Seconds()/float64(b.N)), "exchange-net-µs/offer")
 	b.ReportMetric(per(ns1-ns0), "nats-µs/offer")
 	b.ReportMetric(per(self1-self0), "agents+clients-µs/offer")
 	b.ReportMetric(float64(asked1-asked0)/float64(b.N), "asked/offer")
 }
+
+// idleWindow is how long BenchmarkServers weighs the exchange's CPU
+// before the offers.
+const idleWindow = 5 * time.Second
 
 // waitServersKnown waits until the exchange routes to all n servers: a
 // quote for more GPUs than n-1 servers of 8 have is answered only once

@@ -51,6 +51,7 @@ var (
 	bSample       = bound{field: "sample", kind: duration, min: 1, max: secs(decade), zero: "an hour"}
 	bSamples      = bound{field: "samples in a run (limit / sample)", kind: whole, min: 1, max: 1_000_000}
 	bReadingEvery = bound{field: "reading_every", kind: duration, min: 1, max: secs(24 * time.Hour), zero: "a minute"}
+	bRouteTo      = bound{field: "route_to", kind: whole, min: 1, max: 100_000, zero: "8"}
 	bGPUs         = bound{field: "servers[].gpus", kind: whole, min: 1, max: workload.MaxJobGPUs}
 	bReplicas     = bound{field: "servers[].replicas", kind: whole, min: 1, max: 100_000, zero: "one"}
 	bMemory       = bound{field: "servers[].memory_mib", kind: whole, min: 0, max: 1 << 24}
@@ -74,7 +75,7 @@ var (
 )
 
 // bounds are all of them, for the docs.
-var bounds = []bound{bSeeds, bHorizon, bLimit, bSample, bSamples, bReadingEvery, bGPUs, bReplicas, bMemory, bServers, bAllGPUs,
+var bounds = []bound{bSeeds, bHorizon, bLimit, bSample, bSamples, bReadingEvery, bRouteTo, bGPUs, bReplicas, bMemory, bServers, bAllGPUs,
 	bBudget, bValue, bPatience, bAllowanceA, bAllowanceB, bPeriod, bStart, bStep, bBase, bWindow, bSlack, bK, bPolicyTime, bMaxRunning}
 
 // want says the bound for a person: "1 to 1024, or 0 for one".

@@ -32,6 +32,10 @@ type File struct {
 	Limit        time.Duration `yaml:"limit"`
 	Sample       time.Duration `yaml:"sample"`
 	ReadingEvery time.Duration `yaml:"reading_every"`
+	// RouteTo is how many servers an offer goes to at most (the
+	// exchange's --route-to), exchange.DefaultRouteTo if zero; at least
+	// the servers' number routes every offer to all whose asks it meets.
+	RouteTo int `yaml:"route_to"`
 	// Policies are named server policies; a server's policy may name one,
 	// and `bourse sim compare --policy NAME` gives it to every server.
 	Policies map[string]server.PolicyConfig `yaml:"policies"`
@@ -296,7 +300,8 @@ func (f *File) checkRun() error {
 		}
 	}
 	err := firstErr(bSeeds.whole("seeds", len(f.Seeds)), bHorizon.duration("horizon", f.Horizon), bLimit.duration("limit", f.Limit),
-		bSample.duration("sample", f.Sample), bReadingEvery.duration("reading_every", f.ReadingEvery))
+		bSample.duration("sample", f.Sample), bReadingEvery.duration("reading_every", f.ReadingEvery),
+		bRouteTo.whole("route_to", f.RouteTo))
 	if err != nil {
 		return err
 	}

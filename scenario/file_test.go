@@ -86,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 		// Bounds (docs/sim.md): past them a run spins, runs out of
 		// memory, or means nothing.
 		{"ReadingEvery", "name: t", "name: t\nreading_every: 1ns", `2: reading_every: 1ns is out of bounds: want 1s to 24h0m0s, or 0 for a minute`},
+		{"RouteTo", "name: t", "name: t\nroute_to: -1", `2: route_to: -1 is out of bounds: want 1 to 100000, or 0 for 8`},
 		{"Sample", "name: t", "name: t\nsample: 1ns", `2: sample: 1ns is out of bounds: want 1s to`},
 		{"Samples", "name: t", "name: t\nsample: 1s", `2: sample: 1s makes 31536000 samples in a run of 8760h0m0s: at most 1000000`},
 		{"Replicas", "replicas: 2, policy: posted}", "replicas: 1000000000, policy: posted}", `7: servers[0].replicas: 1000000000 is out of bounds: want 1 to 100000, or 0 for one`},

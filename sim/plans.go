@@ -22,6 +22,24 @@ type PlanOptions struct {
 	// each value given makes each policy's runs once, those with it on
 	// labelled policy+standing. Empty is off.
 	Standing []bool
+	// RouteTo overrides the file's route_to: each value given makes each
+	// policy's runs once, labelled policy+route=N (RouteAll: policy+route=all,
+	// every offer to every server whose ask it meets). Empty is the file's.
+	RouteTo []int
+}
+
+// RouteAll in PlanOptions.RouteTo routes every offer to every server
+// whose ask it meets: routing to all, against which routing to a few is
+// measured.
+const RouteAll = -1
+
+// routeLabel is what a run routing to at most k servers adds to its
+// policy's label.
+func routeLabel(k int) string {
+	if k == RouteAll {
+		return "+route=all"
+	}
+	return fmt.Sprintf("+route=%d", k)
 }
 
 // StandingLabel is added to the policy of runs with standing offers.
@@ -59,17 +77,32 @@ func Plans(f *scenario.File, policies []string, opt PlanOptions) ([]Plan, error)
 		if len(modes) == 0 {
 			modes = []bool{false}
 		}
+		routes := opt.RouteTo
+		if len(routes) == 0 {
+			routes = []int{0}
+		}
 		for _, standing := range modes {
-			name := label
-			if standing {
-				name += StandingLabel
-			}
-			for _, seed := range seeds {
-				plans = append(plans, Plan{Policy: name, Seed: seed, Build: func() (Config, func() error, error) {
-					cfg, closer, err := configFor(f, pol, name, seed, opt)
-					cfg.Standing = standing
-					return cfg, closer, err
-				}})
+			for _, k := range routes {
+				name := label
+				if standing {
+					name += StandingLabel
+				}
+				if k != 0 {
+					name += routeLabel(k)
+				}
+				for _, seed := range seeds {
+					plans = append(plans, Plan{Policy: name, Seed: seed, Build: func() (Config, func() error, error) {
+						cfg, closer, err := configFor(f, pol, name, seed, opt)
+						cfg.Standing = standing
+						switch {
+						case k == RouteAll:
+							cfg.Exchange.RouteTo = len(cfg.Servers)
+						case k > 0:
+							cfg.Exchange.RouteTo = k
+						}
+						return cfg, closer, err
+					}})
+				}
 			}
 		}
 	}
@@ -91,6 +124,7 @@ func configFor(f *scenario.File, policy, label string, seed uint64, opt PlanOpti
 	cfg := Config{Scenario: f.Name, Servers: servers, Clients: clients, Default: def, Workload: src,
 		Horizon: f.Horizon, Limit: f.Limit, Sample: f.Sample, ReadingEvery: f.ReadingEvery,
 		Forget: ForgetAfter}
+	cfg.Exchange.RouteTo = f.RouteTo
 	closeAll := closeSrc
 	if opt.Log != nil {
 		w, err := opt.Log(label, seed)

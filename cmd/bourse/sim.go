@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,7 @@ type simFlags struct {
 	workers  int
 	cpuprof  string
 	standing string
+	routeTo  []string
 }
 
 func (f *simFlags) add(cmd *cobra.Command) {
@@ -53,7 +55,25 @@ func (f *simFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.logs, "contract-log", false, "also write each run's contract log (one JSON line per contract event) to the report folder")
 	cmd.Flags().IntVar(&f.workers, "parallel", 0, "runs at once (default: all cores)")
 	cmd.Flags().StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof reads it)")
+	cmd.Flags().StringSliceVar(&f.routeTo, "route-to", nil, "route each offer to at most N servers, or to all whose asks it meets (all), instead of the scenario's route_to; several (8,all) run side by side, labelled POLICY+route=N")
 	cmd.Flags().StringVar(&f.standing, "standing", "off", "jobs no server takes at once wait in the exchange's book (on), in their client's queue (off), or run both ways side by side (both, labelled POLICY+standing)")
+}
+
+// routes are the routing bounds --route-to names (sim.RouteAll for all).
+func (f simFlags) routes() ([]int, error) {
+	var out []int
+	for _, v := range f.routeTo {
+		if v == "all" {
+			out = append(out, sim.RouteAll)
+			continue
+		}
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > 100_000 {
+			return nil, usagef("--route-to %q: want a number from 1 to 100000, or all", v)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // modes are the standing-offer modes --standing names.
@@ -137,7 +157,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 	if err != nil {
 		return err
 	}
-	opt := sim.PlanOptions{Standing: modes}
+	routes, err := f.routes()
+	if err != nil {
+		return err
+	}
+	opt := sim.PlanOptions{Standing: modes, RouteTo: routes}
 	for _, s := range f.seeds {
 		opt.Seeds = append(opt.Seeds, uint64(s))
 	}

@@ -87,6 +87,27 @@ func TestSimErrors(t *testing.T) {
 	assert.Contains(t, errOut, `--format "csv": want alibaba, helios or jsonl`)
 }
 
+// TestSimRouteTo: --route-to runs a policy once per routing bound, side
+// by side and labelled, and refuses a bound that routes to no server.
+func TestSimRouteTo(t *testing.T) {
+	scenario := "../../examples/sim/helios-fairshare.yaml"
+	out, errOut, code := simCmd("run", scenario, "--policy", "posted", "--route-to", "1,all", "--json", "-o", t.TempDir())
+	require.Equal(t, 0, code, errOut)
+	var rs []struct{ Policy string }
+	require.NoError(t, json.Unmarshal([]byte(out), &rs), out)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Policy)
+	}
+	assert.ElementsMatch(t, []string{"posted+route=1", "posted+route=all"}, got)
+
+	for _, bad := range []string{"0", "some", "-1"} {
+		_, errOut, code = simCmd("run", scenario, "--route-to", bad, "-o", t.TempDir())
+		assert.Equal(t, exitUsage, code, bad)
+		assert.Contains(t, errOut, "want a number from 1 to 100000, or all", bad)
+	}
+}
+
 // TestSimGen writes a scenario's generated workload as each trace format
 // and reads it back: a generator's jobs can be replayed as a trace.
 func TestSimGen(t *testing.T) {

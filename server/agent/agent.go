@@ -118,10 +118,11 @@ type Agent struct {
 	// changes asks for a heartbeat soon: the node's ask changed.
 	changes chan struct{}
 	// batch are the readings waiting for the next readings message
-	// (send); batchArmed says a flush is due.
+	// (send); batchTimer, if set, flushes them at batchDue.
 	batchMu    sync.Mutex
 	batch      []contract.Reading
-	batchArmed bool
+	batchTimer *time.Timer
+	batchDue   time.Time
 	// readingsMsgs says that the exchange's usage stream takes readings
 	// messages (its hello reply said so).
 	readingsMsgs atomic.Bool
@@ -392,5 +393,6 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 		case <-time.After(tickEvery): //wallclock: pacing: wakes the loop; what is due is read on the clock
 		}
 	}
+	a.flushSoon() // readings that wait for an interval's others go now
 	a.work.Wait()
 }

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -47,6 +48,7 @@ type exchange struct {
 	beats chan protocol.Hello
 	// readingsMsgs: its stream takes readings messages (setup.readings).
 	readingsMsgs bool
+	readingEvery time.Duration
 }
 
 // setup says what newExchange leaves out or adds.
@@ -60,6 +62,9 @@ type setup struct {
 	// readings messages, and it does (an exchange of today; the others
 	// play one older than them).
 	readings bool
+	// readingEvery is the reading interval the hello reply gives, every
+	// if zero.
+	readingEvery time.Duration
 }
 
 // newExchange starts NATS, creates the usage stream, answers hellos and
@@ -85,7 +90,7 @@ func newExchange(t testing.TB, s setup) *exchange {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings,
+	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings, readingEvery: cmp.Or(s.readingEvery, every),
 		hello: make(chan protocol.Hello, 16), beats: make(chan protocol.Hello, 1024)}
 	if !s.noStream {
 		x.createStream()
@@ -112,7 +117,7 @@ func (x *exchange) answerHello() {
 		if json.Unmarshal(m.Data, &h) == nil {
 			x.hello <- h
 		}
-		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(every),
+		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(x.readingEvery),
 			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs})
 	})
 	require.NoError(x.t, err)

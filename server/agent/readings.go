@@ -14,15 +14,17 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// batchLinger is how long a reading waits for others to go with it in one
-// readings message: the readings of a tick come together, and jobs that
-// end within it share their final readings' message.
+// batchLinger is how long a final reading waits for others to go with it
+// in one readings message: jobs that end within it share their final
+// readings' message.
 const batchLinger = 20 * time.Millisecond
 
 // send queues a reading for the server's next readings message (after
 // keeping it in the outbox): the usage stream then carries a message per
-// interval per server, not per contract. The first reading queued arms a
-// flush after batchLinger.
+// interval per server, not per contract. A server's contracts started at
+// different moments fall due at different ticks of an interval, so a
+// reading that is not final waits up to a reading interval for the
+// others; a final one goes out after batchLinger, with whatever waits.
 //
 // An exchange that does not say its stream takes readings messages (one
 // older than them: HelloReply.Readings) gets each reading on its own, as
@@ -37,25 +39,52 @@ func (a *Agent) send(rd contract.Reading) {
 		}()
 		return
 	}
+	wait := a.node.ReadingEvery()
+	if rd.Final {
+		wait = batchLinger
+	}
 	a.batchMu.Lock()
 	defer a.batchMu.Unlock()
 	a.batch = append(a.batch, rd)
-	if a.batchArmed {
-		return
+	a.flushIn(wait)
+}
+
+// flushIn has the queued readings flushed within wait: it arms a flush,
+// or brings an armed one forward. a.batchMu is held.
+func (a *Agent) flushIn(wait time.Duration) {
+	due := time.Now().Add(wait) //wallclock: pacing: how long readings gather, in real time
+	if a.batchTimer != nil {
+		if !a.batchDue.After(due) {
+			return
+		}
+		if !a.batchTimer.Stop() {
+			return // firing: its flush takes what is queued
+		}
+		a.work.Done()
 	}
-	a.batchArmed = true
+	a.batchDue = due
 	a.work.Add(1)
-	time.AfterFunc(batchLinger, func() { //wallclock: pacing: how long readings gather, in real time
+	a.batchTimer = time.AfterFunc(wait, func() { //wallclock: pacing: how long readings gather, in real time
 		defer a.work.Done()
 		a.flush()
 	})
+}
+
+// flushSoon flushes what is queued now, as a shutdown must before it
+// waits for the agent's work.
+func (a *Agent) flushSoon() {
+	a.batchMu.Lock()
+	defer a.batchMu.Unlock()
+	if len(a.batch) > 0 {
+		a.flushIn(0)
+	}
 }
 
 // flush publishes the readings queued, as few messages as fit them.
 func (a *Agent) flush() {
 	a.batchMu.Lock()
 	rds := a.batch
-	a.batch, a.batchArmed = nil, false
+	a.batch, a.batchTimer = nil, nil
 	a.batchMu.Unlock()
 	var bodies [][]byte
 	var sigs []string

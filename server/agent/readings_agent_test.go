@@ -140,3 +140,55 @@ func TestAgentReadingsAloneToAnOldExchange(t *testing.T) {
 	require.Eventually(t, func() bool { return len(finalsOf(x.all("gpu1", "c1"))) == 1 }, 5*time.Second, 50*time.Millisecond, "the final reading on its own")
 	assert.Empty(t, x.readingsOf("gpu1"))
 }
+
+// TestAgentReadingsOneMessageAnInterval: contracts started at different
+// moments of a reading interval fall due at different ticks, yet their
+// readings go out together, a message an interval for the server rather
+// than one per contract (issue 34: the usage stream's messages grow with
+// servers, not contracts). Only final readings go out at once.
+func TestAgentReadingsOneMessageAnInterval(t *testing.T) {
+	x := newExchange(t, setup{readings: true, readingEvery: time.Second})
+	x.startAgent("gpu1", agent.Config{})
+	ids := []string{"c1", "c2", "c3"}
+	for _, id := range ids {
+		_, err := x.start("gpu1", "o"+id, id, terms(1, 10*time.Second, "0.001", "0.01", "1", 3500*time.Millisecond))
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond) // each contract's readings at another phase of the interval
+	}
+	var msgs []readingsMsg
+	finals := func() int {
+		n := 0
+		for _, m := range msgs {
+			for _, rd := range m.rds {
+				if rd.Final {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { msgs = x.readingsOf("gpu1"); return finals() == len(ids) },
+		15*time.Second, 100*time.Millisecond, "every contract's final reading, in readings messages")
+
+	periodic := 0                   // messages of readings that are not final
+	perContract := map[string]int{} // each contract's readings that are not final
+	for _, m := range msgs {
+		final := false
+		for _, rd := range m.rds {
+			if rd.Final {
+				final = true
+			} else {
+				perContract[rd.Contract]++
+			}
+		}
+		if !final {
+			periodic++
+		}
+	}
+	most := 0
+	for _, n := range perContract {
+		most = max(most, n)
+	}
+	require.Positive(t, most, "no reading before the final ones")
+	assert.LessOrEqual(t, periodic, most+1, "%d messages of periodic readings for %v: one a contract, not one an interval", periodic, perContract)
+}
