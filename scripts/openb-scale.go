@@ -38,6 +38,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bourse/bourse/internal/safecsv"
 )
 
 type node struct {
@@ -231,7 +233,7 @@ func writePods(file string, pods []pod) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := csv.NewWriter(f)
+	w := safecsv.NewWriter(f) // every CSV the project writes goes through safecsv (its TestOnePlace)
 	w.Write(header)
 	for _, p := range pods {
 		w.Write(p.rec)
