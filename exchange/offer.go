@@ -116,11 +116,17 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		return reply, nil
 	}
-	h.servers.took(win, t, began)
-	c, _, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
+	c, created, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
+	}
+	if created {
+		// Only a contract made takes room: a retry whose first try made
+		// the contract negotiated again and was cancelled (open), and
+		// counting it would shrink the server's room by a contract that
+		// does not exist until its next heartbeat.
+		h.servers.took(win, t, began)
 	}
 	return made(c), nil
 }

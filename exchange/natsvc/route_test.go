@@ -184,3 +184,32 @@ func TestClaimHeardNotCountedTwice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU: %+v", q)
 }
+
+// TestRetryTakesNoRoom: a retried offer whose first try made a contract
+// negotiates again, is accepted and cancelled (the escrow finds the
+// contract made), and is answered that contract. Only the contract made
+// takes its GPUs out of the server's ask: counted for every retry, the
+// room fell to nothing until the server's next heartbeat, and offers
+// were turned away with "no live server has 1 GPUs free now".
+func TestRetryTakesNoRoom(t *testing.T) {
+	m := newMarket(t, nil)
+	m.wallet("alice", "100")
+	m.scriptedWith("gpu1", 2, func(h *protocol.Hello) {
+		h.Ask = &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: 2,
+			P: contract.Flat(dectest.D("0.001"))}}}
+	}, accept)
+	alice := m.client("alice")
+	ctx := context.Background()
+	first, err := alice.Offer(ctx, "first", terms("alice"))
+	require.NoError(t, err)
+	require.NotNil(t, first.Contract, "%+v", first)
+	for range 3 {
+		again, err := alice.Offer(ctx, "first", terms("alice"))
+		require.NoError(t, err)
+		require.NotNil(t, again.Contract, "%+v", again)
+		assert.Equal(t, first.Contract.ID, again.Contract.ID)
+	}
+	q, err := alice.Quote(ctx, terms("alice"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU, after one contract and three retries of it: %+v", q)
+}
