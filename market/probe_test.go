@@ -108,7 +108,12 @@ func (p *probe) offer(ctx context.Context, server, rid string) try {
 	reply, err := p.c.Offer(ctx, rid, terms)
 	tr.answered = time.Now()
 	if ctx.Err() != nil && err != nil {
-		return tr // the probe stopped: not an answer
+		// The probe stopped with this offer in flight: not an answer,
+		// but the offer may have made a contract, so its request id is
+		// kept as one without an answer (the check then finds the
+		// contract named), as a client that gave up would count it.
+		p.told.Note(p.id, rid, reply, &bourse.Error{Code: bourse.EDeadlineExceeded, Message: "the probe stopped: " + err.Error()})
+		return tr
 	}
 	p.told.Note(p.id, rid, reply, err)
 	switch {
