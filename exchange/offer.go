@@ -116,17 +116,18 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		return reply, nil
 	}
+	// The room is taken before the escrow, so that offers routed
+	// meanwhile do not all go where it has just gone; the server's own
+	// word after began stands over it (took).
+	h.servers.took(win, t, began)
 	c, created, err := h.open(ctx, id, lock, offerID, win, signed, adm, t, req, time.Time{})
+	if err != nil || !created {
+		// No contract of this accept's: its GPUs are the server's again.
+		h.servers.untook(win, t, began)
+	}
 	if err != nil {
 		h.router.Cancel(win, offerID)
 		return protocol.OfferReply{}, err
-	}
-	if created {
-		// Only a contract made takes room: a retry whose first try made
-		// the contract negotiated again and was cancelled (open), and
-		// counting it would shrink the server's room by a contract that
-		// does not exist until its next heartbeat.
-		h.servers.took(win, t, began)
 	}
 	return made(c), nil
 }

@@ -254,6 +254,21 @@ func (r *registry) named(t contract.Terms) route {
 // turned away, until it speaks again. Too much room costs an offer a
 // refusal; too little, a contract.
 func (r *registry) took(server string, t contract.Terms, began time.Time) {
+	r.room(server, t, began, -1)
+}
+
+// untook undoes took for a negotiation whose accept made no contract (a
+// retried request's, whose first try had made it: the escrow found that
+// contract and the accept was cancelled), unless the server spoke since
+// began, whose word stands. Without it every retry shrank the server's
+// room by a contract that does not exist, until it spoke again.
+func (r *registry) untook(server string, t contract.Terms, began time.Time) {
+	r.room(server, t, began, +1)
+}
+
+// room moves server's room by t's GPUs in the direction of sign, within
+// its classes' GPUs, unless the server spoke since began.
+func (r *registry) room(server string, t contract.Terms, began time.Time, sign int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.servers[server]
@@ -270,11 +285,14 @@ func (r *registry) took(server string, t contract.Terms, began time.Time) {
 			continue
 		}
 		n := min(left, c.Free)
-		c.Free -= n
+		if sign > 0 {
+			n = min(left, c.GPUs-c.Free)
+		}
+		c.Free += sign * n
 		left -= n
 	}
 	s.Ask = &a
-	s.Free = max(0, s.Free-t.GPUs)
+	s.Free = min(max(0, s.Free+sign*t.GPUs), len(s.GPUs))
 	r.servers[server] = s
 	r.asks.put(server, &old, s.Hello)
 }
