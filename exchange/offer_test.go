@@ -39,3 +39,25 @@ func TestNoServerYet(t *testing.T) {
 	reply := offer(t, h, "erin", "lower-case", tm, 0)
 	require.NotNil(t, reply.Contract, "h100 is routed to an H100 server: %+v", reply)
 }
+
+// TestNoServerOfThatName: an offer to one server by name (bourse bid
+// offer --take SERVER) that no live server has says the name is
+// unknown, naming the field, rather than that no server has the GPUs.
+func TestNoServerOfThatName(t *testing.T) {
+	ctx := context.Background()
+	h := housetest.New(t, exchange.Config{})
+	h.Wallet("erin", "100")
+	h.Server("gpu1", "H100", 1, nil)
+	tm := job(1, "0.01")
+	tm.Server = "gpu9"
+	_, err := h.House.Offer(ctx, "erin", protocol.OfferRequest{RequestID: "named", Terms: tm})
+	var e *bourse.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, bourse.ENoMatch, e.Code)
+	assert.Equal(t, "terms.server", e.Field)
+	assert.Contains(t, e.Message, `no live server named "gpu9"`)
+
+	tm.Server = "gpu1"
+	reply := offer(t, h, "erin", "named-right", tm, 0)
+	require.NotNil(t, reply.Contract, "the server named: %+v", reply)
+}

@@ -163,6 +163,13 @@ func (r *registry) noMatch(t contract.Terms) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.cutoff()
+	if s, ok := r.servers[t.Server]; t.Server != "" && (!ok || s.seen.Before(cutoff) || s.Currency != t.Currency) {
+		// An offer to one server by name (bourse bid offer --take
+		// SERVER): say that the name is unknown here, not that no
+		// server has the GPUs, which sends the client to look at them.
+		return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.server",
+			Message: fmt.Sprintf("no live server named %q sells for %s (bourse bid servers lists them)", t.Server, t.Currency)}
+	}
 	var why []string
 	var code bourse.Code
 	for _, id := range r.order {
