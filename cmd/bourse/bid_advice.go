@@ -22,9 +22,13 @@ func advise(err error, f *bidFlags) error {
 	var hint string
 	switch e.Code {
 	case bourse.ENoMatch:
-		hint = "no server has that class free: try fewer GPUs or another --model"
-		if e.Field == "" { // none registered at all: a fresh exchange
+		switch e.Field {
+		case "": // none registered at all: a fresh exchange
 			hint = "wait a few seconds for the servers to say hello, then offer again"
+		case "terms.server": // --take SERVER, a name no live server has
+			hint = "name one of bourse bid servers, or leave --take out to offer to any"
+		default:
+			hint = "no server has that class free: try fewer GPUs or another --model"
 		}
 	case bourse.EInsufficientFunds:
 		hint = fmt.Sprintf("the prepayment is the most the offer can cost unless --prepayment says less (every GPU busy for the whole --time-limit, 10m by default): offer a shorter --time-limit or a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)

@@ -156,3 +156,14 @@ func TestRejectedHint(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviceNoServerNamed: an offer to a server by a name no live server
+// has is advised to name a listed one, not to try other GPUs.
+func TestAdviceNoServerNamed(t *testing.T) {
+	f := &bidFlags{}
+	err := advise(&bourse.Error{Code: bourse.ENoMatch, Field: "terms.server", Message: `no live server named "nosuch" sells for CRED`}, f)
+	assert.Contains(t, err.Error(), "name one of bourse bid servers")
+	assert.NotContains(t, err.Error(), "another --model")
+	err = advise(&bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus", Message: "no live server has 9 H100 GPUs for CRED"}, f)
+	assert.Contains(t, err.Error(), "another --model")
+}
