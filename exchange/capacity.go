@@ -21,7 +21,7 @@ type gpuCount struct{ gpus, free int }
 func (r *registry) capacity() map[string]map[string]gpuCount {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff() // live as routing counts it, through this instance's own outage
 	out := map[string]map[string]gpuCount{}
 	for _, s := range r.servers {
 		if s.seen.Before(cutoff) {
@@ -83,7 +83,7 @@ func (r *registry) model(server string, t contract.Terms) string {
 func (r *registry) sellers() map[string][]protocol.MarketServer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff() // live as routing counts it, through this instance's own outage
 	out := map[string][]protocol.MarketServer{}
 	for _, id := range r.order {
 		s := r.servers[id]

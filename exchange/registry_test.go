@@ -37,6 +37,16 @@ func TestRegistryThroughAnOutage(t *testing.T) {
 		if got := r.live() == 1; got != s.live {
 			t.Errorf("at %.1fs: live %v, want %v: %s", s.at, got, s.live, s.why)
 		}
+		// What clients read of the servers agrees with whom offers go to.
+		if got := len(r.list("CRED")) == 1; got != s.live {
+			t.Errorf("at %.1fs: listed %v, want %v: %s", s.at, got, s.live, s.why)
+		}
+		if got := len(r.sellers()["CRED"]) == 1; got != s.live {
+			t.Errorf("at %.1fs: in market data %v, want %v: %s", s.at, got, s.live, s.why)
+		}
+		if _, got := r.capacity()["CRED"]; got != s.live {
+			t.Errorf("at %.1fs: its GPUs counted %v, want %v: %s", s.at, got, s.live, s.why)
+		}
 	}
 
 	now = t0

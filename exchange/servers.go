@@ -16,7 +16,7 @@ func (h *House) Servers(cur string) []protocol.Server {
 func (r *registry) list(cur string) []protocol.Server {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := r.now().Add(-r.lostAfter)
+	cutoff := r.cutoff() // live as routing counts it, through this instance's own outage
 	out := []protocol.Server{}
 	for _, id := range r.order {
 		s := r.servers[id]
