@@ -22,6 +22,14 @@ func TestMain(m *testing.M) {
 	// The commands keep what they keep for a user (the counter-offers
 	// shown, contexts) under the user's cache and configuration folders:
 	// the tests' own, never the account's.
+	// Nor the shell's settings: the README has a user export
+	// BOURSE_NATS_URL and BOURSE_ID to trade by hand, and the same shell
+	// then runs make test. The tests' own (BOURSE_TEST_*) stay.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BOURSE_") && !strings.HasPrefix(k, "BOURSE_TEST_") {
+			os.Unsetenv(k)
+		}
+	}
 	home, err := os.MkdirTemp("", "bourse-test-home-")
 	if err != nil {
 		panic(err)
