@@ -98,7 +98,8 @@ type Config struct {
 	// with free GPUs is matched again, whether or not they freed lately,
 	// and how long a server's refusal of a waiting offer stands while it
 	// has no more GPUs free, 30s (its prices may have fallen, or the
-	// instance that matched stopped). MatchGap is the least time between
+	// instance that matched stopped), and the window in which a server
+	// that breaks most of its asks is demoted (broken.go). MatchGap is the least time between
 	// two passes of a currency that heartbeats, not a contract's end,
 	// make due, 1s: a server cannot make the exchange offer it the book
 	// more often (pass.go).
@@ -109,6 +110,12 @@ type Config struct {
 
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
+	// Backlog, if set, says whether readings from a server have reached
+	// the exchange's transport but not its store: the sweep does not take
+	// a contract's silence for its server's loss while its server's
+	// readings wait there (sweep.go). nil where readings are stored as
+	// they are sent (the simulator).
+	Backlog Backlog
 	// Verifier, if set, requires every reading that travels (Reading) to
 	// carry its server's signature, and keeps it on the contract; nil
 	// takes readings on NATS's word alone (signing.Keys is one).
@@ -227,7 +234,7 @@ func New(cfg Config) (*House, error) {
 	return &House{
 		cfg: cfg, store: cfg.Store, router: cfg.Router, notify: cfg.Notifier, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),
-		servers: newRegistry(cfg.Now, cfg.ServerLostAfter),
+		servers: newRegistry(cfg.Now, cfg.ServerLostAfter, cfg.RematchEvery),
 		// A new House has heard nothing yet: readings may wait in the
 		// stream, some for AckWait. Its start is an outage to the sweep.
 		pauses:    pauses{outage: now, last: now},

@@ -127,6 +127,57 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	h.Audit()
 }
 
+// TestWaitingReadingsHoldTheSweep: a job's last readings, its final one
+// among them, reach the transport on time but not the House: the usage
+// stream handed them to an instance that paused while it stored them (in
+// TestCluster, SIGSTOP with the contract's row held). The job has ended,
+// so its server's heartbeats no longer list it, and its last counted
+// reading ages past ServerLostAfter. Its silence is not judged while its
+// readings wait; once they come the contract completes, charged for all
+// it used, where the sweep had settled it as lost on an older reading
+// (and the final reading, after the settlement, counted for nothing).
+func TestWaitingReadingsHoldTheSweep(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	h.Server("gpu1", "H100", 2, nil)
+	h.Wallet("dave", "100")
+	tm := job(1, "0.01")
+	tm.Job.Profile.Duration, tm.TimeLimit = 30*time.Second, 5*time.Minute
+	tm.Prepayment = tm.CappedPrepayment(2)
+	reply := offer(t, h, "dave", "w1", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id := reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State)
+
+	h.Router.QueueReadings("gpu1")
+	h.Run(time.Minute, time.Second)
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateRunning, c.State, "settled as %s while its readings waited", c.Reason)
+	held, err := h.Router.Holds(context.Background(), "gpu1")
+	require.NoError(t, err)
+	require.True(t, held, "the job's readings, its final one among them, wait")
+
+	h.ReleaseReadings("gpu1")
+	h.Run(2*time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonCompleted, c.Reason)
+	assert.True(t, c.Charge.Equal(dectest.D("0.30")), "30 GPU-seconds at 0.01: %s", c.Charge)
+
+	// A server whose readings do not wait and that is silent is still
+	// lost, on its last reading.
+	reply = offer(t, h, "dave", "w2", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id = reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	h.Router.Silence("gpu1", true)
+	h.Run(12*time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonServerLost, c.Reason)
+	h.Audit()
+}
+
 // TestHeartbeatsWithoutReadings: a server that heartbeats a contract as
 // running but never sends its readings gains nothing by it: the watchdog
 // waits, but the escrow's deadline (start deadline + time limit +

@@ -108,6 +108,9 @@ func (h *Harness) Instance() *exchange.House {
 	h.T.Helper()
 	cfg := h.cfg
 	cfg.Store, cfg.Router, cfg.Notifier, cfg.Now, cfg.Sleep = h.Store, h.Router, h, h.Clock.Now, h.sleep
+	if cfg.Backlog == nil {
+		cfg.Backlog = h.Router
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -167,6 +170,22 @@ func (h *Harness) deliver(ctx context.Context, server string, r contract.Reading
 		sig = sign(body)
 	}
 	return h.House.Reading(ctx, server, r.Contract, protocol.MsgID(server, r), body, sig)
+}
+
+// ReleaseReadings delivers the readings server's queue kept
+// (Router.QueueReadings), in order, and delivers its readings as they
+// come from now on.
+func (h *Harness) ReleaseReadings(server string) {
+	h.T.Helper()
+	r := h.Router
+	r.mu.Lock()
+	rds := r.queued[server]
+	delete(r.queued, server)
+	delete(r.queueing, server)
+	r.mu.Unlock()
+	for _, rd := range rds {
+		require.NoError(h.T, h.deliver(context.Background(), server, rd), "reading %d of %s", rd.Seq, rd.Contract)
+	}
 }
 
 // Now is the harness's time.
@@ -268,7 +287,7 @@ func (h *Harness) Tick() {
 		n := h.Router.Nodes[id]
 		due := n.Tick(h.Now())
 		for _, r := range due.Readings {
-			if !h.Router.readingsHeld(id) {
+			if !h.Router.readingsHeld(id) && !h.Router.queue(id, r) {
 				_ = h.deliver(ctx, id, r)
 			}
 		}

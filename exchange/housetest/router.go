@@ -31,6 +31,10 @@ type Router struct {
 	// late are the servers whose readings never reach the House while
 	// they heartbeat (HoldReadings).
 	late map[string]bool
+	// queueing are the servers whose readings wait in the transport, and
+	// queued those readings, in order (QueueReadings).
+	queueing map[string]bool
+	queued   map[string][]contract.Reading
 	// mute are the servers that decide offers but never answer a start,
 	// like one that hung after its accept (MuteStarts).
 	mute map[string]bool
@@ -119,6 +123,38 @@ func (r *Router) readingsHeld(server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.late[server]
+}
+
+// QueueReadings has server's readings wait in the transport from now on,
+// not delivered and not lost, as readings wait in the usage stream while
+// the instance that took them is paused holding them: Holds says so, and
+// Harness.ReleaseReadings delivers them.
+func (r *Router) QueueReadings(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queueing == nil {
+		r.queueing, r.queued = map[string]bool{}, map[string][]contract.Reading{}
+	}
+	r.queueing[server] = true
+}
+
+// queue keeps server's reading rd if its readings wait, and says so.
+func (r *Router) queue(server string, rd contract.Reading) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.queueing[server] {
+		return false
+	}
+	r.queued[server] = append(r.queued[server], rd)
+	return true
+}
+
+// Holds is the Router as the House's Backlog: whether server's readings
+// wait in it.
+func (r *Router) Holds(_ context.Context, server string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queued[server]) > 0, nil
 }
 
 // Silence makes server silent (or speak again): it answers nothing and
@@ -333,5 +369,9 @@ func (r *Router) Control(_ context.Context, c contract.Contract, action contract
 // readings.
 func (r *Router) stop(id string, stops []server.Stop) {
 	ctx := context.Background()
-	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) { _ = r.h.deliver(ctx, id, f) })
+	r.Nodes[id].StopJobs(ctx, r.h.Now, stops, func(f contract.Reading) {
+		if !r.queue(id, f) {
+			_ = r.h.deliver(ctx, id, f)
+		}
+	})
 }

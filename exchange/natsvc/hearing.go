@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/bourse/bourse/protocol"
 )
 
 // The sweep takes a running contract's silence for its server's loss,
@@ -49,6 +52,13 @@ import (
 //     And a contract whose server's heartbeats (which every instance
 //     hears directly) still list it is not judged lost at all
 //     (House.Sweep): the timing above is a second line of defence.
+//     The first is the stream itself (backlog.Holds): a reading stays in
+//     it until an instance acknowledges it, so while a server's readings
+//     are there, taken by a paused instance or not, its silence is not
+//     judged. The timing alone did not hold once readings travelled in
+//     one message per server per interval (a reading may wait an
+//     interval before it leaves its server), nor when the paused
+//     instance held the contract's row while storing it.
 
 // pullExpiry is how long each pull of the usage consumer waits.
 func pullExpiry(heartbeat time.Duration) time.Duration {
@@ -149,4 +159,33 @@ func streamLeader(info *jetstream.StreamInfo) (string, bool) {
 		return "", true
 	}
 	return info.Cluster.Leader, info.Cluster.Leader != ""
+}
+
+// backlog is the Service as the House's Backlog: the usage stream.
+type backlog Service
+
+// Holds reports whether the usage stream holds readings from server that
+// no instance has acknowledged. With interest retention a reading stays
+// in the stream until the exchange's consumer acknowledges it (stored)
+// or terminates it (refused), whichever instance took it, so this is
+// true from JetStream's acknowledgement to the server until the reading
+// is counted, and false otherwise. One stream info, filtered to the
+// server's subjects: the sweep asks only for servers whose contracts'
+// silence it is about to judge.
+func (b *backlog) Holds(ctx context.Context, server string) (bool, error) {
+	if b.usage == nil {
+		return false, errors.New("natsvc: the usage stream is not open yet")
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(b.cfg.SweepEvery, time.Second))
+	defer cancel()
+	info, err := b.usage.Info(ctx, jetstream.WithSubjectFilter(protocol.ServerSubject(server, ">")))
+	if err != nil {
+		return false, fmt.Errorf("natsvc: usage stream info for server %s: %w", server, err)
+	}
+	for _, n := range info.State.Subjects {
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }

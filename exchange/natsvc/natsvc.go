@@ -112,7 +112,8 @@ type Service struct {
 	js       jetstream.JetStream // the servers' output streams, read for their clients
 	outputs  sync.Map            // servers whose output stream this instance has made (ensureOutput)
 	consumer jetstream.ConsumeContext
-	readers  sync.WaitGroup // the reading workers
+	usage    jetstream.Stream // the usage stream, once startUsage has it
+	readers  sync.WaitGroup   // the reading workers
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -140,6 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		logLines: newBuckets(1, 5)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
+	hc.Backlog = (*backlog)(s)
 	house, err := exchange.New(hc)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("natsvc: create stream %s: %w", protocol.UsageStream, err)
 	}
+	s.usage = stream
 	var cons jetstream.Consumer
 	if err := withRetry(ctx, s.serve.JetStreamWait, log, "create the usage consumer", func(ctx context.Context) (err error) {
 		cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{

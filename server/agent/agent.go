@@ -124,8 +124,10 @@ type Agent struct {
 	batchTimer *time.Timer
 	batchDue   time.Time
 	// readingsMsgs says that the exchange's usage stream takes readings
-	// messages (its hello reply said so).
+	// messages (its hello reply said so); noResponders, in Unix
+	// nanoseconds, when one found nothing to take it (aloneAfterNoResponders).
 	readingsMsgs atomic.Bool
+	noResponders atomic.Int64
 
 	mu        sync.Mutex
 	heartbeat time.Duration

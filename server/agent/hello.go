@@ -110,6 +110,7 @@ func (a *Agent) signedMsg(subject string, body any) (*nats.Msg, error) {
 func (a *Agent) adopt(r protocol.HelloReply) {
 	a.node.Adopt(r)
 	a.readingsMsgs.Store(r.Readings)
+	a.noResponders.Store(0)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Heartbeat > 0 {

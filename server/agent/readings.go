@@ -31,7 +31,7 @@ const batchLinger = 20 * time.Millisecond
 // before.
 func (a *Agent) send(rd contract.Reading) {
 	a.keep(rd)
-	if !a.readingsMsgs.Load() {
+	if !a.batching() {
 		a.work.Add(1)
 		go func() {
 			defer a.work.Done()
@@ -149,7 +149,7 @@ func (a *Agent) publishReadings(rds []contract.Reading, bodies [][]byte, sigs []
 			}
 		}
 	case errors.Is(err, errOldStream):
-		a.readingsMsgs.Store(false) // until an exchange's hello reply says otherwise
+		a.noResponders.Store(time.Now().UnixNano()) //wallclock: pacing: how long readings go alone
 		for _, rd := range rds {
 			a.publishAlone(rd)
 		}
@@ -187,8 +187,28 @@ func (a *Agent) publishAlone(rd contract.Reading) {
 	}
 }
 
-// errOldStream says that the usage stream takes no readings messages: the
-// exchange is older than them.
+// aloneAfterNoResponders is how long readings go alone after a readings
+// message found no stream to take it.
+const aloneAfterNoResponders = time.Minute
+
+// batching says whether readings go in readings messages: the exchange's
+// hello reply said its stream takes them, and none has found nothing to
+// take it for aloneAfterNoResponders. Nothing answers a publish both where
+// the stream is older than readings messages (an exchange rolled back)
+// and while a NATS cluster elects the stream's leader (seconds): the
+// readings then go alone, as they would to an old stream, and after a
+// while in readings messages again, rather than alone until the next
+// hello (which only a reconnection brings).
+func (a *Agent) batching() bool {
+	if !a.readingsMsgs.Load() {
+		return false
+	}
+	at := a.noResponders.Load()
+	return at == 0 || time.Since(time.Unix(0, at)) >= aloneAfterNoResponders //wallclock: pacing: how long readings go alone
+}
+
+// errOldStream says that nothing took a readings message: the usage
+// stream is older than them, or has no leader now.
 var errOldStream = errors.New("the usage stream takes no readings messages")
 
 // retry calls try until it succeeds, ctx ends, or it says the stream is

@@ -192,3 +192,20 @@ func TestAgentReadingsOneMessageAnInterval(t *testing.T) {
 	require.Positive(t, most, "no reading before the final ones")
 	assert.LessOrEqual(t, periodic, most+1, "%d messages of periodic readings for %v: one a contract, not one an interval", periodic, perContract)
 }
+
+// TestAgentReadingsAloneWhenNothingTakesThem: the hello reply said the
+// stream takes readings messages, and then nothing takes them (the
+// exchange was rolled back to one older than them and made its stream
+// again; a NATS cluster electing the stream's leader looks the same for
+// seconds). A job's readings, its final one among them, go on its
+// contract's own subject then, and are not lost.
+func TestAgentReadingsAloneWhenNothingTakesThem(t *testing.T) {
+	x := newExchange(t, setup{readings: true})
+	x.startAgent("gpu1", agent.Config{})
+	_, err := x.js.UpdateStream(context.Background(), jetstream.StreamConfig{Name: protocol.UsageStream, Subjects: []string{protocol.UsageSubjects}})
+	require.NoError(t, err)
+	_, err = x.start("gpu1", "o1", "c1", terms(1, 10*time.Second, "0.001", "0.01", "1", 1500*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(finalsOf(x.all("gpu1", "c1"))) == 1 }, 10*time.Second, 50*time.Millisecond,
+		"the final reading on its own, once readings messages found nothing to take them")
+}

@@ -1,0 +1,98 @@
+package natsvc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/internal/natstest"
+	"github.com/bourse/bourse/protocol"
+)
+
+// TestBacklogHolds: what the sweep relies on of the usage stream, on the
+// module's NATS server and on Debian's 2.9 that operators run. A reading
+// JetStream acknowledged to its server is held for that server until an
+// instance of the exchange acknowledges it (stored) or terminates it
+// (refused), including while an instance has taken it and said nothing
+// (paused); a reading asked for again later (nak) is still held; another
+// server's readings are not its.
+func TestBacklogHolds(t *testing.T) {
+	t.Run("module", func(t *testing.T) {
+		ns := natstest.Start(t)
+		checkBacklog(t, natstest.Connect(t, ns, ""))
+	})
+	t.Run("debian", func(t *testing.T) {
+		bin := natstest.DebianNATS(t)
+		dir := t.TempDir()
+		port := natstest.FreePort(t)
+		conf := filepath.Join(dir, "nats-server.conf")
+		require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, "listen: 127.0.0.1:%d\njetstream { store_dir: %q }\n", port, dir), 0o600))
+		natstest.RunBinary(t, bin, "-c", conf)
+		nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port))
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		checkBacklog(t, nc)
+	})
+}
+
+func checkBacklog(t *testing.T, nc *nats.Conn) {
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	cfg := Config{Conn: nc}
+	require.NoError(t, cfg.defaults())
+	stream, err := js.CreateOrUpdateStream(ctx, usageStream(cfg))
+	require.NoError(t, err)
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: "exchange", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	require.NoError(t, err)
+	b := (*backlog)(&Service{usage: stream})
+	holds := func(server string) bool {
+		t.Helper()
+		held, err := b.Holds(ctx, server)
+		require.NoError(t, err)
+		return held
+	}
+	// gone waits for server's readings to leave the stream: removing an
+	// acknowledged message follows the acknowledgement.
+	gone := func(server, what string) {
+		t.Helper()
+		assert.Eventually(t, func() bool { return !holds(server) }, 5*time.Second, 10*time.Millisecond, what)
+	}
+	take := func() jetstream.Msg {
+		t.Helper()
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		m, ok := <-batch.Messages()
+		require.True(t, ok, "a reading to take")
+		return m
+	}
+
+	assert.False(t, holds("gpu1"), "an empty stream")
+	_, err = js.Publish(ctx, protocol.ReadingsSubject("gpu1"), []byte("readings"))
+	require.NoError(t, err)
+	assert.True(t, holds("gpu1"), "acknowledged to its server, not yet taken")
+	assert.False(t, holds("gpu2"), "another server's")
+	m := take()
+	assert.True(t, holds("gpu1"), "taken by an instance that has said nothing")
+	require.NoError(t, m.Nak())
+	m = take()
+	assert.True(t, holds("gpu1"), "asked for again, taken again")
+	require.NoError(t, m.DoubleAck(ctx))
+	gone("gpu1", "stored and acknowledged")
+
+	_, err = js.Publish(ctx, protocol.UsageSubject("gpu2", "c-1"), []byte("reading"))
+	require.NoError(t, err)
+	assert.True(t, holds("gpu2"), "a reading on its own")
+	assert.False(t, holds("gpu1"))
+	require.NoError(t, take().Term())
+	gone("gpu2", "refused for good")
+}
