@@ -98,8 +98,7 @@ type Config struct {
 	// with free GPUs is matched again, whether or not they freed lately,
 	// and how long a server's refusal of a waiting offer stands while it
 	// has no more GPUs free, 30s (its prices may have fallen, or the
-	// instance that matched stopped), and the window in which a server
-	// that breaks most of its asks is demoted (broken.go). MatchGap is the least time between
+	// instance that matched stopped). MatchGap is the least time between
 	// two passes of a currency that heartbeats, not a contract's end,
 	// make due, 1s: a server cannot make the exchange offer it the book
 	// more often (pass.go).
@@ -234,7 +233,7 @@ func New(cfg Config) (*House, error) {
 	return &House{
 		cfg: cfg, store: cfg.Store, router: cfg.Router, notify: cfg.Notifier, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),
-		servers: newRegistry(cfg.Now, cfg.ServerLostAfter, cfg.RematchEvery),
+		servers: newRegistry(cfg.Now, cfg.ServerLostAfter),
 		// A new House has heard nothing yet: readings may wait in the
 		// stream, some for AckWait. Its start is an outage to the sweep.
 		pauses:    pauses{outage: now, last: now},

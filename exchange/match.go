@@ -43,7 +43,6 @@ func (h *House) Match(ctx context.Context) int {
 	now := h.cfg.Now()
 	due := h.room.take(now, h.cfg.RematchEvery, h.cfg.MatchGap, h.servers.liveIDs, h.servers.rooms)
 	h.refusals.prune(now)
-	h.servers.kept.prune(now)
 	made := 0
 	for _, p := range due {
 		h.metrics.matchPasses.Inc()
@@ -114,31 +113,23 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 
 // candidates are the servers of ids with room for w, of its class, named
 // by it if it names one, whose asks it meets and that have not refused it
-// as they stand now: cheapest first, at most Config.RouteTo (route.go);
-// those whose asks stand broken only where no other is (broken.go).
+// as they stand now: cheapest first, at most Config.RouteTo (route.go).
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	type cand struct {
-		id     string
-		price  decimal.Decimal
-		asks   bool
-		broken bool // its ask stands broken (broken.go)
+		id    string
+		price decimal.Decimal
+		asks  bool
 	}
 	var cs []cand
 	for _, id := range ids {
 		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && w.Terms.FitIn(servers[id].GPUs) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
 			if price, asks, ok := askMet(servers[id], w.Terms, now); ok {
-				cs = append(cs, cand{id, price, asks, h.servers.kept.demoted(id, now)})
+				cs = append(cs, cand{id, price, asks})
 			}
 		}
 	}
 	slices.SortStableFunc(cs, func(a, b cand) int {
-		if a.broken != b.broken {
-			if b.broken {
-				return -1
-			}
-			return 1
-		}
 		if a.asks != b.asks {
 			if a.asks {
 				return -1
@@ -149,9 +140,6 @@ func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int
 	})
 	out := make([]string, 0, min(len(cs), h.cfg.RouteTo))
 	for _, c := range cs[:min(len(cs), h.cfg.RouteTo)] {
-		if c.broken && len(out) > 0 {
-			break // a broken ask only where no other would do (route.go)
-		}
 		out = append(out, c.id)
 	}
 	return out

@@ -26,8 +26,6 @@ type metrics struct {
 	// readings silent while its server's heartbeat said it runs it, or
 	// its server's readings waited in the Backlog.
 	readingsLate prometheus.Counter
-	// asksBroken counts servers demoted for breaking their asks (broken.go).
-	asksBroken prometheus.Counter
 	// stopsOverdue counts contracts the sweep settled at their
 	// client's stop plus the stop grace (contract.Stop).
 	stopsOverdue prometheus.Counter
@@ -59,8 +57,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
 			Help: "Times the sweep found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running, or readings its server sent still waited in the usage stream (judged again at the next sweep)."}),
-		asksBroken: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_asks_broken_total",
-			Help: "Times a server was demoted for breaking its asks: it refused every offer routed on at least 3 of its asks in rematch_every, and on more than half of those it was asked on; it is then asked only where no other server would be, for rematch_every, doubling at each further demotion."}),
 		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
 			Help: "Contracts the sweep settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}
@@ -73,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.matchPasses, m.matchAsked, m.asked)
 		reg.MustRegister(m.offers, m.negotiation, m.settled, m.voided, m.readings, m.escrowed,
-			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue, m.asksBroken)
+			m.stuck, m.stuckNow, m.heartbeats, m.quotes, m.book, m.readingsLate, m.stopsOverdue)
 	}
 	return m
 }

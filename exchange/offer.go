@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -241,16 +240,10 @@ func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt r
 
 // negotiate offers to every candidate at once. The first accept wins (the
 // router cancels any accept that comes after); with none, the reply
-// gathers every counter-offer and rejection that came in time. An offer
-// that names no server went to servers whose asks it met: each answer
-// heard counts for or against the ask it was routed on (kept).
+// gathers every counter-offer and rejection that came in time.
 func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *contract.Signed, protocol.OfferReply) {
 	var reply protocol.OfferReply
-	asks := h.servers.asksOf(servers)
 	for a := range h.router.Ask(ctx, offer, servers) {
-		if i := slices.Index(servers, a.Server); i >= 0 && offer.Terms.Server == "" {
-			h.kept(a.Server, asks[i], a.Err == nil && a.Decision.Accept)
-		}
 		switch {
 		case a.Err != nil:
 			reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: a.Server, Reason: "no answer: " + a.Err.Error(), Code: bourse.EDeadlineExceeded})
@@ -270,20 +263,6 @@ func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, serve
 		}
 	}
 	return "", nil, reply
-}
-
-// kept records whether server accepted an offer routed to it on its ask
-// number ask, and says so when this has it demoted (broken.go). An
-// accept refused for its signature counts as kept here: the server's
-// word was not against its ask, and the refusal is counted and logged
-// apart.
-func (h *House) kept(server string, ask uint64, accepted bool) {
-	if !h.servers.kept.answered(server, ask, accepted, h.cfg.Now()) {
-		return
-	}
-	h.metrics.asksBroken.Inc()
-	h.log.Warn("a server broke most of its asks: it refused every offer routed on them; it is asked only where no other server would be, for a while",
-		"server", server)
 }
 
 // verifyAccept checks an accept's signature, where one is required.

@@ -33,25 +33,18 @@ type registry struct {
 	// cutFrom and cutLast are when this instance's last outage (heard no
 	// server at all) began and was last seen (isolated).
 	cutFrom, cutLast time.Time
-	// asks indexes the servers' asks for routing (asks.go, route.go);
-	// kept says whose asks stand broken (broken.go).
+	// asks indexes the servers' asks for routing (asks.go, route.go).
 	asks *asks
-	kept *asksKept
 }
 
 type serverState struct {
 	protocol.Hello
 	seen time.Time
-	// heard counts the server's hellos and heartbeats: the number of
-	// the ask it last sent, as offers routed on it are judged (broken.go).
-	heard uint64
 }
 
-// newRegistry makes a registry on clock now; a server's ask broken
-// stands for brokenFor (asksKept).
-func newRegistry(now func() time.Time, lostAfter, brokenFor time.Duration) *registry {
+func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
 	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{},
-		known: map[string]bool{}, unknownUntil: map[string]time.Time{}, asks: newAsks(), kept: newAsksKept(brokenFor)}
+		known: map[string]bool{}, unknownUntil: map[string]time.Time{}, asks: newAsks()}
 }
 
 // isolated records that this instance heard no server at all at now
@@ -120,20 +113,8 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	} else {
 		r.asks.put(id, &old.Hello, h)
 	}
-	r.servers[id] = serverState{Hello: h, seen: now, heard: old.heard + 1}
+	r.servers[id] = serverState{Hello: h, seen: now}
 	return !ok || old.seen.Before(now.Add(-r.lostAfter)) || h.Free > old.Free
-}
-
-// asksOf returns the number of the ask each of servers last sent
-// (serverState.heard).
-func (r *registry) asksOf(servers []string) []uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]uint64, len(servers))
-	for i, id := range servers {
-		out[i] = r.servers[id].heard
-	}
-	return out
 }
 
 // rooms returns the live servers of ids as they last said, by id.

@@ -22,9 +22,7 @@ import (
 // of them. With none, the asks of the cheapest servers with room answer
 // for them: counter-offers built from the asks (askCounters), which ask
 // no server anything. Servers that say no ask are asked as they always
-// were, after every priced one, within the same bound. Servers whose
-// asks stand broken (broken.go) are asked, or countered from, only where
-// no other server would be.
+// were, after every priced one, within the same bound.
 
 // DefaultRouteTo is how many servers an offer goes to at most.
 const DefaultRouteTo = 8
@@ -69,35 +67,29 @@ func (r *registry) route(t contract.Terms, offerID string, k int) route {
 		return out
 	}
 	levels := r.asks.levels(t.Currency, t.Class)
-	sc := scanning{t: t, offerID: offerID, k: k, booking: t.StartAt.After(now), taken: map[string]bool{}, cutoff: cutoff, now: now}
+	booking := t.StartAt.After(now)
 	most := priceAt1(t)
 	need := bucket(t.GPUs)
-	// Those whose asks stand broken only where no other would do, and
-	// only if one was passed over.
-	for _, sc.broken = range []bool{false, true} {
-		if sc.broken && (!sc.passedOver || len(out.ask) > 0 || len(out.counter) > 0) {
-			break
-		}
-		for _, l := range levels {
-			sc.met = l.unpriced || l.price.LessThanOrEqual(most) // a dearer ask cannot be met
-			// The buckets that may have room for t first, least room
-			// first (the tightest fit leaves the most room elsewhere);
-			// then those with some room, for counter-offers; for a
-			// booking, which needs GPUs then and not now, those without.
-			for b := need; b < roomBuckets; b++ {
-				if !sc.met && len(out.counter) >= k {
-					break
-				}
-				if r.scan(&out, l.room[b], &sc) {
-					return out
-				}
+	taken := map[string]bool{}
+	for _, l := range levels {
+		met := l.unpriced || l.price.LessThanOrEqual(most) // a dearer ask cannot be met
+		// The buckets that may have room for t first, least room first
+		// (the tightest fit leaves the most room elsewhere); then those
+		// with some room, for counter-offers; for a booking, which needs
+		// GPUs then and not now, those without.
+		for b := need; b < roomBuckets; b++ {
+			if !met && len(out.counter) >= k {
+				break
 			}
-			for b := need - 1; b >= 0 && len(out.counter) < k && !sc.booking; b-- {
-				r.scan(&out, l.room[b], &sc)
-			}
-			if sc.booking && sc.met && r.scan(&out, l.full, &sc) {
+			if r.scan(&out, l.room[b], t, offerID, k, met, booking, taken, cutoff) {
 				return out
 			}
+		}
+		for b := need - 1; b >= 0 && len(out.counter) < k && !booking; b-- {
+			r.scan(&out, l.room[b], t, offerID, k, met, booking, taken, cutoff)
+		}
+		if booking && met && r.scan(&out, l.full, t, offerID, k, met, booking, taken, cutoff) {
+			return out
 		}
 	}
 	if len(out.ask) == 0 && len(out.counter) == 0 {
@@ -106,40 +98,19 @@ func (r *registry) route(t contract.Terms, offerID string, k int) route {
 	return out
 }
 
-// scanning is one route's search: its offer, and where it stands.
-type scanning struct {
-	t       contract.Terms
-	offerID string
-	k       int
-	booking bool
-	taken   map[string]bool // servers already in the route
-	cutoff  time.Time       // the registry's, for live servers
-	now     time.Time
-	met     bool // the level scanned is one the offer's price meets
-	broken  bool // the pass for servers whose asks stand broken
-	// passedOver says that the first pass left out a server for its
-	// broken ask.
-	passedOver bool
-}
-
 // scan looks through list for route, from a place the offer's id draws,
 // adding servers to ask and asks to counter from, and reports whether it
 // has k to ask. r.mu is held.
-func (r *registry) scan(out *route, list []askRef, sc *scanning) bool {
-	t, k, met, booking := sc.t, sc.k, sc.met, sc.booking
+func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID string, k int, met, booking bool, taken map[string]bool, cutoff time.Time) bool {
 	n := len(list)
-	start := rotation(sc.offerID, n)
+	start := rotation(offerID, n)
 	for j := range n {
 		ref := list[(start+j)%n]
-		if sc.taken[ref.server] {
+		if taken[ref.server] {
 			continue
 		}
 		s, ok := r.servers[ref.server]
-		if !ok || s.seen.Before(sc.cutoff) || s.Currency != t.Currency {
-			continue
-		}
-		if r.kept.demoted(ref.server, sc.now) != sc.broken {
-			sc.passedOver = sc.passedOver || !sc.broken
+		if !ok || s.seen.Before(cutoff) || s.Currency != t.Currency {
 			continue
 		}
 		a := askOf(s.Hello)
@@ -153,13 +124,13 @@ func (r *registry) scan(out *route, list []askRef, sc *scanning) bool {
 		case booking && !a.Books && c.Priced():
 		case (booking || room >= t.GPUs) && met && a.Meets(c, t):
 			out.ask = append(out.ask, ref.server)
-			sc.taken[ref.server] = true
+			taken[ref.server] = true
 			if len(out.ask) >= k {
 				return true
 			}
 		case !booking && room > 0 && c.Priced() && len(out.counter) < k:
 			out.counter = append(out.counter, askedFor{server: ref.server, ask: a, class: c})
-			sc.taken[ref.server] = true
+			taken[ref.server] = true
 		case !met && len(out.counter) >= k:
 			return false // nothing more this list can give
 		}

@@ -164,6 +164,27 @@ func TestWaitingReadingsHoldTheSweep(t *testing.T) {
 	assert.Equal(t, contract.ReasonCompleted, c.Reason)
 	assert.True(t, c.Charge.Equal(dectest.D("0.30")), "30 GPU-seconds at 0.01: %s", c.Charge)
 
+	// A backlog that cannot say holds every judgement of the sweep, and
+	// is asked once a sweep.
+	reply = offer(t, h, "dave", "w3", tm, 0)
+	require.NotNil(t, reply.Contract)
+	id = reply.Contract.ID
+	h.Run(10*time.Second, time.Second)
+	h.Router.Silence("gpu1", true)
+	h.Router.BacklogDown(true)
+	asked := h.Router.BacklogAsked()
+	h.Run(20*time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateRunning, c.State, "settled as %s while the backlog did not answer", c.Reason)
+	assert.LessOrEqual(t, h.Router.BacklogAsked()-asked, 20, "once a sweep at most")
+	h.Router.BacklogDown(false)
+	h.Run(time.Second, time.Second)
+	c = contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonServerLost, c.Reason)
+	h.Router.Silence("gpu1", false)
+	h.Beat()
+
 	// A server whose readings do not wait and that is silent is still
 	// lost, on its last reading.
 	reply = offer(t, h, "dave", "w2", tm, 0)

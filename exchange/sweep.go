@@ -89,21 +89,26 @@ type Backlog interface {
 // the contract would settle as lost on an older reading, and the reading
 // the server's stream acknowledged would come after the settlement and
 // count for nothing (TestCluster saw it: charged 0 for a job its server
-// read at 0.21). A Backlog that does not answer holds the judgement too:
+// read at 0.21). A Backlog that does not answer holds the judgement too,
+// of every server for the rest of the sweep, which asks it no more:
 // silence that cannot be told from waiting is not a lost server.
 func (h *House) backlog(ctx context.Context) func(server string) bool {
 	if h.cfg.Backlog == nil {
 		return func(string) bool { return false }
 	}
 	seen := map[string]bool{}
+	failed := false
 	return func(server string) bool {
+		if failed {
+			return true // the backlog did not answer this sweep: ask no more
+		}
 		held, ok := seen[server]
 		if !ok {
 			var err error
 			held, err = h.cfg.Backlog.Holds(ctx, server)
 			if err != nil {
-				h.log.Warn("sweep: cannot tell whether a server's readings wait in the usage stream; its silence is not judged now", "server", server, "err", err)
-				held = true
+				h.log.Warn("sweep: cannot tell whether a server's readings wait in the usage stream; no silence is judged in this sweep", "server", server, "err", err)
+				held, failed = true, true
 			}
 			seen[server] = held
 		}

@@ -158,7 +158,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.IntVar(&cfg.MatchBatch, "match-batch", 100, "the most waiting offers of a currency one matching pass negotiates")
 	f.IntVar(&cfg.MatchScan, "match-scan", 1000, "the most waiting offers of a currency one matching pass reads")
 	f.DurationVar(&cfg.MatchGap, "match-gap", time.Second, "the least time between two matching passes of a currency that servers' heartbeats make due")
-	f.DurationVar(&cfg.RematchEvery, "rematch-every", 30*time.Second, "how often every server with free GPUs is offered the book, how long a server's refusal of a waiting offer stands while it has no more GPUs free, and how long a server that broke most of its asks is asked only where no other would be")
+	f.DurationVar(&cfg.RematchEvery, "rematch-every", 30*time.Second, "how often every server with free GPUs is offered the book, and how long a server's refusal of a waiting offer stands while it has no more GPUs free")
 	f.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the usage stream (3 on a NATS cluster)")
 	f.DurationVar(&cfg.JetStreamWait, "jetstream-wait", 2*time.Minute, "how long to wait, retrying, for JetStream to create the usage stream at start (a NATS cluster just started has no leader for a while)")
 	f.Int64Var(&cfg.StreamMaxBytes, "stream-max-bytes", 1<<30, "bytes of readings the usage stream holds while they wait for the exchange; past it servers keep them")

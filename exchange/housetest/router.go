@@ -35,6 +35,9 @@ type Router struct {
 	// queued those readings, in order (QueueReadings).
 	queueing map[string]bool
 	queued   map[string][]contract.Reading
+	// backlogDown fails Holds; backlogAsked counts its calls.
+	backlogDown  bool
+	backlogAsked int
 	// mute are the servers that decide offers but never answer a start,
 	// like one that hung after its accept (MuteStarts).
 	mute map[string]bool
@@ -150,11 +153,31 @@ func (r *Router) queue(server string, rd contract.Reading) bool {
 }
 
 // Holds is the Router as the House's Backlog: whether server's readings
-// wait in it.
+// wait in it. It counts its calls (BacklogAsked), and fails while the
+// backlog is down (BacklogDown).
 func (r *Router) Holds(_ context.Context, server string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.backlogAsked++
+	if r.backlogDown {
+		return false, errors.New("housetest: the backlog does not answer")
+	}
 	return len(r.queued[server]) > 0, nil
+}
+
+// BacklogDown has Holds fail (or answer again), as the usage stream
+// that does not answer.
+func (r *Router) BacklogDown(down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.backlogDown = down
+}
+
+// BacklogAsked is how many times Holds was called.
+func (r *Router) BacklogAsked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.backlogAsked
 }
 
 // Silence makes server silent (or speak again): it answers nothing and

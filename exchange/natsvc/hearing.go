@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,9 +54,9 @@ import (
 //     hears directly) still list it is not judged lost at all
 //     (House.Sweep): the timing above is a second line of defence.
 //     The first is the stream itself (backlog.Holds): a reading stays in
-//     it until an instance acknowledges it, so while a server's readings
-//     are there, taken by a paused instance or not, its silence is not
-//     judged. The timing alone did not hold once readings travelled in
+//     it, past the consumer's acknowledgement floor, until an instance
+//     acknowledges it, so while a server's readings are there, taken by
+//     a paused instance or not, its silence is not judged. The timing alone did not hold once readings travelled in
 //     one message per server per interval (a reading may wait an
 //     interval before it leaves its server), nor when the paused
 //     instance held the contract's row while storing it.
@@ -132,6 +133,7 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, cons
 		leaderless = !ok
 		if ok {
 			lagging, stored = late, info.State.LastSeq
+			s.marks.add(s.cfg.Now(), stored)
 		}
 	}
 }
@@ -164,28 +166,87 @@ func streamLeader(info *jetstream.StreamInfo) (string, bool) {
 // backlog is the Service as the House's Backlog: the usage stream.
 type backlog Service
 
+// stuckAfter is how long a reading may wait in the usage stream,
+// unacknowledged, and still hold its server's judgement, in multiples of
+// ServerLostAfter. A reading taken by an instance that paused comes back
+// within AckWait and a pull's expiry of its pause; one that waits much
+// longer is stuck, not late: nats-server 2.9, after a restart, hands some
+// readings out again and again and never records their acknowledgement
+// (TestFaults: 28 such, the consumer's floor still for minutes), and such
+// a reading would hold its server's judgement for good.
+const stuckAfter = 2
+
 // Holds reports whether the usage stream holds readings from server that
-// no instance has acknowledged. With interest retention a reading stays
-// in the stream until the exchange's consumer acknowledges it (stored)
-// or terminates it (refused), whichever instance took it, so this is
-// true from JetStream's acknowledgement to the server until the reading
-// is counted, and false otherwise. One stream info, filtered to the
-// server's subjects: the sweep asks only for servers whose contracts'
-// silence it is about to judge.
+// the exchange's consumer has not acknowledged and that were stored
+// within stuckAfter·ServerLostAfter: the first message on the server's
+// subjects past both the consumer's acknowledgement floor and the
+// stream's last sequence at that time (marks). Whichever instance took
+// such a reading (or none yet), it is not counted, and stays until an
+// instance acknowledges it (stored) or terminates it (refused). Asking
+// by the floor, not by what the stream keeps, matters too: nats-server
+// 2.9 keeps acknowledged messages of an interest-retention stream after
+// a restart (TestFaults saw 37), and another consumer keeps them until
+// it acknowledges them as well. Two requests, and only for servers whose
+// contracts' silence the sweep is about to judge.
 func (b *backlog) Holds(ctx context.Context, server string) (bool, error) {
-	if b.usage == nil {
+	if b.usage == nil || b.usageCons == nil {
 		return false, errors.New("natsvc: the usage stream is not open yet")
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(b.cfg.SweepEvery, time.Second))
 	defer cancel()
-	info, err := b.usage.Info(ctx, jetstream.WithSubjectFilter(protocol.ServerSubject(server, ">")))
+	ci, err := b.usageCons.Info(ctx)
 	if err != nil {
-		return false, fmt.Errorf("natsvc: usage stream info for server %s: %w", server, err)
+		return false, fmt.Errorf("natsvc: usage consumer info: %w", err)
 	}
-	for _, n := range info.State.Subjects {
-		if n > 0 {
-			return true, nil
+	from := max(ci.AckFloor.Stream, b.marks.at(b.cfg.Now().Add(-stuckAfter*b.cfg.ServerLostAfter))) + 1
+	_, err = b.usage.GetMsg(ctx, from, jetstream.WithGetMsgSubject(protocol.ServerSubject(server, ">")))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("natsvc: usage stream, next reading of server %s: %w", server, err)
+	}
+	return true, nil
+}
+
+// marks are the usage stream's last sequence number as watchStream saw
+// it, by time, for stuckAfter·ServerLostAfter and a little more.
+type marks struct {
+	mu   sync.Mutex
+	keep time.Duration
+	all  []mark
+}
+
+type mark struct {
+	at  time.Time
+	seq uint64
+}
+
+// add records that the stream's last sequence was seq at at.
+func (m *marks) add(at time.Time, seq uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.all = append(m.all, mark{at, seq})
+	// Keep one mark older than keep: at() needs one at or before it.
+	n := 0
+	for n+1 < len(m.all) && at.Sub(m.all[n+1].at) > m.keep {
+		n++
+	}
+	m.all = m.all[n:]
+}
+
+// at is the stream's last sequence at t, as the latest mark at or
+// before t says: every message after it was stored after t, or a little
+// before. 0 if no mark is that old.
+func (m *marks) at(t time.Time) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var seq uint64
+	for _, k := range m.all {
+		if k.at.After(t) {
+			break
 		}
+		seq = k.seq
 	}
-	return false, nil
+	return seq
 }

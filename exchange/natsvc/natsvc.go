@@ -107,15 +107,17 @@ type Service struct {
 	peers    *peers         // the instances running, for the limits' shares
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
-	svc      micro.Service
-	subs     []*nats.Subscription
-	js       jetstream.JetStream // the servers' output streams, read for their clients
-	outputs  sync.Map            // servers whose output stream this instance has made (ensureOutput)
-	consumer jetstream.ConsumeContext
-	usage    jetstream.Stream // the usage stream, once startUsage has it
-	readers  sync.WaitGroup   // the reading workers
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	svc       micro.Service
+	subs      []*nats.Subscription
+	js        jetstream.JetStream // the servers' output streams, read for their clients
+	outputs   sync.Map            // servers whose output stream this instance has made (ensureOutput)
+	consumer  jetstream.ConsumeContext
+	usage     jetstream.Stream   // the usage stream, once startUsage has it
+	usageCons jetstream.Consumer // and its consumer
+	marks     marks              // the stream's last sequence by time (backlog)
+	readers   sync.WaitGroup     // the reading workers
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // Start validates cfg, creates the usage stream if needed and starts

@@ -43,6 +43,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("natsvc: create usage consumer: %w", err)
 	}
+	s.usageCons = cons
 	// Readings are counted by a few workers at once, each contract always by
 	// the same one: contracts settle in parallel (on SQL, in parallel
 	// transactions) and one contract's readings still arrive in order.
@@ -63,6 +64,7 @@ func (s *Service) startUsage(ctx, runCtx context.Context) error {
 		}()
 	}
 	hb := pullHeartbeat(s.cfg.ServerLostAfter, s.cfg.ReadingEvery)
+	s.marks.keep = stuckAfter*s.cfg.ServerLostAfter + 2*hb // marks come every hb (watchStream)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
 		case shards[shardOf(m.Subject(), len(shards))] <- m:
