@@ -183,3 +183,55 @@ func TestMarketLastTrade(t *testing.T) {
 	assert.Equal(t, "0.03", l.Last.Price.String(), "c2, settled last")
 	assert.True(t, l.Last.At.Equal(now.Add(-10*time.Minute)), "%v", l.Last.At)
 }
+
+// TestMarketModelsFolded: models are lines as routing matches them,
+// whatever their case: a client's offer waiting for "h100" is on the
+// servers' "H100" line, with both servers' GPUs, and one server's "h100"
+// beside another's "H100" is one line, under the least spelling.
+func TestMarketModelsFolded(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("s1", "H100", 2, posted("0.0050"))
+	h.Server("s2", "h100", 3, posted("0.0060"))
+	h.Wallet("ada", "100")
+	tm := job(8, "0.0010")
+	tm.Class.Model = "h100"
+	r := offer(t, h, "ada", "w", tm, time.Hour)
+	require.NotNil(t, r.Queued, "%+v", r)
+	m := market(t, h)
+	require.Len(t, m.Models, 1, "%+v", m.Models)
+	l := m.Models[0]
+	assert.Equal(t, "H100", l.Model)
+	assert.Equal(t, 5, l.GPUs)
+	assert.Equal(t, 1, l.Waiting.Offers)
+	require.NotNil(t, l.Book)
+	assert.Equal(t, 5, l.Book.AskGPUs)
+	assert.Equal(t, 8, l.Book.BidGPUs)
+}
+
+// TestMarketUnsoldLinesBounded: clients name the models of waiting
+// offers; lines of models no server has and none sold are at most
+// sixteen a currency, those with the most GPUs waiting, so that market
+// data does not grow with what clients make up.
+func TestMarketUnsoldLinesBounded(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("s1", "H100", 2, posted("0.0050"))
+	for i := range 20 {
+		client := fmt.Sprintf("c%02d", i)
+		h.Wallet(client, "100")
+		tm := job(1+i, "0.0010")
+		tm.Class.Model = fmt.Sprintf("made-up-%02d", i)
+		r := offer(t, h, client, "w", tm, time.Hour)
+		require.NotNil(t, r.Queued, "%+v", r)
+	}
+	m := market(t, h)
+	require.Len(t, m.Models, 1+16, "H100 and sixteen made-up models")
+	assert.Equal(t, 2, line(m, "H100").GPUs, "a model a server has is always shown")
+	for i := range 20 {
+		name := fmt.Sprintf("made-up-%02d", i)
+		if i >= 4 {
+			assert.Equal(t, 1+i, line(m, name).Waiting.GPUs, "%s: among the sixteen with most GPUs waiting", name)
+		} else {
+			assert.Empty(t, line(m, name).Model, "%s: fewest GPUs waiting, not shown", name)
+		}
+	}
+}

@@ -28,10 +28,14 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	if err != nil {
 		return nil, fmt.Errorf("market data: read contracts settled: %w", err)
 	}
-	type key struct{ cur, model string }
+	// Lines are keyed by the model folded, as routing matches models: a
+	// client's "h100" waits for the servers' "H100", and is shown under
+	// their spelling (the least of them, where servers differ).
+	type key = lineKey
 	lines := map[key]*protocol.MarketModel{}
+	sells := map[key]bool{} // lines of a model some server has, or sold in the window
 	line := func(cur, model string) *protocol.MarketModel {
-		k := key{cur, model}
+		k := key{cur, foldModel(model)}
 		if lines[k] == nil {
 			lines[k] = &protocol.MarketModel{Model: model, Used: decimal.Zero, Charged: decimal.Zero}
 		}
@@ -39,7 +43,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	}
 	sold := map[key][]sale{}
 	for _, s := range h.tape.copy() {
-		k := key{s.currency, s.model}
+		k := key{s.currency, foldModel(s.model)}
 		sold[k] = append(sold[k], s)
 	}
 	book, err := h.store.Book(ctx, BookQuery{Limit: h.cfg.BookTotal})
@@ -53,17 +57,25 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 			model = anyModel
 		}
 		d := &line(w.Terms.Currency, model).Waiting
-		bids[key{w.Terms.Currency, model}] = append(bids[key{w.Terms.Currency, model}], w.Terms)
+		k := key{w.Terms.Currency, foldModel(model)}
+		bids[k] = append(bids[k], w.Terms)
 		d.Offers++
 		d.GPUs += w.Terms.GPUs
 		if w.Price.GreaterThan(d.Best) {
 			d.Best = w.Price
 		}
 	}
+	serverName := func(l *protocol.MarketModel, model string, k key) {
+		if !sells[k] || model < l.Model {
+			l.Model = model
+		}
+		sells[k] = true
+	}
 	for cur, byModel := range h.servers.capacity() {
 		for model, c := range byModel {
 			l := line(cur, model)
-			l.GPUs, l.Free = c.gpus, c.free
+			serverName(l, model, key{cur, foldModel(model)})
+			l.GPUs, l.Free = l.GPUs+c.gpus, l.Free+c.free
 		}
 	}
 	// Every currency has its market data, traded in or not, so that a
@@ -85,7 +97,8 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 		if !ok {
 			continue
 		}
-		l := line(k.cur, k.model)
+		l := line(k.cur, ss[0].model)
+		serverName(l, ss[0].model, k)
 		l.Settled, l.Used, l.Charged, l.Prices = len(ss), total(ss, sale.usedOf), total(ss, sale.chargedOf), prices(ss, sc+protocol.PricePlaces)
 		last := ss[len(ss)-1] // the tape is in the order sales settled
 		l.Last = &protocol.Trade{Price: last.charged.DivRound(last.used, sc+protocol.PricePlaces), At: last.at.UTC()}
@@ -93,10 +106,12 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	asks := map[key][]askOrder{}
 	for cur, byModel := range h.servers.askSide() {
 		for model, os := range byModel {
-			line(cur, model)
-			asks[key{cur, model}] = os
+			k := key{cur, foldModel(model)}
+			serverName(line(cur, model), model, k)
+			asks[k] = append(asks[k], os...)
 		}
 	}
+	dropUnsold(lines, sells)
 	for k, l := range lines {
 		sc, ok := curs[k.cur]
 		if !ok {
@@ -127,6 +142,45 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	}
 	slices.SortFunc(out, func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
 	return out, nil
+}
+
+// maxUnsoldLines is how many models of a currency no live server has and
+// none sold in the window market data shows at most: clients name the
+// models of waiting offers, and one client's sixteen offers could
+// otherwise add sixteen lines each.
+const maxUnsoldLines = 16
+
+// lineKey is a line of market data: a currency and a model, folded.
+type lineKey struct{ cur, model string }
+
+// dropUnsold keeps, per currency, the maxUnsoldLines lines that only
+// waiting offers make (sells says which others do) with the most GPUs
+// waiting, and drops the rest.
+func dropUnsold(lines map[lineKey]*protocol.MarketModel, sells map[lineKey]bool) {
+	type unsold struct {
+		k lineKey
+		l *protocol.MarketModel
+	}
+	byCur := map[string][]unsold{}
+	for k, l := range lines {
+		if !sells[k] {
+			byCur[k.cur] = append(byCur[k.cur], unsold{k, l})
+		}
+	}
+	for _, us := range byCur {
+		if len(us) <= maxUnsoldLines {
+			continue
+		}
+		slices.SortFunc(us, func(a, b unsold) int {
+			if c := b.l.Waiting.GPUs - a.l.Waiting.GPUs; c != 0 {
+				return c
+			}
+			return strings.Compare(a.l.Model, b.l.Model)
+		})
+		for _, u := range us[maxUnsoldLines:] {
+			delete(lines, u.k)
+		}
+	}
 }
 
 // total sums one figure of sales.
