@@ -56,10 +56,11 @@ import (
 //     The first is the stream itself (backlog.Holds): a reading stays in
 //     it, past the consumer's acknowledgement floor, until an instance
 //     acknowledges it, so while a server's readings are there, taken by
-//     a paused instance or not, its silence is not judged. The timing alone did not hold once readings travelled in
-//     one message per server per interval (a reading may wait an
-//     interval before it leaves its server), nor when the paused
-//     instance held the contract's row while storing it.
+//     a paused instance or not, its silence is not judged. The timing
+//     alone did not hold once readings travelled in one message per
+//     server per interval (a reading may wait an interval before it
+//     leaves its server), nor when the paused instance held the
+//     contract's row while storing it.
 
 // pullExpiry is how long each pull of the usage consumer waits.
 func pullExpiry(heartbeat time.Duration) time.Duration {

@@ -92,6 +92,11 @@ func TestServersKeptThroughTheExchangesOutage(t *testing.T) {
 	m.ns = natstest.StartWith(t, &natsserver.Options{Port: port, StoreDir: dir})
 	for _, nc := range []*nats.Conn{m.cfg.Conn, srv.nc} {
 		waitForWithin(t, 10*time.Second, "the reconnects", nc.IsConnected)
+		// A round trip on each: the new server has taken the
+		// subscriptions the reconnect sent again (an offer from
+		// another connection is not ordered after them otherwise:
+		// "no responders" for gpu1 once in make test).
+		require.NoError(t, nc.FlushTimeout(5*time.Second))
 	}
 	reply, err := alice.Offer(context.Background(), "after-the-outage", terms("alice"))
 	require.NoError(t, err, "the exchange forgot the server it was cut off from")
