@@ -23,9 +23,10 @@ type metrics struct {
 	// to (none where asks answered it).
 	asked prometheus.Histogram
 	// readingsLate counts sweeps that found a running contract's
-	// readings silent while its server's heartbeat said it runs it, or
-	// its server's readings waited in the Backlog.
-	readingsLate prometheus.Counter
+	// readings silent and did not judge it, by why: its server's
+	// heartbeat said it runs it ("heartbeat"), or its server's readings
+	// waited in the Backlog ("waiting").
+	readingsLate *prometheus.CounterVec
 	// stopsOverdue counts contracts the sweep settled at their
 	// client's stop plus the stop grace (contract.Stop).
 	stopsOverdue prometheus.Counter
@@ -55,8 +56,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Quotes answered from the servers' asks, by outcome: accepted (some server's ask is met), countered, unpriced (only servers naming no price would be asked), rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
-		readingsLate: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
-			Help: "Times the sweep found a running contract's readings silent past server_lost_after while its server's heartbeat listed it as running, or readings its server sent still waited in the usage stream (judged again at the next sweep)."}),
+		readingsLate: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
+			Help: "Times the sweep found a running contract's readings silent past server_lost_after and judged it again at the next sweep, by why: its server's heartbeat listed it as running (heartbeat), or readings its server sent in the last twice server_lost_after still waited in the usage stream (waiting)."}, []string{"why"}),
 		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
 			Help: "Contracts the sweep settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -82,6 +83,26 @@ func TestWatchdog(t *testing.T) {
 	h.Audit()
 }
 
+// lateBy is bourse_exchange_readings_late_total{why} in reg.
+func lateBy(t *testing.T, reg *prometheus.Registry, why string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "bourse_exchange_readings_late_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "why" && l.GetValue() == why {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // TestWatchdogHearsHeartbeats: a running contract whose readings are held
 // back (the usage stream keeps them for a paused instance) while its
 // server's heartbeats list it is not settled as lost; its readings come
@@ -89,7 +110,8 @@ func TestWatchdog(t *testing.T) {
 // silent too, it is settled as lost ServerLostAfter after its last
 // heartbeat.
 func TestWatchdogHearsHeartbeats(t *testing.T) {
-	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	reg := prometheus.NewRegistry()
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, Metrics: reg})
 	h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("dave", "100")
 	tm := job(1, "0.01")
@@ -104,6 +126,8 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	h.Router.HoldReadings("gpu1", true)
 	h.Run(30*time.Second, time.Second)
 	assert.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "its server says it runs it: the readings are late, not lost")
+	assert.Positive(t, lateBy(t, reg, "heartbeat"), "the sweeps that waited, counted by why")
+	assert.Zero(t, lateBy(t, reg, "waiting"))
 	h.Router.HoldReadings("gpu1", false)
 	h.Run(2*time.Minute, time.Second)
 	c := contractOf(t, h, "dave", id)
@@ -137,7 +161,8 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 // it used, where the sweep had settled it as lost on an older reading
 // (and the final reading, after the settlement, counted for nothing).
 func TestWaitingReadingsHoldTheSweep(t *testing.T) {
-	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	reg := prometheus.NewRegistry()
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, Metrics: reg})
 	h.Server("gpu1", "H100", 2, nil)
 	h.Wallet("dave", "100")
 	tm := job(1, "0.01")
@@ -156,6 +181,7 @@ func TestWaitingReadingsHoldTheSweep(t *testing.T) {
 	held, err := h.Router.Holds(context.Background(), "gpu1")
 	require.NoError(t, err)
 	require.True(t, held, "the job's readings, its final one among them, wait")
+	assert.Positive(t, lateBy(t, reg, "waiting"), "the sweeps that waited for them, counted")
 
 	h.ReleaseReadings("gpu1")
 	h.Run(2*time.Second, time.Second)

@@ -48,18 +48,20 @@ func (h *House) Sweep(ctx context.Context) {
 	}
 	waiting := h.backlog(ctx)
 	for _, c := range stale {
-		if c.State == contract.StateRunning && !c.StopDue(now) && (h.servers.runs(c.Server, c.ID, silentSince) || waiting(c.Server)) {
-			// Its readings are late, not lost: the usage stream may hold
-			// them for another instance (one paused, its pull not yet
-			// expired) while the server's heartbeats, which every
-			// instance hears, say it runs the job. A server that
-			// heartbeats but never reads is ended at its escrow's
-			// deadline (expireDue) on its last reading, as one that
-			// reads but never ends is. Once its client's stop is due
-			// its server's word counts no more (stopDue). Or its
-			// server's readings are still on their way: see backlog.
-			h.metrics.readingsLate.Inc()
-			continue
+		if c.State == contract.StateRunning && !c.StopDue(now) {
+			if why := h.late(c, silentSince, waiting); why != "" {
+				// Its readings are late, not lost: the usage stream may hold
+				// them for another instance (one paused, its pull not yet
+				// expired) while the server's heartbeats, which every
+				// instance hears, say it runs the job. A server that
+				// heartbeats but never reads is ended at its escrow's
+				// deadline (expireDue) on its last reading, as one that
+				// reads but never ends is. Once its client's stop is due
+				// its server's word counts no more (stopDue). Or its
+				// server's readings are still on their way: see backlog.
+				h.metrics.readingsLate.WithLabelValues(why).Inc()
+				continue
+			}
 		}
 		h.judge(ctx, c, now, silentSince)
 	}
@@ -70,6 +72,20 @@ func (h *House) Sweep(ctx context.Context) {
 			h.metrics.stuckNow.Set(float64(len(cs)))
 		}
 	}
+}
+
+// late says why running contract c's silence is not judged now, "" if
+// it is: its server's heartbeat, heard since silentSince, lists it
+// ("heartbeat"), or its server's readings wait in the Backlog
+// ("waiting").
+func (h *House) late(c contract.Contract, silentSince time.Time, waiting func(string) bool) string {
+	switch {
+	case h.servers.runs(c.Server, c.ID, silentSince):
+		return "heartbeat"
+	case waiting(c.Server):
+		return "waiting"
+	}
+	return ""
 }
 
 // Backlog is where readings wait between their server and the store: the
