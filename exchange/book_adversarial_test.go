@@ -16,6 +16,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 )
@@ -167,18 +168,7 @@ func TestBookFlappingServer(t *testing.T) {
 // counter is the value of the counter name in reg, 0 if it has none.
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			sum := 0.0
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-			return sum
-		}
-	}
-	return 0
+	return metrictest.Counter(t, reg, name)
 }
 
 // TestBookSilentServer: sixteen offers naming a server that heartbeats

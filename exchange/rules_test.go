@@ -14,6 +14,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/housetest"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
 )
@@ -86,21 +87,7 @@ func TestWatchdog(t *testing.T) {
 // lateBy is bourse_exchange_readings_late_total{why} in reg.
 func lateBy(t *testing.T, reg *prometheus.Registry, why string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "bourse_exchange_readings_late_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "why" && l.GetValue() == why {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Counter(t, reg, "bourse_exchange_readings_late_total", "why", why)
 }
 
 // TestWatchdogHearsHeartbeats: a running contract whose readings are held

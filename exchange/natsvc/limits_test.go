@@ -23,6 +23,7 @@ import (
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/exchange/natsvc"
+	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
@@ -42,21 +43,7 @@ func limitedMarket(t testing.TB, maxInFlight int, lim natsvc.Limits) (*market, *
 
 func refused(t testing.TB, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "bourse_exchange_refused_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Counter(t, reg, "bourse_exchange_refused_total", "reason", reason)
 }
 
 // heartbeats has the servers speak every 100 ms, as running agents do, so

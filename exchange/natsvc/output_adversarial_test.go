@@ -31,6 +31,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange/natsvc"
 	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
@@ -234,18 +235,7 @@ func TestOutputForeignIDs(t *testing.T) {
 // counted is the value of counter name with the label reason in reg.
 func counted(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if mf.GetName() == name && l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Counter(t, reg, name, "reason", reason)
 }
 
 // TestOutputHeldToItsCaps: the contract's server declared at the start

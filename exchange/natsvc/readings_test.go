@@ -17,6 +17,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/signing"
@@ -54,21 +55,7 @@ func (s *scripted) publishBatch(rs []contract.Reading, signs []func([]byte) stri
 // (bourse_exchange_readings_total).
 func readingsResult(t testing.TB, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "bourse_exchange_readings_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Counter(t, reg, "bourse_exchange_readings_total", "result", result)
 }
 
 // signedMarket is a market whose exchange requires the servers' keys'
