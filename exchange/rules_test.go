@@ -84,6 +84,17 @@ func TestWatchdog(t *testing.T) {
 	h.Audit()
 }
 
+// runFor has dave offer tm under request id and runs the market for
+// 10 s, by when its contract runs; it returns the contract's id.
+func runFor(t *testing.T, h *housetest.Harness, id string, tm contract.Terms) string {
+	t.Helper()
+	reply := offer(t, h, "dave", id, tm, 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	h.Run(10*time.Second, time.Second)
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", reply.Contract.ID).State)
+	return reply.Contract.ID
+}
+
 // lateBy is bourse_exchange_readings_late_total{why} in reg.
 func lateBy(t *testing.T, reg *prometheus.Registry, why string) float64 {
 	t.Helper()
@@ -104,11 +115,7 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	tm := job(1, "0.01")
 	tm.Job.Profile.Duration, tm.TimeLimit = 2*time.Minute, 5*time.Minute
 	tm.Prepayment = tm.CappedPrepayment(2)
-	reply := offer(t, h, "dave", "w1", tm, 0)
-	require.NotNil(t, reply.Contract)
-	id := reply.Contract.ID
-	h.Run(10*time.Second, time.Second)
-	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State)
+	id := runFor(t, h, "w1", tm)
 
 	h.Router.HoldReadings("gpu1", true)
 	h.Run(30*time.Second, time.Second)
@@ -122,10 +129,7 @@ func TestWatchdogHearsHeartbeats(t *testing.T) {
 	assert.Equal(t, contract.ReasonCompleted, c.Reason)
 	assert.True(t, c.Charge.Equal(dectest.D("1.20")), "two GPU-minutes at 0.01: %s", c.Charge)
 
-	reply = offer(t, h, "dave", "w2", tm, 0)
-	require.NotNil(t, reply.Contract)
-	id = reply.Contract.ID
-	h.Run(10*time.Second, time.Second)
+	id = runFor(t, h, "w2", tm)
 	h.Router.HoldReadings("gpu1", true)
 	h.Run(20*time.Second, time.Second)
 	h.Router.Silence("gpu1", true)
@@ -155,11 +159,7 @@ func TestWaitingReadingsHoldTheSweep(t *testing.T) {
 	tm := job(1, "0.01")
 	tm.Job.Profile.Duration, tm.TimeLimit = 30*time.Second, 5*time.Minute
 	tm.Prepayment = tm.CappedPrepayment(2)
-	reply := offer(t, h, "dave", "w1", tm, 0)
-	require.NotNil(t, reply.Contract)
-	id := reply.Contract.ID
-	h.Run(10*time.Second, time.Second)
-	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State)
+	id := runFor(t, h, "w1", tm)
 
 	h.Router.QueueReadings("gpu1")
 	h.Run(time.Minute, time.Second)
@@ -179,10 +179,7 @@ func TestWaitingReadingsHoldTheSweep(t *testing.T) {
 
 	// A backlog that cannot say holds every judgement of the sweep, and
 	// is asked once a sweep.
-	reply = offer(t, h, "dave", "w3", tm, 0)
-	require.NotNil(t, reply.Contract)
-	id = reply.Contract.ID
-	h.Run(10*time.Second, time.Second)
+	id = runFor(t, h, "w3", tm)
 	h.Router.Silence("gpu1", true)
 	h.Router.BacklogDown(true)
 	asked := h.Router.BacklogAsked()
@@ -200,10 +197,7 @@ func TestWaitingReadingsHoldTheSweep(t *testing.T) {
 
 	// A server whose readings do not wait and that is silent is still
 	// lost, on its last reading.
-	reply = offer(t, h, "dave", "w2", tm, 0)
-	require.NotNil(t, reply.Contract)
-	id = reply.Contract.ID
-	h.Run(10*time.Second, time.Second)
+	id = runFor(t, h, "w2", tm)
 	h.Router.Silence("gpu1", true)
 	h.Run(12*time.Second, time.Second)
 	c = contractOf(t, h, "dave", id)

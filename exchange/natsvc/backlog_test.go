@@ -149,4 +149,10 @@ func TestMarks(t *testing.T) {
 	assert.Len(t, m.all, 12, "keep's worth, and the one before it that answers for up to a mark past keep")
 	assert.Equal(t, uint64(118), m.at(now.Add(-10500*time.Millisecond)))
 	assert.Zero(t, m.at(now.Add(-12*time.Second)), "older than any kept: 0, the floor decides")
+
+	// The stream made anew: its sequence starts again, and the old
+	// marks would pass over its readings.
+	m.add(now.Add(time.Second), 3)
+	assert.Zero(t, m.at(now), "no mark of the new stream that old")
+	assert.Equal(t, uint64(3), m.at(now.Add(time.Second)))
 }

@@ -223,10 +223,16 @@ type mark struct {
 	seq uint64
 }
 
-// add records that the stream's last sequence was seq at at.
+// add records that the stream's last sequence was seq at at. A sequence
+// below the last mark's says the stream was made anew (deleted, or
+// restored from a backup): the marks before it number other messages,
+// and would pass over the new stream's readings, so they go.
 func (m *marks) add(at time.Time, seq uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if n := len(m.all); n > 0 && seq < m.all[n-1].seq {
+		m.all = m.all[:0]
+	}
 	m.all = append(m.all, mark{at, seq})
 	// Keep one mark older than keep: at() needs one at or before it.
 	n := 0

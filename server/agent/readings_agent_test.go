@@ -51,6 +51,19 @@ func (x *exchange) readingsOf(id string) []readingsMsg {
 	}
 }
 
+// finalsIn counts the final readings in msgs.
+func finalsIn(msgs []readingsMsg) int {
+	n := 0
+	for _, m := range msgs {
+		for _, rd := range m.rds {
+			if rd.Final {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // newSigner makes a server's signing key.
 func newSigner(t *testing.T) signing.Signer {
 	t.Helper()
@@ -86,18 +99,7 @@ func TestAgentBatchesReadings(t *testing.T) {
 	}
 
 	var msgs []readingsMsg
-	finals := func() int {
-		n := 0
-		for _, m := range msgs {
-			for _, rd := range m.rds {
-				if rd.Final {
-					n++
-				}
-			}
-		}
-		return n
-	}
-	require.Eventually(t, func() bool { msgs = x.readingsOf("gpu1"); return finals() == len(ids) },
+	require.Eventually(t, func() bool { msgs = x.readingsOf("gpu1"); return finalsIn(msgs) == len(ids) },
 		10*time.Second, 100*time.Millisecond, "every contract's final reading, in readings messages")
 
 	for _, id := range ids {
@@ -156,18 +158,7 @@ func TestAgentReadingsOneMessageAnInterval(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // each contract's readings at another phase of the interval
 	}
 	var msgs []readingsMsg
-	finals := func() int {
-		n := 0
-		for _, m := range msgs {
-			for _, rd := range m.rds {
-				if rd.Final {
-					n++
-				}
-			}
-		}
-		return n
-	}
-	require.Eventually(t, func() bool { msgs = x.readingsOf("gpu1"); return finals() == len(ids) },
+	require.Eventually(t, func() bool { msgs = x.readingsOf("gpu1"); return finalsIn(msgs) == len(ids) },
 		15*time.Second, 100*time.Millisecond, "every contract's final reading, in readings messages")
 
 	periodic := 0                   // messages of readings that are not final
