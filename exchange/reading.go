@@ -198,8 +198,14 @@ func (h *House) event(typ protocol.EventType, c contract.Contract) {
 }
 
 // Transient reports whether err may pass if the same thing is tried again
-// (the database was unavailable, say), as opposed to a refusal.
+// (the database was unavailable, say), as opposed to a refusal. ErrNoChange
+// is not: trying again changes nothing again. (It carries no code, so it
+// would read as internal: a readings message holding a stale reading was
+// asked for again every second, for ever.)
 func Transient(err error) bool {
+	if errors.Is(err, ErrNoChange) {
+		return false
+	}
 	code := bourse.ErrorCode(err)
 	return code == bourse.EInternal || code == bourse.EUnavailable
 }

@@ -131,14 +131,24 @@ func (r *registry) rooms(ids []string) map[string]serverState {
 	return out
 }
 
-// runs says whether server's last heartbeat, heard no earlier than since,
-// listed contract as running: then the server is alive and running it,
-// and the contract's readings are late on their way, not lost.
-func (r *registry) runs(server, id string, since time.Time) bool {
+// lists says how server's last heartbeat, heard no earlier than since,
+// listed contract id: "heartbeat" as running (the server is alive and
+// runs it: its readings are late on their way, not lost), "settling" as
+// ended with a final reading the server holds and has no receipt for
+// (it is on its way), "" not at all.
+func (r *registry) lists(server, id string, since time.Time) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.servers[server]
-	return ok && !s.seen.Before(since) && slices.Contains(s.Running, id)
+	switch {
+	case !ok || s.seen.Before(since):
+		return ""
+	case slices.Contains(s.Running, id):
+		return "heartbeat"
+	case slices.Contains(s.Settling, id):
+		return "settling"
+	}
+	return ""
 }
 
 // liveIDs lists the servers heard from recently.

@@ -75,14 +75,14 @@ func (h *House) Sweep(ctx context.Context) {
 }
 
 // late says why running contract c's silence is not judged now, "" if
-// it is: its server's heartbeat, heard since silentSince, lists it
-// ("heartbeat"), or its server's readings wait in the Backlog
-// ("waiting").
+// it is: its server's heartbeat, heard since silentSince, lists it as
+// running ("heartbeat") or as holding its final reading ("settling"),
+// or its server's readings wait in the Backlog ("waiting").
 func (h *House) late(c contract.Contract, silentSince time.Time, waiting func(string) bool) string {
-	switch {
-	case h.servers.runs(c.Server, c.ID, silentSince):
-		return "heartbeat"
-	case waiting(c.Server):
+	if why := h.servers.lists(c.Server, c.ID, silentSince); why != "" {
+		return why
+	}
+	if waiting(c.Server) {
 		return "waiting"
 	}
 	return ""

@@ -159,8 +159,8 @@ func TestFaults(t *testing.T) {
 		waitFor(t, 30*time.Second, s+"'s hello again after NATS came back", func() bool {
 			return agents[s].countLines(`msg=registered`) > registered[s]
 		})
-		t.Logf("fault: nats-server restarted: %s registered again after %d unanswered hellos, and sent %d final readings again after it reconnected",
-			s, agents[s].countLines(`msg="hello not answered`)-unanswered[s], agents[s].countLines(`msg="final reading sent again`))
+		t.Logf("fault: nats-server restarted: %s registered again after %d unanswered hellos, and asked %d times about final readings it had no receipt for",
+			s, agents[s].countLines(`msg="hello not answered`)-unanswered[s], agents[s].countLines(`msg="asking the exchange about final readings`))
 	}
 
 	phase("bourse exchange killed (SIGKILL) mid-burst and restarted", func() {

@@ -350,7 +350,12 @@ func examples(t *testing.T) []example {
 			ReadingEvery:    contract.Duration(time.Second),
 			ServerLostAfter: contract.Duration(10 * time.Second),
 			Readings:        true,
+			Receipts:        true,
 		}},
+		{"receipts", protocol.Receipts{Receipts: []protocol.Receipt{
+			{Contract: id, Seq: 2710, Status: protocol.ReceiptKept, Stored: 2710},
+			{Contract: "c-2b985bf265206b9630b9", Seq: 14, Status: protocol.ReceiptEnded, Stored: 12, State: contract.StateSettled, Reason: contract.ReasonServerLost},
+		}}},
 		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, Ask: &beatAsk, At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
@@ -572,11 +577,11 @@ func TestDocSubjects(t *testing.T) {
 		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
-	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted, protocol.VerbReadings} {
+	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted, protocol.VerbReadings, protocol.VerbReceipts} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
 	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))
-	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl, protocol.DeliverQuote} {
+	for _, v := range []string{protocol.DeliverOffer, protocol.DeliverStart, protocol.DeliverCancel, protocol.DeliverControl, protocol.DeliverQuote, protocol.DeliverReceipts} {
 		want = append(want, protocol.DeliverSubject("<server>", v))
 	}
 	want = append(want, protocol.DeliverSubject("<client>", protocol.DeliverEvent), protocol.MarketSubject("<currency>"))

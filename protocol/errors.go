@@ -15,6 +15,15 @@ type ErrorReply struct {
 // EncodeError turns err into the headers and body of an error reply. Errors
 // without a code are internal: their text stays in the exchange's log.
 func EncodeError(err error) (code, message string, body []byte) {
+	e := WireError(err)
+	body, _ = Marshal(ErrorReply{Error: e})
+	return string(e.Code), e.Message, body
+}
+
+// WireError is err as it may cross the wire: its code, message, field, op
+// and retry time, without what it wraps; an internal error says no more
+// than that it is one.
+func WireError(err error) *bourse.Error {
 	e := &bourse.Error{Code: bourse.ErrorCode(err), Message: bourse.ErrorMessage(err)}
 	var be *bourse.Error
 	if asError(err, &be) {
@@ -23,8 +32,7 @@ func EncodeError(err error) (code, message string, body []byte) {
 	if e.Code == bourse.EInternal {
 		e.Message, e.Op = "internal error", ""
 	}
-	body, _ = Marshal(ErrorReply{Error: e})
-	return string(e.Code), e.Message, body
+	return e
 }
 
 func asError(err error, target **bourse.Error) bool {

@@ -53,6 +53,16 @@ func (h Hello) Check() error {
 			return bad(fmt.Sprintf("running[%d]", i), "%v", err)
 		}
 	}
+	// A server's settling contracts are those that ended on it lately:
+	// no more than it could have run.
+	if len(h.Settling) > MaxServerGPUs {
+		return bad("settling", "%d contracts settling, more than %d", len(h.Settling), MaxServerGPUs)
+	}
+	for i, id := range h.Settling {
+		if err := CheckID(id); err != nil {
+			return bad(fmt.Sprintf("settling[%d]", i), "%v", err)
+		}
+	}
 	if len(h.Policy) > maxPolicy {
 		return bad("policy", "longer than %d characters", maxPolicy)
 	}

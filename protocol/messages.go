@@ -198,7 +198,12 @@ type Hello struct {
 	Free  int            `json:"free"`
 	// Running lists the contracts the server is running now.
 	Running []string `json:"running,omitempty"`
-	Policy  string   `json:"policy,omitempty"`
+	// Settling lists the contracts whose final reading the server holds
+	// and the exchange has not given a receipt for (VerbReceipts): their
+	// jobs ended, and the server is alive and saying so. Sent only to an
+	// exchange whose hello reply says it gives receipts.
+	Settling []string `json:"settling,omitempty"`
+	Policy   string   `json:"policy,omitempty"`
 	// Runs says what the server runs; nil from a server older than it,
 	// which the exchange offers no program (Runs.Refuses).
 	Runs *Runs `json:"runs,omitempty"`
@@ -220,6 +225,12 @@ type HelloReply struct {
 	// interval with all its running contracts' readings, rather than one
 	// message per contract. An exchange older than them leaves it out.
 	Readings bool `json:"readings,omitempty"`
+	// Receipts says that the exchange gives receipts for readings
+	// (VerbReceipts): a server keeps its final readings until one says the
+	// exchange stored them, and lists their contracts in its heartbeats'
+	// Settling meanwhile. An exchange older than receipts leaves it out,
+	// and a server then forgets a reading once the usage stream has it.
+	Receipts bool `json:"receipts,omitempty"`
 }
 
 // ServerOffer asks a server to decide (bourse.v1.deliver.<s>.offer).

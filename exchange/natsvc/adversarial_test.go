@@ -145,15 +145,24 @@ func (m *market) agent(id string, n int) *agent.Agent {
 // policy (nil: server.Posted{}) until the test ends.
 func (m *market) agentWith(id string, n int, policy server.Policy) *agent.Agent {
 	m.t.Helper()
+	return m.agentTuned(id, n, func(c *agent.Config) { c.Policy = policy })
+}
+
+// agentTuned runs a real GPU server agent with n synthetic H100s, its
+// configuration as tune leaves it, until the test ends.
+func (m *market) agentTuned(id string, n int, tune func(*agent.Config)) *agent.Agent {
+	m.t.Helper()
 	var gpus []contract.GPU
 	for i := range n {
 		gpus = append(gpus, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
-	a, err := agent.New(agent.Config{
-		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus, Policy: policy,
+	cfg := agent.Config{
+		ID: id, Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gpus,
 		Conn:   natstest.Connect(m.t, m.ns, protocol.InboxPrefix(id)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	tune(&cfg)
+	a, err := agent.New(cfg)
 	require.NoError(m.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

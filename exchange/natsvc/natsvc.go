@@ -103,6 +103,7 @@ type Service struct {
 	beats    *buckets       // each server's heartbeats, which reach every instance
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
+	confirms *buckets       // each server's rate of readings asked about (receipts.go)
 	logLines *buckets       // each party's refusals logged
 	peers    *peers         // the instances running, for the limits' shares
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
@@ -130,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_busy_total",
 			Help: "Requests refused because too many were in flight."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_refused_total",
-			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), heartbeat (a server's heartbeats over its rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate)."},
+			Help: "Requests and readings refused before any handler, by reason: reply_subject (an answer asked for outside the sender's inbox), rate (over the party's rate, answered rate_limited), dropped (over it again, unanswered), heartbeat (a server's heartbeats over its rate), in_flight (over the client's share of negotiations), readings (over the server's reading rate), receipts (readings asked about over the server's rate: answered again, kept by the server)."},
 			[]string{"reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_output_dropped_total",
 			Help: "Chunks of jobs' output a server stored that were not relayed to the contract's client, by reason: malformed (a bad stream or offset header), over_cap (past the cap the server declared at the start, or its quota)."},
@@ -140,6 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		beats:    newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
 		answers:  newBuckets(cfg.Limits.Requests, cfg.Limits.Burst),
 		readings: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
+		confirms: newBuckets(cfg.Limits.Readings, cfg.Limits.ReadingBurst),
 		logLines: newBuckets(1, 5)}
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
@@ -238,6 +240,7 @@ func (s *Service) sweep(ctx context.Context) {
 			s.beats.sweep(now)
 			s.answers.sweep(now)
 			s.readings.sweep(now)
+			s.confirms.sweep(now)
 			s.logLines.sweep(now)
 		}
 	}
@@ -276,6 +279,7 @@ func (s *Service) startEndpoints() error {
 		{client, protocol.VerbResults, s.async(s.handleOutput(protocol.PartResults))},
 		{server, protocol.VerbHello, s.handleHello},
 		{server, protocol.VerbStarted, s.handleStarted},
+		{server, protocol.VerbReceipts, s.async(s.handleReceipts)},
 	}
 	for _, e := range endpoints {
 		if err := e.g.AddEndpoint(e.verb, s.guard(e.h), micro.WithEndpointSubject("*."+e.verb)); err != nil {

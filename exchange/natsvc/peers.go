@@ -118,4 +118,5 @@ func (s *Service) share(n int, now time.Time) {
 	s.perParty.setMax(max(1, l.InFlight/n))
 	s.limiter.setShare(l.Requests, l.Burst, n, now)
 	s.readings.setShare(l.Readings, l.ReadingBurst, n, now)
+	s.confirms.setShare(l.Readings, l.ReadingBurst, n, now)
 }

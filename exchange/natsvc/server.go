@@ -36,6 +36,7 @@ func (s *Service) handleHello(r micro.Request) {
 		return
 	}
 	reply.Readings = true // the usage stream takes them (usage.go)
+	reply.Receipts = true // receipts.go
 	respond(r, reply)
 }
 

@@ -164,7 +164,12 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 	}
 	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data(), m.Headers().Get(protocol.SigHeader))
 	switch {
-	case err == nil, errors.Is(err, exchange.ErrNoChange):
+	case err == nil:
+		_ = m.Ack()
+		if rd, err := protocol.DecodeReading(m.Data()); err == nil && rd.Final {
+			s.tellStored(server, []protocol.Receipt{{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq}})
+		}
+	case errors.Is(err, exchange.ErrNoChange):
 		_ = m.Ack()
 	case exchange.Transient(err):
 		if bourse.ErrorCode(err) == bourse.EUnavailable {
@@ -181,11 +186,15 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 
 // handleReadings passes each reading of a server's readings message to
 // the House, as handleReading passes one on its own, and acknowledges the
-// message once every reading in it is stored or refused for good; if one
-// could not be stored for now, the whole message comes again a second
-// later, and those stored meanwhile change nothing then (a reading is
-// idempotent by its sequence number). Each reading counts against the
-// server's reading rate as one on its own would.
+// message once every reading in it is stored, changes nothing (stale, or
+// its contract ended) or is refused for good; if one could not be stored
+// for now, the whole message comes again a second later, and those
+// stored meanwhile change nothing then (a reading is idempotent by its
+// sequence number). Each reading counts against the server's reading
+// rate as one on its own would; one over it is dropped, as a refused one
+// is: a final reading so dropped is still the server's, which asks for
+// its receipt (receipts.go) and has it counted then. The final readings
+// stored are told to the server (tellStored).
 func (s *Service) handleReadings(ctx context.Context, server string, m jetstream.Msg) {
 	log := s.house.Config().Logger
 	if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" && !strings.HasPrefix(id, server+":") {
@@ -200,6 +209,7 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 		return
 	}
 	again := false
+	var stored []protocol.Receipt
 	for _, r := range rs.Readings {
 		if ok, _ := s.readings.take(server, s.cfg.Now()); !ok {
 			s.refused.WithLabelValues("readings").Inc()
@@ -212,7 +222,10 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 			continue
 		}
 		err = s.house.Reading(ctx, server, rd.Contract, "", r.Reading, r.Sig)
-		if exchange.Transient(err) {
+		switch {
+		case err == nil && rd.Final:
+			stored = append(stored, protocol.Receipt{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq})
+		case exchange.Transient(err):
 			if bourse.ErrorCode(err) == bourse.EUnavailable {
 				s.house.Disconnected()
 			}
@@ -221,9 +234,10 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 	}
 	if again {
 		_ = m.NakWithDelay(time.Second)
-		return
+	} else {
+		_ = m.Ack()
 	}
-	_ = m.Ack()
+	s.tellStored(server, stored)
 }
 
 // readingsSubject parses bourse.v1.server.<server>.readings.

@@ -58,11 +58,12 @@ type Config struct {
 	// ShutdownTimeout bounds how long a stopping agent keeps trying to
 	// publish its final readings; zero means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// OutboxDir is where readings wait on disk until JetStream has them
-	// (package outbox), so that they survive an outage of NATS and a
-	// restart of the agent, which sends what its predecessor left. Empty
-	// keeps them in memory only: a final reading not sent by the end of
-	// ShutdownTimeout is lost.
+	// OutboxDir is where readings wait on disk until JetStream has them,
+	// and final readings until the exchange's receipt (package outbox),
+	// so that they survive an outage of NATS, a loss of the usage stream
+	// and a restart of the agent, which sends what its predecessor left.
+	// Empty keeps them in memory only: a final reading without a receipt
+	// by the end of ShutdownTimeout is lost.
 	OutboxDir string
 	// Output, if set, sends the output its jobs leave in their directories
 	// under Output.Dir (the process runner's) to the exchange's output
@@ -99,9 +100,11 @@ type Agent struct {
 	// Config.OutboxDir. resendKick asks for a pass over it.
 	outbox     *outbox.Outbox
 	resendKick chan struct{}
-	// again keeps the final readings JetStream acknowledged lately, to
-	// send again after a reconnect.
-	again finalsAgain
+	// held keeps the final readings the exchange has given no receipt
+	// for (receipts.go); receipts says whether the exchange gives them
+	// (receiptsGiven: its hello reply said so).
+	held     held
+	receipts atomic.Int32
 	// spool sends the jobs' output; nil without Config.Output.
 	spool *spool.Spool
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
@@ -209,6 +212,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("readings left unsent by the last run; sending them", "readings", n)
 		}
 		a.outbox = ob
+		for _, rd := range ob.Pending() {
+			if rd.Final {
+				// Its receipt never came: ask about it as soon as the
+				// exchange says it gives receipts.
+				a.held.add(rd, time.Now(), 0) //wallclock: pacing: ask at once
+			}
+		}
 		if err := a.restoreBookings(); err != nil {
 			return err
 		}
@@ -244,7 +254,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	tickCtx, stopTicks := context.WithCancel(runCtx)
 	ticked := make(chan struct{})
 	go func() { defer close(ticked); a.ticks(tickCtx) }()
-	subs, err := a.subscribe()
+	confirmCtx, stopConfirm := context.WithCancel(runCtx)
+	confirmed := make(chan struct{})
+	go func() { defer close(confirmed); a.confirm(confirmCtx) }()
+	receipts, err := a.subscribeReceipts()
+	var subs []*nats.Subscription
+	if err == nil {
+		subs, err = a.subscribe()
+	}
 	if err == nil {
 		err = a.hello(ctx)
 	}
@@ -254,6 +271,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.shutdown(subs, cancelRun)
 	stopTicks()
 	<-ticked
+	stopConfirm()
+	<-confirmed
+	if receipts != nil {
+		_ = receipts.Unsubscribe()
+	}
 	stopResend()
 	<-resent
 	stopSpool()
@@ -292,7 +314,6 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 			// A server agent may start before NATS does.
 			nats.RetryOnFailedConnect(true),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				a.again.lost(a.now())
 				if err != nil {
 					a.log.Warn("disconnected from NATS", "err", err)
 				}
@@ -303,7 +324,6 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 				case a.reconnected <- struct{}{}:
 				default: // a hello is due already
 				}
-				a.again.back()
 				a.kickResend()
 			}),
 			nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
@@ -397,4 +417,5 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 	}
 	a.flushSoon() // readings that wait for an interval's others go now
 	a.work.Wait()
+	a.awaitReceipts(a.runCtx)
 }

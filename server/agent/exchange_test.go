@@ -49,6 +49,7 @@ type exchange struct {
 	// readingsMsgs: its stream takes readings messages (setup.readings).
 	readingsMsgs bool
 	readingEvery time.Duration
+	receipts     bool
 }
 
 // setup says what newExchange leaves out or adds.
@@ -65,6 +66,9 @@ type setup struct {
 	// readingEvery is the reading interval the hello reply gives, every
 	// if zero.
 	readingEvery time.Duration
+	// receipts: the hello reply says that the exchange gives receipts
+	// (the test answers the agent's questions itself: onReceipts).
+	receipts bool
 }
 
 // newExchange starts NATS, creates the usage stream, answers hellos and
@@ -90,7 +94,7 @@ func newExchange(t testing.TB, s setup) *exchange {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings, readingEvery: cmp.Or(s.readingEvery, every),
+	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings, readingEvery: cmp.Or(s.readingEvery, every), receipts: s.receipts,
 		hello: make(chan protocol.Hello, 16), beats: make(chan protocol.Hello, 1024)}
 	if !s.noStream {
 		x.createStream()
@@ -118,7 +122,7 @@ func (x *exchange) answerHello() {
 			x.hello <- h
 		}
 		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(x.readingEvery),
-			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs})
+			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs, Receipts: x.receipts})
 	})
 	require.NoError(x.t, err)
 }

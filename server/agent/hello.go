@@ -110,6 +110,7 @@ func (a *Agent) signedMsg(subject string, body any) (*nats.Msg, error) {
 func (a *Agent) adopt(r protocol.HelloReply) {
 	a.node.Adopt(r)
 	a.readingsMsgs.Store(r.Readings)
+	a.adoptReceipts(r.Receipts)
 	a.noResponders.Store(0)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -129,7 +130,7 @@ func (a *Agent) beat(ctx context.Context) {
 	t := time.NewTicker(every) //wallclock: pacing: heartbeats go out in real time
 	defer t.Stop()
 	for ctx.Err() == nil {
-		msg, err := a.signedMsg(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), a.helloBody())
+		msg, err := a.signedMsg(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), a.beatBody())
 		if err == nil {
 			err = a.nc.PublishMsg(msg)
 		}
@@ -179,3 +180,15 @@ func (a *Agent) heartbeatEvery() time.Duration {
 }
 
 func (a *Agent) helloBody() protocol.Hello { return a.node.Hello(a.now()) }
+
+// beatBody is a heartbeat's body: the hello's, and, to an exchange that
+// gives receipts, the contracts whose final readings wait for one. A
+// hello never lists them: it may reach an exchange older than receipts,
+// which would refuse the field.
+func (a *Agent) beatBody() protocol.Hello {
+	h := a.helloBody()
+	if a.receipts.Load() == receiptsGiven {
+		h.Settling = a.held.ids()
+	}
+	return h
+}

@@ -31,6 +31,9 @@ const batchLinger = 20 * time.Millisecond
 // before.
 func (a *Agent) send(rd contract.Reading) {
 	a.keep(rd)
+	if rd.Final {
+		a.held.add(rd, time.Now(), a.receiptWait()) //wallclock: pacing: when to ask about it, in real time
+	}
 	if !a.batching() {
 		a.work.Add(1)
 		go func() {
@@ -86,6 +89,13 @@ func (a *Agent) flush() {
 	rds := a.batch
 	a.batch, a.batchTimer = nil, nil
 	a.batchMu.Unlock()
+	a.pack(rds, a.publishReadings)
+}
+
+// pack encodes and signs rds into as few readings messages as fit them,
+// in order, and hands each to emit with the readings it carries. A
+// reading that cannot be encoded or signed is logged and left out.
+func (a *Agent) pack(rds []contract.Reading, emit func(rds []contract.Reading, data []byte)) {
 	var bodies [][]byte
 	var sigs []string
 	var group []contract.Reading
@@ -101,14 +111,14 @@ func (a *Agent) flush() {
 			continue
 		}
 		if n := len(body) + len(sig) + protocol.ReadingsOverhead; size+n > protocol.MaxReadings-64 && len(group) > 0 {
-			a.publishReadings(group, bodies, sigs)
+			emit(group, protocol.AppendReadings(nil, bodies, sigs))
 			bodies, sigs, group, size = nil, nil, nil, 0
 		}
 		bodies, sigs, group = append(bodies, body), append(sigs, sig), append(group, rd)
 		size += len(body) + len(sig) + protocol.ReadingsOverhead
 	}
 	if len(group) > 0 {
-		a.publishReadings(group, bodies, sigs)
+		emit(group, protocol.AppendReadings(nil, bodies, sigs))
 	}
 }
 
@@ -118,8 +128,7 @@ func (a *Agent) flush() {
 // is; else for a reading interval, after which the next readings carry
 // what these said. An exchange older than readings messages has a stream
 // that does not take them: then each reading goes on its own, as before.
-func (a *Agent) publishReadings(rds []contract.Reading, bodies [][]byte, sigs []string) {
-	data := protocol.AppendReadings(nil, bodies, sigs)
+func (a *Agent) publishReadings(rds []contract.Reading, data []byte) {
 	ctx, final := a.runCtx, false
 	for _, rd := range rds {
 		final = final || rd.Final
@@ -288,11 +297,18 @@ func (a *Agent) keep(rd contract.Reading) {
 	}
 }
 
-// sent tells the outbox that JetStream has a reading, and keeps a final
-// one a while to send again after a reconnect (finalsAgain).
+// sent tells the outbox that JetStream has a reading. A final reading
+// stays held, and in the outbox, until the exchange's receipt says its
+// store has it (receipts.go), unless the exchange gives none (one older
+// than them has only the stream's word to give).
 func (a *Agent) sent(rd contract.Reading) {
 	if rd.Final {
-		a.again.sent(rd, a.now())
+		if a.receipts.Load() != receiptsNone {
+			a.held.add(rd, time.Now(), a.receiptWait()) //wallclock: pacing: when to ask about it, in real time
+			a.held.published(rd)
+			return
+		}
+		a.held.done(rd.Contract, rd.Seq)
 	}
 	if a.outbox == nil {
 		return
@@ -314,8 +330,7 @@ func (a *Agent) kickResend() {
 // was not acknowledged, and every heartbeat while readings wait. A pass
 // stops at the first failure; the next tries again. Readings a job's
 // watch is publishing too may go twice: the message id makes that
-// harmless. Each pass first sends again the final readings a reconnect
-// made due (finalsAgain), with or without an outbox.
+// harmless.
 func (a *Agent) resend(ctx context.Context) {
 	t := time.NewTimer(0) //wallclock: pacing: wakes the resend loop
 	defer t.Stop()
@@ -326,33 +341,22 @@ func (a *Agent) resend(ctx context.Context) {
 		case <-a.resendKick:
 		case <-t.C:
 		}
-		if a.sendAgain(ctx) && a.outbox != nil {
+		if a.outbox != nil {
 			a.sendOutbox(ctx)
 		}
 		t.Reset(a.heartbeatEvery())
 	}
 }
 
-// sendAgain publishes the final readings due to be sent again, and
-// reports whether it sent them all.
-func (a *Agent) sendAgain(ctx context.Context) bool {
-	for rd, ok := a.again.next(); ok; rd, ok = a.again.next() {
-		if err := a.publishOnce(ctx, rd); err != nil {
-			if ctx.Err() == nil {
-				a.log.Debug("final reading not sent again yet; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)
-			}
-			return false
-		}
-		a.again.done(rd)
-		a.log.Info("final reading sent again after a reconnect", "contract", rd.Contract, "seq", rd.Seq, "reason", rd.Reason)
-	}
-	return true
-}
-
 // sendOutbox publishes what the outbox holds, oldest first, until the
-// first failure.
+// first failure. A final reading the stream has already is left to the
+// exchange's receipt: the outbox keeps it until then, and the question
+// for its receipt carries it again if the exchange lacks it.
 func (a *Agent) sendOutbox(ctx context.Context) {
 	for _, rd := range a.outbox.Pending() {
+		if rd.Final && a.held.isPublished(rd) {
+			continue
+		}
 		if err := a.publishOnce(ctx, rd); err != nil {
 			if ctx.Err() == nil {
 				a.log.Debug("outbox: not sent; trying again later", "contract", rd.Contract, "seq", rd.Seq, "err", err)

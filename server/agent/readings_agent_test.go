@@ -200,3 +200,13 @@ func TestAgentReadingsAloneWhenNothingTakesThem(t *testing.T) {
 	require.Eventually(t, func() bool { return len(finalsOf(x.all("gpu1", "c1"))) == 1 }, 10*time.Second, 50*time.Millisecond,
 		"the final reading on its own, once readings messages found nothing to take them")
 }
+
+func finalsOf(rds []contract.Reading) []contract.Reading {
+	var out []contract.Reading
+	for _, rd := range rds {
+		if rd.Final {
+			out = append(out, rd)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
-// Package outbox keeps a server's usage readings on disk until JetStream
-// has acknowledged them, so that a reading outlives an outage of NATS and
-// a restart of the agent.
+// Package outbox keeps a server's usage readings on disk until they need
+// no sending: JetStream has acknowledged them, or, for a final reading,
+// the exchange's receipt says its store has it. A reading so outlives an
+// outage of NATS, a loss of the usage stream and a restart of the agent.
 //
 // The outbox is a log file of records, one a line: an 8-digit hexadecimal
 // CRC-32C of the JSON that follows, a space, and the JSON of either a
@@ -229,7 +230,8 @@ func (o *Outbox) Append(rd contract.Reading) error {
 }
 
 // Done records that the contract's readings up to seq need no sending: call
-// it once JetStream has acknowledged the reading seq. It does not sync: a
+// it once JetStream has acknowledged the reading seq (the exchange's
+// receipt, for a final reading). It does not sync: a
 // note lost in a crash only sends a reading again, which JetStream or the
 // exchange drops as a duplicate.
 func (o *Outbox) Done(id string, seq uint64) error {

@@ -1,0 +1,101 @@
+package exchange_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/housetest"
+	"github.com/bourse/bourse/internal/dectest"
+	"github.com/bourse/bourse/protocol"
+)
+
+// finalOf is a final reading of contract id: u GPU-seconds over t, made
+// at now.
+func finalOf(id string, seq uint64, u string, t time.Duration, now time.Time) []byte {
+	body, _ := json.Marshal(contract.Reading{Contract: id, Seq: seq, U: dectest.D(u), T: contract.Duration(t), S: dectest.D("1"),
+		At: now, Final: true, Reason: contract.ReasonCompleted})
+	return body
+}
+
+// settlingFor has server say, for d of the harness's time, that it holds
+// the final reading of id (its heartbeats list it as settling, none as
+// running), sweeping as it goes.
+func settlingFor(h *housetest.Harness, server, id string, d time.Duration) {
+	for end := h.Now().Add(d); h.Now().Before(end); {
+		h.Advance(time.Second)
+		hello := h.Router.Nodes[server].Hello(h.Now())
+		hello.Running, hello.Settling = nil, []string{id}
+		_ = h.House.Heartbeat(context.Background(), server, hello)
+		h.House.Sweep(context.Background())
+	}
+}
+
+// TestReceipts: a server that holds a contract's final reading says so in
+// its heartbeats (settling), and the sweep does not take the contract's
+// silence for a lost server's meanwhile; the reading, sent with the
+// server's question, settles it, and the receipt says it is kept, as it
+// does when asked again. A final reading of a contract that settled as
+// lost before it came is ended, naming how; another server's, or a
+// malformed one, is refused.
+func TestReceipts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, Metrics: reg})
+	h.Server("gpu1", "H100", 2, nil)
+	h.Server("gpu2", "H100", 1, nil)
+	h.Wallet("dave", "100")
+	tm := job(1, "0.01")
+	tm.Server = "gpu1"
+	ctx := context.Background()
+
+	id := runFor(t, h, "w1", tm)
+	h.Router.Silence("gpu1", true)
+	settlingFor(h, "gpu1", id, 30*time.Second)
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "settled while its server held the final reading")
+	assert.Positive(t, lateBy(t, reg, "settling"), "the sweeps that waited, counted by why")
+
+	final := finalOf(id, 100, "20", 20*time.Second, h.Now())
+	rc := h.House.Receipt(ctx, "gpu1", final, "")
+	assert.Equal(t, protocol.Receipt{Contract: id, Seq: 100, Status: protocol.ReceiptKept, Stored: 100}, rc)
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonCompleted, c.Reason)
+	assert.True(t, c.Charge.Equal(dectest.D("0.20")), "20 GPU-seconds at 0.01: %s", c.Charge)
+
+	rc = h.House.Receipt(ctx, "gpu1", final, "")
+	assert.Equal(t, protocol.Receipt{Contract: id, Seq: 100, Status: protocol.ReceiptKept, Stored: 100,
+		State: contract.StateSettled, Reason: contract.ReasonCompleted}, rc, "asked again")
+
+	// Silent and not settling: lost, on its last reading; a final
+	// reading after that is too late, and the receipt says how it ended.
+	h.Router.Silence("gpu1", false)
+	lost := runFor(t, h, "w2", tm)
+	h.Router.Silence("gpu1", true)
+	h.Run(15*time.Second, time.Second)
+	c = contractOf(t, h, "dave", lost)
+	require.Equal(t, contract.ReasonServerLost, c.Reason)
+	rc = h.House.Receipt(ctx, "gpu1", finalOf(lost, 100, "15", 15*time.Second, h.Now()), "")
+	assert.Equal(t, protocol.ReceiptEnded, rc.Status)
+	assert.Equal(t, contract.StateSettled, rc.State)
+	assert.Equal(t, contract.ReasonServerLost, rc.Reason)
+	assert.Less(t, rc.Stored, uint64(100))
+
+	other := h.House.Receipt(ctx, "gpu2", finalOf(lost, 101, "1", time.Second, h.Now()), "")
+	assert.Equal(t, protocol.ReceiptRefused, other.Status)
+	require.NotNil(t, other.Error)
+	assert.Equal(t, bourse.EPermission, other.Error.Code)
+
+	bad := h.House.Receipt(ctx, "gpu1", []byte(`{"contract":"x"}`), "")
+	assert.Equal(t, protocol.ReceiptRefused, bad.Status)
+	require.NotNil(t, bad.Error)
+	assert.Equal(t, bourse.EInvalid, bad.Error.Code)
+	h.Audit()
+}
