@@ -112,8 +112,9 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 }
 
 // candidates are the servers of ids with room for w, of its class, named
-// by it if it names one, whose asks it meets and that have not refused it
-// as they stand now: cheapest first, at most Config.RouteTo (route.go).
+// by it if it names one, that run its job (fits, as routing an offer
+// asks), whose asks it meets and that have not refused it as they stand
+// now: cheapest first, at most Config.RouteTo (route.go).
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	type cand struct {
 		id    string
@@ -122,7 +123,7 @@ func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int
 	}
 	var cs []cand
 	for _, id := range ids {
-		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && w.Terms.FitIn(servers[id].GPUs) &&
+		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
 			if price, asks, ok := askMet(servers[id], w.Terms, now); ok {
 				cs = append(cs, cand{id, price, asks})

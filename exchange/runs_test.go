@@ -120,3 +120,34 @@ func TestRoutesByWhatServersRun(t *testing.T) {
 	assert.Contains(t, msg, "does not say what it runs")
 	h.Audit()
 }
+
+// TestBookAsksOnlyWhereTheJobRuns: the book offers a waiting offer only
+// to servers that run its job, by the rule an offer is routed by: a
+// waiting synthetic job is never offered to a server that runs programs
+// only, however many GPUs it frees (the probe of 2026-12-01 saw one
+// matched there and run). It waits for a server that runs it.
+func TestBookAsksOnlyWhereTheJobRuns(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: time.Minute})
+	h.ServerRunning("hermes", "H100", 4, nil, processRunner(t))
+	h.Wallet("ada", "100")
+	ctx := context.Background()
+	reply, err := h.House.Offer(ctx, "ada", protocol.OfferRequest{RequestID: "waits", Terms: job(1, "0.01"), Wait: contract.Duration(time.Hour)})
+	require.NoError(t, err)
+	require.NotNil(t, reply.Queued, "no server runs it: it waits, %+v", reply)
+	for range 3 {
+		h.Advance(time.Minute) // past RematchEvery: every server with room is matched again
+		h.Tick()
+		assert.Zero(t, h.House.Match(ctx))
+	}
+	assert.Zero(t, h.Router.AskedOf("hermes"), "asked to run a synthetic job it does not run")
+
+	h.Server("atlas", "H100", 1, nil)
+	h.Advance(time.Second)
+	h.Tick()
+	require.Equal(t, 1, h.House.Match(ctx), "a server that runs it came: the waiting offer is its")
+	made, err := h.House.Contracts(ctx, "ada", 10)
+	require.NoError(t, err)
+	require.Len(t, made, 1)
+	assert.Equal(t, "atlas", made[0].Server)
+	h.Audit()
+}
