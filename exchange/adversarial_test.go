@@ -145,6 +145,7 @@ func TestUnregisteredCurrency(t *testing.T) {
 		beat := protocol.Hello{Currency: "USD", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1}
 		for range 5 {
 			h.Advance(time.Second)
+			beat.At = h.Now()
 			err := h.House.Heartbeat(ctx, "gpu1", beat)
 			assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err), "a heartbeat in USD: %v", err)
 		}
@@ -290,4 +291,37 @@ func TestFreshExchangeWaitsForStrandedReadings(t *testing.T) {
 		chargedFor(t, contractOf(t, h, "alice", c.ID), contract.ReasonCompleted, final.Usage())
 		noOpenHold(t, h)
 	})
+}
+
+// TestHeartbeatReplayRefused: a heartbeat says, in its server's name,
+// that the server is alive, has room and runs what it runs; a copy sent
+// again later (by anyone who captured a signed one) must not. One whose
+// at is off the exchange's clock by more than the skew allowed is
+// refused, and so is one older than the last heard from its server;
+// the server's own next heartbeat is taken. A server gone silent is not
+// kept alive by its old words.
+func TestHeartbeatReplayRefused(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
+	h.Server("gpu1", "H100", 2, nil)
+	ctx := context.Background()
+	captured := h.Router.Nodes["gpu1"].Hello(h.Now())
+	h.Advance(time.Second)
+	h.Beat()
+
+	err := h.House.Heartbeat(ctx, "gpu1", captured)
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "a copy older than the last heard: %v", err)
+	ahead := h.Router.Nodes["gpu1"].Hello(h.Now().Add(time.Minute))
+	err = h.House.Heartbeat(ctx, "gpu1", ahead)
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "an at a minute ahead: %v", err)
+	require.NoError(t, h.House.Heartbeat(ctx, "gpu1", h.Router.Nodes["gpu1"].Hello(h.Now())), "its own word, now")
+
+	// Silent for good: a copy of its last heartbeat, sent on every
+	// second, does not keep it live.
+	last := h.Router.Nodes["gpu1"].Hello(h.Now())
+	h.Router.Silence("gpu1", true)
+	for range 20 {
+		h.Advance(time.Second)
+		_ = h.House.Heartbeat(ctx, "gpu1", last)
+	}
+	assert.Zero(t, h.House.LiveServers(), "a server kept live by copies of its heartbeat")
 }

@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		stuckNow: prometheus.NewGauge(prometheus.GaugeOpts{Name: "bourse_exchange_stuck_contracts",
 			Help: "Contracts that hold their escrow and have failed to settle or void, as the store says (the same on every instance)."}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_heartbeats_ignored_total",
-			Help: "Heartbeats ignored, by why: malformed, or in a currency the server has not registered in."}, []string{"why"}),
+			Help: "Heartbeats ignored, by why: malformed, in a currency the server has not registered in (unregistered), or stale: its at is off the exchange's clock by more than the clock-skew allowance, or not after the server's last heartbeat heard (a copy replayed)."}, []string{"why"}),
 		quotes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_quotes_total",
 			Help: "Quotes answered from the servers' asks, by outcome: accepted (some server's ask is met), countered, unpriced (only servers naming no price would be asked), rejected, no_match, error."}, []string{"outcome"}),
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",

@@ -117,6 +117,29 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	return !ok || old.seen.Before(now.Add(-r.lostAfter)) || h.Free > old.Free
 }
 
+// timely checks a hello's or heartbeat's time against the registry's
+// clock: within skew of it, and, for a heartbeat (after), no earlier
+// than the last the server was heard at. A copy of a heartbeat, sent
+// again by anyone who saw it, so says nothing in its server's name once
+// skew has passed, or once the server has spoken since (a copy of its
+// latest word, sent within skew, says what it said); a server whose
+// clock is off by more than skew is told so.
+func (r *registry) timely(server string, at time.Time, skew time.Duration, after bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if at.Before(now.Add(-skew)) || at.After(now.Add(skew)) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is %v off the exchange's clock (%s), more than the %v allowed: keep the server's clock in time (NTP)",
+			at.UTC().Format(time.RFC3339Nano), at.Sub(now).Round(time.Millisecond), now.UTC().Format(time.RFC3339Nano), skew)}
+	}
+	if s, ok := r.servers[server]; after && ok && at.Before(s.At) {
+		return &bourse.Error{Code: bourse.EInvalid, Field: "at", Message: fmt.Sprintf(
+			"%s is before the last heartbeat heard from %s (%s): a copy", at.UTC().Format(time.RFC3339Nano), server, s.At.UTC().Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
 // rooms returns the live servers of ids as they last said, by id.
 func (r *registry) rooms(ids []string) map[string]serverState {
 	r.mu.Lock()

@@ -17,6 +17,9 @@ func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) 
 	if err := h.checkHello(ctx, hello); err != nil {
 		return protocol.HelloReply{}, err
 	}
+	if err := h.servers.timely(server, hello.At, h.cfg.ClockSkew, false); err != nil {
+		return protocol.HelloReply{}, err
+	}
 	cur := currency.Code(hello.Currency)
 	if _, err := h.store.Ledger().OpenAccount(ctx, currency.Account{ID: currency.RevenueID(cur, server), Currency: cur, Kind: currency.Revenue}); err != nil {
 		return protocol.HelloReply{}, err
@@ -35,7 +38,9 @@ func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) 
 // Heartbeat keeps server offered work. A malformed heartbeat is refused,
 // and so is one in a currency the server has not registered in with a
 // hello: it has no revenue account there, and a contract it won would
-// have nowhere to pay.
+// have nowhere to pay. So is a stale one (registry.timely): a signed
+// heartbeat captured and sent again later would otherwise say, in its
+// server's name, that it is alive, has room, and runs what it ran.
 func (h *House) Heartbeat(ctx context.Context, server string, hello protocol.Hello) error {
 	if err := h.checkHello(ctx, hello); err != nil {
 		h.metrics.heartbeats.WithLabelValues("malformed").Inc()
@@ -45,6 +50,11 @@ func (h *House) Heartbeat(ctx context.Context, server string, hello protocol.Hel
 		h.metrics.heartbeats.WithLabelValues("unregistered").Inc()
 		h.log.Debug("heartbeat in a currency the server has not registered in", "server", server, "currency", hello.Currency)
 		return &bourse.Error{Code: bourse.EPermission, Field: "currency", Message: "server " + server + " has not said hello in " + hello.Currency}
+	}
+	if err := h.servers.timely(server, hello.At, h.cfg.ClockSkew, true); err != nil {
+		h.metrics.heartbeats.WithLabelValues("stale").Inc()
+		h.log.Debug("stale heartbeat ignored", "server", server, "err", err)
+		return err
 	}
 	if h.servers.update(server, hello) {
 		h.room.grow(server) // GPUs freed up, or it is back: offer it the book

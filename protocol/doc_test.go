@@ -446,7 +446,9 @@ func jsonBlocks(md string) map[string]bool {
 // body must pass the exchange's strict decoding as the message its subject
 // carries, and each command must run as the party its subject names.
 func TestDocCommands(t *testing.T) {
-	doc := readDoc(t)
+	// A server's hello and heartbeats carry its clock's time, which the
+	// walk-through splices in from date(1): read it as such a time.
+	doc := strings.ReplaceAll(readDoc(t), `'"$(date -u +%FT%T.%NZ)"'`, "2026-11-21T11:58:00.5Z")
 	cmdRE := regexp.MustCompile(`nats\b([^\n']*?)\b(req|request|pub|publish|reply)\b[^\n']*?\s(bourse\.v1\.[^\s']+)\s+'(\{[^'\n]*\})'`)
 	asRE := regexp.MustCompile(`--(?:context|user)[ =]([A-Za-z0-9_@-]+)`)
 	bodies := map[string]func() any{

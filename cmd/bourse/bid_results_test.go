@@ -66,7 +66,7 @@ func startHostile(t *testing.T, url, id string, started protocol.Started) *hosti
 	require.NoError(t, nc.Flush())
 	// It says it runs a program, so that the exchange makes its output
 	// stream at the hello (a server that runs none has none).
-	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1,
+	hello, _ := json.Marshal(protocol.Hello{Currency: "CRED", GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1, At: time.Now().UTC(),
 		Runs: &protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterFullUse, Programs: []string{"/bin/true"}}})
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), hello, 5*time.Second)
 	require.NoError(t, err)

@@ -147,7 +147,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
 	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")
-	f.DurationVar(&cfg.ClockSkew, "clock-skew", 5*time.Second, "how far a reading's time may run ahead of the exchange's clock")
+	f.DurationVar(&cfg.ClockSkew, "clock-skew", 5*time.Second, "how far a reading's, hello's or heartbeat's time may be off the exchange's clock")
 	f.DurationVar(&cfg.AckWait, "ack-wait", 0, "how long the usage stream waits for an acknowledgement before it redelivers a reading (default (server-lost-after − reading-every)/2)")
 	f.DurationVar(&cfg.StopGrace, "stop-grace", 15*time.Second, "how long after a client's kill or suspend the exchange believes the server's readings; then the contract settles on its last one (at least the servers' SIGTERM-to-SIGKILL grace, plus a few seconds)")
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")

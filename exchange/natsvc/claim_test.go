@@ -21,13 +21,12 @@ import (
 // by one), and gives them a moment to hear the first.
 func (s *scripted) beat() {
 	s.t.Helper()
-	body, err := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus)})
-	require.NoError(s.t, err)
 	stop := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
+			body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus), At: time.Now().UTC()})
 			_ = s.nc.Publish(protocol.ServerSubject(s.id, protocol.VerbHeartbeat), body)
 			select {
 			case <-stop:

@@ -53,12 +53,12 @@ func heartbeats(servers ...*scripted) (stop func()) {
 	var beats sync.WaitGroup
 	for _, s := range servers {
 		beats.Go(func() {
-			body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus)})
 			for {
 				select {
 				case <-done:
 					return
 				case <-time.After(100 * time.Millisecond):
+					body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: s.gpus, Free: len(s.gpus), At: time.Now().UTC()})
 					_ = s.nc.Publish(protocol.ServerSubject(s.id, protocol.VerbHeartbeat), body)
 				}
 			}
@@ -306,7 +306,7 @@ func TestUsageStreamUpgrade(t *testing.T) {
 func TestHeartbeatFlood(t *testing.T) {
 	m, reg := limitedMarket(t, 0, natsvc.Limits{Requests: 10, Burst: 10})
 	srv := m.scriptedServer("gpu1", 2, accept)
-	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus)})
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus), At: time.Now().UTC()})
 	for range 400 {
 		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
 	}
@@ -352,8 +352,8 @@ func TestHeartbeatsAtEveryInstance(t *testing.T) {
 	m.startExchange()
 	time.Sleep(2500 * time.Millisecond) // the instances hear one another (every second)
 	srv := m.scriptedServer("gpu1", 2, accept)
-	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus)})
 	for range 8 {
+		body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: len(srv.gpus), At: time.Now().UTC()})
 		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -174,7 +174,7 @@ func (m *market) scriptedWith(id string, gpus int, say func(*protocol.Hello), de
 		gs = append(gs, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
 	}
 	s := &scripted{t: t, id: id, nc: nc, js: js, decide: decide, gpus: gs, starts: make(chan protocol.Start, 16), ctrl: make(chan protocol.Control, 16)}
-	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus}
+	hello := protocol.Hello{Currency: cred, GPUs: gs, Free: gpus, At: time.Now().UTC()}
 	say(&hello)
 	body, _ := json.Marshal(hello)
 	msg, err := nc.Request(protocol.ServerSubject(id, protocol.VerbHello), body, 2*time.Second)

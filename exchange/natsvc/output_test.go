@@ -148,7 +148,7 @@ func TestOutputStreamUpgrade(t *testing.T) {
 	assert.NotContains(t, info.Config.Subjects, protocol.OutputSubjects, "the shared stream still takes the servers' output")
 	assert.Equal(t, uint64(1), info.State.Msgs, "what it held is kept")
 
-	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1,
+	body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1, At: time.Now().UTC(),
 		Runs: &protocol.Runs{Runner: protocol.RunnerProcess, Programs: []string{"/bin/true"}}})
 	msg, err := natstest.Connect(t, ns, protocol.InboxPrefix("gpu1")).Request(protocol.ServerSubject("gpu1", protocol.VerbHello), body, 5*time.Second)
 	require.NoError(t, err)

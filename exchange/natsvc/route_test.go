@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
@@ -169,7 +170,7 @@ func TestClaimHeardNotCountedTwice(t *testing.T) {
 	var srv *scripted
 	srv = m.scriptedWith("gpu1", 2, func(h *protocol.Hello) { h.Ask = ask(2) }, func(protocol.ServerOffer) protocol.Decision {
 		// The claim, said at once, and heard before the accept.
-		body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: 1, Ask: ask(1)})
+		body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: 1, Ask: ask(1), At: time.Now().UTC()})
 		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
 		waitFor(t, "the heartbeat heard", func() bool {
 			ss, err := alice.Servers(context.Background(), cred)
