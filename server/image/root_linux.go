@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/bourse/bourse"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,4 +156,31 @@ func writeAt(d int, name string, mode uint32, data io.Reader, size int64) error 
 func setMtime(d int, name string, t time.Time) {
 	ts := unix.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
 	_ = unix.UtimesNanoAt(d, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// syncFS writes what is cached of dir's filesystem to its disk.
+func syncFS(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
+}
+
+// checkRootSupport tells at Open whether the kernel resolves paths in a
+// root (openat2 with RESOLVE_IN_ROOT), which unpacking needs.
+func checkRootSupport(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	u := &unpacker{root: fd}
+	sub, err := u.openDir(".")
+	if err != nil {
+		return &bourse.Error{Code: bourse.EUnavailable, Field: "cache_dir",
+			Message: "the kernel cannot resolve paths in a root (openat2 needs Linux 5.6 or later)", Err: err}
+	}
+	return unix.Close(sub)
 }
