@@ -23,7 +23,9 @@ import (
 // commands that speak to a market as a client (bid, market, servers)
 // take what their flags and the environment leave unset from the context
 // in use: --context, else $BOURSE_CONTEXT, else the one `bourse context
-// use` selected. Flags win, then the environment, then the context.
+// use` selected. Flags win, then the environment, then the context; but
+// where the context says where and as whom to connect, the environment
+// may not say so too (oneUnit).
 //
 // Each context is a file, $XDG_CONFIG_HOME/bourse/contexts/NAME.json
 // (~/.config/… by default), and the selection $XDG_CONFIG_HOME/bourse/
@@ -188,6 +190,9 @@ func applyContext(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := oneUnit(fs, name, c); err != nil {
+		return err
+	}
 	for _, key := range contextSettings {
 		v, ok := c.Settings[key]
 		fl := fs.Lookup(key)
@@ -198,6 +203,38 @@ func applyContext(cmd *cobra.Command) error {
 			return fmt.Errorf("context %s: %s: %w", name, key, err)
 		}
 		_ = fs.SetAnnotation(key, fromEnvAnnotation, []string{"context " + name})
+	}
+	return nil
+}
+
+// connectionSettings are a context's settings that say where to connect
+// and as whom to NATS: a unit, as a kubectl context's cluster and user
+// are. A password sent to a URL it was not written for is given away.
+var connectionSettings = []string{"nats", "nats-user", "nats-password", "nats-password-file", "nats-creds", "nats-ca", "nats-cert", "nats-key"}
+
+// oneUnit refuses a connection made of the environment's settings and
+// context name's: a URL exported for one market ($BOURSE_NATS_URL) and the
+// password of the context in use would send that password there, and the
+// probe of 2026-12-01 caught it so. The command line may still override a
+// context's setting: that is said where it is typed.
+func oneUnit(fs *pflag.FlagSet, name string, c natsContext) error {
+	var own []string
+	for _, key := range connectionSettings {
+		if c.Settings[key] != "" {
+			own = append(own, "--"+key)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	for _, key := range connectionSettings {
+		fl := fs.Lookup(key)
+		if fl == nil || fl.Changed {
+			continue
+		}
+		if vars := fl.Annotations[fromEnvAnnotation]; len(vars) > 0 {
+			return usagef("$%s gives --%s, and context %s gives the connection (%s): a context is one unit, its credentials go to its own market only. Unset $%s, give --%s on the command line, or choose no context", vars[0], key, name, strings.Join(own, " "), vars[0], key)
+		}
 	}
 	return nil
 }
@@ -249,7 +286,11 @@ the client id, the NATS user and password (or password file), credentials
 file and TLS files, and the currency. bid, market and servers take every
 setting that their flags and the environment leave unset from the context
 in use: --context NAME, else $BOURSE_CONTEXT, else the one chosen with
-context use. Flags win over the environment, which wins over the context.
+context use. Flags win over the environment, which wins over the context,
+except where the two would make one connection: a context that gives the
+NATS URL or credentials is one unit, and a command in which the
+environment gives either too ($BOURSE_NATS_URL, $NATS_URL, a password)
+is refused, so that no context's password goes to another market.
 
 Contexts are files in $XDG_CONFIG_HOME/bourse/contexts (~/.config/bourse/
 contexts), readable by you alone, since one may hold a password: prefer

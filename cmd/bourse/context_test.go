@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,15 +87,39 @@ func TestContexts(t *testing.T) {
 		assert.Equal(t, exitUnavailable, code, "market takes the context too: %s", errOut)
 	})
 
-	t.Run("PasswordFromTheEnvironment", func(t *testing.T) {
-		// The context's password and the environment's password file are
-		// one setting: the environment's wins whole, without a "both
-		// give it" refusal.
+	t.Run("OneUnit", func(t *testing.T) {
+		// A URL exported for one market and the password of the context
+		// in use would send that password there (the probe of
+		// 2026-12-01 caught it so): refused before any connection, and
+		// so is the environment's password with a context's URL.
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer listener.Close()
+		var dialed atomic.Int32
+		go func() {
+			for {
+				c, err := listener.Accept()
+				if err != nil {
+					return
+				}
+				dialed.Add(1)
+				_ = c.Close()
+			}
+		}()
+		t.Setenv("BOURSE_NATS_URL", "nats://"+listener.Addr().String())
+		_, errOut, code := cmd("bid", "--context", "down", "balance")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "$BOURSE_NATS_URL gives --nats, and context down gives the connection (--nats --nats-password): a context is one unit")
+		assert.Zero(t, dialed.Load(), "connected to the environment's URL with the context's password")
+		ok("bid", "--context", "demo", "--nats", b.m.URL(), "balance") // the command line may override: it says so where it is typed
+		t.Setenv("BOURSE_NATS_URL", "")
+
 		pw := filepath.Join(t.TempDir(), "pw")
 		require.NoError(t, os.WriteFile(pw, []byte("x\n"), 0o600))
 		t.Setenv("BOURSE_NATS_PASSWORD_FILE", pw)
-		_, errOut, code := cmd("bid", "--context", "down", "balance")
-		assert.Equal(t, exitUnavailable, code, errOut)
+		_, errOut, code = cmd("bid", "--context", "down", "balance")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "$BOURSE_NATS_PASSWORD_FILE gives --nats-password-file")
 	})
 
 	t.Run("Use", func(t *testing.T) {
