@@ -11,6 +11,11 @@ func (c Class) Fits(model string, memoryMiB int) bool {
 	return (c.Model == "" || strings.EqualFold(c.Model, model)) && memoryMiB >= c.MinMemoryMiB
 }
 
+// FoldModel is a GPU model as models compare (Fits): "h100" and "H100"
+// are one model, in routing, in market data's lines and in a server's
+// count of its models.
+func FoldModel(m string) string { return strings.ToLower(strings.ToUpper(m)) }
+
 // Count is how many of gpus fit the class.
 func (c Class) Count(gpus []GPU) int {
 	n := 0

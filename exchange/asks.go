@@ -3,7 +3,6 @@ package exchange
 import (
 	"math/bits"
 	"slices"
-	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -34,7 +33,7 @@ type asks struct {
 type askKey struct{ currency, model string }
 
 // foldModel is a model as books are keyed by it.
-func foldModel(m string) string { return strings.ToLower(strings.ToUpper(m)) }
+func foldModel(m string) string { return contract.FoldModel(m) }
 
 // askBook is the asks of one currency and model.
 type askBook struct {

@@ -9,12 +9,16 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// The book's two sides in market data (protocol.Book): the servers' asks
-// and the waiting offers, each placed at the price per GPU-second of one
-// GPU used in full, P(1) + Q(1) — an ask's as the exchange orders asks
-// (protocol.ClassAsk.Price), an offer's as routing tests it against them
-// (priceAt1) — rounded to the currency's scale plus protocol.PricePlaces,
-// asks up and offers down, and summed by level. No level names a party.
+// The book's two sides in market data (protocol.Book): the servers' asks,
+// each at the price per GPU-second of one GPU used in full, P(1) + Q(1),
+// as the exchange orders asks (protocol.ClassAsk.Price), and the waiting
+// offers, each at what it is sure to pay per GPU-second (Terms.SurePrice),
+// as the book orders them — rounded to the currency's scale plus
+// protocol.PricePlaces, asks up and offers down, and summed by level. No
+// level names a party. An offer is not placed at its curves' price at full
+// use: one dear only at full use and backed by a tiny prepayment would
+// show a bid it will never pay (the probe of 2026-12-01 made a best bid of
+// 1000 for 32 GPUs out of 0.16 of prepayment).
 
 // order is one ask or waiting offer on a side of the book: its level's
 // price, rounded, and its GPUs.
@@ -23,9 +27,10 @@ type order struct {
 	gpus  int
 }
 
-// bidPrice is the level of a waiting offer of terms t, at places.
+// bidPrice is the level of a waiting offer of terms t, at places: what it
+// is sure to pay per GPU-second.
 func bidPrice(t contract.Terms, places int32) decimal.Decimal {
-	return contract.Terms{GPUs: 1, P: t.P, Q: t.Q}.FullUsePrice().Floor(places)
+	return t.SurePrice().Floor(places)
 }
 
 // askPrice is the level of an ask, at places.

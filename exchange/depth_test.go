@@ -39,13 +39,24 @@ func dec(d *decimal.Decimal) string {
 	return d.String()
 }
 
+// covered is tm with a time limit its flat price covers to the cent: its
+// prepayment pays that price for every second of it, so that it is sure
+// to pay its price.
+func covered(tm contract.Terms) contract.Terms {
+	tm.TimeLimit = 100 * time.Second
+	tm.Prepayment = tm.CappedPrepayment(2)
+	return tm
+}
+
 // TestMarketDepth: market data shows both sides of each model's book by
 // price level: the live servers' asks with GPUs free (the GPUs free, at
 // the price of one GPU used in full, rounded up), and the waiting offers
-// (the GPUs wanted, at the same price of their curves, rounded down);
-// the best of each, the spread and mid; and names no party. A server
-// whose GPUs are all taken, and one not heard from within
-// ServerLostAfter, add nothing to the asks.
+// (the GPUs wanted, at what they are sure to pay, as the book orders
+// them, rounded down); the best of each, the spread and mid; and names no
+// party. A server whose GPUs are all taken, and one not heard from within
+// ServerLostAfter, add nothing to the asks. An offer dear only at full
+// use, or backed by a small prepayment, bids what it is sure to pay, not
+// its curves' price at full use.
 func TestMarketDepth(t *testing.T) {
 	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second})
 	h.Server("flat-a", "H100", 4, posted("0.0010"))
@@ -73,16 +84,25 @@ func TestMarketDepth(t *testing.T) {
 		client string
 		terms  contract.Terms
 	}{
-		{"alice", job(2, "0.0003")},
-		{"bob", job(1, "0.0003")},
-		// 0.0008 at three GPUs used: 0.000266… at one.
+		{"alice", covered(job(2, "0.0003"))},
+		{"bob", covered(job(1, "0.0003"))},
+		// 0.0008 at three GPUs used, nothing at none: sure of nothing.
 		{"carol", func() contract.Terms {
 			tm := job(1, "0")
 			tm.P = contract.Ramp(decimal.Zero, dectest.D("3"), dectest.D("0.0008"))
 			tm.Prepayment = tm.CappedPrepayment(2)
 			return tm
 		}()},
-		{"dave", func() contract.Terms { tm := job(1, "0.0001"); tm.Class.Model = ""; return tm }()},
+		{"dave", func() contract.Terms { tm := covered(job(1, "0.0001")); tm.Class.Model = ""; return tm }()},
+		// 1000 a GPU-second on 0.16 of prepayment (the probe's made-up
+		// depth): sure of 0.16 over 2 GPUs for 100 s.
+		{"erin", func() contract.Terms {
+			tm := named(job(2, "0"), "busy") // waits for busy, whose GPUs are taken
+			tm.TimeLimit = 100 * time.Second
+			tm.P = contract.Flat(dectest.D("1000"))
+			tm.Prepayment = dectest.D("0.16")
+			return tm
+		}()},
 	} {
 		r := offer(t, h, o.client, o.client+"-1", o.terms, wait)
 		require.NotNil(t, r.Queued, "%s waits: %+v", o.client, r)
@@ -94,14 +114,15 @@ func TestMarketDepth(t *testing.T) {
 	b := *h100.Book
 	assert.Equal(t, []string{"0.00033334×3/1", "0.001×6/2", "0.0012×8/1"}, levelsOf(b.Asks),
 		"ramp's third rounded up; flat-a and flat-b at one level; busy and stale not there")
-	assert.Equal(t, []string{"0.0003×3/2", "0.00026666×1/1"}, levelsOf(b.Bids), "alice and bob at one level; carol's third rounded down")
+	assert.Equal(t, []string{"0.0008×2/1", "0.0003×3/2", "0×1/1"}, levelsOf(b.Bids),
+		"erin's prepayment over its GPUs and time limit; alice and bob at one level; carol sure of nothing")
 	assert.Equal(t, 17, b.AskGPUs)
-	assert.Equal(t, 4, b.BidGPUs)
+	assert.Equal(t, 6, b.BidGPUs)
 	assert.Equal(t, "0.00033334", dec(b.BestAsk))
-	assert.Equal(t, "0.0003", dec(b.BestBid))
-	assert.Equal(t, "0.00003334", dec(b.Spread))
-	assert.Equal(t, "0.00031667", dec(b.Mid))
-	assert.Equal(t, 3, h100.Waiting.Offers, "the book's own figures as before")
+	assert.Equal(t, "0.0008", dec(b.BestBid))
+	assert.Equal(t, "-0.00046666", dec(b.Spread), "crossed: erin is sure to pay more than ramp asks")
+	assert.Equal(t, "0.00056667", dec(b.Mid))
+	assert.Equal(t, 4, h100.Waiting.Offers, "the book's own figures as before")
 
 	a100 := line(m, "A100")
 	require.NotNil(t, a100.Book)
@@ -138,7 +159,7 @@ func TestMarketDepth(t *testing.T) {
 		h.Beat()
 		b := *line(market(t, h), "H100").Book
 		assert.Equal(t, "0.0002", dec(b.BestAsk))
-		assert.Equal(t, "-0.0001", dec(b.Spread), "crossed: a waiting offer meets the price of an ask it has not been matched with yet")
+		assert.Equal(t, "-0.0006", dec(b.Spread), "crossed: a waiting offer is sure to pay more than the price of an ask it has not been matched with yet")
 	})
 }
 
@@ -153,7 +174,7 @@ func TestMarketDepthBounded(t *testing.T) {
 	for i := range n {
 		client := fmt.Sprintf("c%02d", i)
 		h.Wallet(client, "100")
-		r := offer(t, h, client, "w", job(1, fmt.Sprintf("0.%04d", 1+i)), time.Hour)
+		r := offer(t, h, client, "w", covered(job(1, fmt.Sprintf("0.%04d", 1+i))), time.Hour)
 		require.NotNil(t, r.Queued, "%+v", r)
 	}
 	b := line(market(t, h), "H100").Book

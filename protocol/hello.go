@@ -4,14 +4,20 @@ import (
 	"fmt"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 )
 
 // Limits of a hello or heartbeat: more than any one server has.
+// MaxServerModels bounds the GPU models one server may say it has: each
+// is a line of market data every reader receives, and a server that made
+// up 64 of them added 64 lines to every market-data message (the probe of
+// 2026-12-01), where clients' models are held to 16 lines a currency.
 const (
-	MaxServerGPUs = 4096
-	maxModel      = 64
-	maxPolicy     = 256
+	MaxServerGPUs   = 4096
+	MaxServerModels = 8
+	maxModel        = 64
+	maxPolicy       = 256
 )
 
 // Check checks what a hello or heartbeat says of the server itself: a
@@ -34,6 +40,7 @@ func (h Hello) Check() error {
 		return bad("gpus", "%d GPUs with %d free is not a server", len(h.GPUs), h.Free)
 	}
 	seen := make(map[int]bool, len(h.GPUs))
+	models := map[string]bool{}
 	for i, g := range h.GPUs {
 		switch {
 		case g.Index < 0 || seen[g.Index]:
@@ -44,6 +51,9 @@ func (h Hello) Check() error {
 			return bad(fmt.Sprintf("gpus[%d].memory_mib", i), "negative: %d", g.MemoryMiB)
 		}
 		seen[g.Index] = true
+		if models[contract.FoldModel(g.Model)] = true; len(models) > MaxServerModels {
+			return bad(fmt.Sprintf("gpus[%d].model", i), "more than %d GPU models on one server", MaxServerModels)
+		}
 	}
 	if len(h.Running) > MaxServerGPUs {
 		return bad("running", "%d contracts on %d GPUs", len(h.Running), len(h.GPUs))

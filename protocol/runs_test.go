@@ -91,3 +91,25 @@ func TestRunsTakes(t *testing.T) {
 	assert.Contains(t, msg, "/opt/p15 and 24 more", "a long list is cut")
 	assert.NotContains(t, msg, "/opt/p16")
 }
+
+// TestHelloModelsBounded: one server may say it has at most
+// MaxServerModels GPU models, folded as routing folds them: each is a line
+// of market data every reader receives.
+func TestHelloModelsBounded(t *testing.T) {
+	hello := func(models ...string) protocol.Hello {
+		h := protocol.Hello{Currency: "CRED", Free: 0}
+		for i, m := range models {
+			h.GPUs = append(h.GPUs, contract.GPU{Index: i, Model: m, MemoryMiB: 81920})
+		}
+		return h
+	}
+	var many []string
+	for i := range protocol.MaxServerModels {
+		many = append(many, fmt.Sprintf("GPU-%d", i))
+	}
+	require.NoError(t, hello(many...).Check(), "as many models as allowed")
+	require.NoError(t, hello(append(many, "gpu-0", "Gpu-1")...).Check(), "models folded: the same two again")
+	err := hello(append(many, "made-up")...).Check()
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
+	assert.Contains(t, bourse.ErrorMessage(err), fmt.Sprintf("more than %d GPU models on one server", protocol.MaxServerModels))
+}
