@@ -82,13 +82,17 @@ func (m *Simulation) negotiate(j *job) {
 	if util.Sign() <= 0 {
 		util = decimal.NewFromInt(1)
 	}
+	// The runtime is what is left, to the nanosecond: the synthetic runner
+	// runs a job for exactly its runtime and the contract then ends
+	// completed. Rounded to the second, a job preempted between whole
+	// seconds (its start had followed a prepayment that ran out
+	// mid-second, say) and resumed with 34.4 s left ran 34 s and was
+	// counted completed with 0.4 s of its work never run: a contract that
+	// matched no job of the workload (issue 45).
 	sj := strategy.Job{
 		Name: fmt.Sprintf("%s-%d", j.w.ID, j.tries), Currency: string(scenario.Currency.Code), Scale: scenario.Currency.Scale,
-		GPUs: j.w.GPUs, Class: contract.Class{Model: j.w.Model}, Runtime: j.remaining.Round(time.Second),
+		GPUs: j.w.GPUs, Class: contract.Class{Model: j.w.Model}, Runtime: j.remaining,
 		Utilization: util, Value: j.c.spec.Value, Preemptible: j.w.Preemptible,
-	}
-	if sj.Runtime < time.Second {
-		sj.Runtime = time.Second
 	}
 	if j.w.Deadline > 0 {
 		sj.Deadline = j.arrived.Add(j.w.Deadline)

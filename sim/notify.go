@@ -98,8 +98,12 @@ func (m *Simulation) ended(j *job, c *contract.Contract) {
 		if c.Reason == contract.ReasonPreempted {
 			m.m.Preempt()
 		}
-		if j.remaining < time.Second {
-			j.remaining = time.Second // a job cut off at its very end still has to finish
+		if j.remaining <= 0 {
+			// Stopped at the very moment its work ran out, which the
+			// node's alarm at a job's end, run before anything else of
+			// that moment, leaves no room for: it would still have to
+			// finish under a contract of its own.
+			j.remaining = time.Second
 		}
 		m.e.After(0, func() { m.requeue(j) })
 	}
