@@ -34,12 +34,16 @@ import (
 //     pull.
 //   - The consumer hands nothing out while its pulls hear their
 //     heartbeats: paused (`nats consumer pause`), or at its MaxAckPending
-//     (readings taken and never acknowledged). NATS, the stream and the
-//     pulls all look well; only the consumer's position says that
-//     readings wait. Every pull heartbeat each instance asks the consumer
-//     too (the consumer is durable and shared: every instance sees the
-//     same position), and is deaf while a reading the stream had stored a
-//     heartbeat earlier is still to be handed out (behind).
+//     (readings taken and never acknowledged); or it is far behind (a
+//     server floods its subjects). NATS, the stream and the pulls all
+//     look well; only the consumer's position says that readings wait.
+//     That is not deafness: the sweep asks the stream, server by server,
+//     whether that server's readings wait undelivered or unacknowledged
+//     (backlog.Holds), and waits only for those; every pull heartbeat
+//     each instance logs whether the consumer lags (behind), for the
+//     operator. A flood so delays only the contracts of servers whose
+//     readings are queued behind it, by the time the consumer takes to
+//     reach them.
 //   - An instance is paused (SIGSTOP, a VM pause) with a pull waiting.
 //     JetStream goes on handing readings to that pull until it expires,
 //     and hands them out again only after AckWait, perhaps to the same
@@ -123,9 +127,15 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, cons
 		}
 		switch {
 		case late:
-			s.house.Disconnected()
+			// Not deaf: the sweep asks the stream, server by server,
+			// whether readings wait (backlog.Holds), and waits for those
+			// whose do. Judging no one at all while the consumer lagged
+			// let one server's flood of readings hold every other
+			// party's contracts (the probe of 2026-12-01: a dead
+			// server's contract settled 156 s late, a never-started one
+			// voided 149 s late).
 			if !lagging {
-				log.Warn("usage consumer behind: readings stored a heartbeat ago wait undelivered; the sweep judges no silence until it catches up",
+				log.Warn("usage consumer behind: readings stored a heartbeat ago wait undelivered; the sweep waits for each server whose readings wait",
 					"pending", ci.NumPending, "delivered", ci.Delivered.Stream, "stored", stored)
 			}
 		case lagging && ok:
@@ -178,10 +188,13 @@ type backlog Service
 const stuckAfter = 2
 
 // Holds reports whether the usage stream holds readings from server that
-// the exchange's consumer has not acknowledged and that were stored
-// within stuckAfter·ServerLostAfter: the first message on the server's
-// subjects past both the consumer's acknowledgement floor and the
-// stream's last sequence at that time (marks). Whichever instance took
+// the exchange's consumer has not handed out yet, or has handed out and
+// not seen acknowledged if they were stored within
+// stuckAfter·ServerLostAfter: the first message on the server's subjects
+// past the consumer's acknowledgement floor, and past the stream's last
+// sequence at that time (marks) unless the consumer has yet to hand that
+// out. A reading not yet handed out is queued, never stuck, however long
+// it waits (a consumer paused, or behind a flood). Whichever instance took
 // such a reading (or none yet), it is not counted, and stays until an
 // instance acknowledges it (stored) or terminates it (refused). Asking
 // by the floor, not by what the stream keeps, matters too: nats-server
@@ -199,7 +212,8 @@ func (b *backlog) Holds(ctx context.Context, server string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("natsvc: usage consumer info: %w", err)
 	}
-	from := max(ci.AckFloor.Stream, b.marks.at(b.cfg.Now().Add(-stuckAfter*b.cfg.ServerLostAfter))) + 1
+	stuck := min(b.marks.at(b.cfg.Now().Add(-stuckAfter*b.cfg.ServerLostAfter)), ci.Delivered.Stream)
+	from := max(ci.AckFloor.Stream, stuck) + 1
 	_, err = b.usage.GetMsg(ctx, from, jetstream.WithGetMsgSubject(protocol.ServerSubject(server, ">")))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

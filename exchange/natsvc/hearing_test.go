@@ -2,6 +2,7 @@ package natsvc_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
@@ -113,4 +115,68 @@ func waitForWithin(t testing.TB, within time.Duration, what string, cond func() 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestFloodHoldsOnlyItsOwn: the usage consumer is behind (paused here,
+// as a flood of one server's made-up readings puts it far behind), with
+// one server's final reading and thousands of its made-up readings
+// waiting. Only that server's contract waits for them; a silent server's
+// contract settles as lost and a never-started one is voided as they
+// would without the flood. Judging no one while the consumer lagged, one
+// server's flood held every other party's contracts (the probe of
+// 2026-12-01: 156 s and 149 s late).
+func TestFloodHoldsOnlyItsOwn(t *testing.T) {
+	m := newMarket(t, func(c *exchange.Config) {
+		honest(c)
+		c.ServerLostAfter = time.Second
+		c.ReadingEvery = 100 * time.Millisecond
+		c.StartTimeout = time.Second
+	})
+	m.wallet("alice", "100")
+	dead := m.scriptedServer("dead", 1, accept)
+	flood := m.scriptedServer("flood", 1, accept)
+	hung := m.scriptedServer("hung", 1, accept)
+	hung.muteStarts.Store(true)
+	alice := m.client("alice")
+	on := func(server string) contract.Terms { tm := terms("alice"); tm.Server = server; return tm }
+	lost := m.running(alice, on("dead"))
+	flooded := m.running(alice, on("flood"))
+	first := reading(lost.ID, 1, "0.1", 0, false)
+	first.T = contract.Duration(100 * time.Millisecond)
+	dead.publish(first)
+	first.Contract = flooded.ID
+	flood.publish(first)
+	waitFor(t, "the first readings", func() bool {
+		return m.contract(lost.ID).Reading != nil && m.contract(flooded.ID).Reading != nil
+	})
+
+	js, err := jetstream.New(natstest.Connect(t, m.ns, ""))
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = js.PauseConsumer(ctx, protocol.UsageStream, "exchange", time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	final := reading(flooded.ID, 2, "0.3", 0, true)
+	final.T = contract.Duration(300 * time.Millisecond)
+	flood.publish(final)
+	for i := range 2000 {
+		_, err := flood.js.PublishAsync(protocol.UsageSubject("flood", fmt.Sprintf("made-up-%d", i%50)), []byte(`{"contract":"x"}`))
+		require.NoError(t, err)
+	}
+	<-flood.js.PublishAsyncComplete()
+	r, err := alice.Offer(ctx, "never-started", on("hung"))
+	require.NoError(t, err)
+	require.NotNil(t, r.Contract, "%+v", r)
+
+	got := m.settled(lost.ID, 5*time.Second)
+	assert.Equal(t, contract.ReasonServerLost, got.Reason, "the silent server's contract, judged while another's readings wait")
+	assert.Equal(t, contract.StateVoided, m.settled(r.Contract.ID, 5*time.Second).State, "the never-started contract")
+	// Longer than stuckAfter·ServerLostAfter: a reading not handed out is
+	// queued, never stuck.
+	time.Sleep(3 * m.cfg.ServerLostAfter)
+	require.True(t, m.contract(flooded.ID).HoldsEscrow(), "settled as %s while its final reading waited in the stream", m.contract(flooded.ID).Reason)
+
+	_, err = js.ResumeConsumer(ctx, protocol.UsageStream, "exchange")
+	require.NoError(t, err)
+	chargedFor(t, m.settled(flooded.ID, 10*time.Second), contract.ReasonCompleted, final.Usage())
+	m.noOpenHold()
 }
