@@ -8,7 +8,7 @@ FUZZTIME ?= 20s
 BENCH_OFFERS ?= 5000
 
 .DEFAULT_GOAL := build
-.PHONY: build test e2e bench bench-ledger bench-exchange bench-instances bench-scale bench-servers bench-sim sim-trace gpu-meter gpu-tests lint fuzz clean demo console-shots
+.PHONY: nats-server build test e2e bench bench-ledger bench-exchange bench-instances bench-scale bench-servers bench-sim sim-trace gpu-meter gpu-tests lint fuzz clean demo console-shots
 
 ## build: compile every package, and the binary to bin/bourse
 build:
@@ -85,6 +85,12 @@ gpu-tests:
 	mkdir -p bin/gpu
 	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/nvmlmeter.test ./server/nvmlmeter/
 	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/bourse.test ./cmd/bourse/
+
+## nats-server: a current nats-server (the release go.mod pins, 2.15) built
+## to bin/nats-server, for deployments and tests that want one newer than
+## Debian's 2.9 (docs/operations.md: durability)
+nats-server:
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
 
 ## lint: gofmt, go vet and staticcheck (pinned as a tool in go.mod)
 lint:

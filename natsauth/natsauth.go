@@ -62,6 +62,9 @@ type Options struct {
 	// Expires is how long the exchange's credentials work; never if
 	// zero.
 	Expires time.Duration
+	// Sync is JetStream's sync_interval (JetStreamBlock): SyncAlways if
+	// empty, SyncDefault for nats-server before 2.10.
+	Sync string
 }
 
 func (o *Options) defaults() error {
@@ -82,6 +85,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Resolver != "memory" && o.Resolver != "full" {
 		return fmt.Errorf("resolver %q: want memory or full", o.Resolver)
+	}
+	if o.Sync == "" {
+		o.Sync = SyncAlways
+	}
+	if err := CheckSync(o.Sync); err != nil {
+		return err
 	}
 	if o.ResolverDir == "" {
 		o.ResolverDir = "/var/lib/bourse/nats-jwt"
@@ -153,10 +162,7 @@ func Init(dir string, o Options) ([]string, error) {
 #   nats-server -c nats-server.conf
 port: %d
 host: %s
-jetstream {
-  store_dir: %q
-}
-`, o.Port, o.Host, o.StoreDir)
+%s`, o.Port, o.Host, JetStreamBlock(o.StoreDir, o.Sync))
 	} else {
 		fmt.Fprintf(&conf, `# Run, with the JetStream store on the command line:
 #   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
@@ -164,8 +170,7 @@ jetstream {
 # need a restart (bourse admin nats-auth init --store-dir avoids it).
 port: %d
 host: %s
-jetstream: enabled
-`, o.Port, o.Host)
+%s`, o.Port, o.Host, JetStreamBlock("", o.Sync))
 	}
 	fmt.Fprintf(&conf, `
 operator: %q

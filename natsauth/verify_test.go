@@ -25,6 +25,7 @@ func debianMarket(t *testing.T, o natsauth.Options, args ...string) (dir string,
 	bin := natstest.DebianNATS(t)
 	dir = t.TempDir()
 	o.Port = natstest.FreePort(t)
+	o.Sync = natsauth.SyncDefault // nats-server 2.9 takes no sync_interval
 	_, err := natsauth.Init(dir, o)
 	require.NoError(t, err)
 	for _, id := range []string{"alice", "bob"} {

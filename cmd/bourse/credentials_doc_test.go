@@ -111,7 +111,7 @@ func (d *debianNATS) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", d.
 func TestCredentialsDoc(t *testing.T) {
 	t.Run("Debian", func(t *testing.T) {
 		d := &debianNATS{bin: natstest.DebianNATS(t), port: natstest.FreePort(t)}
-		followCredentialsDoc(t, d, "--port", strconv.Itoa(d.port))
+		followCredentialsDoc(t, d, "--port", strconv.Itoa(d.port), "--sync-interval", "default") // 2.9 takes no sync_interval
 	})
 	t.Run("Embedded", func(t *testing.T) { followCredentialsDoc(t, &embeddedNATS{}) })
 }
@@ -303,7 +303,7 @@ func TestNATSAuthCheck(t *testing.T) {
 	market := func(t *testing.T, storeDir string, args ...string) (dir, url string, ns *natstest.Binary) {
 		dir = filepath.Join(t.TempDir(), "nats")
 		port := natstest.FreePort(t)
-		execute(t, nil, "admin", "nats-auth", "init", dir, "--port", strconv.Itoa(port), "--store-dir="+storeDir)
+		execute(t, nil, "admin", "nats-auth", "init", dir, "--port", strconv.Itoa(port), "--store-dir="+storeDir, "--sync-interval=default")
 		execute(t, nil, "admin", "nats-auth", "user", dir, "--client", "alice")
 		ns = natstest.RunBinary(t, bin, append([]string{"-c", filepath.Join(dir, "nats-server.conf")}, args...)...)
 		return dir, fmt.Sprintf("nats://127.0.0.1:%d", port), ns

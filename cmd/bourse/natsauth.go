@@ -59,6 +59,7 @@ when (docs/operations.md, "Credentials").`,
 	f.StringVar(&o.StoreDir, "store-dir", "/var/lib/bourse/jetstream",
 		`the JetStream store, written into nats-server.conf so that a reload takes revocations on nats-server 2.9 ("": give it with -sd, and restart after each)`)
 	f.DurationVar(&o.Expires, "expires", defaultExpiry, "how long the exchange's credentials work (0: never)")
+	f.StringVar(&o.Sync, "sync-interval", natsauth.SyncAlways, "JetStream's sync_interval: always (every write on disk before it is acknowledged), a duration, or default (nats-server's own; nats-server before 2.10 takes no other)")
 
 	var clients, servers, viewers []string
 	var exchangeID string

@@ -28,6 +28,7 @@ func newNATSConfigCmd() *cobra.Command {
 		example                   bool
 		tls                       natsServerTLS
 		storeDir                  string
+		sync                      string
 	)
 	cmd := &cobra.Command{
 		Use:   "nats-config --client ID … --server ID … [--viewer ID …]",
@@ -47,9 +48,19 @@ runs without -sd and a reload (nats-server --signal reload, after adding a
 party) takes the new file: nats-server 2.9, Debian's, cannot reload a
 store given on the command line. Without it the file enables JetStream
 without a store directory: give it on the command line (nats-server -c
-FILE -sd DIR) and restart nats-server after each change.`,
+FILE -sd DIR) and restart nats-server after each change.
+
+--sync-interval is JetStream's: always (the default) syncs every write to
+disk before nats-server acknowledges it, so that a power loss of its host
+loses nothing acknowledged; a duration bounds what one loses; default
+leaves nats-server's own (two minutes), and is what nats-server before
+2.10 (Debian's 2.9) takes: it refuses the setting. docs/operations.md
+("Durability") says what each costs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := natsauth.CheckSync(sync); err != nil {
+				return usagef("--sync-interval: %v", err)
+			}
 			parties := []natsParty{{id: exchangeUser, role: "exchange"}}
 			for _, id := range clients {
 				parties = append(parties, natsParty{id: id, role: protocol.RoleClient})
@@ -98,7 +109,10 @@ FILE -sd DIR) and restart nats-server after each change.`,
 			if storeDir != "" {
 				by = append(by, "--store-dir", storeDir)
 			}
-			return writeNATSConfig(cmd.OutOrStdout(), host, port, storeDir, parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, by...), " "))
+			if sync != natsauth.SyncAlways {
+				by = append(by, "--sync-interval", sync)
+			}
+			return writeNATSConfig(cmd.OutOrStdout(), host, port, natsauth.JetStreamBlock(storeDir, sync), storeDir != "", parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, by...), " "))
 		},
 	}
 	f := cmd.Flags()
@@ -109,6 +123,7 @@ FILE -sd DIR) and restart nats-server after each change.`,
 	f.StringVar(&host, "host", "127.0.0.1", "the address nats-server listens on")
 	f.IntVar(&port, "port", 4222, "the port nats-server listens on")
 	f.StringVar(&storeDir, "store-dir", "", "the JetStream store, named in the file so that nats-server can reload it (empty: give it with -sd)")
+	f.StringVar(&sync, "sync-interval", natsauth.SyncAlways, "JetStream's sync_interval: always (every write on disk before it is acknowledged), a duration, or default (nats-server's own; nats-server before 2.10 takes no other)")
 	f.BoolVar(&example, "example-passwords", false, `write "<id>-secret" passwords in the clear (examples and tests only)`)
 	f.StringVar(&tls.cert, "tls-cert", "", "the NATS server's certificate (PEM): clients must then connect with TLS")
 	f.StringVar(&tls.key, "tls-key", "", "the NATS server's private key (PEM)")
@@ -153,7 +168,7 @@ type natsServerTLS struct {
 
 // writeNATSConfig writes the configuration; docs/nats-server.conf is its
 // output for alice, bob, gpu1 and gpu2 (a test keeps them equal).
-func writeNATSConfig(w io.Writer, host string, port int, storeDir string, parties []natsParty, tls natsServerTLS, command string) error {
+func writeNATSConfig(w io.Writer, host string, port int, jetstream string, storeNamed bool, parties []natsParty, tls natsServerTLS, command string) error {
 	var b strings.Builder
 	b.WriteString(`# nats-server configuration for a Bourse market: identity by subject.
 #
@@ -170,20 +185,19 @@ func writeNATSConfig(w io.Writer, host string, port int, storeDir string, partie
 #   ` + command + `
 # Without --example-passwords the passwords are random and stored as
 # bcrypt hashes. Use TLS in production (docs/operations.md).`)
-	if storeDir != "" {
+	if storeNamed {
 		b.WriteString(`
 # Run it as it is, without -sd: the JetStream store is named here, so that
 # nats-server --signal reload takes a changed file:
 #   nats-server -c nats-server.conf
 `)
-		fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream {\n  store_dir: %q\n}\n", port, host, storeDir)
 	} else {
 		b.WriteString(` Run, with the
 # JetStream store given on the command line:
 #   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
 `)
-		fmt.Fprintf(&b, "port: %d\nhost: %s\njetstream: enabled\n", port, host)
 	}
+	fmt.Fprintf(&b, "port: %d\nhost: %s\n%s", port, host, jetstream)
 	if tls.cert != "" {
 		// Every connection is TLS; with verify, only clients whose
 		// certificate the CA signed get to the password check.

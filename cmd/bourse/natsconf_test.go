@@ -85,7 +85,8 @@ func TestNATSConfigReload(t *testing.T) {
 	store := t.TempDir()
 	conf := filepath.Join(t.TempDir(), "bourse.conf")
 	write := func(parties ...string) {
-		args := append([]string{"admin", "nats-config", "--port", port, "--store-dir", store, "--example-passwords"}, parties...)
+		// nats-server 2.9 takes no sync_interval (docs/operations.md, durability).
+		args := append([]string{"admin", "nats-config", "--port", port, "--store-dir", store, "--example-passwords", "--sync-interval", "default"}, parties...)
 		require.NoError(t, os.WriteFile(conf, []byte(execute(t, nil, args...)), 0o600))
 	}
 	write("--client", "alice")
