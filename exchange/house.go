@@ -11,6 +11,7 @@
 package exchange
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,6 +110,14 @@ type Config struct {
 
 	Logger  *slog.Logger          // slog.Default() if nil
 	Metrics prometheus.Registerer // nil: metrics are kept but not registered
+	// Instance names this House among the instances that share its
+	// store, and ShareHearing has it record there what it hears its
+	// servers say (Store.Hear), and weigh what the others heard before
+	// its sweep judges a contract's silence (hearing.go). A driver of
+	// several instances on one store (natsvc) sets both; the simulator,
+	// alone on its store, neither.
+	Instance     string
+	ShareHearing bool
 	// Backlog, if set, says whether readings from a server have reached
 	// the exchange's transport but not its store: the sweep does not take
 	// a contract's silence for its server's loss while its server's
@@ -214,6 +223,9 @@ type House struct {
 	// for contracts the store has no Stuck.Retry for (a hold without a
 	// contract).
 	retryHold map[currency.HoldID]time.Time
+	// told is when the sweep last recorded what this instance hears
+	// (hearing.go).
+	told time.Time
 
 	// token and negotiations name the House's negotiations (offerID).
 	token        string
@@ -241,6 +253,9 @@ func New(cfg Config) (*House, error) {
 		token:     newToken(),
 	}, nil
 }
+
+// instance is the House's name among the instances on its store.
+func (h *House) instance() string { return cmp.Or(h.cfg.Instance, h.token) }
 
 // Config returns the House's configuration, defaults filled in.
 func (h *House) Config() Config { return h.cfg }

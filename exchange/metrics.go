@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		book: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_book_total",
 			Help: "Waiting offers, by event: queued, matched (a contract), or why they left: cancelled, expired, insufficient_funds, cap_exceeded, invalid, outbid."}, []string{"event"}),
 		readingsLate: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bourse_exchange_readings_late_total",
-			Help: "Times the sweep found a running contract's readings silent past server_lost_after and judged it again at the next sweep, by why: its server's heartbeat listed it as running (heartbeat) or as settling, its final reading held by the server until the exchange's receipt (settling), or readings its server sent in the last twice server_lost_after still waited in the usage stream (waiting)."}, []string{"why"}),
+			Help: "Times the sweep found a running contract's readings silent past server_lost_after and judged it again at the next sweep, by why: its server's heartbeat listed it as running (heartbeat) or as settling, its final reading held by the server until the exchange's receipt (settling), another instance heard its server list it so while this one did not (elsewhere: this instance is cut off from the server), or readings its server sent in the last twice server_lost_after still waited in the usage stream (waiting)."}, []string{"why"}),
 		stopsOverdue: prometheus.NewCounter(prometheus.CounterOpts{Name: "bourse_exchange_stops_overdue_total",
 			Help: "Contracts the sweep settled at their client's kill or suspend plus the stop grace: their server had not settled them (it ignored the stop, or its final reading came too late)."}),
 	}

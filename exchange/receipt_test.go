@@ -99,3 +99,43 @@ func TestReceipts(t *testing.T) {
 	assert.Equal(t, bourse.EInvalid, bad.Error.Code)
 	h.Audit()
 }
+
+// TestHeardElsewhere: a server heard by one instance and not another
+// (its NATS node cut off from the other's) runs a contract whose
+// readings reach neither. The instance that does not hear it does not
+// settle the contract as lost while the other records, in the store they
+// share, that the server's heartbeats list it; once no instance hears
+// the server, it settles as lost on its last reading.
+func TestHeardElsewhere(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := housetest.New(t, exchange.Config{ServerLostAfter: 10 * time.Second, ShareHearing: true})
+	other := h.Instance()
+	h.Configure(func(c *exchange.Config) { c.Metrics = reg }) // h.House anew, with its metrics
+	node := h.Server("gpu1", "H100", 1, nil)
+	h.Wallet("dave", "100")
+	tm := job(1, "0.01")
+	tm.Job.Profile.Duration, tm.TimeLimit = 5*time.Minute, 10*time.Minute
+	tm.Prepayment = tm.CappedPrepayment(2)
+	id := runFor(t, h, "w1", tm)
+	ctx := context.Background()
+
+	h.Router.Silence("gpu1", true) // cut off from h's instance: no readings, no heartbeats
+	for range 40 {
+		h.Advance(time.Second)
+		_ = other.Heartbeat(ctx, "gpu1", node.Hello(h.Now()))
+		other.Sweep(ctx)
+		h.House.Sweep(ctx)
+	}
+	require.Equal(t, contract.StateRunning, contractOf(t, h, "dave", id).State, "settled while another instance heard its server run it")
+	assert.Positive(t, lateBy(t, reg, "elsewhere"), "the sweeps that waited, counted by why")
+
+	for range 30 { // no instance hears it now
+		h.Advance(time.Second)
+		other.Sweep(ctx)
+		h.House.Sweep(ctx)
+	}
+	c := contractOf(t, h, "dave", id)
+	require.Equal(t, contract.StateSettled, c.State)
+	assert.Equal(t, contract.ReasonServerLost, c.Reason)
+	h.Audit()
+}

@@ -174,6 +174,22 @@ func (r *registry) lists(server, id string, since time.Time) string {
 	return ""
 }
 
+// heard is what the servers heard since since said they run or hold the
+// final readings of: each server's running and settling contracts, by
+// server (Hearing.Servers).
+func (r *registry) heard(since time.Time) map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]string{}
+	for id, s := range r.servers {
+		if s.seen.Before(since) {
+			continue
+		}
+		out[id] = append(slices.Clip(s.Running), s.Settling...)
+	}
+	return out
+}
+
 // liveIDs lists the servers heard from recently.
 func (r *registry) liveIDs() []string {
 	r.mu.Lock()

@@ -96,6 +96,20 @@ type Store interface {
 	// Stuck lists up to limit contracts that still hold their escrow and
 	// have failed to settle or void (Stuck set), the longest stuck first.
 	Stuck(ctx context.Context, limit int) ([]contract.Contract, error)
+	// Hear records what instance h.Instance heard its servers say, in
+	// place of what it recorded before (hearing.go). Heard lists the
+	// records of every instance made at or after since.
+	Hear(ctx context.Context, h Hearing) error
+	Heard(ctx context.Context, since time.Time) ([]Hearing, error)
+}
+
+// Hearing is what one exchange instance heard its servers say, as of At:
+// each server heard within ServerLostAfter, and the contracts its last
+// heartbeat listed as running or settling.
+type Hearing struct {
+	Instance string
+	At       time.Time
+	Servers  map[string][]string
 }
 
 // ErrNoChange is returned by an Update change function that finds nothing

@@ -36,6 +36,9 @@ func (h *House) Sweep(ctx context.Context) {
 	now := h.cfg.Now().UTC()
 	defer func() { h.pauses.end(now, h.cfg.Now().UTC(), h.cfg.SweepEvery) }()
 	silentSince := now.Add(-h.cfg.ServerLostAfter)
+	// What this instance hears, for the others' sweeps: before the pause
+	// check, for an instance deaf to readings may still hear servers.
+	h.tellHeard(ctx, now)
 	// A wait's end needs no server's word: it is judged after a pause too.
 	h.expireBook(ctx, now)
 	if !h.pauses.begin(now, h.cfg.SweepEvery, silentSince) {
@@ -46,10 +49,10 @@ func (h *House) Sweep(ctx context.Context) {
 		h.log.Warn("sweep: list stale contracts", "err", err)
 		return
 	}
-	waiting := h.backlog(ctx)
+	waiting, elsewhere := h.backlog(ctx), h.heardElsewhere(ctx, silentSince)
 	for _, c := range stale {
 		if c.State == contract.StateRunning && !c.StopDue(now) {
-			if why := h.late(c, silentSince, waiting); why != "" {
+			if why := h.late(c, silentSince, waiting, elsewhere); why != "" {
 				// Its readings are late, not lost: the usage stream may hold
 				// them for another instance (one paused, its pull not yet
 				// expired) while the server's heartbeats, which every
@@ -77,13 +80,18 @@ func (h *House) Sweep(ctx context.Context) {
 // late says why running contract c's silence is not judged now, "" if
 // it is: its server's heartbeat, heard since silentSince, lists it as
 // running ("heartbeat") or as holding its final reading ("settling"),
-// or its server's readings wait in the Backlog ("waiting").
-func (h *House) late(c contract.Contract, silentSince time.Time, waiting func(string) bool) string {
+// its server's readings wait in the Backlog ("waiting"), or another
+// instance heard its server list it since ("elsewhere": this one is cut
+// off from the server, hearing.go).
+func (h *House) late(c contract.Contract, silentSince time.Time, waiting func(string) bool, elsewhere func(server, id string) bool) string {
 	if why := h.servers.lists(c.Server, c.ID, silentSince); why != "" {
 		return why
 	}
 	if waiting(c.Server) {
 		return "waiting"
+	}
+	if elsewhere(c.Server, c.ID) {
+		return "elsewhere"
 	}
 	return ""
 }

@@ -39,6 +39,8 @@ type Store struct {
 	locked int
 	// book is the waiting offers (book.go).
 	book map[string]*contract.Waiting
+	// hearings are what each instance heard its servers say (Hear).
+	hearings map[string]exchange.Hearing
 }
 
 // New returns a store over l. It remembers the ids of the contracts it
@@ -316,4 +318,29 @@ func (s *Store) between(from, to time.Time, after string, limit int, at func(c *
 		out = append(out, r.c)
 	}
 	return out
+}
+
+// Hear keeps h in place of what its instance recorded before.
+func (s *Store) Hear(_ context.Context, h exchange.Hearing) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hearings == nil {
+		s.hearings = map[string]exchange.Hearing{}
+	}
+	s.hearings[h.Instance] = h
+	return nil
+}
+
+// Heard lists the hearings recorded at or after since, by instance.
+func (s *Store) Heard(_ context.Context, since time.Time) ([]exchange.Hearing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []exchange.Hearing
+	for _, h := range s.hearings {
+		if !h.At.Before(since) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b exchange.Hearing) int { return strings.Compare(a.Instance, b.Instance) })
+	return out, nil
 }

@@ -146,12 +146,15 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	hc.Backlog = (*backlog)(s)
+	// Instances share a store and may hear servers apart (a NATS node
+	// cut off): each records what it hears there for the others' sweeps.
+	hc.Instance, hc.ShareHearing = newInstanceID(), true
 	house, err := exchange.New(hc)
 	if err != nil {
 		return nil, err
 	}
 	s.house, s.cfg = house, house.Config()
-	s.peers = newPeers(s.cfg.Now())
+	s.peers = newPeers(hc.Instance, s.cfg.Now())
 	if hc.Metrics != nil {
 		// How close the instance is to MaxInFlight, the one limit that
 		// is its own and not a share of the market's.

@@ -35,10 +35,16 @@ type peers struct {
 	seen  map[string]time.Time
 }
 
-func newPeers(now time.Time) *peers {
+func newPeers(self string, now time.Time) *peers {
+	return &peers{self: self, since: now, seen: map[string]time.Time{}}
+}
+
+// newInstanceID names an instance: among its peers, and in the store's
+// record of what it hears (exchange.Config.Instance).
+func newInstanceID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &peers{self: hex.EncodeToString(b[:]), since: now, seen: map[string]time.Time{}}
+	return hex.EncodeToString(b[:])
 }
 
 // leads says whether this instance is the one of those running that does

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("BookLimits", func(t *testing.T) { testBookLimits(t, open) })
 	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
 	t.Run("BookConcurrent", func(t *testing.T) { testBookConcurrent(t, open) })
+	t.Run("Hearings", func(t *testing.T) { testHearings(t, open) })
 }
 
 const (
