@@ -284,6 +284,15 @@ func (h *Host) keepStopped(id string, p *proc) {
 	})
 }
 
+// Cgroup is the cgroup the host makes its jobs' in, as /proc/<pid>/cgroup
+// names it; "" where jobs get none.
+func (h *Host) Cgroup() string {
+	if h.cgroups == nil {
+		return ""
+	}
+	return h.cgroups.rel
+}
+
 // OutputDir is where the jobs' output goes, a directory per contract.
 func (h *Host) OutputDir() string { return h.cfg.OutputDir }
 

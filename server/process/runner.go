@@ -166,13 +166,16 @@ func (r *Runner) Meter() contract.Meter {
 const FullUseHint = "meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"
 
 // unmetered is the refusal of a runner without a meter.
-func (r *Runner) unmetered(op string) error {
-	why := r.cfg.NoMeter
+func (r *Runner) unmetered(op string) error { return Unmetered(op, r.cfg.NoMeter, "process job") }
+
+// Unmetered is the refusal of a runner without a meter (EUnmetered): why
+// there is none, and what it therefore runs none of.
+func Unmetered(op, why, what string) error {
 	if why == "" {
 		why = "no GPU meter"
 	}
 	return &bourse.Error{Code: bourse.EUnmetered, Op: op, Message: fmt.Sprintf(
-		"this server cannot measure GPU use (%s), so it runs no process job; its operator may choose the fallback %s", why, FullUseHint)}
+		"this server cannot measure GPU use (%s), so it runs no %s; its operator may choose the fallback %s", why, what, FullUseHint)}
 }
 
 // New checks cfg, resolves the allowed programs and creates the output
@@ -248,35 +251,10 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 	if err := r.checkEnvArgs(path, job.Args); err != nil {
 		return "", nil, err
 	}
-	env = map[string]string{}
-	for k, v := range job.Env {
-		if err := CheckName(k); err != nil || strings.ContainsRune(v, 0) {
-			return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf("bad variable %q", k)}
-		}
-		if !r.envAllowed(k) {
-			return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.env", Message: fmt.Sprintf("the job may not set %s", k)}
-		}
-		env[k] = v
-	}
-	if v, ok := env[CheckpointEnv]; ok && v != "none" && v != "signal" {
-		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf(`%s is %q; want "signal" or "none"`, CheckpointEnv, v)}
+	if env, err = JobEnv(op, job.Env, r.cfg.AllowEnv); err != nil {
+		return "", nil, err
 	}
 	return path, env, nil
-}
-
-func (r *Runner) envAllowed(k string) bool {
-	switch k {
-	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", ResultsEnv, "BOURSE_CONTRACT":
-		return false
-	case CheckpointEnv:
-		return true
-	}
-	for _, a := range r.cfg.AllowEnv {
-		if a == k || (strings.HasSuffix(a, "*") && strings.HasPrefix(k, strings.TrimSuffix(a, "*"))) {
-			return true
-		}
-	}
-	return false
 }
 
 // Start starts the job's process group, or thaws the frozen job that the
