@@ -22,7 +22,11 @@ func devices(t *testing.T, nodes map[string][2]uint32) string {
 	}
 	dir := t.TempDir()
 	for name, n := range nodes {
-		if err := unix.Mknod(filepath.Join(dir, name), unix.S_IFCHR|0o666, int(unix.Mkdev(n[0], n[1]))); err != nil {
+		path := filepath.Join(dir, name)
+		if err := unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(n[0], n[1]))); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Chmod(path, 0o666); err != nil { // as the driver's are, whatever the umask
 			t.Fatal(err)
 		}
 	}

@@ -123,7 +123,16 @@ func boxRoot(t testing.TB) string {
 			if err := os.WriteFile(filepath.Join(rootDir, "etc", "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
 				return err
 			}
-			return chmodTree(dir)
+			if err := chmodTree(dir); err != nil {
+				return err
+			}
+			// A folder any user may write, as images have (an app's data
+			// folder): only the read-only root keeps a job out of it.
+			open := filepath.Join(rootDir, "var", "data")
+			if err := os.MkdirAll(open, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(open, 0o777)
 		}()
 	})
 	if rootErr != nil {
@@ -207,7 +216,7 @@ func newRig(t *testing.T, edit func(*Config)) *rig {
 	rg := &rig{images: &images{root: boxRoot(t)}, meter: &counting{}, users: usertest.Create(t, 2)}
 	rg.out = filepath.Join(usertest.Dir(t), "jobs")
 	cfg := Config{Images: rg.images, Sources: protocol.Images{Allowed: []string{"test.example"}}, Users: rg.users,
-		OutputDir: rg.out, StateDir: filepath.Join(usertest.Dir(t), "state"), Meter: rg.meter, Grace: 2 * time.Second,
+		OutputDir: rg.out, StateDir: filepath.Join(usertest.Dir(t), "state"), Meter: rg.meter, Grace: 500 * time.Millisecond,
 		MemoryPerGPU: 256 << 20, Pids: 64, TmpBytes: 16 << 20, CDIDirs: []string{}, DevDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if edit != nil {

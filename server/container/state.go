@@ -110,6 +110,13 @@ func (s *state) bundle(id, image string, spec *specs.Spec) (*bundle, error) {
 		_ = os.RemoveAll(b.dir)
 		return nil, fmt.Errorf("the container's root (overlay of %s): %w", image, err)
 	}
+	// The runtime gives a tmpfs the mode of the folder it covers, and an
+	// image's /tmp may be missing or closed: make it the sticky, open
+	// folder a job expects, in this container's upper layer alone.
+	if err := openTmp(b.rootfs); err != nil {
+		s.remove(id, b)
+		return nil, fmt.Errorf("the container's /tmp: %w", err)
+	}
 	data, err := json.MarshalIndent(spec, "", "\t")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(b.dir, "config.json"), data, 0o600)
@@ -119,6 +126,25 @@ func (s *state) bundle(id, image string, spec *specs.Spec) (*bundle, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openTmp makes rootfs's /tmp a folder of mode 1777, unless the image
+// has something else there (a link, which the runtime resolves in the
+// root).
+func openTmp(rootfs string) error {
+	tmp := filepath.Join(rootfs, "tmp")
+	fi, err := os.Lstat(tmp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return nil
+	}
+	return unix.Chmod(tmp, 0o1777)
 }
 
 // remove deletes the container id, whatever is left of it (the runtime
