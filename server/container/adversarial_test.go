@@ -176,7 +176,7 @@ func TestReadOnlyRoot(t *testing.T) {
 	_, err := fmt.Sscanf(out[i:], "tmp full at %d", &full)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, full, 16<<20, "/tmp is bounded")
-	entries, err := os.ReadDir(boxRoot(t))
+	entries, err := os.ReadDir(rg.images.root)
 	require.NoError(t, err)
 	for _, e := range entries {
 		assert.NotEqual(t, "bourse", e.Name(), "the image was not written (no mount point made in it)")

@@ -2,9 +2,7 @@ package container
 
 import (
 	"context"
-	"debug/elf"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/container/containertest"
 	"github.com/bourse/bourse/server/process/usertest"
 	"github.com/bourse/bourse/server/spool"
 )
@@ -31,134 +29,6 @@ const (
 	boxRef  = "test.example/box:1"
 	rootRef = "test.example/box:root" // the same, whose USER is root
 )
-
-// need skips a test that runs containers where it cannot (not root, no
-// runc, no static busybox), saying what is missing, except in CI
-// (CI=true), where it fails: the containment it tests is never left
-// untested. make test installs runc and busybox-static (scripts/runc.sh).
-func need(t testing.TB) {
-	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, fmt.Sprintf("root (this runs as uid %d; containers need root)", os.Geteuid()))
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		missing = append(missing, "runc (apt-get install runc)")
-	}
-	if _, err := busybox(); err != nil {
-		missing = append(missing, err.Error())
-	}
-	if len(missing) == 0 {
-		return
-	}
-	why := "cannot run containers: no " + strings.Join(missing, ", no ")
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s; CI must run it as root with them installed (make test does: scripts/runc.sh)", why)
-	}
-	t.Skip(why)
-}
-
-// busybox finds a static busybox, which runs in a root of its own.
-func busybox() (string, error) {
-	path, err := exec.LookPath("busybox")
-	if err != nil {
-		return "", errors.New("busybox (apt-get install busybox-static)")
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("busybox at %s readable as ELF: %v", path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("static busybox (%s is linked dynamically: apt-get install busybox-static)", path)
-		}
-	}
-	return path, nil
-}
-
-var (
-	rootOnce sync.Once
-	rootDir  string
-	rootErr  error
-)
-
-// applets are the busybox commands the tests' jobs use.
-var applets = []string{"sh", "id", "cat", "ls", "sleep", "nc", "echo", "awk", "seq", "touch", "grep", "wc",
-	"mkdir", "unshare", "true", "env", "pwd", "head", "test", "["}
-
-// boxRoot is an unpacked image's root file system: busybox and its
-// applets in /bin, every folder 0755 and owned by root, as an image's.
-// One for the whole test binary; the runner never writes it.
-func boxRoot(t testing.TB) string {
-	t.Helper()
-	rootOnce.Do(func() {
-		rootErr = func() error {
-			bb, err := busybox()
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "bourse-box-")
-			if err != nil {
-				return err
-			}
-			rootDir = filepath.Join(dir, "rootfs")
-			for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp"} {
-				if err := os.MkdirAll(filepath.Join(rootDir, d), 0o755); err != nil {
-					return err
-				}
-			}
-			data, err := os.ReadFile(bb)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(rootDir, "bin", "busybox"), data, 0o755); err != nil {
-				return err
-			}
-			for _, a := range applets {
-				if err := os.Symlink("busybox", filepath.Join(rootDir, "bin", a)); err != nil {
-					return err
-				}
-			}
-			if err := os.WriteFile(filepath.Join(rootDir, "etc", "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
-				return err
-			}
-			if err := chmodTree(dir); err != nil {
-				return err
-			}
-			// A folder any user may write, as images have (an app's data
-			// folder): only the read-only root keeps a job out of it.
-			open := filepath.Join(rootDir, "var", "data")
-			if err := os.MkdirAll(open, 0o755); err != nil {
-				return err
-			}
-			return os.Chmod(open, 0o777)
-		}()
-	})
-	if rootErr != nil {
-		t.Fatalf("the test image's root: %v", rootErr)
-	}
-	return rootDir
-}
-
-// chmodTree makes every folder under dir 0755 (os.MkdirTemp makes 0700,
-// and the runner's umask is 077).
-func chmodTree(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		return os.Chmod(p, 0o755)
-	})
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if rootDir != "" {
-		_ = os.RemoveAll(filepath.Dir(rootDir))
-	}
-	os.Exit(code)
-}
 
 // images is the tests' image store: boxRef and rootRef, and nothing
 // else; it counts pulls and releases, which must match.
@@ -212,8 +82,7 @@ type rig struct {
 // changes edit makes to its configuration applied.
 func newRig(t *testing.T, edit func(*Config)) *rig {
 	t.Helper()
-	need(t)
-	rg := &rig{images: &images{root: boxRoot(t)}, meter: &counting{}, users: usertest.Create(t, 2)}
+	rg := &rig{images: &images{root: containertest.Root(t)}, meter: &counting{}, users: usertest.Create(t, 2)}
 	rg.out = filepath.Join(usertest.Dir(t), "jobs")
 	cfg := Config{Images: rg.images, Sources: protocol.Images{Allowed: []string{"test.example"}}, Users: rg.users,
 		OutputDir: rg.out, StateDir: filepath.Join(usertest.Dir(t), "state"), Meter: rg.meter, Grace: 500 * time.Millisecond,
