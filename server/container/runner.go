@@ -202,6 +202,14 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{Host: h, cfg: cfg, log: cfg.Logger, runtime: runtime, gpus: gpus, state: st}
 	sweepV1(filepath.Dir(h.Cgroup()))
+	controllers := []string{"pids"}
+	if cfg.MemoryPerGPU > 0 {
+		controllers = append(controllers, "memory")
+	}
+	if err := needControllers("/sys/fs/cgroup", filepath.Join("/sys/fs/cgroup", h.Cgroup()), controllers); err != nil {
+		r.Close()
+		return nil, &bourse.Error{Code: bourse.EUnavailable, Op: op, Field: "cgroup", Message: err.Error()}
+	}
 	if cfg.MemoryPerGPU <= 0 {
 		r.log.Warn("CONTAINERS' MEMORY IS NOT BOUNDED: a job may take the machine's memory (runner.memory_per_gpu bounds it)")
 	}
