@@ -101,6 +101,25 @@ runner:
 		assert.Contains(t, b.ok("ada", "show", k.ID), "Job          image test.example/box:1: /bin/sh -c")
 	})
 
+	t.Run("NotPulled", func(t *testing.T) {
+		// The server's store has no such image: nothing starts, nothing is
+		// metered, and the client reads why in the job's stderr. The
+		// exchange voids the contract, whole, at its start deadline, or
+		// at once when the client kills it.
+		k := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", "test.example/missing:1")
+		var errOut string
+		require.Eventually(t, func() bool {
+			_, errOut, _ = b.bid("ada", "logs", k.ID)
+			return strings.Contains(errOut, "the job did not start: the image test.example/missing:1 was not pulled: manifest unknown")
+		}, 10*time.Second, 50*time.Millisecond, "the client is not told why: %s", errOut)
+		got := b.contract("ada", k.ID)
+		assert.Nil(t, got.Reading, "nothing metered")
+		assert.Equal(t, contract.StateAccepted, got.State, "never started")
+		b.ok("ada", "kill", k.ID)
+		got = b.waitState("ada", k.ID, contract.StateVoided)
+		assert.True(t, got.Refund.Equal(got.Terms.Prepayment), "refunded whole: %s of %s", got.Refund, got.Terms.Prepayment)
+	})
+
 	t.Run("Elsewhere", func(t *testing.T) {
 		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--price", "0.01", "--time-limit", "1m", "--image", "ghcr.io/acme/train:v1")
 		assert.Equal(t, exitRefused, code, errOut)
