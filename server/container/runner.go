@@ -52,8 +52,8 @@ const (
 	DefaultTmpBytes = 1 << 30 // each of /tmp and /dev/shm
 )
 
-// Limits bound one container.
-type Limits struct {
+// limits bound one container.
+type limits struct {
 	Pids        int64 // processes and threads at once
 	MemoryBytes int64 // memory, its tmpfs files included; 0 for no bound
 	TmpBytes    int64 // each of /tmp and /dev/shm
@@ -330,7 +330,7 @@ func pullError(ref string, err error) error {
 func (r *Runner) launch(a server.Assignment, s process.Slot, img *Image, jobEnv map[string]string, gpus edits) (process.Launch, error) {
 	c := &container{slot: s, image: img.Config, job: a.Job, jobEnv: jobEnv, baseEnv: r.cfg.Env, devices: devicesInside(a.GPUs, r.cfg.Devices),
 		gpus: gpus, network: r.cfg.Network,
-		limits: Limits{Pids: r.cfg.Pids, MemoryBytes: r.cfg.MemoryPerGPU * int64(len(a.GPUs)), TmpBytes: r.cfg.TmpBytes}}
+		limits: limits{Pids: r.cfg.Pids, MemoryBytes: r.cfg.MemoryPerGPU * int64(len(a.GPUs)), TmpBytes: r.cfg.TmpBytes}}
 	release := func() { r.cfg.Images.Release(img) }
 	spec, err := c.spec()
 	if err != nil {

@@ -38,7 +38,7 @@ type container struct {
 	baseEnv map[string]string // the operator's, beneath the image's
 	devices string            // CUDA_VISIBLE_DEVICES inside
 	gpus    edits
-	limits  Limits
+	limits  limits
 	network string
 }
 

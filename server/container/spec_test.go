@@ -47,7 +47,7 @@ func testContainer() *container {
 		jobEnv:  map[string]string{"SEED": "42"},
 		baseEnv: map[string]string{"LANG": "operator", "HTTP_PROXY": "http://proxy:3128", "PATH": "/operator"},
 		devices: "GPU-aaaa",
-		limits:  Limits{Pids: 100, MemoryBytes: 1 << 30, TmpBytes: 1 << 20},
+		limits:  limits{Pids: 100, MemoryBytes: 1 << 30, TmpBytes: 1 << 20},
 		network: NetworkNone,
 	}
 }
