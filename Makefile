@@ -17,10 +17,12 @@ build:
 
 ## test: all tests, with the race detector, against a throwaway PostgreSQL
 ## and Debian's nats-server as an external NATS (NATS_URL), with Chromium
-## for the console's browser test (installed when missing and root), then
-## the end-to-end checks with natscli as an independent client
+## for the console's browser test and runc and busybox-static for the
+## containers' (installed when missing and root), then the end-to-end
+## checks with natscli as an independent client
 test:
 	bash scripts/chromium.sh
+	bash scripts/runc.sh
 	$(PGRUN) bash scripts/nats-server.sh run -- $(GO) test -race -count=1 ./...
 	bash scripts/natscli-e2e.sh
 

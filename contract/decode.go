@@ -252,6 +252,8 @@ func (d *wireDecoder) job(v **jobJSON) {
 	*v = j
 	d.object(func(key []byte) {
 		switch string(key) {
+		case "image":
+			d.string("job.image", &j.Image)
 		case "command":
 			d.string("job.command", &j.Command)
 		case "args":

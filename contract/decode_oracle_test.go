@@ -29,6 +29,7 @@ func FuzzDecodeWire(f *testing.F) {
 		offerWith("q", `[["0","0"],["1.5","2.25"]]`),
 		offerWith("job", `{"env":{"A":"1","B":"\u00e9"},"args":[],"profile":{"utilization":"0.5","duration":"1h2m3.5s"}}`),
 		offerWith("job", `{"env":{},"args":["a","\n"],"profile":{}}`),
+		offerWith("job", `{"image":"ghcr.io/acme/train:v1","args":["--epochs","3"]}`), `{"job":{"image":5}}`,
 		`{"class":{},"job":{}}`, `{"class":{"model":"H100","min_memory_mib":80000}}`,
 		`{"gpus":"2"}`, `{"gpus":1.5}`, `{"gpus":1e2}`, `{"gpus":-0}`, `{"gpus":99999999999999999999}`,
 		`{"gpus":true}`, `{"preemptible":"yes"}`, `{"preemptible":1}`, `{"client":5}`, `{"client":{}}`,
@@ -91,7 +92,7 @@ func marshalOracle(t Terms) ([]byte, error) {
 		w.StartAt = ptr(t.StartAt.UTC().Format(time.RFC3339Nano))
 	}
 	if j := t.Job; j != nil {
-		w.Job = &jobJSON{Command: j.Command, Args: j.Args, Env: j.Env}
+		w.Job = &jobJSON{Image: j.Image, Command: j.Command, Args: j.Args, Env: j.Env}
 		if p := j.Profile; p != nil {
 			w.Job.Profile = &profileJSON{Utilization: ptr(formatDecimal(p.Utilization)), Duration: ptr(p.Duration.String())}
 		}
@@ -107,6 +108,7 @@ func FuzzMarshalWire(f *testing.F) {
 	f.Add([]byte(fullJSON), "a<b>&\"\\\u2028\x01\xff", -3)
 	f.Add([]byte(`{"job":{"env":{"b":"1","a":"2","":"<"},"args":["x"]},"class":{"min_memory_mib":5}}`), "", 0)
 	f.Add([]byte(`{"job":{"profile":{}},"p":[],"q":[]}`), "é", 1)
+	f.Add([]byte(`{"job":{"image":"busybox@sha256:0123"}}`), "", 2)
 	f.Fuzz(func(t *testing.T, data []byte, s string, n int) {
 		terms, err := ParseTerms(data)
 		if err != nil {
@@ -132,7 +134,7 @@ func FuzzMarshalWire(f *testing.F) {
 func changed(t Terms, s string, n int) Terms {
 	t.Client, t.Currency, t.Server = s, s+"x", "<"+s
 	t.GPUs, t.Class = n, Class{Model: s, MinMemoryMiB: -n}
-	t.Job = &JobSpec{Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "z" + s: ""}}
+	t.Job = &JobSpec{Image: "<" + s, Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "z" + s: ""}}
 	t.Q = nil
 	return t
 }

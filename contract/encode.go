@@ -69,8 +69,13 @@ func (t Terms) appendJSON(b []byte) []byte {
 func (j *JobSpec) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	sep := ""
+	if j.Image != "" {
+		b = append(b, `"image":`...)
+		b = appendString(b, j.Image)
+		sep = ","
+	}
 	if j.Command != "" {
-		b = append(b, `"command":`...)
+		b = append(b, sep+`"command":`...)
 		b = appendString(b, j.Command)
 		sep = ","
 	}

@@ -40,6 +40,7 @@ type classJSON struct {
 }
 
 type jobJSON struct {
+	Image   string            `json:"image,omitempty"`
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -103,7 +104,7 @@ func (w *termsJSON) terms(op string) (Terms, error) {
 		return Terms{}, err
 	}
 	if j := w.Job; j != nil {
-		t.Job = &JobSpec{Command: j.Command, Args: j.Args, Env: j.Env}
+		t.Job = &JobSpec{Image: j.Image, Command: j.Command, Args: j.Args, Env: j.Env}
 		if p := j.Profile; p != nil {
 			t.Job.Profile = new(Profile)
 			if t.Job.Profile.Utilization, err = decimalFrom(op, "job.profile.utilization", p.Utilization); err != nil {

@@ -20,7 +20,7 @@ import (
 var objectKeys = map[string][]string{
 	"":            {"client", "currency", "gpus", "class", "time_limit", "prepayment", "p", "q", "preemptible", "server", "job", "start_at"},
 	"class":       {"model", "min_memory_mib"},
-	"job":         {"command", "args", "env", "profile"},
+	"job":         {"image", "command", "args", "env", "profile"},
 	"job.profile": {"utilization", "duration"},
 }
 

@@ -48,8 +48,16 @@ type Class struct {
 	MinMemoryMiB int    // least memory per GPU
 }
 
-// JobSpec is the process a server starts for the contract.
+// JobSpec is the process a server starts for the contract: a program
+// the server lists (Command), or a container image the client names
+// (Image), or a synthetic job (Profile).
+//
+// With an image, the job runs in a container made from it: Command, where
+// given, replaces the image's entrypoint and command, and Args its command
+// (as docker run's --entrypoint and arguments do); without either, the
+// image's own entrypoint and command run.
 type JobSpec struct {
+	Image   string // a reference, registry/repository[:tag][@digest] (ParseImageRef)
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -128,8 +136,13 @@ func (j *JobSpec) validate(op string) error {
 	}
 	// A NUL cannot pass through exec; refusing it here beats a failed start
 	// after the prepayment is escrowed.
-	if j.Command == "" && j.Profile == nil {
-		return offer("job", "needs a command or a profile")
+	if j.Command == "" && j.Image == "" && j.Profile == nil {
+		return offer("job", "needs a command, an image or a profile")
+	}
+	if j.Image != "" {
+		if _, err := ParseImageRef(j.Image); err != nil {
+			return err
+		}
 	}
 	if strings.ContainsRune(j.Command, 0) {
 		return offer("job.command", "contains NUL")
@@ -188,7 +201,7 @@ func (j *JobSpec) equal(k *JobSpec) bool {
 	if j == nil || k == nil {
 		return j == k
 	}
-	return j.Command == k.Command && slices.Equal(j.Args, k.Args) &&
+	return j.Image == k.Image && j.Command == k.Command && slices.Equal(j.Args, k.Args) &&
 		maps.Equal(j.Env, k.Env) && j.Profile.equal(k.Profile)
 }
 

@@ -77,6 +77,9 @@ func TestValidate(t *testing.T) {
 		{"absurd prepayment exponent", func(t *Terms) { t.Prepayment = decimal.New(1, -2000000000) }, bourse.EInvalidOffer, "prepayment"},
 		{"empty job", func(t *Terms) { t.Job = &JobSpec{} }, bourse.EInvalidOffer, "job"},
 		{"NUL in command", func(t *Terms) { t.Job.Command = "a\x00b" }, bourse.EInvalidOffer, "job.command"},
+		{"an image alone", func(t *Terms) { t.Job = &JobSpec{Image: "ghcr.io/acme/train:v1"} }, "", ""},
+		{"an image and its command", func(t *Terms) { t.Job.Image = "busybox" }, "", ""},
+		{"a malformed image", func(t *Terms) { t.Job = &JobSpec{Image: "Acme/Train"} }, bourse.EInvalidOffer, "job.image"},
 		{"NUL in an argument", func(t *Terms) { t.Job.Args[1] = "\x00" }, bourse.EInvalidOffer, "job.args[1]"},
 		{"= in an env name", func(t *Terms) { t.Job.Env["A=B"] = "1" }, bourse.EInvalidOffer, "job.env"},
 		{"empty env name", func(t *Terms) { t.Job.Env[""] = "1" }, bourse.EInvalidOffer, "job.env"},
@@ -119,6 +122,11 @@ func TestTermsEqual(t *testing.T) {
 	b.Job.Args = append(b.Job.Args, "x")
 	if a.Equal(b) {
 		t.Error("different args are equal")
+	}
+	b = validTerms()
+	b.Job.Image = "busybox"
+	if a.Equal(b) {
+		t.Error("an image and none are equal")
 	}
 	b = validTerms()
 	b.Job.Profile = &Profile{}

@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -221,6 +222,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 	}
 	var why []string
 	var code bourse.Code
+	field := "terms.job.command"
 	for _, id := range r.order {
 		s := r.servers[id]
 		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
@@ -233,6 +235,10 @@ func (r *registry) noMatch(t contract.Terms) error {
 		if len(why) < 3 { // enough to say why; the rest say the same
 			why = append(why, id+": "+bourse.ErrorMessage(err))
 		}
+		var e *bourse.Error
+		if len(why) == 1 && errors.As(err, &e) && e.Field != "" { // job.image for an image's
+			field = "terms." + e.Field
+		}
 		// One code where they agree (permission_denied: none lists the
 		// program), else job_unsupported.
 		if c := bourse.ErrorCode(err); code == "" {
@@ -242,7 +248,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 		}
 	}
 	if len(why) > 0 {
-		return &bourse.Error{Code: code, Field: "terms.job.command",
+		return &bourse.Error{Code: code, Field: field,
 			Message: fmt.Sprintf("no live server with %d %s for %s runs this job: %s", t.GPUs, describeClass(t.Class), t.Currency, strings.Join(why, "; "))}
 	}
 	return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",

@@ -151,3 +151,70 @@ func TestBookAsksOnlyWhereTheJobRuns(t *testing.T) {
 	assert.Equal(t, "atlas", made[0].Server)
 	h.Audit()
 }
+
+// image is job's terms with an image in place of its profile.
+func image(ref string) contract.Terms {
+	t := job(1, "0.01")
+	t.Job = &contract.JobSpec{Image: ref}
+	return t
+}
+
+// containerRunner says it runs images from ghcr.io/acme, as a container
+// runner would; its jobs are synthetic, since routing is the question.
+type containerRunner struct{ server.Synthetic }
+
+func (c *containerRunner) Runs() protocol.Runs {
+	return protocol.Runs{Runner: protocol.RunnerContainer, Meter: contract.MeterNVML,
+		Images: &protocol.Images{Allowed: []string{"ghcr.io/acme"}, MaxBytes: 1 << 30}}
+}
+
+// TestRoutesImagesToContainerServers: an offer that names an image goes
+// only to a server that runs containers and pulls from the image's
+// registry and repository. Synthetic and process servers are never sent
+// one (they would run something else, or nothing, and charge for it);
+// where only they have the GPUs, the offer is refused job_unsupported on
+// the field terms.job.image, each server's reason named; an image from a
+// source the container server does not pull is refused the same way, and
+// a program without an image is not sent to it.
+func TestRoutesImagesToContainerServers(t *testing.T) {
+	h := housetest.New(t, exchange.Config{ServerLostAfter: time.Minute})
+	h.Server("atlas", "H100", 4, nil)
+	h.ServerRunning("hermes", "H100", 4, nil, processRunner(t))
+	h.Wallet("ada", "100")
+
+	code, msg := refused(t, h, "image-to-others", image("ghcr.io/acme/train:v1"))
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "atlas: this server runs synthetic jobs only, not container images")
+	assert.Contains(t, msg, "hermes: this server runs the programs it lists, not container images")
+	_, err := h.House.Offer(context.Background(), "ada", protocol.OfferRequest{RequestID: "image-to-others-2", Terms: image("ghcr.io/acme/train:v1")})
+	var e *bourse.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "terms.job.image", e.Field)
+
+	h.ServerRunning("iris", "H100", 4, nil, &containerRunner{server.Synthetic{Now: h.Clock.Now}})
+	h.Router.MuteStarts("iris")
+	reply := offer(t, h, "ada", "image", image("ghcr.io/acme/train:v1"), 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, "iris", reply.Contract.Server, "the image goes to the server that pulls it")
+
+	tm := image("ghcr.io/acme/train:v1")
+	tm.Job.Command, tm.Job.Args = "/bin/true", []string{"-x"}
+	reply = offer(t, h, "ada", "image-and-command", tm, 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, "iris", reply.Contract.Server, "a command runs inside the image")
+
+	code, msg = refused(t, h, "elsewhere", image("docker.io/library/busybox"))
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "iris: docker.io/library/busybox:latest is not an image this server pulls: it pulls from ghcr.io/acme")
+
+	tm = program("/bin/true")
+	tm.Server = "iris"
+	code, msg = refused(t, h, "program-to-container", tm)
+	assert.Equal(t, bourse.EJobUnsupported, code, msg)
+	assert.Contains(t, msg, "iris: this server runs container images only")
+
+	reply = offer(t, h, "ada", "program", program("/bin/true"), 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, "hermes", reply.Contract.Server, "programs still go to the server that lists them")
+	h.Audit()
+}

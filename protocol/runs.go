@@ -18,6 +18,10 @@ const (
 	RunnerSynthetic RunnerKind = "synthetic"
 	// RunnerProcess runs the program a job names, one of Runs.Programs.
 	RunnerProcess RunnerKind = "process"
+	// RunnerContainer runs the image a job names (JobSpec.Image), one from
+	// Runs.Images' sources, in a container of its own; it runs nothing
+	// else.
+	RunnerContainer RunnerKind = "container"
 )
 
 // Limits of Runs.
@@ -42,6 +46,9 @@ type Runs struct {
 	// the job must write it (the configuration's name and the path it
 	// resolves to), sorted.
 	Programs []string `json:"programs,omitempty"`
+	// Images says which images a container runner pulls; nil for other
+	// runners, and a container runner without it pulls none.
+	Images *Images `json:"images,omitempty"`
 }
 
 // Check checks what Runs may hold: a runner kind, a meter and programs of
@@ -65,38 +72,63 @@ func (r *Runs) Check() error {
 			return bad(fmt.Sprintf("programs[%d]", i), "want 1..%d characters, no NUL", maxProgram)
 		}
 	}
+	if r.Images != nil {
+		return r.Images.Check()
+	}
 	return nil
 }
 
 // Takes says whether a server that runs r may be offered job: a program
 // needs a process runner that lists it, and a process runner runs nothing
-// but programs. A nil r is a server that did not say what it runs (one
-// older than Runs): it is taken to run no program, which the synthetic
-// runner, the older servers' default, did not refuse. What Runs does not
-// say (a job's variables, whether the meter works) the server itself
-// checks when it decides. Refuses says why not.
-func (r *Runs) Takes(job *contract.JobSpec) bool { return r.refusal(job) == takes }
+// but programs; an image needs a container runner that pulls it, and a
+// container runner runs nothing but images (a program outside a container
+// would shed the fences its operator chose containers for: a client names
+// an image that holds the program, and the program as its command). A nil
+// r is a server that did not say what it runs (one older than Runs): it
+// is taken to run no program and no image, which the synthetic runner,
+// the older servers' default, did not refuse. What Runs does not say (a
+// job's variables, whether the meter works) the server itself checks when
+// it decides. Refuses says why not.
+func (r *Runs) Takes(job *contract.JobSpec) bool {
+	why, _ := r.refusal(job)
+	return why == takes
+}
 
 // Refuses is Takes's no as an error, *bourse.Error with code
 // job_unsupported (or permission_denied for a program not listed) and a
 // message that says why; nil where Takes says yes.
 func (r *Runs) Refuses(job *contract.JobSpec) error {
-	refuse := func(code bourse.Code, format string, args ...any) error {
-		return &bourse.Error{Code: code, Op: "protocol.Runs", Field: "job.command", Message: fmt.Sprintf(format, args...)}
+	refuse := func(code bourse.Code, field, format string, args ...any) error {
+		return &bourse.Error{Code: code, Op: "protocol.Runs", Field: field, Message: fmt.Sprintf(format, args...)}
 	}
-	switch r.refusal(job) {
+	why, detail := r.refusal(job)
+	switch why {
 	case unsaid:
-		return refuse(bourse.EJobUnsupported, "this server does not say what it runs (it is older than this exchange), so it is offered no program")
+		return refuse(bourse.EJobUnsupported, "job.command", "this server does not say what it runs (it is older than this exchange), so it is offered no program and no image")
 	case noPrograms:
-		return refuse(bourse.EJobUnsupported, "this server runs synthetic jobs only: no program runs here, so %q would not; offer it a job with a profile", job.Command)
+		return refuse(bourse.EJobUnsupported, "job.command", "this server runs synthetic jobs only: no program runs here, so %q would not; offer it a job with a profile", job.Command)
+	case noImages:
+		return refuse(bourse.EJobUnsupported, "job.image", "this server runs %s, not container images, so %s would not run here", r.Runner.runsWhat(), job.Image)
 	case onlyPrograms:
-		return refuse(bourse.EJobUnsupported, "this server runs programs: the offer must name a command")
+		return refuse(bourse.EJobUnsupported, "job.command", "this server runs programs: the offer must name a command")
+	case onlyImages:
+		return refuse(bourse.EJobUnsupported, "job.image", "this server runs container images only: the offer must name an image (job.image; a program it holds may be its command)")
 	case notListed:
-		return refuse(bourse.EPermission, "%s", NotAllowed(job.Command, r.Programs))
+		return refuse(bourse.EPermission, "job.command", "%s", NotAllowed(job.Command, r.Programs))
+	case notPulled:
+		return refuse(bourse.EJobUnsupported, "job.image", "%s", detail)
 	case unknownKind:
-		return refuse(bourse.EJobUnsupported, "this server runs jobs of a kind this exchange does not know (%q)", r.Runner)
+		return refuse(bourse.EJobUnsupported, "job.command", "this server runs jobs of a kind this exchange does not know (%q)", r.Runner)
 	}
 	return nil
+}
+
+// runsWhat says in words what a runner that runs no image runs.
+func (k RunnerKind) runsWhat() string {
+	if k == RunnerProcess {
+		return "the programs it lists"
+	}
+	return "synthetic jobs only"
 }
 
 // why a server does not take a job.
@@ -104,35 +136,49 @@ type why int
 
 const (
 	takes        why = iota
-	unsaid           // a program, to a server that does not say what it runs
+	unsaid           // a program or an image, to a server that does not say what it runs
 	noPrograms       // a program, to a synthetic runner
+	noImages         // an image, to a runner other than a container runner
 	onlyPrograms     // no program, to a process runner
+	onlyImages       // no image, to a container runner
 	notListed        // a program not among the process runner's
+	notPulled        // an image from none of the container runner's sources
 	unknownKind      // a runner this version does not know
 )
 
-func (r *Runs) refusal(job *contract.JobSpec) why {
+// refusal says why r does not take job, and for notPulled the words.
+func (r *Runs) refusal(job *contract.JobSpec) (why, string) {
 	program := job != nil && job.Command != ""
+	image := job != nil && job.Image != ""
 	switch {
 	case r == nil:
-		if program {
-			return unsaid
+		if program || image {
+			return unsaid, ""
 		}
+	case image && (r.Runner == RunnerSynthetic || r.Runner == RunnerProcess):
+		return noImages, ""
 	case r.Runner == RunnerSynthetic:
 		if program {
-			return noPrograms
+			return noPrograms, ""
 		}
 	case r.Runner == RunnerProcess:
 		if !program {
-			return onlyPrograms
+			return onlyPrograms, ""
 		}
 		if !slices.Contains(r.Programs, job.Command) {
-			return notListed
+			return notListed, ""
+		}
+	case r.Runner == RunnerContainer:
+		if !image {
+			return onlyImages, ""
+		}
+		if ok, why := r.Images.allows(job.Image); !ok {
+			return notPulled, why
 		}
 	default:
-		return unknownKind
+		return unknownKind, ""
 	}
-	return takes
+	return takes, ""
 }
 
 // NotAllowed says that a job's command is none of a server's programs,

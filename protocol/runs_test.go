@@ -46,8 +46,22 @@ func TestHelloRuns(t *testing.T) {
 	h, err = protocol.DecodeHello([]byte(hello(`null`)))
 	require.NoError(t, err)
 	assert.Nil(t, h.Runs, "null is absent")
-	_, err = protocol.DecodeHello([]byte(hello(`{"runner":"container"}`)))
+	_, err = protocol.DecodeHello([]byte(hello(`{"runner":"vm"}`)))
 	assert.NoError(t, err, "a runner this version does not know is understood")
+
+	h, err = protocol.DecodeHello([]byte(hello(`{"runner":"container","meter":"nvml","images":{"allowed":["ghcr.io/acme","127.0.0.1:5000"],"max_bytes":1073741824,"max_unpacked_bytes":4294967296}}`)))
+	require.NoError(t, err)
+	assert.Equal(t, &protocol.Images{Allowed: []string{"ghcr.io/acme", "127.0.0.1:5000"}, MaxBytes: 1 << 30, MaxUnpackedBytes: 4 << 30}, h.Runs.Images)
+	for name, runs := range map[string]string{
+		"UnknownImagesKey": `{"runner":"container","images":{"allowed":[],"registries":[]}}`,
+		"NoRegistryHost":   `{"runner":"container","images":{"allowed":["acme/train"]}}`,
+		"Tagged":           `{"runner":"container","images":{"allowed":["ghcr.io/acme:v1"]}}`,
+		"Negative":         `{"runner":"container","images":{"allowed":["ghcr.io"],"max_bytes":-1}}`,
+		"TooManySources":   `{"runner":"container","images":{"allowed":[` + strings.TrimSuffix(strings.Repeat(`"ghcr.io",`, protocol.MaxImageSources+1), ",") + `]}}`,
+	} {
+		_, err := protocol.DecodeHello([]byte(hello(runs)))
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%s: %v", name, err)
+	}
 }
 
 // TestRunsTakes is the rule both the exchange and the server apply.
@@ -57,7 +71,14 @@ func TestRunsTakes(t *testing.T) {
 	profile := &contract.JobSpec{Profile: &contract.Profile{}}
 	synthetic := &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}
 	process := &protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/usr/bin/python3"}}
-	unknown := &protocol.Runs{Runner: "container"}
+	unknown := &protocol.Runs{Runner: "vm"}
+	image := &contract.JobSpec{Image: "ghcr.io/acme/train:v1"}
+	imageAndCommand := &contract.JobSpec{Image: "ghcr.io/acme/train@sha256:" + strings.Repeat("0", 64), Command: "/usr/bin/python3"}
+	hub := &contract.JobSpec{Image: "busybox"}
+	elsewhere := &contract.JobSpec{Image: "ghcr.io/acmecorp/x"}
+	container := &protocol.Runs{Runner: protocol.RunnerContainer, Meter: contract.MeterNVML,
+		Images: &protocol.Images{Allowed: []string{"ghcr.io/acme", "docker.io/library"}}}
+	pullsNone := &protocol.Runs{Runner: protocol.RunnerContainer, Meter: contract.MeterNVML}
 	for _, tt := range []struct {
 		runs *protocol.Runs
 		job  *contract.JobSpec
@@ -73,7 +94,18 @@ func TestRunsTakes(t *testing.T) {
 		{process, nil, bourse.EJobUnsupported, "the offer must name a command"},
 		{nil, profile, "", ""},
 		{nil, program, bourse.EJobUnsupported, "does not say what it runs"},
-		{unknown, profile, bourse.EJobUnsupported, `a kind this exchange does not know ("container")`},
+		{unknown, profile, bourse.EJobUnsupported, `a kind this exchange does not know ("vm")`},
+		{container, image, "", ""},
+		{container, imageAndCommand, "", ""},
+		{container, hub, "", ""},
+		{container, elsewhere, bourse.EJobUnsupported, "ghcr.io/acmecorp/x:latest is not an image this server pulls: it pulls from ghcr.io/acme, docker.io/library"},
+		{container, program, bourse.EJobUnsupported, "runs container images only: the offer must name an image"},
+		{container, profile, bourse.EJobUnsupported, "runs container images only"},
+		{container, nil, bourse.EJobUnsupported, "runs container images only"},
+		{pullsNone, image, bourse.EJobUnsupported, "it pulls none"},
+		{synthetic, image, bourse.EJobUnsupported, "this server runs synthetic jobs only, not container images, so ghcr.io/acme/train:v1 would not run here"},
+		{process, imageAndCommand, bourse.EJobUnsupported, "this server runs the programs it lists, not container images"},
+		{nil, image, bourse.EJobUnsupported, "no program and no image"},
 	} {
 		name := fmt.Sprintf("%v/%v", tt.runs, tt.job)
 		err := tt.runs.Refuses(tt.job)
@@ -112,4 +144,41 @@ func TestHelloModelsBounded(t *testing.T) {
 	err := hello(append(many, "made-up")...).Check()
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%v", err)
 	assert.Contains(t, bourse.ErrorMessage(err), fmt.Sprintf("more than %d GPU models on one server", protocol.MaxServerModels))
+}
+
+// TestImageSources: a source names a registry and perhaps a repository
+// prefix, read as references read them; it matches whole repository
+// parts only.
+func TestImageSources(t *testing.T) {
+	for in, want := range map[string]string{
+		"ghcr.io":                   "ghcr.io",
+		"ghcr.io/acme":              "ghcr.io/acme",
+		"docker.io":                 "docker.io",
+		"index.docker.io/library":   "docker.io/library",
+		"127.0.0.1:5000/tests/deep": "127.0.0.1:5000/tests/deep",
+		"localhost":                 "localhost",
+	} {
+		got, err := protocol.ParseImageSource(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "acme", "acme/train", "ghcr.io/acme:v1", "ghcr.io/acme@sha256:" + strings.Repeat("0", 64), "ghcr.io/Acme", "ghcr.io/", "ghcr.io:0"} {
+		_, err := protocol.ParseImageSource(in)
+		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%q: %v", in, err)
+	}
+	runs := &protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"ghcr.io/acme", "index.docker.io/library"}}}
+	for image, takes := range map[string]bool{
+		"ghcr.io/acme":               true,
+		"ghcr.io/acme/train:v2":      true,
+		"ghcr.io/acme/a/b":           true,
+		"ghcr.io/acmecorp/train":     false,
+		"ghcr.io/acm":                false,
+		"busybox":                    true,
+		"docker.io/library/python:3": true,
+		"docker.io/acme/train":       false,
+		"ghcr.io.evil.example/acme":  false,
+	} {
+		assert.Equal(t, takes, runs.Takes(&contract.JobSpec{Image: image}), image)
+	}
 }

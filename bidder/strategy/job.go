@@ -25,4 +25,20 @@ type Job struct {
 	Preemptible bool
 	// Scale is the currency's decimal places, for the prepayment.
 	Scale int32
+	// Image, Command and Args are the real work to run, as
+	// contract.JobSpec has them: an image a server that runs containers
+	// pulls (with Command in place of its entrypoint and Args of its
+	// command), or a program a server lists. Without either the job is
+	// synthetic: it keeps its GPUs Utilization busy for Runtime.
+	Image   string
+	Command string
+	Args    []string
+}
+
+// spec is what the offer asks the server to run.
+func (j Job) spec() *contract.JobSpec {
+	if j.Image != "" || j.Command != "" {
+		return &contract.JobSpec{Image: j.Image, Command: j.Command, Args: j.Args}
+	}
+	return &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}
 }

@@ -96,7 +96,7 @@ func terms(j Job, price decimal.Decimal, slack float64) contract.Terms {
 	t := contract.Terms{
 		Currency: j.Currency, GPUs: j.GPUs, Class: j.Class, TimeLimit: limit,
 		P: contract.Flat(price), Preemptible: j.Preemptible,
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}},
+		Job: j.spec(),
 	}
 	t.Prepayment = t.CappedPrepayment(j.Scale)
 	return t

@@ -29,6 +29,20 @@ func TestTermsAreValid(t *testing.T) {
 	}
 }
 
+// TestTermsRunTheJob: a job that names an image or a program is offered
+// as that, not as a synthetic profile, which no container or process
+// server would take.
+func TestTermsRunTheJob(t *testing.T) {
+	j := job
+	j.Image, j.Args = "ghcr.io/acme/train:v1", []string{"--epochs=3"}
+	tm := Fixed{}.Bid(j, 0, time.Now())
+	assert.Equal(t, &contract.JobSpec{Image: "ghcr.io/acme/train:v1", Args: []string{"--epochs=3"}}, tm.Job)
+	j = job
+	j.Command = "/usr/bin/python3"
+	assert.Equal(t, &contract.JobSpec{Command: "/usr/bin/python3"}, Fixed{}.Bid(j, 0, time.Now()).Job)
+	assert.NotNil(t, Fixed{}.Bid(job, 0, time.Now()).Job.Profile, "a job without either stays synthetic")
+}
+
 func TestCheapestTakesCheapestAffordableCounter(t *testing.T) {
 	now := time.Now()
 	k := func(id, price string, gpus int, valid time.Duration) contract.Counter {

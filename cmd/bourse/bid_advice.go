@@ -55,7 +55,7 @@ func advise(err error, f *bidFlags) error {
 			hint = "name the program as a server's list writes it (the message names each list)"
 		}
 	case bourse.EJobUnsupported:
-		hint = "a program (--command) goes to servers that run programs, a synthetic job (--duration, the demo's) to servers that run no program"
+		hint = "a program (--command) goes to servers that run programs, an image (--image) to servers that run containers and pull from its registry (bourse bid servers says which), a synthetic job (--duration, the demo's) to servers that run no program"
 	}
 	if hint == "" {
 		return err

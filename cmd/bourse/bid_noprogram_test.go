@@ -30,6 +30,22 @@ func TestNoProgram(t *testing.T) {
 		assert.NotContains(t, cs, "python3", "no contract was made")
 	})
 
+	t.Run("ImageRefused", func(t *testing.T) {
+		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--model", "H100", "--price", "0.40", "--time-limit", "1m",
+			"--image", "ghcr.io/acme/train:v1", "--arg", "--epochs=3")
+		assert.Equal(t, exitRefused, code, errOut)
+		assert.Contains(t, errOut, "job_unsupported")
+		assert.Contains(t, errOut, "atlas: this server runs synthetic jobs only, not container images, so ghcr.io/acme/train:v1 would not run here")
+		assert.Contains(t, errOut, "an image (--image) to servers that run containers", "and says what to do")
+	})
+
+	t.Run("MalformedImage", func(t *testing.T) {
+		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--price", "0.40", "--time-limit", "1m", "--image", "ghcr.io/Acme/train")
+		assert.Equal(t, exitFailure, code, errOut)
+		assert.Contains(t, errOut, "invalid_offer")
+		assert.Contains(t, errOut, "terms.job.image")
+	})
+
 	k := b.offerJSON("ada", short("100ms")...)
 	got := b.waitState("ada", k.ID, contract.StateSettled)
 	require.Equal(t, contract.MeterSynthetic, got.Meter)
@@ -56,7 +72,8 @@ func TestRanNoProgram(t *testing.T) {
 		{"Synthetic", protocol.ContractView{ID: "c-1", Server: "atlas", State: contract.StateSettled, Meter: contract.MeterSynthetic, Terms: contract.Terms{Job: prog}},
 			"server atlas ran a synthetic job (metered by synthetic), not /usr/bin/python3"},
 		{"Voided", protocol.ContractView{ID: "c-1", State: contract.StateVoided, Terms: contract.Terms{Job: prog}}, "it was voided before its job started"},
-		{"NoJob", protocol.ContractView{ID: "c-1", State: contract.StateRunning}, "its terms name no program"},
+		{"NoJob", protocol.ContractView{ID: "c-1", State: contract.StateRunning}, "its terms name no program and no image"},
+		{"Image", protocol.ContractView{ID: "c-1", State: contract.StateSettled, Meter: contract.MeterNVML, Terms: contract.Terms{Job: &contract.JobSpec{Image: "busybox"}}}, ""},
 		{"Ran", protocol.ContractView{ID: "c-1", State: contract.StateSettled, Meter: contract.MeterNVML, Terms: contract.Terms{Job: prog}}, ""},
 		{"NotStarted", protocol.ContractView{ID: "c-1", State: contract.StateAccepted, Terms: contract.Terms{Job: prog}}, ""},
 	} {

@@ -34,6 +34,7 @@ type offerFlags struct {
 	server      string
 	utilization string
 	duration    time.Duration
+	image       string
 	command     string
 	args        []string
 	scale       int32
@@ -55,7 +56,7 @@ type offerFlags struct {
 
 // termFlags are the flags that shape terms, which -f replaces.
 var termFlags = []string{"gpus", "model", "min-memory", "time-limit", "price", "p", "q", "preemptible",
-	"utilization", "duration", "command", "arg"}
+	"utilization", "duration", "image", "command", "arg"}
 
 func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.gpus, "gpus", 1, "GPUs wanted")
@@ -70,8 +71,9 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.server, "server", "", "offer to this server only")
 	fs.StringVar(&o.utilization, "utilization", "1", "synthetic job: busy fraction of each GPU, 0..1")
 	fs.DurationVar(&o.duration, "duration", 0, "synthetic job: how long it runs (default: the time limit)")
-	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one)")
-	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command (repeat for more)")
+	fs.StringVar(&o.image, "image", "", "a container image the job runs in, REGISTRY/REPOSITORY[:TAG][@DIGEST] (servers that run containers and pull from its registry)")
+	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one); with --image, the image's program to run in place of its entrypoint")
+	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command, or with --image alone of the image's entrypoint (repeat for more)")
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
@@ -136,7 +138,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 			}
 			t.Q = c
 		}
-		if set("command") || set("arg") || set("utilization") || set("duration") || t.Job == nil {
+		if set("image") || set("command") || set("arg") || set("utilization") || set("duration") || t.Job == nil {
 			job, err := o.job(t.TimeLimit)
 			if err != nil {
 				return t, err
@@ -190,11 +192,13 @@ func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
 }
 
 func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
-	if o.command != "" {
-		return &contract.JobSpec{Command: o.command, Args: o.args}, nil
+	if o.image != "" || o.command != "" {
+		// With an image, --command replaces its entrypoint and --arg its
+		// command, as docker run's --entrypoint and arguments do.
+		return &contract.JobSpec{Image: o.image, Command: o.command, Args: o.args}, nil
 	}
 	if len(o.args) > 0 {
-		return nil, usagef("--arg needs --command")
+		return nil, usagef("--arg needs --command or --image")
 	}
 	u, err := amount("--utilization", o.utilization)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,10 +70,10 @@ around and named at the end, with exit status 1 (code output_lost).`,
 func ranNoProgram(k protocol.ContractView, what string) error {
 	var why string
 	switch {
-	case k.Terms.Job == nil || k.Terms.Job.Command == "":
-		why = "its terms name no program"
+	case k.Terms.Job == nil || (k.Terms.Job.Command == "" && k.Terms.Job.Image == ""):
+		why = "its terms name no program and no image"
 	case k.Meter == contract.MeterSynthetic:
-		why = fmt.Sprintf("server %s ran a synthetic job (metered by synthetic), not %s", k.Server, k.Terms.Job.Command)
+		why = fmt.Sprintf("server %s ran a synthetic job (metered by synthetic), not %s", k.Server, cmp.Or(k.Terms.Job.Command, k.Terms.Job.Image))
 	case k.State == contract.StateVoided:
 		why = "it was voided before its job started"
 	default:

@@ -55,12 +55,12 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 				fmt.Fprintf(out, "no live server in %s: a server speaks every second once it runs (bourse server)\n", or(cur, "any currency"))
 				return nil
 			}
-			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tPROGRAMS\tPOLICY\tASK\tHEARD", func(s protocol.Server) []any {
-				runner, meter, programs := "-", "-", "-"
+			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tRUNS\tPOLICY\tASK\tHEARD", func(s protocol.Server) []any {
+				runner, meter, runs := "-", "-", "-"
 				if r := s.Runs; r != nil {
-					runner, meter, programs = string(r.Runner), or(string(r.Meter), "none"), programList(r)
+					runner, meter, runs = string(r.Runner), or(string(r.Meter), "none"), runsText(r)
 				}
-				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, programs, or(oneLine(s.Policy), "-"), askText(s.Ask),
+				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, runs, or(oneLine(s.Policy), "-"), askText(s.Ask),
 					time.Since(s.Seen).Round(time.Second).String() + " ago"}
 			})
 		}),
@@ -78,18 +78,33 @@ func modelsText(gs []protocol.GPUCount) string {
 	return strings.Join(parts, ", ")
 }
 
-// programList is a process runner's programs, the first three and how
-// many more; what a synthetic runner runs is no program.
-func programList(r *protocol.Runs) string {
+// runsText is what a server runs: a process runner's programs, or a
+// container runner's image sources, the first three and how many more,
+// and the largest image it pulls; what a synthetic runner runs is no
+// program.
+func runsText(r *protocol.Runs) string {
+	firstThree := func(list []string) string {
+		if len(list) > 3 {
+			return strings.Join(list[:3], ", ") + fmt.Sprintf(" and %d more", len(list)-3)
+		}
+		return strings.Join(list, ", ")
+	}
 	switch {
 	case r.Runner == protocol.RunnerSynthetic:
 		return "(synthetic jobs)"
+	case r.Runner == protocol.RunnerContainer:
+		if r.Images == nil || len(r.Images.Allowed) == 0 {
+			return "no image"
+		}
+		s := "images from " + firstThree(r.Images.Allowed)
+		if r.Images.MaxBytes > 0 {
+			s += fmt.Sprintf(" (at most %d MiB)", r.Images.MaxBytes>>20)
+		}
+		return s
 	case len(r.Programs) == 0:
 		return "none"
-	case len(r.Programs) > 3:
-		return strings.Join(r.Programs[:3], ", ") + fmt.Sprintf(" and %d more", len(r.Programs)-3)
 	}
-	return strings.Join(r.Programs, ", ")
+	return firstThree(r.Programs)
 }
 
 // askText is a server's ask, per class of its GPUs: "0.3/GPU-s" for one

@@ -19,7 +19,7 @@ import (
 func TestBidServers(t *testing.T) {
 	b := startBidMarket(t)
 	out := b.ok("ada", "servers")
-	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +PROGRAMS +POLICY +ASK +HEARD$`, out)
+	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +RUNS +POLICY +ASK +HEARD$`, out)
 	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s +\S+ ago$`, out)
 
 	b.offerJSON("ada", "--gpus", "3", "--model", "H100", "--price", "0.40", "--duration", "20s", "--time-limit", "1m")
@@ -46,4 +46,23 @@ func TestBidServers(t *testing.T) {
 	out = b.ok("ada", "--currency", "EUR", "servers")
 	assert.Equal(t, "no live server in EUR: a server speaks every second once it runs (bourse server)\n", out)
 	assert.Contains(t, b.ok("ada", "--currency", "EUR", "servers", "--all"), "atlas")
+}
+
+// TestRunsText: what bourse bid servers says a server runs.
+func TestRunsText(t *testing.T) {
+	for _, tt := range []struct {
+		runs protocol.Runs
+		want string
+	}{
+		{protocol.Runs{Runner: protocol.RunnerSynthetic}, "(synthetic jobs)"},
+		{protocol.Runs{Runner: protocol.RunnerProcess}, "none"},
+		{protocol.Runs{Runner: protocol.RunnerProcess, Programs: []string{"a", "b", "c", "d", "e"}}, "a, b, c and 2 more"},
+		{protocol.Runs{Runner: protocol.RunnerContainer}, "no image"},
+		{protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"ghcr.io/acme"}, MaxBytes: 2 << 30}},
+			"images from ghcr.io/acme (at most 2048 MiB)"},
+		{protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"a.io", "b.io", "c.io", "d.io"}}},
+			"images from a.io, b.io, c.io and 1 more"},
+	} {
+		assert.Equal(t, tt.want, runsText(&tt.runs))
+	}
 }

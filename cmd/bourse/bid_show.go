@@ -131,21 +131,35 @@ func unit(known bool, cur string) string {
 	return " " + cur
 }
 
-// jobText says what the job is: the command the server runs, or the
-// synthetic job's profile.
+// jobText says what the job is: the command the server runs (in its
+// image, where it names one), or the synthetic job's profile.
 func jobText(k protocol.ContractView) string {
 	j := k.Terms.Job
 	switch {
 	case j == nil:
 		return "-"
-	case j.Command != "":
-		parts := append([]string{j.Command}, j.Args...)
-		for i, p := range parts {
+	case j.Command != "" || j.Image != "":
+		words := j.Args
+		if j.Command != "" {
+			words = append([]string{j.Command}, j.Args...)
+		}
+		quoted := make([]string, len(words))
+		for i, p := range words {
+			quoted[i] = p
 			if p == "" || strings.ContainsAny(p, " \t'\"\\$`") {
-				parts[i] = fmt.Sprintf("%q", p)
+				quoted[i] = fmt.Sprintf("%q", p)
 			}
 		}
-		return safe(strings.Join(parts, " "))
+		argv := strings.Join(quoted, " ")
+		switch {
+		case j.Image == "":
+			return safe(argv)
+		case j.Command != "":
+			return safe("image " + j.Image + ": " + argv)
+		case argv != "":
+			return safe("image " + j.Image + ": its entrypoint with " + argv)
+		}
+		return safe("image " + j.Image + ": its entrypoint and command")
 	case j.Profile != nil:
 		return fmt.Sprintf("synthetic: each GPU busy %s of the time for %s", exact(j.Profile.Utilization), j.Profile.Duration)
 	}

@@ -29,7 +29,7 @@ func TestBidShowAndWait(t *testing.T) {
 		for _, want := range []string{"Contract     " + k.ID + "\n", "Server       atlas\n", "State        settled (completed)\n",
 			"GPUs         1× H100\n", "Time limit   1m0s\n", "Price        0.4/GPU-s\n", "Prepayment   24.00 CRED\n",
 			"Job          synthetic: each GPU busy 1 of the time for 300ms\n", "Meter        synthetic\n",
-			"Charge       0.12 CRED\n", "Refund       23.88 CRED\n", "Output       none: contract " + k.ID + " ran no program, so it has no output: its terms name no program\n"} {
+			"Charge       0.12 CRED\n", "Refund       23.88 CRED\n", "Output       none: contract " + k.ID + " ran no program, so it has no output: its terms name no program and no image\n"} {
 			assert.Contains(t, out, want)
 		}
 		assert.Contains(t, out, "Exit status  0\n", "a synthetic job that ran its whole profile exits 0")
@@ -73,4 +73,18 @@ func TestBidShowAndWait(t *testing.T) {
 			assert.Equal(t, exitRefused, code)
 		}
 	})
+}
+
+// TestJobTextImage: bourse bid show says which image a job runs, and
+// what of it: the command that replaces its entrypoint, the arguments
+// that replace its command, or its own entrypoint and command.
+func TestJobTextImage(t *testing.T) {
+	view := func(j contract.JobSpec) protocol.ContractView {
+		return protocol.ContractView{Terms: contract.Terms{Job: &j}}
+	}
+	const ref = "ghcr.io/acme/train@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	assert.Equal(t, "image "+ref+": its entrypoint and command", jobText(view(contract.JobSpec{Image: ref})))
+	assert.Equal(t, "image busybox: its entrypoint with --epochs=3 \"a b\"", jobText(view(contract.JobSpec{Image: "busybox", Args: []string{"--epochs=3", "a b"}})))
+	assert.Equal(t, "image busybox: /bin/sh -c \"echo hi\"", jobText(view(contract.JobSpec{Image: "busybox", Command: "/bin/sh", Args: []string{"-c", "echo hi"}})))
+	assert.Equal(t, "/usr/bin/python3 train.py", jobText(view(contract.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py"}})))
 }

@@ -77,9 +77,16 @@ func noNVML(...nvml.LibraryOption) nvml.Interface {
 // test ends, and returns its stderr.
 func startServer(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, config string) *lockedBuffer {
 	t.Helper()
+	return startServerOn(t, openNVML, noImageStore, config)
+}
+
+// startServerOn is startServer with openImages for the container runner's
+// image store.
+func startServerOn(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, openImages imageStore, config string) *lockedBuffer {
+	t.Helper()
 	stderr := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := newServerCmdWith(openNVML)
+	cmd := newServerCmdOn(openNVML, openImages)
 	cmd.SetArgs([]string{"--config", writeConfig(t, "server.yaml", config)})
 	cmd.SetOut(stderr)
 	cmd.SetErr(stderr)

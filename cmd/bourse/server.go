@@ -57,7 +57,7 @@ type serverConfig struct {
 	} `yaml:"gpus"`
 	Policy server.PolicyConfig `yaml:"policy"`
 	Runner struct {
-		Kind       string            `yaml:"kind"` // synthetic or process
+		Kind       string            `yaml:"kind"` // synthetic, process or container
 		Allowed    []string          `yaml:"allowed"`
 		AllowShell bool              `yaml:"allow_shell"`
 		Env        map[string]string `yaml:"env"`
@@ -76,6 +76,8 @@ type serverConfig struct {
 		JobUserPrefix string   `yaml:"job_user_prefix"`
 		JobUserCount  int      `yaml:"job_user_count"`
 		Cgroup        string   `yaml:"cgroup"`
+		// The container runner's own (server_container.go).
+		containerSettings `yaml:",inline"`
 	} `yaml:"runner"`
 	SampleEvery  time.Duration `yaml:"sample_every"`
 	Heartbeat    time.Duration `yaml:"heartbeat"`
@@ -99,11 +101,12 @@ type serverConfig struct {
 	file       string          // the file it was read from, if any
 }
 
-func newServerCmd() *cobra.Command { return newServerCmdWith(nvml.New) }
+func newServerCmd() *cobra.Command { return newServerCmdOn(nvml.New, noImageStore) }
 
-// newServerCmdWith is bourse server with openNVML to load NVML: nvml.New,
-// or in tests go-nvml's mock.
-func newServerCmdWith(openNVML func(...nvml.LibraryOption) nvml.Interface) *cobra.Command {
+// newServerCmdOn is bourse server with openNVML to load NVML (nvml.New,
+// or in tests go-nvml's mock) and openImages to open the container
+// runner's image store.
+func newServerCmdOn(openNVML func(...nvml.LibraryOption) nvml.Interface, openImages imageStore) *cobra.Command {
 	var (
 		file   string
 		fl     serverConfig
@@ -145,7 +148,7 @@ readings.`,
 			if err := prices.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			return runServer(cmd, cfg, openNVML)
+			return runServer(cmd, cfg, openNVML, openImages)
 		},
 	}
 	f := cmd.Flags()
@@ -164,7 +167,7 @@ readings.`,
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
 	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
 	prices.add(f)
-	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic or process (default synthetic)")
+	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic, process or container (default synthetic)")
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
 	f.StringVar(&fl.Runner.OutputDir, "output-dir", "", "where process jobs' output goes")
 	f.StringSliceVar(&fl.Runner.JobUsers, "job-users", nil, "the Unix users process jobs run as, one job at a time each (comma-separated; the agent must be root)")
@@ -377,7 +380,7 @@ func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.In
 	return m.GPUs(), m, "", nil
 }
 
-func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface) error {
+func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.LibraryOption) nvml.Interface, openImages imageStore) error {
 	ctx := cmd.Context()
 	log := commandLogger(cmd)
 	c.warnDeprecated(log)
@@ -396,9 +399,9 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return err
 	}
 	switch c.Runner.Kind {
-	case "", "synthetic", "process":
+	case "", "synthetic", "process", "container":
 	default:
-		return fmt.Errorf("server config: runner %q: want synthetic or process", c.Runner.Kind)
+		return fmt.Errorf("server config: runner %q: want synthetic, process or container", c.Runner.Kind)
 	}
 	if c.OutboxDir != "" {
 		// The agent opens it; a directory it cannot make is a mistake of
@@ -422,26 +425,40 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		return err
 	}
 	var runner server.Runner = &server.Synthetic{}
-	var output *spool.Config // the process runner's jobs' output, for their clients
-	if c.Runner.Kind == "process" {
+	var output *spool.Config // the process or container runner's jobs' output, for their clients
+	var devices map[int]string
+	if meter != nil {
+		devices = meter.Devices()
+	}
+	switch c.Runner.Kind {
+	case "process":
 		users, err := c.jobUsers(cmd, log)
 		if err != nil {
 			return err
 		}
-		pc := process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
+		pr, err := process.New(process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Logger: log}
-		if meter != nil {
-			pc.Devices = meter.Devices()
-		}
-		pr, err := process.New(pc)
+			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Devices: devices, Logger: log})
 		if err != nil {
 			return fmt.Errorf("server config: runner: %w", err)
 		}
 		defer pr.Close()
 		runner = pr
-		output = c.outputSpool(pr)
+		output = c.outputSpool(pr.Host)
 		say(cmd, log, "jobs: kept apart by "+pr.Isolation())
+	case "container":
+		users, err := c.jobUsers(cmd, log)
+		if err != nil {
+			return err
+		}
+		cr, err := c.containerRunner(openImages, users, jobMeter, noNVML, devices, log)
+		if err != nil {
+			return err
+		}
+		defer cr.Close()
+		runner = cr
+		output = c.outputSpool(cr.Host)
+		say(cmd, log, "jobs: kept apart by "+cr.Isolation())
 	}
 	opts, err := c.NATS.natsLogin.options()
 	if err != nil {

@@ -28,18 +28,22 @@ func (c *serverConfig) jobMeter(nv *nvmlmeter.Meter, noNVML string, gpus int) (s
 	default:
 		return nil, "", fmt.Errorf("server config: meter_fallback %q: want %s or %s", c.MeterFallback, fallbackNone, fallbackFullUse)
 	}
-	if c.Runner.Kind != "process" {
+	if c.Runner.Kind != "process" && c.Runner.Kind != "container" {
 		line := "meter: synthetic: jobs run no process and consume the utilisation profile of their terms"
 		if noNVML != "" {
 			line += fmt.Sprintf(" (%d GPUs as declared: %s)", gpus, noNVML)
 		}
 		return nil, line, nil
 	}
+	jobs := "process jobs"
+	if c.Runner.Kind == "container" {
+		jobs = "containers"
+	}
 	if nv != nil {
 		return nv, fmt.Sprintf("meter: nvml: the SM utilisation of each job's processes on %d GPUs NVML found", gpus), nil
 	}
 	if c.MeterFallback == fallbackFullUse {
-		return server.FullUse{}, fmt.Sprintf("meter: full_use: %s, so process jobs are charged U = GPUs × T, as if every GPU were busy (meter_fallback: full_use)", noNVML), nil
+		return server.FullUse{}, fmt.Sprintf("meter: full_use: %s, so %s are charged U = GPUs × T, as if every GPU were busy (meter_fallback: full_use)", noNVML, jobs), nil
 	}
-	return nil, fmt.Sprintf("meter: none: %s, so process jobs are refused; %s", noNVML, process.FullUseHint), nil
+	return nil, fmt.Sprintf("meter: none: %s, so %s are refused; %s", noNVML, jobs, process.FullUseHint), nil
 }

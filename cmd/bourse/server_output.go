@@ -8,6 +8,6 @@ import (
 // outputSpool sends the process runner's jobs' output to their clients:
 // from the runner's output directory, written there first, so that it
 // outlives outages of NATS and restarts of the server.
-func (c *serverConfig) outputSpool(pr *process.Runner) *spool.Config {
-	return &spool.Config{Dir: pr.OutputDir(), LogCap: pr.OutputCap(), ResultsCap: c.Runner.ResultsCap, Keep: c.Runner.OutputKeep}
+func (c *serverConfig) outputSpool(h *process.Host) *spool.Config {
+	return &spool.Config{Dir: h.OutputDir(), LogCap: h.OutputCap(), ResultsCap: c.Runner.ResultsCap, Keep: c.Runner.OutputKeep}
 }

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
+	"github.com/bourse/bourse/server/container"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -50,7 +52,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"KWithPosted", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
 		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},
 		{"BadFairUse", "policy: {fair_use: {min_time_limit: 1h, max_time_limit: 1m}}\n", nil, "minimum time limit 1h0m0s is over the maximum"},
-		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic or process`},
+		{"BadRunner", "", []string{"--runner", "docker"}, `bourse: server config: runner "docker": want synthetic, process or container`},
 		{"ShellRunner", "runner: {kind: process, allowed: [/bin/sh]}\n", nil, "a shell"},
 		{"NoPrograms", "runner: {kind: process}\n", nil, "no allowed programs"},
 		{"ProgramRunner", "runner: {kind: process, allowed: [/usr/bin/env]}\n", nil, "runs other programs"},
@@ -281,6 +283,30 @@ func TestServerExampleConfig(t *testing.T) {
 	}
 	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 {
 		t.Errorf("the example reads as %+v", c)
+	}
+}
+
+// TestServerContainerConfig keeps examples/server/container-node.yaml
+// valid, and reads it as the container runner and its image store take
+// it; a build without an image store says so rather than starting.
+func TestServerContainerConfig(t *testing.T) {
+	c, err := loadServerConfig(filepath.Join("..", "..", "examples", "server", "container-node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Runner
+	if r.Kind != "container" || r.Runtime != "runc" || r.Pids != 4096 || r.MemoryPerGPU != 64<<30 || r.TmpBytes != 8<<30 ||
+		r.Network != "none" || len(r.CDIDirs) != 2 || r.JobUserCount != 8 {
+		t.Errorf("the example's runner reads as %+v", r)
+	}
+	want := container.StoreConfig{Allowed: []string{"ghcr.io/acme", "docker.io/library"}, CacheDir: "/var/cache/bourse/images",
+		CacheBytes: 100 << 30, MaxBytes: 10 << 30, MaxUnpackedBytes: 30 << 30, CredentialsFile: "/etc/bourse/registries.json"}
+	if got := c.storeConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the image store's configuration is %+v, want %+v", got, want)
+	}
+	_, err = c.containerRunner(noImageStore, nil, nil, "", nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "runner.images: this build of bourse has no image store") {
+		t.Errorf("without an image store: %v", err)
 	}
 }
 

@@ -124,7 +124,7 @@ func offerUntilAcceptedAs(t *testing.T, c *bidder.Client, tm contract.Terms, nam
 // TestOutputStreamUpgrade: the one output stream an earlier exchange
 // made for every server would overlap the servers' own; an exchange that
 // starts on it retires it (what it held is kept, for its age), and makes
-// each server's own stream at its hello.
+// each server's own stream at its hello, a process or container server's.
 func TestOutputStreamUpgrade(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns, "")
@@ -162,4 +162,13 @@ func TestOutputStreamUpgrade(t *testing.T) {
 	info, err = own.Info(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), info.State.Msgs)
+
+	// A server that runs containers has output as well.
+	body, _ = json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1,
+		Runs: &protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"ghcr.io/acme"}}}})
+	msg, err = natstest.Connect(t, ns, protocol.InboxPrefix("gpu2")).Request(protocol.ServerSubject("gpu2", protocol.VerbHello), body, 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, natswire.DecodeError(msg))
+	_, err = js.Stream(ctx, protocol.OutputStreamOf("gpu2"))
+	assert.NoError(t, err, "no stream of gpu2's own after its hello")
 }

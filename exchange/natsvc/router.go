@@ -81,7 +81,7 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 	go func() {
 		defer r.requests.Done()
 		var st protocol.Started
-		if j := start.Contract.Terms.Job; j != nil && j.Command != "" { // a program's output
+		if j := start.Contract.Terms.Job; j != nil && (j.Command != "" || j.Image != "") { // a program's or an image's output
 			(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
 		}
 		msg, err := r.request(context.WithoutCancel(ctx), start.Contract.Server, protocol.DeliverStart, start)

@@ -25,10 +25,10 @@ func (s *Service) handleHello(r micro.Request) {
 	if err == nil {
 		reply, err = s.house.Hello(context.Background(), id, h)
 	}
-	if err == nil && h.Runs != nil && h.Runs.Runner == protocol.RunnerProcess {
-		// Only a server that runs programs has output to send: a stream
-		// for each of a thousand synthetic servers would take its quota
-		// of JetStream's storage for nothing.
+	if err == nil && h.Runs != nil && (h.Runs.Runner == protocol.RunnerProcess || h.Runs.Runner == protocol.RunnerContainer) {
+		// Only a server that runs programs or images has output to
+		// send: a stream for each of a thousand synthetic servers would
+		// take its quota of JetStream's storage for nothing.
 		s.ensureOutput(context.Background(), id)
 	}
 	if err != nil {

@@ -205,6 +205,43 @@ func (g *cgroup) waitEmpty() {
 	}
 }
 
+// canFreeze reports whether the cgroup has the freezer of cgroup v2
+// (Linux 5.2 and later).
+func (g *cgroup) canFreeze() bool {
+	_, err := os.Stat(filepath.Join(g.dir, "cgroup.freeze"))
+	return err == nil
+}
+
+// freezeWait bounds how long freeze waits for the kernel: a process in
+// the driver's uninterruptible sleep freezes only once it leaves it.
+const freezeWait = 10 * time.Second
+
+// freeze freezes (on) or thaws every process in the cgroup and below,
+// and waits until the kernel says it is done, at most freezeWait.
+func (g *cgroup) freeze(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if err := os.WriteFile(filepath.Join(g.dir, "cgroup.freeze"), []byte(v), 0); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(freezeWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		data, err := os.ReadFile(filepath.Join(g.dir, "cgroup.events"))
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(data), "frozen "+v) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not frozen %s after %v", v, freezeWait)
+		}
+		time.Sleep(pause)
+	}
+}
+
 // remove removes the emptied cgroup.
 func (g *cgroup) remove() error { return os.Remove(g.dir) }
 

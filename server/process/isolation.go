@@ -15,76 +15,76 @@ import (
 
 // isolate opens the job users and the cgroups the configuration asks for,
 // and warns of what keeps jobs apart where it is not much.
-func (r *Runner) isolate() error {
+func (h *Host) isolate() error {
 	const op = "process.New"
-	switch r.cfg.Cgroup {
+	switch h.cfg.Cgroup {
 	case "", CgroupAuto, CgroupOff, CgroupRequired:
 	default:
-		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "cgroup", Message: fmt.Sprintf("%q: want auto, off or required", r.cfg.Cgroup)}
+		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "cgroup", Message: fmt.Sprintf("%q: want auto, off or required", h.cfg.Cgroup)}
 	}
-	if len(r.cfg.Users) > 0 {
+	if len(h.cfg.Users) > 0 {
 		if err := hardlinksProtected(); err != nil {
 			return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "users", Message: err.Error()}
 		}
 		// The output folder is the agent's; a job enters it to reach its
 		// own folders, and may not list it.
-		if err := reachable(filepath.Dir(r.cfg.OutputDir)); err != nil {
+		if err := reachable(filepath.Dir(h.cfg.OutputDir)); err != nil {
 			return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "output_dir", Message: err.Error()}
 		}
-		u, err := openUsers(r.cfg.Users, r.log)
+		u, err := openUsers(h.cfg.Users, h.log)
 		if err != nil {
 			return err
 		}
-		if err := os.Chmod(r.cfg.OutputDir, 0o711); err != nil {
+		if err := os.Chmod(h.cfg.OutputDir, 0o711); err != nil {
 			return fmt.Errorf("%s: output directory: %w", op, err)
 		}
-		r.users = u
+		h.users = u
 		syscall.Umask(0o077)
 	}
-	if r.cfg.Cgroup != CgroupOff {
+	if h.cfg.Cgroup != CgroupOff {
 		c, swept, err := openCgroups()
 		for _, dir := range swept {
-			r.log.Warn("removed the cgroup of an agent no longer running, and killed what ran in it", "cgroup", dir)
+			h.log.Warn("removed the cgroup of an agent no longer running, and killed what ran in it", "cgroup", dir)
 		}
 		switch {
 		case err == nil:
-			r.cgroups = c
-		case r.cfg.Cgroup == CgroupRequired:
+			h.cgroups = c
+		case h.cfg.Cgroup == CgroupRequired:
 			return &bourse.Error{Code: bourse.EUnavailable, Op: op, Field: "cgroup", Message: "no cgroup v2 can be made for jobs: " + err.Error()}
 		default:
-			r.log.Info("jobs get no cgroup", "why", err.Error())
+			h.log.Info("jobs get no cgroup", "why", err.Error())
 		}
 	}
-	if r.users == nil {
+	if h.users == nil {
 		who := "THE AGENT'S OWN USER"
 		if os.Geteuid() == 0 {
 			who = "ROOT, THE AGENT'S OWN USER"
 		}
-		r.log.Warn("JOBS RUN AS "+who+": a job can read whatever the agent can (its configuration and NATS credentials, other jobs' environments and output) and signal other jobs; name job users (runner.job_users) to keep jobs apart",
+		h.log.Warn("JOBS RUN AS "+who+": a job can read whatever the agent can (its configuration and NATS credentials, other jobs' environments and output) and signal other jobs; name job users (runner.job_users) to keep jobs apart",
 			"uid", os.Geteuid())
-		if r.cgroups == nil {
-			r.log.Warn("A JOB IS KNOWN BY ITS PROCESS GROUP ALONE: a process of it that leaves the group (setsid, a double fork) is neither metered nor stopped with it; run the agent as root with job users, or where it can make cgroups")
+		if h.cgroups == nil {
+			h.log.Warn("A JOB IS KNOWN BY ITS PROCESS GROUP ALONE: a process of it that leaves the group (setsid, a double fork) is neither metered nor stopped with it; run the agent as root with job users, or where it can make cgroups")
 		}
 	}
-	r.log.Info("jobs kept apart by " + r.Isolation())
+	h.log.Info("jobs kept apart by " + h.Isolation())
 	return nil
 }
 
-// Isolation says in words what keeps the runner's jobs apart and whole.
-func (r *Runner) Isolation() string {
+// Isolation says in words what keeps the host's jobs apart and whole.
+func (h *Host) Isolation() string {
 	var parts []string
-	if r.users != nil {
-		names := make([]string, len(r.users.all))
-		for i, u := range r.users.all {
+	if h.users != nil {
+		names := make([]string, len(h.users.all))
+		for i, u := range h.users.all {
 			names[i] = u.name
 		}
 		parts = append(parts, fmt.Sprintf("a user of its own each (%d: %s)", len(names), strings.Join(names, ", ")))
 	} else {
 		parts = append(parts, "nothing: jobs run as the agent's own user")
 	}
-	if r.cgroups != nil {
-		parts = append(parts, "a cgroup each under "+r.cgroups.dir)
-	} else if r.users == nil {
+	if h.cgroups != nil {
+		parts = append(parts, "a cgroup each under "+h.cgroups.dir)
+	} else if h.users == nil {
 		parts = append(parts, "a process group each (a process that leaves it escapes)")
 	}
 	return strings.Join(parts, "; ")
@@ -126,12 +126,13 @@ func makeFolders(dir, results, work string, u *jobUser) error {
 	return nil
 }
 
-// release returns what a job held, once every process of it is gone: its
-// working folder goes, its results become the agent's, what its user left
-// in the scratch folders goes, its cgroup goes and its user goes back to
-// the pool.
-func (r *Runner) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger) func() {
+// release returns what a job held, once every process of it is gone:
+// cleanup runs (what its launch made), its working folder goes, its
+// results become the agent's, what its user left in the scratch folders
+// goes, its cgroup goes and its user goes back to the pool.
+func (h *Host) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger, cleanup func()) func() {
 	return func() {
+		cleanup()
 		if err := os.RemoveAll(filepath.Join(dir, WorkDir)); err != nil {
 			log.Warn("remove the job's working folder", "err", err)
 		}
@@ -146,10 +147,11 @@ func (r *Runner) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger) f
 		}
 		if cg != nil {
 			cg.waitEmpty()
-			if err := cg.remove(); err != nil {
+			// An OCI runtime removes the cgroups it used itself.
+			if err := cg.remove(); err != nil && !errors.Is(err, os.ErrNotExist) {
 				log.Warn("remove the job's cgroup", "cgroup", cg.dir, "err", err)
 			}
 		}
-		r.users.giveBack(u)
+		h.users.giveBack(u)
 	}
 }

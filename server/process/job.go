@@ -15,7 +15,7 @@ import (
 // a suspend that freezes the group ends the job and keeps the group for a
 // resume, which wraps it in a new job.
 type job struct {
-	runner    *Runner
+	host      *Host
 	contract  string
 	proc      *proc
 	gpus      []contract.GPU
@@ -84,11 +84,11 @@ func (j *job) Stop(ctx context.Context, reason contract.Reason) error {
 		if j.proc.hasExited() {
 			return nil // it exited meanwhile: nothing to resume
 		}
-		j.runner.keepStopped(j.contract, j.proc)
-		j.runner.log.Info("job frozen for a resume", "contract", j.contract, "pid", j.proc.pid)
+		j.host.keepStopped(j.contract, j.proc)
+		j.host.log.Info("job frozen for a resume", "contract", j.contract, "pid", j.proc.pid)
 		return nil
 	}
-	j.proc.terminate(ctx, j.runner.cfg.Grace)
+	j.proc.terminate(ctx, j.host.cfg.Grace)
 	<-j.done
 	return nil
 }

@@ -29,6 +29,9 @@ type proc struct {
 
 	exited chan struct{} // closed once the leader has exited and been reaped, and every other process of the job is gone
 	state  *os.ProcessState
+	// freezer is the job's cgroup where a suspend freezes the job with
+	// the cgroup's freezer rather than SIGSTOP; nil for SIGSTOP.
+	freezer *cgroup
 }
 
 // outputDrain bounds how long an exited job's output is still copied: a
@@ -47,6 +50,9 @@ type spec struct {
 	outputCap  int64
 	user       *jobUser // nil: the agent's own
 	cgroup     *cgroup  // nil: none
+	// contained: the leader starts as the agent, outside the cgroup, and
+	// puts the job's processes in it as its user itself (Launch).
+	contained bool
 	// release runs once every process of the job is gone, before exit is
 	// written: it gives back what the job held.
 	release func()
@@ -101,11 +107,11 @@ func startProc(sp spec) (*proc, error) {
 		envList[i] = k + "=" + env[k]
 	}
 	var cred *syscall.Credential
-	if sp.user != nil {
+	if sp.user != nil && !sp.contained {
 		cred = sp.user.credential()
 	}
 	cgroupFD := -1
-	if sp.cgroup != nil {
+	if sp.cgroup != nil && !sp.contained {
 		f, err := sp.cgroup.open()
 		if err != nil {
 			closeAll()
@@ -135,6 +141,9 @@ func startProc(sp spec) (*proc, error) {
 		m.uid = sp.user.uid
 	}
 	p := &proc{pid: cmd.Process.Pid, members: m, log: log, exited: make(chan struct{})}
+	if sp.contained && sp.cgroup != nil && sp.cgroup.canFreeze() {
+		p.freezer = sp.cgroup
+	}
 	var copying sync.WaitGroup
 	for i, r := range readers {
 		copying.Add(1)
@@ -201,8 +210,11 @@ func (p *proc) terminate(ctx context.Context, grace time.Duration) {
 	if p.hasExited() {
 		return
 	}
+	if p.freezer != nil {
+		p.setFrozen(false) // a frozen job cannot act on SIGTERM
+	}
 	p.members.signal(syscall.SIGTERM)
-	p.members.signal(syscall.SIGCONT) // a frozen job cannot act on SIGTERM
+	p.members.signal(syscall.SIGCONT) // nor a stopped one
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -226,16 +238,34 @@ func (p *proc) kill() {
 	<-p.exited
 }
 
-// freeze stops every process of the job with SIGSTOP; thaw continues them
-// and reports whether the job still runs.
-func (p *proc) freeze() { p.members.freeze() }
+// freeze stops every process of the job, with the cgroup's freezer or
+// SIGSTOP; thaw continues them and reports whether the job still runs.
+func (p *proc) freeze() {
+	if p.freezer != nil {
+		p.setFrozen(true)
+		return
+	}
+	p.members.freeze()
+}
 
 func (p *proc) thaw() bool {
 	if p.hasExited() {
 		return false
 	}
+	if p.freezer != nil {
+		p.setFrozen(false)
+		return true
+	}
 	p.members.signal(syscall.SIGCONT)
 	return true
+}
+
+// setFrozen freezes or thaws the job's cgroup, saying in the log where it
+// could not.
+func (p *proc) setFrozen(on bool) {
+	if err := p.freezer.freeze(on); err != nil {
+		p.log.Warn("the cgroup's freezer", "cgroup", p.freezer.dir, "freeze", on, "err", err)
+	}
 }
 
 // owns reports whether pid is one of the job's processes (members): what

@@ -92,7 +92,7 @@ func (r *Runner) checkEnvArgs(path string, args []string) error {
 			if !ok {
 				break
 			}
-			if err := checkName(k); err != nil || !r.envAllowed(k) {
+			if err := CheckName(k); err != nil || !EnvAllowed(r.cfg.AllowEnv, k) {
 				return &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.args", Message: fmt.Sprintf("the job may not set %s", k)}
 			}
 		}

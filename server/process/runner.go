@@ -18,6 +18,10 @@
 // for the files it leaves ($BOURSE_RESULTS), laid out as package spool
 // reads them to send them to the job's client; a job user may reach its
 // own folders and no other job's, nor the agent's files.
+//
+// What keeps jobs apart and whole is the Host's, whatever a job runs:
+// package container runs containers on a Host of its own, through an OCI
+// runtime that puts each container in its job's cgroup as its job user.
 package process
 
 import (
@@ -25,20 +29,17 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/server"
-	"github.com/bourse/bourse/server/spool"
 )
 
 // Defaults for the zero values of Config.
@@ -125,17 +126,12 @@ type Config struct {
 	Logger  *slog.Logger // nil: slog.Default()
 }
 
-// Runner starts jobs as processes. Make one with New; Close kills the
-// frozen jobs it still keeps.
+// Runner starts jobs as processes, on a Host. Make one with New; Close
+// kills the frozen jobs it still keeps.
 type Runner struct {
+	*Host
 	cfg     Config
-	log     *slog.Logger
 	allowed map[string]string // a name a job may use → the path to execute
-	users   *users            // nil: jobs run as the agent's user
-	cgroups *cgroups          // nil: jobs get no cgroup
-
-	mu      sync.Mutex
-	stopped map[string]*proc // frozen by a suspend, by contract
 }
 
 var (
@@ -170,27 +166,24 @@ func (r *Runner) Meter() contract.Meter {
 const FullUseHint = "meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"
 
 // unmetered is the refusal of a runner without a meter.
-func (r *Runner) unmetered(op string) error {
-	why := r.cfg.NoMeter
+func (r *Runner) unmetered(op string) error { return Unmetered(op, r.cfg.NoMeter, "process job") }
+
+// Unmetered is the refusal of a runner without a meter (EUnmetered): why
+// there is none, and what it therefore runs none of.
+func Unmetered(op, why, what string) error {
 	if why == "" {
 		why = "no GPU meter"
 	}
 	return &bourse.Error{Code: bourse.EUnmetered, Op: op, Message: fmt.Sprintf(
-		"this server cannot measure GPU use (%s), so it runs no process job; its operator may choose the fallback %s", why, FullUseHint)}
+		"this server cannot measure GPU use (%s), so it runs no %s; its operator may choose the fallback %s", why, what, FullUseHint)}
 }
 
 // New checks cfg, resolves the allowed programs and creates the output
 // directory.
 func New(cfg Config) (*Runner, error) {
 	const op = "process.New"
-	var err error
 	if len(cfg.Allowed) == 0 {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "no allowed programs")
-	}
-	if len(cfg.Users) > 0 {
-		if err := checkSwitchUsers(); err != nil {
-			return nil, err
-		}
 	}
 	allowed := map[string]string{}
 	for _, a := range cfg.Allowed {
@@ -207,39 +200,20 @@ func New(cfg Config) (*Runner, error) {
 		allowed[a], allowed[path] = path, path
 	}
 	for k := range cfg.Env {
-		if err := checkName(k); err != nil {
+		if err := CheckName(k); err != nil {
 			return nil, &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "env", Message: err.Error()}
 		}
 	}
-	if cfg.OutputDir == "" {
-		cfg.OutputDir = filepath.Join(os.TempDir(), "bourse-jobs")
-	}
-	if cfg.OutputDir, err = filepath.Abs(cfg.OutputDir); err != nil {
-		return nil, fmt.Errorf("%s: output directory: %w", op, err)
-	}
-	if err := os.MkdirAll(cfg.OutputDir, 0o750); err != nil {
-		return nil, fmt.Errorf("%s: output directory: %w", op, err)
-	}
-	if cfg.OutputCap <= 0 {
-		cfg.OutputCap = DefaultOutputCap
-	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
-	}
-	if cfg.StoppedTTL <= 0 {
-		cfg.StoppedTTL = DefaultStoppedTTL
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	r := &Runner{cfg: cfg, log: cfg.Logger, allowed: allowed, stopped: map[string]*proc{}}
-	if err := r.isolate(); err != nil {
+	h, err := NewHost(HostConfig{Users: cfg.Users, Cgroup: cfg.Cgroup, OutputDir: cfg.OutputDir, OutputCap: cfg.OutputCap,
+		Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger})
+	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return &Runner{Host: h, cfg: cfg, allowed: allowed}, nil
 }
 
-func checkName(k string) error {
+// CheckName says what is wrong with an environment variable's name.
+func CheckName(k string) error {
 	if k == "" || strings.ContainsAny(k, "=\x00") {
 		return fmt.Errorf("bad variable name %q", k)
 	}
@@ -277,35 +251,10 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 	if err := r.checkEnvArgs(path, job.Args); err != nil {
 		return "", nil, err
 	}
-	env = map[string]string{}
-	for k, v := range job.Env {
-		if err := checkName(k); err != nil || strings.ContainsRune(v, 0) {
-			return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf("bad variable %q", k)}
-		}
-		if !r.envAllowed(k) {
-			return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.env", Message: fmt.Sprintf("the job may not set %s", k)}
-		}
-		env[k] = v
-	}
-	if v, ok := env[CheckpointEnv]; ok && v != "none" && v != "signal" {
-		return "", nil, &bourse.Error{Code: bourse.EInvalidOffer, Op: op, Field: "job.env", Message: fmt.Sprintf(`%s is %q; want "signal" or "none"`, CheckpointEnv, v)}
+	if env, err = JobEnv(op, job.Env, r.cfg.AllowEnv); err != nil {
+		return "", nil, err
 	}
 	return path, env, nil
-}
-
-func (r *Runner) envAllowed(k string) bool {
-	switch k {
-	case "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", ResultsEnv, "BOURSE_CONTRACT":
-		return false
-	case CheckpointEnv:
-		return true
-	}
-	for _, a := range r.cfg.AllowEnv {
-		if a == k || (strings.HasSuffix(a, "*") && strings.HasPrefix(k, strings.TrimSuffix(a, "*"))) {
-			return true
-		}
-	}
-	return false
 }
 
 // Start starts the job's process group, or thaws the frozen job that the
@@ -319,177 +268,46 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(a.GPUs) == 0 {
-		return nil, bourse.Errorf(bourse.EInvalid, op, "no GPUs assigned")
+	freezable := jobEnv[CheckpointEnv] == "none"
+	if j, ok, err := r.Resume(a, freezable); ok {
+		return j, err
 	}
-	dir := filepath.Join(r.cfg.OutputDir, a.Contract)
-	if p := r.takeStopped(a); p != nil {
-		// The thawed process still writes to the suspended contract's
-		// output; this contract's says so, and ends at once.
-		note := []byte("resumed: output in " + a.Resumes + "\n")
-		if err := os.MkdirAll(dir, 0o750); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, spool.StderrFile), note, 0o640)
-			_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), note, 0o640)
+	devices := Devices(a.GPUs, r.cfg.Devices)
+	j, err := r.Run(a, freezable, func(s Slot) (Launch, error) {
+		env := map[string]string{}
+		if s.UID >= 0 {
+			// Its own folder for what programs keep in HOME and TMPDIR,
+			// where no later job of its user finds it.
+			env["HOME"], env["TMPDIR"] = s.Work, s.Work
 		}
-		return r.track(a, p, jobEnv)
-	}
-	results, work := filepath.Join(dir, spool.ResultsDir), filepath.Join(dir, WorkDir)
-	var u *jobUser
-	if r.users != nil {
-		if u, err = r.users.take(); err != nil {
-			return nil, err
+		for k, v := range r.cfg.Env {
+			env[k] = v
 		}
-	}
-	var cg *cgroup
-	if r.cgroups != nil {
-		if cg, err = r.cgroups.make(a.Contract); err != nil {
-			r.users.giveBack(u)
-			return nil, fmt.Errorf("%s: %w", op, err)
+		for k, v := range jobEnv {
+			env[k] = v
 		}
-	}
-	log := r.log.With("contract", a.Contract)
-	release := r.release(dir, u, cg, log)
-	notStarted := func(err error) (server.Job, error) {
-		release()
-		// Its output is complete: nothing. The spool sends that.
-		_ = os.WriteFile(filepath.Join(dir, spool.ExitFile), []byte("not started\n"), 0o640)
+		env["CUDA_VISIBLE_DEVICES"] = devices
+		env["NVIDIA_VISIBLE_DEVICES"] = devices
+		env["BOURSE_CONTRACT"] = a.Contract
+		env[ResultsEnv] = s.Results
+		return Launch{Path: path, Name: a.Job.Command, Args: a.Job.Args, Env: env, Dir: s.Work}, nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Command, err)
 	}
-	if err := makeFolders(dir, results, work, u); err != nil {
-		return notStarted(err)
-	}
-	env := map[string]string{}
-	if u != nil {
-		// Its own folder for what programs keep in HOME and TMPDIR,
-		// where no later job of its user finds it.
-		env["HOME"], env["TMPDIR"] = work, work
-	}
-	for k, v := range r.cfg.Env {
-		env[k] = v
-	}
-	for k, v := range jobEnv {
-		env[k] = v
-	}
-	devices := r.devices(a)
-	env["CUDA_VISIBLE_DEVICES"] = devices
-	env["NVIDIA_VISIBLE_DEVICES"] = devices
-	env["BOURSE_CONTRACT"] = a.Contract
-	env[ResultsEnv] = results
-	p, err := startProc(spec{path: path, name: a.Job.Command, args: a.Job.Args, env: env, dir: dir, work: work,
-		outputCap: r.cfg.OutputCap, user: u, cgroup: cg, release: release, log: log})
-	if err != nil {
-		return notStarted(err)
-	}
-	log.Info("job started", "pid", p.pid, "command", path, "gpus", devices, "output", dir, "user", u.String(), "cgroup", cg.String())
-	return r.track(a, p, jobEnv)
-}
-
-// devices is the value of CUDA_VISIBLE_DEVICES for the assignment.
-func (r *Runner) devices(a server.Assignment) string {
-	ids := make([]string, len(a.GPUs))
-	for i, g := range a.GPUs {
-		if id, ok := r.cfg.Devices[g.Index]; ok {
-			ids[i] = id
-		} else {
-			ids[i] = strconv.Itoa(g.Index)
-		}
-	}
-	return strings.Join(ids, ",")
-}
-
-// track wraps a running process group as the contract's job.
-func (r *Runner) track(a server.Assignment, p *proc, env map[string]string) (server.Job, error) {
-	// The gauge starts before the job's clock, so that a meter that
-	// counts time (FullUse) never falls short of GPUs × T.
-	g, err := r.cfg.Meter.Track(a.GPUs, p.owns)
-	if err != nil {
-		// Running unmetered would give the GPUs away.
-		p.kill()
-		return nil, fmt.Errorf("process.Start: meter: %w", err)
-	}
-	j := &job{
-		runner:     r,
-		contract:   a.Contract,
-		proc:       p,
-		gpus:       a.GPUs,
-		canFreeze:  env[CheckpointEnv] == "none",
-		started:    time.Now(),
-		gauge:      g,
-		done:       make(chan struct{}),
-		stopSignal: make(chan struct{}),
-	}
-	if a.TimeLimit > 0 {
-		j.limit = time.AfterFunc(a.TimeLimit, func() {
-			r.log.Warn("time limit reached; stopping the job", "contract", a.Contract)
-			_ = j.Stop(context.Background(), contract.ReasonTimeLimit)
-		})
-	}
-	go j.watch()
 	return j, nil
 }
 
-// takeStopped returns the frozen job the assignment resumes, thawed, if it
-// was frozen on the same GPUs.
-func (r *Runner) takeStopped(a server.Assignment) *proc {
-	if a.Resumes == "" {
-		return nil
-	}
-	r.mu.Lock()
-	p, ok := r.stopped[a.Resumes]
-	if ok && sameGPUs(p.gpus, a.GPUs) {
-		delete(r.stopped, a.Resumes)
-	} else {
-		p = nil
-	}
-	r.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	p.ttl.Stop()
-	p.gpus = nil
-	if !p.thaw() {
-		return nil
-	}
-	r.log.Info("job resumed", "contract", a.Contract, "resumes", a.Resumes, "pid", p.pid)
-	return p
-}
-
-// keepStopped keeps a frozen job for its resume, for at most StoppedTTL.
-func (r *Runner) keepStopped(id string, p *proc) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped[id] = p
-	p.ttl = time.AfterFunc(r.cfg.StoppedTTL, func() {
-		r.mu.Lock()
-		kept := r.stopped[id] == p
-		delete(r.stopped, id)
-		r.mu.Unlock()
-		if kept {
-			r.log.Info("suspended job not resumed in time; killing it", "contract", id, "pid", p.pid)
-			p.kill()
+// Devices is the value of CUDA_VISIBLE_DEVICES for gpus: each one's
+// identifier in ids (a UUID, or a MIG slice's), else its index.
+func Devices(gpus []contract.GPU, ids map[int]string) string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		if id, ok := ids[g.Index]; ok {
+			out[i] = id
+		} else {
+			out[i] = strconv.Itoa(g.Index)
 		}
-	})
-}
-
-// OutputDir is where the jobs' output goes, a directory per contract.
-func (r *Runner) OutputDir() string { return r.cfg.OutputDir }
-
-// OutputCap is the cap on each of a job's stdout and stderr.
-func (r *Runner) OutputCap() int64 { return r.cfg.OutputCap }
-
-// Close kills the frozen jobs the runner keeps for a resume, and removes
-// its cgroup if no running job has one in it. Running jobs are the
-// agent's to stop.
-func (r *Runner) Close() {
-	r.mu.Lock()
-	stopped := r.stopped
-	r.stopped = map[string]*proc{}
-	r.mu.Unlock()
-	for _, p := range stopped {
-		p.ttl.Stop()
-		p.kill()
 	}
-	if r.cgroups != nil {
-		_ = r.cgroups.close()
-	}
+	return strings.Join(out, ",")
 }
