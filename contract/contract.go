@@ -61,6 +61,10 @@ type Contract struct {
 	// Output is what the server declared at the start it would send of
 	// the job's output; zero until then, or from a server that sends none.
 	Output OutputCaps `json:"output,omitzero"`
+	// Image is the digest (sha256:…) of the container image the job ran,
+	// as its server resolved the terms' reference at the start; empty for
+	// a job that names no image.
+	Image string `json:"image,omitempty"`
 
 	// QueuedAt, for a contract made from a waiting offer (Waiting), is
 	// when that offer entered the book: it waited AcceptedAt − QueuedAt.

@@ -45,31 +45,44 @@ func (c Contract) Ended() bool { return c.State.Ended() }
 // accepted or running.
 func (c Contract) HoldsEscrow() bool { return c.State == StateAccepted || c.State == StateRunning }
 
-// Start records that the server started the job at at with gpus, meter
-// and out, heard at now: accepted → running. A start reported again
-// changes nothing but the GPUs, the meter and the output's caps, if a
-// reading came first and left them unknown. It reports whether the
-// record changed.
-func (c *Contract) Start(at time.Time, gpus []int, meter Meter, out OutputCaps, now time.Time) bool {
+// Start records that the server started the job as b says, heard at now:
+// accepted → running. A start reported again changes nothing but the
+// GPUs, the meter, the output's caps and the image, if a reading came
+// first and left them unknown. It reports whether the record changed.
+func (c *Contract) Start(b Began, now time.Time) bool {
 	if c.State != StateAccepted {
 		if c.State != StateRunning {
 			return false
 		}
 		changed := false
-		if c.GPUs == nil && gpus != nil {
-			c.GPUs, changed = gpus, true
+		if c.GPUs == nil && b.GPUs != nil {
+			c.GPUs, changed = b.GPUs, true
 		}
-		if c.Meter == "" && meter != "" {
-			c.Meter, changed = meter, true
+		if c.Meter == "" && b.Meter != "" {
+			c.Meter, changed = b.Meter, true
 		}
-		if c.Output == (OutputCaps{}) && out != (OutputCaps{}) {
-			c.Output, changed = out, true
+		if c.Output == (OutputCaps{}) && b.Output != (OutputCaps{}) {
+			c.Output, changed = b.Output, true
+		}
+		if c.Image == "" && b.Image != "" {
+			c.Image, changed = b.Image, true
 		}
 		return changed
 	}
-	c.State, c.StartedAt, c.GPUs, c.LastSeen = StateRunning, at.UTC(), gpus, now.UTC()
-	c.Meter, c.Output = meter, out
+	c.State, c.StartedAt, c.GPUs, c.LastSeen = StateRunning, b.At.UTC(), b.GPUs, now.UTC()
+	c.Meter, c.Output, c.Image = b.Meter, b.Output, b.Image
 	return true
+}
+
+// Began is what a server says of a job it started: when, on which of its
+// GPUs, how it measures it, what it will send of its output, and the
+// digest of the image it runs.
+type Began struct {
+	At     time.Time
+	GPUs   []int
+	Meter  Meter
+	Output OutputCaps
+	Image  string
 }
 
 // Record makes r, checked and believed, the contract's latest reading,

@@ -36,9 +36,9 @@ func TestLifecycle(t *testing.T) {
 	assert.False(t, c.Stale(t0, t0.Add(-time.Minute)), "accepted, within its start deadline")
 	assert.True(t, c.Stale(t0.Add(2*time.Minute), t0), "accepted, past its start deadline")
 
-	assert.True(t, c.Start(t0, []int{3}, contract.MeterSynthetic, contract.OutputCaps{}, t0))
+	assert.True(t, c.Start(contract.Began{At: t0, GPUs: []int{3}, Meter: contract.MeterSynthetic}, t0))
 	assert.Equal(t, contract.StateRunning, c.State)
-	assert.False(t, c.Start(t0, []int{3}, contract.MeterSynthetic, contract.OutputCaps{}, t0), "a start again changes nothing")
+	assert.False(t, c.Start(contract.Began{At: t0, GPUs: []int{3}, Meter: contract.MeterSynthetic}, t0), "a start again changes nothing")
 
 	c.Record(contract.Reading{Contract: "c-1", Seq: 1, U: dectest.D("60"), T: contract.Duration(time.Minute), S: dectest.D("1"), At: t0.Add(time.Minute)}, t0.Add(time.Minute))
 	assert.False(t, c.Stale(t0.Add(time.Minute), t0), "heard from since silentSince")

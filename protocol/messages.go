@@ -286,6 +286,10 @@ type Started struct {
 	// (contract.OutputCaps); the exchange records it on the contract and
 	// relays nothing past it. A server that sends no output leaves it out.
 	Output contract.OutputCaps `json:"output,omitzero"`
+	// Image is the digest (sha256:…) of the container image the job
+	// runs, its terms' reference resolved by the server; the exchange
+	// records it on the contract. Empty for a job that names no image.
+	Image string `json:"image,omitempty"`
 }
 
 // Cancel releases an accept the exchange did not take.

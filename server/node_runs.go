@@ -166,6 +166,9 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	if m, ok := n.runner.(Metered); ok {
 		r.started.Meter = m.Meter()
 	}
+	if im, ok := job.(Imaged); ok {
+		r.started.Image = im.Image()
+	}
 	r.next = now.Add(n.readingEvery)
 	n.forecast(r)
 	if n.closing || r.halting != "" {

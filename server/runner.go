@@ -45,6 +45,13 @@ type Metered interface {
 	Meter() contract.Meter
 }
 
+// Imaged is a Job that runs a container image: it says the image's
+// digest, which the node puts in the start it reports, and the exchange
+// on the contract.
+type Imaged interface {
+	Image() string
+}
+
 // Assignment is a job to start and the GPUs it gets.
 type Assignment struct {
 	Contract string

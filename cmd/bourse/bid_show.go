@@ -151,15 +151,19 @@ func jobText(k protocol.ContractView) string {
 			}
 		}
 		argv := strings.Join(quoted, " ")
+		image := j.Image
+		if k.Image != "" {
+			image += " (" + k.Image + ")" // the digest its server resolved it to
+		}
 		switch {
 		case j.Image == "":
 			return safe(argv)
 		case j.Command != "":
-			return safe("image " + j.Image + ": " + argv)
+			return safe("image " + image + ": " + argv)
 		case argv != "":
-			return safe("image " + j.Image + ": its entrypoint with " + argv)
+			return safe("image " + image + ": its entrypoint with " + argv)
 		}
-		return safe("image " + j.Image + ": its entrypoint and command")
+		return safe("image " + image + ": its entrypoint and command")
 	case j.Profile != nil:
 		return fmt.Sprintf("synthetic: each GPU busy %s of the time for %s", exact(j.Profile.Utilization), j.Profile.Duration)
 	}

@@ -77,7 +77,7 @@ func noNVML(...nvml.LibraryOption) nvml.Interface {
 // test ends, and returns its stderr.
 func startServer(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, config string) *lockedBuffer {
 	t.Helper()
-	return startServerOn(t, openNVML, noImageStore, config)
+	return startServerOn(t, openNVML, openImages, config)
 }
 
 // startServerOn is startServer with openImages for the container runner's

@@ -101,7 +101,7 @@ type serverConfig struct {
 	file       string          // the file it was read from, if any
 }
 
-func newServerCmd() *cobra.Command { return newServerCmdOn(nvml.New, noImageStore) }
+func newServerCmd() *cobra.Command { return newServerCmdOn(nvml.New, openImages) }
 
 // newServerCmdOn is bourse server with openNVML to load NVML (nvml.New,
 // or in tests go-nvml's mock) and openImages to open the container

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -25,6 +24,9 @@ type containerSettings struct {
 		MaxBytes         int64    `yaml:"max_bytes"`
 		MaxUnpackedBytes int64    `yaml:"max_unpacked_bytes"`
 		CredentialsFile  string   `yaml:"credentials_file"`
+		// Insecure are registries reached over plain HTTP (a registry
+		// on the node itself, for tests); every other gets HTTPS.
+		Insecure []string `yaml:"insecure"`
 	} `yaml:"images"`
 	Pids         int64    `yaml:"pids"`
 	MemoryPerGPU int64    `yaml:"memory_per_gpu"`
@@ -37,17 +39,11 @@ type containerSettings struct {
 // imageStore opens the store a container runner pulls images through.
 type imageStore func(container.StoreConfig, *slog.Logger) (container.Images, error)
 
-// noImageStore is this build's: it has no registry client. Package
-// server/image's Store, adapted to container.Images, goes here.
-func noImageStore(container.StoreConfig, *slog.Logger) (container.Images, error) {
-	return nil, errors.New("this build of bourse has no image store (package server/image), so it cannot pull images: use runner kind process or synthetic")
-}
-
 // storeConfig is runner.images as the image store takes it.
 func (c *serverConfig) storeConfig() container.StoreConfig {
 	im := c.Runner.Images
 	return container.StoreConfig{Allowed: im.Allowed, CacheDir: im.CacheDir, CacheBytes: im.CacheBytes, MaxBytes: im.MaxBytes,
-		MaxUnpackedBytes: im.MaxUnpackedBytes, CredentialsFile: im.CredentialsFile}
+		MaxUnpackedBytes: im.MaxUnpackedBytes, CredentialsFile: im.CredentialsFile, Insecure: im.Insecure}
 }
 
 // containerRunner makes the container runner of the configuration, on

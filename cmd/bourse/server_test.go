@@ -304,9 +304,11 @@ func TestServerContainerConfig(t *testing.T) {
 	if got := c.storeConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the image store's configuration is %+v, want %+v", got, want)
 	}
-	_, err = c.containerRunner(noImageStore, nil, nil, "", nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err == nil || !strings.Contains(err.Error(), "runner.images: this build of bourse has no image store") {
-		t.Errorf("without an image store: %v", err)
+	c.Runner.Images.CacheDir = t.TempDir()
+	c.Runner.Images.Allowed = []string{"acme"} // no registry named
+	_, err = c.containerRunner(openImages, nil, nil, "", nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "runner.images: image store") {
+		t.Errorf("an image source without a registry: %v", err)
 	}
 }
 

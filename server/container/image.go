@@ -48,4 +48,5 @@ type StoreConfig struct {
 	MaxBytes         int64    // the largest image pulled, compressed
 	MaxUnpackedBytes int64    // the largest image unpacked
 	CredentialsFile  string   // registry credentials (a docker config.json), never the offer's
+	Insecure         []string // registries reached over plain HTTP
 }

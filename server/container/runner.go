@@ -311,8 +311,17 @@ func (r *Runner) Start(ctx context.Context, a server.Assignment) (server.Job, er
 		return nil, fmt.Errorf("%s: %s: %w", op, a.Job.Image, err)
 	}
 	r.log.Info("container started", "contract", a.Contract, "image", a.Job.Image, "digest", img.Digest)
-	return j, nil
+	return imaged{j, img.Digest}, nil
 }
+
+// imaged is a container's job, which says the digest of its image
+// (server.Imaged).
+type imaged struct {
+	server.Job
+	digest string
+}
+
+func (j imaged) Image() string { return j.digest }
 
 // pullError is why an image could not be pulled, as the client reads it:
 // the store's own words where it names the cause, else unavailable.
