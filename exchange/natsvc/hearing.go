@@ -125,6 +125,9 @@ func (s *Service) watchStream(ctx context.Context, stream jetstream.Stream, cons
 		case leaderless:
 			log.Info("usage stream has a leader again", "leader", cmp.Or(leader, "the only server"))
 		}
+		if late {
+			s.marks.lagged(s.cfg.Now())
+		}
 		switch {
 		case late:
 			// Not deaf: the sweep asks the stream, server by server,
@@ -212,7 +215,16 @@ func (b *backlog) Holds(ctx context.Context, server string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("natsvc: usage consumer info: %w", err)
 	}
-	stuck := min(b.marks.at(b.cfg.Now().Add(-stuckAfter*b.cfg.ServerLostAfter)), ci.Delivered.Stream)
+	now := b.cfg.Now()
+	stuck := min(b.marks.at(now.Add(-stuckAfter*b.cfg.ServerLostAfter)), ci.Delivered.Stream)
+	if b.marks.laggedSince(now.Add(-b.cfg.ServerLostAfter)) {
+		// Readings that waited undelivered while the consumer lagged are
+		// old when it hands them out at last: they are late, not stuck,
+		// until they are stored (TestUndeliveredReadingsHoldTheSweep
+		// settled a contract as lost while its final reading, stored in
+		// the stream seconds before, was being counted).
+		stuck = 0
+	}
 	from := max(ci.AckFloor.Stream, stuck) + 1
 	_, err = b.usage.GetMsg(ctx, from, jetstream.WithGetMsgSubject(protocol.ServerSubject(server, ">")))
 	switch {
@@ -225,11 +237,27 @@ func (b *backlog) Holds(ctx context.Context, server string) (bool, error) {
 }
 
 // marks are the usage stream's last sequence number as watchStream saw
-// it, by time, for stuckAfter·ServerLostAfter and a little more.
+// it, by time, for stuckAfter·ServerLostAfter and a little more, and
+// when it last saw the consumer lag.
 type marks struct {
 	mu   sync.Mutex
 	keep time.Duration
 	all  []mark
+	lag  time.Time
+}
+
+// lagged records that the consumer lagged at at (behind).
+func (m *marks) lagged(at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lag = at
+}
+
+// laggedSince says whether the consumer lagged at or after since.
+func (m *marks) laggedSince(since time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.lag.IsZero() && !m.lag.Before(since)
 }
 
 type mark struct {

@@ -180,3 +180,41 @@ func TestFinalReadingLostFromTheStream(t *testing.T) {
 	m.startExchange()
 	m.paidInFull(&f, []string{c.ID})
 }
+
+// TestReadingsWithoutTheStream: the usage stream takes no more readings
+// (sealed here, as a NATS node cut off from the stream's quorum takes
+// none), while the exchange still answers. The agent sends its readings
+// to the exchange directly, with its questions for receipts: the
+// contract's readings keep reaching the store as its job runs, so that
+// its client sees them and a sweep has the latest to settle on, and its
+// final reading settles it in full.
+func TestReadingsWithoutTheStream(t *testing.T) {
+	m := newMarket(t, nil)
+	m.wallet("alice", "100")
+	var f finals
+	m.agentTuned("gpu1", 1, func(c *agent.Config) { c.OnFinal = f.record })
+	alice := m.client("alice")
+	long := terms("alice")
+	long.Job.Profile.Duration = 6 * time.Second
+	c := m.running(alice, long)
+	waitFor(t, "a reading through the stream", func() bool { return m.contract(c.ID).Reading != nil })
+
+	js, err := jetstream.New(natstest.Connect(t, m.ns, ""))
+	require.NoError(t, err)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, protocol.UsageStream)
+	require.NoError(t, err)
+	cfg := stream.CachedInfo().Config
+	cfg.Sealed = true
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	sealedAt := m.contract(c.ID).Reading.Seq
+	_, err = js.Publish(ctx, protocol.ReadingsSubject("gpu1"), []byte("{}"))
+	require.Error(t, err, "the stream took a reading after it was sealed")
+
+	waitFor(t, "readings while the job runs, after the stream took no more", func() bool {
+		r := m.contract(c.ID).Reading
+		return r != nil && !r.Final && r.Seq > sealedAt+5
+	})
+	m.paidInFull(&f, []string{c.ID})
+}

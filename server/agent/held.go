@@ -11,7 +11,9 @@ import (
 // held keeps the final readings the exchange has given no receipt for,
 // the latest of each contract: the money of a contract rests on its final
 // reading, and a broker's acknowledgement does not say the exchange has
-// it (protocol.VerbReceipts). Its methods are safe for concurrent use.
+// it (protocol.VerbReceipts). It keeps too the latest reading of each
+// contract that the usage stream would not take, for the exchange
+// directly (Agent.direct). Its methods are safe for concurrent use.
 type held struct {
 	mu sync.Mutex
 	by map[string]*heldFinal
@@ -61,6 +63,19 @@ func (h *held) isPublished(rd contract.Reading) bool {
 	return ok && f.rd.Seq == rd.Seq && f.published
 }
 
+// anyFinal says whether a final reading of rds is still kept: the
+// exchange has given no receipt for it.
+func (h *held) anyFinal(rds []contract.Reading) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, rd := range rds {
+		if f, ok := h.by[rd.Contract]; rd.Final && ok && f.rd.Seq == rd.Seq {
+			return true
+		}
+	}
+	return false
+}
+
 // acknowledged lists the readings kept that the usage stream
 // acknowledged.
 func (h *held) acknowledged() []contract.Reading {
@@ -75,18 +90,18 @@ func (h *held) acknowledged() []contract.Reading {
 	return out
 }
 
-// done forgets the contract's final reading if its sequence number is at
-// most seq (a receipt for seq settles every reading up to it), and
-// reports whether it did.
-func (h *held) done(id string, seq uint64) bool {
+// done forgets the contract's reading if its sequence number is at most
+// seq (a receipt for seq settles every reading up to it), and returns
+// it, and whether it did.
+func (h *held) done(id string, seq uint64) (contract.Reading, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f, ok := h.by[id]
 	if !ok || f.rd.Seq > seq {
-		return false
+		return contract.Reading{}, false
 	}
 	delete(h.by, id)
-	return true
+	return f.rd, true
 }
 
 // again puts off the next question about the contract's reading seq:
@@ -137,16 +152,24 @@ func (h *held) ids() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]string, 0, len(h.by))
-	for id := range h.by {
-		out = append(out, id)
+	for id, f := range h.by {
+		if f.rd.Final {
+			out = append(out, id)
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// len is how many final readings are kept.
-func (h *held) len() int {
+// finals is how many final readings are kept.
+func (h *held) finals() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.by)
+	n := 0
+	for _, f := range h.by {
+		if f.rd.Final {
+			n++
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -139,6 +140,9 @@ func (a *Agent) publishReadings(rds []contract.Reading, data []byte) {
 		defer cancel()
 	}
 	err := a.retry(ctx, "readings of "+strconv.Itoa(len(rds))+" contracts", final, func(ctx context.Context) error {
+		if final && !a.held.anyFinal(rds) {
+			return errReceipted // the exchange has the finals already, by another way
+		}
 		msg := nats.NewMsg(protocol.ReadingsSubject(a.id))
 		msg.Data = data
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -150,6 +154,7 @@ func (a *Agent) publishReadings(rds []contract.Reading, data []byte) {
 		return err
 	})
 	switch {
+	case errors.Is(err, errReceipted):
 	case err == nil:
 		for _, rd := range rds {
 			a.sent(rd)
@@ -163,6 +168,34 @@ func (a *Agent) publishReadings(rds []contract.Reading, data []byte) {
 			a.publishAlone(rd)
 		}
 	case a.runCtx.Err() != nil:
+	default:
+		a.direct(rds, err)
+	}
+}
+
+// direct holds readings the usage stream would not take (its node cut
+// off from the stream's quorum, its leader being elected, the stream
+// full) for the exchange itself, where it gives receipts: the agent's
+// questions for receipts carry them to whichever exchange instance
+// answers, which stores them as it would from the stream
+// (receipts.go). A contract's readings so reach the exchange's store
+// while the stream does not take them, and its silence is not taken for
+// a lost server's. The outbox, where there is one, keeps them too and
+// sends them to the stream once it takes them again.
+func (a *Agent) direct(rds []contract.Reading, err error) {
+	if a.receipts.Load() == receiptsGiven {
+		now := time.Now() //wallclock: pacing: ask at once
+		for _, rd := range rds {
+			a.held.add(rd, now, 0)
+		}
+		a.log.Warn("readings not acknowledged by the usage stream; sending them to the exchange directly", "readings", len(rds), "err", err)
+		if a.outbox != nil {
+			a.kickResend()
+		}
+		return
+	}
+	final := slices.ContainsFunc(rds, func(rd contract.Reading) bool { return rd.Final })
+	switch {
 	case a.outbox != nil:
 		a.log.Warn("readings not acknowledged; the outbox keeps them", "readings", len(rds), "final", final, "err", err)
 		a.kickResend()
@@ -188,11 +221,8 @@ func (a *Agent) publishAlone(rd contract.Reading) {
 	case err == nil:
 		a.sent(rd)
 	case a.runCtx.Err() != nil:
-	case a.outbox != nil:
-		a.log.Warn("reading not acknowledged; the outbox keeps it", "contract", rd.Contract, "seq", rd.Seq, "err", err)
-		a.kickResend()
 	default:
-		a.log.Warn("reading skipped", "contract", rd.Contract, "seq", rd.Seq, "err", err)
+		a.direct([]contract.Reading{rd}, err)
 	}
 }
 
@@ -220,13 +250,17 @@ func (a *Agent) batching() bool {
 // stream is older than them, or has no leader now.
 var errOldStream = errors.New("the usage stream takes no readings messages")
 
+// errReceipted ends the retries of final readings the exchange has
+// given receipts for meanwhile: they reached it without the stream.
+var errReceipted = errors.New("the exchange has the final readings already")
+
 // retry calls try until it succeeds, ctx ends, or it says the stream is
-// old, waiting longer after each failure.
+// old or the exchange has the readings, waiting longer after each failure.
 func (a *Agent) retry(ctx context.Context, what string, loud bool, try func(context.Context) error) error {
 	wait := 50 * time.Millisecond
 	for {
 		err := try(ctx)
-		if err == nil || errors.Is(err, errOldStream) {
+		if err == nil || errors.Is(err, errOldStream) || errors.Is(err, errReceipted) {
 			return err
 		}
 		select {
@@ -247,6 +281,9 @@ func (a *Agent) retry(ctx context.Context, what string, loud bool, try func(cont
 func (a *Agent) publish(ctx context.Context, rd contract.Reading) error {
 	wait := 50 * time.Millisecond
 	for {
+		if rd.Final && !a.held.anyFinal([]contract.Reading{rd}) && a.receipts.Load() == receiptsGiven {
+			return nil // the exchange has it already, by another way
+		}
 		err := a.publishOnce(ctx, rd)
 		if err == nil {
 			return nil
@@ -302,14 +339,14 @@ func (a *Agent) keep(rd contract.Reading) {
 // store has it (receipts.go), unless the exchange gives none (one older
 // than them has only the stream's word to give).
 func (a *Agent) sent(rd contract.Reading) {
-	if rd.Final {
-		if a.receipts.Load() != receiptsNone {
-			a.held.add(rd, time.Now(), a.receiptWait()) //wallclock: pacing: when to ask about it, in real time
-			a.held.published(rd)
-			return
-		}
-		a.held.done(rd.Contract, rd.Seq)
+	if rd.Final && a.receipts.Load() != receiptsNone {
+		a.held.add(rd, time.Now(), a.receiptWait()) //wallclock: pacing: when to ask about it, in real time
+		a.held.published(rd)
+		return
 	}
+	// The stream has it: a reading held for the exchange directly, up to
+	// this one, is done with (a held final reading, later, stays).
+	a.held.done(rd.Contract, rd.Seq)
 	if a.outbox == nil {
 		return
 	}

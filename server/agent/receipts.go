@@ -44,7 +44,7 @@ func (a *Agent) adoptReceipts(given bool) {
 	}
 	a.receipts.Store(receiptsNone)
 	for _, rd := range a.held.acknowledged() {
-		if a.held.done(rd.Contract, rd.Seq) && a.outbox != nil {
+		if _, ok := a.held.done(rd.Contract, rd.Seq); ok && a.outbox != nil {
 			if err := a.outbox.Done(rd.Contract, rd.Seq); err != nil {
 				a.log.Warn("outbox", "err", err)
 			}
@@ -90,7 +90,8 @@ func (a *Agent) receipted(rcs []protocol.Receipt) {
 			a.held.again(rc.Contract, rc.Seq, now, wait, a.receiptWait())
 			continue
 		}
-		if !a.held.done(rc.Contract, rc.Seq) {
+		rd, ok := a.held.done(rc.Contract, rc.Seq)
+		if !ok {
 			continue // not held: told twice, or about a reading no longer held
 		}
 		if a.outbox != nil {
@@ -98,14 +99,15 @@ func (a *Agent) receipted(rcs []protocol.Receipt) {
 				a.log.Warn("outbox", "err", err)
 			}
 		}
-		switch rc.Status {
-		case protocol.ReceiptKept:
-			a.log.Debug("final reading stored by the exchange", "contract", rc.Contract, "seq", rc.Seq)
-		case protocol.ReceiptEnded:
+		switch {
+		case rc.Status == protocol.ReceiptKept:
+			a.log.Debug("reading stored by the exchange", "contract", rc.Contract, "seq", rc.Seq, "final", rd.Final)
+		case rc.Status == protocol.ReceiptEnded && rd.Final:
 			a.log.Warn("the exchange ended the contract before its final reading counted",
 				"contract", rc.Contract, "seq", rc.Seq, "stored_seq", rc.Stored, "state", rc.State, "reason", rc.Reason)
+		case rc.Status == protocol.ReceiptEnded:
 		default:
-			a.log.Error("the exchange refused a final reading", "contract", rc.Contract, "seq", rc.Seq, "err", rc.Error)
+			a.log.Error("the exchange refused a reading", "contract", rc.Contract, "seq", rc.Seq, "final", rd.Final, "err", rc.Error)
 		}
 	}
 }
@@ -182,7 +184,7 @@ func (a *Agent) ask(ctx context.Context, data []byte) error {
 // reading or ctx ends. What is still held then stays in the outbox for
 // the next run, or is lost without one.
 func (a *Agent) awaitReceipts(ctx context.Context) {
-	for a.receipts.Load() == receiptsGiven && a.held.len() > 0 {
+	for a.receipts.Load() == receiptsGiven && a.held.finals() > 0 {
 		select {
 		case <-ctx.Done():
 			if a.outbox != nil {
