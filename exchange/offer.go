@@ -180,21 +180,10 @@ func (h *House) open(ctx context.Context, id, lock, offerID, win string, signed 
 	// The negotiation ends with the escrow: the client has its contract now,
 	// and the start follows, reported by a started event. Waiting for it
 	// would add a round trip to the server to every offer's latency. If the
-	// server does not answer, the contract stays accepted: a reading will
-	// show it running, or the sweep voids it at its start deadline.
-	h.router.Start(ctx, protocol.Start{Offer: offerID, Contract: protocol.View(stored)}, func(st protocol.Started, err error) {
-		switch {
-		case err != nil:
-			h.log.Warn("server did not start contract", "contract", stored.ID, "server", stored.Server, "err", err)
-		case st.Booked:
-			// The server starts it at start_at and says so then.
-			h.log.Debug("contract booked", "contract", stored.ID, "server", stored.Server, "at", st.At)
-		default:
-			if _, err := h.Started(context.Background(), stored.Server, st); err != nil {
-				h.log.Warn("mark started", "contract", st.Contract, "err", err)
-			}
-		}
-	})
+	// server does not answer, it is asked again (start.go) until a reading
+	// shows the contract running, or the sweep voids it at its start
+	// deadline.
+	h.start(ctx, offerID, stored)
 	return stored, true, nil
 }
 

@@ -218,3 +218,35 @@ func TestRoutesImagesToContainerServers(t *testing.T) {
 	assert.Equal(t, "hermes", reply.Contract.Server, "programs still go to the server that lists them")
 	h.Audit()
 }
+
+// refusing is a runner that cannot start any job, for the reason err
+// gives (an image its store would not pull, say).
+type refusing struct{ err error }
+
+func (r refusing) Start(context.Context, server.Assignment) (server.Job, error) { return nil, r.err }
+
+// TestStartRefusedVoidsAtOnce: a server that answers the start that it
+// cannot start the job has the contract voided at once, the prepayment
+// back whole, not at the start deadline; one that does not answer leaves
+// it to the sweep at that deadline.
+func TestStartRefusedVoidsAtOnce(t *testing.T) {
+	h := housetest.New(t, exchange.Config{StartTimeout: 15 * time.Second})
+	h.ServerRunning("gpu1", "H100", 1, nil, refusing{&bourse.Error{Code: bourse.EInvalidOffer, Field: "job.image", Message: "the image was not pulled: manifest unknown"}})
+	wallet := h.Wallet("ada", "100")
+	reply := offer(t, h, "ada", "refused", job(1, "0.01"), 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	c := contractOf(t, h, "ada", reply.Contract.ID)
+	assert.Equal(t, contract.StateVoided, c.State, "voided at the refusal")
+	assert.Equal(t, contract.ReasonNotStarted, c.Reason)
+	assert.True(t, h.Balance(wallet).Held.IsZero(), "the prepayment back")
+
+	h.ServerRunning("gpu2", "H100", 1, nil, refusing{&bourse.Error{Code: bourse.EUnavailable, Message: "busy"}})
+	tm := job(1, "0.01")
+	tm.Server = "gpu2"
+	reply = offer(t, h, "ada", "unanswered", tm, 0)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	assert.Equal(t, contract.StateAccepted, contractOf(t, h, "ada", reply.Contract.ID).State, "no word of the job: the sweep's, at the deadline")
+	h.Run(16*time.Second, time.Second)
+	assert.Equal(t, contract.StateVoided, contractOf(t, h, "ada", reply.Contract.ID).State)
+	h.Audit()
+}

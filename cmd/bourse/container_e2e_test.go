@@ -85,9 +85,7 @@ runner:
 
 	t.Run("NotPulled", func(t *testing.T) {
 		// The server's store has no such image: nothing starts, nothing is
-		// metered, and the client reads why in the job's stderr. The
-		// exchange voids the contract, whole, at its start deadline, or
-		// at once when the client kills it.
+		// metered, and the client reads why in the job's stderr.
 		missing := host + "/test/missing:1"
 		k := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", missing)
 		var errOut string
@@ -95,12 +93,13 @@ runner:
 			_, errOut, _ = b.bid("ada", "logs", k.ID)
 			return strings.Contains(errOut, "the job did not start: the image "+missing+" was not pulled: ")
 		}, 10*time.Second, 50*time.Millisecond, "the client is not told why: %s", errOut)
-		got := b.contract("ada", k.ID)
+		// The server answered the start that it could not: the exchange
+		// voids the contract at once, not at its start deadline.
+		got := b.waitState("ada", k.ID, contract.StateVoided)
+		assert.Equal(t, contract.ReasonNotStarted, got.Reason)
 		assert.Nil(t, got.Reading, "nothing metered")
-		assert.Equal(t, contract.StateAccepted, got.State, "never started")
-		b.ok("ada", "kill", k.ID)
-		got = b.waitState("ada", k.ID, contract.StateVoided)
 		assert.True(t, got.Refund.Equal(got.Terms.Prepayment), "refunded whole: %s of %s", got.Refund, got.Terms.Prepayment)
+		assert.Less(t, time.Since(got.AcceptedAt), 10*time.Second, "voided at the refusal, not at the start deadline")
 	})
 
 	t.Run("Elsewhere", func(t *testing.T) {

@@ -2,9 +2,12 @@ package natsvc
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"time"
 
 	json "github.com/go-json-experiment/json/v1"
+	"github.com/nats-io/nats.go"
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
@@ -84,7 +87,7 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 		if j := start.Contract.Terms.Job; j != nil && (j.Command != "" || j.Image != "") { // a program's or an image's output
 			(*Service)(r).ensureOutput(context.WithoutCancel(ctx), start.Contract.Server)
 		}
-		msg, err := r.request(context.WithoutCancel(ctx), start.Contract.Server, protocol.DeliverStart, start)
+		msg, err := r.startAsking(context.WithoutCancel(ctx), start)
 		if err == nil {
 			err = json.Unmarshal(msg, &st)
 		}
@@ -95,6 +98,35 @@ func (r *router) Start(ctx context.Context, start protocol.Start, done func(prot
 		}
 		done(st, err)
 	}()
+}
+
+// startAsking asks a server to start a contract, and asks again while it
+// does not answer (a loaded machine, a request lost), until the
+// contract's start deadline: a start is idempotent on the server, and its
+// answer carries what the contract records of the job (its meter, its
+// output's caps, its image), which a reading alone does not (under load,
+// TestOutputForeignIDs once lost its caps to a start that timed out).
+func (r *router) startAsking(ctx context.Context, start protocol.Start) ([]byte, error) {
+	wait := 250 * time.Millisecond
+	for {
+		msg, err := r.request(ctx, start.Contract.Server, protocol.DeliverStart, start)
+		if err == nil || !noAnswer(err) || !time.Now().Add(wait).Before(start.Contract.StartDeadline) { //wallclock: a NATS request's retries, in real time
+			return msg, err
+		}
+		r.house.Config().Logger.Info("server did not answer the start; asking again", "contract", start.Contract.ID, "server", start.Contract.Server, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait): //wallclock: as above
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+}
+
+// noAnswer says whether a request's error is the want of an answer (none
+// in time, nobody listening), not the server's word.
+func noAnswer(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // Cancel publishes the cancel of an accept not taken.
