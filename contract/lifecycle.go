@@ -74,6 +74,18 @@ func (c *Contract) Start(b Began, now time.Time) bool {
 	return true
 }
 
+// Prepare records that the server prepares the accepted contract's job
+// (pulls its image) before it starts it, until until at the latest: the
+// start deadline moves out to until, never in. It reports whether the
+// record changed.
+func (c *Contract) Prepare(until time.Time) bool {
+	if c.State != StateAccepted || !until.After(c.StartDeadline) {
+		return false
+	}
+	c.StartDeadline = until.UTC()
+	return true
+}
+
 // Began is what a server says of a job it started: when, on which of its
 // GPUs, how it measures it, what it will send of its output, and the
 // digest of the image it runs.

@@ -44,6 +44,11 @@ type Config struct {
 	// first (route.go).
 	RouteTo         int
 	StartTimeout    time.Duration // accepted contracts not started by then are voided, 15s
+	// PrepareTimeout is how long a server may prepare a job before it
+	// starts it (pull its container image) when it answers the start
+	// Preparing: the start deadline moves out to then, 10m. A job with an
+	// image escrows its prepayment that much longer.
+	PrepareTimeout time.Duration
 	ReadingEvery    time.Duration // how often servers publish readings, 1s
 	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
 	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
@@ -160,6 +165,7 @@ func (c *Config) defaults() error {
 		c.RouteTo = DefaultRouteTo
 	}
 	def(&c.StartTimeout, 15*time.Second)
+	def(&c.PrepareTimeout, 10*time.Minute)
 	def(&c.ReadingEvery, time.Second)
 	def(&c.Heartbeat, time.Second)
 	def(&c.ServerLostAfter, 10*time.Second)

@@ -155,7 +155,7 @@ func (h *House) open(ctx context.Context, id, lock, offerID, win string, signed 
 	// hold is due by the fixed rule (sweep.go, expireDue).
 	reserve := currency.Reserve{
 		Key: "escrow/" + offerID, Hold: currency.HoldID(id), From: currency.WalletID(currency.Code(t.Currency), t.Client),
-		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
+		Amount: t.Prepayment, Deadline: c.StartDeadline.Add(h.prepareBound(t) + t.TimeLimit + h.cfg.ServerLostAfter + h.cfg.StuckLimit),
 		Memo: "prepayment of contract " + id,
 	}
 	reserves := append([]currency.Reserve{reserve}, adm.Reserves(&c, offerID, reserve.Deadline)...)

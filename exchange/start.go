@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
@@ -27,6 +28,8 @@ func (h *House) start(ctx context.Context, offerID string, c contract.Contract) 
 		case err == nil && st.Booked:
 			// The server starts it at start_at and says so then.
 			h.log.Debug("contract booked", "contract", c.ID, "server", c.Server, "at", st.At)
+		case err == nil && st.Preparing:
+			h.preparing(context.Background(), c)
 		case err == nil:
 			if _, err := h.Started(context.Background(), c.Server, st); err != nil {
 				h.log.Warn("mark started", "contract", st.Contract, "err", err)
@@ -37,6 +40,33 @@ func (h *House) start(ctx context.Context, offerID string, c contract.Contract) 
 			h.startRefused(context.Background(), c, err)
 		}
 	})
+}
+
+// prepareBound is how long terms t's job may be prepared before it
+// starts: PrepareTimeout for a job with a container image, none for
+// others. The escrow of such a job is held that much longer.
+func (h *House) prepareBound(t contract.Terms) time.Duration {
+	if t.Job != nil && t.Job.Image != "" {
+		return h.cfg.PrepareTimeout
+	}
+	return 0
+}
+
+// preparing records that c's server prepares its job before it starts it
+// (Started.Preparing): its start deadline moves out by prepareBound, so
+// that the sweep does not void it while its image is pulled. The server
+// reports the start later, or the job's failure by a final reading.
+func (h *House) preparing(ctx context.Context, c contract.Contract) {
+	until := h.cfg.Now().Add(h.prepareBound(c.Terms))
+	_, err := h.store.Update(ctx, c.ID, func(c *contract.Contract) ([]currency.Op, error) {
+		if !c.Prepare(until) {
+			return nil, ErrNoChange
+		}
+		return nil, nil
+	})
+	if err != nil && !errors.Is(err, ErrNoChange) {
+		h.log.Warn("record that a server prepares a job; the sweep may void it at its start deadline", "contract", c.ID, "err", err)
+	}
 }
 
 // unanswered says whether a start's error says nothing of the job (no

@@ -279,6 +279,12 @@ type Started struct {
 	GPUs     []int     `json:"gpus"`
 	At       time.Time `json:"at"`
 	Booked   bool      `json:"booked,omitempty"`
+	// Preparing, in the reply to Start, says that the server prepares
+	// the job (pulls its image) before it starts it, and reports the
+	// start on bourse.v1.server.<s>.started then, or the job's failure
+	// by a final reading: the contract stays accepted meanwhile, its
+	// start deadline moved out by the exchange's prepare bound.
+	Preparing bool `json:"preparing,omitempty"`
 	// Meter is how the server measures the job (contract.Meter); the
 	// exchange records it on the contract.
 	Meter contract.Meter `json:"meter,omitempty"`

@@ -23,6 +23,9 @@ type run struct {
 	started protocol.Started
 	job     Job    // nil until Launch
 	victims []*run // the runs it preempts, which must end before Launch
+	// preparing says the driver prepares the job before Launch (its
+	// start was answered Preparing): a start again is answered so.
+	preparing bool
 
 	halting  contract.Reason // why the job must stop; the first reason wins
 	stopping bool            // handed to the driver to stop (Due.Stops)
@@ -76,6 +79,11 @@ func (n *Node) Start(now time.Time, s protocol.Start) (Plan, error) {
 		return Plan{Started: &started}, err
 	}
 	if r, ok := n.runs[id]; ok {
+		if r.job == nil && r.preparing {
+			started := r.started
+			started.Preparing = true
+			return Plan{Started: &started}, nil
+		}
 		if r.job == nil { // the driver is still stopping what it preempts
 			return Plan{}, bourse.Errorf(bourse.EUnavailable, op, "contract %s is starting", id)
 		}
@@ -120,6 +128,21 @@ func (n *Node) prepare(id string, t contract.Terms, resumes string, gpus []int, 
 		}
 	}
 	return stops
+}
+
+// Preparing records that the driver prepares run id's job before it
+// launches it, and returns the answer to its start: Started, Preparing.
+func (n *Node) Preparing(now time.Time, id string) (protocol.Started, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.runs[id]
+	if !ok || r.job != nil {
+		return protocol.Started{}, bourse.Errorf(bourse.ENotFound, "server.Preparing", "contract %s is not waiting to launch", id)
+	}
+	r.preparing = true
+	started := r.started
+	started.At, started.Preparing = now, true
+	return started, nil
 }
 
 // Launch starts a prepared run's job through the Runner, once the jobs it

@@ -45,6 +45,20 @@ type Metered interface {
 	Meter() contract.Meter
 }
 
+// Preparer is a Runner whose jobs may need a slow preparation before they
+// start (a container image pulled from its registry): the agent answers
+// the exchange's start at once (protocol.Started.Preparing), prepares in
+// the background, then launches the job and reports its start, so that a
+// pull of minutes neither holds the start's answer past the exchange's
+// patience nor the starts of other contracts.
+type Preparer interface {
+	// Prepares says whether job needs Prepare before Start.
+	Prepares(job *contract.JobSpec) bool
+	// Prepare does what Start would otherwise do first and slowly;
+	// Start then finds it done. Its error is the job's, as Start's is.
+	Prepare(ctx context.Context, job *contract.JobSpec) error
+}
+
 // Imaged is a Job that runs a container image: it says the image's
 // digest, which the node puts in the start it reports, and the exchange
 // on the contract.

@@ -29,9 +29,12 @@ func TestContainerJobs(t *testing.T) {
 	users := usertest.Create(t, 2)
 	// The client's image, in a registry of the test's own: busybox, its
 	// environment and command as an image's.
-	host := containertest.Registry(t)
+	host := containertest.SlowRegistry(t, "/test/slow/", 2*time.Second)
 	box := host + "/test/box:1"
-	digest := containertest.Push(t, containertest.Root(t), box, v1.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"/bin/sh"}})
+	root := containertest.Root(t)
+	digest := containertest.Push(t, root, box, v1.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"/bin/sh"}})
+	slow := host + "/test/slow:1" // pulled in 4 s and more: its config and its layer come 2 s late each
+	containertest.Push(t, root, slow, v1.Config{Env: []string{"PATH=/bin", "IMAGE=slow"}, Cmd: []string{"/bin/sh"}}) // another digest
 	base := usertest.Dir(t)
 	srv := startServerOn(t, noNVML, openImages, `
 id: box
@@ -93,13 +96,36 @@ runner:
 			_, errOut, _ = b.bid("ada", "logs", k.ID)
 			return strings.Contains(errOut, "the job did not start: the image "+missing+" was not pulled: ")
 		}, 10*time.Second, 50*time.Millisecond, "the client is not told why: %s", errOut)
-		// The server answered the start that it could not: the exchange
-		// voids the contract at once, not at its start deadline.
-		got := b.waitState("ada", k.ID, contract.StateVoided)
-		assert.Equal(t, contract.ReasonNotStarted, got.Reason)
-		assert.Nil(t, got.Reading, "nothing metered")
+		// The server, pulling in the background, could not: its final
+		// reading of nothing used, reason failed, ends the contract at
+		// once for nothing, not at its start deadline.
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonFailed, got.Reason)
+		require.NotNil(t, got.Reading)
+		assert.True(t, got.Reading.U.IsZero() && got.Reading.T == 0, "nothing metered: %+v", got.Reading)
+		assert.True(t, got.Charge.IsZero(), "charged %s", got.Charge)
 		assert.True(t, got.Refund.Equal(got.Terms.Prepayment), "refunded whole: %s of %s", got.Refund, got.Terms.Prepayment)
-		assert.Less(t, time.Since(got.AcceptedAt), 10*time.Second, "voided at the refusal, not at the start deadline")
+		assert.Less(t, time.Since(got.AcceptedAt), 10*time.Second, "ended at the failure, not at the start deadline")
+	})
+
+	t.Run("SlowPull", func(t *testing.T) {
+		// An image pulled slowly is pulled after the start is answered
+		// (preparing): the contract waits accepted, its start deadline
+		// moved out, and the server's other starts are not held up.
+		k := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", slow,
+			"--command", "/bin/sh", "--arg", "-c", "--arg", "echo slow")
+		offered := time.Now()
+		fast := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", box,
+			"--command", "/bin/sh", "--arg", "-c", "--arg", "echo fast")
+		b.waitState("ada", fast.ID, contract.StateRunning)
+		assert.Less(t, time.Since(offered), 3*time.Second, "a start held up behind another's pull")
+		pending := b.contract("ada", k.ID)
+		assert.Equal(t, contract.StateAccepted, pending.State, "the slow image is still pulling")
+		assert.True(t, pending.StartDeadline.After(pending.AcceptedAt.Add(time.Minute)), "its start deadline moved out while it prepares: %v", pending.StartDeadline)
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonCompleted, got.Reason)
+		assert.NotEmpty(t, got.Image, "started, with its image's digest")
+		assert.Equal(t, "slow\n", b.ok("ada", "logs", "--follow", k.ID))
 	})
 
 	t.Run("Elsewhere", func(t *testing.T) {

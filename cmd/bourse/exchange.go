@@ -145,6 +145,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.IntVar(&cfg.RouteTo, "route-to", exchange.DefaultRouteTo, "the most servers an offer goes to: those with room whose asks it meets, cheapest first (docs/protocol.md, routing)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
+	f.DurationVar(&cfg.PrepareTimeout, "prepare-timeout", 10*time.Minute, "how long a server may prepare a job before it starts it (pull its container image), past the start timeout; such jobs escrow their prepayment that much longer")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
 	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")
 	f.DurationVar(&cfg.ClockSkew, "clock-skew", 5*time.Second, "how far a reading's, hello's or heartbeat's time may be off the exchange's clock")

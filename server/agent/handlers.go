@@ -64,6 +64,9 @@ func (a *Agent) onStart(m *nats.Msg) {
 }
 
 func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
+	if p, ok := a.cfg.Runner.(server.Preparer); ok && p.Prepares(s.Contract.Terms.Job) {
+		return a.startPrepared(s, p)
+	}
 	started, launching, err := a.node.Begin(a.runCtx, a.now, s, func(stops []server.Stop) { a.stopAll(stops, preemptWait) })
 	switch {
 	case err != nil:

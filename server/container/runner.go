@@ -323,6 +323,21 @@ type imaged struct {
 
 func (j imaged) Image() string { return j.digest }
 
+// Prepares says that a job with an image is prepared before it starts:
+// its image is pulled, which may take minutes (server.Preparer).
+func (r *Runner) Prepares(job *contract.JobSpec) bool { return job != nil && job.Image != "" }
+
+// Prepare pulls the job's image into the store's cache, where Start
+// finds it.
+func (r *Runner) Prepare(ctx context.Context, job *contract.JobSpec) error {
+	img, err := r.cfg.Images.Pull(ctx, job.Image)
+	if err != nil {
+		return pullError(job.Image, err)
+	}
+	r.cfg.Images.Release(img)
+	return nil
+}
+
 // pullError is why an image could not be pulled, as the client reads it:
 // the store's own words where it names the cause, else unavailable.
 func pullError(ref string, err error) error {

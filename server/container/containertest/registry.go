@@ -6,11 +6,13 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -26,7 +28,25 @@ import (
 // speaks plain HTTP: a store must list it as insecure.
 func Registry(t testing.TB) string {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	return SlowRegistry(t, "", 0)
+}
+
+// SlowRegistry is Registry, whose blobs (an image's config and layers) of
+// the repositories whose path holds slow take d longer each: a registry
+// far away, or an image of gigabytes.
+func SlowRegistry(t testing.TB, slow string, d time.Duration) string {
+	t.Helper()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow != "" && strings.Contains(r.URL.Path, slow) && strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			select {
+			case <-time.After(d): //wallclock: a test registry's delay
+			case <-r.Context().Done():
+				return
+			}
+		}
+		reg.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
 }
