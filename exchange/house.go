@@ -42,13 +42,13 @@ type Config struct {
 	// RouteTo is how many servers an offer goes to at most, 8
 	// (DefaultRouteTo): those with room whose asks it meets, cheapest
 	// first (route.go).
-	RouteTo         int
-	StartTimeout    time.Duration // accepted contracts not started by then are voided, 15s
+	RouteTo      int
+	StartTimeout time.Duration // accepted contracts not started by then are voided, 15s
 	// PrepareTimeout is how long a server may prepare a job before it
 	// starts it (pull its container image) when it answers the start
 	// Preparing: the start deadline moves out to then, 10m. A job with an
 	// image escrows its prepayment that much longer.
-	PrepareTimeout time.Duration
+	PrepareTimeout  time.Duration
 	ReadingEvery    time.Duration // how often servers publish readings, 1s
 	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
 	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s

@@ -33,7 +33,7 @@ func TestContainerJobs(t *testing.T) {
 	box := host + "/test/box:1"
 	root := containertest.Root(t)
 	digest := containertest.Push(t, root, box, v1.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"/bin/sh"}})
-	slow := host + "/test/slow:1" // pulled in 4 s and more: its config and its layer come 2 s late each
+	slow := host + "/test/slow:1"                                                                                    // pulled in 4 s and more: its config and its layer come 2 s late each
 	containertest.Push(t, root, slow, v1.Config{Env: []string{"PATH=/bin", "IMAGE=slow"}, Cmd: []string{"/bin/sh"}}) // another digest
 	base := usertest.Dir(t)
 	srv := startServerOn(t, noNVML, openImages, `
