@@ -197,7 +197,26 @@ func (n *Node) Hello(now time.Time) protocol.Hello {
 		h.Runs = &r
 	}
 	h.Ask = n.ask(now)
+	if !n.slotFree(0) {
+		// Free GPUs with no job user to run a job on them are no room.
+		h.Free = 0
+		for i := range h.Ask.Classes {
+			h.Ask.Classes[i].Free = 0
+		}
+	}
 	return h
+}
+
+// slotFree says whether the runner has a slot for one more job (Slotted),
+// beyond those that accepts claimed and have not started, once preempting
+// victims end: true where it does not limit them. n.mu is held.
+func (n *Node) slotFree(victims int) bool {
+	s, ok := n.runner.(Slotted)
+	if !ok {
+		return true
+	}
+	free, limited := s.FreeSlots()
+	return !limited || free+victims-len(n.claims) > 0
 }
 
 // Adopt takes the reading interval the exchange asks for in its answer to

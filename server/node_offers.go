@@ -101,6 +101,9 @@ func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) protoco
 // take claims GPUs for the offer where it binds (claim), and otherwise
 // reports whether it could. n.mu is held.
 func (n *Node) take(so protocol.ServerOffer, now time.Time, preempt []string, bind bool) bool {
+	if !so.Terms.StartAt.After(now) && !n.slotFree(len(preempt)) {
+		return false // GPUs, but no job user to run a job on them
+	}
 	if bind {
 		return n.claim(so, now, preempt)
 	}

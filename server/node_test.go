@@ -352,3 +352,38 @@ func TestSyntheticRefusesPrograms(t *testing.T) {
 
 // pythonJob is a job that runs a program.
 var pythonJob = contract.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py"}}
+
+// slotted is a synthetic runner whose jobs each need one of a few slots
+// (as the process runner's need a job user of its pool).
+type slotted struct {
+	Synthetic
+	free int
+}
+
+func (s *slotted) FreeSlots() (int, bool) { return s.free, true }
+
+// TestNoSlotNoRoom: GPUs free with no job slot to run a job on them (every
+// job user busy, or kept from jobs for what one left) are no room: the
+// hello and the ask say none free, and an offer that fits the GPUs is
+// refused rather than accepted and then not started. Once a slot frees,
+// the GPUs are offered again; an accept's claim takes its slot.
+func TestNoSlotNoRoom(t *testing.T) {
+	tn := newTestNode(t, Posted{})
+	r := &slotted{Synthetic: Synthetic{Now: func() time.Time { return tn.now }}}
+	tn.n.runner = r
+	h := tn.n.Hello(tn.now)
+	assert.Equal(t, 0, h.Free, "4 GPUs free, but no job slot")
+	for _, c := range h.Ask.Classes {
+		assert.Zero(t, c.Free, "the ask offers %s", c.Model)
+	}
+	d := tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o1", Terms: job(1, "1", time.Minute, time.Hour)})
+	assert.False(t, d.Accept, "accepted with no slot to run it")
+
+	r.free = 1
+	assert.Equal(t, 4, tn.n.Hello(tn.now).Free)
+	d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o2", Terms: job(1, "1", time.Minute, time.Hour)})
+	require.True(t, d.Accept, "%+v", d)
+	assert.Equal(t, 0, tn.n.Hello(tn.now).Free, "the claim took the one slot")
+	d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: job(1, "1", time.Minute, time.Hour)})
+	assert.False(t, d.Accept, "a second accept for one slot")
+}

@@ -59,6 +59,14 @@ type Preparer interface {
 	Prepare(ctx context.Context, job *contract.JobSpec) error
 }
 
+// Slotted is a Runner whose jobs each need a slot besides their GPUs (a
+// job user of a pool): the node offers no GPUs while no slot is free,
+// rather than accept work it could not start. limited is false where
+// slots are not limited.
+type Slotted interface {
+	FreeSlots() (free int, limited bool)
+}
+
 // Imaged is a Job that runs a container image: it says the image's
 // digest, which the node puts in the start it reports, and the exchange
 // on the contract.

@@ -143,7 +143,6 @@ func (h *Host) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger, cle
 			if err := os.Chown(dir, os.Geteuid(), os.Getegid()); err != nil && !errors.Is(err, os.ErrNotExist) {
 				log.Warn("take back the job's output folder", "err", err)
 			}
-			u.scrub(log)
 		}
 		if cg != nil {
 			cg.waitEmpty()
@@ -152,6 +151,21 @@ func (h *Host) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger, cle
 				log.Warn("remove the job's cgroup", "cgroup", cg.dir, "err", err)
 			}
 		}
+		if u != nil {
+			if left := u.clean(log); len(left) > 0 {
+				h.users.quarantine(u, left)
+				return
+			}
+		}
 		h.users.giveBack(u)
 	}
+}
+
+// FreeSlots says how many job users are free for a job (server.Slotted):
+// none limits where jobs run as the agent's own user.
+func (h *Host) FreeSlots() (free int, limited bool) {
+	if h.users == nil {
+		return 0, false
+	}
+	return h.users.free(), true
 }

@@ -33,6 +33,9 @@ type users struct {
 	mu   sync.Mutex
 	all  []*jobUser
 	busy map[int]bool // by uid
+	// kept are the users kept from every later job for what a job left
+	// that the agent could not remove (clean), by uid: what is left.
+	kept map[int][]string
 }
 
 // needCaps are the capabilities an agent needs to run jobs as other
@@ -100,7 +103,10 @@ func openUsers(names []string, log *slog.Logger) (*users, error) {
 	bad := func(msg string, args ...any) error {
 		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "users", Message: fmt.Sprintf(msg, args...)}
 	}
-	p := &users{log: log, busy: map[int]bool{}}
+	if err := checkSchedulers(names); err != nil {
+		return nil, err
+	}
+	p := &users{log: log, busy: map[int]bool{}, kept: map[int][]string{}}
 	seen := map[int]string{}
 	for _, name := range names {
 		u, err := user.Lookup(name)
@@ -154,12 +160,36 @@ func (p *users) take() (*jobUser, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, u := range p.all {
-		if !p.busy[u.uid] && !live[u.uid] {
+		if !p.busy[u.uid] && !live[u.uid] && p.kept[u.uid] == nil {
 			p.busy[u.uid] = true
 			return u, nil
 		}
 	}
-	return nil, bourse.Errorf(bourse.EUnavailable, "process.Start", "all %d job users run a job, or processes of one", len(p.all))
+	return nil, bourse.Errorf(bourse.EUnavailable, "process.Start", "all %d job users run a job, or processes of one, or are kept from jobs for what one left (%d)", len(p.all), len(p.kept))
+}
+
+// free counts the users a job may be given now.
+func (p *users) free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, u := range p.all {
+		if !p.busy[u.uid] && p.kept[u.uid] == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// quarantine keeps u from every later job: a job left what the agent
+// could not remove, which the next job as u could reach.
+func (p *users) quarantine(u *jobUser, left []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kept[u.uid] = left
+	delete(p.busy, u.uid)
+	p.log.Error("job user kept from every later job: its last job left what the agent could not remove; remove it and restart the agent",
+		"user", u.name, "left", left)
 }
 
 // liveUIDs are the real users of the processes running.
@@ -188,7 +218,7 @@ func (u *jobUser) credential() *syscall.Credential {
 // scratch are the shared folders where a job may leave files of its user,
 // which the next job of that user could read: they are removed when the
 // job ends.
-var scratch = []string{"/tmp", "/var/tmp", "/dev/shm"}
+var scratch = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}
 
 // scrub removes what the user left at the top of the scratch folders.
 func (u *jobUser) scrub(log *slog.Logger) {
