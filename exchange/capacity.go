@@ -90,7 +90,7 @@ func (r *registry) sellers() map[string][]protocol.MarketServer {
 		if s.seen.Before(cutoff) {
 			continue
 		}
-		out[s.Currency] = append(out[s.Currency], protocol.MarketServer{ID: id, GPUs: len(s.GPUs), Free: s.Free})
+		out[s.Currency] = append(out[s.Currency], protocol.MarketServer{ID: id, GPUs: len(s.GPUs), Free: s.Free, Record: r.record(id)})
 	}
 	return out
 }

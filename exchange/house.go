@@ -123,6 +123,14 @@ type Config struct {
 	// alone on its store, neither.
 	Instance     string
 	ShareHearing bool
+	// KeepRecords has the sweep read, every 30 s, each server's record
+	// of the contracts it accepted in the last RecordWindow (1h): how
+	// many it started, never started, lost (record.go). A server that
+	// left more than half of its accepts unstarted is routed no offer
+	// but one naming it, and matched no waiting offer. natsvc keeps
+	// them; the simulator does not.
+	KeepRecords  bool
+	RecordWindow time.Duration
 	// Backlog, if set, says whether readings from a server have reached
 	// the exchange's transport but not its store: the sweep does not take
 	// a contract's silence for its server's loss while its server's
@@ -166,6 +174,7 @@ func (c *Config) defaults() error {
 	}
 	def(&c.StartTimeout, 15*time.Second)
 	def(&c.PrepareTimeout, 10*time.Minute)
+	def(&c.RecordWindow, time.Hour)
 	def(&c.ReadingEvery, time.Second)
 	def(&c.Heartbeat, time.Second)
 	def(&c.ServerLostAfter, 10*time.Second)
@@ -230,8 +239,9 @@ type House struct {
 	// contract).
 	retryHold map[currency.HoldID]time.Time
 	// told is when the sweep last recorded what this instance hears
-	// (hearing.go).
-	told time.Time
+	// (hearing.go), recorded when it last read the servers' records
+	// (record.go).
+	told, recorded time.Time
 
 	// token and negotiations name the House's negotiations (offerID).
 	token        string

@@ -114,22 +114,27 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 // candidates are the servers of ids with room for w, of its class, named
 // by it if it names one, that run its job (fits, as routing an offer
 // asks), whose asks it meets and that have not refused it as they stand
-// now: cheapest first, at most Config.RouteTo (route.go).
+// now: cheapest first, at most Config.RouteTo (route.go); no server whose
+// record demotes it (record.go).
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	type cand struct {
-		id    string
-		price decimal.Decimal
-		asks  bool
+		id      string
+		price   decimal.Decimal
+		asks    bool
+		demoted bool // asked only where no other is (record.go)
 	}
 	var cs []cand
 	for _, id := range ids {
 		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
 			if price, asks, ok := askMet(servers[id], w.Terms, now); ok {
-				cs = append(cs, cand{id, price, asks})
+				cs = append(cs, cand{id, price, asks, h.servers.isDemoted(id)})
 			}
 		}
 	}
+	// A server whose record demotes it is matched no waiting offer: one
+	// that accepts and does not start drained the book into voids.
+	cs = slices.DeleteFunc(cs, func(c cand) bool { return c.demoted })
 	slices.SortStableFunc(cs, func(a, b cand) int {
 		if a.asks != b.asks {
 			if a.asks {

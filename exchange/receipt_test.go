@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,5 +138,52 @@ func TestHeardElsewhere(t *testing.T) {
 	c := contractOf(t, h, "dave", id)
 	require.Equal(t, contract.StateSettled, c.State)
 	assert.Equal(t, contract.ReasonServerLost, c.Reason)
+	h.Audit()
+}
+
+// TestBrokenWordDemotes: a server that asks less than any other and
+// accepts every offer, then starts none (it has no GPUs), captures the
+// offers honest servers would run, each voided at its start deadline
+// (the probe of 2026-12-01: 15 of 20). Its record, read from the
+// store, shows it; once it left MinDemote accepts and most of them
+// unstarted, offers and the book go to the honest server, and the liar
+// is asked only where no other server would take an offer. bid servers
+// shows both records.
+func TestBrokenWordDemotes(t *testing.T) {
+	h := housetest.New(t, exchange.Config{KeepRecords: true, StartTimeout: 15 * time.Second})
+	h.Server("liar", "H100", 8, posted("0.0001"))
+	h.Router.MuteStarts("liar")
+	h.Server("honest", "H100", 8, posted("0.001"))
+	h.Wallet("dave", "1000")
+	ctx := context.Background()
+	servedBy := func(id string) string {
+		reply := offer(t, h, "dave", id, job(1, "0.01"), 0)
+		require.NotNil(t, reply.Contract, "%+v", reply)
+		return reply.Contract.Server
+	}
+	for i := range protocol.MinDemote {
+		assert.Equal(t, "liar", servedBy(fmt.Sprint("early-", i)), "the cheapest ask takes it while its record is clean")
+	}
+	h.Run(time.Minute, time.Second) // the starts' deadlines pass: voided, and the records read again
+	var liar *protocol.Record
+	for _, s := range h.House.Servers(housetest.Currency) {
+		if s.ID == "liar" {
+			liar = s.Record
+		}
+	}
+	require.NotNil(t, liar, "no record of the liar")
+	assert.Equal(t, protocol.MinDemote, liar.NotStarted)
+	assert.True(t, liar.Demoted)
+
+	for i := range 8 {
+		assert.Equal(t, "honest", servedBy(fmt.Sprint("later-", i)), "the liar's record sends offers elsewhere")
+	}
+	// The honest server is full: a waiting offer waits for it rather
+	// than go to the liar, which has room (and drained the book so).
+	reply, err := h.House.Offer(ctx, "dave", protocol.OfferRequest{RequestID: "waits", Terms: job(1, "0.01"), Wait: contract.Duration(time.Hour)})
+	require.NoError(t, err)
+	require.NotNil(t, reply.Queued, "%+v", reply)
+	h.Run(30*time.Second, time.Second)
+	assert.Zero(t, h.Router.AskedOf("liar")-protocol.MinDemote, "the book asked the liar")
 	h.Audit()
 }

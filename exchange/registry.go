@@ -36,6 +36,8 @@ type registry struct {
 	cutFrom, cutLast time.Time
 	// asks indexes the servers' asks for routing (asks.go, route.go).
 	asks *asks
+	// records are the servers' records (record.go), by server.
+	records map[string]*protocol.Record
 }
 
 type serverState struct {
@@ -189,6 +191,36 @@ func (r *registry) heard(since time.Time) map[string][]string {
 		out[id] = append(slices.Clip(s.Running), s.Settling...)
 	}
 	return out
+}
+
+// setRecords makes by the servers' records.
+func (r *registry) setRecords(by map[string]*protocol.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = by
+}
+
+// record is server's record, nil where none is kept; a copy. r.mu is
+// held.
+func (r *registry) record(server string) *protocol.Record {
+	if rec := r.records[server]; rec != nil {
+		c := *rec
+		return &c
+	}
+	return nil
+}
+
+// isDemoted is demoted, for callers that do not hold r.mu.
+func (r *registry) isDemoted(server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.demoted(server)
+}
+
+// demoted says whether server's record demotes it. r.mu is held.
+func (r *registry) demoted(server string) bool {
+	rec := r.records[server]
+	return rec != nil && rec.Demoted
 }
 
 // liveIDs lists the servers heard from recently.

@@ -119,6 +119,12 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			continue
 		}
 		out.fits = true
+		if r.demoted(ref.server) {
+			// Its record shows accepts it did not start: it is asked
+			// only by a client that names it (record.go).
+			taken[ref.server] = true
+			continue
+		}
 		room := a.Room(c, t)
 		switch {
 		case booking && !a.Books && c.Priced():

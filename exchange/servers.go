@@ -23,7 +23,9 @@ func (r *registry) list(cur string) []protocol.Server {
 		if s.seen.Before(cutoff) || (cur != "" && s.Currency != cur) {
 			continue
 		}
-		out = append(out, protocol.ServerOf(id, s.Hello, s.seen.UTC()))
+		srv := protocol.ServerOf(id, s.Hello, s.seen.UTC())
+		srv.Record = r.record(id)
+		out = append(out, srv)
 	}
 	return out
 }

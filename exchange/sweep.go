@@ -39,6 +39,7 @@ func (h *House) Sweep(ctx context.Context) {
 	// What this instance hears, for the others' sweeps: before the pause
 	// check, for an instance deaf to readings may still hear servers.
 	h.tellHeard(ctx, now)
+	h.records(ctx, now)
 	// A wait's end needs no server's word: it is judged after a pause too.
 	h.expireBook(ctx, now)
 	if !h.pauses.begin(now, h.cfg.SweepEvery, silentSince) {

@@ -48,6 +48,9 @@ type MarketServer struct {
 	ID   string `json:"id"`
 	GPUs int    `json:"gpus"`
 	Free int    `json:"free"`
+	// Record is how it kept its word lately (Record); nil where the
+	// exchange keeps none.
+	Record *Record `json:"record,omitempty"`
 }
 
 // PricePlaces is how many decimal places beyond its currency's scale a

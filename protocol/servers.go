@@ -40,6 +40,9 @@ type Server struct {
 	// the exchange routes offers and answers quotes by.
 	Ask  *Ask      `json:"ask,omitempty"`
 	Seen time.Time `json:"seen"`
+	// Record is how it kept its word lately (Record); nil where the
+	// exchange keeps none.
+	Record *Record `json:"record,omitempty"`
 }
 
 // GPUCount is how many GPUs of one model and memory a server has.

@@ -55,18 +55,39 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 				fmt.Fprintf(out, "no live server in %s: a server speaks every second once it runs (bourse server)\n", or(cur, "any currency"))
 				return nil
 			}
-			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tRUNS\tPOLICY\tASK\tHEARD", func(s protocol.Server) []any {
+			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tRUNS\tPOLICY\tASK\tRECORD\tHEARD", func(s protocol.Server) []any {
 				runner, meter, runs := "-", "-", "-"
 				if r := s.Runs; r != nil {
 					runner, meter, runs = string(r.Runner), or(string(r.Meter), "none"), runsText(r)
 				}
 				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, runs, or(oneLine(s.Policy), "-"), askText(s.Ask),
-					time.Since(s.Seen).Round(time.Second).String() + " ago"}
+					recordText(s.Record), time.Since(s.Seen).Round(time.Second).String() + " ago"}
 			})
 		}),
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every currency's servers, not only --currency's")
 	return cmd
+}
+
+// recordText is how a server kept its word lately: "started 9 of 10, 1
+// lost in 1h0m0s", and "DEMOTED" where its record keeps offers from it;
+// "-" where the exchange keeps none.
+func recordText(r *protocol.Record) string {
+	if r == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("started %d of %d", r.Started, r.Accepted)
+	if r.NotStarted > 0 {
+		s += fmt.Sprintf(", %d never", r.NotStarted)
+	}
+	if r.Lost > 0 {
+		s += fmt.Sprintf(", %d lost", r.Lost)
+	}
+	s += " in " + time.Duration(r.Window).String()
+	if r.Demoted {
+		s += ", DEMOTED"
+	}
+	return s
 }
 
 // modelsText is a server's GPUs, "8× H100 80 GiB, 2× L4 23 GiB".

@@ -19,8 +19,8 @@ import (
 func TestBidServers(t *testing.T) {
 	b := startBidMarket(t)
 	out := b.ok("ada", "servers")
-	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +RUNS +POLICY +ASK +HEARD$`, out)
-	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s +\S+ ago$`, out)
+	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +RUNS +POLICY +ASK +RECORD +HEARD$`, out)
+	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s +- +\S+ ago$`, out, "no contract yet: no record")
 
 	b.offerJSON("ada", "--gpus", "3", "--model", "H100", "--price", "0.40", "--duration", "20s", "--time-limit", "1m")
 	var ss []protocol.Server
@@ -46,6 +46,15 @@ func TestBidServers(t *testing.T) {
 	out = b.ok("ada", "--currency", "EUR", "servers")
 	assert.Equal(t, "no live server in EUR: a server speaks every second once it runs (bourse server)\n", out)
 	assert.Contains(t, b.ok("ada", "--currency", "EUR", "servers", "--all"), "atlas")
+}
+
+// TestRecordText: how bourse bid servers says a server kept its word.
+func TestRecordText(t *testing.T) {
+	assert.Equal(t, "-", recordText(nil))
+	w := contract.Duration(time.Hour)
+	assert.Equal(t, "started 9 of 10 in 1h0m0s", recordText(&protocol.Record{Window: w, Accepted: 10, Started: 9}))
+	assert.Equal(t, "started 1 of 5, 4 never, 1 lost in 1h0m0s, DEMOTED",
+		recordText(&protocol.Record{Window: w, Accepted: 5, Started: 1, NotStarted: 4, Lost: 1, Demoted: true}))
 }
 
 // TestRunsText: what bourse bid servers says a server runs.

@@ -149,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	// Instances share a store and may hear servers apart (a NATS node
 	// cut off): each records what it hears there for the others' sweeps.
 	hc.Instance, hc.ShareHearing = newInstanceID(), true
+	hc.KeepRecords = true // from the store every instance shares
 	house, err := exchange.New(hc)
 	if err != nil {
 		return nil, err

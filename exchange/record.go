@@ -1,0 +1,72 @@
+package exchange
+
+import (
+	"context"
+	"time"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// A server's word is its accept: accepting an offer claims the client's
+// money (escrowed) and the offer itself. A server that accepts and never
+// starts costs itself nothing and captures offers honest servers would
+// have run, and drains the book into voids (the probe of 2026-12-01: 15
+// of 20 offers, and two that had waited an hour). So the exchange keeps
+// each server's record from its store (records), shows it (bourse bid
+// servers, market data), and routes no offer and matches no waiting
+// offer to a server whose record demotes it (protocol.Record.Demotes),
+// but for an offer that names it. The record rests on what every instance
+// shares, the store's contracts, not on what one instance saw; it counts
+// contracts never started whatever the cause, which an honest server
+// meets only in an outage, well below the bar.
+
+// recordEvery is how often the sweep reads the records again.
+const recordEvery = 30 * time.Second
+
+// recordPage is how many contracts one read of the store takes.
+const recordPage = 1000
+
+// records reads the servers' records from the contracts accepted in the
+// last RecordWindow, every recordEvery, where Config.KeepRecords asks.
+func (h *House) records(ctx context.Context, now time.Time) {
+	if !h.cfg.KeepRecords || now.Sub(h.recorded) < recordEvery {
+		return
+	}
+	from := now.Add(-h.cfg.RecordWindow)
+	by := map[string]*protocol.Record{}
+	after := ""
+	for {
+		cs, err := h.store.Between(ctx, from, now, after, recordPage)
+		if err != nil {
+			h.log.Warn("sweep: read the servers' records", "err", err)
+			return
+		}
+		for _, c := range cs {
+			r := by[c.Server]
+			if r == nil {
+				r = &protocol.Record{Window: contract.Duration(h.cfg.RecordWindow)}
+				by[c.Server] = r
+			}
+			r.Accepted++
+			switch {
+			case c.State == contract.StateVoided && c.Reason == contract.ReasonNotStarted:
+				r.NotStarted++
+			case !c.StartedAt.IsZero():
+				r.Started++
+			}
+			if c.Reason == contract.ReasonServerLost {
+				r.Lost++
+			}
+		}
+		if len(cs) < recordPage {
+			break
+		}
+		after = cs[len(cs)-1].ID
+	}
+	for _, r := range by {
+		r.Demoted = r.Demotes()
+	}
+	h.servers.setRecords(by)
+	h.recorded = now
+}
