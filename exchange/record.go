@@ -24,45 +24,21 @@ import (
 // recordEvery is how often the sweep reads the records again.
 const recordEvery = 30 * time.Second
 
-// recordPage is how many contracts one read of the store takes.
-const recordPage = 1000
-
 // records reads the servers' records from the contracts accepted in the
 // last RecordWindow, every recordEvery, where Config.KeepRecords asks.
 func (h *House) records(ctx context.Context, now time.Time) {
 	if !h.cfg.KeepRecords || now.Sub(h.recorded) < recordEvery {
 		return
 	}
-	from := now.Add(-h.cfg.RecordWindow)
-	by := map[string]*protocol.Record{}
-	after := ""
-	for {
-		cs, err := h.store.Between(ctx, from, now, after, recordPage)
-		if err != nil {
-			h.log.Warn("sweep: read the servers' records", "err", err)
-			return
-		}
-		for _, c := range cs {
-			r := by[c.Server]
-			if r == nil {
-				r = &protocol.Record{Window: contract.Duration(h.cfg.RecordWindow)}
-				by[c.Server] = r
-			}
-			r.Accepted++
-			switch {
-			case c.State == contract.StateVoided && c.Reason == contract.ReasonNotStarted:
-				r.NotStarted++
-			case !c.StartedAt.IsZero():
-				r.Started++
-			}
-			if c.Reason == contract.ReasonServerLost {
-				r.Lost++
-			}
-		}
-		if len(cs) < recordPage {
-			break
-		}
-		after = cs[len(cs)-1].ID
+	counted, err := h.store.Records(ctx, now.Add(-h.cfg.RecordWindow))
+	if err != nil {
+		h.log.Warn("sweep: read the servers' records", "err", err)
+		return
+	}
+	by := make(map[string]*protocol.Record, len(counted))
+	for server, r := range counted {
+		r.Window = contract.Duration(h.cfg.RecordWindow)
+		by[server] = &r
 	}
 	for _, r := range by {
 		r.Demoted = r.Demotes()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
 )
 
 // Store keeps contracts with the ledger, so that a contract's change of
@@ -101,6 +102,11 @@ type Store interface {
 	// records of every instance made at or after since.
 	Hear(ctx context.Context, h Hearing) error
 	Heard(ctx context.Context, since time.Time) ([]Hearing, error)
+	// Records counts, by server, the contracts accepted at or after
+	// since: all of them (Accepted), those that started (running or
+	// settled: Started), those voided without starting (NotStarted) and
+	// those settled as lost (Lost). Window and Demoted are the caller's.
+	Records(ctx context.Context, since time.Time) (map[string]protocol.Record, error)
 }
 
 // Hearing is what one exchange instance heard its servers say, as of At:

@@ -16,6 +16,7 @@ import (
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
 )
 
 var _ exchange.Store = (*Store)(nil)
@@ -342,5 +343,30 @@ func (s *Store) Heard(_ context.Context, since time.Time) ([]exchange.Hearing, e
 		}
 	}
 	slices.SortFunc(out, func(a, b exchange.Hearing) int { return strings.Compare(a.Instance, b.Instance) })
+	return out, nil
+}
+
+// Records counts the contracts accepted at or after since by server.
+func (s *Store) Records(_ context.Context, since time.Time) (map[string]protocol.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]protocol.Record{}
+	for _, c := range s.contracts {
+		if c.AcceptedAt.Before(since) {
+			continue
+		}
+		r := out[c.Server]
+		r.Accepted++
+		switch c.State {
+		case contract.StateRunning, contract.StateSettled:
+			r.Started++
+		case contract.StateVoided:
+			r.NotStarted++
+		}
+		if c.Reason == contract.ReasonServerLost {
+			r.Lost++
+		}
+		out[c.Server] = r
+	}
 	return out, nil
 }

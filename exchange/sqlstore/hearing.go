@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/protocol"
 )
 
 // keepHearings is how long an instance's hearing stays after its last
@@ -45,6 +46,34 @@ func (s *Store) Heard(ctx context.Context, since time.Time) ([]exchange.Hearing,
 			}
 			h.At = h.At.UTC()
 			out = append(out, h)
+		}
+		return rows.Err()
+	})
+	if err := s.l.Send(ctx, b); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Records counts, in the database, the contracts accepted at or after
+// since by server, walking the index contracts_accepted_at
+// (migrations/0003): one row a server comes back, however many
+// contracts. A lost contract is told by its record's reason.
+func (s *Store) Records(ctx context.Context, since time.Time) (map[string]protocol.Record, error) {
+	out := map[string]protocol.Record{}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT server, count(*),
+  sum(CASE WHEN state IN ('running', 'settled') THEN 1 ELSE 0 END),
+  sum(CASE WHEN state = 'voided' THEN 1 ELSE 0 END),
+  sum(CASE WHEN state = 'settled' AND record LIKE '%"reason":"server_lost"%' THEN 1 ELSE 0 END)
+FROM contracts WHERE accepted_at >= $1 GROUP BY server`, since).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var server string
+			var r protocol.Record
+			if err := rows.Scan(&server, &r.Accepted, &r.Started, &r.NotStarted, &r.Lost); err != nil {
+				return err
+			}
+			out[server] = r
 		}
 		return rows.Err()
 	})

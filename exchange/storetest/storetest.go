@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
 	t.Run("BookConcurrent", func(t *testing.T) { testBookConcurrent(t, open) })
 	t.Run("Hearings", func(t *testing.T) { testHearings(t, open) })
+	t.Run("Records", func(t *testing.T) { testRecords(t, open) })
 }
 
 const (
