@@ -194,6 +194,14 @@ func (h *House) event(typ protocol.EventType, c contract.Contract) {
 	if typ == protocol.EventSettled || typ == protocol.EventVoided {
 		h.room.mark(c.Server) // its GPUs free up: offer them the book
 	}
+	if typ == protocol.EventSettled && c.Reading != nil && c.Reading.Final {
+		// Its server said the job stopped: its GPUs are room again now,
+		// not at the server's next heartbeat. Taken away at each contract
+		// and given back only by heartbeats, room ran out at a high rate
+		// of short jobs while GPUs stood free (issue 42: BenchmarkOffers
+		// at 16 clients refused offers with 64 GPUs idle).
+		h.servers.freed(c.Server, c.Terms, h.cfg.Now())
+	}
 	h.notify.Notify(c.Client, Event{Type: typ, Contract: c, At: h.cfg.Now().UTC()})
 }
 

@@ -272,6 +272,15 @@ func (r *registry) untook(server string, t contract.Terms, began time.Time) {
 	r.room(server, t, began, +1)
 }
 
+// freed gives back to server's room the GPUs of a contract of terms t
+// that ended at now (its final reading came), as untook does. A
+// heartbeat that already counted them is corrected by the next one: room
+// overstated costs a refusal, room understated refused clients while
+// GPUs stood free.
+func (r *registry) freed(server string, t contract.Terms, now time.Time) {
+	r.room(server, t, now, +1)
+}
+
 // room moves server's room by t's GPUs in the direction of sign, within
 // its classes' GPUs, unless the server spoke since began.
 func (r *registry) room(server string, t contract.Terms, began time.Time, sign int) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +47,7 @@ type Host struct {
 
 	mu      sync.Mutex
 	stopped map[string]*proc // frozen by a suspend, by contract
+	running map[*proc]bool   // every job's process group until it is gone
 }
 
 // NewHost checks cfg, makes the output directory, and opens the job users
@@ -173,6 +176,7 @@ func (h *Host) Run(a server.Assignment, freezable bool, build func(Slot) (Launch
 	if err != nil {
 		return notStarted(err)
 	}
+	h.keep(p)
 	log.Info("job started", "pid", p.pid, "command", l.Path, "output", dir, "user", u.String(), "cgroup", cg.String())
 	return h.track(a, p, freezable)
 }
@@ -299,9 +303,28 @@ func (h *Host) OutputDir() string { return h.cfg.OutputDir }
 // OutputCap is the cap on each of a job's stdout and stderr.
 func (h *Host) OutputCap() int64 { return h.cfg.OutputCap }
 
-// Close kills the frozen jobs the host keeps for a resume, and removes
-// its cgroup if no running job has one in it. Running jobs are the
-// agent's to stop.
+// keep counts p among the running process groups until it is gone, so
+// that Close leaves none behind.
+func (h *Host) keep(p *proc) {
+	h.mu.Lock()
+	if h.running == nil {
+		h.running = map[*proc]bool{}
+	}
+	h.running[p] = true
+	h.mu.Unlock()
+	go func() {
+		<-p.exited
+		h.mu.Lock()
+		delete(h.running, p)
+		h.mu.Unlock()
+	}()
+}
+
+// Close kills the frozen jobs the host keeps for a resume and any job
+// still running (the agent stops its jobs before it closes the runner;
+// one left would outlive everyone who could stop it, and write on into
+// folders being removed), waits until they are gone, and removes its
+// cgroup.
 func (h *Host) Close() {
 	h.mu.Lock()
 	stopped := h.stopped
@@ -309,6 +332,14 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	for _, p := range stopped {
 		p.ttl.Stop()
+		p.kill()
+	}
+	// A job still running has nobody to stop it now: its processes go,
+	// and Close returns once they and their output are gone.
+	h.mu.Lock()
+	running := slices.Collect(maps.Keys(h.running))
+	h.mu.Unlock()
+	for _, p := range running {
 		p.kill()
 	}
 	if h.cgroups != nil {
