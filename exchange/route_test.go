@@ -204,3 +204,44 @@ func TestQuoteNamedServer(t *testing.T) {
 	assert.Contains(t, q.Rejections[0].Reason, "free now")
 	assert.Zero(t, decided.Load()-4, "only the fills were decided: a quote asks no server")
 }
+
+// TestRoomBackWhenJobEnds: a server's room shrinks by each contract the
+// exchange makes there and grows back when a contract's final reading
+// settles it, before the server's next heartbeat: at a high rate of short
+// jobs, room given back only by heartbeats ran out while GPUs stood free
+// (issue 42: BenchmarkOffers at 16 clients refused offers with 64 GPUs
+// idle).
+func TestRoomBackWhenJobEnds(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	node := h.Server("gpu1", "H100", 2, nil)
+	h.Wallet("alice", "100")
+	ctx := context.Background()
+	short := job(1, "0.01")
+	short.Job.Profile.Duration = time.Second
+	a := offer(t, h, "alice", "a", short, 0)
+	b := offer(t, h, "alice", "b", job(1, "0.01"), 0)
+	require.NotNil(t, a.Contract, "%+v", a)
+	require.NotNil(t, b.Contract, "%+v", b)
+	full := offer(t, h, "alice", "full", job(1, "0.01"), 0)
+	require.Nil(t, full.Contract, "both GPUs are taken: %+v", full)
+
+	// a's job ends on the server, whose final reading settles it; the
+	// server has not spoken since (no heartbeat).
+	h.Advance(2 * time.Second)
+	var finals int
+	count := func(rd contract.Reading) {
+		require.NoError(t, h.House.Count(ctx, "gpu1", rd))
+		if rd.Final {
+			finals++
+		}
+	}
+	due := node.Tick(h.Now())
+	for _, rd := range due.Readings {
+		count(rd)
+	}
+	node.StopJobs(ctx, h.Now, due.Stops, count)
+	require.Equal(t, 1, finals, "a's job ended")
+	next := offer(t, h, "alice", "next", job(1, "0.01"), 0)
+	require.NotNil(t, next.Contract, "refused for room the server has: %+v", next)
+	assert.Equal(t, "gpu1", next.Contract.Server)
+}
