@@ -164,7 +164,7 @@ func TestOutputStreamUpgrade(t *testing.T) {
 	assert.Equal(t, uint64(1), info.State.Msgs)
 
 	// A server that runs containers has output as well.
-	body, _ = json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1,
+	body, _ = json.Marshal(protocol.Hello{Currency: cred, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}}, Free: 1, At: time.Now().UTC(),
 		Runs: &protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"ghcr.io/acme"}}}})
 	msg, err = natstest.Connect(t, ns, protocol.InboxPrefix("gpu2")).Request(protocol.ServerSubject("gpu2", protocol.VerbHello), body, 5*time.Second)
 	require.NoError(t, err)
