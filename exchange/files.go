@@ -77,17 +77,25 @@ func (h *House) FilesOf(ctx context.Context, server, id string) (client string, 
 const filesScan = 1000
 
 // FilesInUse says whether files f of client's may still be fetched: a
-// contract of client's not yet ended, or an offer of client's waiting in
-// the book, names them. Its driver removes them otherwise, once a
-// contract that named them ends.
+// contract of client's not yet ended, one suspended (or preempted) and
+// not yet resumed, whose resume names them too, or an offer of client's
+// waiting in the book, names them. Its driver removes them otherwise,
+// once a contract that named them ends.
 func (h *House) FilesInUse(ctx context.Context, client string, f contract.Files) (bool, error) {
 	names := func(t contract.Terms) bool { return t.Job != nil && t.Job.Files != nil && *t.Job.Files == f }
 	cs, err := h.store.Contracts(ctx, client, filesScan)
 	if err != nil {
 		return true, err
 	}
+	resumed := map[string]bool{}
 	for _, c := range cs {
-		if !c.State.Ended() && names(c.Terms) {
+		if c.Resumes != "" {
+			resumed[c.Resumes] = true
+		}
+	}
+	for _, c := range cs {
+		suspended := (c.Reason == contract.ReasonSuspended || c.Reason == contract.ReasonPreempted) && !resumed[c.ID]
+		if (!c.State.Ended() || suspended) && names(c.Terms) {
 			return true, nil
 		}
 	}

@@ -129,3 +129,53 @@ func TestNoFilesKept(t *testing.T) {
 	assert.Equal(t, bourse.EJobUnsupported, code)
 	assert.Contains(t, msg, "this exchange keeps no files")
 }
+
+// startingRunner takes files as filesRunner does and runs every job as
+// the synthetic runner does, on the harness's clock, until stopped.
+type startingRunner struct {
+	*server.Synthetic
+}
+
+func (startingRunner) Runs() protocol.Runs { return filesRunner{}.Runs() }
+
+func (r startingRunner) Start(ctx context.Context, a server.Assignment) (server.Job, error) {
+	return r.Synthetic.Start(ctx, a)
+}
+
+// TestSuspendedKeepsFiles: a suspended contract's files stay for its
+// resume, which fetches them again; once the resume ends too, nothing
+// needs them.
+func TestSuspendedKeepsFiles(t *testing.T) {
+	f := contract.Files{Digest: digestOf('e'), Bytes: 1 << 10}
+	h := housetest.New(t, exchange.Config{Files: storedFiles{{"ada", f.Digest}: f}})
+	h.ServerRunning("atlas", "H100", 2, nil, startingRunner{Synthetic: &server.Synthetic{Now: h.Clock.Now}})
+	h.Wallet("ada", "100")
+	ctx := context.Background()
+	inUse := func() bool {
+		used, err := h.House.FilesInUse(ctx, "ada", f)
+		require.NoError(t, err)
+		return used
+	}
+	tm := withFiles(f.Digest, f.Bytes)
+	reply, err := h.House.Offer(ctx, "ada", protocol.OfferRequest{RequestID: "first", Terms: tm})
+	require.NoError(t, err)
+	require.NotNil(t, reply.Contract, "%+v", reply)
+	id := reply.Contract.ID
+	h.Run(2*time.Second, time.Second)
+	_, err = h.House.Control(ctx, "ada", id, contract.ReasonSuspended)
+	require.NoError(t, err)
+	h.Run(2*time.Second, time.Second)
+	k, err := h.House.Contract(ctx, "ada", id)
+	require.NoError(t, err)
+	require.Equal(t, contract.ReasonSuspended, k.Reason)
+	assert.True(t, inUse(), "kept for the suspended contract's resume")
+
+	again, err := h.House.Offer(ctx, "ada", protocol.OfferRequest{RequestID: "again", Terms: tm, Resumes: id})
+	require.NoError(t, err)
+	require.NotNil(t, again.Contract, "%+v", again)
+	h.Run(2*time.Second, time.Second)
+	_, err = h.House.Control(ctx, "ada", again.Contract.ID, contract.ReasonKilled)
+	require.NoError(t, err)
+	h.Run(2*time.Second, time.Second)
+	assert.False(t, inUse(), "the resume ended: nothing needs them")
+}
