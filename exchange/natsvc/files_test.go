@@ -85,6 +85,16 @@ func TestFilesToTheirServerOnly(t *testing.T) {
 		natstest.FilesRefused(t, ns.ClientURL(), "bob", "alice", nats.UserInfo("bob", "bob-secret"))
 	})
 
+	t.Run("OverTheExchangesLimit", func(t *testing.T) {
+		// 2 GiB, over the default 1 GiB: refused before a byte is put.
+		huge := contract.Files{Digest: files.Digest, Bytes: 2 << 30}
+		err := alice.PutArchive(ctx, bytes.NewReader(nil), huge)
+		assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(err), "%v", err)
+		assert.Contains(t, bourse.ErrorMessage(err), "this exchange keeps at most 1073741824")
+		r, err := alice.Offer(ctx, "over-the-limit", terms(huge, "/bin/cat", "data/x.csv"))
+		assert.Equal(t, bourse.EInvalidOffer, bourse.ErrorCode(err), "an offer naming them: %+v", r)
+	})
+
 	t.Run("OnlyItsServerFetches", func(t *testing.T) {
 		f, err := alice.PutFiles(ctx, dir, 0)
 		require.NoError(t, err)
