@@ -241,8 +241,8 @@ sample_every: 50ms
 		// What each server runs, as it says: the programs a job may
 		// name, exactly, and the meter; a refusal names the list.
 		out := b.ok("ada", "servers")
-		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+` `, out)
-		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+` `, out)
+		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+`; files up to 1024 MiB `, out)
+		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+`; files up to 1024 MiB `, out)
 		_, errOut, code := b.bid("ada", "offer", "--server", "gpu1", "--gpus", "1", "--price", "0.5", "--command", "bourse.test")
 		assert.Equal(t, exitRefused, code)
 		assert.Contains(t, errOut, `"bourse.test" is not a program this server runs: it runs `+job)
