@@ -141,6 +141,7 @@ var (
 	stringType    = reflect.TypeFor[string]()
 	stringPtrType = reflect.TypeFor[*string]()
 	intType       = reflect.TypeFor[int]()
+	int64Type     = reflect.TypeFor[int64]()
 	boolType      = reflect.TypeFor[bool]()
 )
 
@@ -167,21 +168,34 @@ func (d *wireDecoder) stringAs(field string, want reflect.Type, v *string) bool 
 }
 
 func (d *wireDecoder) int(field string, v *int) {
+	if n, ok := d.integer(field, intType); ok {
+		*v = int(n)
+	}
+}
+
+func (d *wireDecoder) int64(field string, v *int64) {
+	if n, ok := d.integer(field, int64Type); ok {
+		*v = n
+	}
+}
+
+// integer reads an integer that fits typ, int or int64.
+func (d *wireDecoder) integer(field string, typ reflect.Type) (int64, bool) {
 	c := d.data[d.i]
 	if c != '-' && (c < '0' || c > '9') {
-		d.mismatch(field, intType, d.kind())
+		d.mismatch(field, typ, d.kind())
 		d.skip()
-		return
+		return 0, false
 	}
 	start := d.i
 	_ = d.number()
 	lit := string(d.data[start:d.i])
 	n, err := strconv.ParseInt(lit, 10, 64)
-	if err != nil || int64(int(n)) != n {
-		d.mismatch(field, intType, "number "+lit)
-		return
+	if err != nil || (typ == intType && int64(int(n)) != n) {
+		d.mismatch(field, typ, "number "+lit)
+		return 0, false
 	}
-	*v = int(n)
+	return n, true
 }
 
 func (d *wireDecoder) bool(field string, v *bool) {
@@ -271,8 +285,29 @@ func (d *wireDecoder) job(v **jobJSON) {
 					j.Env[string(name)] = s
 				})
 			}
+		case "files":
+			d.files(&j.Files)
 		case "profile":
 			d.profile(&j.Profile)
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *wireDecoder) files(v **filesJSON) {
+	if !d.is('{', "job.files", reflect.TypeFor[*filesJSON]()) {
+		return
+	}
+	d.i++
+	f := new(filesJSON)
+	*v = f
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "digest":
+			d.string("job.files.digest", &f.Digest)
+		case "bytes":
+			d.int64("job.files.bytes", &f.Bytes)
 		default:
 			d.skip()
 		}

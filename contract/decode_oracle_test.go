@@ -30,6 +30,8 @@ func FuzzDecodeWire(f *testing.F) {
 		offerWith("job", `{"env":{"A":"1","B":"\u00e9"},"args":[],"profile":{"utilization":"0.5","duration":"1h2m3.5s"}}`),
 		offerWith("job", `{"env":{},"args":["a","\n"],"profile":{}}`),
 		offerWith("job", `{"image":"ghcr.io/acme/train:v1","args":["--epochs","3"]}`), `{"job":{"image":5}}`,
+		offerWith("job", `{"image":"busybox","files":{"digest":"sha256:00","bytes":1024}}`), `{"job":{"files":{"bytes":"1"}}}`,
+		`{"job":{"files":{"bytes":1.5}}}`, `{"job":{"files":{"bytes":99999999999999999999}}}`, `{"job":{"files":[]}}`,
 		`{"class":{},"job":{}}`, `{"class":{"model":"H100","min_memory_mib":80000}}`,
 		`{"gpus":"2"}`, `{"gpus":1.5}`, `{"gpus":1e2}`, `{"gpus":-0}`, `{"gpus":99999999999999999999}`,
 		`{"gpus":true}`, `{"preemptible":"yes"}`, `{"preemptible":1}`, `{"client":5}`, `{"client":{}}`,
@@ -93,6 +95,9 @@ func marshalOracle(t Terms) ([]byte, error) {
 	}
 	if j := t.Job; j != nil {
 		w.Job = &jobJSON{Image: j.Image, Command: j.Command, Args: j.Args, Env: j.Env}
+		if f := j.Files; f != nil {
+			w.Job.Files = &filesJSON{Digest: f.Digest, Bytes: f.Bytes}
+		}
 		if p := j.Profile; p != nil {
 			w.Job.Profile = &profileJSON{Utilization: ptr(formatDecimal(p.Utilization)), Duration: ptr(p.Duration.String())}
 		}
@@ -109,6 +114,7 @@ func FuzzMarshalWire(f *testing.F) {
 	f.Add([]byte(`{"job":{"env":{"b":"1","a":"2","":"<"},"args":["x"]},"class":{"min_memory_mib":5}}`), "", 0)
 	f.Add([]byte(`{"job":{"profile":{}},"p":[],"q":[]}`), "é", 1)
 	f.Add([]byte(`{"job":{"image":"busybox@sha256:0123"}}`), "", 2)
+	f.Add([]byte(`{"job":{"command":"x","files":{"digest":"sha256:ab","bytes":-7}}}`), "", 3)
 	f.Fuzz(func(t *testing.T, data []byte, s string, n int) {
 		terms, err := ParseTerms(data)
 		if err != nil {
@@ -134,7 +140,8 @@ func FuzzMarshalWire(f *testing.F) {
 func changed(t Terms, s string, n int) Terms {
 	t.Client, t.Currency, t.Server = s, s+"x", "<"+s
 	t.GPUs, t.Class = n, Class{Model: s, MinMemoryMiB: -n}
-	t.Job = &JobSpec{Image: "<" + s, Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "z" + s: ""}}
+	t.Job = &JobSpec{Image: "<" + s, Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "z" + s: ""},
+		Files: &Files{Digest: s, Bytes: int64(n)}}
 	t.Q = nil
 	return t
 }

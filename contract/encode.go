@@ -108,6 +108,14 @@ func (j *JobSpec) appendJSON(b []byte) []byte {
 		b = append(b, '}')
 		sep = ","
 	}
+	if f := j.Files; f != nil {
+		b = append(b, sep+`"files":{"digest":`...)
+		b = appendString(b, f.Digest)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, f.Bytes, 10)
+		b = append(b, '}')
+		sep = ","
+	}
 	if p := j.Profile; p != nil {
 		b = append(b, sep+`"profile":{"utilization":`...)
 		b = appendQuotedFixed(b, p.Utilization)

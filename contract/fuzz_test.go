@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func FuzzParseTerms(f *testing.F) {
 	f.Add([]byte(offerWith("q", `[["0","0"],["1.5","2.25"]]`)))
 	f.Add([]byte(offerWith("job", `{"env":{"A":"1"},"profile":{"utilization":"0.5","duration":"1h2m3.5s"}}`)))
 	f.Add([]byte(offerWith("job", `{"image":"ghcr.io/acme/train:v1","args":["-x"]}`)))
+	f.Add([]byte(offerWith("job", `{"command":"python3","files":{"digest":"sha256:`+strings.Repeat("ab", 32)+`","bytes":10240}}`)))
 	f.Add([]byte(offerWith("prepayment", `"-0.000"`)))
 	f.Add([]byte(offerWith("time_limit", `"-2562047h47m16.854775808s"`)))
 	f.Add([]byte(`{"client":"\u00e9\ud800","class":{},"job":{}}`))

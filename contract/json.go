@@ -44,7 +44,13 @@ type jobJSON struct {
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	Files   *filesJSON        `json:"files,omitempty"`
 	Profile *profileJSON      `json:"profile,omitempty"`
+}
+
+type filesJSON struct {
+	Digest string `json:"digest"`
+	Bytes  int64  `json:"bytes"`
 }
 
 type profileJSON struct {
@@ -105,6 +111,9 @@ func (w *termsJSON) terms(op string) (Terms, error) {
 	}
 	if j := w.Job; j != nil {
 		t.Job = &JobSpec{Image: j.Image, Command: j.Command, Args: j.Args, Env: j.Env}
+		if f := j.Files; f != nil {
+			t.Job.Files = &Files{Digest: f.Digest, Bytes: f.Bytes}
+		}
 		if p := j.Profile; p != nil {
 			t.Job.Profile = new(Profile)
 			if t.Job.Profile.Utilization, err = decimalFrom(op, "job.profile.utilization", p.Utilization); err != nil {

@@ -20,7 +20,8 @@ import (
 var objectKeys = map[string][]string{
 	"":            {"client", "currency", "gpus", "class", "time_limit", "prepayment", "p", "q", "preemptible", "server", "job", "start_at"},
 	"class":       {"model", "min_memory_mib"},
-	"job":         {"image", "command", "args", "env", "profile"},
+	"job":         {"image", "command", "args", "env", "files", "profile"},
+	"job.files":   {"digest", "bytes"},
 	"job.profile": {"utilization", "duration"},
 }
 

@@ -56,11 +56,15 @@ type Class struct {
 // given, replaces the image's entrypoint and command, and Args its command
 // (as docker run's --entrypoint and arguments do); without either, the
 // image's own entrypoint and command run.
+//
+// Files, where given, are the client's own, put in the job's working
+// folder before it starts, for a program's or an image's job.
 type JobSpec struct {
 	Image   string // a reference, registry/repository[:tag][@digest] (ParseImageRef)
 	Command string
 	Args    []string
 	Env     map[string]string
+	Files   *Files
 	Profile *Profile // for the synthetic runner, which consumes it instead of running Command
 }
 
@@ -147,6 +151,14 @@ func (j *JobSpec) validate(op string) error {
 	if strings.ContainsRune(j.Command, 0) {
 		return offer("job.command", "contains NUL")
 	}
+	if j.Files != nil {
+		if j.Command == "" && j.Image == "" {
+			return offer("job.files", "files are for a program or an image to work on: name a command or an image")
+		}
+		if err := j.Files.validate(op); err != nil {
+			return err
+		}
+	}
 	for i, a := range j.Args {
 		if strings.ContainsRune(a, 0) {
 			return offer(fmt.Sprintf("job.args[%d]", i), "contains NUL")
@@ -202,7 +214,7 @@ func (j *JobSpec) equal(k *JobSpec) bool {
 		return j == k
 	}
 	return j.Image == k.Image && j.Command == k.Command && slices.Equal(j.Args, k.Args) &&
-		maps.Equal(j.Env, k.Env) && j.Profile.equal(k.Profile)
+		maps.Equal(j.Env, k.Env) && j.Files.equal(k.Files) && j.Profile.equal(k.Profile)
 }
 
 func (p *Profile) equal(q *Profile) bool {

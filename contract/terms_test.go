@@ -17,6 +17,9 @@ func scales(code string) (int32, bool) {
 }
 
 // validTerms are 4 GPUs for 8 minutes at 0.01 per GPU-second, max 19.20.
+// goodDigest is a files digest of the right form.
+var goodDigest = "sha256:" + strings.Repeat("0f", 32)
+
 func validTerms() Terms {
 	return Terms{
 		Client:     "alice",
@@ -81,6 +84,16 @@ func TestValidate(t *testing.T) {
 		{"an image and its command", func(t *Terms) { t.Job.Image = "busybox" }, "", ""},
 		{"a malformed image", func(t *Terms) { t.Job = &JobSpec{Image: "Acme/Train"} }, bourse.EInvalidOffer, "job.image"},
 		{"NUL in an argument", func(t *Terms) { t.Job.Args[1] = "\x00" }, bourse.EInvalidOffer, "job.args[1]"},
+		{"files", func(t *Terms) { t.Job.Files = &Files{Digest: goodDigest, Bytes: 10240} }, "", ""},
+		{"an image's files", func(t *Terms) { t.Job = &JobSpec{Image: "busybox", Files: &Files{Digest: goodDigest, Bytes: 1}} }, "", ""},
+		{"files for a profile", func(t *Terms) {
+			t.Job = &JobSpec{Profile: &Profile{Utilization: dectest.D("1"), Duration: time.Second}, Files: &Files{Digest: goodDigest, Bytes: 1}}
+		}, bourse.EInvalidOffer, "job.files"},
+		{"files digest not sha256", func(t *Terms) { t.Job.Files = &Files{Digest: "sha512:" + strings.Repeat("a", 64), Bytes: 1} }, bourse.EInvalidOffer, "job.files.digest"},
+		{"files digest upper case", func(t *Terms) { t.Job.Files = &Files{Digest: strings.ToUpper(goodDigest), Bytes: 1} }, bourse.EInvalidOffer, "job.files.digest"},
+		{"files digest short", func(t *Terms) { t.Job.Files = &Files{Digest: goodDigest[:70], Bytes: 1} }, bourse.EInvalidOffer, "job.files.digest"},
+		{"files of no bytes", func(t *Terms) { t.Job.Files = &Files{Digest: goodDigest} }, bourse.EInvalidOffer, "job.files.bytes"},
+		{"files too large", func(t *Terms) { t.Job.Files = &Files{Digest: goodDigest, Bytes: MaxFilesBytes + 1} }, bourse.EInvalidOffer, "job.files.bytes"},
 		{"= in an env name", func(t *Terms) { t.Job.Env["A=B"] = "1" }, bourse.EInvalidOffer, "job.env"},
 		{"empty env name", func(t *Terms) { t.Job.Env[""] = "1" }, bourse.EInvalidOffer, "job.env"},
 		{"NUL in an env value", func(t *Terms) { t.Job.Env["X"] = "\x00" }, bourse.EInvalidOffer, "job.env"},

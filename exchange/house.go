@@ -137,6 +137,13 @@ type Config struct {
 	// readings wait there (sweep.go). nil where readings are stored as
 	// they are sent (the simulator).
 	Backlog Backlog
+	// Files, if set, keeps clients' files for their contracts' servers
+	// (files.go); nil refuses offers with files. FilesRate is the least
+	// rate, in bytes a second, at which a server fetches them, which
+	// lengthens a contract's time to start by its files' size over it,
+	// DefaultFilesRate.
+	Files     Files
+	FilesRate int64
 	// Verifier, if set, requires every reading that travels (Reading) to
 	// carry its server's signature, and keeps it on the contract; nil
 	// takes readings on NATS's word alone (signing.Keys is one).
@@ -194,6 +201,9 @@ func (c *Config) defaults() error {
 	c.bookDefaults()
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 500
+	}
+	if c.FilesRate <= 0 {
+		c.FilesRate = DefaultFilesRate
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

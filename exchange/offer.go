@@ -67,6 +67,9 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err := h.checkResume(ctx, client, req.Resumes); err != nil {
 		return protocol.OfferReply{}, err
 	}
+	if err := h.checkFiles(ctx, client, t); err != nil {
+		return protocol.OfferReply{}, err
+	}
 	if err := h.checkWait(req); err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -139,10 +142,11 @@ func (h *House) open(ctx context.Context, id, lock, offerID, win string, signed 
 	now := h.cfg.Now().UTC()
 	t.Server = win
 	// A booking starts at its start_at; the deadline to start counts from
-	// then, and the hold's deadline with it.
+	// then, and the hold's deadline with it. A job's files are fetched
+	// before it starts: the time that takes is added.
 	c := contract.Contract{
 		ID: id, Client: t.Client, Server: win, Terms: t, State: contract.StateAccepted,
-		Resumes: req.Resumes, QueuedAt: queuedAt, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout),
+		Resumes: req.Resumes, QueuedAt: queuedAt, AcceptedAt: now, StartDeadline: later(now, t.StartAt.UTC()).Add(h.cfg.StartTimeout + h.filesTime(t)),
 		AcceptSigned: signed,
 	}
 	// The key is the negotiation's, not the request's: an escrow that
@@ -196,8 +200,8 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 		if c.Server != server {
 			return nil, notFound
 		}
-		if st.Booked {
-			return nil, ErrNoChange // a booking confirmed; the start follows
+		if st.Booked || st.Preparing {
+			return nil, ErrNoChange // a booking confirmed, or a job being prepared: the start follows
 		}
 		return nil, h.started(c, st)
 	})

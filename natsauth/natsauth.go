@@ -202,25 +202,59 @@ resolver: {
 	return append(w.wrote, creds), nil
 }
 
-// permit writes role's permissions, docs/protocol.md's "Identity".
-func permit(p *jwt.Permissions, role, id string) error {
+// Permissions are what a party of a role may do in NATS: the subjects
+// it may publish to (Publish; none at all where DenyPublish), those it may
+// subscribe to, and whether it may answer requests sent to it. The
+// exchange may do everything in the account (All). Both the credentials'
+// JWTs (permit) and bourse admin nats-config's file are written from
+// them, so that the two say the same.
+type Permissions struct {
+	All         bool
+	Publish     []string
+	DenyPublish bool
+	Subscribe   []string
+	Responses   bool
+}
+
+// PermissionsOf are docs/protocol.md's "Identity" for party id of role:
+// a client or server publishes under its own prefix alone (a client, its
+// files into its own bucket too) and reads its deliveries, its inbox and
+// the market data; a server answers the exchange's requests.
+func PermissionsOf(role, id string) (Permissions, error) {
 	switch role {
 	case RoleExchange:
-		return nil // everything in the account: JetStream's API, micro's $SRV, every party's deliveries
+		return Permissions{All: true}, nil // JetStream's API, micro's $SRV, every party's deliveries
 	case RoleClient, RoleServer:
-		p.Pub.Allow.Add(fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, role, id))
-		// The market data is public: every party may read it.
-		p.Sub.Allow.Add(protocol.InboxPrefix(id)+".>", protocol.DeliverSubject(id, ">"), protocol.MarketSubjects)
-		if role == RoleServer {
-			p.Resp = &jwt.ResponsePermission{MaxMsgs: 1} // it answers the exchange's offers, starts and controls
+		p := Permissions{Publish: []string{fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, role, id)},
+			// The market data is public: every party may read it.
+			Subscribe: []string{protocol.InboxPrefix(id) + ".>", protocol.DeliverSubject(id, ">"), protocol.MarketSubjects}}
+		if role == RoleClient {
+			p.Publish = append(p.Publish, protocol.FilesSubjects(id)...)
 		}
-		return nil
+		// A server answers the exchange's offers, starts and controls.
+		p.Responses = role == RoleServer
+		return p, nil
 	case RoleViewer:
-		p.Pub.Deny.Add(">")
-		p.Sub.Allow.Add(protocol.MarketSubjects)
-		return nil
+		return Permissions{DenyPublish: true, Subscribe: []string{protocol.MarketSubjects}}, nil
 	}
-	return fmt.Errorf("role %q: want exchange, client, server or viewer", role)
+	return Permissions{}, fmt.Errorf("role %q: want exchange, client, server or viewer", role)
+}
+
+// permit writes role's permissions (PermissionsOf) into a user's claims.
+func permit(p *jwt.Permissions, role, id string) error {
+	perms, err := PermissionsOf(role, id)
+	if err != nil || perms.All {
+		return err
+	}
+	p.Pub.Allow.Add(perms.Publish...)
+	if perms.DenyPublish {
+		p.Pub.Deny.Add(">")
+	}
+	p.Sub.Allow.Add(perms.Subscribe...)
+	if perms.Responses {
+		p.Resp = &jwt.ResponsePermission{MaxMsgs: 1}
+	}
+	return nil
 }
 
 // account makes an account signed by op, with JetStream limits if js is

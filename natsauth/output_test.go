@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -81,4 +82,23 @@ func TestOperatorOutput(t *testing.T) {
 	_, err = bob.Logs(ctx, id, 0)
 	assert.Equal(t, bourse.ENotFound, bourse.ErrorCode(err), "bob read alice's logs: %v", err)
 	natstest.OutputRefused(t, ns.ClientURL(), "bob", "alice", "gpu1", id, nats.UserCredentials(filepath.Join(dir, "bob.creds")))
+}
+
+// TestOperatorFiles: in operator mode too a client puts its files into
+// its own bucket on its own credentials, the bucket counted under the
+// account's JetStream limits, and another client is refused every way
+// into it.
+func TestOperatorFiles(t *testing.T) {
+	dir, ns, _ := operatorMarket(t)
+	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{File: filepath.Join(dir, "alice.creds")}, Timeout: 3 * time.Second})
+	require.NoError(t, err)
+	defer alice.Close()
+	folder := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "train.py"), []byte("print('alice')\n"), 0o644))
+	f, err := alice.PutFiles(context.Background(), folder, 0)
+	require.NoError(t, err, "alice puts into her own bucket")
+	again, err := alice.PutFiles(context.Background(), folder, 0)
+	require.NoError(t, err, "and finds them there")
+	assert.Equal(t, f, again)
+	natstest.FilesRefused(t, ns.ClientURL(), "bob", "alice", nats.UserCredentials(filepath.Join(dir, "bob.creds")))
 }

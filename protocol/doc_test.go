@@ -72,6 +72,7 @@ type example struct {
 func examples(t *testing.T) []example {
 	t.Helper()
 	const scale = 2 // CRED
+	const filesDigest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 	id := contractID("alice", "train-81861")
 	if id != "c-3f9a363f20c7660bebf0" {
 		t.Fatalf("contract id %s", id)
@@ -317,6 +318,11 @@ func examples(t *testing.T) []example {
 			protocol.ServerOf("gpu2", protocol.Hello{Currency: "CRED", GPUs: gpus[:2], Free: 0, Policy: "posted 0.004/GPU-s",
 				Runs: &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}}, at(t, "10m0.9s")),
 		}}},
+		{"files.request", protocol.FilesRequest{Digest: filesDigest, Bytes: 20480}},
+		{"files.reply", protocol.FilesReply{Bucket: protocol.FilesBucketOf("alice"), Object: filesDigest, MaxBytes: 1 << 30, Quota: 1 << 30,
+			MaxAge: contract.Duration(24 * time.Hour)}},
+		{"fetch.request", protocol.FetchRequest{Contract: id}},
+		{"fetch.reply", protocol.FetchReply{Chunks: [][]byte{[]byte("train.py\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}, Next: 57, Done: true}},
 		{"quote.request", protocol.QuoteRequest{Terms: terms}},
 		{"quote.reply", protocol.QuoteReply{Accepts: []string{"gpu1"},
 			Rejections: []protocol.Rejection{{Server: "gpu2", Reason: "not enough free GPUs of the class"}}}},
@@ -535,6 +541,8 @@ func TestDocExampleIDs(t *testing.T) {
 		protocol.UsageSubjects,
 		protocol.OutputStreamOf("gpu1"),
 		protocol.OutputSubjectsOf("gpu1"),
+		protocol.FilesBucketOf("alice"),
+		protocol.FilesStreamOf("alice"),
 		protocol.OutputMsgID("gpu1", r.Contract, protocol.StreamStdout, 21, []byte("epoch 2/90 loss 5.87\n")),
 	} {
 		if !strings.Contains(doc, s) {
@@ -576,10 +584,10 @@ func TestDocSubjects(t *testing.T) {
 	var want []string
 	for _, v := range []string{protocol.VerbOffer, protocol.VerbSuspend, protocol.VerbKill, protocol.VerbContract,
 		protocol.VerbContracts, protocol.VerbBalance, protocol.VerbStatement, protocol.VerbLogs, protocol.VerbResults, protocol.VerbQuote,
-		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers} {
+		protocol.VerbCancel, protocol.VerbWaiting, protocol.VerbServers, protocol.VerbFiles} {
 		want = append(want, protocol.ClientSubject("<client>", v))
 	}
-	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted, protocol.VerbReadings, protocol.VerbReceipts} {
+	for _, v := range []string{protocol.VerbHello, protocol.VerbHeartbeat, protocol.VerbStarted, protocol.VerbReadings, protocol.VerbReceipts, protocol.VerbFetch} {
 		want = append(want, protocol.ServerSubject("<server>", v))
 	}
 	want = append(want, protocol.UsageSubject("<server>", "<contract>"), protocol.OutputSubject("<server>", "<contract>", "<part>"))

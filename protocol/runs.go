@@ -49,6 +49,14 @@ type Runs struct {
 	// Images says which images a container runner pulls; nil for other
 	// runners, and a container runner without it pulls none.
 	Images *Images `json:"images,omitempty"`
+	// Files says that the server takes a job's files (contract.Files),
+	// and how large; nil where it takes none.
+	Files *Files `json:"files,omitempty"`
+}
+
+// Files says how large an archive of a job's files a server takes.
+type Files struct {
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // Check checks what Runs may hold: a runner kind, a meter and programs of
@@ -72,6 +80,9 @@ func (r *Runs) Check() error {
 			return bad(fmt.Sprintf("programs[%d]", i), "want 1..%d characters, no NUL", maxProgram)
 		}
 	}
+	if r.Files != nil && r.Files.MaxBytes < 1 {
+		return bad("files.max_bytes", "%d; want more than 0", r.Files.MaxBytes)
+	}
 	if r.Images != nil {
 		return r.Images.Check()
 	}
@@ -86,7 +97,8 @@ func (r *Runs) Check() error {
 // an image that holds the program, and the program as its command). A nil
 // r is a server that did not say what it runs (one older than Runs): it
 // is taken to run no program and no image, which the synthetic runner,
-// the older servers' default, did not refuse. What Runs does not say (a
+// the older servers' default, did not refuse. Files need a server that
+// says it takes them, up to their size. What Runs does not say (a
 // job's variables, whether the meter works) the server itself checks when
 // it decides. Refuses says why not.
 func (r *Runs) Takes(job *contract.JobSpec) bool {
@@ -117,6 +129,10 @@ func (r *Runs) Refuses(job *contract.JobSpec) error {
 		return refuse(bourse.EPermission, "job.command", "%s", NotAllowed(job.Command, r.Programs))
 	case notPulled:
 		return refuse(bourse.EJobUnsupported, "job.image", "%s", detail)
+	case noFiles:
+		return refuse(bourse.EJobUnsupported, "job.files", "this server takes no files: offer the job without them, or to a server that takes them (bourse bid servers)")
+	case filesTooLarge:
+		return refuse(bourse.EJobUnsupported, "job.files", "the files are %d bytes; this server takes at most %d", job.Files.Bytes, r.Files.MaxBytes)
 	case unknownKind:
 		return refuse(bourse.EJobUnsupported, "job.command", "this server runs jobs of a kind this exchange does not know (%q)", r.Runner)
 	}
@@ -135,15 +151,17 @@ func (k RunnerKind) runsWhat() string {
 type why int
 
 const (
-	takes        why = iota
-	unsaid           // a program or an image, to a server that does not say what it runs
-	noPrograms       // a program, to a synthetic runner
-	noImages         // an image, to a runner other than a container runner
-	onlyPrograms     // no program, to a process runner
-	onlyImages       // no image, to a container runner
-	notListed        // a program not among the process runner's
-	notPulled        // an image from none of the container runner's sources
-	unknownKind      // a runner this version does not know
+	takes         why = iota
+	unsaid            // a program or an image, to a server that does not say what it runs
+	noPrograms        // a program, to a synthetic runner
+	noImages          // an image, to a runner other than a container runner
+	onlyPrograms      // no program, to a process runner
+	onlyImages        // no image, to a container runner
+	notListed         // a program not among the process runner's
+	notPulled         // an image from none of the container runner's sources
+	unknownKind       // a runner this version does not know
+	noFiles           // files, to a server that takes none
+	filesTooLarge     // files over the server's limit
 )
 
 // refusal says why r does not take job, and for notPulled the words.
@@ -177,6 +195,14 @@ func (r *Runs) refusal(job *contract.JobSpec) (why, string) {
 		}
 	default:
 		return unknownKind, ""
+	}
+	if job != nil && job.Files != nil {
+		switch {
+		case r == nil || r.Files == nil:
+			return noFiles, ""
+		case job.Files.Bytes > r.Files.MaxBytes:
+			return filesTooLarge, ""
+		}
 	}
 	return takes, ""
 }

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -49,6 +50,10 @@ func TestHelloRuns(t *testing.T) {
 	_, err = protocol.DecodeHello([]byte(hello(`{"runner":"vm"}`)))
 	assert.NoError(t, err, "a runner this version does not know is understood")
 
+	h, err = protocol.DecodeHello([]byte(hello(`{"runner":"process","files":{"max_bytes":1073741824}}`)))
+	require.NoError(t, err)
+	assert.Equal(t, &protocol.Files{MaxBytes: 1 << 30}, h.Runs.Files, "a server that takes files says how large")
+
 	h, err = protocol.DecodeHello([]byte(hello(`{"runner":"container","meter":"nvml","images":{"allowed":["ghcr.io/acme","127.0.0.1:5000"],"max_bytes":1073741824,"max_unpacked_bytes":4294967296}}`)))
 	require.NoError(t, err)
 	assert.Equal(t, &protocol.Images{Allowed: []string{"ghcr.io/acme", "127.0.0.1:5000"}, MaxBytes: 1 << 30, MaxUnpackedBytes: 4 << 30}, h.Runs.Images)
@@ -58,6 +63,8 @@ func TestHelloRuns(t *testing.T) {
 		"Tagged":           `{"runner":"container","images":{"allowed":["ghcr.io/acme:v1"]}}`,
 		"Negative":         `{"runner":"container","images":{"allowed":["ghcr.io"],"max_bytes":-1}}`,
 		"TooManySources":   `{"runner":"container","images":{"allowed":[` + strings.TrimSuffix(strings.Repeat(`"ghcr.io",`, protocol.MaxImageSources+1), ",") + `]}}`,
+		"FilesOfNoBytes":   `{"runner":"process","files":{"max_bytes":0}}`,
+		"UnknownFilesKey":  `{"runner":"process","files":{"max_bytes":1,"max_files":2}}`,
 	} {
 		_, err := protocol.DecodeHello([]byte(hello(runs)))
 		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "%s: %v", name, err)
@@ -111,6 +118,40 @@ func TestRunsTakes(t *testing.T) {
 		err := tt.runs.Refuses(tt.job)
 		assert.Equal(t, tt.code == "", tt.runs.Takes(tt.job), name)
 		assert.Equal(t, tt.code, bourse.ErrorCode(err), name)
+		if tt.says != "" {
+			assert.Contains(t, bourse.ErrorMessage(err), tt.says, name)
+		}
+	}
+	withFiles := func(j contract.JobSpec, bytes int64) *contract.JobSpec {
+		j.Files = &contract.Files{Digest: "sha256:" + strings.Repeat("0", 64), Bytes: bytes}
+		return &j
+	}
+	takesFiles := func(r protocol.Runs) *protocol.Runs {
+		r.Files = &protocol.Files{MaxBytes: 1 << 20}
+		return &r
+	}
+	for _, tt := range []struct {
+		runs *protocol.Runs
+		job  *contract.JobSpec
+		code bourse.Code
+		says string
+	}{
+		{takesFiles(*process), withFiles(*program, 1<<20), "", ""},
+		{takesFiles(*container), withFiles(*image, 1), "", ""},
+		{process, withFiles(*program, 1), bourse.EJobUnsupported, "this server takes no files"},
+		{container, withFiles(*image, 1), bourse.EJobUnsupported, "this server takes no files"},
+		{takesFiles(*process), withFiles(*program, 1<<20+1), bourse.EJobUnsupported, "the files are 1048577 bytes; this server takes at most 1048576"},
+		{takesFiles(*synthetic), withFiles(*program, 1), bourse.EJobUnsupported, "runs synthetic jobs only"},
+		{takesFiles(*process), withFiles(*byName, 1), bourse.EPermission, "is not a program this server runs"},
+		{nil, withFiles(*program, 1), bourse.EJobUnsupported, "does not say what it runs"},
+	} {
+		name := fmt.Sprintf("%v/%v", tt.runs, tt.job.Files)
+		err := tt.runs.Refuses(tt.job)
+		assert.Equal(t, tt.code == "", tt.runs.Takes(tt.job), name)
+		assert.Equal(t, tt.code, bourse.ErrorCode(err), name)
+		if tt.code == bourse.EJobUnsupported && strings.Contains(tt.says, "files") {
+			assert.Equal(t, "job.files", errorField(err), name)
+		}
 		if tt.says != "" {
 			assert.Contains(t, bourse.ErrorMessage(err), tt.says, name)
 		}
@@ -181,4 +222,28 @@ func TestImageSources(t *testing.T) {
 	} {
 		assert.Equal(t, takes, runs.Takes(&contract.JobSpec{Image: image}), image)
 	}
+}
+
+func errorField(err error) string {
+	var be *bourse.Error
+	if errors.As(err, &be) {
+		return be.Field
+	}
+	return ""
+}
+
+// TestFilesBucketOf: every client has a bucket of its own, named as
+// object stores allow, whatever its id holds.
+func TestFilesBucketOf(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"ada", "a_a", "a@a", "a__a", "a_aa", "a@", "a_", "A", "a-b", "x@y_z"} {
+		b := protocol.FilesBucketOf(id)
+		assert.Regexp(t, `^[A-Za-z0-9_-]+$`, b, id)
+		if other, ok := seen[b]; ok {
+			t.Errorf("%q and %q share bucket %s", id, other, b)
+		}
+		seen[b] = id
+	}
+	assert.Equal(t, "BOURSE_FILES_ada", protocol.FilesBucketOf("ada"))
+	assert.Equal(t, "OBJ_BOURSE_FILES_x_ay__z", protocol.FilesStreamOf("x@y_z"))
 }

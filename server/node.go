@@ -39,6 +39,10 @@ type NodeConfig struct {
 	// ClaimFor is how long an accept claims its GPUs for the exchange's
 	// start; DefaultClaimFor.
 	ClaimFor time.Duration
+	// Files fetches jobs' files (contract.Files) for the Runner: the
+	// agent's, through the exchange. nil where there is none (the
+	// simulator): a runner then starts no job that has files.
+	Files Files
 	// NewID names counter-offers; random ones if nil. The simulator
 	// passes a deterministic one.
 	NewID  func() string

@@ -173,7 +173,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 			assigned = append(assigned, g)
 		}
 	}
-	a := Assignment{Contract: id, Job: r.terms.Job, GPUs: assigned, TimeLimit: r.terms.TimeLimit, Resumes: r.resumes}
+	a := Assignment{Contract: id, Job: r.terms.Job, GPUs: assigned, TimeLimit: r.terms.TimeLimit, Resumes: r.resumes, Files: n.cfg.Files}
 	n.mu.Unlock()
 
 	job, err := n.runner.Start(ctx, a)

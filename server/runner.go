@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -85,6 +86,19 @@ type Assignment struct {
 	// Resumes names the suspended contract whose job this one continues,
 	// for runners that can resume a job they stopped.
 	Resumes string
+	// Files fetches the job's files, where its terms name them; nil
+	// where the node has nothing to fetch them with.
+	Files Files
+}
+
+// Files fetches a job's files (contract.Files) for its runner, before
+// the job starts: the agent asks the exchange, which hands a server the
+// files of its own contracts alone.
+type Files interface {
+	// Fetch writes the files of contract's job to w, as the exchange
+	// hands them. The runner checks what it was handed against the
+	// terms (their digest and size), whoever handed it.
+	Fetch(ctx context.Context, contract string, w io.Writer) error
 }
 
 // Job is a started job and its meter.

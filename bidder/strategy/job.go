@@ -33,12 +33,16 @@ type Job struct {
 	Image   string
 	Command string
 	Args    []string
+	// Files, with an image or a command, are the client's files the job
+	// works on, put where its server will fetch them
+	// (bidder.Client.PutFiles gives them).
+	Files *contract.Files
 }
 
 // spec is what the offer asks the server to run.
 func (j Job) spec() *contract.JobSpec {
 	if j.Image != "" || j.Command != "" {
-		return &contract.JobSpec{Image: j.Image, Command: j.Command, Args: j.Args}
+		return &contract.JobSpec{Image: j.Image, Command: j.Command, Args: j.Args, Files: j.Files}
 	}
 	return &contract.JobSpec{Profile: &contract.Profile{Utilization: j.Utilization, Duration: j.Runtime}}
 }

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"strings"
 	"testing"
 	"testing/quick"
 	"time"
@@ -40,6 +41,8 @@ func TestTermsRunTheJob(t *testing.T) {
 	j = job
 	j.Command = "/usr/bin/python3"
 	assert.Equal(t, &contract.JobSpec{Command: "/usr/bin/python3"}, Fixed{}.Bid(j, 0, time.Now()).Job)
+	j.Files = &contract.Files{Digest: "sha256:" + strings.Repeat("0", 64), Bytes: 10240}
+	assert.Equal(t, j.Files, Fixed{}.Bid(j, 0, time.Now()).Job.Files, "with the client's files")
 	assert.NotNil(t, Fixed{}.Bid(job, 0, time.Now()).Job.Profile, "a job without either stays synthetic")
 }
 

@@ -37,6 +37,8 @@ type offerFlags struct {
 	image       string
 	command     string
 	args        []string
+	files       string // a folder to pack and put for the job (--files)
+	filesMax    int64
 	scale       int32
 	requestID   string
 	file        string
@@ -74,6 +76,8 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.image, "image", "", "a container image the job runs in, REGISTRY/REPOSITORY[:TAG][@DIGEST] (servers that run containers and pull from its registry)")
 	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one); with --image, the image's program to run in place of its entrypoint")
 	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command, or with --image alone of the image's entrypoint (repeat for more)")
+	fs.StringVar(&o.files, "files", "", "a folder of your files for the job (with --command or --image): packed, put where only its server may fetch it, unpacked in its working folder before it starts")
+	fs.Int64Var(&o.filesMax, "files-max-bytes", bidder.DefaultFilesBytes, "the most bytes --files may pack to (servers and the exchange have their own limits: bid servers shows them)")
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
 	fs.StringVar(&o.requestID, "request-id", "", "makes the offer idempotent: the same id never escrows twice (default: generated)")
 	fs.StringVarP(&o.file, "file", "f", "", "read the terms from a JSON or YAML file (docs/pricing.md has the form)")
@@ -277,6 +281,15 @@ match, from your balance then), and becomes a contract when a server
 accepts it. Follow it with watch ID, list them with waiting, take one out
 with cancel ID.
 
+A real job (--command, or --image) may bring your files: --files DIR packs
+the folder (at most --files-max-bytes), puts it into your own bucket on
+the exchange's NATS, where no other client can read it and only your
+contract's server is handed it, and names it in the terms by its digest.
+The server fetches exactly that, checks it and unpacks it into the job's
+working folder before the job starts (time not charged); files it cannot
+fetch or unpack start nothing, the job's logs say why, and the contract
+is voided. Your files go when no contract of yours needs them.
+
 Every offer has a request id (--request-id, generated if not given): making
 the same offer again with the same id returns the same contract and never
 escrows twice, so a timed-out offer is safe to retry.`,
@@ -292,6 +305,9 @@ escrows twice, so a timed-out offer is safe to retry.`,
 				return err
 			}
 			if err := o.pin(cmd.Flags(), &t); err != nil {
+				return err
+			}
+			if err := o.putFiles(ctx, c, &t); err != nil {
 				return err
 			}
 			if o.requestID == "" {
@@ -322,7 +338,9 @@ func newBidResumeCmd(f *bidFlags) *cobra.Command {
 		Short: "Resume a suspended contract's job under a new offer",
 		Long: `resume offers new terms for the job of a suspended (or preempted) contract.
 The terms start as the suspended contract's, server included; the offer flags
-change them (e.g. --price, --time-limit, --server).`,
+change them (e.g. --price, --time-limit, --server). The suspended contract's
+files are kept for its resume, within the exchange's age limit for files
+(24 h by default); --files DIR puts a folder again, or another.`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
 			o.scales = newScales(ctx, c)
@@ -342,6 +360,9 @@ change them (e.g. --price, --time-limit, --server).`,
 			if err := o.pin(cmd.Flags(), &t); err != nil {
 				return err
 			}
+			if err := o.putFiles(ctx, c, &t); err != nil {
+				return err
+			}
 			if o.requestID == "" {
 				o.requestID = newRequestID()
 			}
@@ -351,6 +372,25 @@ change them (e.g. --price, --time-limit, --server).`,
 	}
 	o.register(cmd.Flags())
 	return cmd
+}
+
+// putFiles packs --files and puts it where the job's server will fetch
+// it, and names it in t's job, which must run a program or an image.
+func (o *offerFlags) putFiles(ctx context.Context, c *bidder.Client, t *contract.Terms) error {
+	if o.files == "" {
+		return nil
+	}
+	if t.Job == nil || (t.Job.Command == "" && t.Job.Image == "") {
+		return usagef("--files are for a program or an image to work on: give --command or --image")
+	}
+	f, err := c.PutFiles(ctx, o.files, o.filesMax)
+	if err != nil {
+		return err
+	}
+	job := *t.Job
+	job.Files = &f
+	t.Job = &job
+	return nil
 }
 
 // retryHint tells how to retry an offer that got no answer without

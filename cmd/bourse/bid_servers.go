@@ -25,8 +25,9 @@ currency (--all: every currency), as each says of itself in its heartbeat:
 its GPUs by model and memory, how many are free now, its runner (process:
 real programs; synthetic: profiles only), the meter that measures its jobs,
 the programs a job may name there (exactly as written: a job naming
-"python3" is refused where the list says /usr/bin/python3), and its
-policy, and its ask: the least it takes now per GPU-second (and per
+"python3" is refused where the list says /usr/bin/python3) or the
+sources of the images it pulls, whether it takes a job's files (offer
+--files) and how large, its policy, and its ask: the least it takes now per GPU-second (and per
 second), as its policy would counter an offer below it, which offers and
 quotes are routed by ("no price" where its policy does not say; "-" from
 a server that publishes no ask). --json lists every program and the
@@ -102,8 +103,16 @@ func modelsText(gs []protocol.GPUCount) string {
 // runsText is what a server runs: a process runner's programs, or a
 // container runner's image sources, the first three and how many more,
 // and the largest image it pulls; what a synthetic runner runs is no
-// program.
+// program. A server that takes a job's files says how large.
 func runsText(r *protocol.Runs) string {
+	s := jobsText(r)
+	if r.Files != nil {
+		s += fmt.Sprintf("; files up to %d MiB", r.Files.MaxBytes>>20)
+	}
+	return s
+}
+
+func jobsText(r *protocol.Runs) string {
 	firstThree := func(list []string) string {
 		if len(list) > 3 {
 			return strings.Join(list[:3], ", ") + fmt.Sprintf(" and %d more", len(list)-3)

@@ -71,6 +71,7 @@ func TestRunsText(t *testing.T) {
 			"images from ghcr.io/acme (at most 2048 MiB)"},
 		{protocol.Runs{Runner: protocol.RunnerContainer, Images: &protocol.Images{Allowed: []string{"a.io", "b.io", "c.io", "d.io"}}},
 			"images from a.io, b.io, c.io and 1 more"},
+		{protocol.Runs{Runner: protocol.RunnerProcess, Programs: []string{"a"}, Files: &protocol.Files{MaxBytes: 1 << 30}}, "a; files up to 1024 MiB"},
 	} {
 		assert.Equal(t, tt.want, runsText(&tt.runs))
 	}

@@ -69,6 +69,9 @@ func printShow(w io.Writer, k protocol.ContractView, sc *scales, bid string) err
 	line("Prepayment", "%s %s", sc.amount(t.Prepayment, cur), cur)
 	line("Preemptible", "%t", t.Preemptible)
 	line("Job", "%s", jobText(k))
+	if j := t.Job; j != nil && j.Files != nil {
+		line("Files", "%s (%d bytes), unpacked in its working folder", j.Files.Digest, j.Files.Bytes)
+	}
 	if !t.StartAt.IsZero() {
 		line("Start at", "%s", when(t.StartAt))
 	}

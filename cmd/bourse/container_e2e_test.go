@@ -59,7 +59,7 @@ runner:
 		"the server did not register:\n%s", srv)
 	assert.Contains(t, srv.String(), "jobs: kept apart by a container each (runc; network none)")
 	assert.Contains(t, srv.String(), "so containers are charged U = GPUs × T")
-	assert.Regexp(t, `(?m)^box +CRED +2 +2 +2× H100 80 GiB +container +full_use +images from `+regexp.QuoteMeta(host)+`/test \(at most 1024 MiB\) `, b.ok("ada", "servers"))
+	assert.Regexp(t, `(?m)^box +CRED +2 +2 +2× H100 80 GiB +container +full_use +images from `+regexp.QuoteMeta(host)+`/test \(at most 1024 MiB\); files up to 1024 MiB `, b.ok("ada", "servers"))
 
 	t.Run("Runs", func(t *testing.T) {
 		k := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", box,
@@ -84,6 +84,32 @@ runner:
 		pulled, err := os.ReadDir(filepath.Join(base, "images"))
 		require.NoError(t, err)
 		assert.NotEmpty(t, pulled, "the image store's cache is empty after the pull of %s (%s)", box, digest)
+	})
+
+	t.Run("Files", func(t *testing.T) {
+		// ada's folder goes with her image: her job finds it in its
+		// working folder, its user's, and leaves what it read in its
+		// results; she is charged for what was metered.
+		folder := t.TempDir()
+		require.NoError(t, os.Mkdir(filepath.Join(folder, "data"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(folder, "data", "x.csv"), []byte("ada's data\n"), 0o644))
+		k := b.offerJSON("ada", "--server", "box", "--gpus", "1", "--price", "0.50", "--time-limit", "1m", "--image", box, "--files", folder,
+			"--command", "/bin/sh", "--arg", "-c", "--arg", `cat data/x.csv; cp data/x.csv $BOURSE_RESULTS/seen.txt; echo "in $(pwd), owner $(stat -c %u data/x.csv), me $(id -u)"`)
+		got := b.waitState("ada", k.ID, contract.StateSettled)
+		assert.Equal(t, contract.ReasonCompleted, got.Reason)
+		require.NotNil(t, got.Reading)
+		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
+		require.NoError(t, err)
+		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
+		assert.Regexp(t, `^ada's data\nin /bourse/work, owner ([1-9][0-9]*), me ([1-9][0-9]*)\n$`, b.ok("ada", "logs", "--follow", k.ID))
+		m := regexp.MustCompile(`owner (\d+), me (\d+)`).FindStringSubmatch(b.ok("ada", "logs", k.ID))
+		require.Len(t, m, 3)
+		assert.Equal(t, m[2], m[1], "the files are the job user's")
+		dir := filepath.Join(t.TempDir(), "results")
+		b.ok("ada", "results", k.ID, "-o", dir)
+		data, err := os.ReadFile(filepath.Join(dir, "seen.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "ada's data\n", string(data))
 	})
 
 	t.Run("NotPulled", func(t *testing.T) {

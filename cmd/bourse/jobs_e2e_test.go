@@ -241,11 +241,46 @@ sample_every: 50ms
 		// What each server runs, as it says: the programs a job may
 		// name, exactly, and the meter; a refusal names the list.
 		out := b.ok("ada", "servers")
-		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+` `, out)
-		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+` `, out)
+		assert.Regexp(t, `(?m)^bare +CRED +1 +1 +1× H100 80 GiB +process +none +`+regexp.QuoteMeta(job)+`; files up to 1024 MiB `, out)
+		assert.Regexp(t, `(?m)^gpu1 +CRED +8 +\d +8× A100 \d+ GiB +process +nvml +`+regexp.QuoteMeta(job)+`; files up to 1024 MiB `, out)
 		_, errOut, code := b.bid("ada", "offer", "--server", "gpu1", "--gpus", "1", "--price", "0.5", "--command", "bourse.test")
 		assert.Equal(t, exitRefused, code)
 		assert.Contains(t, errOut, `"bourse.test" is not a program this server runs: it runs `+job)
+	})
+
+	t.Run("Files", func(t *testing.T) {
+		// ada's folder goes with her offer: her job reads it in its
+		// working folder, and leaves what it read in its results; she is
+		// charged for what was metered, and show names the files.
+		folder := t.TempDir()
+		require.NoError(t, os.Mkdir(filepath.Join(folder, "data"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(folder, "data", "x.csv"), []byte("ada's data\n"), 0o644))
+		out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m",
+			"--command", job, "--arg="+jobFlag, "--arg=read", "--arg=data/x.csv", "--files", folder)
+		require.Equal(t, 0, code, errOut)
+		var r protocol.OfferReply
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		require.NotNil(t, r.Contract)
+		id := r.Contract.ID
+		require.NotNil(t, r.Contract.Terms.Job.Files, "the terms name the files")
+		got := b.waitState("ada", id, contract.StateSettled)
+		assert.Equal(t, contract.ReasonCompleted, got.Reason)
+		require.NotNil(t, got.Reading)
+		st, err := contract.Charge(got.Terms, got.Reading.Usage(), 2)
+		require.NoError(t, err)
+		assert.True(t, got.Charge.IsPositive() && got.Charge.Equal(st.Charge), "charged %s, want %s for what was metered", got.Charge, st.Charge)
+		assert.Equal(t, "ada's data\n", b.ok("ada", "logs", "--follow", id))
+		dir := filepath.Join(t.TempDir(), "results")
+		b.ok("ada", "results", id, "-o", dir)
+		data, err := os.ReadFile(filepath.Join(dir, "seen.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "ada's data\n", string(data))
+		assert.Contains(t, b.ok("ada", "show", id), "Files        "+got.Terms.Job.Files.Digest+" (")
+		assert.Regexp(t, `(?m)^gpu1 .*; files up to 1024 MiB `, b.ok("ada", "servers"))
+
+		_, errOut, code = b.bid("ada", "offer", "--gpus", "1", "--price", "0.5", "--files", folder)
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "--files are for a program or an image to work on")
 	})
 
 	t.Run("WaitAndShow", func(t *testing.T) {

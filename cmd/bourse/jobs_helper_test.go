@@ -26,8 +26,22 @@ func runTestJob() {
 //	train N   leave notes.txt in $BOURSE_RESULTS, print "step i" every 100 ms
 //	          for N steps and "loss" on stderr, then leave model.txt and exit 0
 //	exit N    print "exiting N", and exit N after 200 ms
+//	read PATH print the file PATH (of its working folder, where its files
+//	          are) and leave it in $BOURSE_RESULTS as seen.txt
 func testJob(act string, args []string) int {
 	switch act {
+	case "read":
+		data, err := os.ReadFile(args[0])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Print(string(data))
+		if err := os.WriteFile(filepath.Join(os.Getenv("BOURSE_RESULTS"), "seen.txt"), data, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		fmt.Printf("exiting %d\n", n)

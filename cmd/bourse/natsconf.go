@@ -176,7 +176,10 @@ func writeNATSConfig(w io.Writer, host string, port int, jetstream string, store
 # its own prefix (bourse.v1.client.<id>.> or bourse.v1.server.<id>.>) and
 # subscribe only to its own deliveries (bourse.v1.deliver.<id>.>), its own
 # inbox (_INBOX_<id>.>, set with nats.CustomInboxPrefix) and the public
-# market data (bourse.v1.market.>, which only the exchange publishes).
+# market data (bourse.v1.market.>, which only the exchange publishes). A
+# client may also put files into its own object store bucket
+# (BOURSE_FILES_<id>, which the exchange makes), through the JetStream
+# calls on that bucket's stream alone that putting needs.
 # allow_responses lets a server answer the exchange's requests. The
 # exchange trusts the subject token as the sender, so these permissions are
 # what make identity hold.
@@ -212,26 +215,48 @@ func writeNATSConfig(w io.Writer, host string, port int, jetstream string, store
 	}
 	b.WriteString("\nauthorization {\n  users = [\n")
 	for _, p := range parties {
-		switch p.role {
-		case "exchange":
+		perms, err := natsauth.PermissionsOf(p.role, p.id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case perms.All:
 			b.WriteString("    # The exchange: everything, including JetStream and micro ($SRV) APIs.\n")
 			fmt.Fprintf(&b, "    { user: %s, password: %q }\n", p.id, p.password)
-		case natsauth.RoleViewer:
+			continue
+		case perms.DenyPublish:
 			b.WriteString("\n    # A viewer reads the market data and publishes nothing.\n")
-			fmt.Fprintf(&b, "    { user: %s, password: %q, permissions: {\n", p.id, p.password)
-			b.WriteString("        publish: { deny: [\">\"] }\n")
-			fmt.Fprintf(&b, "        subscribe: [%q]\n    }}\n", protocol.MarketSubjects)
+		case p.role == protocol.RoleClient:
+			b.WriteString("\n    # Its own bucket of files (" + protocol.FilesBucketOf(p.id) + ") and the JetStream calls that put them there.\n")
 		default:
-			fmt.Fprintf(&b, "\n    { user: %s, password: %q, permissions: {\n", p.id, p.password)
-			fmt.Fprintf(&b, "        publish: [%q]\n", fmt.Sprintf("%s.%s.%s.>", protocol.Prefix, p.role, p.id))
-			fmt.Fprintf(&b, "        subscribe: [%q, %q, %q]\n", protocol.InboxPrefix(p.id)+".>", protocol.DeliverSubject(p.id, ">"), protocol.MarketSubjects)
-			if p.role == protocol.RoleServer {
-				b.WriteString("        allow_responses: true\n")
-			}
-			b.WriteString("    }}\n")
+			b.WriteString("\n")
 		}
+		fmt.Fprintf(&b, "    { user: %s, password: %q, permissions: {\n", p.id, p.password)
+		if perms.DenyPublish {
+			b.WriteString("        publish: { deny: [\">\"] }\n")
+		} else {
+			fmt.Fprintf(&b, "        publish: [%s]\n", quoted(perms.Publish))
+		}
+		fmt.Fprintf(&b, "        subscribe: [%s]\n", quoted(perms.Subscribe))
+		if perms.Responses {
+			b.WriteString("        allow_responses: true\n")
+		}
+		b.WriteString("    }}\n")
 	}
 	b.WriteString("  ]\n}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// quoted lists subjects as the configuration writes them: quoted, with
+// commas between, or a line each where there are more than three.
+func quoted(subjects []string) string {
+	q := make([]string, len(subjects))
+	for i, s := range subjects {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	if len(q) <= 3 {
+		return strings.Join(q, ", ")
+	}
+	return "\n          " + strings.Join(q, "\n          ") + "\n        "
 }

@@ -76,6 +76,11 @@ type serverConfig struct {
 		JobUserPrefix string   `yaml:"job_user_prefix"`
 		JobUserCount  int      `yaml:"job_user_count"`
 		Cgroup        string   `yaml:"cgroup"`
+		// FilesBytes bounds a job's files, fetched and unpacked into its
+		// working folder (1 GiB if 0; negative: no files), FilesCount
+		// their entries (process.DefaultFilesCount if 0).
+		FilesBytes int64 `yaml:"files_bytes"`
+		FilesCount int64 `yaml:"files_count"`
 		// The container runner's own (server_container.go).
 		containerSettings `yaml:",inline"`
 	} `yaml:"runner"`
@@ -438,7 +443,8 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		}
 		pr, err := process.New(process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Devices: devices, Logger: log})
+			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Devices: devices, Logger: log,
+			FilesBytes: c.Runner.FilesBytes, FilesCount: c.Runner.FilesCount})
 		if err != nil {
 			return fmt.Errorf("server config: runner: %w", err)
 		}

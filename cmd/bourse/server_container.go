@@ -61,6 +61,7 @@ func (c *serverConfig) containerRunner(open imageStore, users []string, meter se
 		Users:   users, Env: r.Env, AllowEnv: r.AllowEnv, Devices: devices, CDIDirs: r.CDIDirs,
 		Pids: r.Pids, MemoryPerGPU: r.MemoryPerGPU, TmpBytes: r.TmpBytes, Network: r.Network, StateDir: r.StateDir,
 		OutputDir: r.OutputDir, OutputCap: r.OutputCap, Grace: r.Grace, Meter: meter, NoMeter: noMeter, Logger: log,
+		FilesBytes: r.FilesBytes, FilesCount: r.FilesCount,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server config: runner: %w", err)

@@ -281,7 +281,8 @@ func TestServerExampleConfig(t *testing.T) {
 	if _, err := c.policy(); err != nil {
 		t.Fatal(err)
 	}
-	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 {
+	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 ||
+		c.Runner.FilesBytes != 1<<30 || c.Runner.FilesCount != 100_000 {
 		t.Errorf("the example reads as %+v", c)
 	}
 }
@@ -296,7 +297,7 @@ func TestServerContainerConfig(t *testing.T) {
 	}
 	r := c.Runner
 	if r.Kind != "container" || r.Runtime != "runc" || r.Pids != 4096 || r.MemoryPerGPU != 64<<30 || r.TmpBytes != 8<<30 ||
-		r.Network != "none" || len(r.CDIDirs) != 2 || r.JobUserCount != 8 {
+		r.Network != "none" || len(r.CDIDirs) != 2 || r.JobUserCount != 8 || r.FilesBytes != 1<<30 {
 		t.Errorf("the example's runner reads as %+v", r)
 	}
 	want := container.StoreConfig{Allowed: []string{"ghcr.io/acme", "docker.io/library"}, CacheDir: "/var/cache/bourse/images",

@@ -52,6 +52,9 @@ type Config struct {
 	StreamPerContract int64
 	// Output bounds the stream of jobs' output (output.go).
 	Output OutputLimits
+	// Files bounds the clients' files, and the buckets that keep them
+	// (files.go).
+	Files FilesLimits
 	// JetStreamWait is how long Start waits for JetStream to create the
 	// usage stream and its consumer, retrying (2 minutes): a NATS cluster
 	// just started has no stream leader for a while.
@@ -85,6 +88,7 @@ func (c *Config) defaults() error {
 	}
 	c.Limits.defaults()
 	c.Output.defaults(c.StreamStorage)
+	c.Files.defaults(c.StreamStorage)
 	return nil
 }
 
@@ -112,6 +116,7 @@ type Service struct {
 	subs      []*nats.Subscription
 	js        jetstream.JetStream // the servers' output streams, read for their clients
 	outputs   sync.Map            // servers whose output stream this instance has made (ensureOutput)
+	buckets   sync.Map            // clients' files buckets this instance has opened, by client (files.go)
 	consumer  jetstream.ConsumeContext
 	usage     jetstream.Stream   // the usage stream, once startUsage has it
 	usageCons jetstream.Consumer // and its consumer
@@ -146,6 +151,9 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	hc := cfg.Config
 	hc.Router, hc.Notifier = (*router)(s), (*router)(s)
 	hc.Backlog = (*backlog)(s)
+	if cfg.Files.MaxBytes > 0 {
+		hc.Files = (*files)(s)
+	}
 	// Instances share a store and may hear servers apart (a NATS node
 	// cut off): each records what it hears there for the others' sweeps.
 	hc.Instance, hc.ShareHearing = newInstanceID(), true
@@ -281,9 +289,11 @@ func (s *Service) startEndpoints() error {
 		{client, protocol.VerbStatement, s.handleStatement},
 		{client, protocol.VerbLogs, s.async(s.handleOutput(protocol.PartLog))},
 		{client, protocol.VerbResults, s.async(s.handleOutput(protocol.PartResults))},
+		{client, protocol.VerbFiles, s.async(s.handleFiles)},
 		{server, protocol.VerbHello, s.handleHello},
 		{server, protocol.VerbStarted, s.handleStarted},
 		{server, protocol.VerbReceipts, s.async(s.handleReceipts)},
+		{server, protocol.VerbFetch, s.async(s.handleFetch)},
 	}
 	for _, e := range endpoints {
 		if err := e.g.AddEndpoint(e.verb, s.guard(e.h), micro.WithEndpointSubject("*."+e.verb)); err != nil {

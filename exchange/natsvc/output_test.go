@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -39,35 +40,8 @@ import (
 // such contract; NATS refuses him her subjects, the servers' output
 // subjects and the JetStream API.
 func TestOutputToItsClientOnly(t *testing.T) {
-	ns := natstest.StartShipped(t, nil)
+	ns, _ := shippedMarket(t, exchange.Config{}, 1, "/bin/echo")
 	ctx := context.Background()
-
-	store := memstore.New(mem.New(mem.Options{}))
-	require.NoError(t, store.Ledger().CreateCurrency(ctx, currency.Currency{Code: cred, Scale: 2}))
-	for _, id := range []string{"alice", "bob"} {
-		w, err := store.Ledger().OpenAccount(ctx, currency.Account{ID: currency.WalletID(cred, id), Currency: cred, Kind: currency.Wallet})
-		require.NoError(t, err)
-		_, err = currency.Do(ctx, store.Ledger(), currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID(cred), To: w.ID, Amount: dectest.D("100")})
-		require.NoError(t, err)
-	}
-	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret")),
-		Config: exchange.Config{Store: store, ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond}})
-	require.NoError(t, err)
-	t.Cleanup(ex.Stop)
-
-	out := t.TempDir()
-	pr, err := process.New(process.Config{Allowed: []string{"/bin/echo"}, OutputDir: out, Meter: server.FullUse{}, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(pr.Close)
-	actx, stop := context.WithCancel(ctx)
-	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserInfo("gpu1", "gpu1-secret")},
-		ID: "gpu1", Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: []contract.GPU{{Index: 0, Model: "H100", MemoryMiB: 81920}},
-		Runner: pr, Output: &spool.Config{Dir: out, LogCap: pr.OutputCap()}, Logger: slog.New(slog.DiscardHandler),
-		ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = a.Run(actx) })
-	t.Cleanup(func() { stop(); wg.Wait() })
 
 	alice, err := bidder.Dial(bidder.Config{ID: "alice", URL: ns.ClientURL(), Credentials: bidder.Credentials{User: "alice", Password: "alice-secret"}, Timeout: 3 * time.Second})
 	require.NoError(t, err)
@@ -171,4 +145,47 @@ func TestOutputStreamUpgrade(t *testing.T) {
 	require.NoError(t, natswire.DecodeError(msg))
 	_, err = js.Stream(ctx, protocol.OutputStreamOf("gpu2"))
 	assert.NoError(t, err, "no stream of gpu2's own after its hello")
+}
+
+// shippedMarket runs NATS with docs/nats-server.conf, the exchange on its
+// user (cfg, with readings and heartbeats every 100 ms), alice and bob
+// funded, and gpu1 running programs on gpus GPUs, as the process
+// runner's jobs, with output; it returns NATS and the exchange's
+// connection.
+func shippedMarket(t *testing.T, cfg exchange.Config, gpus int, programs ...string) (*natsserver.Server, *nats.Conn) {
+	t.Helper()
+	ns := natstest.StartShipped(t, nil)
+	ctx := context.Background()
+	store := memstore.New(mem.New(mem.Options{}))
+	require.NoError(t, store.Ledger().CreateCurrency(ctx, currency.Currency{Code: cred, Scale: 2}))
+	for _, id := range []string{"alice", "bob"} {
+		w, err := store.Ledger().OpenAccount(ctx, currency.Account{ID: currency.WalletID(cred, id), Currency: cred, Kind: currency.Wallet})
+		require.NoError(t, err)
+		_, err = currency.Do(ctx, store.Ledger(), currency.Transfer{Key: "grant/" + id, From: currency.IssuanceID(cred), To: w.ID, Amount: dectest.D("100")})
+		require.NoError(t, err)
+	}
+	cfg.Store, cfg.ReadingEvery, cfg.Heartbeat = store, 100*time.Millisecond, 100*time.Millisecond
+	exch := natstest.Connect(t, ns, "", nats.UserInfo("exchange", "exchange-secret"))
+	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: exch, Config: cfg})
+	require.NoError(t, err)
+	t.Cleanup(ex.Stop)
+
+	out := t.TempDir()
+	pr, err := process.New(process.Config{Allowed: programs, OutputDir: out, Meter: server.FullUse{}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(pr.Close)
+	var gs []contract.GPU
+	for i := range gpus {
+		gs = append(gs, contract.GPU{Index: i, Model: "H100", MemoryMiB: 81920})
+	}
+	actx, stop := context.WithCancel(ctx)
+	a, err := agent.New(agent.Config{URL: ns.ClientURL(), NATSOptions: []nats.Option{nats.UserInfo("gpu1", "gpu1-secret")},
+		ID: "gpu1", Currency: currency.Currency{Code: cred, Scale: 2}, GPUs: gs,
+		Runner: pr, Output: &spool.Config{Dir: out, LogCap: pr.OutputCap()}, Logger: slog.New(slog.DiscardHandler),
+		ReadingEvery: 100 * time.Millisecond, Heartbeat: 100 * time.Millisecond})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = a.Run(actx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+	return ns, exch
 }

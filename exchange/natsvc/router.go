@@ -176,4 +176,6 @@ func (r *router) Notify(client string, ev exchange.Event) {
 		return
 	}
 	_ = r.nc.Publish(protocol.DeliverSubject(client, protocol.DeliverEvent), body)
+	// A contract that ended may have been the last to need its files.
+	(*Service)(r).dropFiles(ev)
 }

@@ -23,32 +23,7 @@ import (
 // nats-config, nats-auth) are held to it.
 func OutputRefused(t *testing.T, url, party, owner, server, id string, as nats.Option) {
 	t.Helper()
-	var mu sync.Mutex
-	var violations []string
-	nc, err := nats.Connect(url, as, nats.CustomInboxPrefix(protocol.InboxPrefix(party)),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			violations = append(violations, err.Error())
-		}))
-	require.NoError(t, err)
-	defer nc.Close()
-	refused := func(t *testing.T, what string) {
-		t.Helper()
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			mu.Lock()
-			seen := append([]string(nil), violations...)
-			mu.Unlock()
-			for _, v := range seen {
-				if strings.Contains(v, "Permissions Violation for "+what) {
-					return
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("NATS did not refuse the %s: %v", what, seen)
-			}
-		}
-	}
+	nc, refused := violations(t, url, party, as)
 	t.Run("OwnersSubject", func(t *testing.T) {
 		_, err := nc.Request(protocol.ClientSubject(owner, protocol.VerbLogs), []byte(`{"contract":"`+id+`"}`), 500*time.Millisecond)
 		assert.Error(t, err, "an answer to a request on %s's subject", owner)
@@ -75,4 +50,38 @@ func OutputRefused(t *testing.T, url, party, owner, server, id string, as nats.O
 		}
 		refused(t, `Publish to "$JS.API`)
 	})
+}
+
+// violations connects as party and returns the connection and refused,
+// which waits for NATS to report a permissions violation of what
+// ("Publish", `Subscription to "x"`) on it, and fails the test if none
+// comes.
+func violations(t *testing.T, url, party string, as nats.Option) (*nats.Conn, func(t *testing.T, what string)) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	nc, err := nats.Connect(url, as, nats.CustomInboxPrefix(protocol.InboxPrefix(party)),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, err.Error())
+		}))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc, func(t *testing.T, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			got := append([]string(nil), seen...)
+			mu.Unlock()
+			for _, v := range got {
+				if strings.Contains(v, "Permissions Violation for "+what) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("NATS did not refuse the %s: %v", what, got)
+			}
+		}
+	}
 }

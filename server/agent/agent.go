@@ -108,11 +108,16 @@ type Agent struct {
 	// spool sends the jobs' output; nil without Config.Output.
 	spool *spool.Spool
 	// runCtx outlives Run's ctx by the shutdown grace, so that the final
-	// readings of stopped jobs still go out.
-	runCtx   context.Context
-	work     sync.WaitGroup // stops, launches and publications under way
-	handlers sync.WaitGroup // offers being decided
-	ran      atomic.Bool
+	// readings of stopped jobs still go out. startCtx ends when the
+	// shutdown begins: a start under way (its files' fetch) gives up,
+	// and starting counts those that go on in the background.
+	runCtx     context.Context
+	startCtx   context.Context
+	stopStarts context.CancelFunc
+	starting   atomic.Int32
+	work       sync.WaitGroup // stops, launches and publications under way
+	handlers   sync.WaitGroup // offers being decided
+	ran        atomic.Bool
 	// reconnected asks for a new hello; the agent's own connection
 	// signals it, a Config.Conn does not.
 	reconnected chan struct{}
@@ -160,15 +165,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	node, err := server.NewNode(server.NodeConfig{ID: cfg.ID, Currency: cfg.Currency, GPUs: cfg.GPUs, Policy: cfg.Policy,
-		Runner: cfg.Runner, ReadingEvery: cfg.ReadingEvery, ClaimFor: cfg.ClaimFor, Logger: cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
-	return &Agent{
+	a := &Agent{
 		cfg:         cfg,
 		id:          cfg.ID,
-		node:        node,
 		log:         cfg.Logger.With("server", cfg.ID),
 		now:         cfg.Now,
 		heartbeat:   cfg.Heartbeat,
@@ -176,7 +175,15 @@ func New(cfg Config) (*Agent, error) {
 		resendKick:  make(chan struct{}, 1),
 		tickKick:    make(chan struct{}, 1),
 		changes:     make(chan struct{}, 1),
-	}, nil
+	}
+	// The agent fetches its jobs' files for the runner, from the exchange.
+	node, err := server.NewNode(server.NodeConfig{ID: cfg.ID, Currency: cfg.Currency, GPUs: cfg.GPUs, Policy: cfg.Policy,
+		Runner: cfg.Runner, ReadingEvery: cfg.ReadingEvery, ClaimFor: cfg.ClaimFor, Files: a, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	a.node = node
+	return a, nil
 }
 
 // Node is the server's admission and bookkeeping, which the agent drives.
@@ -240,6 +247,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	a.runCtx = runCtx
+	a.startCtx, a.stopStarts = context.WithCancel(runCtx)
+	defer a.stopStarts()
 	resendCtx, stopResend := context.WithCancel(runCtx)
 	resent := make(chan struct{})
 	go func() { defer close(resent); a.resend(resendCtx) }()
@@ -405,9 +414,12 @@ func (a *Agent) shutdown(subs []*nats.Subscription, cancelRun context.CancelFunc
 	}
 	a.handlers.Wait() // offers decided meanwhile were refused: the node is closed
 	a.node.Close()
+	a.stopStarts()
 	grace := time.AfterFunc(a.cfg.ShutdownTimeout, cancelRun) //wallclock: pacing: how long a shutdown waits, in real time
 	defer grace.Stop()
-	for a.node.Running() > 0 && a.runCtx.Err() == nil {
+	// A start in the background ends soon (its fetch gives up); a job it
+	// launched meanwhile is stopped here with the others.
+	for (a.node.Running() > 0 || a.starting.Load() > 0) && a.runCtx.Err() == nil {
 		a.tick()
 		select {
 		case <-a.runCtx.Done():

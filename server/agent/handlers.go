@@ -46,28 +46,44 @@ func (a *Agent) onQuote(m *nats.Msg) {
 // onStart starts an accepted contract's job and answers protocol.Started,
 // or an error reply: the jobs it preempts are stopped first. The start
 // subscription delivers one message at a time, so two starts of one
-// contract never race.
+// contract never race; one whose job names files goes on in the
+// background (startWithFiles), and the node answers a second start of it
+// meanwhile that it is starting.
 func (a *Agent) onStart(m *nats.Msg) {
 	var s protocol.Start
 	if err := decode(m, &s); err != nil {
 		a.respondError(m, err)
 		return
 	}
-	started, err := a.start(s)
+	if hasFiles(s) {
+		a.startWithFiles(m, s)
+		return
+	}
+	a.answerStart(m, s)
+}
+
+// answerStart starts s's contract and answers m with its Started, or
+// with why not; ok says it started.
+func (a *Agent) answerStart(m *nats.Msg, s protocol.Start) (started protocol.Started, ok bool) {
+	started, err := a.start(a.startCtx, s)
 	if err != nil {
 		a.log.Warn("start", "contract", s.Contract.ID, "offer", s.Offer, "err", err)
 		a.respondError(m, err)
-		return
+		return started, false
 	}
 	a.changed()
 	a.respond(m, started)
+	return started, true
 }
 
-func (a *Agent) start(s protocol.Start) (protocol.Started, error) {
+// start starts s's contract, within ctx: the stops of what it preempts,
+// the fetch of its files, its launch. A job its runner prepares first
+// (its image pulled: server.Preparer) is answered preparing at once.
+func (a *Agent) start(ctx context.Context, s protocol.Start) (protocol.Started, error) {
 	if p, ok := a.cfg.Runner.(server.Preparer); ok && p.Prepares(s.Contract.Terms.Job) {
 		return a.startPrepared(s, p)
 	}
-	started, launching, err := a.node.Begin(a.runCtx, a.now, s, func(stops []server.Stop) { a.stopAll(stops, preemptWait) })
+	started, launching, err := a.node.Begin(ctx, a.now, s, func(stops []server.Stop) { a.stopAll(stops, preemptWait) })
 	switch {
 	case err != nil:
 		return protocol.Started{}, err

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
-	"github.com/bourse/bourse/protocol/natswire"
 	"github.com/bourse/bourse/server"
 )
 
@@ -91,24 +89,14 @@ func (a *Agent) publishFinal(rd contract.Reading) {
 }
 
 // launchBooked starts a booked job whose slot has begun and reports the
-// start on the server's started subject. If this report is lost, the
-// first reading tells the exchange.
+// start on the server's started subject.
 func (a *Agent) launchBooked(id string) {
-	started, err := a.node.Launch(a.runCtx, a.now(), id)
+	started, err := a.node.Launch(a.startCtx, a.now(), id)
 	if err != nil {
 		a.log.Warn("start booked contract", "contract", id, "err", err)
 		return
 	}
 	a.watch(id)
 	a.declare(&started)
-	body, _ := protocol.Marshal(started)
-	ctx, cancel := context.WithTimeout(a.runCtx, 2*time.Second)
-	defer cancel()
-	msg, err := a.nc.RequestWithContext(ctx, protocol.ServerSubject(a.id, protocol.VerbStarted), body)
-	if err == nil {
-		err = natswire.DecodeError(msg)
-	}
-	if err != nil {
-		a.log.Warn("report the start of a booked contract", "contract", id, "err", err)
-	}
+	a.reportStarted(started)
 }

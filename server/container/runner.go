@@ -106,6 +106,8 @@ type Config struct {
 	Meter      server.Meter
 	NoMeter    string
 	Logger     *slog.Logger
+	FilesBytes int64
+	FilesCount int64
 }
 
 // Runner runs jobs in containers, on a process.Host. Make one with New;
@@ -195,7 +197,8 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("%s: state: %w", op, err)
 	}
 	h, err := process.NewHost(process.HostConfig{Users: cfg.Users, Cgroup: process.CgroupRequired, OutputDir: cfg.OutputDir,
-		OutputCap: cfg.OutputCap, Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger})
+		OutputCap: cfg.OutputCap, Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger,
+		FilesBytes: cfg.FilesBytes, FilesCount: cfg.FilesCount})
 	if err != nil {
 		st.close()
 		return nil, err
@@ -235,7 +238,7 @@ func findRuntime(name string) (string, error) {
 // sources, and its meter.
 func (r *Runner) Runs() protocol.Runs {
 	im := r.cfg.Sources
-	return protocol.Runs{Runner: protocol.RunnerContainer, Meter: r.Meter(), Images: &im}
+	return protocol.Runs{Runner: protocol.RunnerContainer, Meter: r.Meter(), Images: &im, Files: r.Files()}
 }
 
 // Meter is how the runner's jobs are measured; empty without a meter.
@@ -300,7 +303,7 @@ func (r *Runner) Start(ctx context.Context, a server.Assignment) (server.Job, er
 		return nil, err
 	}
 	built := false
-	j, err := r.Run(a, freezable, func(s process.Slot) (process.Launch, error) {
+	j, err := r.Run(ctx, a, freezable, func(s process.Slot) (process.Launch, error) {
 		built = true
 		return r.launch(a, s, img, jobEnv, gpus)
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/untar"
 )
 
 // The cache's layout under CacheDir:
@@ -64,9 +65,9 @@ func (s *Store) openCache() error {
 			Message: dir + ": another image store has it", Err: err}
 	}
 	s.lock = lock
-	if err := checkRootSupport(dir); err != nil {
+	if err := untar.CheckSupport(dir); err != nil {
 		lock.Close()
-		return err
+		return &bourse.Error{Code: bourse.ErrorCode(err), Field: "cache_dir", Message: bourse.ErrorMessage(err), Err: err}
 	}
 	tmps, err := os.ReadDir(filepath.Join(dir, tmpDir))
 	if err != nil {

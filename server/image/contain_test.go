@@ -123,9 +123,9 @@ func TestPullContains(t *testing.T) {
 	})
 	t.Run("DeviceNode", func(t *testing.T) {
 		_, img, err := pullLayers(t, nil, layerOf(t,
-			ent{tar.Header{Name: "dev/mem", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 1, Mode: 0o666}, ""},
-			ent{tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock, Devmajor: 8, Mode: 0o666}, ""},
-			ent{tar.Header{Name: "run/fifo", Typeflag: tar.TypeFifo, Mode: 0o666}, ""},
+			ent{Header: tar.Header{Name: "dev/mem", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 1, Mode: 0o666}},
+			ent{Header: tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock, Devmajor: 8, Mode: 0o666}},
+			ent{Header: tar.Header{Name: "run/fifo", Typeflag: tar.TypeFifo, Mode: 0o666}},
 			file("etc/kept", "x")))
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func TestPullContains(t *testing.T) {
 	})
 	t.Run("SetuidBit", func(t *testing.T) {
 		mode := func(name string, typ byte, m int64) ent {
-			return ent{tar.Header{Name: name, Typeflag: typ, Mode: m, Uid: 1234, Gid: 1234}, ""}
+			return ent{Header: tar.Header{Name: name, Typeflag: typ, Mode: m, Uid: 1234, Gid: 1234}}
 		}
 		_, img, err := pullLayers(t, nil, layerOf(t,
 			mode("bin/su", tar.TypeReg, 0o4755), mode("bin/sg", tar.TypeReg, 0o2711),

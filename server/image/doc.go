@@ -64,35 +64,18 @@
 // whatever a crash left under tmp. Pulls of one digest at once unpack it
 // once; one whose context ends hands the unpack on to one still waiting.
 //
-// Every path is resolved by the kernel in the image's root as under
-// chroot (openat2 with RESOLVE_IN_ROOT, Linux 5.6 or later): an absolute
-// symlink, or a "..", in a path stays in the root, and no symlink from an
-// archive is followed on the host. Entries are never written through a
-// symlink at their own name (what is there is removed first). What each
-// kind of entry does:
-//
-//   - a name with ".." that climbs out of the root: the image is refused;
-//     a leading "/" is dropped, as tar and Docker drop it;
-//   - a path through a symlink that dangles in the root: refused, as
-//     Docker refuses it;
-//   - a hard link: only to a file or symlink already in the root, its
-//     path resolved in the root; anything else is refused;
-//   - device nodes and fifos: left out, with a log line, and the image
-//     taken: the runtime makes the container's /dev, and base images
-//     built from tarballs carry /dev entries that would be harmless;
-//     refusing them would refuse those images for nothing;
-//   - whiteouts: ".wh.name" removes name from the layers below,
-//     ".wh..wh..opq" hides what the layers below put in its directory
-//     (the layer's own entries, and the directories above them, stay);
-//   - modes: files 0644, or 0755 if the image makes them executable by
-//     anyone; directories 0755; no setuid, setgid or sticky bit;
-//   - ownership is not kept: everything belongs to the user that pulled
-//     (root, for the agent), readable by all, so that whichever user the
-//     runner maps the job to reads the image and writes none of it; the
-//     root is mounted read-only besides. No extended attributes are
-//     kept, so no file capabilities. Files and symlinks keep their
-//     modification times (Python compares its sources' with its
-//     bytecode's); directories do not.
+// Package internal/untar unpacks each layer, by its rules (every path
+// resolved in the image's root as under chroot, nothing written through
+// a symlink, no setuid bits, no extended attributes), with the image's
+// choices: whiteouts applied (".wh.name" removes name from the layers
+// below, ".wh..wh..opq" hides what the layers below put in its
+// directory); device nodes and fifos left out, with a log line, and the
+// image taken (the runtime makes the container's /dev, and base images
+// built from tarballs carry /dev entries that would be harmless: refusing
+// them would refuse those images for nothing); everything owned by the
+// user that pulled (root, for the agent), readable by all, so that
+// whichever user the runner maps the job to reads the image and writes
+// none of it; the root is mounted read-only besides.
 //
 // # Errors
 //

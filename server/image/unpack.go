@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/internal/untar"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -74,11 +75,12 @@ func (s *Store) unpack(ctx context.Context, op string, r name.Reference, img v1.
 			s.remove([]string{tmp})
 		}
 	}()
-	u := &unpacker{maxBytes: s.cfg.MaxUnpacked, maxFiles: s.cfg.MaxFiles, op: op, log: s.log.With("digest", digest)}
-	if err := u.open(filepath.Join(tmp, rootfsDir)); err != nil {
+	u, err := untar.Create(filepath.Join(tmp, rootfsDir), untar.Options{MaxBytes: s.cfg.MaxUnpacked, MaxFiles: s.cfg.MaxFiles,
+		Op: op, Field: "image", What: "the image", Whiteouts: true, SkipDevices: true, Log: s.log.With("digest", digest)})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	defer u.close()
+	defer u.Close()
 	for i, l := range layers {
 		if err := ctx.Err(); err != nil {
 			return nil, fail(op, b, err)
@@ -92,7 +94,7 @@ func (s *Store) unpack(ctx context.Context, op string, r name.Reference, img v1.
 			return nil, fmt.Errorf("%s: layer %d of %d: %w", op, i+1, len(layers), err)
 		}
 	}
-	e := &entry{meta: meta{Ref: r.Name(), Digest: digest, Bytes: u.bytes, Files: u.files, Config: ImageConfig{
+	e := &entry{meta: meta{Ref: r.Name(), Digest: digest, Bytes: u.Bytes(), Files: u.Files(), Config: ImageConfig{
 		Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd, Env: cf.Config.Env,
 		WorkingDir: cf.Config.WorkingDir, User: cf.Config.User}}}
 	if err := s.commit(tmp, e); err != nil {
@@ -102,14 +104,14 @@ func (s *Store) unpack(ctx context.Context, op string, r name.Reference, img v1.
 }
 
 // layer reads one layer from the registry and applies it.
-func (s *Store) layer(op string, u *unpacker, l v1.Layer, b *budget) error {
+func (s *Store) layer(op string, u *untar.Root, l v1.Layer, b *budget) error {
 	rc, err := l.Compressed()
 	if err != nil {
 		return fail(op, b, err)
 	}
 	defer rc.Close()
 	src := &source{r: rc}
-	err = u.apply(src)
+	err = u.Apply(src)
 	if src.err != nil {
 		// What the registry sent failed (the network, the digest, the
 		// budget), whatever the tar reader made of it.

@@ -29,6 +29,12 @@ type HostConfig struct {
 	StoppedTTL time.Duration
 	Meter      server.Meter // required by Run
 	Logger     *slog.Logger
+	// FilesBytes bounds a job's files (contract.Files), fetched and
+	// unpacked, DefaultFilesBytes if 0; a negative FilesBytes takes no
+	// files. FilesCount bounds the entries of their archive,
+	// DefaultFilesCount if 0.
+	FilesBytes int64
+	FilesCount int64
 }
 
 // Host keeps a server's jobs apart and whole, whatever starts them: it
@@ -81,6 +87,13 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.FilesBytes == 0 {
+		cfg.FilesBytes = DefaultFilesBytes
+	}
+	if cfg.FilesCount <= 0 {
+		cfg.FilesCount = DefaultFilesCount
+	}
+	removeFetched(cfg.OutputDir)
 	h := &Host{cfg: cfg, log: cfg.Logger, stopped: map[string]*proc{}}
 	if err := h.isolate(); err != nil {
 		return nil, err
@@ -125,12 +138,24 @@ type Launch struct {
 // Run gives a job of the assignment a slot, asks build how to start its
 // leader there, starts it and meters it. freezable is a job that
 // cannot checkpoint: a suspend freezes it for a resume (Resume) rather
-// than stopping it. A job that does not start gives the slot back, and
-// its output folder says why (stderr) and that it did not start (exit),
-// for its client.
-func (h *Host) Run(a server.Assignment, freezable bool, build func(Slot) (Launch, error)) (server.Job, error) {
+// than stopping it. A job that names files has them fetched first
+// (within ctx), checked against its terms and unpacked into its working
+// folder before build is asked; the meter starts only with the leader,
+// so that the fetch is not charged. A job that does not start gives the
+// slot back, and its output folder says why (stderr) and that it did
+// not start (exit), for its client.
+func (h *Host) Run(ctx context.Context, a server.Assignment, freezable bool, build func(Slot) (Launch, error)) (server.Job, error) {
 	if len(a.GPUs) == 0 {
 		return nil, bourse.Errorf(bourse.EInvalid, "process.Start", "no GPUs assigned")
+	}
+	var arc *archive
+	if f := jobFiles(a); f != nil {
+		var err error
+		if arc, err = h.fetchFiles(ctx, a, *f); err != nil {
+			h.NotStarted(a.Contract, err)
+			return nil, err
+		}
+		defer arc.Close()
 	}
 	dir := filepath.Join(h.cfg.OutputDir, a.Contract)
 	s := Slot{Contract: a.Contract, Dir: dir, Results: filepath.Join(dir, spool.ResultsDir), Work: filepath.Join(dir, WorkDir), UID: -1, GID: -1}
@@ -164,6 +189,11 @@ func (h *Host) Run(a server.Assignment, freezable bool, build func(Slot) (Launch
 	}
 	if err := makeFolders(dir, s.Results, s.Work, u); err != nil {
 		return notStarted(err)
+	}
+	if arc != nil {
+		if err := h.unpackFiles(arc, s); err != nil {
+			return notStarted(err)
+		}
 	}
 	l, err := build(s)
 	cleanup = l.Cleanup

@@ -124,6 +124,10 @@ type Config struct {
 	// refusal.
 	NoMeter string
 	Logger  *slog.Logger // nil: slog.Default()
+	// FilesBytes and FilesCount bound a job's files (HostConfig's); a
+	// negative FilesBytes takes none.
+	FilesBytes int64
+	FilesCount int64
 }
 
 // Runner starts jobs as processes, on a Host. Make one with New; Close
@@ -144,7 +148,7 @@ var (
 // Runs is what the runner runs, for its server's hello: programs, each
 // allowed name as a job may write it, and its meter.
 func (r *Runner) Runs() protocol.Runs {
-	return protocol.Runs{Runner: protocol.RunnerProcess, Meter: r.Meter(), Programs: r.programs()}
+	return protocol.Runs{Runner: protocol.RunnerProcess, Meter: r.Meter(), Programs: r.programs(), Files: r.Files()}
 }
 
 // programs are the names a job may give its command, sorted.
@@ -205,7 +209,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	h, err := NewHost(HostConfig{Users: cfg.Users, Cgroup: cfg.Cgroup, OutputDir: cfg.OutputDir, OutputCap: cfg.OutputCap,
-		Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger})
+		Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger, FilesBytes: cfg.FilesBytes, FilesCount: cfg.FilesCount})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +263,7 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 
 // Start starts the job's process group, or thaws the frozen job that the
 // assignment resumes when it was frozen on the same GPUs.
-func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, error) {
+func (r *Runner) Start(ctx context.Context, a server.Assignment) (server.Job, error) {
 	const op = "process.Start"
 	if r.cfg.Meter == nil {
 		return nil, r.unmetered(op)
@@ -273,7 +277,7 @@ func (r *Runner) Start(_ context.Context, a server.Assignment) (server.Job, erro
 		return j, err
 	}
 	devices := Devices(a.GPUs, r.cfg.Devices)
-	j, err := r.Run(a, freezable, func(s Slot) (Launch, error) {
+	j, err := r.Run(ctx, a, freezable, func(s Slot) (Launch, error) {
 		env := map[string]string{}
 		if s.UID >= 0 {
 			// Its own folder for what programs keep in HOME and TMPDIR,

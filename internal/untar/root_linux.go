@@ -1,4 +1,4 @@
-package image
+package untar
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
 // openDir opens directory p of the root ("." for the root itself).
-func (u *unpacker) openDir(p string) (int, error) {
+func (u *Root) openDir(p string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: inRoot}
 	for range 16 {
 		fd, err := unix.Openat2(u.root, p, &how)
@@ -35,7 +35,7 @@ func (u *unpacker) openDir(p string) (int, error) {
 
 // mkdirAll opens directory p of the root, making it and what is missing
 // above it first.
-func (u *unpacker) mkdirAll(p string) (int, error) {
+func (u *Root) mkdirAll(p string) (int, error) {
 	fd, err := u.openDir(p)
 	if err != unix.ENOENT || p == "." {
 		return fd, err
@@ -45,7 +45,7 @@ func (u *unpacker) mkdirAll(p string) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(parent)
-	if err := mkdirAt(parent, path.Base(p)); err != nil && err != unix.EEXIST {
+	if err := u.mkdirAt(parent, path.Base(p)); err != nil && err != unix.EEXIST {
 		return -1, err
 	}
 	fd, err = u.openDir(p)
@@ -55,8 +55,9 @@ func (u *unpacker) mkdirAll(p string) (int, error) {
 	return fd, err
 }
 
-// mkdirAt makes directory name in d, mode 0755 whatever the umask.
-func mkdirAt(d int, name string) error {
+// mkdirAt makes directory name in d, mode 0755 whatever the umask, and
+// the Owner's.
+func (u *Root) mkdirAt(d int, name string) error {
 	if err := unix.Mkdirat(d, name, 0o755); err != nil {
 		return err
 	}
@@ -65,7 +66,23 @@ func mkdirAt(d int, name string) error {
 		return err
 	}
 	defer unix.Close(fd)
+	if o := u.opt.Owner; o != nil {
+		if err := unix.Fchown(fd, o.UID, o.GID); err != nil {
+			return err
+		}
+	}
 	return unix.Fchmod(fd, 0o755)
+}
+
+// own gives name in d, whatever it is (a symlink itself, never what it
+// names), to the Owner. Nothing else writes the folder meanwhile: a job
+// user unpacked for has no process yet.
+func (u *Root) own(d int, name string) error {
+	o := u.opt.Owner
+	if o == nil {
+		return nil
+	}
+	return unix.Fchownat(d, name, o.UID, o.GID, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // removeAt removes name from d, a directory with all it holds, following
@@ -158,29 +175,20 @@ func setMtime(d int, name string, t time.Time) {
 	_ = unix.UtimesNanoAt(d, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// syncFS writes what is cached of dir's filesystem to its disk.
-func syncFS(dir string) error {
+// CheckSupport says whether the kernel resolves paths in a folder (openat2
+// with RESOLVE_IN_ROOT), which unpacking needs, trying it on dir: an
+// EUnavailable error if not.
+func CheckSupport(dir string) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	return unix.Syncfs(fd)
-}
-
-// checkRootSupport tells at Open whether the kernel resolves paths in a
-// root (openat2 with RESOLVE_IN_ROOT), which unpacking needs.
-func checkRootSupport(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	u := &unpacker{root: fd}
+	u := &Root{root: fd}
 	sub, err := u.openDir(".")
 	if err != nil {
-		return &bourse.Error{Code: bourse.EUnavailable, Field: "cache_dir",
-			Message: "the kernel cannot resolve paths in a root (openat2 needs Linux 5.6 or later)", Err: err}
+		return &bourse.Error{Code: bourse.EUnavailable, Op: "untar",
+			Message: "the kernel cannot resolve paths in a folder (openat2 needs Linux 5.6 or later)", Err: err}
 	}
 	return unix.Close(sub)
 }

@@ -1,4 +1,4 @@
-package image
+package untar
 
 import (
 	"archive/tar"
@@ -22,34 +22,53 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
-func (u *unpacker) open(dir string) error {
+// Create makes dir, a new folder everyone may read, and opens it as a
+// Root: an image's root file system.
+func Create(dir string, opt Options) (*Root, error) {
 	if err := unix.Mkdir(dir, 0o755); err != nil {
-		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+		return nil, &os.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
+	u, err := Open(dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	// The umask may have taken bits: the root is everyone's to read.
+	if err := unix.Fchmod(u.root, 0o755); err != nil {
+		u.Close()
+		return nil, &os.PathError{Op: "chmod", Path: dir, Err: err}
+	}
+	return u, nil
+}
+
+// Open opens dir, a folder that exists, as a Root, its mode and owner
+// as they are: a job's working folder.
+func Open(dir string, opt Options) (*Root, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
+	u := newRoot(opt)
 	u.root = fd
-	// The umask may have taken bits: the root is everyone's to read.
-	return unix.Fchmod(fd, 0o755)
+	return u, nil
 }
 
-func (u *unpacker) close() { unix.Close(u.root) }
-
-// bad is an error of the archive's, for the client to hear.
-func (u *unpacker) bad(format string, args ...any) error {
-	return &bourse.Error{Code: bourse.EInvalidOffer, Op: u.op, Field: "image", Message: fmt.Sprintf(format, args...)}
+// Close lets go of the folder.
+func (u *Root) Close() {
+	if u.root >= 0 {
+		unix.Close(u.root)
+		u.root = -1
+	}
 }
 
-// apply unpacks one layer, compressed or not, read from src. It reads src
-// to its end, past the archive's, for go-containerregistry checks a
-// layer's digest when its stream ends.
-func (u *unpacker) apply(src io.Reader) error {
+// Apply unpacks one archive (an image's layer), compressed or not, read
+// from src, over what the Root holds. It reads src to its end, past the
+// archive's, for go-containerregistry checks a layer's digest when its
+// stream ends.
+func (u *Root) Apply(src io.Reader) error {
 	br := bufio.NewReader(src)
 	r, done, err := decompress(br)
 	if err != nil {
-		return u.bad("the layer is not a tar archive, gzip or zstd: %v", err)
+		return u.bad("not a tar archive, gzip or zstd: %v", err)
 	}
 	defer done()
 	tr := tar.NewReader(r)
@@ -60,29 +79,29 @@ func (u *unpacker) apply(src io.Reader) error {
 			break
 		}
 		if err != nil {
-			return u.bad("the layer is not a valid tar archive: %v", err)
+			return u.bad("not a valid tar archive: %v", err)
 		}
 		if err := u.entry(hdr, tr, created); err != nil {
 			return err
 		}
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
-		return fmt.Errorf("reading the layer to its end: %w", err)
+		return fmt.Errorf("reading the archive to its end: %w", err)
 	}
 	return nil
 }
 
 // entry applies one entry of a layer.
-func (u *unpacker) entry(hdr *tar.Header, data io.Reader, created map[string]bool) error {
-	if u.files++; u.files > u.maxFiles {
-		return u.bad("the image holds more than %d files, this server's limit", u.maxFiles)
+func (u *Root) entry(hdr *tar.Header, data io.Reader, created map[string]bool) error {
+	if u.files++; u.files > u.opt.MaxFiles {
+		return u.bad("%s holds more than %d files, this server's limit", u.opt.What, u.opt.MaxFiles)
 	}
 	// Every entry whose data the tar reader reads counts, written or
 	// skipped: a bomb declares a size, and its bytes are refused before
 	// any is read.
 	if !headerOnly(hdr.Typeflag) {
-		if u.bytes += hdr.Size; u.bytes > u.maxBytes || u.bytes < 0 {
-			return u.bad("the image unpacks to more than %d bytes, this server's limit", u.maxBytes)
+		if u.bytes += hdr.Size; u.bytes > u.opt.MaxBytes || u.bytes < 0 {
+			return u.bad("%s unpacks to more than %d bytes, this server's limit", u.opt.What, u.opt.MaxBytes)
 		}
 	}
 	p, err := cleanPath(hdr.Name)
@@ -90,7 +109,7 @@ func (u *unpacker) entry(hdr *tar.Header, data io.Reader, created map[string]boo
 		return u.bad("entry %q: %v", hdr.Name, err)
 	}
 	dir, base := path.Dir(p), path.Base(p)
-	if strings.HasPrefix(base, whiteoutPrefix) {
+	if u.opt.Whiteouts && strings.HasPrefix(base, whiteoutPrefix) {
 		return u.whiteout(dir, base, created)
 	}
 	if p == "." {
@@ -102,12 +121,14 @@ func (u *unpacker) entry(hdr *tar.Header, data io.Reader, created map[string]boo
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeGNUSparse, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		// Not created: the runtime makes the container's /dev, and an
-		// image's own device node would open the host's device.
-		u.log.Info("image: device node or fifo left out", "path", p)
+		// Never created: a device node would open the host's device.
+		if !u.opt.SkipDevices {
+			return u.bad("entry %q: a device node or fifo", hdr.Name)
+		}
+		u.opt.Log.Info("untar: device node or fifo left out", "op", u.opt.Op, "path", p)
 		return nil
 	default:
-		u.log.Info("image: entry of an unknown type left out", "path", p, "type", string(hdr.Typeflag))
+		u.opt.Log.Info("untar: entry of an unknown type left out", "op", u.opt.Op, "path", p, "type", string(hdr.Typeflag))
 		return nil
 	}
 	pd, err := u.mkdirAll(dir)
@@ -130,6 +151,9 @@ func (u *unpacker) entry(hdr *tar.Header, data io.Reader, created map[string]boo
 		}
 	}
 	if err != nil {
+		return u.fsErr(hdr.Name, err)
+	}
+	if err := u.own(pd, base); err != nil {
 		return u.fsErr(hdr.Name, err)
 	}
 	if hdr.Typeflag != tar.TypeDir {
@@ -168,9 +192,9 @@ func cleanPath(name string) (string, error) {
 	return p, nil
 }
 
-// fileMode is what a file of the image gets: readable by all, executable
-// by all if by anyone, writable by its owner (the host's user that pulled,
-// for ownership is not kept), never setuid, setgid or sticky.
+// fileMode is what a file unpacked gets: readable by all, executable
+// by all if by anyone, writable by its owner (Options.Owner, or the
+// user that unpacks, for ownership is not kept), never setuid, setgid or sticky.
 func fileMode(m int64) uint32 {
 	if m&0o111 != 0 {
 		return 0o755
@@ -179,7 +203,7 @@ func fileMode(m int64) uint32 {
 }
 
 // whiteout applies a whiteout entry in directory dir.
-func (u *unpacker) whiteout(dir, base string, created map[string]bool) error {
+func (u *Root) whiteout(dir, base string, created map[string]bool) error {
 	pd, err := u.openDir(dir)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil // nothing below to hide
@@ -199,7 +223,7 @@ func (u *unpacker) whiteout(dir, base string, created map[string]bool) error {
 }
 
 // dir makes directory base in pd, keeping one that is there.
-func (u *unpacker) dir(pd int, base string) error {
+func (u *Root) dir(pd int, base string) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(pd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -208,13 +232,13 @@ func (u *unpacker) dir(pd int, base string) error {
 	if err := removeAt(pd, base); err != nil {
 		return err
 	}
-	return mkdirAt(pd, base)
+	return u.mkdirAt(pd, base)
 }
 
 // link makes base in pd a hard link to target, a file already in the root:
 // target's directory is resolved in the root as every path is, so that
 // the link can reach nothing outside it.
-func (u *unpacker) link(pd int, base, target string) error {
+func (u *Root) link(pd int, base, target string) error {
 	t, err := cleanPath(target)
 	if err != nil || t == "." {
 		return u.bad("hard link to %q: not a file in the image", target)
@@ -243,7 +267,7 @@ func (u *unpacker) link(pd int, base, target string) error {
 // fsErr says what a filesystem call's failure was: the host's trouble
 // (space, quota, I/O) as it is, anything else the archive's fault (a file
 // where its path wants a directory, a symlink loop, a name too long).
-func (u *unpacker) fsErr(name string, err error) error {
+func (u *Root) fsErr(name string, err error) error {
 	var be *bourse.Error
 	switch {
 	case err == nil, errors.As(err, &be):
@@ -253,6 +277,6 @@ func (u *unpacker) fsErr(name string, err error) error {
 		errors.Is(err, unix.ENFILE), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return fmt.Errorf("unpacking %q: %w", name, err)
 	}
-	return &bourse.Error{Code: bourse.EInvalidOffer, Op: u.op, Field: "image",
+	return &bourse.Error{Code: bourse.EInvalidOffer, Op: u.opt.Op, Field: u.opt.Field,
 		Message: fmt.Sprintf("entry %q cannot be unpacked", name), Err: err}
 }

@@ -1,4 +1,4 @@
-package image
+package untar
 
 import (
 	"archive/tar"
@@ -13,21 +13,9 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-)
 
-// names lists a directory, or fails.
-func names(tb testing.TB, d string) []string {
-	tb.Helper()
-	des, err := os.ReadDir(d)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var n []string
-	for _, de := range des {
-		n = append(n, de.Name())
-	}
-	return n
-}
+	"github.com/bourse/bourse/internal/untar/untartest"
+)
 
 // eofReader says whether its reader was read to its end.
 type eofReader struct {
@@ -45,7 +33,7 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // its media type says, and is read to its end past the archive's (where
 // go-containerregistry checks its digest).
 func TestApplyCompressions(t *testing.T) {
-	plain := tarOf(t, file("f", "content"))
+	plain := untartest.Tar(t, untartest.File("f", "content"))
 	var gz, zs bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(plain)
@@ -56,13 +44,13 @@ func TestApplyCompressions(t *testing.T) {
 	for name, b := range map[string][]byte{"plain": append(plain, make([]byte, 4096)...), "gzip": gz.Bytes(), "zstd": zs.Bytes()} {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
-			u := &unpacker{maxBytes: 1 << 20, maxFiles: 10, op: "test", log: slog.New(slog.DiscardHandler)}
-			if err := u.open(root); err != nil {
+			u, err := Create(root, Options{MaxBytes: 1 << 20, MaxFiles: 10, Op: "test", Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
 				t.Fatal(err)
 			}
-			defer u.close()
+			defer u.Close()
 			src := &eofReader{r: bytes.NewReader(b)}
-			if err := u.apply(src); err != nil {
+			if err := u.Apply(src); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := os.ReadFile(filepath.Join(root, "f")); string(got) != "content" || !src.eof {
@@ -72,24 +60,24 @@ func TestApplyCompressions(t *testing.T) {
 	}
 }
 
-// FuzzUnpack: whatever bytes a layer holds, unpacking them writes nothing
-// outside the root, and leaves in it only directories, files and
-// symlinks, none setuid, setgid, sticky or writable but by its owner.
+// FuzzUnpack: whatever bytes a layer holds, unpacking them as an image's
+// writes nothing outside the root, and leaves in it only directories,
+// files and symlinks, none setuid, setgid, sticky or writable but by its
+// owner. (FuzzFiles does the same for a job's files.)
 func FuzzUnpack(f *testing.F) {
-	seeds := [][]ent{
-		{dir("a/"), file("a/b", "x"), symlink("a/c", "b"), hardlink("a/d", "a/b")},
-		{file("../escape", "x"), file("/abs", "y"), file("a/../../escape", "z")},
-		{symlink("up", "../../../.."), file("up/through", "x"), symlink("root", "/"), file("root/through2", "y")},
-		{symlink("out", "../outside"), file("out/pwned", "x"), hardlink("h", "out/sentinel"), hardlink("h2", "../outside/sentinel")},
-		{symlink("loop", "loop"), file("loop/x", "y"), symlink("a", "b"), symlink("b", "a"), file("a/x", "y")},
-		{file("f", "x"), dir("f/"), file("f/g", "y"), symlink("f", "/"), dir("f/")},
-		{{tar.Header{Name: "dev/mem", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 1}, ""},
-			{tar.Header{Name: "fifo", Typeflag: tar.TypeFifo}, ""},
-			{tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o7777}, ""}},
-		{file("d/x", "1"), file("d/.wh..wh..opq", ""), file(".wh.d", ""), file(".wh..", ""), file(".wh...", "")},
+	seeds := [][]untartest.Entry{
+		{untartest.Dir("a/"), untartest.File("a/b", "x"), untartest.Symlink("a/c", "b"), untartest.Hardlink("a/d", "a/b")},
+		{untartest.File("../escape", "x"), untartest.File("/abs", "y"), untartest.File("a/../../escape", "z")},
+		{untartest.Symlink("up", "../../../.."), untartest.File("up/through", "x"), untartest.Symlink("root", "/"), untartest.File("root/through2", "y")},
+		{untartest.Symlink("out", "../outside"), untartest.File("out/pwned", "x"), untartest.Hardlink("h", "out/sentinel"), untartest.Hardlink("h2", "../outside/sentinel")},
+		{untartest.Symlink("loop", "loop"), untartest.File("loop/x", "y"), untartest.Symlink("a", "b"), untartest.Symlink("b", "a"), untartest.File("a/x", "y")},
+		{untartest.File("f", "x"), untartest.Dir("f/"), untartest.File("f/g", "y"), untartest.Symlink("f", "/"), untartest.Dir("f/")},
+		{untartest.Device("dev/mem"), {Header: tar.Header{Name: "fifo", Typeflag: tar.TypeFifo}},
+			{Header: tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o7777}}},
+		{untartest.File("d/x", "1"), untartest.File("d/.wh..wh..opq", ""), untartest.File(".wh.d", ""), untartest.File(".wh..", ""), untartest.File(".wh...", "")},
 	}
 	for _, s := range seeds {
-		b := tarOf(f, s...)
+		b := untartest.Tar(f, s...)
 		f.Add(b)
 		var z bytes.Buffer
 		zw := gzip.NewWriter(&z)
@@ -107,17 +95,17 @@ func FuzzUnpack(f *testing.F) {
 		os.Mkdir(outside, 0o755)
 		os.WriteFile(filepath.Join(outside, "sentinel"), []byte("host"), 0o644)
 		root := filepath.Join(sandbox, "root")
-		u := &unpacker{maxBytes: 1 << 20, maxFiles: 1000, op: "fuzz", log: slog.New(slog.DiscardHandler)}
-		if err := u.open(root); err != nil {
+		u, err := Create(root, Options{MaxBytes: 1 << 20, MaxFiles: 1000, Op: "fuzz", Whiteouts: true, SkipDevices: true, Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
 			t.Fatal(err)
 		}
-		u.apply(bytes.NewReader(b)) // refused or not, contained
-		u.close()
+		u.Apply(bytes.NewReader(b)) // refused or not, contained
+		u.Close()
 
-		if got := names(t, sandbox); !slices.Equal(got, []string{"outside", "root"}) {
+		if got := untartest.Names(t, sandbox); !slices.Equal(got, []string{"outside", "root"}) {
 			t.Errorf("beside the root: %v", got)
 		}
-		if got := names(t, outside); !slices.Equal(got, []string{"sentinel"}) {
+		if got := untartest.Names(t, outside); !slices.Equal(got, []string{"sentinel"}) {
 			t.Errorf("outside the root: %v", got)
 		}
 		if rootAfter, _ := os.ReadDir("/"); len(rootAfter) != len(rootBefore) {
