@@ -112,4 +112,3 @@ func (a *Agent) startWithFiles(m *nats.Msg, s protocol.Start) {
 		}
 	}()
 }
-
