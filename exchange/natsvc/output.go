@@ -246,13 +246,20 @@ func (s *Service) readOutput(ctx context.Context, c contract.Contract, part stri
 		reply.Chunks = append(reply.Chunks, protocol.OutputChunk{Seq: m.Sequence, Stream: kind, Offset: offset, Data: m.Data})
 		size += len(m.Data)
 	}
-	// A job that never ran, or ran on the synthetic runner, wrote nothing:
-	// no end will come.
-	if !reply.Done && (c.State == contract.StateVoided || c.Meter == contract.MeterSynthetic) {
+	// A job that ran on the synthetic runner wrote nothing: no end will
+	// come; nor from one that never ran, once the server has had time to
+	// send why it did not start (a contract voided at its server's
+	// refusal of the start is voided before that word arrives).
+	voidedLong := c.State == contract.StateVoided && s.cfg.Now().Sub(c.SettledAt) > notStartedWord
+	if !reply.Done && (voidedLong || c.Meter == contract.MeterSynthetic) {
 		reply.Done = true
 	}
 	return reply, nil
 }
+
+// notStartedWord is how long after a contract is voided its server's
+// word of why its job did not start (its stderr) may still come.
+const notStartedWord = 5 * time.Second
 
 // outputCap is what the exchange relays of each stream of part of c's
 // output: the cap c's server declared at the start, or, where it
