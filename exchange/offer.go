@@ -231,9 +231,11 @@ func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt r
 	return reply
 }
 
-// negotiate offers to every candidate at once. The first accept wins (the
-// router cancels any accept that comes after); with none, the reply
-// gathers every counter-offer and rejection that came in time.
+// negotiate offers to the candidates, as the router asks them (cheapest
+// first, the next once one refuses: natsvc's router.Ask). The first
+// accept wins (the router cancels any accept that comes after); with
+// none, the reply gathers every counter-offer and rejection that came in
+// time.
 func (h *House) negotiate(ctx context.Context, offer protocol.ServerOffer, servers []string) (string, *contract.Signed, protocol.OfferReply) {
 	var reply protocol.OfferReply
 	for a := range h.router.Ask(ctx, offer, servers) {

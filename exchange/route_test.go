@@ -245,3 +245,29 @@ func TestRoomBackWhenJobEnds(t *testing.T) {
 	require.NotNil(t, next.Contract, "refused for room the server has: %+v", next)
 	assert.Equal(t, "gpu1", next.Contract.Server)
 }
+
+// TestFreeBeforePreempting: a guaranteed offer goes first to a server
+// with GPUs free, dearer or not, before a cheaper one whose only room is
+// a preemptible job it would stop (issue 42: cheapest first alone raised
+// preemptions in posted-vs-surge.yaml).
+func TestFreeBeforePreempting(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("cheap", "H100", 1, server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}})
+	h.Wallet("alice", "100")
+	h.Wallet("bob", "100")
+	low := named(job(1, "0.002"), "cheap")
+	low.Preemptible = true
+	r := offer(t, h, "bob", "low", low, 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	h.Server("dear", "H100", 1, server.Posted{P: contract.Flat(dectest.D("0.003"))})
+	h.Beat()
+
+	r = offer(t, h, "alice", "guaranteed", job(1, "0.005"), 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	assert.Equal(t, "dear", r.Contract.Server, "its GPU is free: nothing stopped")
+
+	// With no GPU free anywhere, the preempting server is asked, and takes it.
+	r = offer(t, h, "alice", "again", job(1, "0.005"), 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	assert.Equal(t, "cheap", r.Contract.Server, "bob's preemptible job stops for it")
+}

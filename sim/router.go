@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"iter"
-	"math/rand/v2"
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
@@ -12,17 +11,13 @@ import (
 )
 
 // router is the House's Router inside a simulation: it calls the server
-// nodes directly, at the engine's time. Over NATS every server is asked at
-// once and the first accept to arrive wins, the later ones cancelled;
-// here the servers are asked one at a time in an order drawn from the
-// router's random stream, so that no server wins by its name, and those
-// after the first accept are not asked at all: what they would have said
-// is never heard, and asking sixteen servers to hear one is most of what
-// an offer costs.
+// nodes directly, at the engine's time, one at a time in the House's
+// order (cheapest ask first, ties spread by the offer's id), as the
+// exchange's router asks over NATS with its fan-out of one: those after
+// the first accept are not asked at all. The hedge beside a slow server
+// has no part here, where every node answers at once.
 type router struct {
-	m     *Simulation
-	rng   *rand.Rand
-	order []string
+	m *Simulation
 }
 
 var _ exchange.Router = (*router)(nil)
@@ -30,12 +25,7 @@ var _ exchange.Router = (*router)(nil)
 func (r *router) Ask(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
 	return func(yield func(exchange.Answer) bool) {
 		now := r.m.e.Now()
-		// The House's slice is its own; the order is the router's. Ask is
-		// not called again before this one ends (one goroutine), so one
-		// slice serves every offer.
-		r.order = append(r.order[:0], servers...)
-		r.rng.Shuffle(len(r.order), func(i, j int) { r.order[i], r.order[j] = r.order[j], r.order[i] })
-		for _, s := range r.order {
+		for _, s := range servers {
 			if !yield(exchange.Answer{Server: s, Decision: r.m.nodes[s].Decide(now, offer)}) {
 				return
 			}
@@ -43,7 +33,6 @@ func (r *router) Ask(_ context.Context, offer protocol.ServerOffer, servers []st
 	}
 }
 
-// Quote asks each node what it would answer, claiming nothing.
 func (r *router) Quote(_ context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
 	return func(yield func(exchange.Answer) bool) {
 		now := r.m.e.Now()

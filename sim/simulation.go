@@ -84,7 +84,7 @@ func New(cfg Config) (*Simulation, error) {
 	// The virtual clock decides everything, the caps' periods included:
 	// a Periods given in cfg.Exchange would read another clock.
 	hc.Store, hc.Now, hc.Periods = m.store, m.e.Now, caps.NewPeriods(m.e.Now)
-	hc.Router = &router{m: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0))}
+	hc.Router = &router{m: m}
 	hc.Notifier = m
 	if hc.Logger == nil {
 		hc.Logger = quiet

@@ -144,6 +144,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.DurationVar(&scheduleEvery, "schedule-every", 10*time.Second, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.IntVar(&cfg.RouteTo, "route-to", exchange.DefaultRouteTo, "the most servers an offer goes to: those with room whose asks it meets, cheapest first (docs/protocol.md, routing)")
+	f.IntVar(&cfg.FanOut, "fan-out", 1, "how many of those servers are asked at once: the next once one refuses, or beside one slow to answer (docs/protocol.md, negotiation)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 15*time.Second, "accepted contracts not started by then are voided")
 	f.DurationVar(&cfg.PrepareTimeout, "prepare-timeout", 10*time.Minute, "how long a server may prepare a job before it starts it (pull its container image), past the start timeout; such jobs escrow their prepayment that much longer")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")

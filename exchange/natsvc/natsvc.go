@@ -38,6 +38,10 @@ type Config struct {
 	// MaxInFlight bounds the offers, suspends and kills handled at once
 	// before "unavailable", 4096.
 	MaxInFlight int
+	// FanOut is how many servers an offer is asked at once, 1: the
+	// cheapest first, the next once it refuses or is slow (router.Ask),
+	// within the House's RouteTo.
+	FanOut int
 	// Limits bound what one client or server can take of the instance.
 	Limits Limits
 	// StreamStorage is where JetStream keeps readings: file (default) or
@@ -73,6 +77,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 4096
+	}
+	if c.FanOut <= 0 {
+		c.FanOut = 1
 	}
 	if c.StreamReplicas <= 0 {
 		c.StreamReplicas = 1

@@ -62,10 +62,12 @@ func (d *deliveries) take() map[string][]string {
 // delivered to none and answered with counter-offers built from the
 // cheapest asks, the first of which, taken at once, its server accepts.
 func TestRoutedToAFew(t *testing.T) {
-	m := newMarket(t, func(c *exchange.Config) { c.RouteTo = 2 })
+	// A long negotiation: the next server is asked beside a slow one after
+	// an eighth of it, and a loaded machine is slow.
+	m := newMarket(t, func(c *exchange.Config) { c.RouteTo, c.Negotiation = 2, 8*time.Second })
 	m.wallet("alice", "100")
 	for i := range 6 {
-		m.postedAgent(fmt.Sprintf("s%d", i), 2, fmt.Sprintf("0.00%d", i+1))
+		m.postedAgent(fmt.Sprintf("s%d", i), 4, fmt.Sprintf("0.00%d", i+1))
 	}
 	waitFor(t, "six servers' hellos", func() bool { return m.ex.LiveServers() == 6 })
 	d := m.countDeliveries()
@@ -82,9 +84,8 @@ func TestRoutedToAFew(t *testing.T) {
 	delivered := d.take()
 	assert.Empty(t, delivered[protocol.DeliverQuote], "a quote asks no server")
 	offered := delivered[protocol.DeliverOffer]
-	assert.Len(t, offered, 2, "RouteTo servers asked, of six: %v", offered)
-	assert.Subset(t, []string{"s0", "s1"}, offered)
-	assert.Contains(t, []string{"s0", "s1"}, r.Contract.Server)
+	assert.Equal(t, []string{"s0"}, offered, "the cheapest of the RouteTo, asked first, accepts: no other asked")
+	assert.Equal(t, "s0", r.Contract.Server)
 
 	low := terms("alice")
 	low.P, low.Prepayment = contract.Flat(dectest.D("0.0005")), dectest.D("0.3")
@@ -214,3 +215,63 @@ func TestRetryTakesNoRoom(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU, after one contract and three retries of it: %+v", q)
 }
+
+// TestAsksTheFewItNeeds: with honest asks every server takes the offer,
+// and an offer is delivered to the cheapest alone, not to RouteTo of
+// them: one accept, nothing claimed and cancelled. Where the cheapest
+// refuse (their asks were stale), the next are asked, one by one, and
+// the offer still finds the server that takes it.
+func TestAsksTheFewItNeeds(t *testing.T) {
+	m := newMarket(t, func(c *exchange.Config) { c.Negotiation = 8 * time.Second }) // RouteTo 8, FanOut 1; as TestRoutedToAFew
+	m.wallet("alice", "100")
+	for i := range 6 {
+		m.postedAgent(fmt.Sprintf("s%d", i), 4, fmt.Sprintf("0.00%d", i+1))
+	}
+	waitFor(t, "six servers' hellos", func() bool { return m.ex.LiveServers() == 6 })
+	d := m.countDeliveries()
+	alice := m.client("alice")
+	ctx := context.Background()
+	for i := range 3 {
+		r, err := alice.Offer(ctx, fmt.Sprint("honest-", i), terms("alice"))
+		require.NoError(t, err)
+		require.NotNil(t, r.Contract, "%+v", r)
+		assert.Equal(t, "s0", r.Contract.Server, "the cheapest")
+		assert.Equal(t, []string{"s0"}, d.take()[protocol.DeliverOffer], "delivered to the cheapest alone")
+	}
+
+	// Three servers that ask less than any agent; the two cheapest refuse
+	// what their asks say they take.
+	for i, decide := range []func(protocol.ServerOffer) protocol.Decision{reject, reject, accept} {
+		price := fmt.Sprintf("0.000%d", i+1)
+		m.scriptedWith(fmt.Sprintf("r%d", i), 2, func(h *protocol.Hello) {
+			h.Ask = &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: 2, P: contract.Flat(dectest.D(price))}}}
+		}, decide)
+	}
+	waitFor(t, "nine servers", func() bool { return m.ex.LiveServers() == 9 })
+	d.take()
+	r, err := alice.Offer(ctx, "stale", terms("alice"))
+	require.NoError(t, err)
+	require.NotNil(t, r.Contract, "%+v", r)
+	assert.Equal(t, "r2", r.Contract.Server, "the cheapest that takes it")
+	assert.Equal(t, []string{"r0", "r1", "r2"}, d.take()[protocol.DeliverOffer], "the cheapest first, the next once it refused")
+
+	// The cheapest of all slow to answer: the next are asked beside it
+	// after an eighth of the negotiation time (1 s here), not after all of
+	// it; its accept, late, is cancelled.
+	m.scriptedWith("slow", 2, func(h *protocol.Hello) {
+		h.Ask = &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: 2, P: contract.Flat(dectest.D("0.00001"))}}}
+	}, func(o protocol.ServerOffer) protocol.Decision {
+		time.Sleep(3 * time.Second)
+		return accept(o)
+	})
+	waitFor(t, "ten servers", func() bool { return m.ex.LiveServers() == 10 })
+	start := time.Now()
+	r, err = alice.Offer(ctx, "slow", terms("alice"))
+	require.NoError(t, err)
+	require.NotNil(t, r.Contract, "%+v", r)
+	assert.Equal(t, "r2", r.Contract.Server)
+	assert.Less(t, time.Since(start), 3*time.Second, "not held up by the slow one")
+	assert.Equal(t, []string{"slow", "r0", "r1", "r2"}, d.take()[protocol.DeliverOffer])
+}
+
+func reject(protocol.ServerOffer) protocol.Decision { return protocol.Decision{Reason: "not today"} }

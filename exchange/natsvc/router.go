@@ -24,44 +24,59 @@ var (
 	_ exchange.Notifier = (*router)(nil)
 )
 
-// Ask sends the offer to every server at once and yields the answers as
-// they arrive, within the negotiation time. Should the House stop at an
-// accept, the answers still to come are read off in the background and
-// every later accept is cancelled.
+// Ask sends the offer to the servers, cheapest first, a few at a time
+// (fanOut), and yields the answers as they arrive, within the negotiation
+// time: the next few are asked once every server asked so far has
+// refused, or when none has accepted within a hedge of the negotiation
+// time (one slow to answer holds no offer up). With honest asks the
+// cheapest server takes the offer, and an offer costs a negotiation or
+// two, not one with each of RouteTo servers, each an accept claimed and
+// cancelled (issue 42: 8 deliveries, 7.98 accepts and 6.98 cancels an
+// offer). Should the House stop at an accept, the answers still to come
+// are read off in the background and every later accept is cancelled.
 func (r *router) Ask(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
-	return r.ask(ctx, protocol.DeliverOffer, offer, servers)
+	return r.ask(ctx, protocol.DeliverOffer, offer, servers, max(1, r.serve.FanOut))
 }
 
-// Quote sends the quote to every server at once, as Ask sends an offer;
-// an accept claims nothing, so none is cancelled.
+// Quote sends the quote to every server at once; an accept claims
+// nothing, so none is cancelled.
 func (r *router) Quote(ctx context.Context, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
-	return r.ask(ctx, protocol.DeliverQuote, offer, servers)
+	return r.ask(ctx, protocol.DeliverQuote, offer, servers, len(servers))
 }
 
-// ask delivers offer as verb to every server and yields the answers.
-func (r *router) ask(ctx context.Context, verb string, offer protocol.ServerOffer, servers []string) iter.Seq[exchange.Answer] {
+// ask delivers offer as verb to the servers, wave servers at a time in
+// their order (Ask), and yields the answers.
+func (r *router) ask(ctx context.Context, verb string, offer protocol.ServerOffer, servers []string, wave int) iter.Seq[exchange.Answer] {
 	quote := verb == protocol.DeliverQuote
 	return func(yield func(exchange.Answer) bool) {
 		body, _ := protocol.Marshal(offer)
 		ctx, cancel := context.WithTimeout(ctx, r.cfg.Negotiation)
 		answers := make(chan exchange.Answer, len(servers))
-		for _, srv := range servers {
-			go func() {
-				a := exchange.Answer{Server: srv}
-				msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, verb), body)
-				if err == nil {
-					if err = natswire.DecodeError(msg); err == nil {
-						err = json.Unmarshal(msg.Data, &a.Decision)
-						a.Signed = &contract.Signed{Body: protocol.AcceptSigned(body, msg.Data), Sig: msg.Header.Get(protocol.SigHeader)}
-					}
-				}
-				a.Err = err
-				answers <- a
-			}()
+		sent, answered := 0, 0
+		width := wave         // how many are asked at once: wave, and wave more at each hedge
+		send := func(n int) { // ask n more
+			n = max(n, 0)
+			for _, srv := range servers[sent:min(sent+n, len(servers))] {
+				go func() { answers <- r.offerTo(ctx, verb, srv, body) }()
+				sent++
+			}
 		}
-		for i := range servers {
-			if !yield(<-answers) {
-				left := len(servers) - i - 1
+		send(wave)
+		hedge := time.NewTimer(r.cfg.Negotiation / hedges) //wallclock: a negotiation's pacing, in real time
+		defer hedge.Stop()
+		for answered < sent {
+			var a exchange.Answer
+			select {
+			case a = <-answers:
+			case <-hedge.C:
+				width += wave // none accepted in time: ask the next few beside the slow
+				send(wave)
+				hedge.Reset(r.cfg.Negotiation / hedges)
+				continue
+			}
+			answered++
+			if !yield(a) {
+				left := sent - answered
 				go func() { // cancel the accepts that arrive after the winner
 					defer cancel()
 					for range left {
@@ -72,9 +87,30 @@ func (r *router) ask(ctx context.Context, verb string, offer protocol.ServerOffe
 				}()
 				return
 			}
+			// Not taken (a refusal, a counter-offer, an error): the next, so
+			// that width are always being asked.
+			send(width - (sent - answered))
 		}
 		cancel()
 	}
+}
+
+// hedges is how many times within the negotiation time the next servers
+// are asked beside those that have not answered yet.
+const hedges = 8
+
+// offerTo delivers body as verb to server srv and returns its answer.
+func (r *router) offerTo(ctx context.Context, verb, srv string, body []byte) exchange.Answer {
+	a := exchange.Answer{Server: srv}
+	msg, err := r.nc.RequestWithContext(ctx, protocol.DeliverSubject(srv, verb), body)
+	if err == nil {
+		if err = natswire.DecodeError(msg); err == nil {
+			err = json.Unmarshal(msg.Data, &a.Decision)
+			a.Signed = &contract.Signed{Body: protocol.AcceptSigned(body, msg.Data), Sig: msg.Header.Get(protocol.SigHeader)}
+		}
+	}
+	a.Err = err
+	return a
 }
 
 // Start sends the start request after the House has answered the offer,
