@@ -1,0 +1,94 @@
+package report
+
+import (
+	"errors"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Line is one named line of a LinePlot.
+type Line struct {
+	Name string
+	X, Y []float64
+	// Reference draws it dashed and grey: a guide to read the others by
+	// (a slope, a level), not data.
+	Reference bool
+	// Points marks each point, for lines of few points.
+	Points bool
+}
+
+// Axes are a LinePlot's title, labels and scales.
+type Axes struct {
+	Title, X, Y string
+	// LogX and LogY draw an axis on a log scale; points at or below zero
+	// there are left out, since a log scale has no place for them.
+	LogX, LogY bool
+}
+
+// LinePlot draws lines into dir as name.svg and name.png, in the same size
+// and colours as the report's other plots, so that a figure made beside a
+// report (a learner's regret, docs/sim.md) reads like its own.
+func LinePlot(dir, name string, a Axes, lines []Line) error {
+	p := newPlot(a.Title, a.X, a.Y)
+	p.Add(plotter.NewGrid())
+	if a.LogX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	if a.LogY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	drawn, data := 0, 0
+	lo, hi := plotter.XY{X: math.Inf(1), Y: math.Inf(1)}, plotter.XY{X: math.Inf(-1), Y: math.Inf(-1)}
+	for _, ln := range lines {
+		var xys plotter.XYs
+		for i := range min(len(ln.X), len(ln.Y)) {
+			x, y := ln.X[i], ln.Y[i]
+			if (a.LogX && x <= 0) || (a.LogY && y <= 0) || math.IsNaN(x) || math.IsNaN(y) {
+				continue
+			}
+			xys = append(xys, plotter.XY{X: x, Y: y})
+			lo.X, lo.Y, hi.X, hi.Y = min(lo.X, x), min(lo.Y, y), max(hi.X, x), max(hi.Y, y)
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		if ln.Reference {
+			l.LineStyle.Color = color.Gray{Y: 128}
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+		} else {
+			l.LineStyle, _ = style(data)
+			data++
+		}
+		p.Add(l)
+		p.Legend.Add(ln.Name, l)
+		if ln.Points && !ln.Reference {
+			s, err := plotter.NewScatter(xys)
+			if err != nil {
+				return err
+			}
+			_, s.GlyphStyle = style(data - 1)
+			p.Add(s)
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return errors.New("report: no line has a point to draw")
+	}
+	// A log axis is given its range, a little beyond the data's: gonum's
+	// own widens a range of one value by one either side, into zero.
+	if a.LogX {
+		p.X.Min, p.X.Max = lo.X/1.2, hi.X*1.2
+	}
+	if a.LogY {
+		p.Y.Min, p.Y.Max = lo.Y/1.2, hi.Y*1.2
+	}
+	return savePlot(dir, name, p)
+}
