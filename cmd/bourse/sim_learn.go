@@ -122,6 +122,7 @@ with regret.svg (log-log) and prices.svg. docs/sim.md records its results.`,
 	f.DurationVar(&opt.Epoch, "epoch", 0, "how long the learner posts a price before it chooses again (default 15m)")
 	f.StringSliceVar(&opt.Compare, "compare", nil, "the scenario's policies to run beside the learner (default: all but learners)")
 	f.StringVar(&opt.Strategy, "strategy", "", "give every client this strategy (fixed, cheapest, adaptive, deadline) instead of its own")
+	f.DurationVar(&opt.Patience, "patience", 0, "give every client this patience (how long a refused job waits to offer again) instead of its own")
 	f.IntVar(&jobs, "jobs", 0, "at most this many jobs a run, instead of the scenario's")
 	f.IntVar(&trackEvery, "track-every", 100, "note the takings every so many arrivals, for the regret curve")
 	f.UintSliceVar(&seeds, "seed", nil, "run these seeds (repeat, or 1,2,3) instead of the scenario's")

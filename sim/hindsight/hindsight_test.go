@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/sim"
 	"github.com/bourse/bourse/sim/hindsight"
@@ -94,8 +96,29 @@ func TestBenchmark(t *testing.T) {
 	assert.Contains(t, out.String(), "learner above posted on ")
 	dir := t.TempDir()
 	require.NoError(t, hindsight.Write(dir, r))
-	for _, name := range []string{"index.html", "hindsight.json", "regret.csv", "prices.svg", "prices.png", "summary.json"} {
+	for _, name := range []string{"index.html", "hindsight.json", "regret.csv", "regret.svg", "ratio.svg", "prices.svg", "prices.png", "summary.json"} {
 		_, err := os.Stat(filepath.Join(dir, name))
 		assert.NoError(t, err, name)
 	}
+}
+
+// TestPlansOverrideClients: --strategy and --patience change every
+// client of every run, and nothing of the scenario they came from.
+func TestPlansOverrideClients(t *testing.T) {
+	f, err := scenario.Load("../../examples/sim/known-demand.yaml")
+	require.NoError(t, err)
+	plans, _, err := hindsight.Plans(f, hindsight.Options{Levels: 2, Seeds: []uint64{1}, Strategy: "adaptive", Patience: 24 * time.Hour})
+	require.NoError(t, err)
+	for _, p := range plans {
+		cfg, closer, err := p.Build()
+		require.NoError(t, err)
+		require.NoError(t, closer())
+		require.Len(t, cfg.Clients, 8)
+		for _, c := range cfg.Clients {
+			assert.Equal(t, 24*time.Hour, c.Patience, "%s in %s", c.ID, p.Policy)
+			assert.IsType(t, &strategy.Adaptive{}, c.Strategy, "%s in %s", c.ID, p.Policy)
+		}
+	}
+	assert.Equal(t, 10*time.Minute, f.Clients[0].Patience, "the scenario is the file's still")
+	assert.Equal(t, "cheapest", f.Clients[0].Strategy.Kind)
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// cheapest, adaptive, deadline), its other settings at their
 	// defaults: the same market against strategic or plain bidders.
 	Strategy string
+	// Patience, if positive, is every client's patience instead of its
+	// own: how long a job refused waits to offer again, and so whether
+	// clients wait out a high price.
+	Patience time.Duration
 	// Jobs, if positive, is the workload's number of jobs instead of the
 	// file's.
 	Jobs int
@@ -127,15 +131,20 @@ func Plans(f *scenario.File, opt Options) ([]sim.Plan, Setup, error) {
 		g.Policies[label] = fixed
 		setup.Grid = append(setup.Grid, label)
 	}
-	if opt.Strategy != "" {
-		g.Clients = slices.Clone(f.Clients)
-		for i := range g.Clients {
-			g.Clients[i].Strategy = scenario.StrategyRef{Kind: opt.Strategy, Slack: g.Clients[i].Strategy.Slack}
+	g.Clients = slices.Clone(f.Clients)
+	if f.DefaultClient != nil {
+		d := *f.DefaultClient
+		g.DefaultClient = &d
+	}
+	for _, c := range append(sliceOf(g.Clients), g.DefaultClient) {
+		if c == nil {
+			continue
 		}
-		if f.DefaultClient != nil {
-			d := *f.DefaultClient
-			d.Strategy = scenario.StrategyRef{Kind: opt.Strategy, Slack: d.Strategy.Slack}
-			g.DefaultClient = &d
+		if opt.Strategy != "" {
+			c.Strategy = scenario.StrategyRef{Kind: opt.Strategy, Slack: c.Strategy.Slack}
+		}
+		if opt.Patience > 0 {
+			c.Patience = opt.Patience
 		}
 	}
 	if opt.Jobs > 0 {
@@ -201,4 +210,13 @@ func learnerOf(f *scenario.File, opt Options) (server.PolicyConfig, error) {
 	}
 	p.Kind = "learning"
 	return p, nil
+}
+
+// sliceOf is pointers to each client, to change them in place.
+func sliceOf(cs []scenario.ClientFile) []*scenario.ClientFile {
+	out := make([]*scenario.ClientFile, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
 }

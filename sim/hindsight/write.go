@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"github.com/bourse/bourse/internal/safecsv"
@@ -48,12 +47,10 @@ func pct(s Spread) string {
 
 // Write puts the report into dir: the runs compared (report.Write:
 // index.html, summary.json and .csv, the plots), hindsight.json (every
-// figure of Report), regret.csv, and the plots regret.svg and
-// regret-share.svg (the learner's regret and the share of the best fixed
-// price's revenue it missed against the offers per server, log-log; only
-// where it fell short somewhere, since a log scale has no place for a
-// regret of zero or less) and prices.svg (revenue at each fixed price,
-// with the learner's and the others' as levels).
+// figure of Report), regret.csv, and the plots regret.svg (the regret
+// against the offers per server, log-log), ratio.svg (the learner's
+// revenue over the best fixed price's) and prices.svg (revenue at each
+// fixed price, with the learner's and the others' as levels).
 func Write(dir string, r Report) error {
 	if err := report.Write(dir, r.Runs); err != nil {
 		return err
@@ -97,39 +94,54 @@ func regretCSV(path string, r Report) error {
 	return f.Close()
 }
 
-// regretPlot draws the regret, and the share of the best fixed price's
-// revenue the learner missed, on log-log axes, with the slopes of √T and
-// T^(2/3) through the last point to read the rate by.
+// regretPlot draws the regret on log-log axes: where the learner earned
+// less than the best fixed price on the prefix, the difference; where it
+// earned more, that difference as a line of its own, since a log scale
+// has no place for a regret below zero; with the slopes of √T and
+// T^(2/3) through its greatest regret to read the rate by. ratio.svg
+// draws the learner's revenue over the best fixed price's, with the
+// issue's marks at 97% and 99%.
 func regretPlot(dir string, r Report) error {
-	var x, regret, missed []float64
-	for _, p := range r.Regret {
+	var x, behind, ahead, ratio []float64
+	top := -1
+	for i, p := range r.Regret {
 		x = append(x, p.OffersPerServer)
-		regret = append(regret, p.Regret)
-		missed = append(missed, 1-p.Ratio)
+		behind = append(behind, p.Regret)
+		ahead = append(ahead, -p.Regret)
+		ratio = append(ratio, p.Ratio)
+		if p.Regret > 0 && (top < 0 || p.Regret > r.Regret[top].Regret) {
+			top = i
+		}
 	}
-	if !slices.ContainsFunc(regret, func(v float64) bool { return v > 0 }) {
-		return nil // the learner earned at least the best fixed price at every mark: no regret to draw
+	if len(x) == 0 {
+		return nil
 	}
-	lines := []report.Line{{Name: "regret (best fixed − learner revenue)", X: x, Y: regret}}
-	if last := len(x) - 1; regret[last] > 0 {
+	lines := []report.Line{
+		{Name: "learner behind: best fixed − learner revenue", X: x, Y: behind},
+		{Name: "learner ahead: learner − best fixed revenue", X: x, Y: ahead},
+	}
+	if top >= 0 {
 		for _, slope := range []struct {
 			name string
 			p    float64
 		}{{"√T", 0.5}, {"T^(2/3)", 2.0 / 3}} {
 			ref := make([]float64, len(x))
 			for i := range x {
-				ref[i] = regret[last] * math.Pow(x[i]/x[last], slope.p)
+				ref[i] = behind[top] * math.Pow(x[i]/x[top], slope.p)
 			}
 			lines = append(lines, report.Line{Name: slope.name, X: x, Y: ref, Reference: true})
 		}
 	}
-	if err := report.LinePlot(dir, "regret", report.Axes{Title: "Learner's regret against the best fixed price in hindsight (" + r.Scenario + ")",
+	if err := report.LinePlot(dir, "regret", report.Axes{Title: "Regret against the best fixed price in hindsight (" + r.Scenario + ")",
 		X: "offers per server", Y: "revenue", LogX: true, LogY: true}, lines); err != nil {
 		return fmt.Errorf("hindsight: regret plot: %w", err)
 	}
-	return report.LinePlot(dir, "regret-share", report.Axes{Title: "Share of the best fixed price's revenue the learner missed (" + r.Scenario + ")",
-		X: "offers per server", Y: "1 − learner / best", LogX: true, LogY: true},
-		[]report.Line{{Name: "missed share", X: x, Y: missed}})
+	flat := func(name string, y float64) report.Line {
+		return report.Line{Name: name, X: []float64{x[0], x[len(x)-1]}, Y: []float64{y, y}, Reference: true}
+	}
+	return report.LinePlot(dir, "ratio", report.Axes{Title: "Learner's revenue over the best fixed price's (" + r.Scenario + ")",
+		X: "offers per server", Y: "learner / best fixed", LogX: true},
+		[]report.Line{{Name: "learner / best fixed price", X: x, Y: ratio}, flat("99%", 0.99), flat("97%", 0.97)})
 }
 
 // pricesPlot draws revenue at each fixed price of the grid, the mean over
