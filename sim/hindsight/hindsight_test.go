@@ -94,6 +94,7 @@ func TestBenchmark(t *testing.T) {
 	require.NoError(t, hindsight.Table(&out, r))
 	assert.Contains(t, out.String(), "learner / best fixed price of its seed: revenue ")
 	assert.Contains(t, out.String(), "learner above posted on ")
+	assert.Regexp(t, `(?m)^  seed 2 +×[0-9.]+ +[0-9.]+  learning +[0-9.]+%  posted +[0-9.]+%  surge +[0-9.]+%$`, out.String(), "the runs paired by seed")
 	dir := t.TempDir()
 	require.NoError(t, hindsight.Write(dir, r))
 	for _, name := range []string{"index.html", "hindsight.json", "regret.csv", "regret.svg", "ratio.svg", "prices.svg", "prices.png", "summary.json"} {

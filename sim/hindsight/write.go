@@ -23,6 +23,14 @@ func Table(w io.Writer, r Report) error {
 	for _, l := range r.Levels {
 		fmt.Fprintf(w, "  ×%-9s revenue %12.2f  welfare %12.2f  best on %d\n", l.Multiplier, l.Revenue, l.Welfare, l.Best)
 	}
+	fmt.Fprintf(w, "revenue by seed (the best fixed price's multiple; each other as a share of the best fixed price's):\n")
+	for _, ps := range r.PerSeed {
+		fmt.Fprintf(w, "  seed %-4d ×%-9s %12.2f", ps.Seed, ps.Best, ps.Revenue[BestLabel])
+		for _, label := range append([]string{LearnerLabel}, r.Others...) {
+			fmt.Fprintf(w, "  %s %6.1f%%", label, 100*ratio(ps.Revenue[label], ps.Revenue[BestLabel]))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "learner / best fixed price of its seed: revenue %s, welfare %s\n", pct(r.Revenue), pct(r.Welfare))
 	for _, o := range r.Others {
 		fmt.Fprintf(w, "learner above %s on %d of %d seeds\n", o, r.Beats[o], len(r.Seeds))
