@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Line is one named line of a LinePlot.
@@ -44,37 +45,51 @@ func LinePlot(dir, name string, a Axes, lines []Line) error {
 	drawn, data := 0, 0
 	lo, hi := plotter.XY{X: math.Inf(1), Y: math.Inf(1)}, plotter.XY{X: math.Inf(-1), Y: math.Inf(-1)}
 	for _, ln := range lines {
-		var xys plotter.XYs
+		// A point a log scale cannot show breaks the line, rather than
+		// being bridged by a segment that says nothing of what lay between.
+		var runs []plotter.XYs
+		var all plotter.XYs
+		open := false
 		for i := range min(len(ln.X), len(ln.Y)) {
 			x, y := ln.X[i], ln.Y[i]
 			if (a.LogX && x <= 0) || (a.LogY && y <= 0) || math.IsNaN(x) || math.IsNaN(y) {
+				open = false
 				continue
 			}
-			xys = append(xys, plotter.XY{X: x, Y: y})
+			if !open {
+				runs = append(runs, nil)
+				open = true
+			}
+			runs[len(runs)-1] = append(runs[len(runs)-1], plotter.XY{X: x, Y: y})
+			all = append(all, plotter.XY{X: x, Y: y})
 			lo.X, lo.Y, hi.X, hi.Y = min(lo.X, x), min(lo.Y, y), max(hi.X, x), max(hi.Y, y)
 		}
-		if len(xys) == 0 {
+		if len(all) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return err
-		}
+		ls, glyph := style(data)
 		if ln.Reference {
-			l.LineStyle.Color = color.Gray{Y: 128}
-			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+			ls = draw.LineStyle{Color: color.Gray{Y: 128}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(4)}}
 		} else {
-			l.LineStyle, _ = style(data)
 			data++
 		}
-		p.Add(l)
-		p.Legend.Add(ln.Name, l)
-		if ln.Points && !ln.Reference {
-			s, err := plotter.NewScatter(xys)
+		for k, xys := range runs {
+			l, err := plotter.NewLine(xys)
 			if err != nil {
 				return err
 			}
-			_, s.GlyphStyle = style(data - 1)
+			l.LineStyle = ls
+			p.Add(l)
+			if k == 0 {
+				p.Legend.Add(ln.Name, l)
+			}
+		}
+		if ln.Points && !ln.Reference {
+			s, err := plotter.NewScatter(all)
+			if err != nil {
+				return err
+			}
+			s.GlyphStyle = glyph
 			p.Add(s)
 		}
 		drawn++
