@@ -102,8 +102,15 @@ func LinePlot(dir, name string, a Axes, lines []Line) error {
 	if a.LogX {
 		p.X.Min, p.X.Max = lo.X/1.2, hi.X*1.2
 	}
+	// Room above the lines for the legend, top left, as the report's
+	// series have: a share of the height for each of its rows.
+	free := math.Min(0.5, 0.07*float64(drawn)+0.05)
 	if a.LogY {
-		p.Y.Min, p.Y.Max = lo.Y/1.2, hi.Y*1.2
+		lo.Y, hi.Y = lo.Y/1.2, hi.Y*1.2
+		p.Y.Min, p.Y.Max = lo.Y, lo.Y*math.Pow(hi.Y/lo.Y, 1/(1-free))
+	} else {
+		p.Y.Min, p.Y.Max = lo.Y, lo.Y+(hi.Y-lo.Y)/(1-free)
+		p.Y.Tick.Marker = labelledTicks{n: 4, upTo: hi.Y}
 	}
 	return savePlot(dir, name, p)
 }
