@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/sim/workload"
 )
 
@@ -72,11 +73,18 @@ var (
 	bPolicyTime   = bound{field: "policies.*: max_time_limit, counter_ttl, bookings.max_ahead, fair_use.min_time_limit, fair_use.max_time_limit, fair_use.cooldown",
 		kind: duration, min: 0, max: secs(decade)}
 	bMaxRunning = bound{field: "policies.*.fair_use.max_running", kind: whole, min: 1, max: 1_000_000, zero: "no cap"}
+	// The learning policy's grid and epoch (server.LearningConfig, whose
+	// own checks these are).
+	bLevels = bound{field: "policies.*.levels", kind: whole, min: 2, max: server.MaxLearningLevels, zero: strconv.Itoa(server.DefaultLearningLevels)}
+	bFloor  = bound{field: "policies.*.floor, policies.*.ceiling", kind: money, min: 0, above: true, max: server.MaxLearningMultiplier,
+		zero: server.DefaultLearningFloor.String() + " and " + server.DefaultLearningCeiling.String()}
+	bEpoch = bound{field: "policies.*.epoch", kind: duration, min: 1, max: secs(decade), zero: server.DefaultLearningEpoch.String()}
 )
 
 // bounds are all of them, for the docs.
 var bounds = []bound{bSeeds, bHorizon, bLimit, bSample, bSamples, bReadingEvery, bRouteTo, bGPUs, bReplicas, bMemory, bServers, bAllGPUs,
-	bBudget, bValue, bPatience, bAllowanceA, bAllowanceB, bPeriod, bStart, bStep, bBase, bWindow, bSlack, bK, bPolicyTime, bMaxRunning}
+	bBudget, bValue, bPatience, bAllowanceA, bAllowanceB, bPeriod, bStart, bStep, bBase, bWindow, bSlack, bK, bPolicyTime, bMaxRunning,
+	bLevels, bFloor, bEpoch}
 
 // want says the bound for a person: "1 to 1024, or 0 for one".
 func (b bound) want() string {

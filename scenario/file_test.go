@@ -72,7 +72,7 @@ func TestParseErrors(t *testing.T) {
 		{"UnknownPolicyKey", `    p: [["0", "0.001"]]`, `    price: [["0", "0.001"]]`, `4: policies.posted.price: no such field`},
 		{"UnknownPolicyName", "replicas: 2, policy: posted}", "replicas: 2, policy: postd}", `7: servers[0].policy: no policy "postd"`},
 		{"BadPolicy", `k: "2"}`, `k: "-2"}`, `5: policies.surge.k: "-2" is out of bounds: want 0 to 1000`},
-		{"BadPolicyKind", `surge: {kind: utilisation`, `surge: {kind: surging`, `5: policies.surge: policy "surging": want reserve or utilisation`},
+		{"BadPolicyKind", `surge: {kind: utilisation`, `surge: {kind: surging`, `5: policies.surge: policy "surging": want reserve, utilisation or learning`},
 		{"BadStrategy", "strategy: fixed}", "strategy: greedy}", `12: clients[0].strategy: no strategy "greedy"`},
 		{"StrategyKey", `start: "0.5"}`, `begin: "0.5"}`, `13: clients[1].strategy.begin: no such field (want one of base, kind, slack, start, step, window)`},
 		{"NoValue", `value: "0.004"`, `value: "0"`, `12: clients[0].value: a client needs a positive value`},

@@ -61,7 +61,10 @@ type Node struct {
 	cfg    NodeConfig
 	log    *slog.Logger
 	policy Policy
-	runner Runner
+	// observer is the policy's learner, told what happens (observe.go);
+	// nil for a policy that does not learn.
+	observer Observer
+	runner   Runner
 	// takes is what the runner says it runs (Describer), for the hello and
 	// to refuse other jobs; nil if it does not say.
 	takes *protocol.Runs
@@ -144,7 +147,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		takes = &r
 	}
 	return &Node{
-		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, runner: cfg.Runner, takes: takes,
+		cfg: cfg, log: cfg.Logger.With("server", cfg.ID), policy: cfg.Policy, observer: observerOf(cfg.Policy), runner: cfg.Runner, takes: takes,
 		readingEvery: cfg.ReadingEvery,
 		owner:        map[int]string{},
 		claims:       map[string]*claim{},

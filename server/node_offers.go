@@ -52,7 +52,7 @@ func (n *Node) Quote(now time.Time, so protocol.ServerOffer) protocol.Decision {
 // decide is Decide's answer where bind is set, and Quote's where it is
 // not: the same path, which claims GPUs or books a slot only when it binds
 // (take, reserve).
-func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) protocol.Decision {
+func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) (reply protocol.Decision) {
 	if d, refused := n.refuse(so); refused {
 		return d
 	}
@@ -73,6 +73,14 @@ func (n *Node) decide(now time.Time, so protocol.ServerOffer, bind bool) protoco
 	}
 	c, ok := n.counters[so.Counter]
 	honoured := ok && so.Counter != "" && c.terms.Equal(so.Terms)
+	if bind {
+		// A learner hears each offer decided once (a retry is answered
+		// above), after its GPUs are claimed; quotes bind nothing and
+		// teach nothing.
+		defer func() {
+			n.observe(Outcome{Kind: OutcomeOffer, Now: now, Terms: so.Terms, Accepted: reply.Accept, Counter: honoured, Countered: len(reply.Counters)})
+		}()
+	}
 	if so.Terms.StartAt.After(now) {
 		return n.decideBooking(so, now, honoured, bind)
 	}
@@ -262,6 +270,7 @@ func (n *Node) Cancel(now time.Time, offer string) {
 	if b, ok := n.bookings[offer]; ok && b.contract == "" {
 		delete(n.bookings, offer)
 	}
+	n.observe(Outcome{Kind: OutcomeTime, Now: now}) // GPUs free again
 }
 
 // release drops an offer's claim. n.mu is held.

@@ -205,6 +205,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 		n.recent = n.recent[len(n.recent)-recentMax:]
 	}
 	n.clients.started(r.terms.Client, now)
+	n.observe(Outcome{Kind: OutcomeStart, Now: now, Contract: id, Terms: r.terms})
 	n.log.Info("started", "contract", id, "client", r.terms.Client, "gpus", r.started.GPUs)
 	return r.started, nil
 }
@@ -268,6 +269,9 @@ type Due struct {
 	// Launch are booked contracts whose slot has begun: after Stops, Launch
 	// each and report its start to the exchange.
 	Launch []string
+	// AskChanged says that the policy changed its ask (a learner posted
+	// another price): the driver tells the exchange soon (a heartbeat).
+	AskChanged bool
 }
 
 // Tick says what is due at now: each running contract's reading every
@@ -277,6 +281,7 @@ func (n *Node) Tick(now time.Time) Due {
 	defer n.mu.Unlock()
 	n.sweep(now)
 	var due Due
+	due.AskChanged = n.observe(Outcome{Kind: OutcomeTime, Now: now})
 	due.Stops, due.Launch = n.dueBookings(now)
 	// In order of contract id, in a slice the node keeps: a node ticks
 	// every ReadingEvery.
@@ -366,7 +371,8 @@ func (n *Node) Stopped(now time.Time, contractID string) (contract.Reading, erro
 		n.log.Error("measure the final reading; using the last", "contract", r.id, "err", err)
 		m = r.last
 	}
-	if !r.ended {
+	first := !r.ended
+	if first {
 		for _, i := range r.started.GPUs {
 			if n.owner[i] == "run "+r.id {
 				n.own(i, "")
@@ -383,6 +389,9 @@ func (n *Node) Stopped(now time.Time, contractID string) (contract.Reading, erro
 	rd := n.reading(r, now, m)
 	rd.Seq = r.seq + 1
 	rd.Final, rd.Reason, rd.ExitCode = true, reason, m.ExitCode
+	if first && n.observer != nil {
+		n.observeEnd(r, now, rd)
+	}
 	n.log.Info("stopped", "contract", r.id, "reason", reason, "u", rd.U, "t", time.Duration(rd.T))
 	return rd, nil
 }

@@ -13,13 +13,22 @@ import (
 
 // PolicyConfig is a policy stack as operators (bourse server's
 // configuration) and simulation scenarios write it: a base — a posted price
-// (kind reserve) or one indexed by utilization (kind utilisation) — then,
-// each optional, preemption, bookings and fair use. Build assembles it.
+// (kind reserve), one indexed by utilization (kind utilisation) or one
+// that learns (kind learning) — then, each optional, preemption, bookings
+// and fair use. Build assembles it.
 type PolicyConfig struct {
-	Kind         string        `yaml:"kind" json:"kind"` // reserve (the default) or utilisation
-	P            [][]string    `yaml:"p" json:"p"`       // the reserve curves, as an offer writes them
-	Q            [][]string    `yaml:"q" json:"q"`
-	K            string        `yaml:"k" json:"k"` // utilisation only: Utilization.K
+	Kind string     `yaml:"kind" json:"kind"` // reserve (the default), utilisation or learning
+	P    [][]string `yaml:"p" json:"p"`       // the reserve curves, as an offer writes them
+	Q    [][]string `yaml:"q" json:"q"`
+	K    string     `yaml:"k" json:"k"` // utilisation only: Utilization.K
+	// Learning only (LearningConfig): the grid of multipliers of p and q
+	// from floor to ceiling in levels steps, each posted for an epoch at
+	// a time, the choices seeded by seed.
+	Floor        string        `yaml:"floor" json:"floor"`
+	Ceiling      string        `yaml:"ceiling" json:"ceiling"`
+	Levels       int           `yaml:"levels" json:"levels"`
+	Epoch        time.Duration `yaml:"epoch" json:"epoch"`
+	Seed         uint64        `yaml:"seed" json:"seed"`
 	MaxTimeLimit time.Duration `yaml:"max_time_limit" json:"max_time_limit"`
 	CounterTTL   time.Duration `yaml:"counter_ttl" json:"counter_ttl"`
 	// Preempt lets a guaranteed offer that pays more take the GPUs of
@@ -70,6 +79,10 @@ func (c PolicyConfig) Build() (Policy, error) {
 		return nil, err
 	}
 	posted := Posted{P: p, Q: q, MaxTimeLimit: c.MaxTimeLimit, CounterTTL: c.CounterTTL}
+	learning := c.Kind == "learning"
+	if !learning && (c.Floor != "" || c.Ceiling != "" || c.Levels != 0 || c.Epoch != 0 || c.Seed != 0) {
+		return nil, errors.New("policy.floor, ceiling, levels, epoch and seed are for the learning policy")
+	}
 	var pol Policy
 	switch c.Kind {
 	case "", "reserve", "posted":
@@ -83,8 +96,17 @@ func (c PolicyConfig) Build() (Policy, error) {
 			return nil, fmt.Errorf("policy.k %q: want a decimal number", c.K)
 		}
 		pol = Utilization{Base: posted, K: k}
+	case "learning":
+		if c.K != "" {
+			return nil, errors.New("policy.k is for the utilisation policy")
+		}
+		l, err := c.learning(posted)
+		if err != nil {
+			return nil, err
+		}
+		pol = l
 	default:
-		return nil, fmt.Errorf("policy %q: want reserve or utilisation", c.Kind)
+		return nil, fmt.Errorf("policy %q: want reserve, utilisation or learning", c.Kind)
 	}
 	if c.Preempt {
 		pol = Preempting{Base: pol}
@@ -101,4 +123,31 @@ func (c PolicyConfig) Build() (Policy, error) {
 		}
 	}
 	return pol, nil
+}
+
+// learning builds the learning base over the posted price's curves.
+func (c PolicyConfig) learning(base Posted) (*Learning, error) {
+	mult := func(name, v string) (decimal.Decimal, error) {
+		if v == "" {
+			return decimal.Zero, nil
+		}
+		d, err := decimal.NewFromString(v)
+		if err != nil || d.IsNegative() {
+			return decimal.Zero, fmt.Errorf("policy.%s %q: want a multiplier of p and q above 0, like 0.5 (0 for the default)", name, v)
+		}
+		return d, nil // 0: the default
+	}
+	floor, err := mult("floor", c.Floor)
+	if err != nil {
+		return nil, err
+	}
+	ceiling, err := mult("ceiling", c.Ceiling)
+	if err != nil {
+		return nil, err
+	}
+	l, err := NewLearning(LearningConfig{Base: base, Floor: floor, Ceiling: ceiling, Levels: c.Levels, Epoch: c.Epoch, Seed: c.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return l, nil
 }

@@ -60,7 +60,8 @@ func (n *Node) forecast(r *run) {
 
 // Wake is when the node next has something to do by itself: a job ends,
 // a time limit passes, a forecast prepayment runs out, a booked slot
-// begins, a run a client or the exchange halted waits to be stopped.
+// begins, a run a client or the exchange halted waits to be stopped, a
+// learning policy wants the time (Observer.Next).
 // Readings are not counted: a driver that wants them every ReadingEvery
 // ticks the node for them. Zero: nothing, until something comes from
 // outside (an offer, a start, a control). A time already past means
@@ -91,6 +92,9 @@ func (n *Node) Wake() time.Time {
 		if b.contract != "" && !b.starting {
 			soonest(b.terms.StartAt)
 		}
+	}
+	if n.observer != nil {
+		soonest(n.observer.Next())
 	}
 	return at
 }

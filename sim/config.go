@@ -63,6 +63,10 @@ type Config struct {
 	// Progress, if set, is told every ProgressEvery jobs how many have
 	// arrived so far.
 	Progress func(jobs int)
+	// TrackEvery, if positive, notes the run's takings every TrackEvery
+	// arrivals (Result.Track), before the job arrives: the offers made
+	// and the revenue settled by then.
+	TrackEvery int
 	// Poll runs the servers as their agents do over NATS: every server
 	// ticks every ReadingEvery, sending its heartbeat and a reading of
 	// each running contract, and the House's sweep judges silence

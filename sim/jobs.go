@@ -49,6 +49,9 @@ const rounds = 2
 func (m *Simulation) arrive() {
 	w := *m.next
 	m.next = nil
+	if k := m.cfg.TrackEvery; k > 0 && m.arrived%k == 0 && m.arrived > 0 {
+		m.m.Mark(m.arrived, m.offers)
+	}
 	m.arrived++
 	if m.cfg.Progress != nil && m.arrived%ProgressEvery == 0 {
 		m.cfg.Progress(m.arrived)

@@ -22,6 +22,9 @@ type PlanOptions struct {
 	// each value given makes each policy's runs once, those with it on
 	// labelled policy+standing. Empty is off.
 	Standing []bool
+	// TrackEvery notes each run's takings every so many arrivals
+	// (Config.TrackEvery); zero for none.
+	TrackEvery int
 	// RouteTo overrides the file's route_to: each value given makes each
 	// policy's runs once, labelled policy+route=N (RouteAll: policy+route=all,
 	// every offer to every server whose ask it meets). Empty is the file's.
@@ -123,7 +126,7 @@ func configFor(f *scenario.File, policy, label string, seed uint64, opt PlanOpti
 	closeSrc := closer.Close
 	cfg := Config{Scenario: f.Name, Servers: servers, Clients: clients, Default: def, Workload: src,
 		Horizon: f.Horizon, Limit: f.Limit, Sample: f.Sample, ReadingEvery: f.ReadingEvery,
-		Forget: ForgetAfter}
+		Forget: ForgetAfter, TrackEvery: opt.TrackEvery}
 	cfg.Exchange.RouteTo = f.RouteTo
 	closeAll := closeSrc
 	if opt.Log != nil {

@@ -132,7 +132,7 @@ func (m *Simulation) finish() {
 // tick carries out what a node says is due, as the agent would: readings
 // to the House, jobs stopped (their finals to the House), booked jobs
 // launched and their starts reported. It reports whether a job stopped or
-// started: the server's state changed.
+// started, or the policy changed its ask: the server's state changed.
 func (m *Simulation) tick(id string) bool {
 	ctx := context.Background()
 	n := m.nodes[id]
@@ -146,7 +146,7 @@ func (m *Simulation) tick(id string) bool {
 			_, _ = m.house.Started(ctx, id, st)
 		}
 	}
-	return len(due.Stops) > 0 || len(due.Launch) > 0
+	return len(due.Stops) > 0 || len(due.Launch) > 0 || due.AskChanged
 }
 
 // NoMatchError is a run none of whose jobs any server could take: no

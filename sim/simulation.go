@@ -129,6 +129,9 @@ func (m *Simulation) addServer(ctx context.Context, s scenario.ServerSpec, log *
 		return fmt.Errorf("sim: server %s twice", s.ID)
 	}
 	ids := 0
+	// A policy that learns is each server's own, seeded by the run's seed
+	// and the server's id.
+	s.Policy = server.ForServer(s.Policy, s.ID, m.cfg.Seed)
 	n, err := server.NewNode(server.NodeConfig{ID: s.ID, Currency: scenario.Currency, GPUs: s.GPUs(), Policy: s.Policy,
 		Runner: &server.Synthetic{Now: m.e.Now}, ReadingEvery: m.cfg.nodeReadings(), Logger: log,
 		NewID: func() string { ids++; return s.ID + "-k" + strconv.Itoa(ids) }})

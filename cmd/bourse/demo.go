@@ -18,6 +18,7 @@ import (
 	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/server"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -95,7 +96,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		defer closeStore()
 		store = s
 	}
-	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(),
+	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(), Servers: demoServers(cfg.seed),
 		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}})
 	if err != nil {
 		return err
@@ -174,6 +175,27 @@ var keyboardBudget = decimal.NewFromInt(100)
 // its jobs use (TestDemoEconomy); bea's pulls it towards 10.00, below its
 // budget of 15.00, so that it shows the balance decaying too. cyd may
 // hold 2 GPUs at once; gus may commit 10.00 a day (warned at 80%).
+// demoServers are the default market's servers, but atlas learns its
+// price (policy kind learning) around its posted 0.30, choosing a multiple
+// from half to twice it every three seconds, so that a demo of a minute
+// shows it move. The others keep their rules.
+func demoServers(seed uint64) []scenario.ServerSpec {
+	ss := scenario.DefaultServers()
+	for i := range ss {
+		if ss[i].ID != "atlas" {
+			continue
+		}
+		base, _ := ss[i].Policy.(server.Posted)
+		l, err := server.NewLearning(server.LearningConfig{Base: base, Floor: decimal.RequireFromString("0.5"), Ceiling: decimal.NewFromInt(2),
+			Levels: 5, Epoch: 3 * time.Second, Seed: seed})
+		if err != nil {
+			panic("demo: atlas's learning policy: " + err.Error()) // a constant configuration
+		}
+		ss[i].Policy = l
+	}
+	return ss
+}
+
 func demoClients() []scenario.ClientSpec {
 	cs := scenario.DefaultClients()
 	for i := range cs {

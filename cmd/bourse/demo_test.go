@@ -76,6 +76,9 @@ func TestDemo(t *testing.T) {
 	} else if used, _ := strconv.ParseFloat(m[1], 64); used > 10 {
 		t.Errorf("gus used %s of a daily cap of 10.00", m[1])
 	}
+	if !regexp.MustCompile(`(?m)^atlas +learning +8× H100 +\d+`).MatchString(out) {
+		t.Errorf("atlas does not learn its price:\n%s", out)
+	}
 	if !regexp.MustCompile(`treasury: [1-9]\d* administrative actions in the audit trail`).MatchString(out) {
 		t.Errorf("the treasury's audit trail is not in the summary:\n%s", out)
 	}

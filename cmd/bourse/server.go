@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,10 @@ type serverConfig struct {
 	// OutboxDir keeps readings on disk until JetStream has them, across
 	// NATS outages and restarts; empty keeps them in memory only.
 	OutboxDir string `yaml:"outbox_dir"`
+	// MetricsAddr, if set, serves Prometheus metrics at /metrics (and
+	// /healthz, /readyz): the Go runtime's, and what a learning policy
+	// believes (server_learning.go).
+	MetricsAddr string `yaml:"metrics_addr"`
 
 	deprecated []deprecatedKey // keys given by an old name, to warn of
 	file       string          // the file it was read from, if any
@@ -170,7 +175,7 @@ readings.`,
 	f.StringVar(&fl.NVML, "nvml", "", "auto, off or required (default auto)")
 	f.StringVar(&fl.MeterFallback, "meter-fallback", "", "where NVML cannot meter process jobs: none (refuse them) or full_use (charge U = GPUs × T) (default none)")
 	f.StringVar(&gpus, "gpus", "", "declared GPUs where there is no NVML: COUNTxMODEL:MEMORY_MIB, comma-separated")
-	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve or utilisation (default reserve)")
+	f.StringVar(&fl.Policy.Kind, "policy", "", "reserve, utilisation or learning (default reserve)")
 	prices.add(f)
 	f.StringVar(&fl.Runner.Kind, "runner", "", "synthetic, process or container (default synthetic)")
 	f.StringSliceVar(&fl.Runner.Allowed, "allow", nil, "a program process jobs may run (repeatable)")
@@ -182,7 +187,8 @@ readings.`,
 	f.DurationVar(&fl.Runner.OutputKeep, "output-keep", 0, "how long a job's output stays on this disk once its client can fetch it (default 24h)")
 	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
 	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
-	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them (default: in memory only)")
+	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them, and bookings and what a learning policy learned across restarts (default: in memory only)")
+	f.StringVar(&fl.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (and a learning policy's beliefs) at this address, e.g. :9101 (default: none)")
 	return cmd
 }
 
@@ -282,6 +288,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
 	str("cgroup", &c.Runner.Cgroup, fl.Runner.Cgroup)
 	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
+	str("metrics-addr", &c.MetricsAddr, fl.MetricsAddr)
 	if set("scale") {
 		c.Currency.Scale = &scale
 	}
@@ -489,10 +496,15 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(c.MetricsAddr, serverRegistry(c.ID, policy), func(context.Context) error { return nil }, log)
+	if err != nil {
+		return fmt.Errorf("server config: metrics_addr: %w", err)
+	}
+	defer stopMetrics()
 	say(cmd, log, meterLine)
 	say(cmd, log, c.policyLine())
 	log.Info("server starting", "id", c.ID, "nats", redactURLs(c.NATS.URL), "gpus", len(gpus), "policy", policyName(policy, c.Policy.Kind),
-		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir)
+		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir, "metrics", c.MetricsAddr)
 	if err := ag.Run(ctx); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/bourse/bourse/server"
 )
 
 // priceFlags set the prices of bourse server's policy (policy.p and
@@ -84,6 +86,9 @@ func (c *serverConfig) policyLine() string {
 	line := fmt.Sprintf("policy: %s: takes offers paying at least %s", kind, strings.Join(parts, " and "))
 	if c.Policy.K != "" {
 		line += ", times 1 + " + c.Policy.K + " × the share of GPUs in use"
+	}
+	if pol, err := c.Policy.Build(); err == nil && server.LearnerOf(pol) != nil {
+		line += " times a multiple" + learningLine(server.LearnerOf(pol))
 	}
 	return line
 }

@@ -47,7 +47,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"NoID", "", []string{"--id", ""}, "bourse: server config: no id (id in the configuration, or --id)"},
 		{"BadCurrency", "", []string{"--currency", "cred!"}, "bourse: server config: currency: currency.Validate: invalid: code: currency code must be"},
 		{"BadScale", "", []string{"--scale", "-1"}, "currency"},
-		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve or utilisation`},
+		{"BadPolicy", "", []string{"--policy", "auction"}, `bourse: server config: policy "auction": want reserve, utilisation or learning`},
 		{"BadK", "policy: {kind: utilisation, k: lots}\n", nil, `bourse: server config: policy.k "lots": want a decimal number`},
 		{"KWithPosted", "policy: {k: '1'}\n", nil, "bourse: server config: policy.k is for the utilisation policy"},
 		{"BadCurve", "policy: {p: [['2', '1'], ['1', '2']]}\n", nil, "policy: reserve p: contract.Curve.Validate: invalid_curve"},

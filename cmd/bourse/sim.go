@@ -32,7 +32,7 @@ scenario file (YAML) describes the servers, clients, policies and workload;
 docs/sim.md describes every field and examples/sim has two scenarios.
 The same scenario and seed write the same files, byte for byte.`,
 	}
-	cmd.AddCommand(newSimRunCmd(), newSimCompareCmd(), newSimGenCmd(), newSimAuditCmd())
+	cmd.AddCommand(newSimRunCmd(), newSimCompareCmd(), newSimLearnCmd(), newSimGenCmd(), newSimAuditCmd())
 	return cmd
 }
 

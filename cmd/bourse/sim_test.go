@@ -197,3 +197,24 @@ func TestSimSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestSimLearn runs bourse sim learn small: the learner, the scenario's
+// other policies and each fixed price of a grid of three, side by side
+// with each seed's best fixed price, and the report folder with the
+// benchmark's own files.
+func TestSimLearn(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := simCmd("learn", "../../examples/sim/known-demand.yaml", "--jobs", "300", "--levels", "3", "--seed", "1,2", "-o", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^metric +best fixed +learning +posted +surge$`, out)
+	assert.Regexp(t, `(?m)^  ×1\.414214 +revenue +[0-9.]+ +welfare +[0-9.]+ +best on [0-2]$`, out)
+	assert.Regexp(t, `(?m)^learner / best fixed price of its seed: revenue \d+\.\d%`, out)
+	assert.Contains(t, out, "12 runs, 3600 jobs")
+	for _, name := range []string{"index.html", "hindsight.json", "regret.csv", "prices.svg"} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		assert.NoError(t, err, name)
+	}
+	_, errOut, code = simCmd("learn", "../../examples/sim/known-demand.yaml", "--learner", "posted", "-o", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `known-demand has no learning policy "posted"`)
+}

@@ -145,6 +145,10 @@ type Agent struct {
 	// generation of them last saved.
 	bookMu   sync.Mutex
 	savedGen uint64
+	// learnMu orders the saves of a learning policy's state; learnSaved
+	// is its epoch last saved (learning.go).
+	learnMu    sync.Mutex
+	learnSaved int
 }
 
 // New checks cfg and fills in its defaults.
@@ -229,6 +233,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err := a.restoreBookings(); err != nil {
 			return err
 		}
+		if err := a.restoreLearning(); err != nil {
+			return err
+		}
+		// What the last epoch taught is kept however the run ends.
+		defer a.saveLearning(true)
 	}
 	if err := a.openSpool(); err != nil {
 		return fmt.Errorf("server %s: %w", a.id, err)

@@ -45,6 +45,7 @@ func (a *Agent) tick() {
 		a.send(rd)
 	}
 	a.saveBookings() // bookings whose slot began are runs now, or dropped
+	a.learned(due.AskChanged)
 	if len(due.Stops) == 0 && len(due.Launch) == 0 {
 		return
 	}

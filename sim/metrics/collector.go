@@ -36,6 +36,7 @@ type Collector struct {
 	intUsed     float64
 	intArrivals int
 	lastPrice   float64
+	track       []Mark
 }
 
 // NewCollector starts collecting at start for a market of capacity GPUs,
@@ -139,6 +140,12 @@ func (c *Collector) Complete(client string, wait, jct, reference time.Duration, 
 	}
 }
 
+// Mark notes the takings so far, now that jobs have arrived and the
+// clients have made offers (Result.Track).
+func (c *Collector) Mark(jobs, offers int) {
+	c.track = append(c.track, Mark{Jobs: jobs, Offers: offers, Revenue: c.revenue, Welfare: c.s.Welfare})
+}
+
 // Due is when the series wants its next sample.
 func (c *Collector) Due() time.Time { return c.nextAt }
 
@@ -195,7 +202,7 @@ func (c *Collector) Result(end time.Time) Result {
 		}
 	}
 	s.JainGPU, s.JainFunding = Jain(gpu), Jain(perFunding)
-	return Result{Summary: s, Clients: clients, Series: slices.Clone(c.series)}
+	return Result{Summary: s, Clients: clients, Series: slices.Clone(c.series), Track: slices.Clone(c.track)}
 }
 
 // Jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when every x is the same,

@@ -22,6 +22,20 @@ type Result struct {
 	// Trace, for a run that read a trace, says what became of its rows:
 	// how many made jobs, and how many were dropped or skipped and why.
 	Trace *workload.Rows `json:"trace,omitempty"`
+	// Track, for a run asked for it (sim.Config.TrackEvery), is the run's
+	// takings as its jobs arrived: a learner's regret against fixed
+	// prices grows with them.
+	Track []Mark `json:"track,omitempty"`
+}
+
+// Mark is a run's takings when its Jobs-th job arrived: the offers its
+// clients had made, and the revenue and welfare of the contracts settled.
+// Runs of one workload reach the same Jobs at the same virtual time.
+type Mark struct {
+	Jobs    int     `json:"jobs"`
+	Offers  int     `json:"offers"`
+	Revenue float64 `json:"revenue"`
+	Welfare float64 `json:"welfare"`
 }
 
 // Summary is a run's headline figures. Money is in the scenario's
