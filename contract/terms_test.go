@@ -92,6 +92,18 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			terms := validTerms()
 			tt.edit(&terms)
+			// ValidateShape, which a command line runs before it knows the
+			// currency, breaks on the same rules but those of the client,
+			// the currency and the prepayment.
+			shape := ValidateShape(terms)
+			switch tt.field {
+			case "", "client", "currency", "scale", "prepayment":
+				if shape != nil {
+					t.Errorf("ValidateShape: %v", shape)
+				}
+			default:
+				wantErr(t, shape, tt.code, tt.field)
+			}
 			err := Validate(terms, scales)
 			if tt.code == "" {
 				if err != nil {

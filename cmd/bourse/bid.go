@@ -46,7 +46,7 @@ of its bots (ada … hal) trades as:
 
   bourse demo --duration 5m                       # prints its NATS URL
   bourse bid --nats URL --id you offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
-  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --time-limit 1m
+  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --duration 10s --time-limit 1m
   bourse bid --nats URL --id you watch CONTRACT_ID
   bourse bid --nats URL --id you balance
 
@@ -101,7 +101,7 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 				if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
 					return fmt.Errorf("%w; NATS refused the TLS handshake: --nats-ca must be the CA that signed its certificate, and where it verifies clients give --nats-cert and --nats-key", err)
 				}
-				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
+				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or BOURSE_NATS_URL)", err, f.natsURL)
 			case bourse.EPermission:
 				return fmt.Errorf("%w; check --nats-user and --nats-password (or its file), or --nats-creds", err)
 			}

@@ -34,21 +34,12 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if o.auto == "going" {
 		ok, newStrategy = true, o.going(ctx, c)
 	}
-	if !ok {
+	if !ok { // checkAuto refused it before anything connected
 		return usagef("--auto %q: want fixed, cheapest, adaptive, deadline or going", o.auto)
-	}
-	if cmd.Flags().Changed("price") || cmd.Flags().Changed("p") {
-		return usagef("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
-	}
-	if o.value == "" {
-		return usagef("--auto needs --value: the most a GPU-second of use is worth to you, e.g. --value 0.40")
 	}
 	value, err := amount("--value", o.value)
 	if err != nil {
 		return err
-	}
-	if !value.IsPositive() {
-		return usagef("--value %s: want more than 0", value)
 	}
 	deadline, err := parseDeadline(o.deadline, time.Now())
 	if err != nil {

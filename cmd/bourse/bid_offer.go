@@ -83,8 +83,42 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 
 // terms builds the terms from the flags on base: every flag for a new
 // offer, only those given for a resume (which starts from the suspended
-// contract's terms).
+// contract's terms); the prepayment by default the most they can cost,
+// at the currency's scale.
 func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
+	t, err := o.shape(fs, base, resume)
+	if err != nil {
+		return t, err
+	}
+	if !fs.Changed("scale") && o.scales != nil {
+		if scale, ok := o.scales.of(t.Currency); ok {
+			o.scale = scale
+		}
+	}
+	p, err := o.prepaymentFlag()
+	if err != nil {
+		return t, err
+	}
+	if p.IsPositive() {
+		t.Prepayment = p
+	}
+	named := t.Prepayment.IsPositive()
+	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
+		t.Prepayment = t.CappedPrepayment(o.scale)
+	}
+	if !named && t.Prepayment.IsZero() && t.P != nil {
+		// The exchange would refuse "terms.prepayment: 0" as if the
+		// user had written it: say where the 0 came from.
+		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
+			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
+				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
+	}
+	return t, nil
+}
+
+// shape builds the terms from the flags on base, all but the prepayment:
+// what check holds to the offer's rules before anything connects.
+func (o *offerFlags) shape(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
 	t := base
 	set := func(name string) bool { return !resume || fs.Changed(name) }
 	if o.file != "" {
@@ -149,29 +183,6 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if fs.Changed("server") {
 		t.Server = o.server
 	}
-	if !fs.Changed("scale") && o.scales != nil {
-		if scale, ok := o.scales.of(t.Currency); ok {
-			o.scale = scale
-		}
-	}
-	p, err := o.prepaymentFlag()
-	if err != nil {
-		return t, err
-	}
-	if p.IsPositive() {
-		t.Prepayment = p
-	}
-	named := t.Prepayment.IsPositive()
-	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
-		t.Prepayment = t.CappedPrepayment(o.scale)
-	}
-	if !named && t.Prepayment.IsZero() && t.P != nil {
-		// The exchange would refuse "terms.prepayment: 0" as if the
-		// user had written it: say where the 0 came from.
-		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
-			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
-				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
-	}
 	return t, nil
 }
 
@@ -230,7 +241,7 @@ func parseCurve(flag, s string) (contract.Curve, error) {
 		c = append(c, p)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, &usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
 	return c, nil
 }
@@ -298,9 +309,6 @@ escrows twice, so a timed-out offer is safe to retry.`,
 				o.requestID = newRequestID()
 			}
 			if o.auto != "" {
-				if o.wait != 0 {
-					return usagef("--auto negotiates now: drop --wait, or --auto")
-				}
 				return o.negotiate(ctx, cmd, f, c, t)
 			}
 			reply, err := c.OfferWait(ctx, o.requestID, t, o.wait)
@@ -308,6 +316,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, false)
 	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive, deadline or going")
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
@@ -350,6 +359,7 @@ change them (e.g. --price, --time-limit, --server).`,
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, true)
 	return cmd
 }
 
@@ -420,6 +430,7 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: offer again", n, reply.Counters[n-1].Server)}
 	}
+	f.took(reply.Counters[n-1].ID, got.Contract.ID)
 	if f.json {
 		return printJSON(out, got)
 	}

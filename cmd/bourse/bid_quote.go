@@ -55,6 +55,7 @@ request rate as offers do.
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, false)
 	return cmd
 }
 

@@ -27,16 +27,29 @@ it ended, its times, the GPUs it was given and how its server measures
 them, the last reading counted (GPU-seconds used U, wall time T, share S,
 energy, and the job's exit status once it ended), the charge and refund,
 and how to read its output. --json prints the contract as the protocol
-has it (docs/protocol.md, "contract").
+has it (docs/protocol.md, "contract"). An offer still waiting in the book
+(offer --wait) is shown as it waits: its terms, what it is sure to pay,
+how many offers are ahead of it and until when it waits (--json: as
+bid waiting --json has it).
 
   bourse bid show c-3f9a363f20c7660bebf0`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+			out := cmd.OutOrStdout()
 			k, err := c.Contract(ctx, args[0])
+			if bourse.ErrorCode(err) == bourse.ENotFound {
+				// A waiting offer's id is its contract's to be, which
+				// watch, wait and cancel know too.
+				if w, ok := waitingOffer(ctx, c, args[0]); ok {
+					if f.json {
+						return printJSON(out, w)
+					}
+					return printShowWaiting(out, w, newScales(ctx, c), f.command(cmd))
+				}
+			}
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if f.json {
 				return printJSON(out, k)
 			}
@@ -176,7 +189,7 @@ func outputText(k protocol.ContractView, bid string) string {
 	if err := ranNoProgram(k, "output"); err != nil {
 		return "none: " + bourse.ErrorMessage(err)
 	}
-	return fmt.Sprintf("stdout and stderr: %s logs %s; files left in $BOURSE_RESULTS: %s results %s -o DIR", bid, k.ID, bid, k.ID)
+	return fmt.Sprintf("stdout and stderr: %s logs %s; files left in $BOURSE_RESULTS: %s results %s DIR", bid, k.ID, bid, k.ID)
 }
 
 // newBidWaitCmd waits for a contract to end, for scripts, as sbatch
@@ -189,12 +202,15 @@ func newBidWaitCmd(f *bidFlags) *cobra.Command {
 one) without printing its events, until it ends, then prints one line (the
 contract with --json) and exits with:
 
-  the job's own exit status, where its server reported one (a program
-    that ended by itself, or that was stopped);
-  0 if the contract completed without one (a synthetic job);
-  1 if it ended otherwise without one: voided (never started), killed,
-    suspended, preempted, its time limit or prepayment reached, its
-    server lost, the job failed to start;
+  the job's own exit status, where the contract completed (its job
+    ended by itself) and its server reported one; 0 where it completed
+    without one (a synthetic job);
+  if it ended otherwise (voided before it started, killed, suspended,
+    preempted, its time limit or prepayment reached, its server lost,
+    the job failed to start): the job's own status where it is not 0,
+    else 1. A contract stopped at its time limit never exits 0, even
+    where its job finished at that very moment: scripts that go on
+    after "wait && …" go on after work that was done;
 
 and, as every command, 2 for a command line that cannot be right, 3 if
 the exchange said no (not_found: no such contract of yours; an offer that
@@ -209,7 +225,7 @@ contract goes on). A job's own status may be any of these numbers: show
 			out := cmd.OutOrStdout()
 			events, err := c.Watch(ctx, args[0])
 			if bourse.ErrorCode(err) == bourse.ENotFound {
-				if werr := awaitMatch(ctx, io.Discard, c, f, args[0]); werr != nil {
+				if werr := awaitMatch(ctx, io.Discard, c, f, f.command(cmd), args[0]); werr != nil {
 					return werr
 				}
 				events, err = c.Watch(ctx, args[0])
@@ -242,14 +258,21 @@ contract goes on). A job's own status may be any of these numbers: show
 	}
 }
 
-// jobStatus is what wait exits with for ended contract k.
+// jobStatus is what wait exits with for ended contract k: the job's own
+// status if it completed, and never 0 if it did not.
 func jobStatus(k protocol.ContractView) int {
+	code := -1
 	if r := k.Reading; r != nil && r.ExitCode != nil {
-		return *r.ExitCode & 0xff // what a process's status can carry
+		code = *r.ExitCode & 0xff // what a process's status can carry
 	}
 	if k.State == contract.StateSettled && k.Reason == contract.ReasonCompleted {
-		return 0
+		return max(code, 0)
 	}
+	if code > 0 {
+		return code
+	}
+	// A job stopped (or one whose profile ran out as its time limit
+	// came, which reports 0) did not complete as its contract goes.
 	return exitFailure
 }
 

@@ -75,6 +75,37 @@ func TestBidShowAndWait(t *testing.T) {
 	})
 }
 
+// TestJobStatus: what bid wait exits with, by how the contract ended
+// and what its job reported: a contract that did not complete never
+// exits 0, even where the job's status says 0 (a synthetic job whose
+// profile ran out as its time limit came reports 0).
+func TestJobStatus(t *testing.T) {
+	exit := func(n int) *contract.Reading { return &contract.Reading{ExitCode: &n} }
+	for _, tc := range []struct {
+		name   string
+		state  contract.State
+		reason contract.Reason
+		r      *contract.Reading
+		want   int
+	}{
+		{"CompletedSynthetic", contract.StateSettled, contract.ReasonCompleted, nil, 0},
+		{"CompletedExit0", contract.StateSettled, contract.ReasonCompleted, exit(0), 0},
+		{"CompletedExit3", contract.StateSettled, contract.ReasonCompleted, exit(3), 3},
+		{"CompletedExit256", contract.StateSettled, contract.ReasonCompleted, exit(256), 0},
+		{"TimeLimitExit0", contract.StateSettled, contract.ReasonTimeLimit, exit(0), exitFailure},
+		{"TimeLimitNoStatus", contract.StateSettled, contract.ReasonTimeLimit, nil, exitFailure},
+		{"TimeLimitSIGTERM", contract.StateSettled, contract.ReasonTimeLimit, exit(143), 143},
+		{"KilledExit0", contract.StateSettled, contract.ReasonKilled, exit(0), exitFailure},
+		{"Voided", contract.StateVoided, contract.ReasonNotStarted, nil, exitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := protocol.ContractView{}
+			k.State, k.Reason, k.Reading = tc.state, tc.reason, tc.r
+			assert.Equal(t, tc.want, jobStatus(k))
+		})
+	}
+}
+
 // TestJobTextImage: bourse bid show says which image a job runs, and
 // what of it: the command that replaces its entrypoint, the arguments
 // that replace its command, or its own entrypoint and command.

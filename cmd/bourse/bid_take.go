@@ -55,9 +55,6 @@ func shaping(fs *pflag.FlagSet) string {
 // as shown; resumes, if set, must be the contract the list's offer
 // resumed.
 func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, resumes string) error {
-	if name := shaping(cmd.Flags()); name != "" {
-		return usagef("--take %s takes a counter-offer as it was shown, on its server's terms: drop --%s (or take a server's with --take SERVER and the offer's terms)", o.take, name)
-	}
 	list, err := f.shown()
 	if err != nil {
 		return err
@@ -70,8 +67,14 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 		return err
 	}
 	k := list.Counters[n-1]
+	if was, ok := list.Taken[k.ID]; ok {
+		return usagef("--take %s: counter-offer %d (%s) of %s was taken from here at %s and made contract %s; taking it again would make a second contract with an escrow of its own: offer or quote again for new counter-offers",
+			o.take, n, safe(k.ID), safe(k.Server), was.At.Local().Format("15:04:05"), was.Contract)
+	}
 	if o.requestID == "" {
-		o.requestID = newRequestID()
+		// One request per counter-offer: should the list above be lost,
+		// the exchange answers a second take with the first's contract.
+		o.requestID = "take-" + k.ID
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
@@ -98,6 +101,7 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 		}
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.take", Message: fmt.Sprintf("counter-offer %s of %s was not honoured (%s); %d new counter-offer(s)", safe(k.ID), safe(k.Server), why, len(got.Counters))}
 	}
+	f.took(k.ID, got.Contract.ID)
 	if f.json {
 		return printJSON(out, got)
 	}

@@ -85,6 +85,13 @@ func (b *bidMarket) contract(id, contractID string) protocol.ContractView {
 	return protocol.ContractView{}
 }
 
+func (b *bidMarket) contractsOf(id string) []protocol.ContractView {
+	b.t.Helper()
+	var cs []protocol.ContractView
+	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts", "--limit", "1000")), &cs))
+	return cs
+}
+
 func (b *bidMarket) waitState(id, contractID string, want contract.State) protocol.ContractView {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -343,9 +350,9 @@ func TestBid(t *testing.T) {
 			// The default prepayment, the maximum charge 0.001, rounds to
 			// 0.00: said so, not as the user's own "terms.prepayment: 0".
 			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, exitFailure, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
-			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitFailure, []string{"(code invalid_offer)", "job.profile.utilization"}},
+			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitUsage, []string{"--utilization: 2; want 0..1"}},
 			{"NoPrice", []string{"offer"}, exitUsage, []string{"say what you pay"}},
-			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitFailure, []string{"--p", "invalid_curve"}},
+			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitUsage, []string{"--p", "invalid_curve"}},
 			{"NoSuchContract", []string{"kill", "c-nosuch"}, exitRefused, []string{"(code not_found)"}},
 			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive, deadline or going"}},
 		}
@@ -437,6 +444,18 @@ func TestBidTake(t *testing.T) {
 		out = b.ok("ada", "quote", "--take", ids[3][:8])
 		assert.Contains(t, out, "taking counter-offer 4 ("+ids[3]+") of dear")
 		assert.Regexp(t, `contract c-\S+ with dear`, out)
+	})
+
+	t.Run("Twice", func(t *testing.T) {
+		// The second --take of the same counter-offer makes no second
+		// contract: it is refused, and names the contract the first made.
+		b.bid("ada", low...)
+		before := len(b.contractsOf("ada"))
+		k := b.offerJSON("ada", "--take", "1")
+		_, errOut, code := b.bid("ada", "offer", "--take", "1")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "made contract "+k.ID+"; taking it again would make a second contract")
+		assert.Len(t, b.contractsOf("ada"), before+1, "one take, one contract")
 	})
 
 	t.Run("PinsTheServer", func(t *testing.T) {

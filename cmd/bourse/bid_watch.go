@@ -32,7 +32,7 @@ An offer waiting in the book is followed there until a server accepts it
 			if bourse.ErrorCode(err) == bourse.ENotFound {
 				// A waiting offer's id is its contract's to be: follow it
 				// in the book until it has one.
-				if werr := awaitMatch(ctx, out, c, f, args[0]); werr != nil {
+				if werr := awaitMatch(ctx, out, c, f, f.command(cmd), args[0]); werr != nil {
 					return werr
 				}
 				events, err = c.Watch(ctx, args[0])

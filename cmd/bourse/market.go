@@ -72,31 +72,36 @@ interrupted; --json prints JSON (with --watch, a line per message).
 			}
 			nc, err := nats.Connect(natsURL, append(append([]nats.Option{nats.Name("bourse-market")}, loginOpts...), tlsOpts...)...)
 			if err != nil {
-				return &bourse.Error{Code: bourse.EUnavailable, Op: "market", Message: "connect to NATS at " + natsURL, Err: err}
+				return &bourse.Error{Code: bourse.EUnavailable, Op: "market", Message: "connect to NATS at " + natsURL + " (bourse demo prints its URL; set --nats or BOURSE_NATS_URL)", Err: err}
 			}
 			defer nc.Close()
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			ch, err := bidder.SubscribeMarket(ctx, nc, cur)
+			// Every currency's, even for one: a round without it says
+			// at once that the market has no such currency.
+			ch, err := bidder.SubscribeMarket(ctx, nc, "")
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if watch {
-				return watchMarket(ctx, out, ch, asJSON, depth)
-			}
-			ms, err := nextMarket(ctx, ch, cur != "", wait)
+			ms, err := nextMarket(ctx, ch, cur, wait)
 			if err != nil {
 				return err
 			}
-			switch {
-			case asJSON:
-				return printJSON(out, ms)
-			case depth:
-				return printDepth(out, ms)
+			if err := printMarkets(out, ms, asJSON && !watch, asJSON, depth); err != nil || !watch {
+				return err
 			}
-			return printMarket(out, ms)
+			return watchMarket(ctx, out, ch, cur, asJSON, depth)
 		},
+	}
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if cur == "" {
+			return nil
+		}
+		if err := protocol.CheckID(cur); err != nil {
+			return usagef("--currency: %v", err)
+		}
+		return nil
 	}
 	f := cmd.Flags()
 	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
@@ -112,13 +117,37 @@ interrupted; --json prints JSON (with --watch, a line per message).
 	return cmd
 }
 
-// nextMarket gathers one publication: the first message if one currency
-// was asked for, else every currency published within the period the
+// printMarkets prints one publication: JSON (an array, or with --watch
+// a line per currency), the depth view or the tables.
+func printMarkets(out io.Writer, ms []protocol.Market, array, asJSON, depth bool) error {
+	switch {
+	case array:
+		return printJSON(out, ms)
+	case asJSON:
+		enc := json.NewEncoder(out)
+		for _, m := range ms {
+			if err := enc.Encode(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	case depth:
+		return printDepth(out, ms)
+	}
+	return printMarket(out, ms)
+}
+
+// nextMarket gathers one publication: currency cur's first message if
+// one was asked for, else every currency published within the period the
 // first message states (its "every"), and fails if none comes in wait.
-func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait time.Duration) ([]protocol.Market, error) {
+// The exchange publishes every currency of its ledger in one round: a
+// round without cur says the market has no such currency (code
+// unknown_currency), without waiting out wait.
+func nextMarket(ctx context.Context, ch <-chan protocol.Market, cur string, wait time.Duration) ([]protocol.Market, error) {
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	var got []protocol.Market
+	var heard []string // other currencies, while waiting for cur
 	var round <-chan time.Time
 	for {
 		select {
@@ -126,19 +155,28 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait t
 			if !ok {
 				return got, ctx.Err()
 			}
-			if slices.ContainsFunc(got, func(g protocol.Market) bool { return g.Currency == m.Currency }) {
-				return got, nil // a second round has begun
-			}
-			got = append(got, m)
-			if one {
-				return got, nil
-			}
 			if round == nil {
 				// One instance publishes every currency at once: the
 				// rest of the round follows within moments.
 				round = time.After(min(time.Duration(m.Every), time.Second))
 			}
+			if cur != "" && m.Currency != cur {
+				heard = append(heard, m.Currency)
+				continue
+			}
+			if slices.ContainsFunc(got, func(g protocol.Market) bool { return g.Currency == m.Currency }) {
+				return got, nil // a second round has begun
+			}
+			got = append(got, m)
+			if cur != "" {
+				return got, nil
+			}
 		case <-round:
+			if cur != "" {
+				slices.Sort(heard)
+				return nil, &bourse.Error{Code: bourse.EUnknownCurrency, Op: "market", Field: "currency",
+					Message: fmt.Sprintf("no currency %q on this market: its exchange publishes %s", cur, safe(strings.Join(slices.Compact(heard), ", ")))}
+			}
 			slices.SortFunc(got, func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
 			return got, nil
 		case <-timeout.C:
@@ -150,8 +188,9 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait t
 	}
 }
 
-// watchMarket prints each publication until ctx ends.
-func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, asJSON, depth bool) error {
+// watchMarket prints each publication (of currency cur, if given) until
+// ctx ends.
+func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, cur string, asJSON, depth bool) error {
 	enc := json.NewEncoder(out)
 	for {
 		select {
@@ -160,6 +199,9 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 		case m, ok := <-ch:
 			if !ok {
 				return nil
+			}
+			if cur != "" && m.Currency != cur {
+				continue
 			}
 			var err error
 			switch {

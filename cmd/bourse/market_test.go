@@ -67,6 +67,13 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	g := b.offerJSON("bob", "--gpus", "1", "--model", "H100", "--auto", "going", "--value", "0.50", "--time-limit", "1m", "--duration", "10s")
 	assert.Equal(t, "0.35", g.Terms.P.Eval(decimal.Zero).String(), "the going rate")
 
+	// A currency the market has not is told as such within a round of
+	// publications, not after --wait as if no exchange ran.
+	var nopeOut, errOut bytes.Buffer
+	code := run(context.Background(), []string{"market", "--nats", b.m.URL(), "--currency", "NOPE", "--wait", "1m"}, &nopeOut, &errOut)
+	assert.Equal(t, exitRefused, code, errOut.String())
+	assert.Contains(t, errOut.String(), `no currency "NOPE" on this market: its exchange publishes CRED (code unknown_currency)`)
+
 	table := market()
 	assert.True(t, strings.HasPrefix(table, "CRED at "), "%s", table)
 	assert.Contains(t, table, "H100")

@@ -48,7 +48,7 @@ func TestREADMETrading(t *testing.T) {
 	url := demoURL(t, out.Name())
 	assert.Contains(t, readFile(t, out.Name()), "Trade yourself as client you (100.00 CRED, which no bot touches): bourse bid --nats "+url+" --id you balance")
 
-	contractID, charged := "", decimal.Zero
+	contractID, second, charged := "", "", decimal.Zero
 	for i, c := range cmds {
 		args := make([]string, len(c))
 		for j, a := range c {
@@ -62,15 +62,24 @@ func TestREADMETrading(t *testing.T) {
 			require.NotNil(t, m, "the first offer made no contract of 1 H100 for 1m at 0.35:\n%s%s", stdout, stderr)
 			contractID = m[1]
 		case 1:
-			assert.Regexp(t, `(?m)^contract c-[0-9a-f]+ with \S+: 2× any GPU for up to 1m0s at `, stdout)
+			m := regexp.MustCompile(`(?m)^contract (c-[0-9a-f]+) with \S+: 2× any GPU for up to 1m0s at `).FindStringSubmatch(stdout)
+			require.NotNil(t, m, "the second offer made no contract of 2 GPUs:\n%s%s", stdout, stderr)
+			second = m[1]
 		case 2:
 			m := regexp.MustCompile(`(?m)  settled   completed  U \d+\.\d GPU-s  T [\d.]+s: charged (\d+\.\d\d), refunded \d+\.\d\d CRED$`).FindStringSubmatch(stdout)
 			require.NotNil(t, m, "watch follows the contract until it settles:\n%s", stdout)
 			charged = decimal.RequireFromString(m[1])
+			// The second runs 10s, not its whole time limit: it ends, and
+			// leaves you money to trade on.
+			out, _ := readmeRun(t, []string{"bid", "--nats", url, "--id", "you", "wait", second})
+			m = regexp.MustCompile(`settled \(completed\), the job exited 0: charged (\d+\.\d\d), refunded`).FindStringSubmatch(out)
+			require.NotNil(t, m, "the second contract completed:\n%s", out)
+			charged = charged.Add(decimal.RequireFromString(m[1]))
 		case 3:
 			m := regexp.MustCompile(`(?m)^wallet/CRED/you +CRED +2 +\d+\.\d\d +\d+\.\d\d +(\d+\.\d\d)$`).FindStringSubmatch(stdout)
 			require.NotNil(t, m, "balance:\n%s", stdout)
-			assert.Equal(t, keyboardBudget.Sub(charged).StringFixed(2), m[1], "the wallet's total is its budget less the settled charge: no bot touched it")
+			assert.Equal(t, keyboardBudget.Sub(charged).StringFixed(2), m[1], "the wallet's total is its budget less the settled charges: no bot touched it")
+			assert.True(t, decimal.RequireFromString(m[1]).GreaterThan(decimal.NewFromInt(50)), "the README's examples leave you able to trade on: %s", m[1])
 		}
 	}
 }
