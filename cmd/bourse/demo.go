@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -52,6 +53,7 @@ finds a broken invariant.`,
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console})
 		},
 	}
+	cmd.AddCommand(newDemoGrantCmd())
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to trade")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bidders' job generators")
 	cmd.Flags().StringVar(&logFile, "log", "", "write the market's logs to this file (default: discard)")
@@ -86,6 +88,18 @@ func demoLogger(cmd *cobra.Command, path string) (*slog.Logger, func(), error) {
 }
 
 func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
+	// The console's address is checked before anything trades: a port in
+	// use, or one off loopback (which the demo's console, without TLS,
+	// refuses), fails at once rather than after the run.
+	var consoleLn net.Listener
+	if cfg.console != "" {
+		ln, err := listenConsole(out, consoleOptions{listen: cfg.console, log: cfg.logger})
+		if err != nil {
+			return usagef("--console %s: %w", cfg.console, err)
+		}
+		defer ln.Close()
+		consoleLn = ln
+	}
 	var store exchange.Store = memstore.New(mem.New(mem.Options{}))
 	if cfg.dbURL != "mem" {
 		s, closeStore, err := openStore(ctx, cfg.dbURL, cfg.logger)
@@ -96,7 +110,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		store = s
 	}
 	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(),
-		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}})
+		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}, Faucet: demoFaucet})
 	if err != nil {
 		return err
 	}
@@ -117,7 +131,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		go func() {
 			// Its Market page follows the embedded NATS, which has no
 			// users: nothing to log in with.
-			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
+			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, ln: consoleLn, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
 		}()
 	}
 	v := newView(out, m, store, cfg.duration)
@@ -165,6 +179,9 @@ const keyboardClient = "you"
 // keyboardBudget covers the README's offers (at most 21.00 and 48.00 held
 // at once) with room to try more.
 var keyboardBudget = decimal.NewFromInt(100)
+
+// demoFaucet is the most bourse demo grant gives at a time.
+var demoFaucet = decimal.NewFromInt(1000)
 
 // demoClients are the default clients, each paid an allowance so that
 // the market trades for as long as the demo runs, two of them capped, so

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -103,6 +104,36 @@ func TestCommandErrors(t *testing.T) {
 			first := strings.SplitN(stderr.String(), "\n", 2)[0]
 			if tt.want != "" && first != tt.want {
 				t.Errorf("stderr %q, want %q", first, tt.want)
+			}
+		})
+	}
+}
+
+// TestDemoConsoleAddress: a console address the demo cannot serve (a
+// port in use, or one off loopback, which it refuses without TLS) fails
+// at once, as a bad value, before the admin password is printed and
+// before the market trades.
+func TestDemoConsoleAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tt := range []struct{ name, addr, want string }{
+		{"InUse", taken.Addr().String(), "address already in use"},
+		{"OffLoopback", "0.0.0.0:0", "the console refuses plain HTTP"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"demo", "--console", tt.addr}, &stdout, &stderr)
+			if code != exitUsage {
+				t.Errorf("exit status %d, want %d", code, exitUsage)
+			}
+			if want := "bourse: --console " + tt.addr + ": "; !strings.HasPrefix(stderr.String(), want) || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr %q, want it to start %q and say %q", stderr.String(), want, tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("the demo began before it failed:\n%s", stdout.String())
 			}
 		})
 	}

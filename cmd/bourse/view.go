@@ -55,6 +55,8 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 		fmt.Fprintf(v.out, "Trade yourself as client %s (%s %s, which no bot touches): bourse bid --nats %s --id %s balance\n",
 			w.ID, currency.Format(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
 		fmt.Fprintf(v.out, "  or, once per shell: export BOURSE_NATS_URL=%s BOURSE_ID=%s; then: bourse bid balance\n", v.m.URL(), w.ID)
+		fmt.Fprintf(v.out, "  more money, up to %s at a time: bourse demo grant --nats %s --id %s %s\n",
+			currency.Format(demoFaucet, market.Currency.Scale), v.m.URL(), w.ID, currency.Format(keyboardBudget, market.Currency.Scale))
 	}
 	for {
 		select {
