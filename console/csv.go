@@ -37,7 +37,7 @@ func (c *Console) csvTables() map[string]csvTable {
 		"cost":       {[]string{"period", "organisation", "project", "client", "model", "contracts", "gpu_seconds", "cost", "currency"}, c.costCSV},
 		"servers":    {[]string{"period", "server", "contracts", "gpu_seconds", "revenue", "currency", "idle_gpu_seconds"}, c.serversCSV},
 		"contracts":  {[]string{"contract", "accepted", "client", "server", "state", "reason", "gpus", "model", "prepayment", "charge", "refund", "currency", "gpu_seconds"}, c.contractsCSV},
-		"market":     {[]string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, c.marketCSV},
+		"market":     {[]string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low_per_gpu_hour", "median_per_gpu_hour", "high_per_gpu_hour", "vwap_per_gpu_hour", "gpus", "free", "waiting", "waiting_gpus", "best_waiting_per_gpu_hour"}, c.marketCSV},
 		"audit":      {[]string{"at", "actor", "action", "target", "key", "changed", "memo", "request"}, c.auditCSV},
 	}
 }

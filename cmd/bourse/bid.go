@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,9 @@ type bidFlags struct {
 	json        bool
 	timeout     time.Duration
 	tls         natsTLS
+	// scales are the currencies' scales, which the exchange tells the
+	// connected client, for printing money.
+	scales *scales
 }
 
 // newBidCmd is the client's console: offers, contracts, events, wallet.
@@ -108,6 +112,7 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 			return err
 		}
 		defer c.Close()
+		f.scales = newScales(cmd.Context(), c)
 		return advise(fn(cmd.Context(), cmd, c, args), f)
 	}
 }
@@ -117,6 +122,47 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSON writes v as indented JSON, its money at its currency's scale
+// ("0.50", not the wire's "0.5"): protocol.AtScale, with the scales the
+// exchange tells.
+func (f *bidFlags) printJSON(w io.Writer, v any) error {
+	b, err := f.jsonAtScale(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// printJSONLine writes v as one line of JSON (--json's events), its money
+// at scale.
+func (f *bidFlags) printJSONLine(w io.Writer, v any) error {
+	b, err := f.jsonAtScale(v)
+	if err != nil {
+		return err
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, b); err != nil {
+		return err
+	}
+	line.WriteByte('\n')
+	_, err = w.Write(line.Bytes())
+	return err
+}
+
+func (f *bidFlags) jsonAtScale(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || f.scales == nil {
+		var out bytes.Buffer
+		if err == nil {
+			err = json.Indent(&out, b, "", "  ")
+			out.WriteByte('\n')
+		}
+		return out.Bytes(), err
+	}
+	return protocol.AtScale(b, f.currency, f.scales.of)
 }
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
@@ -159,7 +205,7 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				if cs == nil {
 					cs = []protocol.ContractView{}
 				}
-				return printJSON(out, cs)
+				return f.printJSON(out, cs)
 			}
 			if len(cs) == 0 {
 				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
@@ -205,7 +251,7 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				return printJSON(out, k)
+				return f.printJSON(out, k)
 			}
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
@@ -233,7 +279,7 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				return printJSON(out, b)
+				return f.printJSON(out, b)
 			}
 			tw := table(out)
 			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
@@ -270,7 +316,7 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 				if es == nil {
 					es = []currency.Entry{}
 				}
-				return printJSON(out, es)
+				return f.printJSON(out, es)
 			}
 			sc, cur := newScales(ctx, c), c.Currency()
 			tw := table(out)

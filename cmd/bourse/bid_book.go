@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -38,7 +37,7 @@ func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 				if ws == nil {
 					ws = []contract.Waiting{}
 				}
-				return printJSON(out, ws)
+				return f.printJSON(out, ws)
 			}
 			if len(ws) == 0 {
 				fmt.Fprintln(out, "no offer waits: offer with --wait to have one wait for GPUs")
@@ -68,7 +67,7 @@ func newBidCancelCmd(f *bidFlags) *cobra.Command {
 				return err
 			}
 			if f.json {
-				return printJSON(cmd.OutOrStdout(), w)
+				return f.printJSON(cmd.OutOrStdout(), w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s cancelled after waiting %s; nothing was held for it\n", w.ID, time.Since(w.QueuedAt).Round(time.Second))
 			return nil
@@ -104,7 +103,6 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 		_, err := c.Contract(ctx, id) // matched meanwhile, or not_found
 		return err
 	}
-	enc := json.NewEncoder(out)
 	if !asJSON {
 		fmt.Fprintf(out, "%s  waiting   %d ahead, until %s\n", time.Now().Format("15:04:05"), w.Ahead, when(w.Until))
 	}
@@ -130,7 +128,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 				continue
 			}
 			if asJSON {
-				if err := enc.Encode(ev); err != nil {
+				if err := f.printJSONLine(out, ev); err != nil {
 					return err
 				}
 			}
@@ -181,7 +179,7 @@ func printShowWaiting(out io.Writer, w contract.Waiting, sc *scales, bid string)
 	line("State", "waiting in the book, %d ahead of it; nothing is held for it", w.Ahead)
 	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
 	line("Time limit", "%s", t.TimeLimit)
-	line("Price", "%s", priceText(t))
+	line("Price", "%s", sc.price(t))
 	line("Sure price", "%s/GPU-s (what orders the book)", exact(w.Price))
 	line("Prepayment", "%s %s, escrowed at the match", sc.amount(t.Prepayment, cur), cur)
 	if t.Server != "" {
@@ -201,6 +199,6 @@ func printShowWaiting(out io.Writer, w contract.Waiting, sc *scales, bid string)
 func printCountered(out io.Writer, ev protocol.Event, bid string, sc *scales) {
 	first := ev.Counters[0]
 	fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s: take it with %s offer --take 1 (or --take %s); it waits on\n", ev.At.Local().Format("15:04:05"),
-		len(ev.Counters), priceText(first.Terms), safe(first.Server), bid, safe(first.ID))
+		len(ev.Counters), sc.price(first.Terms), safe(first.Server), bid, safe(first.ID))
 	printCounterTable(out, protocol.OfferReply{Counters: ev.Counters}, sc)
 }

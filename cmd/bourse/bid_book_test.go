@@ -68,6 +68,6 @@ func TestPrintCountered(t *testing.T) {
 	var out strings.Builder
 	ev := protocol.Event{At: time.Now(), Counters: []contract.Counter{k("ask-1", "cheap", "0.3"), k("ask-2", "dear", "0.5")}}
 	printCountered(&out, ev, "bourse bid --id you", &scales{known: map[string]int32{"CRED": 2}})
-	assert.Contains(t, out.String(), "cheapest 0.3/GPU-s by cheap: take it with bourse bid --id you offer --take 1 (or --take ask-1)")
+	assert.Contains(t, out.String(), "cheapest 0.3/GPU-s (1080.00/GPU-h) by cheap: take it with bourse bid --id you offer --take 1 (or --take ask-1)")
 	assert.Regexp(t, `(?m)^2 +ask-2 +dear `, out.String())
 }

@@ -111,7 +111,7 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 		// user had written it: say where the 0 came from.
 		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
 			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
-				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
+				t.GPUs, t.TimeLimit, secondText(t), o.scale)}
 	}
 	return t, nil
 }
@@ -397,21 +397,21 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	out := cmd.OutOrStdout()
 	if reply.Contract != nil {
 		if f.json {
-			return printJSON(out, reply)
+			return f.printJSON(out, reply)
 		}
 		printContract(out, *reply.Contract, o.scales, f.command(cmd))
 		return nil
 	}
 	if reply.Queued != nil {
 		if f.json {
-			return printJSON(out, reply)
+			return f.printJSON(out, reply)
 		}
 		printQueued(out, *reply.Queued, f.command(cmd))
 		return nil
 	}
 	if len(reply.Counters) == 0 {
 		if f.json {
-			_ = printJSON(out, reply)
+			_ = f.printJSON(out, reply)
 		}
 		return rejected(reply.Rejections)
 	}
@@ -426,13 +426,13 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	}
 	if got.Contract == nil {
 		if f.json {
-			_ = printJSON(out, got)
+			_ = f.printJSON(out, got)
 		}
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: offer again", n, reply.Counters[n-1].Server)}
 	}
 	f.took(reply.Counters[n-1].ID, got.Contract.ID)
 	if f.json {
-		return printJSON(out, got)
+		return f.printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
@@ -458,7 +458,7 @@ func isTerminal(r io.Reader) bool {
 func printContract(w io.Writer, k protocol.ContractView, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
-		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
+		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, sc.price(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
@@ -476,25 +476,4 @@ func classText(c contract.Class) string {
 		s += fmt.Sprintf(" ≥%d MiB", c.MinMemoryMiB)
 	}
 	return s
-}
-
-// priceText describes the price curves, exactly: a flat price as one
-// number, a curve by its breakpoints.
-func priceText(t contract.Terms) string {
-	s := curveText(t.P) + "/GPU-s"
-	if len(t.Q) > 0 {
-		s += " + " + curveText(t.Q) + "/s"
-	}
-	return s
-}
-
-func curveText(c contract.Curve) string {
-	if len(c) == 1 && c[0].X.IsZero() {
-		return exact(c[0].Y)
-	}
-	var ps []string
-	for _, p := range c {
-		ps = append(ps, exact(p.X)+":"+exact(p.Y))
-	}
-	return "[" + strings.Join(ps, ",") + "]"
 }

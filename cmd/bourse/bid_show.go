@@ -42,7 +42,7 @@ bid waiting --json has it).
 				// watch, wait and cancel know too.
 				if w, ok := waitingOffer(ctx, c, args[0]); ok {
 					if f.json {
-						return printJSON(out, w)
+						return f.printJSON(out, w)
 					}
 					return printShowWaiting(out, w, newScales(ctx, c), f.command(cmd))
 				}
@@ -51,7 +51,7 @@ bid waiting --json has it).
 				return err
 			}
 			if f.json {
-				return printJSON(out, k)
+				return f.printJSON(out, k)
 			}
 			return printShow(out, k, newScales(ctx, c), f.command(cmd))
 		}),
@@ -78,7 +78,7 @@ func printShow(w io.Writer, k protocol.ContractView, sc *scales, bid string) err
 	}
 	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
 	line("Time limit", "%s", t.TimeLimit)
-	line("Price", "%s", priceText(t))
+	line("Price", "%s", sc.price(t))
 	line("Prepayment", "%s %s", sc.amount(t.Prepayment, cur), cur)
 	line("Preemptible", "%t", t.Preemptible)
 	line("Job", "%s", jobText(k))
@@ -244,7 +244,7 @@ contract goes on). A job's own status may be any of these numbers: show
 				return &bourse.Error{Code: bourse.EUnavailable, Op: "bid.wait", Message: "the watch of " + args[0] + " ended before the contract did: wait again"}
 			}
 			if f.json {
-				if err := printJSON(out, last); err != nil {
+				if err := f.printJSON(out, last); err != nil {
 					return err
 				}
 			} else {

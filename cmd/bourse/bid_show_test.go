@@ -27,7 +27,7 @@ func TestBidShowAndWait(t *testing.T) {
 
 		out = b.ok("ada", "show", k.ID)
 		for _, want := range []string{"Contract     " + k.ID + "\n", "Server       atlas\n", "State        settled (completed)\n",
-			"GPUs         1× H100\n", "Time limit   1m0s\n", "Price        0.4/GPU-s\n", "Prepayment   24.00 CRED\n",
+			"GPUs         1× H100\n", "Time limit   1m0s\n", "Price        0.4/GPU-s (1440.00/GPU-h)\n", "Prepayment   24.00 CRED\n",
 			"Job          synthetic: each GPU busy 1 of the time for 300ms\n", "Meter        synthetic\n",
 			"Charge       0.12 CRED\n", "Refund       23.88 CRED\n", "Output       none: contract " + k.ID + " ran no program, so it has no output: its terms name no program and no image\n"} {
 			assert.Contains(t, out, want)

@@ -79,7 +79,7 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 	out := cmd.OutOrStdout()
 	if !f.json {
 		fmt.Fprintf(out, "taking counter-offer %d (%s) of %s: %d× %s for up to %s at %s, prepayment %s %s\n", n, safe(k.ID), safe(k.Server),
-			k.Terms.GPUs, classText(k.Terms.Class), k.Terms.TimeLimit, priceText(k.Terms), o.scales.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency)
+			k.Terms.GPUs, classText(k.Terms.Class), k.Terms.TimeLimit, o.scales.price(k.Terms), o.scales.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency)
 	}
 	got, err := c.TakeResume(ctx, o.requestID, list.Resumes, k)
 	if err != nil {
@@ -91,7 +91,7 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 			f.remember(got.Counters, list.Resumes)
 		}
 		if f.json {
-			_ = printJSON(out, got)
+			_ = f.printJSON(out, got)
 		} else if len(got.Counters) > 0 {
 			printCounters(out, got, o.scales)
 		}
@@ -103,7 +103,7 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 	}
 	f.took(k.ID, got.Contract.ID)
 	if f.json {
-		return printJSON(out, got)
+		return f.printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
@@ -181,7 +181,7 @@ func (o *offerFlags) choose(cmd *cobra.Command, f *bidFlags, reply protocol.Offe
 		return n, err
 	}
 	if f.json {
-		if err := printJSON(out, reply); err != nil {
+		if err := f.printJSON(out, reply); err != nil {
 			return 0, err
 		}
 	} else {
@@ -228,7 +228,7 @@ func printCounterTable(w io.Writer, r protocol.OfferReply, sc *scales) {
 		for i, k := range r.Counters {
 			left := time.Until(k.ValidUntil).Round(time.Second)
 			row(tw, i+1, k.ID, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-				k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency)+" "+k.Terms.Currency, max(0, left), oneLine(k.Note))
+				k.Terms.TimeLimit, sc.price(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency)+" "+k.Terms.Currency, max(0, left), oneLine(k.Note))
 		}
 		_ = tw.Flush()
 	}

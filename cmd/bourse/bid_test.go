@@ -133,7 +133,7 @@ func TestBid(t *testing.T) {
 		out := b.ok("ada", append([]string{"offer"}, short("500ms")...)...)
 		assert.Contains(t, out, "contract c-")
 		assert.Contains(t, out, "with atlas: 1× H100")
-		assert.Contains(t, out, "at 0.4/GPU-s; prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale")
+		assert.Contains(t, out, "at 0.4/GPU-s (1440.00/GPU-h); prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale; the price per GPU-hour too")
 		assert.Contains(t, out, "watch it: bourse bid --nats "+b.m.URL()+" --id ada watch c-")
 	})
 
@@ -196,7 +196,7 @@ func TestBid(t *testing.T) {
 		out, errOut, code := b.bid("ada", low...)
 		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
+		assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s \(1080\.00/GPU-h\) +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
 		assert.Contains(t, errOut, "; take one as shown with: bourse bid --nats "+b.m.URL()+" --id ada offer --take N (its number) or --take ID (code rejected)")
@@ -378,7 +378,7 @@ func TestBidCounterPrices(t *testing.T) {
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out, _, _ := b.bid("ada", low...)
-	assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
+	assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s \(720\.00/GPU-h\) +6\.00 CRED`, out)
 
 	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -40,11 +39,10 @@ An offer waiting in the book is followed there until a server accepts it
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(out)
 			sc := newScales(ctx, c)
 			for ev := range events {
 				if f.json {
-					if err := enc.Encode(ev); err != nil {
+					if err := f.printJSONLine(out, ev); err != nil {
 						return err
 					}
 					continue

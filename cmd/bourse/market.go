@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
@@ -122,11 +124,10 @@ interrupted; --json prints JSON (with --watch, a line per message).
 func printMarkets(out io.Writer, ms []protocol.Market, array, asJSON, depth bool) error {
 	switch {
 	case array:
-		return printJSON(out, ms)
+		return printMarketJSON(out, ms, false)
 	case asJSON:
-		enc := json.NewEncoder(out)
 		for _, m := range ms {
-			if err := enc.Encode(m); err != nil {
+			if err := printMarketJSON(out, m, true); err != nil {
 				return err
 			}
 		}
@@ -135,6 +136,28 @@ func printMarkets(out io.Writer, ms []protocol.Market, array, asJSON, depth bool
 		return printDepth(out, ms)
 	}
 	return printMarket(out, ms)
+}
+
+// printMarketJSON writes market data as JSON, its money (charged) at
+// its currency's scale, which each message carries; line writes it on
+// one line.
+func printMarketJSON(out io.Writer, v any, line bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if b, err = protocol.AtScale(b, "", nil); err != nil {
+		return err
+	}
+	if line {
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			return err
+		}
+		b = append(c.Bytes(), '\n')
+	}
+	_, err = out.Write(b)
+	return err
 }
 
 // nextMarket gathers one publication: currency cur's first message if
@@ -191,7 +214,6 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, cur string, wait
 // watchMarket prints each publication (of currency cur, if given) until
 // ctx ends.
 func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, cur string, asJSON, depth bool) error {
-	enc := json.NewEncoder(out)
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,7 +228,7 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 			var err error
 			switch {
 			case asJSON:
-				err = enc.Encode(m)
+				err = printMarketJSON(out, m, true)
 			case depth:
 				err = printDepth(out, []protocol.Market{m})
 			default:
@@ -220,20 +242,21 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 }
 
 // printMarket prints market data as a table per currency. Prices are per
-// GPU-second used, at the currency's decimal places (more only where a
-// price would show fewer than two significant digits); CHARGED is money.
+// GPU-hour used (the wire's per GPU-second, times 3600), at the
+// currency's decimal places (more only where a price would show fewer
+// than two significant digits); CHARGED is money.
 func printMarket(out io.Writer, ms []protocol.Market) error {
 	for i, m := range ms {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
 		cur := safe(m.Currency)
-		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use, and their prices per GPU-second used; GPUs of the servers heard from; offers waiting in the book\n",
+		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use, and their prices per GPU-hour used; GPUs of the servers heard from; offers waiting in the book\n",
 			cur, when(m.At), time.Duration(m.Window).Round(time.Second))
 		places := pricePlaces(m)
-		price := func(d decimal.Decimal) string { return d.StringFixed(places) }
+		price := func(d decimal.Decimal) string { return contract.PerHour(d).StringFixed(places) }
 		tw := table(out)
-		fmt.Fprintf(tw, "MODEL\tCONTRACTS\tGPU-S USED\tCHARGED %s\tLOW PRICE\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING OFFERS\tWAITING GPUS\tBEST WAITING PRICE\n", cur)
+		fmt.Fprintf(tw, "MODEL\tCONTRACTS\tGPU-S USED\tCHARGED %s\tLOW %s/GPU-H\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING OFFERS\tWAITING GPUS\tBEST WAITING PRICE\n", cur, cur)
 		for _, l := range m.Models {
 			low, median, high, vwap := "-", "-", "-", "-"
 			if p := l.Prices; p != nil {
@@ -256,11 +279,10 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 // gpuSeconds writes GPU-seconds whole: a fraction of one is noise here.
 func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 
-// pricePlaces is how many decimal places m's prices print with, all of
-// them alike so that a column lines up: the currency's scale, or more
-// where a price needs them to keep two significant digits (a price per
-// GPU-second may be well below the currency's smallest amount), at most
-// the places market data carries.
+// pricePlaces is how many decimal places m's prices per GPU-hour print
+// with, all of them alike so that a column lines up: the currency's
+// scale, or more where a price needs them to keep two significant digits,
+// at most the places market data carries.
 func pricePlaces(m protocol.Market) int32 {
 	var ds []decimal.Decimal
 	for _, l := range m.Models {
@@ -271,26 +293,8 @@ func pricePlaces(m protocol.Market) int32 {
 			ds = append(ds, l.Waiting.Best)
 		}
 	}
-	return placesFor(m.Scale, ds)
-}
-
-// placesFor is how many decimal places prices ds of a currency of scale
-// print with: the scale, or more where one needs them to keep two
-// significant digits, at most the places market data carries.
-func placesFor(scale int32, ds []decimal.Decimal) int32 {
-	places := max(scale, 0)
-	most := places + protocol.PricePlaces
-	for _, d := range ds {
-		d = d.Abs()
-		if d.IsZero() {
-			continue
-		}
-		// Places p show d to two significant digits when d·10^p ≥ 10.
-		need := places
-		for need < most && d.Shift(need).LessThan(decimal.NewFromInt(10)) {
-			need++
-		}
-		places = max(places, need)
+	for i := range ds {
+		ds[i] = contract.PerHour(ds[i])
 	}
-	return places
+	return min(currency.PricePlaces(m.Scale, ds...), max(m.Scale, 0)+protocol.PricePlaces)
 }

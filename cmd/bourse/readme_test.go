@@ -58,7 +58,7 @@ func TestREADMETrading(t *testing.T) {
 		stdout, stderr := readmeRun(t, args)
 		switch i {
 		case 0:
-			m := regexp.MustCompile(`(?m)^contract (c-[0-9a-f]+) with \S+: 1× H100 for up to 1m0s at 0\.35/GPU-s; prepayment 21\.00 CRED escrowed$`).FindStringSubmatch(stdout)
+			m := regexp.MustCompile(`(?m)^contract (c-[0-9a-f]+) with \S+: 1× H100 for up to 1m0s at 0\.35/GPU-s \(1260\.00/GPU-h\); prepayment 21\.00 CRED escrowed$`).FindStringSubmatch(stdout)
 			require.NotNil(t, m, "the first offer made no contract of 1 H100 for 1m at 0.35:\n%s%s", stdout, stderr)
 			contractID = m[1]
 		case 1:
