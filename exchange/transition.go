@@ -23,7 +23,7 @@ import (
 
 // started records that the server started the job (contract.Start).
 func (h *House) started(c *contract.Contract, st protocol.Started) error {
-	if !c.Start(contract.Began{At: st.At, GPUs: st.GPUs, Meter: st.Meter, Output: st.Output, Image: st.Image}, h.cfg.Now()) {
+	if !c.Start(contract.Began{At: st.At, GPUs: st.GPUs, Meter: st.Meter, Output: st.Output, Image: st.Image, Model: st.Model}, h.cfg.Now()) {
 		return ErrNoChange
 	}
 	return nil

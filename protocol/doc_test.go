@@ -111,10 +111,10 @@ func examples(t *testing.T) []example {
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
 	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: contract.MeterNVML,
-		Output: contract.OutputCaps{Log: 10 << 20, Results: 64 << 20}}
+		Output: contract.OutputCaps{Log: 10 << 20, Results: 64 << 20}, Model: "H100"}
 	running := accepted
 	running.State, running.GPUs, running.StartedAt, running.LastSeen = contract.StateRunning, started.GPUs, started.At, at(t, "37ms")
-	running.Meter = started.Meter
+	running.Meter, running.Model = started.Meter, started.Model
 
 	reading := contract.Reading{
 		Contract: id, Seq: 600, U: dectest.D("1140.5"), T: contract.Duration(10 * time.Minute), S: dectest.D("2"),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -190,18 +191,42 @@ func when(t time.Time) string {
 }
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
-	var limit int
+	var (
+		limit  int
+		output string
+		state  string
+	)
 	cmd := &cobra.Command{
 		Use:   "contracts",
-		Short: "List your contracts, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List your contracts, newest first (-o wide for more columns, -o json)",
+		Long: `contracts lists your contracts, newest first: a table, or with -o wide one
+with the GPU model, the price per GPU-hour, the GPU-seconds used and when
+each started and ended, or with -o json (or --json) the contracts as the
+protocol has them, money at its currency's places. --state keeps those in
+one state (accepted, running, settled, voided). A running contract's
+charge is the amount due so far, marked ~.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			switch output {
+			case "", "wide", "json":
+			default:
+				return usagef("-o %q: want wide or json (or leave it out for the table)", output)
+			}
+			if state != "" && !slices.Contains([]contract.State{contract.StateAccepted, contract.StateRunning, contract.StateSettled, contract.StateVoided}, contract.State(state)) {
+				return usagef("--state %q: want accepted, running, settled or voided", state)
+			}
+			return nil
+		},
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			cs, err := c.Contracts(ctx, limit)
 			if err != nil {
 				return err
 			}
+			if state != "" {
+				cs = slices.DeleteFunc(cs, func(k protocol.ContractView) bool { return string(k.State) != state })
+			}
 			out := cmd.OutOrStdout()
-			if f.json {
+			if f.json || output == "json" {
 				if cs == nil {
 					cs = []protocol.ContractView{}
 				}
@@ -211,23 +236,52 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
 				return nil
 			}
-			sc := newScales(ctx, c)
+			sc := f.scales
 			tw := table(out)
-			fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
+			if output == "wide" {
+				fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tMODEL\tPRICE/GPU-H\tPREPAYMENT\tCHARGE\tREFUND\tGPU-S USED\tACCEPTED\tSTARTED\tENDED")
+			} else {
+				fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
+			}
 			for _, k := range cs {
-				reason := string(k.Reason)
-				if reason == "" {
-					reason = "-"
-				}
 				cur := k.Terms.Currency
-				row(tw, k.ID, k.Server, k.State, reason, k.Terms.GPUs,
-					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, k.State.Ended()), sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
+				charge := sc.money(k.Charge, cur, k.State.Ended())
+				if due, ok := dueSoFar(k, sc); ok {
+					charge = "~" + due
+				}
+				if output == "wide" {
+					used := "-"
+					if r := k.Reading; r != nil {
+						used = r.U.StringFixed(1)
+					}
+					row(tw, k.ID, k.Server, k.State, or(string(k.Reason), "-"), k.Terms.GPUs, modelText(k), sc.hourText(k.Terms),
+						sc.amount(k.Terms.Prepayment, cur), charge, sc.money(k.Refund, cur, k.State.Ended()), used, when(k.AcceptedAt), when(k.StartedAt), when(k.SettledAt))
+					continue
+				}
+				row(tw, k.ID, k.Server, k.State, or(string(k.Reason), "-"), k.Terms.GPUs,
+					sc.amount(k.Terms.Prepayment, cur), charge, sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
 			}
 			return tw.Flush()
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many to list")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "wide for more columns, json for JSON")
+	cmd.Flags().StringVar(&state, "state", "", "only contracts in this state: accepted, running, settled or voided")
 	return cmd
+}
+
+// dueSoFar is what running contract k's last reading makes due so far,
+// at its currency's scale.
+func dueSoFar(k protocol.ContractView, sc *scales) (string, bool) {
+	scale, ok := sc.of(k.Terms.Currency)
+	if !ok || k.State != contract.StateRunning || k.Reading == nil {
+		return "", false
+	}
+	due, err := contract.Due(k.Terms, k.Reading.Usage(), scale)
+	if err != nil {
+		return "", false
+	}
+	return sc.amount(due, k.Terms.Currency), true
 }
 
 // newBidControlCmd is suspend or kill.
@@ -348,3 +402,9 @@ func signed(d decimal.Decimal, text string) string {
 }
 
 func oneLine(s string) string { return safe(strings.Join(strings.Fields(s), " ")) }
+
+// modelText is the GPU model a contract sold, as its server said at the
+// start; before that the model its class asks for, else "any".
+func modelText(k protocol.ContractView) string {
+	return or(safe(k.Model), or(safe(k.Terms.Class.Model), "any"))
+}

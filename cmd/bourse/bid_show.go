@@ -77,6 +77,9 @@ func printShow(w io.Writer, k protocol.ContractView, sc *scales, bid string) err
 		line("Exit status", "%d", *r.ExitCode)
 	}
 	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
+	if k.Model != "" {
+		line("Model sold", "%s", safe(k.Model))
+	}
 	line("Time limit", "%s", t.TimeLimit)
 	line("Price", "%s", sc.price(t))
 	line("Prepayment", "%s %s", sc.amount(t.Prepayment, cur), cur)

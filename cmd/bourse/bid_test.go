@@ -338,6 +338,23 @@ func TestBid(t *testing.T) {
 		b.ok("ada", "kill", k.ID)
 	})
 
+	t.Run("ContractsWideAndJSON", func(t *testing.T) {
+		// An offer for any GPU: the model sold is atlas's, H100, from
+		// the start on; -o json writes money at CRED's places.
+		k := b.offerJSON("bob", "--gpus", "1", "--price", "0.40", "--duration", "200ms", "--time-limit", "1m")
+		b.waitState("bob", k.ID, contract.StateSettled)
+		wide := b.ok("bob", "contracts", "-o", "wide")
+		assert.Regexp(t, `MODEL +PRICE/GPU-H +PREPAYMENT`, wide)
+		assert.Regexp(t, `(?m)^`+k.ID+` +atlas +settled +completed +1 +H100 +1440\.00/GPU-h +24\.00 +0\.08 +23\.92 +0\.2 `, wide)
+		js := b.ok("bob", "contracts", "-o", "json", "--state", "settled")
+		assert.Contains(t, js, `"prepayment": "24.00"`)
+		assert.Contains(t, js, `"model": "H100"`)
+		assert.NotContains(t, js, `"state": "running"`)
+		_, errOut, code := b.bid("bob", "contracts", "-o", "yaml")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, b.ok("bob", "show", k.ID), "Model sold   H100\n")
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		tests := []struct {
 			name string

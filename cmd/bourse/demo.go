@@ -26,6 +26,7 @@ func newDemoCmd() *cobra.Command {
 		duration time.Duration
 		seed     uint64
 		logFile  string
+		quiet    bool
 		dbURL    string
 		console  string
 	)
@@ -50,12 +51,13 @@ finds a broken invariant.`,
 				return err
 			}
 			defer closeLog()
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console})
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console, quiet: quiet})
 		},
 	}
 	cmd.AddCommand(newDemoGrantCmd())
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to trade")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bidders' job generators")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print no progress while it trades: how to trade at the start, the summary and the audit at the end")
 	cmd.Flags().StringVar(&logFile, "log", "", "write the market's logs to this file (default: discard)")
 	cmd.Flags().StringVar(&dbURL, "db", "mem", "the ledger: mem, or a postgres:// URL of an empty PostgreSQL or CockroachDB database")
 	cmd.Flags().StringVar(&console, "console", "", `also serve the administrators' web console on this address (e.g. 127.0.0.1:8080), as user "admin" with a password printed at the start; it stays up after the market stops, until you stop the demo`)
@@ -64,6 +66,7 @@ finds a broken invariant.`,
 
 type demoConfig struct {
 	duration time.Duration
+	quiet    bool // no progress while it trades
 	seed     uint64
 	logger   *slog.Logger
 	dbURL    string
@@ -135,6 +138,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		}()
 	}
 	v := newView(out, m, store, cfg.duration)
+	v.quiet = cfg.quiet
 	v.run(ctx, cfg.duration)
 
 	fmt.Fprintln(out, "\nTrading stopped; waiting for running contracts to settle…")

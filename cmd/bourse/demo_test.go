@@ -138,3 +138,21 @@ func TestDemoConsoleAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoQuiet: --quiet prints how to trade at the start and the
+// summary at the end, and no progress line between.
+func TestDemoQuiet(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"demo", "--duration", "6s", "--quiet"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"Trade yourself as client you", "Settlement summary", "audit: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the quiet demo does not say %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^ *\d+\.\ds  \d+ offers`).MatchString(out) {
+		t.Errorf("the quiet demo printed progress:\n%s", out)
+	}
+}

@@ -30,6 +30,9 @@ type view struct {
 	ledger   currency.Ledger
 	total    time.Duration
 	terminal bool
+	// quiet draws nothing while the market trades: the start's lines,
+	// then the summary (bourse demo --quiet).
+	quiet bool
 }
 
 func newView(out io.Writer, m *market.Market, store exchange.Store, total time.Duration) *view {
@@ -72,6 +75,9 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 }
 
 func (v *view) draw(ctx context.Context) {
+	if v.quiet {
+		return
+	}
 	s := v.m.Tally.Snapshot()
 	if !v.terminal {
 		fmt.Fprintf(v.out, "%5.1fs  %d offers, %d running, %d settled, %d voided, %d countered\n",
