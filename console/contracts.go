@@ -71,14 +71,14 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	if cv.scales, err = c.scales(r); err != nil {
 		return err
 	}
-	cur := cursor{at: cv.to}
+	cur := breakdown.Cursor{At: cv.to}
 	if b := q.Get("before"); b != "" {
-		if cur.at, err = time.Parse(time.RFC3339Nano, b); err != nil {
+		if cur.At, err = time.Parse(time.RFC3339Nano, b); err != nil {
 			return &bourse.Error{Code: bourse.EInvalid, Field: "before", Message: fmt.Sprintf("%q: a time such as 2026-11-01T10:00:00Z", b)}
 		}
-		cur.id = q.Get("id")
+		cur.ID = q.Get("id")
 	}
-	ks, more, err := c.newest(r.Context(), cv.from, cur, contractFilter{cv.Client, cv.State}, contractsPage)
+	ks, more, err := breakdown.Newest(r.Context(), c.cfg.Contracts, cv.from, cur, breakdown.Filter{Client: cv.Client, State: cv.State}, contractsPage)
 	if err != nil {
 		return err
 	}
@@ -96,113 +96,6 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 		cv.Next = "/contracts?" + u.Encode()
 	}
 	return nil
-}
-
-// contractFilter keeps the contracts of a client, in a state (either
-// empty for any).
-type contractFilter struct{ client, state string }
-
-func (f contractFilter) keep(k contract.Contract) bool {
-	return (f.client == "" || k.Client == f.client) && (f.state == "" || string(k.State) == f.state)
-}
-
-// matching reads up to limit contracts that f keeps, of those accepted
-// in [from, to) after the contract after, earliest first, and whether
-// there may be more. A filter may keep few of a page of the store's: it
-// reads on until it has limit, or the range is done.
-func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]contract.Contract, bool, error) {
-	var out []contract.Contract
-	for {
-		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
-		if err != nil {
-			return nil, false, err
-		}
-		for i, k := range ks {
-			after = k.ID
-			if f.keep(k) {
-				out = append(out, k)
-				if len(out) == limit {
-					return out, i < len(ks)-1 || len(ks) == currency.MaxPage, nil
-				}
-			}
-		}
-		if len(ks) < currency.MaxPage {
-			return out, false, nil
-		}
-	}
-}
-
-// cursor is where a newest-first page of contracts begins: before the
-// contract accepted at at with id id (before at, if id is empty).
-type cursor struct {
-	at time.Time
-	id string
-}
-
-// firstSpan is how far back newest first reads at a time, to begin with:
-// a span that holds too few contracts is doubled, so that a quiet range
-// costs a few reads and a busy one reads little more than a page.
-const firstSpan = 10 * time.Minute
-
-// newest reads up to limit contracts f keeps, of those accepted in
-// [from, cur), newest first (the latest accepted first, ties by id,
-// highest first: the store's order backwards), and whether there may be
-// more. The store lists a range earliest first, so it reads spans
-// backwards from the cursor, each whole, doubling a span that brings too
-// few.
-func (c *Console) newest(ctx context.Context, from time.Time, cur cursor, f contractFilter, limit int) ([]contract.Contract, bool, error) {
-	var out []contract.Contract
-	hi := cur.at
-	if cur.id != "" {
-		// The contracts accepted at the cursor's very time whose ids
-		// come before the cursor's: the rest of its instant.
-		ks, err := c.between(ctx, cur.at, cur.at.Add(time.Microsecond))
-		if err != nil {
-			return nil, false, err
-		}
-		for i := len(ks) - 1; i >= 0; i-- {
-			if k := ks[i]; k.AcceptedAt.Equal(cur.at) && k.ID < cur.id && f.keep(k) {
-				out = append(out, k)
-			}
-		}
-	}
-	for span := firstSpan; len(out) <= limit && hi.After(from); span *= 2 {
-		lo := hi.Add(-span)
-		if lo.Before(from) {
-			lo = from
-		}
-		ks, err := c.between(ctx, lo, hi)
-		if err != nil {
-			return nil, false, err
-		}
-		for i := len(ks) - 1; i >= 0; i-- {
-			if f.keep(ks[i]) {
-				out = append(out, ks[i])
-			}
-		}
-		hi = lo
-	}
-	if len(out) > limit {
-		return out[:limit], true, nil
-	}
-	return out, false, nil
-}
-
-// between reads every contract accepted in [from, to), earliest first.
-func (c *Console) between(ctx context.Context, from, to time.Time) ([]contract.Contract, error) {
-	var out []contract.Contract
-	after := ""
-	for {
-		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ks...)
-		if len(ks) < currency.MaxPage {
-			return out, nil
-		}
-		after = ks[len(ks)-1].ID
-	}
 }
 
 // dayRange reads a range of days, from's start to to's.

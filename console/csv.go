@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/safecsv"
 )
@@ -303,7 +304,7 @@ func (c *Console) contractsCSV(r *http.Request, emit func(...string) error) erro
 	}
 	after := ""
 	for {
-		ks, more, err := c.matching(r.Context(), cv.from, cv.to, after, contractFilter{cv.Client, cv.State}, currency.MaxPage)
+		ks, more, err := breakdown.Matching(r.Context(), c.cfg.Contracts, cv.from, cv.to, after, breakdown.Filter{Client: cv.Client, State: cv.State}, currency.MaxPage)
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,9 @@ type scales struct {
 	ctx   context.Context
 	c     *bidder.Client
 	known map[string]int32 // -1: the exchange did not say
+	// lookup, where there is no client, tells a currency's scale (the
+	// ledger's, for bourse admin).
+	lookup func(code string) (int32, bool)
 }
 
 func newScales(ctx context.Context, c *bidder.Client) *scales {
@@ -44,11 +47,15 @@ func (s *scales) of(code string) (int32, bool) {
 		return v, v >= 0
 	}
 	v := int32(-1)
-	if s.c == nil {
-		return v, false
-	}
-	if b, err := s.c.Balance(s.ctx, code); err == nil {
-		v = b.Scale
+	switch {
+	case s.c != nil:
+		if b, err := s.c.Balance(s.ctx, code); err == nil {
+			v = b.Scale
+		}
+	case s.lookup != nil:
+		if sc, ok := s.lookup(code); ok {
+			v = sc
+		}
 	}
 	s.known[code] = v
 	return v, v >= 0

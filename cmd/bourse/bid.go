@@ -75,7 +75,7 @@ names its variable), else the context in use (bourse context).`,
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
 	markContext(cmd, pf)
 
-	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidShowCmd(f), newBidWatchCmd(f), newBidWaitCmd(f), newBidServersCmd(f),
+	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidShowCmd(f), newBidDescribeCmd(f), newBidWatchCmd(f), newBidWaitCmd(f), newBidServersCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
 		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd

@@ -36,24 +36,14 @@ bid waiting --json has it).
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
 			out := cmd.OutOrStdout()
-			k, err := c.Contract(ctx, args[0])
-			if bourse.ErrorCode(err) == bourse.ENotFound {
-				// A waiting offer's id is its contract's to be, which
-				// watch, wait and cancel know too.
-				if w, ok := waitingOffer(ctx, c, args[0]); ok {
-					if f.json {
-						return f.printJSON(out, w)
-					}
-					return printShowWaiting(out, w, newScales(ctx, c), f.command(cmd))
-				}
-			}
-			if err != nil {
+			k, waits, err := f.contractOrWaiting(ctx, cmd, c, args[0])
+			if err != nil || waits {
 				return err
 			}
 			if f.json {
 				return f.printJSON(out, k)
 			}
-			return printShow(out, k, newScales(ctx, c), f.command(cmd))
+			return printShow(out, k, f.scales, f.command(cmd))
 		}),
 	}
 }
@@ -303,4 +293,20 @@ func asExitCode(err error) (int, bool) {
 		return int(e), true
 	}
 	return 0, false
+}
+
+// contractOrWaiting reads contract id; or, where id is one of the
+// client's offers waiting in the book (its contract's id to be, which
+// watch, wait and cancel know too), prints that offer and says it waits.
+func (f *bidFlags) contractOrWaiting(ctx context.Context, cmd *cobra.Command, c *bidder.Client, id string) (protocol.ContractView, bool, error) {
+	k, err := c.Contract(ctx, id)
+	if bourse.ErrorCode(err) == bourse.ENotFound {
+		if w, ok := waitingOffer(ctx, c, id); ok {
+			if f.json {
+				return k, true, f.printJSON(cmd.OutOrStdout(), w)
+			}
+			return k, true, printShowWaiting(cmd.OutOrStdout(), w, f.scales, f.command(cmd))
+		}
+	}
+	return k, false, err
 }

@@ -34,6 +34,19 @@ func TestBidShowAndWait(t *testing.T) {
 		}
 		assert.Contains(t, out, "Exit status  0\n", "a synthetic job that ran its whole profile exits 0")
 
+		// describe: show's fields, what happened, and the money it moved.
+		d := b.ok("ada", "describe", k.ID)
+		assert.Contains(t, d, "Contract     "+k.ID+"\n")
+		assert.Regexp(t, `(?s)Events:\n.*accepted by atlas; prepayment escrowed.*started on atlas's GPUs \[\d\] \(H100\), metered by synthetic.*reading #\d+, final: .*settled \(completed\)\n`, d)
+		assert.Regexp(t, `(?s)Money \(your wallet's statement\):\n.*-24\.00 CRED.*\+23\.88 CRED`, d)
+		var dj struct {
+			Events []protocol.Happening `json:"events"`
+			Money  []json.RawMessage    `json:"money"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "describe", k.ID)), &dj))
+		assert.GreaterOrEqual(t, len(dj.Events), 4)
+		assert.Len(t, dj.Money, 2, "the escrow and the refund")
+
 		var got protocol.ContractView
 		require.NoError(t, json.Unmarshal([]byte(b.ok("ada", "--json", "show", k.ID)), &got))
 		assert.Equal(t, k.ID, got.ID)
