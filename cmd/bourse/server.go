@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
@@ -96,6 +98,9 @@ type serverConfig struct {
 	// OutboxDir keeps readings on disk until JetStream has them, across
 	// NATS outages and restarts; empty keeps them in memory only.
 	OutboxDir string `yaml:"outbox_dir"`
+	// Metrics is where the agent serves its own Prometheus metrics at
+	// /metrics, and /healthz and /readyz for probes; empty for none.
+	Metrics string `yaml:"metrics"`
 
 	deprecated []deprecatedKey // keys given by an old name, to warn of
 	file       string          // the file it was read from, if any
@@ -159,6 +164,7 @@ readings.`,
 	bindEnv(f, "nats", "BOURSE_NATS_URL")
 	fl.NATS.natsLogin.addFlags(f)
 	fl.NATS.natsTLS.addFlags(f)
+	f.StringVar(&fl.Metrics, "metrics", "", `address for the agent's own Prometheus metrics at /metrics, and /healthz and /readyz for probes, e.g. 127.0.0.1:9465 (default none)`)
 	f.StringVar(&fl.SigningKey, "signing-key", "", "sign readings with this key (seed or credentials file; default: nats creds, if any)")
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes (default "+bidder.DefaultCurrency+")")
 	f.Int32Var(&scale, "scale", defaultScale, "the currency's decimal places, as the exchange's ledger has them")
@@ -277,6 +283,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
 	str("cgroup", &c.Runner.Cgroup, fl.Runner.Cgroup)
 	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
+	str("metrics", &c.Metrics, fl.Metrics)
 	if set("scale") {
 		c.Currency.Scale = &scale
 	}
@@ -483,10 +490,19 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	if err := ag.Register(reg); err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(c.Metrics, reg, func(context.Context) error { return ag.Ready() }, log)
+	if err != nil {
+		return fmt.Errorf("server config: metrics: %w", err)
+	}
+	defer stopMetrics()
 	say(cmd, log, meterLine)
 	say(cmd, log, c.policyLine())
 	log.Info("server starting", "id", c.ID, "nats", redactURLs(c.NATS.URL), "gpus", len(gpus), "policy", policyName(policy, c.Policy.Kind),
-		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir)
+		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir, "metrics", c.Metrics)
 	if err := ag.Run(ctx); err != nil {
 		return err
 	}
