@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
@@ -38,15 +41,34 @@ type contractsView struct {
 	scales   map[currency.Code]int32
 }
 
-// contractRow is a contract with its money in its currency's places.
+// contractRow is a contract with its money in its currency's places, the
+// GPU model it sold and, while it runs, what its last reading makes due.
 type contractRow struct {
 	contract.Contract
 	Prepayment, Charge, Refund string
+	// Sold is the model sold (contract.ModelSold); Due, for a running
+	// contract with a reading, the charge so far, which Charge then
+	// shows as "~due" (its charge is known only at settlement).
+	Sold, Due string
 }
 
 func rowOf(k contract.Contract, scales map[currency.Code]int32) contractRow {
 	cur := currency.Code(k.Terms.Currency)
-	return contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales)}
+	row := contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales),
+		Sold: contract.ModelSold(k.Model, k.Terms.Class)}
+	if scale, ok := scales[cur]; ok && k.State == contract.StateRunning && k.Reading != nil {
+		if due, err := contract.Due(k.Terms, k.Reading.Usage(), scale); err == nil {
+			row.Due = currency.Format(due, scale)
+			row.Charge = "~" + row.Due
+		}
+	}
+	if !k.Ended() {
+		row.Refund = "-" // known at settlement, as the charge is
+		if row.Due == "" {
+			row.Charge = "-"
+		}
+	}
+	return row
 }
 
 // contracts lists the contracts accepted in a range of days, newest
@@ -113,8 +135,13 @@ func dayRange(fromText, toText string) (time.Time, time.Time, error) {
 
 type contractView struct {
 	contractRow
-	// P and Q are the price curves, point by point.
-	P, Q string
+	// P and Q are the price curves, point by point, per second as the
+	// wire has them; PHour and QHour per hour, at the currency's places.
+	P, Q, PHour, QHour string
+	// Job is what ran (contract.JobSpec.Describe); Exit the job's exit
+	// status, where its server reported one; Meter what the meter means
+	// for the charge (contract.Meter.Says).
+	Job, Exit, Meter string
 	// Wallet, Revenue and Escrow are the accounts the contract's money
 	// moved between (Escrow empty once the ledger has none).
 	Wallet, Revenue, Escrow currency.AccountID
@@ -138,8 +165,20 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 		return err
 	}
 	cur := currency.Code(k.Terms.Currency)
-	cv := contractView{contractRow: rowOf(k, scales), P: curveText(k.Terms.P), Q: curveText(k.Terms.Q),
+	scale, ok := scales[cur]
+	if !ok {
+		scale = -1
+	}
+	cv := contractView{contractRow: rowOf(k, scales), P: curveText(k.Terms.P, decimal.Decimal.String), Q: curveText(k.Terms.Q, decimal.Decimal.String),
+		PHour: curveText(k.Terms.P, hourPrice(scale)), QHour: curveText(k.Terms.Q, hourPrice(scale)),
+		Job: k.Terms.Job.Describe(k.Image), Meter: string(k.Meter) + ": " + k.Meter.Says(), Exit: "-",
 		Wallet: currency.WalletID(cur, k.Client), Revenue: currency.RevenueID(cur, k.Server)}
+	if k.Meter == "" {
+		cv.Meter = k.Meter.Says()
+	}
+	if r := k.Reading; r != nil && r.ExitCode != nil {
+		cv.Exit = strconv.Itoa(*r.ExitCode)
+	}
 	escrow := currency.EscrowID(currency.HoldID(k.ID))
 	switch _, err := c.cfg.Treasury.Ledger().Account(r.Context(), escrow); {
 	case err == nil:
@@ -151,16 +190,26 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 	return nil
 }
 
-// curveText writes a price curve as its points: "0 → 0.35, 4 → 0.40".
-func curveText(cv contract.Curve) string {
+// curveText writes a price curve as its points, each price by price:
+// "0 → 0.35, 4 → 0.40".
+func curveText(cv contract.Curve, price func(decimal.Decimal) string) string {
 	if len(cv) == 0 {
 		return "none"
 	}
+	if len(cv) == 1 && cv[0].X.IsZero() {
+		return price(cv[0].Y) // flat
+	}
 	var parts []string
 	for _, p := range cv {
-		parts = append(parts, p.X.String()+" → "+p.Y.String())
+		parts = append(parts, p.X.String()+" → "+price(p.Y))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hourPrice writes a price per second per hour, at the places of a
+// currency of scale.
+func hourPrice(scale int32) func(decimal.Decimal) string {
+	return func(d decimal.Decimal) string { return currency.FormatPrice(contract.PerHour(d), scale) }
 }
 
 // contractOfHold is the contract a ledger hold is for: its escrow holds

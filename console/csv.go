@@ -29,7 +29,7 @@ func (c *Console) csvTables() map[string]csvTable {
 		"balances":   {[]string{"currency", "wallet", "owner", "depth", "available", "held", "total_available", "total_held"}, c.balancesCSV},
 		"revenue":    {[]string{"currency", "account", "owner", "balance"}, c.revenueCSV},
 		"account":    {[]string{"seq", "at", "amount", "balance", "counterparty", "contract", "key", "memo"}, c.accountCSV},
-		"supply":     {[]string{"at", "change", "supply", "key", "memo"}, c.supplyCSV},
+		"supply":     {[]string{"at", "change", "supply", "account", "key", "memo"}, c.supplyCSV},
 		"allowances": {[]string{"wallet", "currency", "a_per_hour", "b_per_hour", "every", "steady", "half_life", "balance"}, c.allowancesCSV},
 		"gpu-caps":   {[]string{"owner", "in_use", "cap"}, c.gpuCapsCSV},
 		"spend-caps": {[]string{"owner", "currency", "period", "used", "held", "limit", "share"}, c.spendCapsCSV},
@@ -181,7 +181,7 @@ func (c *Console) supplyCSV(r *http.Request, emit func(...string) error) error {
 		return err
 	}
 	for _, p := range ps {
-		if err := emit(csvTime(p.At), currency.Format(p.Change, cur.Scale), currency.Format(p.Supply, cur.Scale), p.Key, p.Memo); err != nil {
+		if err := emit(csvTime(p.At), currency.Format(p.Change, cur.Scale), currency.Format(p.Supply, cur.Scale), string(p.Account), p.Key, p.Memo); err != nil {
 			return err
 		}
 	}

@@ -284,7 +284,7 @@ func modelCharts(cur, model string, book *protocol.Book, snaps []marketSnap) mar
 		}
 	}
 	name := model + " in " + cur
-	return marketChart{Model: model, Depth: depthChart("depth of "+name+", per GPU-hour", hourBook(book), 480, 200),
+	return marketChart{Model: model, Depth: depthChart("depth of "+name, hourBook(book), 480, 200),
 		Prices: bandChart("prices per GPU-hour of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
 		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
 }

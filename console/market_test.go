@@ -57,10 +57,10 @@ func TestMarketDepthChart(t *testing.T) {
 	b := marketConsole(t, h, clock)
 	h.Add(marketAt(clock.Now(), 4, "H100"))
 	_, page := b.get("/market")
-	svg := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of H100 in CRED, per GPU-hour".*?</svg>`).FindString(page)
+	svg := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of H100 in CRED".*?</svg>`).FindString(page)
 	require.NotEmpty(t, svg, page)
 	// Per GPU-hour, as every price on the page: 3600 times the wire's.
-	assert.Contains(t, svg, "best bid 3.96 · best ask 5.04 · spread 1.08 · mid 4.5")
+	assert.Contains(t, svg, "per GPU-hour: best bid 3.96 · best ask 5.04 · spread 1.08 · mid 4.5")
 	assert.Contains(t, svg, `<polygon class="bids"`)
 	assert.Contains(t, svg, `<polygon class="asks"`)
 	var steps []string
@@ -79,8 +79,10 @@ func TestMarketDepthChart(t *testing.T) {
 	f := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); require.NoError(t, err); return v }
 	assert.Less(t, f(ys[1][2]), f(ys[0][2]), "higher on the page: a smaller y")
 	assert.Greater(t, f(ys[1][1]), f(ys[0][1]))
-	assert.Equal(t, 40.0, f(ys[1][2]), "at the top of the plot")
-	l4 := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of L4 in CRED, per GPU-hour".*?</svg>`).FindString(page)
+	top := regexp.MustCompile(`<line x1="64" y1="(\d+)" x2="64" y2="\d+" class="axis"/>`).FindStringSubmatch(svg)
+	require.NotNil(t, top, "the y axis")
+	assert.Equal(t, f(top[1]), f(ys[1][2]), "at the top of the plot")
+	l4 := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of L4 in CRED".*?</svg>`).FindString(page)
 	assert.Contains(t, l4, "no server asks with GPUs free, no offer waiting")
 }
 
@@ -243,8 +245,8 @@ func TestMarketHostileModel(t *testing.T) {
 	assert.NotContains(t, page, "<script>alert")
 	assert.Contains(t, page, `<td class="model">&lt;script&gt;alert(1)&lt;/script&gt;</td>`)
 	assert.Contains(t, page, `aria-label="prices per GPU-hour of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
-	assert.Contains(t, page, `aria-label="depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED, per GPU-hour"`, "its book drawn too")
-	assert.Contains(t, page, `<text x="64" y="16" class="title">depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED, per GPU-hour</text>`)
+	assert.Contains(t, page, `aria-label="depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`, "its book drawn too")
+	assert.Contains(t, page, `<text x="64" y="16" class="title">depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED</text>`)
 	_, _, recs := b.csvOf("/csv/market")
 	require.Len(t, recs, 4)
 	assert.Equal(t, script, recs[1][2])

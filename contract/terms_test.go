@@ -151,3 +151,22 @@ func TestTermsEqual(t *testing.T) {
 		t.Error("a job and none are equal")
 	}
 }
+
+// TestModelSold: a contract counts as the model its server sold, else
+// the model it asked for, else any.
+func TestModelSold(t *testing.T) {
+	for _, tc := range []struct {
+		sold  string
+		asked Class
+		want  string
+	}{
+		{"H100", Class{}, "H100"},
+		{"H100", Class{Model: "h100"}, "H100"},
+		{"", Class{Model: "A100"}, "A100"},
+		{"", Class{MinMemoryMiB: 80000}, "any"},
+	} {
+		if got := ModelSold(tc.sold, tc.asked); got != tc.want {
+			t.Errorf("ModelSold(%q, %+v) = %q, want %q", tc.sold, tc.asked, got, tc.want)
+		}
+	}
+}

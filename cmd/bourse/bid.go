@@ -406,5 +406,5 @@ func oneLine(s string) string { return safe(strings.Join(strings.Fields(s), " ")
 // modelText is the GPU model a contract sold, as its server said at the
 // start; before that the model its class asks for, else "any".
 func modelText(k protocol.ContractView) string {
-	return or(safe(k.Model), or(safe(k.Terms.Class.Model), "any"))
+	return safe(contract.ModelSold(k.Model, k.Terms.Class))
 }

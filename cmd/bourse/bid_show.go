@@ -137,44 +137,9 @@ func unit(known bool, cur string) string {
 	return " " + cur
 }
 
-// jobText says what the job is: the command the server runs (in its
-// image, where it names one), or the synthetic job's profile.
-func jobText(k protocol.ContractView) string {
-	j := k.Terms.Job
-	switch {
-	case j == nil:
-		return "-"
-	case j.Command != "" || j.Image != "":
-		words := j.Args
-		if j.Command != "" {
-			words = append([]string{j.Command}, j.Args...)
-		}
-		quoted := make([]string, len(words))
-		for i, p := range words {
-			quoted[i] = p
-			if p == "" || strings.ContainsAny(p, " \t'\"\\$`") {
-				quoted[i] = fmt.Sprintf("%q", p)
-			}
-		}
-		argv := strings.Join(quoted, " ")
-		image := j.Image
-		if k.Image != "" {
-			image += " (" + k.Image + ")" // the digest its server resolved it to
-		}
-		switch {
-		case j.Image == "":
-			return safe(argv)
-		case j.Command != "":
-			return safe("image " + image + ": " + argv)
-		case argv != "":
-			return safe("image " + image + ": its entrypoint with " + argv)
-		}
-		return safe("image " + image + ": its entrypoint and command")
-	case j.Profile != nil:
-		return fmt.Sprintf("synthetic: each GPU busy %s of the time for %s", exact(j.Profile.Utilization), j.Profile.Duration)
-	}
-	return "-"
-}
+// jobText says what the job is (contract.JobSpec.Describe), made safe:
+// its words are the client's and the server's.
+func jobText(k protocol.ContractView) string { return safe(k.Terms.Job.Describe(k.Image)) }
 
 // outputText says where a contract's output is: its job's stdout and
 // stderr and results, which the exchange relays to its client alone.
