@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,8 +29,22 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// docPath is the wire protocol reference whose examples these tests pin.
-const docPath = "../docs/protocol.md"
+// docPath names the wire protocol reference whose examples these tests
+// pin: its index, docs/protocol.md, and its pages, docs/protocol/*.md
+// (docPages), read as one text, so that every check holds of the whole
+// reference wherever a page keeps each part.
+const docPath = "docs/protocol.md and docs/protocol/*.md"
+
+// docPages are the reference's files: the index, then its pages.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/protocol/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages under docs/protocol: %v", err)
+	}
+	sort.Strings(pages)
+	return append([]string{"../docs/protocol.md"}, pages...)
+}
 
 var writeExamples = flag.String("examples", "",
 	"write each docs/protocol.md example to DIR/NAME.json, to paste into the doc after a protocol change")
@@ -380,11 +395,7 @@ func examples(t *testing.T) []example {
 // as encoding/json writes it, that every ```json block of the doc is one
 // of them, and that each survives a round trip.
 func TestDocExamples(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := jsonBlocks(string(doc))
+	blocks := jsonBlocks(readDoc(t))
 	shown := map[string]bool{}
 	for _, ex := range examples(t) {
 		b, err := json.MarshalIndent(ex.value, "", "  ")
@@ -655,11 +666,16 @@ func stringConsts(t *testing.T, file, typ string) []string {
 
 func readDoc(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
+	var doc strings.Builder
+	for _, p := range docPages(t) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc.Write(b)
+		doc.WriteString("\n")
 	}
-	return string(b)
+	return doc.String()
 }
 
 // ptr is a pointer to v, for the fields an example leaves out where nil.

@@ -49,11 +49,15 @@ table for people, or JSON with --json for scripts.
 Try it against the demo market, as its client "you", whom it funds and none
 of its bots (ada … hal) trades as:
 
-  bourse demo --duration 5m                       # prints its NATS URL
-  bourse bid --nats URL --id you offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
-  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --duration 10s --time-limit 1m
-  bourse bid --nats URL --id you watch CONTRACT_ID
-  bourse bid --nats URL --id you balance
+  bourse demo --duration 5m --quiet               # prints its NATS URL
+  export BOURSE_NATS_URL=URL BOURSE_ID=you        # or --nats URL --id you on each command
+  bourse bid offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
+  bourse bid watch CONTRACT_ID
+  bourse bid offer --gpus 2 --auto cheapest --value 0.40 --duration 10s --time-limit 1m
+  bourse bid balance
+  bourse demo grant 100                           # more money for you, in the demo
+
+docs/cli.md is the whole of it.
 
 An offer escrows the most it can cost unless --prepayment says less: every
 GPU busy for the whole --time-limit (10m by default) at its price.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestExitStatuses: each class of failure exits with the status the README
+// TestExitStatuses: each class of failure exits with the status docs/cli.md
 // gives it, whatever command or flag it comes from: 2 for a command line
 // that cannot be right (a bad value, two sources of one secret, a missing
 // -o, a terms file that cannot be read), 3 for the market's no (an --auto
