@@ -136,7 +136,7 @@ func TestAdminReport(t *testing.T) {
 	assert.True(t, cost.Equal(revenue), "clients' cost %s, servers' revenue %s", cost, revenue)
 	assert.True(t, idle, "atlas's idle line")
 	table := ok("report", "--by", "month")
-	assert.Contains(t, table, "PER GPU-SECOND")
+	assert.Contains(t, table, "PER GPU-HOUR  PER GPU-SECOND")
 	assert.Regexp(t, `\n\d{4}-\d\d +- +- +\w+ +\w+ +\d+ `, table)
 	csvOut := ok("report", "--format", "csv")
 	assert.True(t, strings.HasPrefix(csvOut, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"))
