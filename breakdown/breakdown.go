@@ -289,12 +289,7 @@ func prices(lines []Line) []PriceLine {
 	return out
 }
 
-func model(c contract.Contract) string {
-	if c.Terms.Class.Model != "" {
-		return c.Terms.Class.Model
-	}
-	return "any"
-}
+func model(c contract.Contract) string { return contract.ModelSold(c.Model, c.Terms.Class) }
 
 func earlier(a, b time.Time) time.Time {
 	if a.Before(b) {

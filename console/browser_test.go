@@ -237,6 +237,7 @@ func TestScreenshots(t *testing.T) {
 		"balances": "/", "supply": "/supply", "allowances": "/allowances", "caps": "/caps",
 		"rates": "/rates", "report": "/report?from=2026-11-20&to=2026-11-26&capacity=atlas%3D8%2Cboreal%3D4%2Ccirrus%3D4", "audit": "/audit", "account": "/account?id=wallet/CRED/alice",
 		"contracts": "/contracts?from=2026-11-20&to=2026-11-26", "market": "/market",
+		"contract": "/contract?id=k30", "contract-settled": "/contract?id=k31",
 	} {
 		do(t, ctx, name, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(css("main")))
 		png := get(t, ctx, name, chromedp.FullScreenshot(100))
@@ -282,18 +283,53 @@ func furnish(t *testing.T, tr *treasury.Treasury, store *memstore.Store) {
 	for i := range 30 {
 		client := []string{"alice", "bob", "carl"}[i%3]
 		model := []string{"H100", "A100", "L4"}[i%3]
+		class := contract.Class{Model: model}
+		if model == "H100" {
+			class = contract.Class{} // any model asked; its server sold an H100
+		}
 		k := contract.Contract{ID: fmt.Sprint("k", i), Client: client, Server: []string{"atlas", "boreal", "cirrus"}[i%3], State: contract.StateAccepted,
-			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: contract.Class{Model: model}, Prepayment: d("20")}}
+			AcceptedAt: day.Add(time.Duration(i) * 4 * time.Hour), Terms: contract.Terms{Client: client, Currency: "CRED", GPUs: 1, Class: class, Prepayment: d("20")}}
 		_, _, err := store.Open(ctx, k, "")
 		require.NoError(t, err)
 		_, err = store.Update(ctx, k.ID, func(c *contract.Contract) ([]currency.Op, error) {
 			c.State, c.Charge = contract.StateSettled, d(fmt.Sprintf("%d.%02d", 3+i%7, (i*37)%100))
 			c.Refund = c.Terms.Prepayment.Sub(c.Charge)
-			c.Reading = &contract.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5)))}
+			c.Reading = &contract.Reading{Contract: c.ID, U: d(fmt.Sprint(600 + 90*(i%5))), T: contract.Duration(20 * time.Minute), S: d("1")}
+			c.Model, c.Meter = model, contract.MeterNVML
+			c.StartedAt, c.SettledAt = c.AcceptedAt, c.AcceptedAt.Add(20*time.Minute)
 			return nil, nil
 		})
 		require.NoError(t, err)
 	}
+	// k30 runs a program on a server with no GPU meter: charged as if
+	// both GPUs were busy, and what is due so far; k31 ran an image and
+	// exited 3.
+	now := time.Now().UTC()
+	job := &contract.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py", "--epochs", "3"}}
+	k := contract.Contract{ID: "k30", Client: "alice", Server: "atlas", State: contract.StateAccepted, AcceptedAt: now.Add(-10 * time.Minute), StartDeadline: now,
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: time.Hour, P: contract.Flat(d("0.0012")), Prepayment: d("8.64"), Job: job}}
+	_, _, err = store.Open(ctx, k, "")
+	require.NoError(t, err)
+	_, err = store.Update(ctx, "k30", func(c *contract.Contract) ([]currency.Op, error) {
+		c.Start(contract.Began{At: now.Add(-9 * time.Minute), GPUs: []int{2, 3}, Meter: contract.MeterFullUse, Model: "H100"}, now)
+		c.Reading = &contract.Reading{Contract: c.ID, Seq: 540, U: d("1080"), T: contract.Duration(9 * time.Minute), S: d("2"), At: now}
+		return nil, nil
+	})
+	require.NoError(t, err)
+	three := 3
+	k = contract.Contract{ID: "k31", Client: "bob", Server: "boreal", State: contract.StateAccepted, AcceptedAt: now.Add(-30 * time.Minute), StartDeadline: now,
+		Terms: contract.Terms{Client: "bob", Currency: "CRED", GPUs: 1, Class: contract.Class{Model: "A100"}, TimeLimit: time.Hour, P: contract.Flat(d("0.0008")), Prepayment: d("2.88"),
+			Job: &contract.JobSpec{Image: "ghcr.io/acme/train:v1", Args: []string{"--epochs=3"}}}}
+	_, _, err = store.Open(ctx, k, "")
+	require.NoError(t, err)
+	_, err = store.Update(ctx, "k31", func(c *contract.Contract) ([]currency.Op, error) {
+		c.Start(contract.Began{At: now.Add(-29 * time.Minute), GPUs: []int{0}, Meter: contract.MeterNVML, Model: "A100", Image: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, now)
+		c.Reading = &contract.Reading{Contract: c.ID, Seq: 120, U: d("1500"), T: contract.Duration(20 * time.Minute), S: d("1"), At: now, Final: true, ExitCode: &three}
+		c.State, c.Reason, c.Charge, c.SettledAt = contract.StateSettled, contract.ReasonCompleted, d("1.20"), now
+		c.Refund = c.Terms.Prepayment.Sub(c.Charge)
+		return nil, nil
+	})
+	require.NoError(t, err)
 }
 
 // a100Book is furnishMarket's A100 book: three GPUs free on servers
@@ -546,4 +582,25 @@ func TestBrowserRefresh(t *testing.T) {
 	grantElsewhere()
 	assert.Equal(t, "2.00", balanceAfter(2500*time.Millisecond, "3.00"), "no reload over a touched form")
 	assert.Equal(t, "12", get(t, ctx, "what was typed", chromedp.Value(css("#grant-amount"))), "nothing typed is lost")
+}
+
+// TestBrowserContract: in Chromium, a running contract's page says the
+// model it sold where its offer asked for any, what ran, that no meter
+// measured it (charged as if every GPU were busy, marked), and what is
+// due so far; the contracts list shows the model sold, not "any".
+func TestBrowserContract(t *testing.T) {
+	cfg, tr, store := testConfig(t)
+	srv, _ := serve(t, cfg)
+	furnish(t, tr, store)
+	ctx := browse(t)
+	do(t, ctx, "log in, to contract k30", append(append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(srv.URL + "/contract?id=k30")}, logIn("vic")...),
+		chromedp.WaitVisible(css("#contract-model")))...)
+	assert.Equal(t, "H100", get(t, ctx, "the model sold", chromedp.Text(css("#contract-model"))))
+	assert.Equal(t, "/usr/bin/python3 train.py --epochs 3", get(t, ctx, "the job", chromedp.Text(css("#contract-job"))))
+	assert.Contains(t, get(t, ctx, "the meter", chromedp.Text(css("#contract-meter"))), "charged as if every GPU were busy")
+	assert.Contains(t, get(t, ctx, "the charge", chromedp.Text(css("#contract-charge"))), "1.29 CRED due so far")
+	do(t, ctx, "contract k31", chromedp.Navigate(srv.URL+"/contract?id=k31"), chromedp.WaitVisible(css("#contract-exit")))
+	assert.Equal(t, "3", get(t, ctx, "its exit status", chromedp.Text(css("#contract-exit"))))
+	do(t, ctx, "the contracts of 2026-11-20", chromedp.Navigate(srv.URL+"/contracts?from=2026-11-20&to=2026-11-21"), chromedp.WaitVisible(css("#contracts")))
+	assert.Equal(t, 0, get(t, ctx, "models shown as any", chromedp.Evaluate[int](`[...document.querySelectorAll("#contracts td")].filter(td => td.textContent == "any").length`)))
 }

@@ -47,7 +47,8 @@ type band struct {
 // line either (an axis from a time to itself, a line of one point): it
 // says so, with their values.
 func bandChart(title, empty string, bs []band, ss []series, w, h int) template.HTML {
-	const padL, padR, padT, padB = 64, 12, 24, 28
+	const padL, padR, padB = 64, 12, 28
+	padT := 24
 	var t0, t1 time.Time
 	lo, hi := 0.0, 0.0
 	n := 0
@@ -63,14 +64,17 @@ func bandChart(title, empty string, bs []band, ss []series, w, h int) template.H
 		}
 		n++
 	}
+	whole := true // every value a whole number: counts, labelled as such
 	for _, b := range bs {
 		for i, at := range b.At {
 			extend(at, b.Lo[i], b.Hi[i])
+			whole = whole && isWhole(b.Lo[i]) && isWhole(b.Hi[i])
 		}
 	}
 	for _, s := range ss {
 		for i, at := range s.At {
 			extend(at, s.Y[i])
+			whole = whole && isWhole(s.Y[i])
 		}
 	}
 	var b strings.Builder
@@ -100,6 +104,11 @@ func bandChart(title, empty string, bs []band, ss []series, w, h int) template.H
 	if hi == lo {
 		hi = lo + 1
 	}
+	if whole && math.Mod(hi-lo, 2) != 0 {
+		hi++ // so that the middle label is a whole number too
+	}
+	legend, rows := legendLayout(title, bs, ss, w, padL, padR)
+	padT += 16 * rows
 	span := t1.Sub(t0).Seconds()
 	x := func(at time.Time) float64 { return padL + (at.Sub(t0).Seconds()/span)*float64(w-padL-padR) }
 	y := func(v float64) float64 { return float64(h-padB) - (v-lo)/(hi-lo)*float64(h-padT-padB) }
@@ -109,35 +118,29 @@ func bandChart(title, empty string, bs []band, ss []series, w, h int) template.H
 	}
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, padL, h-padB, w-padR, h-padB)
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, padL, padT, padL, h-padB)
-	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(hi)+4, short(hi))
-	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(lo)+4, short(lo))
-	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y((hi+lo)/2)+4, short((hi+lo)/2))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, t0.UTC().Format(tick))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, t1.UTC().Format(tick))
-	// Times between the ends, at a round step, as many as fit.
+	label := axisFormat(lo, hi, whole)
+	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(hi)+4, label(hi))
+	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y(lo)+4, label(lo))
+	fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, padL-4, y((hi+lo)/2)+4, label((hi+lo)/2))
+	first, last := t0.UTC().Format(tick), t1.UTC().Format(tick)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, padL, h-8, first)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-padR, h-8, last)
+	// Times between the ends, at a round step, as many as fit clear of
+	// the ends' labels (as wide as their text) and of each other.
+	layout := tickLayout(t1.Sub(t0))
+	clearFrom, clearTo := float64(padL)+textWidth(first, tickFont)+8, float64(w-padR)-textWidth(last, tickFont)-8
 	for _, at := range timeTicks(t0, t1, (w-padL-padR)/tickWidth) {
-		px := x(at)
-		if px-float64(padL) < tickWidth*0.75 || float64(w-padR)-px < tickWidth*0.75 {
-			continue // too near an end's label
+		px, text := x(at), at.UTC().Format(layout)
+		half := textWidth(text, tickFont) / 2
+		if px-half < clearFrom || px+half > clearTo {
+			continue // would overlap an end's label, or the last tick's
 		}
+		clearFrom = px + half + 8
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="axis"/>`, px, h-padB, px, h-padB+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px, h-8, at.UTC().Format(tickLayout(t1.Sub(t0))))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px, h-8, text)
 	}
-	// A legend, right to left along the top: the bands', then the lines'.
-	type entry struct{ name, class string }
-	var legend []entry
-	for _, bd := range bs {
-		legend = append(legend, entry{bd.Name, "lband"})
-	}
-	for i, s := range ss {
-		legend = append(legend, entry{s.Name, fmt.Sprintf("l%d", i%4)})
-	}
-	if len(legend) > 1 {
-		right := w - padR
-		for i := len(legend) - 1; i >= 0; i-- {
-			fmt.Fprintf(&b, `<text x="%d" y="16" class="legend %s" text-anchor="end">■ %s</text>`, right, legend[i].class, template.HTMLEscapeString(legend[i].name))
-			right -= 14 + 7*len([]rune(legend[i].name))
-		}
+	for _, e := range legend {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="legend %s">■ %s</text>`, e.x, e.y, e.class, template.HTMLEscapeString(e.name))
 	}
 	for _, bd := range bs {
 		var pts []string
@@ -225,16 +228,82 @@ func bar(used, total, warn float64) template.HTML {
 	return template.HTML(s + `</svg>`)
 }
 
-func short(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	case a >= 1e4:
-		return fmt.Sprintf("%.0fk", v/1e3)
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a > 0 && a < 0.1: // a price of a GPU-second: its first figures
-		return strconv.FormatFloat(v, 'g', 2, 64)
+// The charts' fonts (style.css), in pixels, and how wide their text runs:
+// an estimate on the wide side of the usual sans-serif faces, so that
+// labels placed by it do not meet.
+const (
+	titleFont  = 12
+	tickFont   = 11
+	legendFont = 11
+)
+
+func textWidth(s string, px float64) float64 { return float64(len([]rune(s))) * px * 0.62 }
+
+// legendEntry is one name of a chart's legend, where it is drawn.
+type legendEntry struct {
+	name, class string
+	x           float64
+	y           int
+}
+
+// legendLayout places the legend of bands bs and lines ss (none for one
+// alone): beside the title, right-aligned, where it fits there; else in
+// rows of its own under the title, left to right from padL, as many as
+// it takes. rows is how many rows under the title it took, which the
+// plot must leave room for.
+func legendLayout(title string, bs []band, ss []series, w, padL, padR int) (out []legendEntry, rows int) {
+	for _, bd := range bs {
+		out = append(out, legendEntry{name: bd.Name, class: "lband"})
 	}
-	return fmt.Sprintf("%.2f", v)
+	for i, s := range ss {
+		out = append(out, legendEntry{name: s.Name, class: fmt.Sprintf("l%d", i%4)})
+	}
+	if len(out) < 2 {
+		return nil, 0
+	}
+	const gap = 14.0
+	width := func(e legendEntry) float64 { return textWidth("■ "+e.name, legendFont) }
+	total := -gap
+	for _, e := range out {
+		total += width(e) + gap
+	}
+	if left := float64(w-padR) - total; left >= float64(padL)+textWidth(title, titleFont)+gap {
+		for i := range out {
+			out[i].x, out[i].y = left, 16
+			left += width(out[i]) + gap
+		}
+		return out, 0
+	}
+	x, rows := float64(padL), 1
+	for i := range out {
+		if x > float64(padL) && x+width(out[i]) > float64(w-padR) {
+			x, rows = float64(padL), rows+1
+		}
+		out[i].x, out[i].y = x, 16+16*rows
+		x += width(out[i]) + gap
+	}
+	return out, rows
+}
+
+func isWhole(v float64) bool { return v == math.Trunc(v) }
+
+// axisFormat writes a y axis's labels alike, with one number of places
+// for all (560 beside 0, not beside 0.00): whole numbers for counts and
+// for figures of 100 or more, thousands and millions shortened, two
+// significant digits of the largest below.
+func axisFormat(lo, hi float64, whole bool) func(float64) string {
+	a := math.Max(math.Abs(lo), math.Abs(hi))
+	switch {
+	case a >= 1e6:
+		return func(v float64) string { return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M" }
+	case a >= 1e4:
+		return func(v float64) string { return strconv.FormatFloat(v/1e3, 'f', 0, 64) + "k" }
+	case whole || a >= 100:
+		return func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	}
+	places := 2
+	if a > 0 && a < 0.1 {
+		places = int(math.Ceil(-math.Log10(a))) + 1
+	}
+	return func(v float64) string { return strconv.FormatFloat(v, 'f', places, 64) }
 }

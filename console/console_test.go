@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -379,4 +380,16 @@ func TestSale(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, "vic is a viewer")
 	assert.Equal(t, "10.01", balance("wallet/CRED/alice"))
+}
+
+// TestAllowancesSayWhenPaid: the Allowances page tells when and where
+// allowances are paid in the treasury's words, which bourse admin
+// allowance --help gives too, not "cron".
+func TestAllowancesSayWhenPaid(t *testing.T) {
+	srv, _, _ := testConsole(t)
+	b := newBrowser(t, srv)
+	b.login("vic")
+	_, body := b.get("/allowances")
+	assert.Contains(t, body, template.HTMLEscapeString(treasury.AllowancesPaid))
+	assert.NotContains(t, body, "(cron) pays them")
 }

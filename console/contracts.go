@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
@@ -38,15 +41,34 @@ type contractsView struct {
 	scales   map[currency.Code]int32
 }
 
-// contractRow is a contract with its money in its currency's places.
+// contractRow is a contract with its money in its currency's places, the
+// GPU model it sold and, while it runs, what its last reading makes due.
 type contractRow struct {
 	contract.Contract
 	Prepayment, Charge, Refund string
+	// Sold is the model sold (contract.ModelSold); Due, for a running
+	// contract with a reading, the charge so far, which Charge then
+	// shows as "~due" (its charge is known only at settlement).
+	Sold, Due string
 }
 
 func rowOf(k contract.Contract, scales map[currency.Code]int32) contractRow {
 	cur := currency.Code(k.Terms.Currency)
-	return contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales)}
+	row := contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales),
+		Sold: contract.ModelSold(k.Model, k.Terms.Class)}
+	if scale, ok := scales[cur]; ok && k.State == contract.StateRunning && k.Reading != nil {
+		if due, err := contract.Due(k.Terms, k.Reading.Usage(), scale); err == nil {
+			row.Due = currency.Format(due, scale)
+			row.Charge = "~" + row.Due
+		}
+	}
+	if !k.Ended() {
+		row.Refund = "-" // known at settlement, as the charge is
+		if row.Due == "" {
+			row.Charge = "-"
+		}
+	}
+	return row
 }
 
 // contracts lists the contracts accepted in a range of days, newest
@@ -71,14 +93,14 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	if cv.scales, err = c.scales(r); err != nil {
 		return err
 	}
-	cur := cursor{at: cv.to}
+	cur := breakdown.Cursor{At: cv.to}
 	if b := q.Get("before"); b != "" {
-		if cur.at, err = time.Parse(time.RFC3339Nano, b); err != nil {
+		if cur.At, err = time.Parse(time.RFC3339Nano, b); err != nil {
 			return &bourse.Error{Code: bourse.EInvalid, Field: "before", Message: fmt.Sprintf("%q: a time such as 2026-11-01T10:00:00Z", b)}
 		}
-		cur.id = q.Get("id")
+		cur.ID = q.Get("id")
 	}
-	ks, more, err := c.newest(r.Context(), cv.from, cur, contractFilter{cv.Client, cv.State}, contractsPage)
+	ks, more, err := breakdown.Newest(r.Context(), c.cfg.Contracts, cv.from, cur, breakdown.Filter{Client: cv.Client, State: cv.State}, contractsPage)
 	if err != nil {
 		return err
 	}
@@ -98,113 +120,6 @@ func (c *Console) contracts(r *http.Request, v *view) error {
 	return nil
 }
 
-// contractFilter keeps the contracts of a client, in a state (either
-// empty for any).
-type contractFilter struct{ client, state string }
-
-func (f contractFilter) keep(k contract.Contract) bool {
-	return (f.client == "" || k.Client == f.client) && (f.state == "" || string(k.State) == f.state)
-}
-
-// matching reads up to limit contracts that f keeps, of those accepted
-// in [from, to) after the contract after, earliest first, and whether
-// there may be more. A filter may keep few of a page of the store's: it
-// reads on until it has limit, or the range is done.
-func (c *Console) matching(ctx context.Context, from, to time.Time, after string, f contractFilter, limit int) ([]contract.Contract, bool, error) {
-	var out []contract.Contract
-	for {
-		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
-		if err != nil {
-			return nil, false, err
-		}
-		for i, k := range ks {
-			after = k.ID
-			if f.keep(k) {
-				out = append(out, k)
-				if len(out) == limit {
-					return out, i < len(ks)-1 || len(ks) == currency.MaxPage, nil
-				}
-			}
-		}
-		if len(ks) < currency.MaxPage {
-			return out, false, nil
-		}
-	}
-}
-
-// cursor is where a newest-first page of contracts begins: before the
-// contract accepted at at with id id (before at, if id is empty).
-type cursor struct {
-	at time.Time
-	id string
-}
-
-// firstSpan is how far back newest first reads at a time, to begin with:
-// a span that holds too few contracts is doubled, so that a quiet range
-// costs a few reads and a busy one reads little more than a page.
-const firstSpan = 10 * time.Minute
-
-// newest reads up to limit contracts f keeps, of those accepted in
-// [from, cur), newest first (the latest accepted first, ties by id,
-// highest first: the store's order backwards), and whether there may be
-// more. The store lists a range earliest first, so it reads spans
-// backwards from the cursor, each whole, doubling a span that brings too
-// few.
-func (c *Console) newest(ctx context.Context, from time.Time, cur cursor, f contractFilter, limit int) ([]contract.Contract, bool, error) {
-	var out []contract.Contract
-	hi := cur.at
-	if cur.id != "" {
-		// The contracts accepted at the cursor's very time whose ids
-		// come before the cursor's: the rest of its instant.
-		ks, err := c.between(ctx, cur.at, cur.at.Add(time.Microsecond))
-		if err != nil {
-			return nil, false, err
-		}
-		for i := len(ks) - 1; i >= 0; i-- {
-			if k := ks[i]; k.AcceptedAt.Equal(cur.at) && k.ID < cur.id && f.keep(k) {
-				out = append(out, k)
-			}
-		}
-	}
-	for span := firstSpan; len(out) <= limit && hi.After(from); span *= 2 {
-		lo := hi.Add(-span)
-		if lo.Before(from) {
-			lo = from
-		}
-		ks, err := c.between(ctx, lo, hi)
-		if err != nil {
-			return nil, false, err
-		}
-		for i := len(ks) - 1; i >= 0; i-- {
-			if f.keep(ks[i]) {
-				out = append(out, ks[i])
-			}
-		}
-		hi = lo
-	}
-	if len(out) > limit {
-		return out[:limit], true, nil
-	}
-	return out, false, nil
-}
-
-// between reads every contract accepted in [from, to), earliest first.
-func (c *Console) between(ctx context.Context, from, to time.Time) ([]contract.Contract, error) {
-	var out []contract.Contract
-	after := ""
-	for {
-		ks, err := c.cfg.Contracts.Between(ctx, from, to, after, currency.MaxPage)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ks...)
-		if len(ks) < currency.MaxPage {
-			return out, nil
-		}
-		after = ks[len(ks)-1].ID
-	}
-}
-
 // dayRange reads a range of days, from's start to to's.
 func dayRange(fromText, toText string) (time.Time, time.Time, error) {
 	from, err := time.Parse(time.DateOnly, fromText)
@@ -220,8 +135,13 @@ func dayRange(fromText, toText string) (time.Time, time.Time, error) {
 
 type contractView struct {
 	contractRow
-	// P and Q are the price curves, point by point.
-	P, Q string
+	// P and Q are the price curves, point by point, per second as the
+	// wire has them; PHour and QHour per hour, at the currency's places.
+	P, Q, PHour, QHour string
+	// Job is what ran (contract.JobSpec.Describe); Exit the job's exit
+	// status, where its server reported one; Meter what the meter means
+	// for the charge (contract.Meter.Says).
+	Job, Exit, Meter string
 	// Wallet, Revenue and Escrow are the accounts the contract's money
 	// moved between (Escrow empty once the ledger has none).
 	Wallet, Revenue, Escrow currency.AccountID
@@ -245,8 +165,20 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 		return err
 	}
 	cur := currency.Code(k.Terms.Currency)
-	cv := contractView{contractRow: rowOf(k, scales), P: curveText(k.Terms.P), Q: curveText(k.Terms.Q),
+	scale, ok := scales[cur]
+	if !ok {
+		scale = -1
+	}
+	cv := contractView{contractRow: rowOf(k, scales), P: curveText(k.Terms.P, decimal.Decimal.String), Q: curveText(k.Terms.Q, decimal.Decimal.String),
+		PHour: curveText(k.Terms.P, hourPrice(scale)), QHour: curveText(k.Terms.Q, hourPrice(scale)),
+		Job: k.Terms.Job.Describe(k.Image), Meter: string(k.Meter) + ": " + k.Meter.Says(), Exit: "-",
 		Wallet: currency.WalletID(cur, k.Client), Revenue: currency.RevenueID(cur, k.Server)}
+	if k.Meter == "" {
+		cv.Meter = k.Meter.Says()
+	}
+	if r := k.Reading; r != nil && r.ExitCode != nil {
+		cv.Exit = strconv.Itoa(*r.ExitCode)
+	}
 	escrow := currency.EscrowID(currency.HoldID(k.ID))
 	switch _, err := c.cfg.Treasury.Ledger().Account(r.Context(), escrow); {
 	case err == nil:
@@ -258,16 +190,26 @@ func (c *Console) contractPage(r *http.Request, v *view) error {
 	return nil
 }
 
-// curveText writes a price curve as its points: "0 → 0.35, 4 → 0.40".
-func curveText(cv contract.Curve) string {
+// curveText writes a price curve as its points, each price by price:
+// "0 → 0.35, 4 → 0.40".
+func curveText(cv contract.Curve, price func(decimal.Decimal) string) string {
 	if len(cv) == 0 {
 		return "none"
 	}
+	if len(cv) == 1 && cv[0].X.IsZero() {
+		return price(cv[0].Y) // flat
+	}
 	var parts []string
 	for _, p := range cv {
-		parts = append(parts, p.X.String()+" → "+p.Y.String())
+		parts = append(parts, p.X.String()+" → "+price(p.Y))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hourPrice writes a price per second per hour, at the places of a
+// currency of scale.
+func hourPrice(scale int32) func(decimal.Decimal) string {
+	return func(d decimal.Decimal) string { return currency.FormatPrice(contract.PerHour(d), scale) }
 }
 
 // contractOfHold is the contract a ledger hold is for: its escrow holds

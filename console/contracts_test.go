@@ -52,8 +52,11 @@ func TestContracts(t *testing.T) {
 	_, err := tr.Grant(ctx, "root", "CRED", "alice", decimal.NewFromInt(50), "g", "")
 	require.NoError(t, err)
 	k := contract.Contract{ID: "c-escrowed", Client: "alice", Server: "atlas", State: contract.StateRunning, AcceptedAt: day.Add(2 * time.Hour),
-		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, Class: contract.Class{Model: "H100"}, TimeLimit: 10 * time.Minute,
-			Prepayment: decimal.NewFromInt(12), P: contract.Flat(decimal.RequireFromString("0.35"))}}
+		Terms: contract.Terms{Client: "alice", Currency: "CRED", GPUs: 2, TimeLimit: 10 * time.Minute,
+			Prepayment: decimal.NewFromInt(12), P: contract.Flat(decimal.RequireFromString("0.35")),
+			Job: &contract.JobSpec{Command: "/usr/bin/python3", Args: []string{"train.py", "--lr", "0.1"}}},
+		Model: "H100", Meter: contract.MeterFullUse, StartedAt: day.Add(2 * time.Hour),
+		Reading: &contract.Reading{Contract: "c-escrowed", Seq: 3, U: decimal.NewFromInt(6), T: contract.Duration(3 * time.Second), S: decimal.NewFromInt(2)}}
 	_, _, err = store.Open(ctx, k, "", currency.Reserve{Key: "escrow/o1", Hold: currency.HoldID(k.ID), From: "wallet/CRED/alice", Amount: k.Terms.Prepayment, Deadline: day.Add(3 * time.Hour)})
 	require.NoError(t, err)
 
@@ -92,8 +95,20 @@ func TestContracts(t *testing.T) {
 	assert.Contains(t, page, `<td id="contract-state">running</td>`)
 	assert.Contains(t, page, `<a href="/account?id=wallet%2fCRED%2falice">alice</a>`)
 	assert.Contains(t, page, `12.00 CRED (<a href="/account?id=escrow%2fc-escrowed">escrow</a>)`)
-	assert.Contains(t, page, "2 × H100")
-	assert.Contains(t, page, "0 → 0.35")
+	// What an administrator asks of a contract: the model sold (its offer
+	// asked for any), what ran, how it was measured (no meter here: a
+	// charge as if every GPU were busy), its exit status, and the amount
+	// due while it runs, per GPU-hour beside the wire's per GPU-second.
+	assert.Contains(t, page, "2 × any model")
+	assert.Contains(t, page, `<td id="contract-model">H100</td>`)
+	assert.Contains(t, page, `<td id="contract-job"><code>/usr/bin/python3 train.py --lr 0.1</code></td>`)
+	assert.Contains(t, page, `<td id="contract-meter" class="warn">full_use: no GPU meter: charged as if every GPU were busy`)
+	assert.Contains(t, page, `<td id="contract-exit">-</td>`)
+	assert.Contains(t, page, `<td class="num" id="contract-charge">2.10 CRED due so far`)
+	assert.Contains(t, page, "1260.00 CRED <span class=\"muted\">(per GPU-second: 0.35)</span>")
+	_, list := b.get("/contracts?state=running")
+	assert.Contains(t, list, `<td>H100</td>`, "the model sold, not any")
+	assert.Contains(t, list, `<td class="num">~2.10</td>`, "a running contract's amount due")
 
 	_, page = b.get("/account?id=wallet/CRED/alice")
 	assert.Contains(t, page, `<a href="/contract?id=c-escrowed" class="contract">c-escrowed</a>`, "the statement links the contract")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/breakdown"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/internal/safecsv"
 )
@@ -28,7 +29,7 @@ func (c *Console) csvTables() map[string]csvTable {
 		"balances":   {[]string{"currency", "wallet", "owner", "depth", "available", "held", "total_available", "total_held"}, c.balancesCSV},
 		"revenue":    {[]string{"currency", "account", "owner", "balance"}, c.revenueCSV},
 		"account":    {[]string{"seq", "at", "amount", "balance", "counterparty", "contract", "key", "memo"}, c.accountCSV},
-		"supply":     {[]string{"at", "change", "supply", "key", "memo"}, c.supplyCSV},
+		"supply":     {[]string{"at", "change", "supply", "account", "key", "memo"}, c.supplyCSV},
 		"allowances": {[]string{"wallet", "currency", "a_per_hour", "b_per_hour", "every", "steady", "half_life", "balance"}, c.allowancesCSV},
 		"gpu-caps":   {[]string{"owner", "in_use", "cap"}, c.gpuCapsCSV},
 		"spend-caps": {[]string{"owner", "currency", "period", "used", "held", "limit", "share"}, c.spendCapsCSV},
@@ -37,7 +38,7 @@ func (c *Console) csvTables() map[string]csvTable {
 		"cost":       {[]string{"period", "organisation", "project", "client", "model", "contracts", "gpu_seconds", "cost", "currency"}, c.costCSV},
 		"servers":    {[]string{"period", "server", "contracts", "gpu_seconds", "revenue", "currency", "idle_gpu_seconds"}, c.serversCSV},
 		"contracts":  {[]string{"contract", "accepted", "client", "server", "state", "reason", "gpus", "model", "prepayment", "charge", "refund", "currency", "gpu_seconds"}, c.contractsCSV},
-		"market":     {[]string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, c.marketCSV},
+		"market":     {[]string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low_per_gpu_hour", "median_per_gpu_hour", "high_per_gpu_hour", "vwap_per_gpu_hour", "gpus", "free", "waiting", "waiting_gpus", "best_waiting_per_gpu_hour"}, c.marketCSV},
 		"audit":      {[]string{"at", "actor", "action", "target", "key", "changed", "memo", "request"}, c.auditCSV},
 	}
 }
@@ -180,7 +181,7 @@ func (c *Console) supplyCSV(r *http.Request, emit func(...string) error) error {
 		return err
 	}
 	for _, p := range ps {
-		if err := emit(csvTime(p.At), currency.Format(p.Change, cur.Scale), currency.Format(p.Supply, cur.Scale), p.Key, p.Memo); err != nil {
+		if err := emit(csvTime(p.At), currency.Format(p.Change, cur.Scale), currency.Format(p.Supply, cur.Scale), string(p.Account), p.Key, p.Memo); err != nil {
 			return err
 		}
 	}
@@ -303,7 +304,7 @@ func (c *Console) contractsCSV(r *http.Request, emit func(...string) error) erro
 	}
 	after := ""
 	for {
-		ks, more, err := c.matching(r.Context(), cv.from, cv.to, after, contractFilter{cv.Client, cv.State}, currency.MaxPage)
+		ks, more, err := breakdown.Matching(r.Context(), c.cfg.Contracts, cv.from, cv.to, after, breakdown.Filter{Client: cv.Client, State: cv.State}, currency.MaxPage)
 		if err != nil {
 			return err
 		}

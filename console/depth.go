@@ -21,7 +21,15 @@ import (
 // pointer to show. Levels are as the exchange publishes them, at most
 // protocol.BookLevels a side.
 func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
-	const padL, padR, padT, padB = 64, 12, 40, 28
+	const padL, padR, padB = 64, 12, 28
+	padT := 40
+	// The legend beside the title where it fits, else on a row of its
+	// own under the best bid's, above the plot.
+	asks, bids := "■ asks: GPUs free", "■ bids: GPUs wanted"
+	legendY := 16
+	if float64(w-padR)-textWidth(asks, legendFont)-textWidth(bids, legendFont)-14 < padL+textWidth(title, titleFont)+8 {
+		legendY, padT = 48, 56
+	}
 	if b == nil || len(b.Asks)+len(b.Bids) == 0 {
 		h = 48 // a line to say so
 	}
@@ -95,10 +103,11 @@ func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
 		}
 		return d.String()
 	}
-	fmt.Fprintf(&sb, `<text x="%d" y="32" class="tick">best bid %s · best ask %s · spread %s · mid %s</text>`,
+	fmt.Fprintf(&sb, `<text x="%d" y="32" class="tick">per GPU-hour: best bid %s · best ask %s · spread %s · mid %s</text>`,
 		padL, fig(b.BestBid), fig(b.BestAsk), fig(b.Spread), fig(b.Mid))
-	fmt.Fprintf(&sb, `<text x="%d" y="16" class="legend lask" text-anchor="end">■ asks: GPUs free</text>`, w-padR)
-	fmt.Fprintf(&sb, `<text x="%d" y="16" class="legend lbid" text-anchor="end">■ bids: GPUs wanted</text>`, w-padR-110)
+	right := float64(w - padR)
+	fmt.Fprintf(&sb, `<text x="%.1f" y="%d" class="legend lask" text-anchor="end">%s</text>`, right, legendY, asks)
+	fmt.Fprintf(&sb, `<text x="%.1f" y="%d" class="legend lbid" text-anchor="end">%s</text>`, right-textWidth(asks, legendFont)-14, legendY, bids)
 	// Each side a staircase from its best level outwards to the edge.
 	draw := func(levels []protocol.Level, class, name string, edge float64) {
 		if len(levels) == 0 {

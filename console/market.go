@@ -13,6 +13,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
@@ -212,7 +213,7 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 		Ago: max(0, now.Sub(last.Got)).Round(time.Second), Kept: len(snaps)}
 	mc.StaleAfter = staleIntervals * every
 	mc.Stale = now.Sub(last.Got) > mc.StaleAfter
-	mc.Rows = marketRows(last.Models)
+	mc.Rows = marketRows(last.Models, last.Scale)
 	for i, l := range last.Models {
 		if i == maxMarketCharts {
 			mc.Unchart = len(last.Models) - i
@@ -224,9 +225,11 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 }
 
 // marketRows are a publication's models as the table shows them: every
-// price (low, median, high, VWAP, the best waiting) with the places the
-// table's prices need, GPU-seconds used whole.
-func marketRows(ls []protocol.MarketModel) []marketRow {
+// price (low, median, high, VWAP, the best waiting) per GPU-hour (the
+// wire's per GPU-second, times 3600) at the currency's places, more only
+// where one needs them for two significant digits, all alike; the money
+// charged at the currency's scale; GPU-seconds used whole.
+func marketRows(ls []protocol.MarketModel, scale int32) []marketRow {
 	var prices []decimal.Decimal
 	for _, l := range ls {
 		if p := l.Prices; p != nil {
@@ -236,11 +239,14 @@ func marketRows(ls []protocol.MarketModel) []marketRow {
 			prices = append(prices, l.Waiting.Best)
 		}
 	}
-	text := column(prices)
-	next := func() string { s := text[0]; text = text[1:]; return s }
+	for i := range prices {
+		prices[i] = contract.PerHour(prices[i])
+	}
+	places := currency.PricePlaces(scale, prices...)
+	next := func() string { s := prices[0].StringFixed(places); prices = prices[1:]; return s }
 	rows := make([]marketRow, 0, len(ls))
 	for _, l := range ls {
-		r := marketRow{Model: l.Model, Settled: l.Settled, Used: l.Used.Round(0).String(), Charged: l.Charged.String(), Low: "-", Median: "-", High: "-", VWAP: "-",
+		r := marketRow{Model: l.Model, Settled: l.Settled, Used: l.Used.Round(0).String(), Charged: currency.Format(l.Charged, scale), Low: "-", Median: "-", High: "-", VWAP: "-",
 			GPUs: l.GPUs, Free: l.Free, Waiting: l.Waiting.Offers, WaitingGPUs: l.Waiting.GPUs, Best: "-"}
 		if l.Prices != nil {
 			r.Low, r.Median, r.High, r.VWAP = next(), next(), next(), next()
@@ -253,7 +259,7 @@ func marketRows(ls []protocol.MarketModel) []marketRow {
 	return rows
 }
 
-// modelCharts draws a model's prices per GPU-second used (the median and
+// modelCharts draws a model's prices per GPU-hour used (the median and
 // VWAP of the contracts settled in each publication's window, in the band
 // from the lowest to the highest) and its GPUs, registered and free, over
 // the publications kept; and the depth of its book, as the last
@@ -271,15 +277,41 @@ func modelCharts(cur, model string, book *protocol.Book, snaps []marketSnap) mar
 		gpus.At, gpus.Y = append(gpus.At, s.At), append(gpus.Y, float64(l.GPUs))
 		free.At, free.Y = append(free.At, s.At), append(free.Y, float64(l.Free))
 		if p := l.Prices; p != nil {
-			rng.At, rng.Lo, rng.Hi = append(rng.At, s.At), append(rng.Lo, p.Low.InexactFloat64()), append(rng.Hi, p.High.InexactFloat64())
-			median.At, median.Y = append(median.At, s.At), append(median.Y, p.Median.InexactFloat64())
-			vwap.At, vwap.Y = append(vwap.At, s.At), append(vwap.Y, p.VWAP.InexactFloat64())
+			hour := func(d decimal.Decimal) float64 { return contract.PerHour(d).InexactFloat64() } // drawn, not counted
+			rng.At, rng.Lo, rng.Hi = append(rng.At, s.At), append(rng.Lo, hour(p.Low)), append(rng.Hi, hour(p.High))
+			median.At, median.Y = append(median.At, s.At), append(median.Y, hour(p.Median))
+			vwap.At, vwap.Y = append(vwap.At, s.At), append(vwap.Y, hour(p.VWAP))
 		}
 	}
 	name := model + " in " + cur
-	return marketChart{Model: model, Depth: depthChart("depth of "+name, book, 480, 200),
-		Prices: bandChart("prices of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
+	return marketChart{Model: model, Depth: depthChart("depth of "+name, hourBook(book), 480, 200),
+		Prices: bandChart("prices per GPU-hour of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
 		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
+}
+
+// hourBook is book with its prices per GPU-hour, as the Market page
+// shows every price: 3600 times each, exactly.
+func hourBook(b *protocol.Book) *protocol.Book {
+	if b == nil {
+		return nil
+	}
+	h := *b
+	levels := func(ls []protocol.Level) []protocol.Level {
+		out := make([]protocol.Level, len(ls))
+		for i, l := range ls {
+			l.Price = contract.PerHour(l.Price)
+			out[i] = l
+		}
+		return out
+	}
+	h.Asks, h.Bids = levels(b.Asks), levels(b.Bids)
+	for _, p := range []**decimal.Decimal{&h.BestAsk, &h.BestBid, &h.Spread, &h.Mid} {
+		if *p != nil {
+			v := contract.PerHour(**p)
+			*p = &v
+		}
+	}
+	return &h
 }
 
 // since writes how long ago, to the second.

@@ -59,7 +59,8 @@ func TestMarketDepthChart(t *testing.T) {
 	_, page := b.get("/market")
 	svg := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of H100 in CRED".*?</svg>`).FindString(page)
 	require.NotEmpty(t, svg, page)
-	assert.Contains(t, svg, "best bid 0.0011 · best ask 0.0014 · spread 0.0003 · mid 0.00125")
+	// Per GPU-hour, as every price on the page: 3600 times the wire's.
+	assert.Contains(t, svg, "per GPU-hour: best bid 3.96 · best ask 5.04 · spread 1.08 · mid 4.5")
 	assert.Contains(t, svg, `<polygon class="bids"`)
 	assert.Contains(t, svg, `<polygon class="asks"`)
 	var steps []string
@@ -67,9 +68,9 @@ func TestMarketDepthChart(t *testing.T) {
 		steps = append(steps, m[1]+": "+m[6])
 	}
 	assert.Equal(t, []string{
-		"bids: bids at 0.0011: 4 GPUs, 4 in all to here (1 offer)",
-		"asks: asks at 0.0014: 3 GPUs, 3 in all to here (1 ask)",
-		"asks: asks at 0.0016: 2 GPUs, 5 in all to here (2 asks)",
+		"bids: bids at 3.96: 4 GPUs, 4 in all to here (1 offer)",
+		"asks: asks at 5.04: 3 GPUs, 3 in all to here (1 ask)",
+		"asks: asks at 5.76: 2 GPUs, 5 in all to here (2 asks)",
 	}, steps)
 	// The deepest side reaches the top; the asks' second step is higher
 	// than their first, and right of it.
@@ -78,7 +79,9 @@ func TestMarketDepthChart(t *testing.T) {
 	f := func(s string) float64 { v, err := strconv.ParseFloat(s, 64); require.NoError(t, err); return v }
 	assert.Less(t, f(ys[1][2]), f(ys[0][2]), "higher on the page: a smaller y")
 	assert.Greater(t, f(ys[1][1]), f(ys[0][1]))
-	assert.Equal(t, 40.0, f(ys[1][2]), "at the top of the plot")
+	top := regexp.MustCompile(`<line x1="64" y1="(\d+)" x2="64" y2="\d+" class="axis"/>`).FindStringSubmatch(svg)
+	require.NotNil(t, top, "the y axis")
+	assert.Equal(t, f(top[1]), f(ys[1][2]), "at the top of the plot")
 	l4 := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of L4 in CRED".*?</svg>`).FindString(page)
 	assert.Contains(t, l4, "no server asks with GPUs free, no offer waiting")
 }
@@ -135,10 +138,11 @@ func TestMarketPage(t *testing.T) {
 	for _, c := range cells {
 		got = append(got, c[1])
 	}
-	// Every price of the table in the places the finest needs.
-	assert.Equal(t, []string{"3", "7200", "9.9", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, got)
-	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num low">-</td>`, page)
-	for _, chart := range []string{"prices of H100 in CRED", "GPUs of H100 in CRED"} {
+	// Every price of the table per GPU-hour at the currency's places, the
+	// money charged at its scale.
+	assert.Equal(t, []string{"3", "7200", "9.90", "4.32", "4.86", "5.40", "4.95", "8", "3", "1", "4", "7.20"}, got)
+	assert.Regexp(t, `<td class="model">L4</td><td class="num">0</td><td class="num">0</td><td class="num">0.00</td><td class="num low">-</td>`, page)
+	for _, chart := range []string{"prices per GPU-hour of H100 in CRED", "GPUs of H100 in CRED"} {
 		svg := regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="` + regexp.QuoteMeta(chart) + `".*?</svg>`).FindString(page)
 		require.NotEmpty(t, svg, chart)
 		lines := regexp.MustCompile(`<polyline class="line s\d" points="([^"]*)"`).FindAllStringSubmatch(svg, -1)
@@ -152,9 +156,9 @@ func TestMarketPage(t *testing.T) {
 	code, _, recs := b.csvOf("/csv/market")
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, recs, 3)
-	assert.Equal(t, []string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low", "median", "high", "vwap", "gpus", "free", "waiting", "waiting_gpus", "best_waiting"}, recs[0])
-	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "H100", "3", "7200", "9.9", "0.001200", "0.001350", "0.001500", "0.001375", "8", "3", "1", "4", "0.002000"}, recs[1])
-	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "L4", "0", "0", "0", "", "", "", "", "4", "4", "0", "0", ""}, recs[2])
+	assert.Equal(t, []string{"currency", "at", "model", "settled", "gpu_seconds_used", "charged", "low_per_gpu_hour", "median_per_gpu_hour", "high_per_gpu_hour", "vwap_per_gpu_hour", "gpus", "free", "waiting", "waiting_gpus", "best_waiting_per_gpu_hour"}, recs[0])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "H100", "3", "7200", "9.90", "4.32", "4.86", "5.40", "4.95", "8", "3", "1", "4", "7.20"}, recs[1])
+	assert.Equal(t, []string{"CRED", "2026-11-25T14:00:10Z", "L4", "0", "0", "0.00", "", "", "", "", "4", "4", "0", "0", ""}, recs[2])
 }
 
 // TestMarketStale: on the console's clock, market data is stale once
@@ -240,7 +244,7 @@ func TestMarketHostileModel(t *testing.T) {
 	_, page := b.get("/market")
 	assert.NotContains(t, page, "<script>alert")
 	assert.Contains(t, page, `<td class="model">&lt;script&gt;alert(1)&lt;/script&gt;</td>`)
-	assert.Contains(t, page, `aria-label="prices of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
+	assert.Contains(t, page, `aria-label="prices per GPU-hour of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`)
 	assert.Contains(t, page, `aria-label="depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED"`, "its book drawn too")
 	assert.Contains(t, page, `<text x="64" y="16" class="title">depth of &lt;script&gt;alert(1)&lt;/script&gt; in CRED</text>`)
 	_, _, recs := b.csvOf("/csv/market")

@@ -208,7 +208,7 @@ func (c *Console) supply(r *http.Request, v *view) error {
 		}
 		sv.pager = pg
 		for _, e := range es {
-			sv.Points = append(sv.Points, treasury.SupplyPoint{At: e.At, Supply: e.Balance.Neg(), Change: e.Amount.Neg(), Key: e.Key, Memo: e.Memo})
+			sv.Points = append(sv.Points, treasury.PointOf(e))
 		}
 	}
 	v.Data = sv

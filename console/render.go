@@ -13,6 +13,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/treasury"
 )
 
 // pageFunc fills a view for a page: its template, title and data.
@@ -81,6 +82,9 @@ var funcs = template.FuncMap{
 	"contractOf": contractOfHold,
 	"indent":     func(n int) string { return strings.Repeat("\u00a0\u00a0\u00a0", n) },
 	"since":      since,
+	// allowancesPaid is when and where allowances are paid, in the words
+	// of bourse admin allowance --help.
+	"allowancesPaid": func() string { return treasury.AllowancesPaid },
 }
 
 // render runs p and its template; a form that came back (fe) shows its

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 )
 
@@ -150,7 +151,7 @@ func capacityText(capacity map[string]int) string {
 // everyWords says how long a trend's buckets are.
 var everyWords = map[string]string{"month": "by month", "day": "by day", "6h": "every 6 hours", "1h": "by the hour", "10m": "every 10 minutes", "1m": "by the minute"}
 
-// priceChart draws the average price of a GPU-second over time, a line a
+// priceChart draws the average price of a GPU-hour over time, a line a
 // currency, in the trend's buckets: finer than the report's periods
 // where the market is younger than a few of them.
 func priceChart(t breakdown.Trend) template.HTML {
@@ -159,17 +160,17 @@ func priceChart(t breakdown.Trend) template.HTML {
 	for _, p := range t.Points {
 		s := byCur[p.Currency]
 		if s == nil {
-			s = &series{Name: p.Currency + " per GPU-second"}
+			s = &series{Name: p.Currency + " per GPU-hour"}
 			byCur[p.Currency] = s
 			names = append(names, p.Currency)
 		}
-		s.At, s.Y = append(s.At, p.At), append(s.Y, p.PerGPUSecond.InexactFloat64())
+		s.At, s.Y = append(s.At, p.At), append(s.Y, contract.PerHour(p.PerGPUSecond).InexactFloat64()) // drawn, not counted
 	}
 	var ss []series
 	for _, n := range names {
 		ss = append(ss, *byCur[n])
 	}
-	title := "average price of a GPU-second"
+	title := "average price of a GPU-hour"
 	if w := everyWords[t.Every]; w != "" {
 		title += ", " + w
 	}

@@ -46,7 +46,7 @@ func consoleAt(t testing.TB, at time.Time) (*httptest.Server, Config, *treasury.
 	return srv, cfg, tr, store
 }
 
-var priceChartRE = regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="average price of a GPU-second[^"]*".*?</svg>`)
+var priceChartRE = regexp.MustCompile(`(?s)<svg class="chart" role="img" aria-label="average price of a GPU-hour[^"]*".*?</svg>`)
 
 // TestReportPriceChart: a market of one day draws its prices by the hour,
 // not one point on an axis from a moment to itself; a market of one
@@ -70,17 +70,17 @@ func TestReportPriceChart(t *testing.T) {
 		hours = append(hours, day.Add(time.Duration(h)*time.Hour+15*time.Minute))
 	}
 	svg := chart(hours)
-	assert.Contains(t, svg, "average price of a GPU-second, by the hour")
+	assert.Contains(t, svg, "average price of a GPU-hour, by the hour")
 	m := regexp.MustCompile(`<polyline class="line s0" points="([^"]+)"`).FindStringSubmatch(svg)
 	require.NotNil(t, m, "a line")
 	assert.Len(t, strings.Fields(m[1]), 13, "a point an hour")
 	assert.Contains(t, svg, ">11-25 09:00<", "the axis starts at the first hour")
 	assert.Contains(t, svg, ">11-25 21:00<", "and ends at the last")
-	assert.Contains(t, svg, ">0.003<", "the highest price, 0.3 for 100 GPU-seconds")
+	assert.Contains(t, svg, ">10.80<", "the highest price, 0.3 for 100 GPU-seconds, per GPU-hour")
 
 	svg = chart([]time.Time{day.Add(10 * time.Hour), day.Add(10*time.Hour + 20*time.Second)})
 	assert.NotContains(t, svg, "<polyline")
-	assert.Contains(t, svg, "one moment only, no line to draw: CRED per GPU-second 0.0025 at 2026-11-25 10:00")
+	assert.Contains(t, svg, "one moment only, no line to draw: CRED per GPU-hour 9 at 2026-11-25 10:00")
 
 	svg = chart(nil)
 	assert.NotContains(t, svg, "<polyline")

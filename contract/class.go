@@ -30,3 +30,17 @@ func (c Class) Count(gpus []GPU) int {
 // FitIn reports whether gpus hold as many GPUs of the terms' class as
 // they ask for.
 func (t Terms) FitIn(gpus []GPU) bool { return t.Class.Count(gpus) >= t.GPUs }
+
+// ModelSold is the GPU model a contract sold: the one its server said at
+// the start (sold), else the one its class asked for, else "any" (a
+// contract for any model, not started): reports and lists by model count
+// what was sold, not what was asked.
+func ModelSold(sold string, asked Class) string {
+	switch {
+	case sold != "":
+		return sold
+	case asked.Model != "":
+		return asked.Model
+	}
+	return "any"
+}

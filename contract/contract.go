@@ -65,6 +65,9 @@ type Contract struct {
 	// as its server resolved the terms' reference at the start; empty for
 	// a job that names no image.
 	Image string `json:"image,omitempty"`
+	// Model is the model of the GPUs the job got, as its server said at
+	// the start: what was sold, where the terms' class may name none.
+	Model string `json:"model,omitempty"`
 
 	// QueuedAt, for a contract made from a waiting offer (Waiting), is
 	// when that offer entered the book: it waited AcceptedAt − QueuedAt.

@@ -67,10 +67,13 @@ func (c *Contract) Start(b Began, now time.Time) bool {
 		if c.Image == "" && b.Image != "" {
 			c.Image, changed = b.Image, true
 		}
+		if c.Model == "" && b.Model != "" {
+			c.Model, changed = b.Model, true
+		}
 		return changed
 	}
 	c.State, c.StartedAt, c.GPUs, c.LastSeen = StateRunning, b.At.UTC(), b.GPUs, now.UTC()
-	c.Meter, c.Output, c.Image = b.Meter, b.Output, b.Image
+	c.Meter, c.Output, c.Image, c.Model = b.Meter, b.Output, b.Image, b.Model
 	return true
 }
 
@@ -95,6 +98,7 @@ type Began struct {
 	Meter  Meter
 	Output OutputCaps
 	Image  string
+	Model  string // of the GPUs the job got
 }
 
 // Record makes r, checked and believed, the contract's latest reading,

@@ -16,3 +16,19 @@ const (
 	// tests) consumed the utilisation profile its terms gave.
 	MeterSynthetic Meter = "synthetic"
 )
+
+// Says is what the meter means for a charge, in words for a person: a
+// full_use charge is not a measurement, and reads as one nowhere.
+func (m Meter) Says() string {
+	switch m {
+	case MeterNVML:
+		return "NVML sampled the GPUs: the charge rests on measured use"
+	case MeterFullUse:
+		return "no GPU meter: charged as if every GPU were busy the whole time (U = GPUs × T)"
+	case MeterSynthetic:
+		return "a synthetic job: its use is the profile its terms gave"
+	case "":
+		return "not said (the server has not started the job, or does not say)"
+	}
+	return "unknown to this version"
+}

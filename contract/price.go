@@ -144,3 +144,11 @@ func (t Terms) CappedPrepayment(scale int32) decimal.Decimal {
 	}
 	return t.Prepayment
 }
+
+// secondsPerHour turns a price per second into one per hour.
+var secondsPerHour = decimal.NewFromInt(3600)
+
+// PerHour is a price per GPU-second (or per second) as a price per
+// GPU-hour (per hour), exactly: how people read and compare GPU prices.
+// The wire and the charge stay per second.
+func PerHour(perSecond decimal.Decimal) decimal.Decimal { return perSecond.Mul(secondsPerHour) }

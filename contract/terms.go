@@ -98,6 +98,36 @@ func Validate(t Terms, scaleOf func(code string) (scale int32, ok bool)) error {
 	if err := checkScale(op, scale); err != nil {
 		return err
 	}
+	if err := validateShape(op, t); err != nil {
+		return err
+	}
+	if why := checkNumber(t.Prepayment); why != "" {
+		return offer("prepayment", "%s", why)
+	}
+	if t.Prepayment.Sign() <= 0 {
+		return offer("prepayment", "%s; want more than 0", t.Prepayment)
+	}
+	if !hasPlaces(t.Prepayment, scale) {
+		return offer("prepayment", "%s has more than %d decimal places, the scale of %s", t.Prepayment, scale, t.Currency)
+	}
+	if max := MaxCharge(t, scale); t.Prepayment.GreaterThan(max) {
+		return offer("prepayment", "%s is more than the maximum charge %s", t.Prepayment, max)
+	}
+	return nil
+}
+
+// ValidateShape checks the rules of an offer that need neither its
+// client, its currency nor its prepayment: the GPUs, class, time limit,
+// price curves, start and job. A command line checks them before it
+// connects to anything (the prepayment's default needs the currency's
+// scale, which the exchange tells); Validate checks them too. Its errors
+// are Validate's, naming the field.
+func ValidateShape(t Terms) error { return validateShape("contract.ValidateShape", t) }
+
+func validateShape(op string, t Terms) error {
+	offer := func(field, format string, args ...any) error {
+		return fail(bourse.EInvalidOffer, op, field, format, args...)
+	}
 	if t.GPUs < 1 || t.GPUs > MaxGPUs {
 		return offer("gpus", "%d; want 1..%d", t.GPUs, MaxGPUs)
 	}
@@ -112,18 +142,6 @@ func Validate(t Terms, scaleOf func(code string) (scale int32, ok bool)) error {
 	}
 	if err := t.Q.validate(op, "q"); err != nil {
 		return err
-	}
-	if why := checkNumber(t.Prepayment); why != "" {
-		return offer("prepayment", "%s", why)
-	}
-	if t.Prepayment.Sign() <= 0 {
-		return offer("prepayment", "%s; want more than 0", t.Prepayment)
-	}
-	if !hasPlaces(t.Prepayment, scale) {
-		return offer("prepayment", "%s has more than %d decimal places, the scale of %s", t.Prepayment, scale, t.Currency)
-	}
-	if max := MaxCharge(t, scale); t.Prepayment.GreaterThan(max) {
-		return offer("prepayment", "%s is more than the maximum charge %s", t.Prepayment, max)
 	}
 	if y := t.StartAt.UTC().Year(); !t.StartAt.IsZero() && (y < 1 || y > 9999) {
 		return offer("start_at", "year %d in UTC; want 1..9999", y)

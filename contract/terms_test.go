@@ -105,6 +105,18 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			terms := validTerms()
 			tt.edit(&terms)
+			// ValidateShape, which a command line runs before it knows the
+			// currency, breaks on the same rules but those of the client,
+			// the currency and the prepayment.
+			shape := ValidateShape(terms)
+			switch tt.field {
+			case "", "client", "currency", "scale", "prepayment":
+				if shape != nil {
+					t.Errorf("ValidateShape: %v", shape)
+				}
+			default:
+				wantErr(t, shape, tt.code, tt.field)
+			}
 			err := Validate(terms, scales)
 			if tt.code == "" {
 				if err != nil {
@@ -150,5 +162,24 @@ func TestTermsEqual(t *testing.T) {
 	b.Job = nil
 	if a.Equal(b) || b.Equal(a) {
 		t.Error("a job and none are equal")
+	}
+}
+
+// TestModelSold: a contract counts as the model its server sold, else
+// the model it asked for, else any.
+func TestModelSold(t *testing.T) {
+	for _, tc := range []struct {
+		sold  string
+		asked Class
+		want  string
+	}{
+		{"H100", Class{}, "H100"},
+		{"H100", Class{Model: "h100"}, "H100"},
+		{"", Class{Model: "A100"}, "A100"},
+		{"", Class{MinMemoryMiB: 80000}, "any"},
+	} {
+		if got := ModelSold(tc.sold, tc.asked); got != tc.want {
+			t.Errorf("ModelSold(%q, %+v) = %q, want %q", tc.sold, tc.asked, got, tc.want)
+		}
 	}
 }

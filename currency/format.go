@@ -13,3 +13,38 @@ func Format(d decimal.Decimal, scale int32) string {
 	}
 	return d.StringFixed(scale)
 }
+
+// FormatPrice writes a price (per GPU-hour, say) in a currency of scale
+// decimal places, for a person: at the scale, rounded half away from
+// zero, with more places only where the scale would show fewer than two
+// significant digits (a price below the currency's smallest amount is
+// not 0.00). Unlike money a price may be finer than the currency: where
+// exactness matters the price per GPU-second, exact, stands beside it.
+// A negative scale (unknown) writes it exactly.
+func FormatPrice(d decimal.Decimal, scale int32) string {
+	if scale < 0 {
+		return d.String()
+	}
+	return d.StringFixed(PricePlaces(scale, d))
+}
+
+// PricePlaces is how many places FormatPrice writes prices ds with, all
+// alike so that a column of them lines up: scale, or more where one of
+// them needs it for two significant digits, at most scale + 8.
+func PricePlaces(scale int32, ds ...decimal.Decimal) int32 {
+	places := max(scale, 0)
+	most := places + 8
+	ten := decimal.NewFromInt(10)
+	for _, d := range ds {
+		d = d.Abs()
+		if d.IsZero() {
+			continue
+		}
+		need := places
+		for need < most && d.Shift(need).LessThan(ten) {
+			need++
+		}
+		places = max(places, need)
+	}
+	return places
+}

@@ -29,3 +29,26 @@ func TestFormat(t *testing.T) {
 		assert.Equal(t, c.want, currency.Format(dectest.D(c.amount), c.scale), "%s at %d", c.amount, c.scale)
 	}
 }
+
+// A price is written at the currency's scale, rounded, with more places
+// only to keep two significant digits.
+func TestFormatPrice(t *testing.T) {
+	for _, c := range []struct {
+		price string
+		scale int32
+		want  string
+	}{
+		{"1080", 2, "1080.00"},
+		{"0.44424", 2, "0.44"},
+		{"0.445", 2, "0.45"}, // half away from zero
+		{"0.0036", 2, "0.0036"},
+		{"0.00361", 2, "0.0036"},
+		{"0", 2, "0.00"},
+		{"12.5", 0, "13"},
+		{"1.5", -1, "1.5"},
+		{"0.0000000000001", 2, "0.0000000000"}, // at most scale + 8 places
+	} {
+		assert.Equal(t, c.want, currency.FormatPrice(dectest.D(c.price), c.scale), "%s at %d", c.price, c.scale)
+	}
+	assert.Equal(t, int32(4), currency.PricePlaces(2, dectest.D("1080"), dectest.D("0.0036")), "a column lines up at the finest it needs")
+}

@@ -31,6 +31,11 @@ type Verifier interface {
 	Verify(server string, data []byte, sig string) error
 }
 
+// DefaultStopGrace is Config.StopGrace's default: a server's own grace
+// from SIGTERM to SIGKILL (runner.grace) must be shorter, by a few
+// seconds for the final reading's travel.
+const DefaultStopGrace = 15 * time.Second
+
 // Config configures a House. Store, Router and Notifier are required;
 // every other zero value takes the default in its comment.
 type Config struct {
@@ -189,7 +194,7 @@ func (c *Config) defaults() error {
 	def(&c.MaxBookAhead, 30*24*time.Hour)
 	def(&c.ClockSkew, 5*time.Second)
 	def(&c.StuckLimit, time.Hour)
-	def(&c.StopGrace, 15*time.Second)
+	def(&c.StopGrace, DefaultStopGrace)
 	if c.ServerLostAfter <= c.ReadingEvery {
 		return fmt.Errorf("exchange: ServerLostAfter %v must be longer than ReadingEvery %v", c.ServerLostAfter, c.ReadingEvery)
 	}

@@ -23,7 +23,7 @@ import (
 
 // started records that the server started the job (contract.Start).
 func (h *House) started(c *contract.Contract, st protocol.Started) error {
-	if !c.Start(contract.Began{At: st.At, GPUs: st.GPUs, Meter: st.Meter, Output: st.Output, Image: st.Image}, h.cfg.Now()) {
+	if !c.Start(contract.Began{At: st.At, GPUs: st.GPUs, Meter: st.Meter, Output: st.Output, Image: st.Image, Model: st.Model}, h.cfg.Now()) {
 		return ErrNoChange
 	}
 	return nil
@@ -56,7 +56,12 @@ func (h *House) settle(c *contract.Contract, reason contract.Reason, scale int32
 // void changes an accepted contract to voided and returns the release of
 // its whole prepayment.
 func (h *House) void(c *contract.Contract, reason contract.Reason) []currency.Op {
-	c.Void(reason, h.cfg.Now())
+	return voidAt(c, reason, h.cfg.Now())
+}
+
+// voidAt is void at now: the record's change and the ledger's release.
+func voidAt(c *contract.Contract, reason contract.Reason, now time.Time) []currency.Op {
+	c.Void(reason, now)
 	return append([]currency.Op{currency.Void{Key: "void/" + c.ID, Hold: currency.HoldID(c.ID), Memo: "contract " + c.ID + " " + string(reason)}},
 		caps.Release(c, decimal.Zero)...)
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// Treasury, if set, is the treasury the market's administrator
 	// funds, caps and pays allowances through; else the one beside Store.
 	Treasury *treasury.Treasury
+	// Faucet, if positive, serves the demo's faucet (faucet.go) for the
+	// Wallets: the most it grants at a time.
+	Faucet decimal.Decimal
 }
 
 // Wallet is a funded client that the market's bidders leave alone.
@@ -173,6 +176,10 @@ func Start(ctx context.Context, cfg Config) (*Market, error) {
 		return nil, err
 	}
 	if err := m.fund(ctx); err != nil {
+		m.Stop(ctx)
+		return nil, err
+	}
+	if err := m.serveFaucet(); err != nil {
 		m.Stop(ctx)
 		return nil, err
 	}

@@ -30,6 +30,9 @@ type ContractView struct {
 	// Image is the digest of the container image the job ran, as its
 	// server resolved the terms' reference at the start.
 	Image string `json:"image,omitempty"`
+	// Model is the model of the GPUs the job got, as its server said at
+	// the start.
+	Model string `json:"model,omitempty"`
 
 	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time `json:"accepted_at"`
@@ -59,7 +62,7 @@ type ContractView struct {
 func View(c contract.Contract) ContractView {
 	v := ContractView{
 		ID: c.ID, Client: c.Client, Server: c.Server, Terms: c.Terms, State: c.State, Reason: c.Reason,
-		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter, Image: c.Image,
+		Resumes: c.Resumes, GPUs: c.GPUs, Meter: c.Meter, Image: c.Image, Model: c.Model,
 		QueuedAt: c.QueuedAt, AcceptedAt: c.AcceptedAt, StartDeadline: c.StartDeadline,
 		StartedAt: c.StartedAt, SettledAt: c.SettledAt,
 		Reading: c.Reading, Signed: c.Signed, AcceptSigned: c.AcceptSigned,
@@ -96,6 +99,7 @@ type ContractChange struct {
 	GPUs          []int             `json:"gpus,omitempty"`
 	Meter         contract.Meter    `json:"meter,omitempty"`
 	Image         string            `json:"image,omitempty"`
+	Model         string            `json:"model,omitempty"`
 	QueuedAt      time.Time         `json:"queued_at,omitzero"`
 	AcceptedAt    time.Time         `json:"accepted_at,omitzero"`
 	StartDeadline time.Time         `json:"start_deadline,omitzero"`
@@ -111,7 +115,7 @@ type ContractChange struct {
 // Changed is what an event of type typ says of record c:
 //
 //	accepted           the whole contract (every field of Contract but settlement_delayed_since)
-//	started            id, state, started_at, gpus, meter, image
+//	started            id, state, started_at, gpus, meter, image, model
 //	reading            id, state, reading, signed
 //	settled, voided    id, state, reason, settled_at, reading, signed, charge, refund
 //	spend_warning      id, state
@@ -123,11 +127,11 @@ func Changed(typ EventType, c *contract.Contract) *ContractChange {
 	switch typ {
 	case EventAccepted:
 		ch.Client, ch.Server, ch.Terms, ch.Reason, ch.Resumes = c.Client, c.Server, c.Terms, c.Reason, c.Resumes
-		ch.GPUs, ch.Meter, ch.Image, ch.QueuedAt, ch.AcceptedAt, ch.StartDeadline = c.GPUs, c.Meter, c.Image, c.QueuedAt, c.AcceptedAt, c.StartDeadline
+		ch.GPUs, ch.Meter, ch.Image, ch.Model, ch.QueuedAt, ch.AcceptedAt, ch.StartDeadline = c.GPUs, c.Meter, c.Image, c.Model, c.QueuedAt, c.AcceptedAt, c.StartDeadline
 		ch.StartedAt, ch.SettledAt, ch.Reading, ch.Signed, ch.AcceptSigned = c.StartedAt, c.SettledAt, c.Reading, c.Signed, c.AcceptSigned
 		ch.Charge, ch.Refund = &c.Charge, &c.Refund
 	case EventStarted:
-		ch.StartedAt, ch.GPUs, ch.Meter, ch.Image = c.StartedAt, c.GPUs, c.Meter, c.Image
+		ch.StartedAt, ch.GPUs, ch.Meter, ch.Image, ch.Model = c.StartedAt, c.GPUs, c.Meter, c.Image, c.Model
 	case EventReading:
 		ch.Reading, ch.Signed = c.Reading, c.Signed
 	case EventSettled, EventVoided:
@@ -166,6 +170,7 @@ func (c *ContractView) Apply(ch ContractChange) {
 		c.Meter = ch.Meter
 	}
 	setString(&c.Image, ch.Image)
+	setString(&c.Model, ch.Model)
 	for _, t := range []struct{ to, from *time.Time }{
 		{&c.QueuedAt, &ch.QueuedAt}, {&c.AcceptedAt, &ch.AcceptedAt}, {&c.StartDeadline, &ch.StartDeadline},
 		{&c.StartedAt, &ch.StartedAt}, {&c.SettledAt, &ch.SettledAt},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,8 +29,22 @@ import (
 	"github.com/bourse/bourse/protocol"
 )
 
-// docPath is the wire protocol reference whose examples these tests pin.
-const docPath = "../docs/protocol.md"
+// docPath names the wire protocol reference whose examples these tests
+// pin: its index, docs/protocol.md, and its pages, docs/protocol/*.md
+// (docPages), read as one text, so that every check holds of the whole
+// reference wherever a page keeps each part.
+const docPath = "docs/protocol.md and docs/protocol/*.md"
+
+// docPages are the reference's files: the index, then its pages.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/protocol/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages under docs/protocol: %v", err)
+	}
+	sort.Strings(pages)
+	return append([]string{"../docs/protocol.md"}, pages...)
+}
 
 var writeExamples = flag.String("examples", "",
 	"write each docs/protocol.md example to DIR/NAME.json, to paste into the doc after a protocol change")
@@ -112,10 +127,10 @@ func examples(t *testing.T) []example {
 		AcceptedAt: at(t, "31ms"), StartDeadline: at(t, "15.031s"),
 	}
 	started := protocol.Started{Contract: id, GPUs: []int{2, 3}, At: at(t, "36ms"), Meter: contract.MeterNVML,
-		Output: contract.OutputCaps{Log: 10 << 20, Results: 64 << 20}}
+		Output: contract.OutputCaps{Log: 10 << 20, Results: 64 << 20}, Model: "H100"}
 	running := accepted
 	running.State, running.GPUs, running.StartedAt, running.LastSeen = contract.StateRunning, started.GPUs, started.At, at(t, "37ms")
-	running.Meter = started.Meter
+	running.Meter, running.Model = started.Meter, started.Model
 
 	reading := contract.Reading{
 		Contract: id, Seq: 600, U: dectest.D("1140.5"), T: contract.Duration(10 * time.Minute), S: dectest.D("2"),
@@ -386,11 +401,7 @@ func examples(t *testing.T) []example {
 // as encoding/json writes it, that every ```json block of the doc is one
 // of them, and that each survives a round trip.
 func TestDocExamples(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := jsonBlocks(string(doc))
+	blocks := jsonBlocks(readDoc(t))
 	shown := map[string]bool{}
 	for _, ex := range examples(t) {
 		b, err := json.MarshalIndent(ex.value, "", "  ")
@@ -663,11 +674,16 @@ func stringConsts(t *testing.T, file, typ string) []string {
 
 func readDoc(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
+	var doc strings.Builder
+	for _, p := range docPages(t) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc.Write(b)
+		doc.WriteString("\n")
 	}
-	return string(b)
+	return doc.String()
 }
 
 // ptr is a pointer to v, for the fields an example leaves out where nil.

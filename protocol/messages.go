@@ -296,6 +296,11 @@ type Started struct {
 	// runs, its terms' reference resolved by the server; the exchange
 	// records it on the contract. Empty for a job that names no image.
 	Image string `json:"image,omitempty"`
+	// Model is the model of the GPUs the job got (as its hello names
+	// them): what was sold, whatever class the offer asked for; the
+	// exchange records it on the contract. Models joined by + where the
+	// GPUs differ.
+	Model string `json:"model,omitempty"`
 }
 
 // Cancel releases an accept the exchange did not take.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bourse/bourse"
@@ -192,6 +193,7 @@ func (n *Node) Launch(ctx context.Context, now time.Time, id string) (protocol.S
 	if im, ok := job.(Imaged); ok {
 		r.started.Image = im.Image()
 	}
+	r.started.Model = modelOf(assigned)
 	r.next = now.Add(n.readingEvery)
 	n.forecast(r)
 	if n.closing || r.halting != "" {
@@ -398,4 +400,16 @@ func (n *Node) Stopped(now time.Time, contractID string) (contract.Reading, erro
 
 func (n *Node) reading(r *run, now time.Time, m Measurement) contract.Reading {
 	return contract.Reading{Contract: r.id, Seq: r.seq, U: m.U, T: contract.Duration(m.T), S: m.S, EnergyJ: m.EnergyJ, At: now}
+}
+
+// modelOf is the model of gpus, what a contract on them sold: one model,
+// or the models joined by + (in order) where they differ.
+func modelOf(gpus []contract.GPU) string {
+	var ms []string
+	for _, g := range gpus {
+		if !slices.Contains(ms, g.Model) {
+			ms = append(ms, g.Model)
+		}
+	}
+	return strings.Join(ms, "+")
 }

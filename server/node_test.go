@@ -387,3 +387,20 @@ func TestNoSlotNoRoom(t *testing.T) {
 	d = tn.n.Decide(tn.now, protocol.ServerOffer{Offer: "o3", Terms: job(1, "1", time.Minute, time.Hour)})
 	assert.False(t, d.Accept, "a second accept for one slot")
 }
+
+// TestModelOf: what a contract sold is the model of the GPUs it got,
+// models joined by + in order where they differ.
+func TestModelOf(t *testing.T) {
+	for _, tc := range []struct {
+		gpus []contract.GPU
+		want string
+	}{
+		{nil, ""},
+		{[]contract.GPU{{Index: 0, Model: "H100"}, {Index: 1, Model: "H100"}}, "H100"},
+		{[]contract.GPU{{Index: 0, Model: "L4"}, {Index: 1, Model: "H100"}, {Index: 2, Model: "L4"}}, "L4+H100"},
+	} {
+		if got := modelOf(tc.gpus); got != tc.want {
+			t.Errorf("modelOf(%v) = %q, want %q", tc.gpus, got, tc.want)
+		}
+	}
+}

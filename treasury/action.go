@@ -60,6 +60,7 @@ const (
 	KindExchange        = "exchange"
 	KindPriceSet        = "price.set"
 	KindSale            = "sale"
+	KindContractCancel  = "contract.cancel"
 )
 
 // Setting is one of the treasury's own records beside the ledger: an

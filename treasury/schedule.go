@@ -21,6 +21,20 @@ import (
 // each thing once. `bourse admin schedule run` runs one round of it, for
 // cron or by hand.
 
+// DefaultEvery is how often an exchange instance runs the scheduler
+// unless told otherwise (bourse exchange --schedule-every).
+const DefaultEvery = 10 * time.Second
+
+// AllowancesPaid says when and where allowances are paid: the one account
+// of it that bourse admin allowance --help and the console's Allowances
+// page give (docs/operations.md's "Allowances" says the same, which a
+// test holds it to).
+const AllowancesPaid = "Every bourse exchange instance pays each allowance period that has ended, " +
+	"every --schedule-every (10s by default); where no exchange runs, bourse admin schedule run " +
+	"(or allowance run) does it, by hand or from cron. Each period is paid once, under its own key, " +
+	"however many instances and runs there are. The payments are on the wallet's statement " +
+	"(memo \"allowance, period N\"); the audit trail records the rules."
+
 // Ran is what one round of the scheduler did.
 type Ran struct {
 	Allowances map[currency.AccountID][]allowance.Paid `json:"allowances,omitempty"`

@@ -16,8 +16,11 @@ type SupplyPoint struct {
 	At     time.Time       `json:"at"`
 	Supply decimal.Decimal `json:"supply"`
 	Change decimal.Decimal `json:"change"`
-	Key    string          `json:"key"`
-	Memo   string          `json:"memo,omitempty"`
+	// Account is where the money went (a grant's wallet) or came from
+	// (a burn's).
+	Account currency.AccountID `json:"account"`
+	Key     string             `json:"key"`
+	Memo    string             `json:"memo,omitempty"`
 }
 
 // Supply is the history of cur's money supply, oldest first, the last
@@ -31,7 +34,7 @@ func (t *Treasury) Supply(ctx context.Context, cur currency.Code, limit int) ([]
 			return nil, fmt.Errorf("supply of %s: %w", cur, err)
 		}
 		for _, e := range es {
-			out = append(out, SupplyPoint{At: e.At, Supply: e.Balance.Neg(), Change: e.Amount.Neg(), Key: e.Key, Memo: e.Memo})
+			out = append(out, PointOf(e))
 			after = e.Seq
 		}
 		if limit > 0 && len(out) > 2*limit {
@@ -45,4 +48,10 @@ func (t *Treasury) Supply(ctx context.Context, cur currency.Code, limit int) ([]
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+// PointOf is the supply point of e, a line of a currency's issuance
+// account's statement: what is minted is what that account gave.
+func PointOf(e currency.Entry) SupplyPoint {
+	return SupplyPoint{At: e.At, Supply: e.Balance.Neg(), Change: e.Amount.Neg(), Account: e.Counterparty, Key: e.Key, Memo: e.Memo}
 }

@@ -184,3 +184,12 @@ func withOp(op string, err error) error {
 	}
 	return err
 }
+
+// CancelContract records in the audit trail that actor cancelled
+// contract id, and why (reason): the cancel itself is the exchange's
+// store's (exchange.Cancel), made after this line is written, so that
+// no cancel goes unexplained. The same key records it once.
+func (t *Treasury) CancelContract(ctx context.Context, actor, id, reason, key string) (Action, error) {
+	return t.commit(ctx, Change{Action: Action{Key: key, Actor: actor, Kind: KindContractCancel, Target: "contract/" + id, Memo: reason,
+		Request: "cancel contract " + id}})
+}

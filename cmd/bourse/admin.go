@@ -37,7 +37,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	cmd.PersistentFlags().String("as", "", "the administrator acting, for the audit trail (default $BOURSE_ADMIN, else your user name)")
 
 	cmd.AddCommand(newCurrencyCmd(a.withTreasury), newOpenCmd(a.withTreasury), newGrantCmd(a.withTreasury),
-		newBalanceCmd(a.with), newStatementCmd(a.with), newAuditCmd(a.with), newStuckCmd(a.withStore),
+		newBalanceCmd(a.with), newStatementCmd(a.with), newAuditCmd(a.with), newStuckCmd(a.withStore), newAdminContractsCmd(a.withStore), newAdminCancelCmd(a.withStore),
 		newNATSConfigCmd(), newNATSAuthCmd(), newSigningKeyCmd(), newAllowanceCmd(a.with, a.withTreasury), newCapCmd(a.withTreasury))
 	cmd.AddCommand(newTreasuryCmds(a.withTreasury)...)
 	cmd.AddCommand(newSaleCmds(a.withTreasury)...)

@@ -70,15 +70,16 @@ func newAllowanceCmd(with func(func(context.Context, *cobra.Command, currency.Le
 		Use:   "allowance",
 		Short: "Allowances dx/dt = a − b·x: set, list, preview and pay them",
 		Long: `An allowance pays a wallet a per hour and decays its balance by b per hour, so
-that an idle wallet tends to a/b; with a = 0 it halves every ln2/b. Each
-period is paid once under its own idempotency key (allowance/<wallet>/v<version>/<n>),
-and each payment is a line of the audit trail, so run "allowance run" from
-cron as often as you like, from several machines if you like: a late or
-repeated run pays what is due, once, and nothing before a period has ended
-by the database's clock. "bourse exchange" runs the same scheduler every
-minute. The rules are kept in the database ("allowance set", recorded in
-the audit trail); "run --rules FILE" sets the file's rules first (each once:
-a rule changed in the file replaces the one set) and then pays.`,
+that an idle wallet tends to a/b; with a = 0 it halves every ln2/b.
+
+` + treasury.AllowancesPaid + `
+
+Each period's key is allowance/<wallet>/v<version>/<n>: a late or repeated
+run pays what is due, once, and nothing before a period has ended by the
+database's clock. The rules are kept in the database ("allowance set",
+recorded in the audit trail); "run --rules FILE" sets the file's rules
+first (each once: a rule changed in the file replaces the one set) and
+then pays.`,
 	}
 	var a, b, from string
 	var period time.Duration

@@ -3,12 +3,14 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/internal/pgtest"
+	"github.com/bourse/bourse/treasury"
 )
 
 // TestAdminAllowance: a rules file's allowance paid from the command line
@@ -46,4 +48,24 @@ func TestAllowanceRulesOneAWallet(t *testing.T) {
 `), 0o644))
 	_, err := readAllowances(f)
 	assert.ErrorContains(t, err, "wallet/CRED/ada has an allowance already")
+}
+
+// TestAllowancesOneTruth: bourse admin allowance --help, the console
+// (console.TestAllowancesSayWhenPaid) and docs/operations.md say alike
+// when and where allowances are paid: every --schedule-every by each
+// exchange, on the wallet's statement.
+func TestAllowancesOneTruth(t *testing.T) {
+	out := execute(t, nil, "admin", "allowance", "--help")
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), treasury.AllowancesPaid)
+	doc := strings.Join(strings.Fields(readFile(t, "../../docs/operations.md")), " ")
+	doc = strings.ReplaceAll(doc, "`", "")
+	for _, s := range strings.Split(treasury.AllowancesPaid, ". ") {
+		s = strings.ReplaceAll(strings.TrimSuffix(s, "."), `"`, "")
+		s = strings.ReplaceAll(s, "Each period is paid once, under its own key, however many instances and runs there are", "")
+		if s == "" {
+			continue
+		}
+		assert.Contains(t, doc, s, "docs/operations.md")
+	}
+	assert.NotContains(t, out, "every minute")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/breakdown"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/safecsv"
@@ -105,9 +106,13 @@ func writeReportTables(w io.Writer, r breakdown.Report, scaleOf func(code string
 		row(tw, s.Period, s.Server, s.Contracts, s.GPUSeconds.StringFixed(1), money(s.Revenue, s.Currency), idle)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "PERIOD\tCURRENCY\tGPU-SECONDS\tCOST\tPER GPU-SECOND")
+	fmt.Fprintln(tw, "PERIOD\tCURRENCY\tGPU-SECONDS\tCOST\tPER GPU-HOUR\tPER GPU-SECOND")
 	for _, p := range r.Prices {
-		row(tw, p.Period, p.Currency, p.GPUSeconds.StringFixed(1), money(p.Cost, p.Currency), p.PerGPUSecond)
+		scale, ok := scaleOf(p.Currency)
+		if !ok {
+			scale = -1
+		}
+		row(tw, p.Period, p.Currency, p.GPUSeconds.StringFixed(1), money(p.Cost, p.Currency), currency.FormatPrice(contract.PerHour(p.PerGPUSecond), scale), p.PerGPUSecond)
 	}
 	return tw.Flush()
 }

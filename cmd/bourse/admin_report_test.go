@@ -45,5 +45,5 @@ func TestReportOneMoneyFormat(t *testing.T) {
 	assert.Regexp(t, `bob +H100 +1 +5\.0 +1\.83 CRED\n`, out)
 	assert.Regexp(t, `cyd +H100 +1 +5\.0 +1\.5 ODD\n`, out)
 	assert.Regexp(t, `gpu1 +2 +15\.0 +5\.83 CRED +-\n`, out)
-	assert.Regexp(t, `CRED +15\.0 +6\.00 CRED +0\.4\n`, out)
+	assert.Regexp(t, `CRED +15\.0 +6\.00 CRED +1440\.00 +0\.4\n`, out, "the average price per GPU-hour, at CRED's places, beside the exact per GPU-second")
 }

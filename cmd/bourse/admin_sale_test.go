@@ -59,7 +59,7 @@ func TestAdminSale(t *testing.T) {
 
 	assert.Contains(t, ok("balance", "wallet/CRED/bob"), "available 11.01 CRED")
 	assert.Contains(t, ok("balance", "wallet/EUR/sales:CRED"), "available 13.77 EUR")
-	assert.Regexp(t, `(?m)^\S+ +10.01 +10.01 +s1 +sale at 1.25 EUR per CRED\n\S+ +1 +11.01 +s4 +sale at 1.25 EUR per CRED\n`, ok("supply", "CRED"))
+	assert.Regexp(t, `(?m)^\S+ +\+10\.01 +10\.01 +wallet/CRED/bob +s1 +sale at 1.25 EUR per CRED\n\S+ +\+1\.00 +11\.01 +wallet/CRED/bob +s4 +sale at 1.25 EUR per CRED\n`, ok("supply", "CRED"))
 	assert.Regexp(t, `bob-ops +sale +bob +s1 +cost: 12.52; issuance/CRED: 0 → -10.01; price: 1.25; wallet/CRED/bob: 0 → 10.01; wallet/EUR/bob: 100 → 87.48; wallet/EUR/sales:CRED: 0 → 12.52`, ok("log"))
 	ok("burn", "sales:CRED", "13.77", "--currency", "EUR", "--key", "paid-out-1", "--memo", "to the bank")
 	assert.Equal(t, "price CRED/EUR: none (was 1.25)\n", ok("price", "set", "CRED", "EUR", "0", "--key", "p2"))

@@ -145,8 +145,9 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tKEY\tMEMO", func(p treasury.SupplyPoint) []any {
-				return []any{p.At.Format(time.RFC3339), p.Change, p.Supply, p.Key, p.Memo}
+			sc := adminScales(ctx, t.Ledger())
+			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tACCOUNT\tKEY\tMEMO", func(p treasury.SupplyPoint) []any {
+				return []any{p.At.Format(time.RFC3339), signed(p.Change, sc.amount(p.Change, args[0])), sc.amount(p.Supply, args[0]), p.Account, p.Key, oneLine(p.Memo)}
 			})
 		}),
 	}

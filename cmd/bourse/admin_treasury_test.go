@@ -40,7 +40,8 @@ func TestAdminTreasury(t *testing.T) {
 	assert.Equal(t, "exchanged at 0.5: wallet/CRED/alice 80 → 70, wallet/GPUH/alice 0 → 5\n",
 		ok("exchange", "alice", "CRED", "GPUH", "10", "--key", "x1", "--as", "ann"))
 	assert.Contains(t, ok("rates"), "CRED  GPUH  0.5   ann")
-	assert.Regexp(t, `(?m)^\S+ +100 +100 +g1 *\n\S+ +-20 +80 +b1 *\n\S+ +-10 +70 +x1 +exchange at 0.5\n`, ok("supply", "CRED"))
+	// Money at CRED's places, and where each mint went or burn came from.
+	assert.Regexp(t, `(?m)^\S+ +\+100\.00 +100\.00 +wallet/CRED/alice +g1 *\n\S+ +-20\.00 +80\.00 +wallet/CRED/alice +b1 *\n\S+ +-10\.00 +70\.00 +wallet/CRED/alice +x1 +exchange at 0.5\n`, ok("supply", "CRED"))
 
 	ok("allowance", "set", "alice", "--currency", "CRED", "--a", "10", "--b", "0.1", "--period", "1h", "--start", "2026-11-01T00:00:00Z", "--key", "a1", "--as", "ann")
 	assert.Contains(t, ok("allowance", "list"), "wallet/CRED/alice  a = 10/h, b = 0.1/h, every 1h0m0s from 2026-11-01T00:00:00Z; steady state 100.00, half-life 6h55m53s")
@@ -135,7 +136,7 @@ func TestAdminReport(t *testing.T) {
 	assert.True(t, cost.Equal(revenue), "clients' cost %s, servers' revenue %s", cost, revenue)
 	assert.True(t, idle, "atlas's idle line")
 	table := ok("report", "--by", "month")
-	assert.Contains(t, table, "PER GPU-SECOND")
+	assert.Contains(t, table, "PER GPU-HOUR  PER GPU-SECOND")
 	assert.Regexp(t, `\n\d{4}-\d\d +- +- +\w+ +\w+ +\d+ `, table)
 	csvOut := ok("report", "--format", "csv")
 	assert.True(t, strings.HasPrefix(csvOut, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"))

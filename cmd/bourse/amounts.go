@@ -7,15 +7,20 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 )
 
-// How the commands write numbers, never rounding one:
+// How the commands write numbers:
 //
 //   - money (prepayments, charges, refunds, balances) at its currency's
-//     scale, by currency.Format: 19.2 CRED at scale 2 is 19.20;
-//   - prices and other quantities exactly, without trailing zeros: a
-//     price per GPU-second of 0.200000000000000000 is 0.2.
+//     scale, by currency.Format, never rounded: 19.2 CRED at scale 2 is
+//     19.20, in tables and in JSON (protocol.AtScale);
+//   - prices as the wire has them, per GPU-second, exactly, without
+//     trailing zeros (0.200000000000000000 is 0.2), and beside them per
+//     GPU-hour, as people compare GPU prices, at the currency's places
+//     (currency.FormatPrice): 0.2/GPU-s (720.00/GPU-h);
+//   - other quantities exactly.
 
 // exact writes a number as it is, without trailing zeros.
 func exact(d decimal.Decimal) string { return d.String() }
@@ -26,6 +31,9 @@ type scales struct {
 	ctx   context.Context
 	c     *bidder.Client
 	known map[string]int32 // -1: the exchange did not say
+	// lookup, where there is no client, tells a currency's scale (the
+	// ledger's, for bourse admin).
+	lookup func(code string) (int32, bool)
 }
 
 func newScales(ctx context.Context, c *bidder.Client) *scales {
@@ -39,8 +47,15 @@ func (s *scales) of(code string) (int32, bool) {
 		return v, v >= 0
 	}
 	v := int32(-1)
-	if b, err := s.c.Balance(s.ctx, code); err == nil {
-		v = b.Scale
+	switch {
+	case s.c != nil:
+		if b, err := s.c.Balance(s.ctx, code); err == nil {
+			v = b.Scale
+		}
+	case s.lookup != nil:
+		if sc, ok := s.lookup(code); ok {
+			v = sc
+		}
 	}
 	s.known[code] = v
 	return v, v >= 0
@@ -69,4 +84,47 @@ func amount(flag, s string) (decimal.Decimal, error) {
 		return decimal.Zero, usagef("%s %q is not a decimal number like 0.30", flag, s)
 	}
 	return d, nil
+}
+
+// secondText describes the price curves as the wire has them, exactly:
+// a flat price as one number, a curve by its breakpoints.
+func secondText(t contract.Terms) string {
+	s := curveText(t.P, exact) + "/GPU-s"
+	if len(t.Q) > 0 {
+		s += " + " + curveText(t.Q, exact) + "/s"
+	}
+	return s
+}
+
+// price describes the price curves per GPU-second, exactly, and per
+// GPU-hour at the places of t's currency.
+func (s *scales) price(t contract.Terms) string {
+	return secondText(t) + " (" + s.hourText(t) + ")"
+}
+
+// hourText is the price curves per GPU-hour (per hour for q).
+func (s *scales) hourText(t contract.Terms) string {
+	scale := int32(-1)
+	if s != nil {
+		scale, _ = s.of(t.Currency)
+	}
+	hour := func(d decimal.Decimal) string { return currency.FormatPrice(contract.PerHour(d), scale) }
+	h := curveText(t.P, hour) + "/GPU-h"
+	if len(t.Q) > 0 {
+		h += " + " + curveText(t.Q, hour) + "/h"
+	}
+	return h
+}
+
+// curveText writes a curve's prices (y) with price: a flat price as one
+// number, a curve by its breakpoints x:y.
+func curveText(c contract.Curve, price func(decimal.Decimal) string) string {
+	if len(c) == 1 && c[0].X.IsZero() {
+		return price(c[0].Y)
+	}
+	var ps []string
+	for _, p := range c {
+		ps = append(ps, exact(p.X)+":"+price(p.Y))
+	}
+	return "[" + strings.Join(ps, ",") + "]"
 }

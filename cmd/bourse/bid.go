@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +30,9 @@ type bidFlags struct {
 	json        bool
 	timeout     time.Duration
 	tls         natsTLS
+	// scales are the currencies' scales, which the exchange tells the
+	// connected client, for printing money.
+	scales *scales
 }
 
 // newBidCmd is the client's console: offers, contracts, events, wallet.
@@ -44,11 +49,15 @@ table for people, or JSON with --json for scripts.
 Try it against the demo market, as its client "you", whom it funds and none
 of its bots (ada … hal) trades as:
 
-  bourse demo --duration 5m                       # prints its NATS URL
-  bourse bid --nats URL --id you offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
-  bourse bid --nats URL --id you offer --gpus 2 --auto cheapest --value 0.40 --time-limit 1m
-  bourse bid --nats URL --id you watch CONTRACT_ID
-  bourse bid --nats URL --id you balance
+  bourse demo --duration 5m --quiet               # prints its NATS URL
+  export BOURSE_NATS_URL=URL BOURSE_ID=you        # or --nats URL --id you on each command
+  bourse bid offer --gpus 1 --model H100 --price 0.35 --duration 10s --time-limit 1m
+  bourse bid watch CONTRACT_ID
+  bourse bid offer --gpus 2 --auto cheapest --value 0.40 --duration 10s --time-limit 1m
+  bourse bid balance
+  bourse demo grant 100                           # more money for you, in the demo
+
+docs/cli.md is the whole of it.
 
 An offer escrows the most it can cost unless --prepayment says less: every
 GPU busy for the whole --time-limit (10m by default) at its price.
@@ -70,7 +79,7 @@ names its variable), else the context in use (bourse context).`,
 	pf.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for each answer of the exchange")
 	markContext(cmd, pf)
 
-	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidShowCmd(f), newBidWatchCmd(f), newBidWaitCmd(f), newBidServersCmd(f),
+	cmd.AddCommand(newBidOfferCmd(f), newBidQuoteCmd(f), newBidWaitingCmd(f), newBidCancelCmd(f), newBidResumeCmd(f), newBidContractsCmd(f), newBidShowCmd(f), newBidDescribeCmd(f), newBidWatchCmd(f), newBidWaitCmd(f), newBidServersCmd(f),
 		newBidControlCmd(f, protocol.VerbSuspend), newBidControlCmd(f, protocol.VerbKill),
 		newBidBalanceCmd(f), newBidStatementCmd(f), newBidLogsCmd(f), newBidResultsCmd(f))
 	return cmd
@@ -101,13 +110,14 @@ func (f *bidFlags) with(fn func(ctx context.Context, cmd *cobra.Command, c *bidd
 				if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
 					return fmt.Errorf("%w; NATS refused the TLS handshake: --nats-ca must be the CA that signed its certificate, and where it verifies clients give --nats-cert and --nats-key", err)
 				}
-				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or NATS_URL)", err, f.natsURL)
+				return fmt.Errorf("%w; is NATS running at %s? (bourse demo prints its URL; set --nats or BOURSE_NATS_URL)", err, f.natsURL)
 			case bourse.EPermission:
 				return fmt.Errorf("%w; check --nats-user and --nats-password (or its file), or --nats-creds", err)
 			}
 			return err
 		}
 		defer c.Close()
+		f.scales = newScales(cmd.Context(), c)
 		return advise(fn(cmd.Context(), cmd, c, args), f)
 	}
 }
@@ -117,6 +127,47 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSON writes v as indented JSON, its money at its currency's scale
+// ("0.50", not the wire's "0.5"): protocol.AtScale, with the scales the
+// exchange tells.
+func (f *bidFlags) printJSON(w io.Writer, v any) error {
+	b, err := f.jsonAtScale(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// printJSONLine writes v as one line of JSON (--json's events), its money
+// at scale.
+func (f *bidFlags) printJSONLine(w io.Writer, v any) error {
+	b, err := f.jsonAtScale(v)
+	if err != nil {
+		return err
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, b); err != nil {
+		return err
+	}
+	line.WriteByte('\n')
+	_, err = w.Write(line.Bytes())
+	return err
+}
+
+func (f *bidFlags) jsonAtScale(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || f.scales == nil {
+		var out bytes.Buffer
+		if err == nil {
+			err = json.Indent(&out, b, "", "  ")
+			out.WriteByte('\n')
+		}
+		return out.Bytes(), err
+	}
+	return protocol.AtScale(b, f.currency, f.scales.of)
 }
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
@@ -144,44 +195,97 @@ func when(t time.Time) string {
 }
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
-	var limit int
+	var (
+		limit  int
+		output string
+		state  string
+	)
 	cmd := &cobra.Command{
 		Use:   "contracts",
-		Short: "List your contracts, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List your contracts, newest first (-o wide for more columns, -o json)",
+		Long: `contracts lists your contracts, newest first: a table, or with -o wide one
+with the GPU model, the price per GPU-hour, the GPU-seconds used and when
+each started and ended, or with -o json (or --json) the contracts as the
+protocol has them, money at its currency's places. --state keeps those in
+one state (accepted, running, settled, voided). A running contract's
+charge is the amount due so far, marked ~.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			switch output {
+			case "", "wide", "json":
+			default:
+				return usagef("-o %q: want wide or json (or leave it out for the table)", output)
+			}
+			if state != "" && !slices.Contains([]contract.State{contract.StateAccepted, contract.StateRunning, contract.StateSettled, contract.StateVoided}, contract.State(state)) {
+				return usagef("--state %q: want accepted, running, settled or voided", state)
+			}
+			return nil
+		},
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			cs, err := c.Contracts(ctx, limit)
 			if err != nil {
 				return err
 			}
+			if state != "" {
+				cs = slices.DeleteFunc(cs, func(k protocol.ContractView) bool { return string(k.State) != state })
+			}
 			out := cmd.OutOrStdout()
-			if f.json {
+			if f.json || output == "json" {
 				if cs == nil {
 					cs = []protocol.ContractView{}
 				}
-				return printJSON(out, cs)
+				return f.printJSON(out, cs)
 			}
 			if len(cs) == 0 {
 				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
 				return nil
 			}
-			sc := newScales(ctx, c)
+			sc := f.scales
 			tw := table(out)
-			fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
+			if output == "wide" {
+				fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tMODEL\tPRICE/GPU-H\tPREPAYMENT\tCHARGE\tREFUND\tGPU-S USED\tACCEPTED\tSTARTED\tENDED")
+			} else {
+				fmt.Fprintln(tw, "ID\tSERVER\tSTATE\tREASON\tGPUS\tPREPAYMENT\tCHARGE\tREFUND\tACCEPTED")
+			}
 			for _, k := range cs {
-				reason := string(k.Reason)
-				if reason == "" {
-					reason = "-"
-				}
 				cur := k.Terms.Currency
-				row(tw, k.ID, k.Server, k.State, reason, k.Terms.GPUs,
-					sc.amount(k.Terms.Prepayment, cur), sc.money(k.Charge, cur, k.State.Ended()), sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
+				charge := sc.money(k.Charge, cur, k.State.Ended())
+				if due, ok := dueSoFar(k, sc); ok {
+					charge = "~" + due
+				}
+				if output == "wide" {
+					used := "-"
+					if r := k.Reading; r != nil {
+						used = r.U.StringFixed(1)
+					}
+					row(tw, k.ID, k.Server, k.State, or(string(k.Reason), "-"), k.Terms.GPUs, modelText(k), sc.hourText(k.Terms),
+						sc.amount(k.Terms.Prepayment, cur), charge, sc.money(k.Refund, cur, k.State.Ended()), used, when(k.AcceptedAt), when(k.StartedAt), when(k.SettledAt))
+					continue
+				}
+				row(tw, k.ID, k.Server, k.State, or(string(k.Reason), "-"), k.Terms.GPUs,
+					sc.amount(k.Terms.Prepayment, cur), charge, sc.money(k.Refund, cur, k.State.Ended()), when(k.AcceptedAt))
 			}
 			return tw.Flush()
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many to list")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "wide for more columns, json for JSON")
+	cmd.Flags().StringVar(&state, "state", "", "only contracts in this state: accepted, running, settled or voided")
 	return cmd
+}
+
+// dueSoFar is what running contract k's last reading makes due so far,
+// at its currency's scale.
+func dueSoFar(k protocol.ContractView, sc *scales) (string, bool) {
+	scale, ok := sc.of(k.Terms.Currency)
+	if !ok || k.State != contract.StateRunning || k.Reading == nil {
+		return "", false
+	}
+	due, err := contract.Due(k.Terms, k.Reading.Usage(), scale)
+	if err != nil {
+		return "", false
+	}
+	return sc.amount(due, k.Terms.Currency), true
 }
 
 // newBidControlCmd is suspend or kill.
@@ -205,7 +309,7 @@ func newBidControlCmd(f *bidFlags, verb string) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				return printJSON(out, k)
+				return f.printJSON(out, k)
 			}
 			sc, cur := newScales(ctx, c), k.Terms.Currency
 			switch {
@@ -233,7 +337,7 @@ func newBidBalanceCmd(f *bidFlags) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if f.json {
-				return printJSON(out, b)
+				return f.printJSON(out, b)
 			}
 			tw := table(out)
 			fmt.Fprintln(tw, "ACCOUNT\tCURRENCY\tSCALE\tAVAILABLE\tHELD\tTOTAL")
@@ -270,7 +374,7 @@ func newBidStatementCmd(f *bidFlags) *cobra.Command {
 				if es == nil {
 					es = []currency.Entry{}
 				}
-				return printJSON(out, es)
+				return f.printJSON(out, es)
 			}
 			sc, cur := newScales(ctx, c), c.Currency()
 			tw := table(out)
@@ -302,3 +406,9 @@ func signed(d decimal.Decimal, text string) string {
 }
 
 func oneLine(s string) string { return safe(strings.Join(strings.Fields(s), " ")) }
+
+// modelText is the GPU model a contract sold, as its server said at the
+// start; before that the model its class asks for, else "any".
+func modelText(k protocol.ContractView) string {
+	return safe(contract.ModelSold(k.Model, k.Terms.Class))
+}

@@ -31,7 +31,7 @@ func advise(err error, f *bidFlags) error {
 			hint = "no server has that class free: try fewer GPUs or another --model"
 		}
 	case bourse.EInsufficientFunds:
-		hint = fmt.Sprintf("the prepayment is the most the offer can cost unless --prepayment says less (every GPU busy for the whole --time-limit, 10m by default): offer a shorter --time-limit or a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY)", f.currency, f.id)
+		hint = fmt.Sprintf("the prepayment is the most the offer can cost unless --prepayment says less (every GPU busy for the whole --time-limit, 10m by default): offer a shorter --time-limit or a smaller --prepayment, or ask an administrator for a grant (bourse admin grant --currency %s %s AMOUNT --key KEY; in bourse demo, bourse demo grant AMOUNT grants you more)", f.currency, f.id)
 	case bourse.EUnavailable, bourse.EDeadlineExceeded:
 		hint = "is the exchange running? (bourse demo or bourse exchange)"
 	case bourse.ECapExceeded:

@@ -34,21 +34,12 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 	if o.auto == "going" {
 		ok, newStrategy = true, o.going(ctx, c)
 	}
-	if !ok {
+	if !ok { // checkAuto refused it before anything connected
 		return usagef("--auto %q: want fixed, cheapest, adaptive, deadline or going", o.auto)
-	}
-	if cmd.Flags().Changed("price") || cmd.Flags().Changed("p") {
-		return usagef("--auto %s sets the price: drop --price and --p, and give --value", o.auto)
-	}
-	if o.value == "" {
-		return usagef("--auto needs --value: the most a GPU-second of use is worth to you, e.g. --value 0.40")
 	}
 	value, err := amount("--value", o.value)
 	if err != nil {
 		return err
-	}
-	if !value.IsPositive() {
-		return usagef("--value %s: want more than 0", value)
 	}
 	deadline, err := parseDeadline(o.deadline, time.Now())
 	if err != nil {
@@ -75,7 +66,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 		},
 		Report: func(r strategy.Round) {
 			if !f.json {
-				printRound(out, r)
+				printRound(out, r, o.scales)
 			}
 		},
 	})
@@ -96,7 +87,7 @@ func (o *offerFlags) negotiate(ctx context.Context, cmd *cobra.Command, f *bidFl
 		return err
 	}
 	if f.json {
-		return printJSON(out, protocol.OfferReply{Contract: &k})
+		return f.printJSON(out, protocol.OfferReply{Contract: &k})
 	}
 	printContract(out, k, o.scales, f.command(cmd))
 	return nil
@@ -138,11 +129,11 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 }
 
 // printRound tells one round of an --auto negotiation.
-func printRound(w io.Writer, r strategy.Round) {
-	fmt.Fprintf(w, "offer %d at %s: ", r.N+1, priceText(r.Terms))
+func printRound(w io.Writer, r strategy.Round, sc *scales) {
+	fmt.Fprintf(w, "offer %d at %s: ", r.N+1, sc.price(r.Terms))
 	switch {
 	case r.Reply.Contract != nil && r.Took != nil:
-		fmt.Fprintf(w, "took %s's counter-offer at %s\n", safe(r.Took.Server), priceText(r.Took.Terms))
+		fmt.Fprintf(w, "took %s's counter-offer at %s\n", safe(r.Took.Server), sc.price(r.Took.Terms))
 	case r.Reply.Contract != nil:
 		fmt.Fprintf(w, "accepted by %s\n", safe(r.Reply.Contract.Server))
 	case r.Err != nil && r.Took != nil:
@@ -150,7 +141,7 @@ func printRound(w io.Writer, r strategy.Round) {
 	case r.Err != nil:
 		fmt.Fprintf(w, "%s\n", safe(r.Err.Error()))
 	case len(r.Reply.Counters) > 0:
-		fmt.Fprintf(w, "%d counter-offer(s), none taken (cheapest %s)\n", len(r.Reply.Counters), priceText(cheapest(r.Reply.Counters).Terms))
+		fmt.Fprintf(w, "%d counter-offer(s), none taken (cheapest %s)\n", len(r.Reply.Counters), sc.price(cheapest(r.Reply.Counters).Terms))
 	default:
 		fmt.Fprintf(w, "rejected\n")
 	}

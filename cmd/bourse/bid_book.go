@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -38,7 +37,7 @@ func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 				if ws == nil {
 					ws = []contract.Waiting{}
 				}
-				return printJSON(out, ws)
+				return f.printJSON(out, ws)
 			}
 			if len(ws) == 0 {
 				fmt.Fprintln(out, "no offer waits: offer with --wait to have one wait for GPUs")
@@ -68,7 +67,7 @@ func newBidCancelCmd(f *bidFlags) *cobra.Command {
 				return err
 			}
 			if f.json {
-				return printJSON(cmd.OutOrStdout(), w)
+				return f.printJSON(cmd.OutOrStdout(), w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s cancelled after waiting %s; nothing was held for it\n", w.ID, time.Since(w.QueuedAt).Round(time.Second))
 			return nil
@@ -79,8 +78,8 @@ func newBidCancelCmd(f *bidFlags) *cobra.Command {
 // awaitMatch follows waiting offer id until a server accepts it (nil) or
 // it leaves the book (an error of code rejected), printing what happens
 // to it; not_found if it is not one of the client's waiting offers.
-func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlags, id string) error {
-	asJSON := f.json
+func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlags, bid, id string) error {
+	asJSON, sc := f.json, newScales(ctx, c)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := c.Events(wctx, 64) // before the look, so nothing falls in between
@@ -104,7 +103,6 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 		_, err := c.Contract(ctx, id) // matched meanwhile, or not_found
 		return err
 	}
-	enc := json.NewEncoder(out)
 	if !asJSON {
 		fmt.Fprintf(out, "%s  waiting   %d ahead, until %s\n", time.Now().Format("15:04:05"), w.Ahead, when(w.Until))
 	}
@@ -130,7 +128,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 				continue
 			}
 			if asJSON {
-				if err := enc.Encode(ev); err != nil {
+				if err := f.printJSONLine(out, ev); err != nil {
 					return err
 				}
 			}
@@ -139,8 +137,7 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 				strategy.SortCounters(ev.Counters)
 				f.remember(ev.Counters, "")
 				if !asJSON && len(ev.Counters) > 0 {
-					fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s (offer --take 1, or --take ID); it waits on\n", ev.At.Local().Format("15:04:05"),
-						len(ev.Counters), priceText(ev.Counters[0].Terms), safe(ev.Counters[0].Server))
+					printCountered(out, ev, bid, sc)
 				}
 			case protocol.EventLeftBook:
 				return &bourse.Error{Code: bourse.ERejected, Op: "bid.watch", Message: fmt.Sprintf("%s left the book (%s): %s", id, ev.Waiting.Left, ev.Message)}
@@ -154,4 +151,54 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 			}
 		}
 	}
+}
+
+// waitingOffer is the client's offer id if it waits in the book.
+func waitingOffer(ctx context.Context, c *bidder.Client, id string) (contract.Waiting, bool) {
+	ws, err := c.Waiting(ctx, "")
+	if err != nil {
+		return contract.Waiting{}, false
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return w, true
+		}
+	}
+	return contract.Waiting{}, false
+}
+
+// printShowWaiting writes waiting offer w as show writes a contract.
+func printShowWaiting(out io.Writer, w contract.Waiting, sc *scales, bid string) error {
+	t, cur := w.Terms, w.Terms.Currency
+	tw := table(out)
+	line := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, args...))
+	}
+	line("Offer", "%s (its contract's id, once a server accepts it)", w.ID)
+	line("Client", "%s", safe(w.Client))
+	line("State", "waiting in the book, %d ahead of it; nothing is held for it", w.Ahead)
+	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
+	line("Time limit", "%s", t.TimeLimit)
+	line("Price", "%s", sc.price(t))
+	line("Sure price", "%s/GPU-s (what orders the book)", exact(w.Price))
+	line("Prepayment", "%s %s, escrowed at the match", sc.amount(t.Prepayment, cur), cur)
+	if t.Server != "" {
+		line("Server", "%s only", safe(t.Server))
+	}
+	if w.Resumes != "" {
+		line("Resumes", "%s", w.Resumes)
+	}
+	line("Queued", "%s", when(w.QueuedAt))
+	line("Until", "%s (then it leaves the book unmatched)", when(w.Until))
+	line("Follow it", "%s watch %s   (cancel it: %s cancel %s)", bid, w.ID, bid, w.ID)
+	return tw.Flush()
+}
+
+// printCountered tells the counter-offers a waiting offer got, sorted,
+// with the ids and numbers --take takes them by.
+func printCountered(out io.Writer, ev protocol.Event, bid string, sc *scales) {
+	first := ev.Counters[0]
+	fmt.Fprintf(out, "%s  countered %d counter-offer(s), cheapest %s by %s: take it with %s offer --take 1 (or --take %s); it waits on\n", ev.At.Local().Format("15:04:05"),
+		len(ev.Counters), sc.price(first.Terms), safe(first.Server), bid, safe(first.ID))
+	printCounterTable(out, protocol.OfferReply{Counters: ev.Counters}, sc)
 }

@@ -41,9 +41,9 @@ func TestNoProgram(t *testing.T) {
 
 	t.Run("MalformedImage", func(t *testing.T) {
 		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--price", "0.40", "--time-limit", "1m", "--image", "ghcr.io/Acme/train")
-		assert.Equal(t, exitFailure, code, errOut)
-		assert.Contains(t, errOut, "invalid_offer")
-		assert.Contains(t, errOut, "terms.job.image")
+		// A value the offer's rules refuse, told before anything connects.
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, `--image: "ghcr.io/Acme/train": the repository's part "Acme" is not lower-case`)
 	})
 
 	k := b.offerJSON("ada", short("100ms")...)

@@ -87,8 +87,42 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 
 // terms builds the terms from the flags on base: every flag for a new
 // offer, only those given for a resume (which starts from the suspended
-// contract's terms).
+// contract's terms); the prepayment by default the most they can cost,
+// at the currency's scale.
 func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
+	t, err := o.shape(fs, base, resume)
+	if err != nil {
+		return t, err
+	}
+	if !fs.Changed("scale") && o.scales != nil {
+		if scale, ok := o.scales.of(t.Currency); ok {
+			o.scale = scale
+		}
+	}
+	p, err := o.prepaymentFlag()
+	if err != nil {
+		return t, err
+	}
+	if p.IsPositive() {
+		t.Prepayment = p
+	}
+	named := t.Prepayment.IsPositive()
+	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
+		t.Prepayment = t.CappedPrepayment(o.scale)
+	}
+	if !named && t.Prepayment.IsZero() && t.P != nil {
+		// The exchange would refuse "terms.prepayment: 0" as if the
+		// user had written it: say where the 0 came from.
+		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
+			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
+				t.GPUs, t.TimeLimit, secondText(t), o.scale)}
+	}
+	return t, nil
+}
+
+// shape builds the terms from the flags on base, all but the prepayment:
+// what check holds to the offer's rules before anything connects.
+func (o *offerFlags) shape(fs *pflag.FlagSet, base contract.Terms, resume bool) (contract.Terms, error) {
 	t := base
 	set := func(name string) bool { return !resume || fs.Changed(name) }
 	if o.file != "" {
@@ -153,29 +187,6 @@ func (o *offerFlags) terms(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 	if fs.Changed("server") {
 		t.Server = o.server
 	}
-	if !fs.Changed("scale") && o.scales != nil {
-		if scale, ok := o.scales.of(t.Currency); ok {
-			o.scale = scale
-		}
-	}
-	p, err := o.prepaymentFlag()
-	if err != nil {
-		return t, err
-	}
-	if p.IsPositive() {
-		t.Prepayment = p
-	}
-	named := t.Prepayment.IsPositive()
-	if t.Prepayment.Sign() >= 0 { // a file's negative one goes to the exchange to be refused
-		t.Prepayment = t.CappedPrepayment(o.scale)
-	}
-	if !named && t.Prepayment.IsZero() && t.P != nil {
-		// The exchange would refuse "terms.prepayment: 0" as if the
-		// user had written it: say where the 0 came from.
-		return t, &bourse.Error{Code: bourse.EInvalidOffer, Op: "bid.offer", Field: "prepayment",
-			Message: fmt.Sprintf("the default prepayment, the most this offer can cost (%d GPU(s) busy for the whole %s at %s), rounds down to 0 at the currency's %d decimal places: raise --price or --time-limit, or give --prepayment",
-				t.GPUs, t.TimeLimit, priceText(t), o.scale)}
-	}
 	return t, nil
 }
 
@@ -234,7 +245,7 @@ func parseCurve(flag, s string) (contract.Curve, error) {
 		c = append(c, p)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, &usageError{fmt.Errorf("%s: %w", flag, err)}
 	}
 	return c, nil
 }
@@ -314,9 +325,6 @@ escrows twice, so a timed-out offer is safe to retry.`,
 				o.requestID = newRequestID()
 			}
 			if o.auto != "" {
-				if o.wait != 0 {
-					return usagef("--auto negotiates now: drop --wait, or --auto")
-				}
 				return o.negotiate(ctx, cmd, f, c, t)
 			}
 			reply, err := c.OfferWait(ctx, o.requestID, t, o.wait)
@@ -324,6 +332,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, false)
 	cmd.Flags().StringVar(&o.auto, "auto", "", "bid with a strategy: fixed, cheapest, adaptive, deadline or going")
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
@@ -371,6 +380,7 @@ files are kept for its resume, within the exchange's age limit for files
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, true)
 	return cmd
 }
 
@@ -427,21 +437,21 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	out := cmd.OutOrStdout()
 	if reply.Contract != nil {
 		if f.json {
-			return printJSON(out, reply)
+			return f.printJSON(out, reply)
 		}
 		printContract(out, *reply.Contract, o.scales, f.command(cmd))
 		return nil
 	}
 	if reply.Queued != nil {
 		if f.json {
-			return printJSON(out, reply)
+			return f.printJSON(out, reply)
 		}
 		printQueued(out, *reply.Queued, f.command(cmd))
 		return nil
 	}
 	if len(reply.Counters) == 0 {
 		if f.json {
-			_ = printJSON(out, reply)
+			_ = f.printJSON(out, reply)
 		}
 		return rejected(reply.Rejections)
 	}
@@ -456,12 +466,13 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	}
 	if got.Contract == nil {
 		if f.json {
-			_ = printJSON(out, got)
+			_ = f.printJSON(out, got)
 		}
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.offer", Message: fmt.Sprintf("counter-offer %d (%s's) was not honoured: offer again", n, reply.Counters[n-1].Server)}
 	}
+	f.took(reply.Counters[n-1].ID, got.Contract.ID)
 	if f.json {
-		return printJSON(out, got)
+		return f.printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
@@ -487,7 +498,7 @@ func isTerminal(r io.Reader) bool {
 func printContract(w io.Writer, k protocol.ContractView, sc *scales, bid string) {
 	t := k.Terms
 	fmt.Fprintf(w, "contract %s with %s: %d× %s for up to %s at %s; prepayment %s %s escrowed\n",
-		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, priceText(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
+		k.ID, safe(k.Server), t.GPUs, classText(t.Class), t.TimeLimit, sc.price(t), sc.amount(t.Prepayment, t.Currency), t.Currency)
 	if k.Resumes != "" {
 		fmt.Fprintf(w, "resumes %s\n", k.Resumes)
 	}
@@ -505,25 +516,4 @@ func classText(c contract.Class) string {
 		s += fmt.Sprintf(" ≥%d MiB", c.MinMemoryMiB)
 	}
 	return s
-}
-
-// priceText describes the price curves, exactly: a flat price as one
-// number, a curve by its breakpoints.
-func priceText(t contract.Terms) string {
-	s := curveText(t.P) + "/GPU-s"
-	if len(t.Q) > 0 {
-		s += " + " + curveText(t.Q) + "/s"
-	}
-	return s
-}
-
-func curveText(c contract.Curve) string {
-	if len(c) == 1 && c[0].X.IsZero() {
-		return exact(c[0].Y)
-	}
-	var ps []string
-	for _, p := range c {
-		ps = append(ps, exact(p.X)+":"+exact(p.Y))
-	}
-	return "[" + strings.Join(ps, ",") + "]"
 }

@@ -101,11 +101,11 @@ func newBidResultsCmd(f *bidFlags) *cobra.Command {
 		maxFiles int
 	)
 	cmd := &cobra.Command{
-		Use:   "results CONTRACT -o DIR",
+		Use:   "results CONTRACT DIR",
 		Short: "Fetch the files a contract's job left in $BOURSE_RESULTS into DIR",
 		Long: `results fetches the files the job of one of your contracts left in the
 folder $BOURSE_RESULTS names, once the job has ended, writes them into
-DIR (made if missing) and lists them. The server packs at most its
+DIR (made if missing; or -o DIR) and lists them. The server packs at most its
 results cap (results_cap, 64 MiB by default), declared when the job
 started, and names the files it left out; the exchange keeps them for its
 retention (7 days by default) within the server's quota. With --wait it
@@ -118,14 +118,23 @@ number at most --max-files; only regular files and directories inside
 DIR are written. A file already in DIR is not replaced unless --force is
 given (then it is removed and written anew, as plain data): an archive
 that names one is refused whole, and nothing is written.`,
-		Args: cobra.ExactArgs(1),
-		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
+		Args: cobra.RangeArgs(1, 2),
+		PreRunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				if out != "" && out != args[1] {
+					return usagef("the folder is given twice, as %s and -o %s: keep one", args[1], out)
+				}
+				out = args[1]
+			}
 			if out == "" {
-				return usagef("-o DIR is required: the folder to write the results into")
+				return usagef("DIR is required: the folder to write the results into (bourse bid results CONTRACT DIR, or -o DIR)")
 			}
 			if maxBytes < 0 || maxFiles < 0 {
 				return usagef("--max-bytes and --max-files may not be negative")
 			}
+			return nil
+		},
+		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
 			tmp, err := os.CreateTemp("", "bourse-results-*.tar")
 			if err != nil {
 				return err
@@ -184,7 +193,7 @@ that names one is refused whole, and nothing is written.`,
 			return nil
 		}),
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the folder to write the results into")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the folder to write the results into, as DIR")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for a job still running to end and its results to come")
 	cmd.Flags().BoolVar(&force, "force", false, "replace files already in the folder (otherwise an archive that names one is refused)")
 	cmd.Flags().Int64Var(&maxBytes, "max-bytes", 0, "the most bytes of results archive to take (default: the results cap the contract's server declared)")

@@ -55,6 +55,7 @@ request rate as offers do.
 		}),
 	}
 	o.register(cmd.Flags())
+	o.checkBefore(cmd, false)
 	return cmd
 }
 
@@ -68,7 +69,7 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	f.remember(reply.Counters, "")
 	if o.take == "" {
 		if f.json {
-			return printJSON(out, q)
+			return f.printJSON(out, q)
 		}
 		if len(q.Accepts) > 0 {
 			fmt.Fprintf(out, "Would accept now: %s (nothing is held: offer to get it)\n", strings.Join(safeAll(q.Accepts), ", "))
@@ -105,7 +106,7 @@ func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.quote", Message: fmt.Sprintf("counter-offer %s (%s's) was not honoured: quote again", safe(reply.Counters[n-1].ID), safe(reply.Counters[n-1].Server))}
 	}
 	if f.json {
-		return printJSON(out, got)
+		return f.printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil

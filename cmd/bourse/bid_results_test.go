@@ -209,7 +209,8 @@ func TestResultsKeepTheClientsFiles(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "notes.txt"))
 	assert.True(t, os.IsNotExist(err), "a refused archive was written in part")
 
-	out, errOut, code = b.bid("ada", "results", id, "-o", dir, "--force")
+	// DIR as the help writes it: an argument, or -o.
+	out, errOut, code = b.bid("ada", "results", id, dir, "--force")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "notes.txt\n.git/hooks/pre-commit\n2 files in "+dir)
 	got, err = os.ReadFile(hook)

@@ -61,7 +61,7 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 				if r := s.Runs; r != nil {
 					runner, meter, runs = string(r.Runner), or(string(r.Meter), "none"), runsText(r)
 				}
-				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, runs, or(oneLine(s.Policy), "-"), askText(s.Ask),
+				return []any{s.ID, s.Currency, s.Total, s.Free, modelsText(s.GPUs), runner, meter, runs, or(oneLine(s.Policy), "-"), askText(s.Ask, s.Currency, f.scales),
 					recordText(s.Record), time.Since(s.Seen).Round(time.Second).String() + " ago"}
 			})
 		}),
@@ -137,10 +137,10 @@ func jobsText(r *protocol.Runs) string {
 	return firstThree(r.Programs)
 }
 
-// askText is a server's ask, per class of its GPUs: "0.3/GPU-s" for one
-// class, "H100 0.3/GPU-s, L4 0.1/GPU-s" for several; "no price" where a
-// class names none, "-" without an ask.
-func askText(a *protocol.Ask) string {
+// askText is a server's ask, per class of its GPUs: "0.3/GPU-s
+// (1080.00/GPU-h)" for one class, "H100 0.3/GPU-s (…), L4 0.1/GPU-s (…)"
+// for several; "no price" where a class names none, "-" without an ask.
+func askText(a *protocol.Ask, cur string, sc *scales) string {
 	if a == nil || len(a.Classes) == 0 {
 		return "-"
 	}
@@ -148,7 +148,7 @@ func askText(a *protocol.Ask) string {
 	for _, c := range a.Classes {
 		p := "no price"
 		if c.Priced() {
-			p = priceText(contract.Terms{P: c.P, Q: c.Q})
+			p = sc.price(contract.Terms{Currency: cur, P: c.P, Q: c.Q})
 		}
 		if len(a.Classes) > 1 {
 			p = c.Model + " " + p

@@ -20,7 +20,7 @@ func TestBidServers(t *testing.T) {
 	b := startBidMarket(t)
 	out := b.ok("ada", "servers")
 	assert.Regexp(t, `(?m)^SERVER +CURRENCY +GPUS +FREE +MODELS +RUNNER +METER +RUNS +POLICY +ASK +RECORD +HEARD$`, out)
-	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s +- +\S+ ago$`, out, "no contract yet: no record")
+	assert.Regexp(t, `(?m)^atlas +CRED +16 +16 +16× H100 80 GiB +synthetic +synthetic +\(synthetic jobs\) +\S.* +0\.3/GPU-s \(1080\.00/GPU-h\) +- +\S+ ago$`, out, "no contract yet: no record")
 
 	b.offerJSON("ada", "--gpus", "3", "--model", "H100", "--price", "0.40", "--duration", "20s", "--time-limit", "1m")
 	var ss []protocol.Server

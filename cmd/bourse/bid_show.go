@@ -27,20 +27,23 @@ it ended, its times, the GPUs it was given and how its server measures
 them, the last reading counted (GPU-seconds used U, wall time T, share S,
 energy, and the job's exit status once it ended), the charge and refund,
 and how to read its output. --json prints the contract as the protocol
-has it (docs/protocol.md, "contract").
+has it (docs/protocol.md, "contract"). An offer still waiting in the book
+(offer --wait) is shown as it waits: its terms, what it is sure to pay,
+how many offers are ahead of it and until when it waits (--json: as
+bid waiting --json has it).
 
   bourse bid show c-3f9a363f20c7660bebf0`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, args []string) error {
-			k, err := c.Contract(ctx, args[0])
-			if err != nil {
+			out := cmd.OutOrStdout()
+			k, waits, err := f.contractOrWaiting(ctx, cmd, c, args[0])
+			if err != nil || waits {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if f.json {
-				return printJSON(out, k)
+				return f.printJSON(out, k)
 			}
-			return printShow(out, k, newScales(ctx, c), f.command(cmd))
+			return printShow(out, k, f.scales, f.command(cmd))
 		}),
 	}
 }
@@ -64,8 +67,11 @@ func printShow(w io.Writer, k protocol.ContractView, sc *scales, bid string) err
 		line("Exit status", "%d", *r.ExitCode)
 	}
 	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
+	if k.Model != "" {
+		line("Model sold", "%s", safe(k.Model))
+	}
 	line("Time limit", "%s", t.TimeLimit)
-	line("Price", "%s", priceText(t))
+	line("Price", "%s", sc.price(t))
 	line("Prepayment", "%s %s", sc.amount(t.Prepayment, cur), cur)
 	line("Preemptible", "%t", t.Preemptible)
 	line("Job", "%s", jobText(k))
@@ -134,44 +140,9 @@ func unit(known bool, cur string) string {
 	return " " + cur
 }
 
-// jobText says what the job is: the command the server runs (in its
-// image, where it names one), or the synthetic job's profile.
-func jobText(k protocol.ContractView) string {
-	j := k.Terms.Job
-	switch {
-	case j == nil:
-		return "-"
-	case j.Command != "" || j.Image != "":
-		words := j.Args
-		if j.Command != "" {
-			words = append([]string{j.Command}, j.Args...)
-		}
-		quoted := make([]string, len(words))
-		for i, p := range words {
-			quoted[i] = p
-			if p == "" || strings.ContainsAny(p, " \t'\"\\$`") {
-				quoted[i] = fmt.Sprintf("%q", p)
-			}
-		}
-		argv := strings.Join(quoted, " ")
-		image := j.Image
-		if k.Image != "" {
-			image += " (" + k.Image + ")" // the digest its server resolved it to
-		}
-		switch {
-		case j.Image == "":
-			return safe(argv)
-		case j.Command != "":
-			return safe("image " + image + ": " + argv)
-		case argv != "":
-			return safe("image " + image + ": its entrypoint with " + argv)
-		}
-		return safe("image " + image + ": its entrypoint and command")
-	case j.Profile != nil:
-		return fmt.Sprintf("synthetic: each GPU busy %s of the time for %s", exact(j.Profile.Utilization), j.Profile.Duration)
-	}
-	return "-"
-}
+// jobText says what the job is (contract.JobSpec.Describe), made safe:
+// its words are the client's and the server's.
+func jobText(k protocol.ContractView) string { return safe(k.Terms.Job.Describe(k.Image)) }
 
 // outputText says where a contract's output is: its job's stdout and
 // stderr and results, which the exchange relays to its client alone.
@@ -179,7 +150,7 @@ func outputText(k protocol.ContractView, bid string) string {
 	if err := ranNoProgram(k, "output"); err != nil {
 		return "none: " + bourse.ErrorMessage(err)
 	}
-	return fmt.Sprintf("stdout and stderr: %s logs %s; files left in $BOURSE_RESULTS: %s results %s -o DIR", bid, k.ID, bid, k.ID)
+	return fmt.Sprintf("stdout and stderr: %s logs %s; files left in $BOURSE_RESULTS: %s results %s DIR", bid, k.ID, bid, k.ID)
 }
 
 // newBidWaitCmd waits for a contract to end, for scripts, as sbatch
@@ -192,12 +163,15 @@ func newBidWaitCmd(f *bidFlags) *cobra.Command {
 one) without printing its events, until it ends, then prints one line (the
 contract with --json) and exits with:
 
-  the job's own exit status, where its server reported one (a program
-    that ended by itself, or that was stopped);
-  0 if the contract completed without one (a synthetic job);
-  1 if it ended otherwise without one: voided (never started), killed,
-    suspended, preempted, its time limit or prepayment reached, its
-    server lost, the job failed to start;
+  the job's own exit status, where the contract completed (its job
+    ended by itself) and its server reported one; 0 where it completed
+    without one (a synthetic job);
+  if it ended otherwise (voided before it started, killed, suspended,
+    preempted, its time limit or prepayment reached, its server lost,
+    the job failed to start): the job's own status where it is not 0,
+    else 1. A contract stopped at its time limit never exits 0, even
+    where its job finished at that very moment: scripts that go on
+    after "wait && …" go on after work that was done;
 
 and, as every command, 2 for a command line that cannot be right, 3 if
 the exchange said no (not_found: no such contract of yours; an offer that
@@ -212,7 +186,7 @@ contract goes on). A job's own status may be any of these numbers: show
 			out := cmd.OutOrStdout()
 			events, err := c.Watch(ctx, args[0])
 			if bourse.ErrorCode(err) == bourse.ENotFound {
-				if werr := awaitMatch(ctx, io.Discard, c, f, args[0]); werr != nil {
+				if werr := awaitMatch(ctx, io.Discard, c, f, f.command(cmd), args[0]); werr != nil {
 					return werr
 				}
 				events, err = c.Watch(ctx, args[0])
@@ -231,7 +205,7 @@ contract goes on). A job's own status may be any of these numbers: show
 				return &bourse.Error{Code: bourse.EUnavailable, Op: "bid.wait", Message: "the watch of " + args[0] + " ended before the contract did: wait again"}
 			}
 			if f.json {
-				if err := printJSON(out, last); err != nil {
+				if err := f.printJSON(out, last); err != nil {
 					return err
 				}
 			} else {
@@ -245,14 +219,21 @@ contract goes on). A job's own status may be any of these numbers: show
 	}
 }
 
-// jobStatus is what wait exits with for ended contract k.
+// jobStatus is what wait exits with for ended contract k: the job's own
+// status if it completed, and never 0 if it did not.
 func jobStatus(k protocol.ContractView) int {
+	code := -1
 	if r := k.Reading; r != nil && r.ExitCode != nil {
-		return *r.ExitCode & 0xff // what a process's status can carry
+		code = *r.ExitCode & 0xff // what a process's status can carry
 	}
 	if k.State == contract.StateSettled && k.Reason == contract.ReasonCompleted {
-		return 0
+		return max(code, 0)
 	}
+	if code > 0 {
+		return code
+	}
+	// A job stopped (or one whose profile ran out as its time limit
+	// came, which reports 0) did not complete as its contract goes.
 	return exitFailure
 }
 
@@ -280,4 +261,20 @@ func asExitCode(err error) (int, bool) {
 		return int(e), true
 	}
 	return 0, false
+}
+
+// contractOrWaiting reads contract id; or, where id is one of the
+// client's offers waiting in the book (its contract's id to be, which
+// watch, wait and cancel know too), prints that offer and says it waits.
+func (f *bidFlags) contractOrWaiting(ctx context.Context, cmd *cobra.Command, c *bidder.Client, id string) (protocol.ContractView, bool, error) {
+	k, err := c.Contract(ctx, id)
+	if bourse.ErrorCode(err) == bourse.ENotFound {
+		if w, ok := waitingOffer(ctx, c, id); ok {
+			if f.json {
+				return k, true, f.printJSON(cmd.OutOrStdout(), w)
+			}
+			return k, true, printShowWaiting(cmd.OutOrStdout(), w, f.scales, f.command(cmd))
+		}
+	}
+	return k, false, err
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/bourse/bourse/contract"
@@ -27,6 +28,16 @@ type shownList struct {
 	// taking one continues that job.
 	Resumes  string             `json:"resumes,omitempty"`
 	Counters []contract.Counter `json:"counters"`
+	// Taken are the counter-offers of the list taken from here, by id,
+	// with the contract each made: taking one again would make a second
+	// contract with an escrow of its own.
+	Taken map[string]taking `json:"taken,omitempty"`
+}
+
+// taking is a counter-offer taken: the contract it made, and when.
+type taking struct {
+	Contract string    `json:"contract"`
+	At       time.Time `json:"at"`
 }
 
 // shownPath is where the list shown to this client on this market is
@@ -46,12 +57,30 @@ func (f *bidFlags) remember(ks []contract.Counter, resumes string) {
 	if len(ks) == 0 {
 		return
 	}
+	f.keep(shownList{At: time.Now().UTC(), Resumes: resumes, Counters: ks})
+}
+
+// took notes that counter-offer id, of the list shown last, made
+// contract k, so that a second --take of it is refused.
+func (f *bidFlags) took(id, k string) {
+	list, err := f.shown()
+	if err != nil || !slices.ContainsFunc(list.Counters, func(c contract.Counter) bool { return c.ID == id }) {
+		return // another list was shown meanwhile
+	}
+	if list.Taken == nil {
+		list.Taken = map[string]taking{}
+	}
+	list.Taken[id] = taking{Contract: k, At: time.Now().UTC()}
+	f.keep(list)
+}
+
+func (f *bidFlags) keep(list shownList) {
 	path, err := f.shownPath()
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(path), 0o700)
 	}
 	if err == nil {
-		b, _ := json.Marshal(shownList{At: time.Now().UTC(), Resumes: resumes, Counters: ks})
+		b, _ := json.Marshal(list)
 		err = atomicfile.Write(path, b, 0o600)
 	}
 	if err != nil {

@@ -55,9 +55,6 @@ func shaping(fs *pflag.FlagSet) string {
 // as shown; resumes, if set, must be the contract the list's offer
 // resumed.
 func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, resumes string) error {
-	if name := shaping(cmd.Flags()); name != "" {
-		return usagef("--take %s takes a counter-offer as it was shown, on its server's terms: drop --%s (or take a server's with --take SERVER and the offer's terms)", o.take, name)
-	}
 	list, err := f.shown()
 	if err != nil {
 		return err
@@ -70,13 +67,19 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 		return err
 	}
 	k := list.Counters[n-1]
+	if was, ok := list.Taken[k.ID]; ok {
+		return usagef("--take %s: counter-offer %d (%s) of %s was taken from here at %s and made contract %s; taking it again would make a second contract with an escrow of its own: offer or quote again for new counter-offers",
+			o.take, n, safe(k.ID), safe(k.Server), was.At.Local().Format("15:04:05"), was.Contract)
+	}
 	if o.requestID == "" {
-		o.requestID = newRequestID()
+		// One request per counter-offer: should the list above be lost,
+		// the exchange answers a second take with the first's contract.
+		o.requestID = "take-" + k.ID
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
 		fmt.Fprintf(out, "taking counter-offer %d (%s) of %s: %d× %s for up to %s at %s, prepayment %s %s\n", n, safe(k.ID), safe(k.Server),
-			k.Terms.GPUs, classText(k.Terms.Class), k.Terms.TimeLimit, priceText(k.Terms), o.scales.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency)
+			k.Terms.GPUs, classText(k.Terms.Class), k.Terms.TimeLimit, o.scales.price(k.Terms), o.scales.amount(k.Terms.Prepayment, k.Terms.Currency), k.Terms.Currency)
 	}
 	got, err := c.TakeResume(ctx, o.requestID, list.Resumes, k)
 	if err != nil {
@@ -88,7 +91,7 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 			f.remember(got.Counters, list.Resumes)
 		}
 		if f.json {
-			_ = printJSON(out, got)
+			_ = f.printJSON(out, got)
 		} else if len(got.Counters) > 0 {
 			printCounters(out, got, o.scales)
 		}
@@ -98,8 +101,9 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 		}
 		return &bourse.Error{Code: bourse.ERejected, Op: "bid.take", Message: fmt.Sprintf("counter-offer %s of %s was not honoured (%s); %d new counter-offer(s)", safe(k.ID), safe(k.Server), why, len(got.Counters))}
 	}
+	f.took(k.ID, got.Contract.ID)
 	if f.json {
-		return printJSON(out, got)
+		return f.printJSON(out, got)
 	}
 	printContract(out, *got.Contract, o.scales, f.command(cmd))
 	return nil
@@ -177,7 +181,7 @@ func (o *offerFlags) choose(cmd *cobra.Command, f *bidFlags, reply protocol.Offe
 		return n, err
 	}
 	if f.json {
-		if err := printJSON(out, reply); err != nil {
+		if err := f.printJSON(out, reply); err != nil {
 			return 0, err
 		}
 	} else {
@@ -224,7 +228,7 @@ func printCounterTable(w io.Writer, r protocol.OfferReply, sc *scales) {
 		for i, k := range r.Counters {
 			left := time.Until(k.ValidUntil).Round(time.Second)
 			row(tw, i+1, k.ID, k.Server, k.Terms.GPUs, classText(k.Terms.Class),
-				k.Terms.TimeLimit, priceText(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency)+" "+k.Terms.Currency, max(0, left), oneLine(k.Note))
+				k.Terms.TimeLimit, sc.price(k.Terms), sc.amount(k.Terms.Prepayment, k.Terms.Currency)+" "+k.Terms.Currency, max(0, left), oneLine(k.Note))
 		}
 		_ = tw.Flush()
 	}

@@ -85,6 +85,13 @@ func (b *bidMarket) contract(id, contractID string) protocol.ContractView {
 	return protocol.ContractView{}
 }
 
+func (b *bidMarket) contractsOf(id string) []protocol.ContractView {
+	b.t.Helper()
+	var cs []protocol.ContractView
+	require.NoError(b.t, json.Unmarshal([]byte(b.ok(id, "--json", "contracts", "--limit", "1000")), &cs))
+	return cs
+}
+
 func (b *bidMarket) waitState(id, contractID string, want contract.State) protocol.ContractView {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -126,7 +133,7 @@ func TestBid(t *testing.T) {
 		out := b.ok("ada", append([]string{"offer"}, short("500ms")...)...)
 		assert.Contains(t, out, "contract c-")
 		assert.Contains(t, out, "with atlas: 1× H100")
-		assert.Contains(t, out, "at 0.4/GPU-s; prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale")
+		assert.Contains(t, out, "at 0.4/GPU-s (1440.00/GPU-h); prepayment 24.00 CRED escrowed", "the maximum charge 60·0.40, at CRED's scale; the price per GPU-hour too")
 		assert.Contains(t, out, "watch it: bourse bid --nats "+b.m.URL()+" --id ada watch c-")
 	})
 
@@ -189,7 +196,7 @@ func TestBid(t *testing.T) {
 		out, errOut, code := b.bid("ada", low...)
 		assert.Equal(t, exitRefused, code, "no contract is no success")
 		assert.Contains(t, out, "counter-offer")
-		assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s +9\.00 CRED`, out)
+		assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +atlas +1 +any GPU +30s +0\.3/GPU-s \(1080\.00/GPU-h\) +9\.00 CRED`, out)
 		assert.Contains(t, out, "0.3/GPU-s")
 		assert.Contains(t, errOut, "no server accepted the offer; 1 counter-offer(s)")
 		assert.Contains(t, errOut, "; take one as shown with: bourse bid --nats "+b.m.URL()+" --id ada offer --take N (its number) or --take ID (code rejected)")
@@ -331,6 +338,23 @@ func TestBid(t *testing.T) {
 		b.ok("ada", "kill", k.ID)
 	})
 
+	t.Run("ContractsWideAndJSON", func(t *testing.T) {
+		// An offer for any GPU: the model sold is atlas's, H100, from
+		// the start on; -o json writes money at CRED's places.
+		k := b.offerJSON("bob", "--gpus", "1", "--price", "0.40", "--duration", "200ms", "--time-limit", "1m")
+		b.waitState("bob", k.ID, contract.StateSettled)
+		wide := b.ok("bob", "contracts", "-o", "wide")
+		assert.Regexp(t, `MODEL +PRICE/GPU-H +PREPAYMENT`, wide)
+		assert.Regexp(t, `(?m)^`+k.ID+` +atlas +settled +completed +1 +H100 +1440\.00/GPU-h +24\.00 +0\.08 +23\.92 +0\.2 `, wide)
+		js := b.ok("bob", "contracts", "-o", "json", "--state", "settled")
+		assert.Contains(t, js, `"prepayment": "24.00"`)
+		assert.Contains(t, js, `"model": "H100"`)
+		assert.NotContains(t, js, `"state": "running"`)
+		_, errOut, code := b.bid("bob", "contracts", "-o", "yaml")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, b.ok("bob", "show", k.ID), "Model sold   H100\n")
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		tests := []struct {
 			name string
@@ -343,9 +367,9 @@ func TestBid(t *testing.T) {
 			// The default prepayment, the maximum charge 0.001, rounds to
 			// 0.00: said so, not as the user's own "terms.prepayment: 0".
 			{"DefaultPrepaymentZero", []string{"offer", "--price", "0.0001", "--time-limit", "10s"}, exitFailure, []string{"the default prepayment, the most this offer can cost (1 GPU(s) busy for the whole 10s at 0.0001/GPU-s), rounds down to 0", "give --prepayment"}},
-			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitFailure, []string{"(code invalid_offer)", "job.profile.utilization"}},
+			{"InvalidOffer", []string{"offer", "--price", "0.4", "--utilization", "2"}, exitUsage, []string{"--utilization: 2; want 0..1"}},
 			{"NoPrice", []string{"offer"}, exitUsage, []string{"say what you pay"}},
-			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitFailure, []string{"--p", "invalid_curve"}},
+			{"BadCurve", []string{"offer", "--p", "1:0.5,0.5:0.6"}, exitUsage, []string{"--p", "invalid_curve"}},
 			{"NoSuchContract", []string{"kill", "c-nosuch"}, exitRefused, []string{"(code not_found)"}},
 			{"UnknownStrategy", []string{"offer", "--auto", "greedy", "--value", "1"}, exitUsage, []string{"want fixed, cheapest, adaptive, deadline or going"}},
 		}
@@ -371,7 +395,7 @@ func TestBidCounterPrices(t *testing.T) {
 		Policy: server.Utilization{Base: server.Posted{P: contract.Flat(decimal.RequireFromString("0.20"))}, K: decimal.RequireFromString("2")}})
 	low := []string{"offer", "--gpus", "1", "--price", "0.01", "--duration", "500ms", "--time-limit", "30s"}
 	out, _, _ := b.bid("ada", low...)
-	assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s +6\.00 CRED`, out)
+	assert.Regexp(t, `(?m)^1 +ask-[0-9a-f]{24} +boreal +1 +any GPU +30s +0\.2/GPU-s \(720\.00/GPU-h\) +6\.00 CRED`, out)
 
 	raw, _, _ := b.bid("ada", append([]string{"--json"}, low...)...)
 	assert.Contains(t, raw, `"0.2"`)
@@ -437,6 +461,18 @@ func TestBidTake(t *testing.T) {
 		out = b.ok("ada", "quote", "--take", ids[3][:8])
 		assert.Contains(t, out, "taking counter-offer 4 ("+ids[3]+") of dear")
 		assert.Regexp(t, `contract c-\S+ with dear`, out)
+	})
+
+	t.Run("Twice", func(t *testing.T) {
+		// The second --take of the same counter-offer makes no second
+		// contract: it is refused, and names the contract the first made.
+		b.bid("ada", low...)
+		before := len(b.contractsOf("ada"))
+		k := b.offerJSON("ada", "--take", "1")
+		_, errOut, code := b.bid("ada", "offer", "--take", "1")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "made contract "+k.ID+"; taking it again would make a second contract")
+		assert.Len(t, b.contractsOf("ada"), before+1, "one take, one contract")
 	})
 
 	t.Run("PinsTheServer", func(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -32,7 +31,7 @@ An offer waiting in the book is followed there until a server accepts it
 			if bourse.ErrorCode(err) == bourse.ENotFound {
 				// A waiting offer's id is its contract's to be: follow it
 				// in the book until it has one.
-				if werr := awaitMatch(ctx, out, c, f, args[0]); werr != nil {
+				if werr := awaitMatch(ctx, out, c, f, f.command(cmd), args[0]); werr != nil {
 					return werr
 				}
 				events, err = c.Watch(ctx, args[0])
@@ -40,11 +39,10 @@ An offer waiting in the book is followed there until a server accepts it
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(out)
 			sc := newScales(ctx, c)
 			for ev := range events {
 				if f.json {
-					if err := enc.Encode(ev); err != nil {
+					if err := f.printJSONLine(out, ev); err != nil {
 						return err
 					}
 					continue

@@ -125,5 +125,5 @@ func TestDemoConsoleMarket(t *testing.T) {
 		return false
 	}, 30*time.Second, 500*time.Millisecond, "no prices and GPUs on the Market page:\n%s", page)
 	assert.Contains(t, page, "last update")
-	assert.Contains(t, page, `<svg class="chart" role="img" aria-label="prices of `)
+	assert.Contains(t, page, `<svg class="chart" role="img" aria-label="prices per GPU-hour of `)
 }

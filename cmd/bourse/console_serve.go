@@ -38,6 +38,9 @@ type consoleOptions struct {
 	natsOpts []nats.Option
 	// ready, if set, gets the address once the console listens.
 	ready func(addr string)
+	// ln, if set, is the listener listenConsole opened already: the
+	// demo opens it before it trades, so that a bad address fails first.
+	ln net.Listener
 }
 
 // serveConsole serves the console on treasury t and store's contracts
@@ -76,20 +79,11 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 		}, o.log)
 		defer stop()
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("console listener: %w", err)
-	}
-	if o.cert == "" && len(o.proxies) == 0 && !loopback(ln.Addr()) {
-		if !o.insecureHTTP {
-			ln.Close()
-			return fmt.Errorf("the console refuses plain HTTP on %s, off loopback: passwords and session cookies would cross the network in clear. "+
-				"Serve TLS (--tls-cert, --tls-key), or stand behind a TLS-terminating proxy (--behind-proxy ADDR), or listen on 127.0.0.1; "+
-				"--insecure-http does it anyway (docs/console.md, \"Off loopback\")", ln.Addr())
+	ln := o.ln
+	if ln == nil {
+		if ln, err = listenConsole(out, o); err != nil {
+			return err
 		}
-		warning := fmt.Sprintf("WARNING: the console serves plain HTTP on %s, off loopback (--insecure-http): anyone on the network can read passwords and session cookies", ln.Addr())
-		fmt.Fprintln(out, warning)
-		o.log.Warn(warning)
 	}
 	scheme := "http"
 	if o.cert != "" {
@@ -116,6 +110,27 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// listenConsole opens the console's listener, and refuses plain HTTP off
+// loopback unless told to serve it anyway.
+func listenConsole(out io.Writer, o consoleOptions) (net.Listener, error) {
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("console listener: %w", err)
+	}
+	if o.cert == "" && len(o.proxies) == 0 && !loopback(ln.Addr()) {
+		if !o.insecureHTTP {
+			ln.Close()
+			return nil, fmt.Errorf("the console refuses plain HTTP on %s, off loopback: passwords and session cookies would cross the network in clear. "+
+				"Serve TLS (--tls-cert, --tls-key), or stand behind a TLS-terminating proxy (--behind-proxy ADDR), or listen on 127.0.0.1; "+
+				"--insecure-http does it anyway (docs/console.md, \"Off loopback\")", ln.Addr())
+		}
+		warning := fmt.Sprintf("WARNING: the console serves plain HTTP on %s, off loopback (--insecure-http): anyone on the network can read passwords and session cookies", ln.Addr())
+		fmt.Fprintln(out, warning)
+		o.log.Warn(warning)
+	}
+	return ln, nil
 }
 
 // loopback reports whether a listens on a loopback address only.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -26,6 +27,7 @@ func newDemoCmd() *cobra.Command {
 		duration time.Duration
 		seed     uint64
 		logFile  string
+		quiet    bool
 		dbURL    string
 		console  string
 	)
@@ -50,11 +52,13 @@ finds a broken invariant.`,
 				return err
 			}
 			defer closeLog()
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console})
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), demoConfig{duration: duration, seed: seed, logger: logger, dbURL: dbURL, console: console, quiet: quiet})
 		},
 	}
+	cmd.AddCommand(newDemoGrantCmd())
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to trade")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the bidders' job generators")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print no progress while it trades: how to trade at the start, the summary and the audit at the end")
 	cmd.Flags().StringVar(&logFile, "log", "", "write the market's logs to this file (default: discard)")
 	cmd.Flags().StringVar(&dbURL, "db", "mem", "the ledger: mem, or a postgres:// URL of an empty PostgreSQL or CockroachDB database")
 	cmd.Flags().StringVar(&console, "console", "", `also serve the administrators' web console on this address (e.g. 127.0.0.1:8080), as user "admin" with a password printed at the start; it stays up after the market stops, until you stop the demo`)
@@ -63,6 +67,7 @@ finds a broken invariant.`,
 
 type demoConfig struct {
 	duration time.Duration
+	quiet    bool // no progress while it trades
 	seed     uint64
 	logger   *slog.Logger
 	dbURL    string
@@ -87,6 +92,18 @@ func demoLogger(cmd *cobra.Command, path string) (*slog.Logger, func(), error) {
 }
 
 func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
+	// The console's address is checked before anything trades: a port in
+	// use, or one off loopback (which the demo's console, without TLS,
+	// refuses), fails at once rather than after the run.
+	var consoleLn net.Listener
+	if cfg.console != "" {
+		ln, err := listenConsole(out, consoleOptions{listen: cfg.console, log: cfg.logger})
+		if err != nil {
+			return usagef("--console %s: %w", cfg.console, err)
+		}
+		defer ln.Close()
+		consoleLn = ln
+	}
 	var store exchange.Store = memstore.New(mem.New(mem.Options{}))
 	if cfg.dbURL != "mem" {
 		s, closeStore, err := openStore(ctx, cfg.dbURL, cfg.logger)
@@ -97,7 +114,7 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		store = s
 	}
 	m, err := market.Start(ctx, market.Config{Store: store, Seed: cfg.seed, Logger: cfg.logger, Clients: demoClients(), Servers: demoServers(cfg.seed),
-		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}})
+		Wallets: []market.Wallet{{ID: keyboardClient, Budget: keyboardBudget}}, Faucet: demoFaucet})
 	if err != nil {
 		return err
 	}
@@ -118,10 +135,11 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 		go func() {
 			// Its Market page follows the embedded NATS, which has no
 			// users: nothing to log in with.
-			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
+			consoleDone <- serveConsole(ctx, out, m.Treasury(), store, consoleOptions{listen: cfg.console, ln: consoleLn, users: users, natsURL: m.URL(), log: cfg.logger, ready: cfg.consoleReady})
 		}()
 	}
 	v := newView(out, m, store, cfg.duration)
+	v.quiet = cfg.quiet
 	v.run(ctx, cfg.duration)
 
 	fmt.Fprintln(out, "\nTrading stopped; waiting for running contracts to settle…")
@@ -166,6 +184,9 @@ const keyboardClient = "you"
 // keyboardBudget covers the README's offers (at most 21.00 and 48.00 held
 // at once) with room to try more.
 var keyboardBudget = decimal.NewFromInt(100)
+
+// demoFaucet is the most bourse demo grant gives at a time.
+var demoFaucet = decimal.NewFromInt(1000)
 
 // demoClients are the default clients, each paid an allowance so that
 // the market trades for as long as the demo runs, two of them capped, so

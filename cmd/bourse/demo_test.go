@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -108,5 +109,53 @@ func TestCommandErrors(t *testing.T) {
 				t.Errorf("stderr %q, want %q", first, tt.want)
 			}
 		})
+	}
+}
+
+// TestDemoConsoleAddress: a console address the demo cannot serve (a
+// port in use, or one off loopback, which it refuses without TLS) fails
+// at once, as a bad value, before the admin password is printed and
+// before the market trades.
+func TestDemoConsoleAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tt := range []struct{ name, addr, want string }{
+		{"InUse", taken.Addr().String(), "address already in use"},
+		{"OffLoopback", "0.0.0.0:0", "the console refuses plain HTTP"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"demo", "--console", tt.addr}, &stdout, &stderr)
+			if code != exitUsage {
+				t.Errorf("exit status %d, want %d", code, exitUsage)
+			}
+			if want := "bourse: --console " + tt.addr + ": "; !strings.HasPrefix(stderr.String(), want) || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr %q, want it to start %q and say %q", stderr.String(), want, tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("the demo began before it failed:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestDemoQuiet: --quiet prints how to trade at the start and the
+// summary at the end, and no progress line between.
+func TestDemoQuiet(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"demo", "--duration", "6s", "--quiet"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"Trade yourself as client you", "Settlement summary", "audit: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the quiet demo does not say %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^ *\d+\.\ds  \d+ offers`).MatchString(out) {
+		t.Errorf("the quiet demo printed progress:\n%s", out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
@@ -23,7 +24,7 @@ func printDepth(out io.Writer, ms []protocol.Market) error {
 			fmt.Fprintln(out)
 		}
 		cur := safe(m.Currency)
-		fmt.Fprintf(out, "%s at %s: the book of each GPU model by price level, per GPU-second of one GPU used in full; ASK GPUS are free on servers asking that price, BID GPUS wanted by offers waiting; at most %d levels a side\n",
+		fmt.Fprintf(out, "%s at %s: the book of each GPU model by price level, per GPU-hour of one GPU used in full (the wire's per GPU-second, times 3600); ASK GPUS are free on servers asking that price, BID GPUS wanted by offers waiting; at most %d levels a side\n",
 			cur, when(m.At), protocol.BookLevels)
 		if len(m.Models) == 0 {
 			fmt.Fprintln(out, "no GPU model in this market yet")
@@ -46,24 +47,27 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	}
 	var ds []decimal.Decimal
 	for _, lv := range append(slices.Clone(b.Asks), b.Bids...) {
-		ds = append(ds, lv.Price)
+		ds = append(ds, contract.PerHour(lv.Price))
 	}
 	if l.Last != nil {
-		ds = append(ds, l.Last.Price)
+		ds = append(ds, contract.PerHour(l.Last.Price))
 	}
+	// Per GPU-hour, exactly (3600 times a price adds no places): levels
+	// that differ print differently.
 	places := exactPlaces(m.Scale, ds)
 	price := func(d *decimal.Decimal) string {
 		if d == nil {
 			return "-"
 		}
-		return d.StringFixed(places)
+		return contract.PerHour(*d).StringFixed(places)
 	}
 	mid := "-"
 	if b.Mid != nil {
 		// Halfway between two levels may take a place more.
-		mid = b.Mid.StringFixed(places)
-		if !b.Mid.Round(places).Equal(*b.Mid) {
-			mid = b.Mid.String()
+		h := contract.PerHour(*b.Mid)
+		mid = h.StringFixed(places)
+		if !h.Round(places).Equal(h) {
+			mid = h.String()
 		}
 	}
 	last := "-"
@@ -104,7 +108,7 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	}
 	slices.SortFunc(prices, func(a, b decimal.Decimal) int { return b.Cmp(a) })
 	tw := table(out)
-	fmt.Fprintln(tw, "PRICE\tASK GPUS\tASKS\tBID GPUS\tOFFERS")
+	fmt.Fprintln(tw, "PRICE/GPU-H\tASK GPUS\tASKS\tBID GPUS\tOFFERS")
 	cells := func(lv *protocol.Level) (string, string) {
 		if lv == nil {
 			return "", ""
@@ -115,14 +119,15 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 		s := at[p.String()]
 		ag, an := cells(s.ask)
 		bg, bn := cells(s.bid)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.StringFixed(places), ag, an, bg, bn)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", price(&p), ag, an, bg, bn)
 	}
 	return tw.Flush()
 }
 
 // exactPlaces is how many decimal places show every price of ds in full,
 // at least the currency's scale and at most the places market data
-// carries: price levels must not print alike where they differ.
+// carries (3600 times a price carries no more): price levels must not
+// print alike where they differ.
 func exactPlaces(scale int32, ds []decimal.Decimal) int32 {
 	places := max(scale, 0)
 	for _, d := range ds {

@@ -57,9 +57,10 @@ func TestMarketDepthCommand(t *testing.T) {
 
 	out := market("--depth")
 	assert.True(t, strings.HasPrefix(out, "CRED at "), "%s", out)
-	assert.Contains(t, out, "H100: best ask 0.30, best bid 0.20, spread 0.10, mid 0.25; asks 24 GPUs, bids 3 GPUs in all; last trade 0.35 at ")
-	assert.Contains(t, out, "PRICE  ASK GPUS  ASKS  BID GPUS  OFFERS\n")
-	assert.Regexp(t, `(?m)^0\.40 +8 +1\s*\n0\.30 +16 +1\s*\n0\.20 +3 +1\n`, out, "dearest first, asks above bids")
+	// Per GPU-hour, at CRED's places.
+	assert.Contains(t, out, "H100: best ask 1080.00, best bid 720.00, spread 360.00, mid 900.00; asks 24 GPUs, bids 3 GPUs in all; last trade 1260.00 at ")
+	assert.Contains(t, out, "PRICE/GPU-H  ASK GPUS  ASKS  BID GPUS  OFFERS\n")
+	assert.Regexp(t, `(?m)^1440\.00 +8 +1\s*\n1080\.00 +16 +1\s*\n720\.00 +3 +1\n`, out, "dearest first, asks above bids")
 	for _, party := range []string{"ada", "bob", "atlas", "boreal"} {
 		assert.NotContains(t, out, party)
 	}
@@ -92,9 +93,10 @@ func TestPrintDepth(t *testing.T) {
 		{Model: "L4"},
 	}}}))
 	out := b.String()
-	assert.Contains(t, out, `H100\x0aCRED at 2000-01-01: forged: best ask 0.00033334, best bid 0.50000000, spread -0.49966666`)
+	// Per GPU-hour: 3600 times the wire's prices, exactly.
+	assert.Contains(t, out, `H100\x0aCRED at 2000-01-01: forged: best ask 1.200024, best bid 1800.000000, spread -1798.799976, mid 900.600012`)
 	assert.NotRegexp(t, `(?m)^CRED at 2000`, out)
-	assert.Regexp(t, `(?m)^0\.50000000 +4 +2 +1 +1\n0\.00033334 +3 +1\s*\n0\.00033333 +2 +1\n`, out)
+	assert.Regexp(t, `(?m)^1800\.000000 +4 +2 +1 +1\n1\.200024 +3 +1\s*\n1\.199988 +2 +1\n`, out)
 	assert.Contains(t, out, "L4: best ask -, best bid -")
 	assert.Contains(t, out, "no asks with GPUs free, no offers waiting")
 }

@@ -16,7 +16,7 @@ import (
 // fix the command, change the request, or try again later.
 const (
 	exitFailure     = 1 // anything else: input that breaks a rule (a configuration, an offer's terms as the exchange judges them, a server's output: codes invalid, invalid_curve, invalid_offer), output that was lost (output_lost), a bug, an audit that fails
-	exitUsage       = 2 // the command line cannot be right: unknown command or flag, a missing or bad argument or value (--price abc), one setting given twice, a file a flag names that cannot be read as it must (-f)
+	exitUsage       = 2 // the command line cannot be right: unknown command or flag, a missing or bad argument or value (--price abc, and --gpus 0 or --wait 200h, which an offer's rules refuse: checked before anything connects, naming the flag), one setting given twice, a file a flag names that cannot be read as it must (-f), an address that cannot be served (demo --console)
 	exitRefused     = 3 // the market (exchange, ledger, NATS's permissions) answered no to a well-formed request: the error's code says why
 	exitUnavailable = 4 // NATS, the exchange or the database did not answer in time; the same command may work later
 	// A command a signal stopped before it was done exits 128 plus the

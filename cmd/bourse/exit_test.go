@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestExitStatuses: each class of failure exits with the status the README
+// TestExitStatuses: each class of failure exits with the status docs/cli.md
 // gives it, whatever command or flag it comes from: 2 for a command line
 // that cannot be right (a bad value, two sources of one secret, a missing
 // -o, a terms file that cannot be read), 3 for the market's no (an --auto
@@ -43,7 +43,8 @@ func TestExitStatuses(t *testing.T) {
 		{"ZeroPrepayment", []string{"offer", "--price", "0.3", "--prepayment", "0"}, exitUsage, "--prepayment 0: want more than 0"},
 		{"BadCurve", []string{"offer", "--p", "0.5"}, exitUsage, `--p: breakpoint 1 "0.5" is not x:y`},
 		{"PasswordTwice", []string{"--nats-password", "x", "--nats-password-file", pw, "balance"}, exitUsage, "--nats-password and --nats-password-file both give it"},
-		{"ResultsWithoutOutput", []string{"results", k.ID}, exitUsage, "-o DIR is required"},
+		{"ResultsWithoutOutput", []string{"results", k.ID}, exitUsage, "DIR is required"},
+		{"ResultsTwoFolders", []string{"results", k.ID, "a", "-o", "b"}, exitUsage, "the folder is given twice"},
 		{"NoTermsFile", []string{"offer", "-f", filepath.Join(dir, "absent.yaml")}, exitUsage, "-f: read the terms"},
 		{"TermsFileNotYAML", []string{"offer", "-f", badYAML}, exitUsage, "bad.yaml: not YAML"},
 		{"TermsFileUnknownKey", []string{"offer", "-f", unknown}, exitUsage, "prize"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
@@ -72,31 +74,36 @@ interrupted; --json prints JSON (with --watch, a line per message).
 			}
 			nc, err := nats.Connect(natsURL, append(append([]nats.Option{nats.Name("bourse-market")}, loginOpts...), tlsOpts...)...)
 			if err != nil {
-				return &bourse.Error{Code: bourse.EUnavailable, Op: "market", Message: "connect to NATS at " + natsURL, Err: err}
+				return &bourse.Error{Code: bourse.EUnavailable, Op: "market", Message: "connect to NATS at " + natsURL + " (bourse demo prints its URL; set --nats or BOURSE_NATS_URL)", Err: err}
 			}
 			defer nc.Close()
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			ch, err := bidder.SubscribeMarket(ctx, nc, cur)
+			// Every currency's, even for one: a round without it says
+			// at once that the market has no such currency.
+			ch, err := bidder.SubscribeMarket(ctx, nc, "")
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if watch {
-				return watchMarket(ctx, out, ch, asJSON, depth)
-			}
-			ms, err := nextMarket(ctx, ch, cur != "", wait)
+			ms, err := nextMarket(ctx, ch, cur, wait)
 			if err != nil {
 				return err
 			}
-			switch {
-			case asJSON:
-				return printJSON(out, ms)
-			case depth:
-				return printDepth(out, ms)
+			if err := printMarkets(out, ms, asJSON && !watch, asJSON, depth); err != nil || !watch {
+				return err
 			}
-			return printMarket(out, ms)
+			return watchMarket(ctx, out, ch, cur, asJSON, depth)
 		},
+	}
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if cur == "" {
+			return nil
+		}
+		if err := protocol.CheckID(cur); err != nil {
+			return usagef("--currency: %v", err)
+		}
+		return nil
 	}
 	f := cmd.Flags()
 	f.StringVar(&natsURL, "nats", nats.DefaultURL, "NATS server URL(s), comma-separated")
@@ -112,13 +119,58 @@ interrupted; --json prints JSON (with --watch, a line per message).
 	return cmd
 }
 
-// nextMarket gathers one publication: the first message if one currency
-// was asked for, else every currency published within the period the
+// printMarkets prints one publication: JSON (an array, or with --watch
+// a line per currency), the depth view or the tables.
+func printMarkets(out io.Writer, ms []protocol.Market, array, asJSON, depth bool) error {
+	switch {
+	case array:
+		return printMarketJSON(out, ms, false)
+	case asJSON:
+		for _, m := range ms {
+			if err := printMarketJSON(out, m, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	case depth:
+		return printDepth(out, ms)
+	}
+	return printMarket(out, ms)
+}
+
+// printMarketJSON writes market data as JSON, its money (charged) at
+// its currency's scale, which each message carries; line writes it on
+// one line.
+func printMarketJSON(out io.Writer, v any, line bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if b, err = protocol.AtScale(b, "", nil); err != nil {
+		return err
+	}
+	if line {
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			return err
+		}
+		b = append(c.Bytes(), '\n')
+	}
+	_, err = out.Write(b)
+	return err
+}
+
+// nextMarket gathers one publication: currency cur's first message if
+// one was asked for, else every currency published within the period the
 // first message states (its "every"), and fails if none comes in wait.
-func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait time.Duration) ([]protocol.Market, error) {
+// The exchange publishes every currency of its ledger in one round: a
+// round without cur says the market has no such currency (code
+// unknown_currency), without waiting out wait.
+func nextMarket(ctx context.Context, ch <-chan protocol.Market, cur string, wait time.Duration) ([]protocol.Market, error) {
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	var got []protocol.Market
+	var heard []string // other currencies, while waiting for cur
 	var round <-chan time.Time
 	for {
 		select {
@@ -126,19 +178,28 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait t
 			if !ok {
 				return got, ctx.Err()
 			}
-			if slices.ContainsFunc(got, func(g protocol.Market) bool { return g.Currency == m.Currency }) {
-				return got, nil // a second round has begun
-			}
-			got = append(got, m)
-			if one {
-				return got, nil
-			}
 			if round == nil {
 				// One instance publishes every currency at once: the
 				// rest of the round follows within moments.
 				round = time.After(min(time.Duration(m.Every), time.Second))
 			}
+			if cur != "" && m.Currency != cur {
+				heard = append(heard, m.Currency)
+				continue
+			}
+			if slices.ContainsFunc(got, func(g protocol.Market) bool { return g.Currency == m.Currency }) {
+				return got, nil // a second round has begun
+			}
+			got = append(got, m)
+			if cur != "" {
+				return got, nil
+			}
 		case <-round:
+			if cur != "" {
+				slices.Sort(heard)
+				return nil, &bourse.Error{Code: bourse.EUnknownCurrency, Op: "market", Field: "currency",
+					Message: fmt.Sprintf("no currency %q on this market: its exchange publishes %s", cur, safe(strings.Join(slices.Compact(heard), ", ")))}
+			}
 			slices.SortFunc(got, func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
 			return got, nil
 		case <-timeout.C:
@@ -150,9 +211,9 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, one bool, wait t
 	}
 }
 
-// watchMarket prints each publication until ctx ends.
-func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, asJSON, depth bool) error {
-	enc := json.NewEncoder(out)
+// watchMarket prints each publication (of currency cur, if given) until
+// ctx ends.
+func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, cur string, asJSON, depth bool) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,10 +222,13 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 			if !ok {
 				return nil
 			}
+			if cur != "" && m.Currency != cur {
+				continue
+			}
 			var err error
 			switch {
 			case asJSON:
-				err = enc.Encode(m)
+				err = printMarketJSON(out, m, true)
 			case depth:
 				err = printDepth(out, []protocol.Market{m})
 			default:
@@ -178,20 +242,21 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 }
 
 // printMarket prints market data as a table per currency. Prices are per
-// GPU-second used, at the currency's decimal places (more only where a
-// price would show fewer than two significant digits); CHARGED is money.
+// GPU-hour used (the wire's per GPU-second, times 3600), at the
+// currency's decimal places (more only where a price would show fewer
+// than two significant digits); CHARGED is money.
 func printMarket(out io.Writer, ms []protocol.Market) error {
 	for i, m := range ms {
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
 		cur := safe(m.Currency)
-		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use, and their prices per GPU-second used; GPUs of the servers heard from; offers waiting in the book\n",
+		fmt.Fprintf(out, "%s at %s: contracts settled in the last %s that paid for use, and their prices per GPU-hour used; GPUs of the servers heard from; offers waiting in the book\n",
 			cur, when(m.At), time.Duration(m.Window).Round(time.Second))
 		places := pricePlaces(m)
-		price := func(d decimal.Decimal) string { return d.StringFixed(places) }
+		price := func(d decimal.Decimal) string { return contract.PerHour(d).StringFixed(places) }
 		tw := table(out)
-		fmt.Fprintf(tw, "MODEL\tCONTRACTS\tGPU-S USED\tCHARGED %s\tLOW PRICE\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING OFFERS\tWAITING GPUS\tBEST WAITING PRICE\n", cur)
+		fmt.Fprintf(tw, "MODEL\tCONTRACTS\tGPU-S USED\tCHARGED %s\tLOW %s/GPU-H\tMEDIAN\tHIGH\tVWAP\tGPUS\tFREE\tWAITING OFFERS\tWAITING GPUS\tBEST WAITING PRICE\n", cur, cur)
 		for _, l := range m.Models {
 			low, median, high, vwap := "-", "-", "-", "-"
 			if p := l.Prices; p != nil {
@@ -214,11 +279,10 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 // gpuSeconds writes GPU-seconds whole: a fraction of one is noise here.
 func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 
-// pricePlaces is how many decimal places m's prices print with, all of
-// them alike so that a column lines up: the currency's scale, or more
-// where a price needs them to keep two significant digits (a price per
-// GPU-second may be well below the currency's smallest amount), at most
-// the places market data carries.
+// pricePlaces is how many decimal places m's prices per GPU-hour print
+// with, all of them alike so that a column lines up: the currency's
+// scale, or more where a price needs them to keep two significant digits,
+// at most the places market data carries.
 func pricePlaces(m protocol.Market) int32 {
 	var ds []decimal.Decimal
 	for _, l := range m.Models {
@@ -229,26 +293,8 @@ func pricePlaces(m protocol.Market) int32 {
 			ds = append(ds, l.Waiting.Best)
 		}
 	}
-	return placesFor(m.Scale, ds)
-}
-
-// placesFor is how many decimal places prices ds of a currency of scale
-// print with: the scale, or more where one needs them to keep two
-// significant digits, at most the places market data carries.
-func placesFor(scale int32, ds []decimal.Decimal) int32 {
-	places := max(scale, 0)
-	most := places + protocol.PricePlaces
-	for _, d := range ds {
-		d = d.Abs()
-		if d.IsZero() {
-			continue
-		}
-		// Places p show d to two significant digits when d·10^p ≥ 10.
-		need := places
-		for need < most && d.Shift(need).LessThan(decimal.NewFromInt(10)) {
-			need++
-		}
-		places = max(places, need)
+	for i := range ds {
+		ds[i] = contract.PerHour(ds[i])
 	}
-	return places
+	return min(currency.PricePlaces(m.Scale, ds...), max(m.Scale, 0)+protocol.PricePlaces)
 }

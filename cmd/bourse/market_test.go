@@ -37,7 +37,7 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	out := b.ok("ada", "quote", "--gpus", "2", "--model", "H100", "--price", "0.40", "--time-limit", "1m")
 	assert.Contains(t, out, "Would accept now: atlas")
 	bal := b.ok("ada", "--json", "balance")
-	assert.Contains(t, bal, `"held": "0"`, "a quote holds nothing: %s", bal)
+	assert.Contains(t, bal, `"held": "0.00"`, "a quote holds nothing, and JSON writes money at its scale: %s", bal)
 	require.NoError(t, nc.Flush()) // NATS answers it after the deliveries before it
 	assert.Empty(t, delivered, "bid quote delivered to a server")
 
@@ -67,16 +67,24 @@ func TestBidQuoteAndMarket(t *testing.T) {
 	g := b.offerJSON("bob", "--gpus", "1", "--model", "H100", "--auto", "going", "--value", "0.50", "--time-limit", "1m", "--duration", "10s")
 	assert.Equal(t, "0.35", g.Terms.P.Eval(decimal.Zero).String(), "the going rate")
 
+	// A currency the market has not is told as such within a round of
+	// publications, not after --wait as if no exchange ran.
+	var nopeOut, errOut bytes.Buffer
+	code := run(context.Background(), []string{"market", "--nats", b.m.URL(), "--currency", "NOPE", "--wait", "1m"}, &nopeOut, &errOut)
+	assert.Equal(t, exitRefused, code, errOut.String())
+	assert.Contains(t, errOut.String(), `no currency "NOPE" on this market: its exchange publishes CRED (code unknown_currency)`)
+
 	table := market()
 	assert.True(t, strings.HasPrefix(table, "CRED at "), "%s", table)
 	assert.Contains(t, table, "H100")
 	assert.NotContains(t, table, "ada")
 }
 
-// TestPrintMarketAligned: a currency's prices print with its decimal
-// places, all alike so that a column lines up, more only where a price
-// would keep fewer than two significant digits; charged is money at the
-// scale; every column says what it counts.
+// TestPrintMarketAligned: a currency's prices print per GPU-hour (the
+// wire's per GPU-second, times 3600) with its decimal places, all alike
+// so that a column lines up, more only where a price would keep fewer
+// than two significant digits; charged is money at the scale; every
+// column says what it counts.
 func TestPrintMarketAligned(t *testing.T) {
 	d := decimal.RequireFromString
 	var b strings.Builder
@@ -85,14 +93,13 @@ func TestPrintMarketAligned(t *testing.T) {
 		{Model: "L4", Waiting: protocol.Depth{Offers: 1, Best: d("0.1")}},
 	}}}))
 	out := b.String()
-	assert.Contains(t, out, "MODEL  CONTRACTS  GPU-S USED  CHARGED CRED  LOW PRICE  MEDIAN  HIGH  VWAP  GPUS  FREE  WAITING OFFERS  WAITING GPUS  BEST WAITING PRICE\n")
-	assert.Regexp(t, `(?m)^H100 +2 +41 +16\.50 +0\.30 +0\.40 +0\.50 +0\.40 +0 +0 +0 +0 +-$`, out)
-	assert.Regexp(t, `(?m)^L4 +0 +0 +0\.00 +- +- +- +- +0 +0 +1 +0 +0\.10$`, out, "the waiting offers' best price too")
-	assert.NotContains(t, out, "0.40243902")
+	assert.Contains(t, out, "MODEL  CONTRACTS  GPU-S USED  CHARGED CRED  LOW CRED/GPU-H  MEDIAN   HIGH     VWAP     GPUS  FREE  WAITING OFFERS  WAITING GPUS  BEST WAITING PRICE\n")
+	assert.Regexp(t, `(?m)^H100 +2 +41 +16\.50 +1080\.00 +1440\.00 +1800\.00 +1448\.78 +0 +0 +0 +0 +-$`, out)
+	assert.Regexp(t, `(?m)^L4 +0 +0 +0\.00 +- +- +- +- +0 +0 +1 +0 +360\.00$`, out, "the waiting offers' best price too")
 
 	b.Reset()
 	require.NoError(t, printMarket(&b, []protocol.Market{{Currency: "CRED", Scale: 2, Models: []protocol.MarketModel{
-		{Model: "H100", Settled: 1, Prices: &protocol.Prices{Low: d("0.0042"), Median: d("0.0042"), High: d("0.3"), VWAP: d("0.004213")}},
+		{Model: "H100", Settled: 1, Prices: &protocol.Prices{Low: d("0.000001"), Median: d("0.0042"), High: d("0.3"), VWAP: d("0.004213")}},
 	}}}))
-	assert.Regexp(t, `(?m)^H100 +1 +0 +0\.00 +0\.0042 +0\.0042 +0\.3000 +0\.0042 `, b.String(), "two significant digits of the cheapest")
+	assert.Regexp(t, `(?m)^H100 +1 +0 +0\.00 +0\.0036 +15\.1200 +1080\.0000 +15\.1668 `, b.String(), "two significant digits of the cheapest")
 }

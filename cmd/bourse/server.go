@@ -102,10 +102,11 @@ type serverConfig struct {
 	// OutboxDir keeps readings on disk until JetStream has them, across
 	// NATS outages and restarts; empty keeps them in memory only.
 	OutboxDir string `yaml:"outbox_dir"`
-	// MetricsAddr, if set, serves Prometheus metrics at /metrics (and
-	// /healthz, /readyz): the Go runtime's, and what a learning policy
-	// believes (server_learning.go).
-	MetricsAddr string `yaml:"metrics_addr"`
+	// Metrics is where the agent serves its own Prometheus metrics at
+	// /metrics (the agent's, the Go runtime's, and what a learning policy
+	// believes: server_learning.go), and /healthz and /readyz for probes;
+	// empty for none.
+	Metrics string `yaml:"metrics"`
 
 	deprecated []deprecatedKey // keys given by an old name, to warn of
 	file       string          // the file it was read from, if any
@@ -169,6 +170,7 @@ readings.`,
 	bindEnv(f, "nats", "BOURSE_NATS_URL")
 	fl.NATS.natsLogin.addFlags(f)
 	fl.NATS.natsTLS.addFlags(f)
+	f.StringVar(&fl.Metrics, "metrics", "", `address for the agent's own Prometheus metrics at /metrics (a learning policy's beliefs among them), and /healthz and /readyz for probes, e.g. 127.0.0.1:9465 (default none)`)
 	f.StringVar(&fl.SigningKey, "signing-key", "", "sign readings with this key (seed or credentials file; default: nats creds, if any)")
 	f.StringVar(&fl.Currency.Code, "currency", "", "the currency it takes (default "+bidder.DefaultCurrency+")")
 	f.Int32Var(&scale, "scale", defaultScale, "the currency's decimal places, as the exchange's ledger has them")
@@ -188,7 +190,6 @@ readings.`,
 	f.DurationVar(&fl.SampleEvery, "sample-every", 0, "how often NVML is sampled (default 1s)")
 	f.DurationVar(&fl.Heartbeat, "heartbeat", 0, "heartbeat interval until the exchange says (default 1s)")
 	f.StringVar(&fl.OutboxDir, "outbox-dir", "", "where readings wait on disk until the exchange's stream has them, and bookings and what a learning policy learned across restarts (default: in memory only)")
-	f.StringVar(&fl.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (and a learning policy's beliefs) at this address, e.g. :9101 (default: none)")
 	return cmd
 }
 
@@ -288,7 +289,7 @@ func (c *serverConfig) override(cmd *cobra.Command, fl serverConfig, gpus string
 	str("output-dir", &c.Runner.OutputDir, fl.Runner.OutputDir)
 	str("cgroup", &c.Runner.Cgroup, fl.Runner.Cgroup)
 	str("outbox-dir", &c.OutboxDir, fl.OutboxDir)
-	str("metrics-addr", &c.MetricsAddr, fl.MetricsAddr)
+	str("metrics", &c.Metrics, fl.Metrics)
 	if set("scale") {
 		c.Currency.Scale = &scale
 	}
@@ -496,15 +497,19 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(c.MetricsAddr, serverRegistry(c.ID, policy), func(context.Context) error { return nil }, log)
+	reg := serverRegistry(c.ID, policy)
+	if err := ag.Register(reg); err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(c.Metrics, reg, func(context.Context) error { return ag.Ready() }, log)
 	if err != nil {
-		return fmt.Errorf("server config: metrics_addr: %w", err)
+		return fmt.Errorf("server config: metrics: %w", err)
 	}
 	defer stopMetrics()
 	say(cmd, log, meterLine)
 	say(cmd, log, c.policyLine())
 	log.Info("server starting", "id", c.ID, "nats", redactURLs(c.NATS.URL), "gpus", len(gpus), "policy", policyName(policy, c.Policy.Kind),
-		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir, "metrics", c.MetricsAddr)
+		"runner", cmp.Or(c.Runner.Kind, "synthetic"), "nvml", meter != nil, "outbox", c.OutboxDir, "metrics", c.Metrics)
 	if err := ag.Run(ctx); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/bourse/bourse/server"
 )
 
-// serverRegistry is what bourse server serves at --metrics-addr: the Go
+// serverRegistry is what bourse server serves at --metrics: the Go
 // runtime's and the process's metrics, and, for a learning policy, what
 // it believes.
 func serverRegistry(id string, p server.Policy) *prometheus.Registry {

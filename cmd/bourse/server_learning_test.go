@@ -40,7 +40,7 @@ func TestServerLearning(t *testing.T) {
 	outbox, metrics := t.TempDir(), freeAddr(t)
 	config := writeConfig(t, "server.yaml", `
 outbox_dir: `+outbox+`
-metrics_addr: `+metrics+`
+metrics: `+metrics+`
 id: gpu-1
 nats: {url: `+m.URL()+`}
 currency: {code: CRED, scale: 2}

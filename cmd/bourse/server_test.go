@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/scenario"
 	"github.com/bourse/bourse/server"
 	"github.com/bourse/bourse/server/container"
@@ -269,6 +273,18 @@ func TestServerPolicyLayers(t *testing.T) {
 	}
 	if _, ok := plain.(server.Posted); !ok {
 		t.Fatalf("default policy %#v, want a bare Posted", plain)
+	}
+}
+
+// TestExampleGraceWithinStopGrace: the example servers stop a job (SIGTERM
+// to SIGKILL) a few seconds within the exchange's default --stop-grace,
+// as docs/operations.md asks, so that a killed job's final reading
+// counts.
+func TestExampleGraceWithinStopGrace(t *testing.T) {
+	for _, name := range []string{"gpu-node.yaml", "container-node.yaml"} {
+		c, err := loadServerConfig(filepath.Join("..", "..", "examples", "server", name))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, c.Runner.Grace+5*time.Second, exchange.DefaultStopGrace, name)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,6 +146,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return err
+	}
+	for _, p := range policies {
+		if !slices.Contains(sc.PolicyNames(), p) {
+			return usagef("--policy %q: %s has no such policy (it has %s)", p, sc.Name, strings.Join(sc.PolicyNames(), ", "))
+		}
 	}
 	out := f.out
 	if out == "" {

@@ -73,7 +73,7 @@ func TestSimRunTwice(t *testing.T) {
 
 func TestSimErrors(t *testing.T) {
 	_, errOut, code := simCmd("run", "../../examples/sim/helios-fairshare.yaml", "--policy", "auction", "-o", t.TempDir())
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code, "a bad value")
 	assert.Contains(t, errOut, `--policy "auction": helios-fairshare has no such policy`)
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

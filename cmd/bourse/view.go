@@ -30,6 +30,9 @@ type view struct {
 	ledger   currency.Ledger
 	total    time.Duration
 	terminal bool
+	// quiet draws nothing while the market trades: the start's lines,
+	// then the summary (bourse demo --quiet).
+	quiet bool
 }
 
 func newView(out io.Writer, m *market.Market, store exchange.Store, total time.Duration) *view {
@@ -55,6 +58,8 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 		fmt.Fprintf(v.out, "Trade yourself as client %s (%s %s, which no bot touches): bourse bid --nats %s --id %s balance\n",
 			w.ID, currency.Format(w.Budget, market.Currency.Scale), market.Currency.Code, v.m.URL(), w.ID)
 		fmt.Fprintf(v.out, "  or, once per shell: export BOURSE_NATS_URL=%s BOURSE_ID=%s; then: bourse bid balance\n", v.m.URL(), w.ID)
+		fmt.Fprintf(v.out, "  more money, up to %s at a time: bourse demo grant --nats %s --id %s %s\n",
+			currency.Format(demoFaucet, market.Currency.Scale), v.m.URL(), w.ID, currency.Format(keyboardBudget, market.Currency.Scale))
 	}
 	for {
 		select {
@@ -70,6 +75,9 @@ func (v *view) run(ctx context.Context, d time.Duration) {
 }
 
 func (v *view) draw(ctx context.Context) {
+	if v.quiet {
+		return
+	}
 	s := v.m.Tally.Snapshot()
 	if !v.terminal {
 		fmt.Fprintf(v.out, "%5.1fs  %d offers, %d running, %d settled, %d voided, %d countered\n",

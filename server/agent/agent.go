@@ -140,6 +140,9 @@ type Agent struct {
 	mu        sync.Mutex
 	heartbeat time.Duration
 	closing   bool
+	// status is what /metrics and /readyz read of the agent from
+	// another goroutine (metrics.go).
+	status status
 
 	// bookMu orders the saves of the bookings; savedGen is the node's
 	// generation of them last saved.
@@ -223,6 +226,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("readings left unsent by the last run; sending them", "readings", n)
 		}
 		a.outbox = ob
+		a.status.outbox.Store(ob)
 		for _, rd := range ob.Pending() {
 			if rd.Final {
 				// Its receipt never came: ask about it as soon as the
@@ -363,6 +367,7 @@ func (a *Agent) connect() (closed chan struct{}, err error) {
 		return nil, fmt.Errorf("server %s: jetstream: %w", a.id, err)
 	}
 	a.js = js
+	a.status.conn.Store(a.nc)
 	return closed, nil
 }
 

@@ -108,6 +108,7 @@ func (a *Agent) signedMsg(subject string, body any) (*nats.Msg, error) {
 }
 
 func (a *Agent) adopt(r protocol.HelloReply) {
+	a.status.registered.Store(true)
 	a.node.Adopt(r)
 	a.readingsMsgs.Store(r.Readings)
 	a.adoptReceipts(r.Receipts)
