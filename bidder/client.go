@@ -251,7 +251,7 @@ func wireError(verb string, err error) error {
 	code := bourse.EUnavailable
 	msg := "the exchange did not answer " + verb
 	if errors.Is(err, nats.ErrNoResponders) {
-		msg = "no exchange is listening (is it running?)"
+		msg = "no exchange is listening (is one running, and can it reach its database and the usage stream?)"
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 		code = bourse.EDeadlineExceeded

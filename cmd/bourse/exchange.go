@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -114,7 +116,11 @@ at 2 places unless said) and the wallets --fund opens and funds.
 			if err != nil {
 				return err
 			}
-			stopMetrics, err := serveMetrics(metricsAddr, reg, exchangeReady(nc, store), log)
+			dbReady := exchangeReady(nc, store)
+			ready := func(ctx context.Context) error { // out of the queue group, or the database away now
+				return errors.Join(svc.Ready(ctx), dbReady(ctx))
+			}
+			stopMetrics, err := serveMetrics(metricsAddr, reg, ready, log)
 			if err != nil {
 				svc.Stop()
 				return err

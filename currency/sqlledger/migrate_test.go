@@ -2,8 +2,6 @@ package sqlledger
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/internal/pgtest"
 )
 
 func TestMigrationsNamed(t *testing.T) {
@@ -111,65 +110,18 @@ func TestUnavailableAfterOpen(t *testing.T) {
 	dbURL := freshDB(t)
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
+	p := pgtest.NewProxy(t, u.Host)
 	ctx := context.Background()
-	l, err := Open(ctx, u.String()+"&connect_timeout=2", Options{MaxRetries: 3})
+	l, err := Open(ctx, p.Through(t, dbURL)+"&connect_timeout=2", Options{MaxRetries: 3})
 	require.NoError(t, err)
 	defer l.Close()
 	require.NoError(t, l.CreateCurrency(ctx, currency.Currency{Code: "GPU", Scale: 2}))
 
-	p.close()
+	p.Cut()
 	_, err = l.Currency(ctx, "EUR")
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "%v", err)
 	_, err = l.Apply(ctx, currency.Transfer{Key: "k", From: currency.IssuanceID("GPU"), To: "wallet/GPU/a", Amount: decimal.NewFromInt(1)})
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "%v", err)
 	_, err = l.Balance(ctx, currency.IssuanceID("GPU"))
 	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "%v", err)
-}
-
-// proxy forwards TCP connections from a loopback port to target until
-// closed, when it cuts them all.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln}
-	t.Cleanup(p.close)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }

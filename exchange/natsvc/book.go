@@ -22,7 +22,7 @@ const matchEvery = 100 * time.Millisecond
 // two lead for a moment).
 func (s *Service) match(ctx context.Context) {
 	every(ctx, matchEvery, func() {
-		if s.peers.leads(s.cfg.Now()) {
+		if s.served() && s.peers.leads(s.cfg.Now()) {
 			s.house.Match(ctx)
 		}
 	})

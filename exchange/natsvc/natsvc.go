@@ -59,6 +59,9 @@ type Config struct {
 	// Files bounds the clients' files, and the buckets that keep them
 	// (files.go).
 	Files FilesLimits
+	// CheckEvery is how often the instance checks that it can serve: its
+	// database answers and the usage stream has a leader (serving.go), 1s.
+	CheckEvery time.Duration
 	// JetStreamWait is how long Start waits for JetStream to create the
 	// usage stream and its consumer, retrying (2 minutes): a NATS cluster
 	// just started has no stream leader for a while.
@@ -90,6 +93,9 @@ func (c *Config) defaults() error {
 	if c.StreamPerContract <= 0 {
 		c.StreamPerContract = 100_000
 	}
+	if c.CheckEvery <= 0 {
+		c.CheckEvery = time.Second
+	}
 	if c.JetStreamWait <= 0 {
 		c.JetStreamWait = 2 * time.Minute
 	}
@@ -119,7 +125,10 @@ type Service struct {
 	peers    *peers         // the instances running, for the limits' shares
 	requests sync.WaitGroup // requests to servers sent on the House's behalf
 
-	svc       micro.Service
+	svcMu     sync.Mutex
+	svc       micro.Service // nil while the instance does not serve (serving.go)
+	closed    bool          // Stop was called: serve no more
+	serving   serving       // whether the instance can serve, and why not
 	subs      []*nats.Subscription
 	js        jetstream.JetStream // the servers' output streams, read for their clients
 	outputs   sync.Map            // servers whose output stream this instance has made (ensureOutput)
@@ -177,7 +186,15 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 		inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bourse_exchange_in_flight",
 			Help: "Offers, suspends and kills this instance is handling now, of its MaxInFlight."},
 			func() float64 { return float64(len(s.inflight)) })
-		for _, c := range []prometheus.Collector{s.busy, s.refused, s.dropped, inFlight} {
+		serving := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bourse_exchange_serving",
+			Help: "1 while this instance is in the queue group and answers requests; 0 while it left it, unable to reach its database or the usage stream (its log and /readyz say why)."},
+			func() float64 {
+				if s.served() {
+					return 1
+				}
+				return 0
+			})
+		for _, c := range []prometheus.Collector{s.busy, s.refused, s.dropped, inFlight, serving} {
 			if err := hc.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("natsvc: register metrics: %w", err)
 			}
@@ -192,6 +209,10 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.startOutput(ctx); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("natsvc: output streams: %w", err)
+	}
+	if err := s.startHeartbeats(); err != nil {
+		s.Stop()
+		return nil, err
 	}
 	if err := s.startEndpoints(); err != nil {
 		s.Stop()
@@ -208,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Service, error) {
 	}()
 	s.wg.Go(func() { s.publishMarket(runCtx) })
 	s.wg.Go(func() { s.match(runCtx) })
+	s.wg.Go(func() { s.watchServing(runCtx) })
 	return s, nil
 }
 
@@ -221,9 +243,12 @@ func (s *Service) LiveServers() int { return s.house.LiveServers() }
 // usage consumer and the sweep. Unacknowledged readings are redelivered
 // to another instance.
 func (s *Service) Stop() {
+	s.svcMu.Lock()
+	s.closed = true
 	if s.svc != nil {
 		_ = s.svc.Stop()
 	}
+	s.svcMu.Unlock()
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
@@ -265,7 +290,17 @@ func (s *Service) sweep(ctx context.Context) {
 	}
 }
 
+// errStopped: the Service was stopped, and serves no more.
+var errStopped = errors.New("natsvc: the service was stopped")
+
+// startEndpoints joins the queue group: the micro service and its
+// endpoints, unless the Service was stopped.
 func (s *Service) startEndpoints() error {
+	s.svcMu.Lock()
+	defer s.svcMu.Unlock()
+	if s.closed {
+		return errStopped
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        s.serve.Name,
 		Version:     s.serve.Version,
@@ -307,17 +342,23 @@ func (s *Service) startEndpoints() error {
 			return fmt.Errorf("natsvc: add endpoint %s: %w", e.verb, err)
 		}
 	}
-	// Every instance hears every heartbeat, so each can route.
-	sub, err := s.nc.Subscribe(protocol.ServerSubject("*", protocol.VerbHeartbeat), s.handleHeartbeat)
-	if err != nil {
-		return fmt.Errorf("natsvc: subscribe to heartbeats: %w", err)
-	}
-	s.subs = append(s.subs, sub)
 	// Make the subscriptions known to the server before Start returns, so
 	// that a request sent right after Start finds a responder.
 	if err := s.nc.Flush(); err != nil {
 		return fmt.Errorf("natsvc: flush subscriptions: %w", err)
 	}
+	return nil
+}
+
+// startHeartbeats subscribes to every server's heartbeats: every instance
+// hears each, so each can route, whether it serves requests now or not
+// (serving.go).
+func (s *Service) startHeartbeats() error {
+	sub, err := s.nc.Subscribe(protocol.ServerSubject("*", protocol.VerbHeartbeat), s.handleHeartbeat)
+	if err != nil {
+		return fmt.Errorf("natsvc: subscribe to heartbeats: %w", err)
+	}
+	s.subs = append(s.subs, sub)
 	return nil
 }
 

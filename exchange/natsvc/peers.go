@@ -105,7 +105,9 @@ func (s *Service) startPeers(ctx context.Context) error {
 		t := time.NewTicker(peersEvery)
 		defer t.Stop()
 		for {
-			_ = s.nc.Publish(PeersSubject, []byte(s.peers.self))
+			if s.served() { // one out of the queue group leads nothing, nor takes a share
+				_ = s.nc.Publish(PeersSubject, []byte(s.peers.self))
+			}
 			select {
 			case <-ctx.Done():
 				return
