@@ -30,11 +30,11 @@ const checksToChange = 2
 
 // serving is whether an instance serves requests now, and why not.
 type serving struct {
-	mu       sync.Mutex
-	down     error     // why it does not serve; nil while it does
-	since    time.Time // when it left
-	failed   int       // checks failed in a row
-	passed   int       // checks passed in a row since it left
+	mu     sync.Mutex
+	down   error     // why it does not serve; nil while it does
+	since  time.Time // when it left
+	failed int       // checks failed in a row
+	passed int       // checks passed in a row since it left
 }
 
 // Serving says whether the instance serves requests now: nil, or why it
