@@ -12,11 +12,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
@@ -99,11 +101,38 @@ func (p *probe) run(ctx context.Context, server string) {
 	}
 }
 
+// probeTerms is an offer of one GPU for a job of d at full use to
+// server: a time limit of 5 s, or a multiple of it past 3d, and a
+// prepayment of all it can cost (2 for each 5 s).
+func probeTerms(client, server string, d time.Duration) contract.Terms {
+	fives := max(1, int64((3*d+5*time.Second-1)/(5*time.Second)))
+	return contract.Terms{Client: client, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
+		TimeLimit: time.Duration(fives) * 5 * time.Second, Prepayment: dectest.D("2").Mul(decimal.NewFromInt(fives)),
+		P:   contract.Flat(dectest.D("0.40")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: d}}}
+}
+
+// long makes one offer of a job that runs for d to server, beside the
+// probing, and returns its contract's id once the job runs: a job that
+// outlasts a moment the test picks.
+func (p *probe) long(store exchange.Store, server string, d time.Duration) string {
+	p.t.Helper()
+	rid := fmt.Sprintf("probe-%s-long-%d", server, time.Now().UnixNano())
+	reply, err := p.c.Offer(context.Background(), rid, probeTerms(p.id, server, d))
+	p.told.Note(p.id, rid, reply, err)
+	require.NoError(p.t, err, "an offer of a %v job to %s", d, server)
+	require.NotNil(p.t, reply.Contract, "an offer of a %v job to %s: %+v", d, server, reply)
+	id := reply.Contract.ID
+	waitFor(p.t, 5*time.Second, id+" running", func() bool {
+		k, err := store.Contract(context.Background(), id)
+		return err == nil && k.State == contract.StateRunning
+	})
+	return id
+}
+
 // offer makes one offer of a short job to server and keeps what came of it.
 func (p *probe) offer(ctx context.Context, server, rid string) try {
-	terms := contract.Terms{Client: p.id, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
-		TimeLimit: 5 * time.Second, Prepayment: dectest.D("2"), P: contract.Flat(dectest.D("0.40")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: 300 * time.Millisecond}}}
+	terms := probeTerms(p.id, server, 300*time.Millisecond)
 	tr := try{sent: time.Now()}
 	reply, err := p.c.Offer(ctx, rid, terms)
 	tr.answered = time.Now()

@@ -183,7 +183,7 @@ func (f *FS) unmount() error {
 // must run and the test fails instead.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := available(); err != nil {
+	if err := Available(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("lazyfs: %v: in CI the lazy file system must run (as root, with /dev/fuse)", err)
 		}
@@ -191,9 +191,9 @@ func Require(t testing.TB) {
 	}
 }
 
-// available says why the lazy file system cannot mount here, if it
+// Available says why the lazy file system cannot mount here, if it
 // cannot.
-func available() error {
+func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root (mount(2) needs it; there is no fusermount)")
 	}

@@ -23,6 +23,7 @@ import (
 type Procs struct {
 	t     testing.TB
 	bin   string
+	conf  func(port int) string // StartNode's, for Aside
 	Nodes []*Proc
 }
 
@@ -100,10 +101,17 @@ func StartProcs(t testing.TB, n int) *Procs {
 // the test ends. It returns once the node takes clients.
 func StartNode(t testing.TB, bin string, conf func(port int) string) *Procs {
 	t.Helper()
-	c := &Procs{t: t, bin: bin}
+	return StartNodeOn(t, bin, filepath.Join(t.TempDir(), "jetstream"), conf)
+}
+
+// StartNodeOn is StartNode with the JetStream store in directory store
+// (a lazy file system's, for a power loss).
+func StartNodeOn(t testing.TB, bin, store string, conf func(port int) string) *Procs {
+	t.Helper()
+	c := &Procs{t: t, bin: bin, conf: conf}
 	dir := t.TempDir()
 	p := &Proc{Name: "nats-1", Port: freePorts(t, 1)[0], conf: filepath.Join(dir, "nats-server.conf"),
-		store: filepath.Join(dir, "jetstream"), log: filepath.Join(dir, "nats-server.log")}
+		store: store, log: filepath.Join(dir, "nats-server.log")}
 	if err := os.WriteFile(p.conf, []byte(conf(p.Port)), 0o600); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
@@ -136,13 +144,39 @@ func Installed(t testing.TB) string {
 // Start starts node i, again on its ports, configuration and store.
 func (c *Procs) Start(i int) {
 	c.t.Helper()
-	p := c.Nodes[i]
+	c.run(c.Nodes[i], c.Nodes[i].conf, c.Nodes[i].Port)
+}
+
+// Aside starts StartNode's node on its store but on a client port of its
+// own, where none of its parties finds it, calls look with its URL, and
+// stops it (SIGTERM): what the store holds, as the node recovers it,
+// before any party writes to it. The node must be down.
+func (c *Procs) Aside(look func(url string)) {
+	c.t.Helper()
+	p := c.Nodes[0]
+	if c.conf == nil || p.Running() {
+		c.t.Fatalf("natstest: Aside needs StartNode's node, stopped")
+	}
+	port := freePorts(c.t, 1)[0]
+	conf := p.conf + ".aside"
+	if err := os.WriteFile(conf, []byte(c.conf(port)), 0o600); err != nil {
+		c.t.Fatalf("natstest: %v", err)
+	}
+	c.run(p, conf, port)
+	look(fmt.Sprintf("nats://127.0.0.1:%d", port))
+	c.Stop(0)
+}
+
+// run starts p's process with configuration file conf, which names
+// client port port, and waits until it takes clients there.
+func (c *Procs) run(p *Proc, conf string, port int) {
+	c.t.Helper()
 	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		c.t.Fatalf("natstest: %v", err)
 	}
 	defer log.Close()
-	p.cmd = exec.Command(c.bin, "-c", p.conf, "-sd", p.store)
+	p.cmd = exec.Command(c.bin, "-c", conf, "-sd", p.store)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatalf("natstest: start %s: %v", p.Name, err)
@@ -158,7 +192,7 @@ func (c *Procs) Start(i int) {
 	}(p.cmd, p.exited, p.asked)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port), time.Second); err == nil {
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
 			conn.Close()
 			return
 		}
