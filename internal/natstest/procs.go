@@ -24,6 +24,7 @@ type Procs struct {
 	t     testing.TB
 	bin   string
 	conf  func(port int) string // StartNode's, for Aside
+	net   *netns                // StartProcsApart's
 	Nodes []*Proc
 }
 
@@ -32,6 +33,7 @@ type Proc struct {
 	Name        string
 	Port        int // clients
 	ClusterPort int // routes
+	index       int // in Procs.Nodes
 	conf, store string
 	log         string
 	cmd         *exec.Cmd
@@ -73,26 +75,38 @@ func StartProcs(t testing.TB, n int) *Procs {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
 	}
 	for i := range n {
-		p := &Proc{Name: fmt.Sprintf("nats-%d", i+1), Port: ports[i], ClusterPort: ports[n+i],
+		p := &Proc{Name: fmt.Sprintf("nats-%d", i+1), Port: ports[i], ClusterPort: ports[n+i], index: i,
 			conf: filepath.Join(dir, fmt.Sprintf("nats-%d.conf", i+1)), store: filepath.Join(dir, fmt.Sprintf("store-%d", i+1)),
 			log: filepath.Join(dir, fmt.Sprintf("nats-%d.log", i+1))}
 		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\njetstream: enabled\n"+
 			"cluster { name: bourse, listen: 127.0.0.1:%d, routes: [%s] }\n",
 			p.Name, p.Port, p.ClusterPort, strings.Join(routes, ", "))
-		if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
-			t.Fatalf("natstest: %v", err)
-		}
-		c.Nodes = append(c.Nodes, p)
+		c.add(p, conf)
 	}
+	c.startAll()
+	return c
+}
+
+// add adds node p with configuration conf, written to its file.
+func (c *Procs) add(p *Proc, conf string) {
+	c.t.Helper()
+	if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
+		c.t.Fatalf("natstest: %v", err)
+	}
+	c.Nodes = append(c.Nodes, p)
+}
+
+// startAll starts every node, and kills them when the test ends.
+func (c *Procs) startAll() {
+	c.t.Helper()
 	for i := range c.Nodes {
 		c.Start(i)
 	}
-	t.Cleanup(func() {
+	c.t.Cleanup(func() {
 		for i := range c.Nodes {
 			c.Kill(i)
 		}
 	})
-	return c
 }
 
 // StartNode starts one nats-server process of bin (Installed, or
@@ -176,7 +190,14 @@ func (c *Procs) run(p *Proc, conf string, port int) {
 		c.t.Fatalf("natstest: %v", err)
 	}
 	defer log.Close()
+	dial := func() (net.Conn, error) {
+		return net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	}
 	p.cmd = exec.Command(c.bin, "-c", conf, "-sd", p.store)
+	if c.net != nil {
+		p.cmd = c.net.command(p.index, c.bin, "-c", conf, "-sd", p.store)
+		dial = func() (net.Conn, error) { return c.net.dial(p.index, fmt.Sprintf("127.0.0.1:%d", apartClientPort)) }
+	}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatalf("natstest: start %s: %v", p.Name, err)
@@ -192,7 +213,7 @@ func (c *Procs) run(p *Proc, conf string, port int) {
 	}(p.cmd, p.exited, p.asked)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+		if conn, err := dial(); err == nil {
 			conn.Close()
 			return
 		}
