@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -232,6 +233,46 @@ func (p *probe) seen(server string, began, ended time.Time) string {
 	return fmt.Sprintf("failed for %v from the fault's start, accepted again %v after its end; answers meanwhile %s (%s); the slowest took %v",
 		back.Sub(began).Round(10*time.Millisecond), back.Sub(ended).Round(10*time.Millisecond), strings.Join(answers, ", "),
 		strings.Join(slices.Sorted(maps.Keys(whys)), "; "), slowest.Round(10*time.Millisecond))
+}
+
+// during says what the probe saw of server while a fault lasted, from
+// began to ended, where offers may go on being accepted (a partition's
+// side that still reaches the server): how many offers sent meanwhile
+// were accepted and how many failed, with what, the longest time without
+// an accepted offer, and when the first offer sent after ended was.
+func (p *probe) during(server string, began, ended time.Time) string {
+	p.mu.Lock()
+	tries := slices.Clone(p.tries[server])
+	p.mu.Unlock()
+	slices.SortFunc(tries, func(a, b try) int { return a.sent.Compare(b.sent) })
+	accepted, failed := 0, map[string]int{}
+	last, longest := began, time.Duration(0)
+	var back time.Time
+	for _, tr := range tries {
+		switch {
+		case tr.sent.Before(began):
+		case !tr.sent.Before(ended):
+			if tr.accepted && back.IsZero() {
+				back = tr.sent
+			}
+		case tr.accepted:
+			accepted++
+			longest, last = max(longest, tr.sent.Sub(last)), tr.sent
+		default:
+			failed[string(tr.code)+" ("+tr.why+")"]++
+		}
+	}
+	longest = max(longest, ended.Sub(last))
+	var fails []string
+	for _, why := range slices.Sorted(maps.Keys(failed)) {
+		fails = append(fails, fmt.Sprintf("%d %s", failed[why], why))
+	}
+	again := "none accepted after"
+	if !back.IsZero() {
+		again = fmt.Sprintf("accepted again %v after", back.Sub(ended).Round(10*time.Millisecond))
+	}
+	return fmt.Sprintf("%d accepted, failed %s; the longest without an accepted offer %v; %s its end",
+		accepted, cmp.Or(strings.Join(fails, ", "), "none"), longest.Round(10*time.Millisecond), again)
 }
 
 // readings keeps the readings the servers sent, as the usage stream got
