@@ -20,12 +20,15 @@ import (
 // node has an exchange, a GPU server (atlas) and clients on it, trading
 // throughout. The cut is real (natstest.StartProcsApart: each node in a
 // network namespace of its own, every packet between the cut node and
-// the others dropped; the routes notice by the pings they miss), and a
-// node's parties stay with it, as the machines of one rack do. During
-// the cut the cut-off side has no JetStream quorum: its server's
-// readings go to the exchange on its side directly (receipts), which
-// stores them, and records that it hears that server, so that the
-// majority's exchanges, which do not, leave its contracts alone. After
+// the others dropped; the routes, pinging every two minutes as by
+// default, do not notice a cut this short), and a node's parties stay
+// with it, as the machines of one rack do. During the cut the cut-off
+// side has no JetStream quorum: its server's readings go to an exchange
+// directly (receipts), and wait while that question goes over a dead
+// route, and the exchange on its side records that it hears that
+// server, so that the majority's exchanges, which do not, leave its
+// contracts alone (without that, 7 contracts settled as server lost in
+// a run). After
 // the heal every contract made before, during and after the cut settles
 // or voids, none as server lost; every charge is the price of its
 // server's own final reading; every request id has the outcome its
