@@ -130,6 +130,9 @@ func newNetns(t testing.TB, ip string, n, clientPort int) *netns {
 			t.Fatalf("natstest: relay: %v", err)
 		}
 		ns.relays = append(ns.relays, l)
+	}
+	// The relays read the nodes' names: they start once all are made.
+	for i, l := range ns.relays {
 		go ns.relay(l, i, clientPort)
 	}
 	return ns
