@@ -189,10 +189,16 @@ func faults(t *testing.T, natsBin string, config, only []string) {
 			name, errorsSince(before, now), closed.Round(10*time.Millisecond), before.SettledTotal(), now.SettledTotal(), now.Settled)
 	}
 
-	registered, unanswered := map[string]int{}, map[string]int{}
+	// What each agent's log said so far: a phase's line counts what it
+	// says after.
+	const (
+		registeredLine = `msg=registered`
+		unansweredLine = `msg="hello not answered`
+		askedLine      = `msg="asking the exchange about final readings`
+	)
+	registered, unanswered, asked := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, s := range serverIDs {
-		registered[s] = agents[s].countLines(`msg=registered`)
-		unanswered[s] = agents[s].countLines(`msg="hello not answered`)
+		registered[s], unanswered[s], asked[s] = agents[s].countLines(registeredLine), agents[s].countLines(unansweredLine), agents[s].countLines(askedLine)
 	}
 	// The exchange keeps its servers through its own outage, so offers
 	// are accepted before an agent's hello goes through: the hello may
@@ -205,12 +211,11 @@ func faults(t *testing.T, natsBin string, config, only []string) {
 				break
 			}
 			waitFor(t, 30*time.Second, s+"'s hello again after NATS came back", func() bool {
-				return agents[s].countLines(`msg=registered`) > registered[s]
+				return agents[s].countLines(registeredLine) > registered[s]
 			})
 			t.Logf("fault: %s: %s registered again after %d unanswered hellos, and asked %d times about final readings it had no receipt for",
-				name, s, agents[s].countLines(`msg="hello not answered`)-unanswered[s], agents[s].countLines(`msg="asking the exchange about final readings`))
-			registered[s] = agents[s].countLines(`msg=registered`)
-			unanswered[s] = agents[s].countLines(`msg="hello not answered`)
+				name, s, agents[s].countLines(unansweredLine)-unanswered[s], agents[s].countLines(askedLine)-asked[s])
+			registered[s], unanswered[s], asked[s] = agents[s].countLines(registeredLine), agents[s].countLines(unansweredLine), agents[s].countLines(askedLine)
 		}
 	}
 	phase(phaseNATS, func() {
@@ -227,7 +232,7 @@ func faults(t *testing.T, natsBin string, config, only []string) {
 		durable := !slices.Contains(config, "--sync-interval")
 		phase(phasePowerLoss, func() {
 			lazy.powerLoss(nodes, ex, natsURL, nats.UserInfo("exchange", "exchange-secret"),
-				func() string { return probe.long(store, "atlas", 3*time.Second) },
+				func() string { return probe.long(store, "atlas", 5*time.Second) },
 				func(id string) bool { rd, ok := readings.lastOf(id); return ok && rd.Final }, durable)
 		})
 		helloAgain(phasePowerLoss)

@@ -65,15 +65,14 @@ func (l *lazyStore) mount() {
 // behind (paused) with a job (job: a contract running) to end: its pulls
 // expire, and readings wait in the stream, acknowledged to their servers
 // and not yet counted, the job's final reading among them (final says
-// whether the test's reading log has it), which is what a power loss
-// can take. Then nats-server is killed
-// and its unsynced writes dropped at once, as a power loss does; it
-// starts again on what its disk kept, and the exchange goes on. Where
-// the configuration syncs every write (durable), the stream must still
-// hold every reading it acknowledged that the exchange had not; where it
-// does not, it must have lost some, or the fault did nothing. Every
-// contract is paid its server's final reading all the same: the phase's
-// and the test's checks say so.
+// whether the test's reading log has it), which is what a power loss can
+// take. Then nats-server is killed and its unsynced writes dropped at
+// once, as a power loss does; it starts again on what its disk kept, and
+// the exchange goes on. Where the configuration syncs every write
+// (durable), the stream must still hold every reading it acknowledged
+// that the exchange had not; where it does not, it must have lost some,
+// or the fault did nothing. Every contract is paid its server's final
+// reading all the same: the phase's and the test's checks say so.
 func (l *lazyStore) powerLoss(nodes *natstest.Procs, ex *exchangeProc, url string, login nats.Option, job func() string, final func(id string) bool, durable bool) {
 	t := l.t
 	t.Helper()
