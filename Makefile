@@ -76,10 +76,11 @@ sim-trace:
 ## python3 with torch; not part of make test): the meter against a known
 ## load and against one in a child that called setsid (as root), then a whole
 ## market selling that GPU to jobs of known duty cycle (every charge against
-## the jobs' own CUDA-event kernel time)
+## the jobs' own CUDA-event kernel time), by the process runner and, as root
+## with runc, by the container runner (a client's image with no CUDA of its own)
 gpu-meter:
 	$(GO) test -tags gpu -count=1 -run 'RealLoad|SetsidLoad' -v ./server/nvmlmeter/
-	$(GO) test -tags gpu -count=1 -run GPUMarket -v -timeout 15m ./cmd/bourse/
+	$(GO) test -tags gpu -count=1 -run 'GPUMarket|GPUContainer' -v -timeout 15m ./cmd/bourse/
 
 ## gpu-tests: the test binaries of gpu-meter in bin/gpu, for a GPU machine
 ## without Go (scripts/gpu-meter.sh runs them there)
@@ -87,6 +88,8 @@ gpu-tests:
 	mkdir -p bin/gpu
 	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/nvmlmeter.test ./server/nvmlmeter/
 	$(GO) test -c -tags gpu -ldflags=-s\ -w -o bin/gpu/bourse.test ./cmd/bourse/
+	rm -rf bin/gpu/duty-root && scripts/gpu-duty-root.sh bin/gpu/duty-root
+	rm -rf bin/gpu/debs && mkdir -p bin/gpu/debs && cd bin/gpu/debs && apt-get download runc busybox-static || echo 'gpu-tests: no runc or busybox-static packages: TestGPUContainer will skip where they are missing'
 
 ## nats-server: a current nats-server (the release go.mod pins, 2.15) built
 ## to bin/nats-server, for deployments and tests that want one newer than

@@ -34,6 +34,9 @@ type containerSettings struct {
 	Network      string   `yaml:"network"` // none (the default) or host
 	StateDir     string   `yaml:"state_dir"`
 	CDIDirs      []string `yaml:"cdi_dirs"`
+	// DriverLibDirs are where the driver's libraries are found for a
+	// machine without a CDI specification (container.DefaultLibDirs).
+	DriverLibDirs []string `yaml:"driver_lib_dirs"`
 }
 
 // imageStore opens the store a container runner pulls images through.
@@ -58,7 +61,7 @@ func (c *serverConfig) containerRunner(open imageStore, users []string, meter se
 	cr, err := container.New(container.Config{
 		Runtime: r.Runtime, Images: images,
 		Sources: protocol.Images{Allowed: sc.Allowed, MaxBytes: sc.MaxBytes, MaxUnpackedBytes: sc.MaxUnpackedBytes},
-		Users:   users, Env: r.Env, AllowEnv: r.AllowEnv, Devices: devices, CDIDirs: r.CDIDirs,
+		Users:   users, Env: r.Env, AllowEnv: r.AllowEnv, Devices: devices, CDIDirs: r.CDIDirs, LibDirs: r.DriverLibDirs,
 		Pids: r.Pids, MemoryPerGPU: r.MemoryPerGPU, TmpBytes: r.TmpBytes, Network: r.Network, StateDir: r.StateDir,
 		OutputDir: r.OutputDir, OutputCap: r.OutputCap, Grace: r.Grace, StoppedTTL: r.StoppedTTL, MaxFrozen: r.MaxFrozen, Meter: meter, NoMeter: noMeter, Logger: log,
 		FilesBytes: r.FilesBytes, FilesCount: r.FilesCount,

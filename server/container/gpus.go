@@ -261,8 +261,10 @@ var driverLibs = []string{"libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcomp
 const DriverLibDir = "/usr/local/nvidia/lib64"
 
 // DefaultLibDirs are where the runner looks for the driver's libraries
-// without a CDI specification.
-var DefaultLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu"}
+// without a CDI specification: Debian's and Red Hat's places, and
+// DriverLibDir, where cloud images (GKE's, and the machines this project's
+// GPU tests ran on) install the driver.
+var DefaultLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", DriverLibDir}
 
 // found is a container's edits without CDI: the GPUs' nodes and the
 // driver's control nodes and libraries, those that exist.
