@@ -13,6 +13,9 @@ type Price struct{ num, den decimal.Decimal }
 // Cmp compares two rates exactly: -1, 0 or +1.
 func (r Price) Cmp(s Price) int { return r.num.Mul(s.den).Cmp(s.num.Mul(r.den)) }
 
+// Exceeds says whether the rate is above d, exactly.
+func (r Price) Exceeds(d decimal.Decimal) bool { return r.num.Cmp(d.Mul(r.den)) > 0 }
+
 // Decimal is the rate rounded half up at places decimal places, for
 // showing and for arithmetic that may round.
 func (r Price) Decimal(places int32) decimal.Decimal {

@@ -271,3 +271,30 @@ func TestFreeBeforePreempting(t *testing.T) {
 	require.NotNil(t, r.Contract, "%+v", r)
 	assert.Equal(t, "cheap", r.Contract.Server, "bob's preemptible job stops for it")
 }
+
+// TestPreemptsOnlyWhatItOutbids: a preempting server's ask carries what
+// each preemptible run pays, so a guaranteed offer that outbids none of
+// them is not sent there to be refused (routing under preemption asked
+// such servers over and over: 42,847 refusals "no free GPU" in the
+// preempting example of docs/sim.md), while one that outbids a run is,
+// and takes its GPU.
+func TestPreemptsOnlyWhatItOutbids(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	h.Server("cheap", "H100", 1, server.Preempting{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))}})
+	h.Wallet("alice", "100")
+	h.Wallet("bob", "100")
+	low := named(job(1, "0.004"), "cheap")
+	low.Preemptible = true
+	r := offer(t, h, "bob", "low", low, 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	h.Beat()
+	before := h.Router.Asked["cheap"]
+
+	r = offer(t, h, "alice", "below", job(1, "0.003"), 0)
+	assert.Nil(t, r.Contract, "bob's job pays 0.004 a GPU-second: a guaranteed 0.003 does not preempt it")
+	assert.Equal(t, before, h.Router.Asked["cheap"], "the server was asked an offer its ask says it refuses")
+
+	r = offer(t, h, "alice", "above", job(1, "0.005"), 0)
+	require.NotNil(t, r.Contract, "%+v", r)
+	assert.Equal(t, "cheap", r.Contract.Server, "0.005 outbids bob's 0.004: his job stops for it")
+}

@@ -45,6 +45,12 @@ type ClassAsk struct {
 	// Preemptible are the GPUs of the class running preemptible
 	// contracts: room for a guaranteed offer, where the server preempts.
 	Preemptible int `json:"preemptible,omitempty"`
+	// PreemptibleRuns are those GPUs by the contracts that hold them,
+	// cheapest first: a server preempts only a contract paying less per
+	// GPU-second at full use than the offer (server.Preempting), so an
+	// offer has room only in the runs it outbids. Empty with Preemptible
+	// set: a server of old, whose runs all count.
+	PreemptibleRuns []PreemptibleRun `json:"preemptible_runs,omitempty"`
 	// FreeAt says when busy GPUs free up at the latest (their contracts'
 	// time limits), soonest first, at most MaxFreeAt times.
 	FreeAt []FreeAt `json:"free_at,omitempty"`
@@ -55,6 +61,19 @@ type ClassAsk struct {
 	P contract.Curve `json:"p,omitempty"`
 	Q contract.Curve `json:"q,omitempty"`
 }
+
+// PreemptibleRun is the GPUs of a class one running preemptible contract
+// holds, and its full-use rate per GPU-second (contract.Terms.
+// FullUsePrice), rounded up: an offer whose own full-use rate exceeds it
+// outbids the contract.
+type PreemptibleRun struct {
+	GPUs int             `json:"gpus"`
+	Rate decimal.Decimal `json:"rate"`
+}
+
+// RatePlaces are the decimal places of a PreemptibleRun's rate: rounded
+// up there, an offer the rate says outbids the contract does.
+const RatePlaces = 12
 
 // FreeAt is a count of GPUs that free up by a time.
 type FreeAt struct {
@@ -104,6 +123,18 @@ func (a *Ask) Check(gpus []contract.GPU) error {
 			return bad(f+".free", "%d free and %d preemptible of %d GPUs", c.Free, c.Preemptible, c.GPUs)
 		case len(c.FreeAt) > MaxFreeAt:
 			return bad(f+".free_at", "%d times; at most %d", len(c.FreeAt), MaxFreeAt)
+		case len(c.PreemptibleRuns) > c.Preemptible:
+			return bad(f+".preemptible_runs", "%d runs on %d preemptible GPUs", len(c.PreemptibleRuns), c.Preemptible)
+		}
+		held := 0
+		for j, r := range c.PreemptibleRuns {
+			if r.GPUs < 1 || r.Rate.IsNegative() || (j > 0 && r.Rate.LessThan(c.PreemptibleRuns[j-1].Rate)) {
+				return bad(fmt.Sprintf("%s.preemptible_runs[%d]", f, j), "%d GPUs at %s: runs are of a GPU or more, cheapest first", r.GPUs, r.Rate)
+			}
+			held += r.GPUs
+		}
+		if len(c.PreemptibleRuns) > 0 && held != c.Preemptible {
+			return bad(f+".preemptible_runs", "runs hold %d GPUs of the %d preemptible", held, c.Preemptible)
 		}
 		seen[k] = true
 		for j, fa := range c.FreeAt {
@@ -125,12 +156,22 @@ func (a *Ask) Check(gpus []contract.GPU) error {
 
 // Room is how many GPUs of the class an offer of terms t could have here
 // now: the free ones, and for a guaranteed offer to a server that
-// preempts, those running preemptible contracts too.
+// preempts, those running preemptible contracts it outbids too.
 func (a *Ask) Room(c ClassAsk, t contract.Terms) int {
-	if a.Preempts && !t.Preemptible {
+	if !a.Preempts || t.Preemptible || c.Preemptible == 0 {
+		return c.Free
+	}
+	if len(c.PreemptibleRuns) == 0 {
 		return c.Free + c.Preemptible
 	}
-	return c.Free
+	rate, n := t.FullUsePrice(), c.Free
+	for _, r := range c.PreemptibleRuns {
+		if !rate.Exceeds(r.Rate) {
+			break // cheapest first: it outbids none after
+		}
+		n += r.GPUs
+	}
+	return n
 }
 
 // Meets says whether terms t meet the ask of class c: its curves cover

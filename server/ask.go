@@ -114,6 +114,7 @@ func (n *Node) ask(now time.Time) *protocol.Ask {
 		mem   int
 	}
 	preemptible := map[class]int{}
+	runs := map[class]map[string]*protocol.PreemptibleRun{}
 	freeAt := map[class]map[time.Time]int{}
 	byIndex := map[int]contract.GPU{}
 	for _, g := range n.cfg.GPUs {
@@ -132,6 +133,13 @@ func (n *Node) ask(now time.Time) *protocol.Ask {
 			}
 			if r.terms.Preemptible && r.claimed == "" {
 				preemptible[k]++
+				if runs[k] == nil {
+					runs[k] = map[string]*protocol.PreemptibleRun{}
+				}
+				if runs[k][r.id] == nil {
+					runs[k][r.id] = &protocol.PreemptibleRun{Rate: r.terms.FullUsePrice().Ceil(protocol.RatePlaces)}
+				}
+				runs[k][r.id].GPUs++
 			}
 			if freeAt[k] == nil {
 				freeAt[k] = map[time.Time]int{}
@@ -156,6 +164,12 @@ func (n *Node) ask(now time.Time) *protocol.Ask {
 		c := &out.Classes[i]
 		k := class{c.Model, c.MemoryMiB}
 		c.Preemptible = preemptible[k]
+		for _, r := range runs[k] {
+			c.PreemptibleRuns = append(c.PreemptibleRuns, *r)
+		}
+		slices.SortFunc(c.PreemptibleRuns, func(x, y protocol.PreemptibleRun) int {
+			return cmp.Or(x.Rate.Cmp(y.Rate), cmp.Compare(x.GPUs, y.GPUs))
+		})
 		for at, gpus := range freeAt[k] {
 			c.FreeAt = append(c.FreeAt, protocol.FreeAt{At: at.UTC(), GPUs: gpus})
 		}
