@@ -42,7 +42,9 @@ func TestAskRunsChecked(t *testing.T) {
 	ask := func(runs ...protocol.PreemptibleRun) *protocol.Ask {
 		return &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", GPUs: 3, Free: 0, Preemptible: 3, PreemptibleRuns: runs}}}
 	}
-	run := func(n int, rate string) protocol.PreemptibleRun { return protocol.PreemptibleRun{GPUs: n, Rate: dectest.D(rate)} }
+	run := func(n int, rate string) protocol.PreemptibleRun {
+		return protocol.PreemptibleRun{GPUs: n, Rate: dectest.D(rate)}
+	}
 	require.NoError(t, ask().Check(gpus))
 	require.NoError(t, ask(run(1, "0.001"), run(2, "0.003")).Check(gpus))
 	for name, a := range map[string]*protocol.Ask{
