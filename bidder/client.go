@@ -236,7 +236,24 @@ func (c *Client) request(ctx context.Context, verb string, body, out any) error 
 	if err := json.Unmarshal(msg.Data, out); err != nil {
 		return fmt.Errorf("bidder: decode %s reply: %w", verb, err)
 	}
+	ordered(out)
 	return nil
+}
+
+// ordered puts the counter-offers that a reply or an event v carries in
+// their one order (strategy.CompareCounters), as they arrive: they come
+// in the order their servers answered, which changes from one offer to
+// the next, and every user of a Client (bourse bid's --take N, --auto,
+// the strategies) numbers and takes them in this one.
+func ordered(v any) {
+	switch r := v.(type) {
+	case *protocol.OfferReply:
+		strategy.SortCounters(r.Counters)
+	case *protocol.QuoteReply:
+		strategy.SortCounters(r.Counters)
+	case *protocol.Event:
+		strategy.SortCounters(r.Counters)
+	}
 }
 
 // retryWait is how long the retry after attempt waits: 250 ms, doubling
@@ -260,7 +277,8 @@ func wireError(verb string, err error) error {
 }
 
 // Offer makes an offer. The reply holds the contract, or the counter-offers
-// of every matching server when none accepted. requestID makes a retry
+// of every matching server when none accepted, cheapest first
+// (strategy.CompareCounters). requestID makes a retry
 // safe: the same id returns the first answer's contract.
 func (c *Client) Offer(ctx context.Context, requestID string, t contract.Terms) (protocol.OfferReply, error) {
 	var r protocol.OfferReply

@@ -57,6 +57,7 @@ func subscribe[T any](ctx context.Context, nc *nats.Conn, subject string, buffer
 		if json.Unmarshal(m.Data, &v) != nil {
 			return
 		}
+		ordered(&v)
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {

@@ -56,8 +56,8 @@ func rowOf(k contract.Contract, scales map[currency.Code]int32) contractRow {
 	cur := currency.Code(k.Terms.Currency)
 	row := contractRow{Contract: k, Prepayment: money(k.Terms.Prepayment, cur, scales), Charge: money(k.Charge, cur, scales), Refund: money(k.Refund, cur, scales),
 		Sold: contract.ModelSold(k.Model, k.Terms.Class)}
-	if scale, ok := scales[cur]; ok && k.State == contract.StateRunning && k.Reading != nil {
-		if due, err := contract.Due(k.Terms, k.Reading.Usage(), scale); err == nil {
+	if scale, ok := scales[cur]; ok {
+		if due, ok := k.DueSoFar(scale); ok {
 			row.Due = currency.Format(due, scale)
 			row.Charge = "~" + row.Due
 		}

@@ -1,8 +1,6 @@
 package console
 
 import (
-	"strings"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse/currency"
@@ -23,15 +21,10 @@ func money(d decimal.Decimal, cur currency.Code, scales map[currency.Code]int32)
 	return currency.Format(d, scale)
 }
 
-// column writes ds alike: each with the most decimal places that any of
-// them needs (0.5 and 0.25 are 0.50 and 0.25).
+// column writes ds alike, each in full (currency.ExactPlaces): 0.5 and
+// 0.25 are 0.50 and 0.25.
 func column(ds []decimal.Decimal) []string {
-	places := int32(0)
-	for _, d := range ds {
-		if _, frac, ok := strings.Cut(d.String(), "."); ok {
-			places = max(places, int32(len(frac)))
-		}
-	}
+	places := currency.ExactPlaces(0, ds...)
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.StringFixed(places)

@@ -314,11 +314,8 @@ func (c *Console) caps(r *http.Request, v *view) error {
 		cv.GPU = append(cv.GPU, gpuRow{Cap: g, Bar: bar(float64(g.InUse), float64(g.GPUs), 0)})
 	}
 	for _, u := range uses {
-		row := spendRow{SpendUse: u, Share: "0%", UsedText: money(u.Used, u.Currency, scales), HeldText: money(u.Held, u.Currency, scales),
+		row := spendRow{SpendUse: u, Share: u.UsedPercent().String() + "%", UsedText: money(u.Used, u.Currency, scales), HeldText: money(u.Held, u.Currency, scales),
 			LimitText: money(u.Limit, u.Currency, scales)}
-		if u.Limit.IsPositive() {
-			row.Share = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0).String() + "%"
-		}
 		row.Bar = bar(u.Used.InexactFloat64(), u.Limit.InexactFloat64(), u.Warn.InexactFloat64())
 		cv.Spend = append(cv.Spend, row)
 	}

@@ -55,6 +55,24 @@ func Due(t Terms, u Usage, scale int32) (decimal.Decimal, error) {
 	return amountDue("contract.Due", t, u, scale)
 }
 
+// DueSoFar is what a contract of terms t in state st owes by its last
+// reading r, at scale: what settling it now would charge (Due). False
+// where it has ended (its charge is then known), has no reading yet, or
+// the reading cannot be priced. Every screen that shows a running
+// contract's charge so far shows this (Contract.DueSoFar).
+func DueSoFar(t Terms, st State, r *Reading, scale int32) (decimal.Decimal, bool) {
+	if st.Ended() || r == nil {
+		return decimal.Zero, false
+	}
+	due, err := Due(t, r.Usage(), scale)
+	return due, err == nil
+}
+
+// DueSoFar is what c owes by its last reading (DueSoFar).
+func (c Contract) DueSoFar(scale int32) (decimal.Decimal, bool) {
+	return DueSoFar(c.Terms, c.State, c.Reading, scale)
+}
+
 func amountDue(op string, t Terms, u Usage, scale int32) (decimal.Decimal, error) {
 	if err := checkPriceable(op, t, scale); err != nil {
 		return decimal.Zero, err

@@ -98,6 +98,27 @@ func TestDueIsNotCapped(t *testing.T) {
 	}
 }
 
+// TestDueSoFar: a running contract owes what its last reading prices;
+// one without a reading, or ended (its charge known), shows none.
+func TestDueSoFar(t *testing.T) {
+	terms := gpuTerms(4, time.Hour, Flat(dectest.D("0.01")), nil, "10")
+	r := &Reading{U: dectest.D("120"), T: Duration(60 * time.Second)}
+	c := Contract{Terms: terms, State: StateRunning, Reading: r}
+	if due, ok := c.DueSoFar(2); !ok || !due.Equal(dectest.D("1.2")) {
+		t.Errorf("running: DueSoFar = %s, %v; want 1.2", due, ok)
+	}
+	for _, c := range []Contract{
+		{Terms: terms, State: StateAccepted},
+		{Terms: terms, State: StateSettled, Reading: r},
+		{Terms: terms, State: StateVoided, Reading: r},
+		{Terms: Terms{}, State: StateRunning, Reading: r}, // cannot be priced
+	} {
+		if due, ok := c.DueSoFar(2); ok {
+			t.Errorf("%s, reading %v: DueSoFar = %s, want none", c.State, c.Reading != nil, due)
+		}
+	}
+}
+
 func TestChargeErrors(t *testing.T) {
 	ok := gpuTerms(2, time.Hour, Flat(dectest.D("0.01")), nil, "10")
 	use := Usage{U: dectest.D("1"), T: time.Second, S: dectest.D("1")}

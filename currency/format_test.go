@@ -3,6 +3,7 @@ package currency_test
 import (
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/bourse/bourse/currency"
@@ -51,4 +52,29 @@ func TestFormatPrice(t *testing.T) {
 		assert.Equal(t, c.want, currency.FormatPrice(dectest.D(c.price), c.scale), "%s at %d", c.price, c.scale)
 	}
 	assert.Equal(t, int32(4), currency.PricePlaces(2, dectest.D("1080"), dectest.D("0.0036")), "a column lines up at the finest it needs")
+}
+
+// A column where prices must be told apart writes each in full, at the
+// most places any needs and at least the currency's.
+func TestExactPlaces(t *testing.T) {
+	for _, c := range []struct {
+		scale int32
+		in    []string
+		want  int32
+	}{
+		{0, []string{"181", "184.5"}, 1},
+		{0, []string{"0.5", "0.25", "2"}, 2},
+		{0, []string{"0.50", "1.000"}, 1}, // trailing zeros are no places
+		{0, []string{"3", "-4"}, 0},
+		{0, nil, 0},
+		{2, []string{"1800", "1.200024", "1.199988"}, 6}, // levels in their last place apart
+		{2, []string{"1080"}, 2},
+		{-1, []string{"1.5"}, 1}, // scale unknown: the figures' own
+	} {
+		var ds []decimal.Decimal
+		for _, s := range c.in {
+			ds = append(ds, dectest.D(s))
+		}
+		assert.Equal(t, c.want, currency.ExactPlaces(c.scale, ds...), "%v at %d", c.in, c.scale)
+	}
 }

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -47,6 +49,37 @@ type ServerTally struct {
 	Revenue    decimal.Decimal
 	GPUSeconds decimal.Decimal // U settled
 	LastPrice  decimal.Decimal // per GPU-second at full use (P and Q), of the latest contract, to 6 places
+}
+
+// Utilisation is the share of a server of gpus GPUs that its settled
+// contracts used over elapsed: GPU-seconds used over GPU-seconds there
+// were, 0 before any time has passed.
+func (s ServerTally) Utilisation(elapsed time.Duration, gpus int) decimal.Decimal {
+	capacity := decimal.NewFromFloat(elapsed.Seconds()).Mul(decimal.NewFromInt(int64(gpus)))
+	if !capacity.IsPositive() {
+		return decimal.Zero
+	}
+	return s.GPUSeconds.Div(capacity)
+}
+
+// Traded is client's record as the store has its contracts, for a
+// client that trades outside the tally (the demo's keyboard wallets, a
+// person's): its contracts, those that ended (settled or voided), and
+// what those charged and refunded. Offers are not in the store: 0.
+func Traded(ctx context.Context, store exchange.Store, client string) (ClientTally, error) {
+	var ct ClientTally
+	cs, err := store.Contracts(ctx, client, 0)
+	if err != nil {
+		return ct, fmt.Errorf("market: %s's contracts: %w", client, err)
+	}
+	for _, c := range cs {
+		ct.Contracts++
+		if c.Ended() {
+			ct.Done++
+			ct.Spent, ct.Refunded = ct.Spent.Add(c.Charge), ct.Refunded.Add(c.Refund)
+		}
+	}
+	return ct, nil
 }
 
 func newTally() *Tally {

@@ -12,6 +12,10 @@
 // expire; Rotate gives a party a new key and Revoke ends its keys, both by
 // re-signing the account with its revocations, which a NATS server learns
 // on a reload (memory resolver) or from Push (full resolver).
+//
+// A market may instead log its parties in with passwords: one
+// nats-server configuration (PasswordConfig) whose users have the same
+// permissions.
 package natsauth
 
 import (
@@ -206,8 +210,8 @@ resolver: {
 // it may publish to (Publish; none at all where DenyPublish), those it may
 // subscribe to, and whether it may answer requests sent to it. The
 // exchange may do everything in the account (All). Both the credentials'
-// JWTs (permit) and bourse admin nats-config's file are written from
-// them, so that the two say the same.
+// JWTs (permit) and the password mode's file (PasswordConfig.Write) are
+// written from them, so that the two say the same.
 type Permissions struct {
 	All         bool
 	Publish     []string

@@ -141,6 +141,12 @@ func Changed(typ EventType, c *contract.Contract) *ContractChange {
 	return ch
 }
 
+// DueSoFar is what the contract owes by its last reading, at scale
+// (contract.DueSoFar).
+func (c ContractView) DueSoFar(scale int32) (decimal.Decimal, bool) {
+	return contract.DueSoFar(c.Terms, c.State, c.Reading, scale)
+}
+
 // Apply merges an event's change into the contract, c having the same id
 // (or none yet: then c becomes what the change says). Events may arrive
 // out of order, so a change moves nothing back: the state only forward

@@ -48,6 +48,21 @@ func (t *Treasury) SetCap(ctx context.Context, actor, client string, gpus int, k
 	})
 }
 
+// CapOf is client's cap as it stands (zero GPUs where none was set).
+func (t *Treasury) CapOf(ctx context.Context, client string) (Cap, error) {
+	b, err := t.l.Balance(ctx, caps.GPUWallet(client))
+	if err != nil {
+		return Cap{}, fmt.Errorf("cap of %s: %w", client, err)
+	}
+	return capOf(client, b), nil
+}
+
+// capOf is a cap from its wallet's balance: GPUs free and held are the
+// cap, those held in use.
+func capOf(client string, b currency.Balance) Cap {
+	return Cap{Client: client, GPUs: b.Available.Add(b.Held).IntPart(), InUse: b.Held.IntPart()}
+}
+
 // Caps lists every client's cap.
 func (t *Treasury) Caps(ctx context.Context) ([]Cap, error) {
 	var out []Cap
@@ -62,7 +77,7 @@ func (t *Treasury) Caps(ctx context.Context) ([]Cap, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cap %s: %w", a.ID, err)
 			}
-			out = append(out, Cap{Client: caps.GPUOwner(a.ID), GPUs: b.Available.Add(b.Held).IntPart(), InUse: b.Held.IntPart()})
+			out = append(out, capOf(caps.GPUOwner(a.ID), b))
 		}
 		if len(page) < q.PageLimit() {
 			return out, nil

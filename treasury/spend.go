@@ -116,6 +116,15 @@ type SpendUse struct {
 	Used, Held decimal.Decimal
 }
 
+// UsedPercent is how much of the cap is used, in percent of its limit,
+// to a whole number: 0 where the limit is none.
+func (u SpendUse) UsedPercent() decimal.Decimal {
+	if !u.Limit.IsPositive() {
+		return decimal.Zero
+	}
+	return u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0)
+}
+
 // SpendUses lists every spend cap and spend rate with what is used of it
 // now (of a bucket: its capacity less what is left in it).
 func (t *Treasury) SpendUses(ctx context.Context) ([]SpendUse, error) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -37,11 +36,11 @@ then. --key makes the change idempotent, as a grant's.`,
 			if _, err := t.SetCap(ctx, actor, args[0], n, key); err != nil {
 				return err
 			}
-			bal, err := t.Ledger().Balance(ctx, caps.GPUWallet(args[0]))
+			c, err := t.CapOf(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s may hold %s GPUs at once; %s in use\n", args[0], bal.Available.Add(bal.Held), bal.Held)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may hold %d GPUs at once; %d in use\n", args[0], c.GPUs, c.InUse)
 			return nil
 		}),
 	}

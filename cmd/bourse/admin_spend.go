@@ -69,11 +69,7 @@ The exchange reads caps every 5 seconds.`,
 				return err
 			}
 			return printList(cmd.OutOrStdout(), asJSON, uses, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%", func(u treasury.SpendUse) []any {
-				pct := decimal.Zero
-				if u.Limit.IsPositive() {
-					pct = u.Used.Mul(decimal.NewFromInt(100)).Div(u.Limit).Round(0)
-				}
-				return []any{u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, pct, u.Warn.Mul(decimal.NewFromInt(100)).Round(0)}
+				return []any{u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, u.UsedPercent(), u.Warn.Mul(decimal.NewFromInt(100)).Round(0)}
 			})
 		}),
 	}

@@ -278,11 +278,11 @@ charge is the amount due so far, marked ~.`,
 // at its currency's scale.
 func dueSoFar(k protocol.ContractView, sc *scales) (string, bool) {
 	scale, ok := sc.of(k.Terms.Currency)
-	if !ok || k.State != contract.StateRunning || k.Reading == nil {
+	if !ok {
 		return "", false
 	}
-	due, err := contract.Due(k.Terms, k.Reading.Usage(), scale)
-	if err != nil {
+	due, ok := k.DueSoFar(scale)
+	if !ok {
 		return "", false
 	}
 	return sc.amount(due, k.Terms.Currency), true

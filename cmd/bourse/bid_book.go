@@ -10,7 +10,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -134,7 +133,6 @@ func awaitMatch(ctx context.Context, out io.Writer, c *bidder.Client, f *bidFlag
 			}
 			switch ev.Type {
 			case protocol.EventCountered:
-				strategy.SortCounters(ev.Counters)
 				f.remember(ev.Counters, "")
 				if !asJSON && len(ev.Counters) > 0 {
 					printCountered(out, ev, bid, sc)

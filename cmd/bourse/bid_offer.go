@@ -16,7 +16,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -455,7 +454,6 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 		}
 		return rejected(reply.Rejections)
 	}
-	strategy.SortCounters(reply.Counters)
 	n, err := o.choose(cmd, f, reply, resumes)
 	if err != nil {
 		return err

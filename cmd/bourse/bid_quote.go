@@ -9,7 +9,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -65,7 +64,6 @@ request rate as offers do.
 func (o *offerFlags) quoted(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, q protocol.QuoteReply) error {
 	out := cmd.OutOrStdout()
 	reply := protocol.OfferReply{Counters: q.Counters, Rejections: q.Rejections}
-	strategy.SortCounters(reply.Counters)
 	f.remember(reply.Counters, "")
 	if o.take == "" {
 		if f.json {

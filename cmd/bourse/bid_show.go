@@ -110,8 +110,8 @@ func printShow(w io.Writer, k protocol.ContractView, sc *scales, bid string) err
 		}
 		line("Reading", "#%d at %s%s: U %s GPU-s, T %s, S %s, energy %s J", r.Seq, when(r.At), final,
 			exact(r.U), time.Duration(r.T), exact(r.S), exact(r.EnergyJ))
-		if scale, ok := sc.of(cur); ok && !k.State.Ended() {
-			if due, err := contract.Due(t, r.Usage(), scale); err == nil {
+		if scale, ok := sc.of(cur); ok {
+			if due, ok := k.DueSoFar(scale); ok {
 				line("Due so far", "%s %s", sc.amount(due, cur), cur)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
-	"github.com/bourse/bourse/bidder/strategy"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -87,7 +86,6 @@ func (o *offerFlags) takeShown(ctx context.Context, cmd *cobra.Command, f *bidFl
 	}
 	if got.Contract == nil {
 		if len(got.Counters) > 0 {
-			strategy.SortCounters(got.Counters)
 			f.remember(got.Counters, list.Resumes)
 		}
 		if f.json {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -54,7 +53,7 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	}
 	// Per GPU-hour, exactly (3600 times a price adds no places): levels
 	// that differ print differently.
-	places := exactPlaces(m.Scale, ds)
+	places := currency.ExactPlaces(m.Scale, ds...)
 	price := func(d *decimal.Decimal) string {
 		if d == nil {
 			return "-"
@@ -122,18 +121,4 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", price(&p), ag, an, bg, bn)
 	}
 	return tw.Flush()
-}
-
-// exactPlaces is how many decimal places show every price of ds in full,
-// at least the currency's scale and at most the places market data
-// carries (3600 times a price carries no more): price levels must not
-// print alike where they differ.
-func exactPlaces(scale int32, ds []decimal.Decimal) int32 {
-	places := max(scale, 0)
-	for _, d := range ds {
-		if s := d.String(); strings.Contains(s, ".") {
-			places = max(places, int32(len(s)-strings.IndexByte(s, '.')-1))
-		}
-	}
-	return min(places, max(scale, 0)+protocol.PricePlaces)
 }

@@ -280,9 +280,8 @@ func printMarket(out io.Writer, ms []protocol.Market) error {
 func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 
 // pricePlaces is how many decimal places m's prices per GPU-hour print
-// with, all of them alike so that a column lines up: the currency's
-// scale, or more where a price needs them to keep two significant digits,
-// at most the places market data carries.
+// with, all of them alike so that a column lines up
+// (currency.PricePlaces, as the console's market page).
 func pricePlaces(m protocol.Market) int32 {
 	var ds []decimal.Decimal
 	for _, l := range m.Models {
@@ -296,5 +295,5 @@ func pricePlaces(m protocol.Market) int32 {
 	for i := range ds {
 		ds[i] = contract.PerHour(ds[i])
 	}
-	return min(currency.PricePlaces(m.Scale, ds...), max(m.Scale, 0)+protocol.PricePlaces)
+	return currency.PricePlaces(m.Scale, ds...)
 }

@@ -1,23 +1,13 @@
 package main
 
 import (
-	"crypto/rand"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/bourse/bourse/natsauth"
-	"github.com/bourse/bourse/protocol"
 )
-
-// natsParty is a NATS user of the market: the exchange, a client or a
-// GPU server.
-type natsParty struct {
-	id, role, password string
-}
 
 func newNATSConfigCmd() *cobra.Command {
 	var (
@@ -26,7 +16,7 @@ func newNATSConfigCmd() *cobra.Command {
 		host                      string
 		port                      int
 		example                   bool
-		tls                       natsServerTLS
+		tls                       natsauth.TLS
 		storeDir                  string
 		sync                      string
 	)
@@ -61,41 +51,31 @@ leaves nats-server's own (two minutes), and is what nats-server before
 			if err := natsauth.CheckSync(sync); err != nil {
 				return usagef("--sync-interval: %v", err)
 			}
-			parties := []natsParty{{id: exchangeUser, role: "exchange"}}
+			parties := []natsauth.Party{{ID: exchangeUser, Role: natsauth.RoleExchange}}
 			for _, id := range clients {
-				parties = append(parties, natsParty{id: id, role: protocol.RoleClient})
+				parties = append(parties, natsauth.Party{ID: id, Role: natsauth.RoleClient})
 			}
 			for _, id := range servers {
-				parties = append(parties, natsParty{id: id, role: protocol.RoleServer})
+				parties = append(parties, natsauth.Party{ID: id, Role: natsauth.RoleServer})
 			}
 			for _, id := range viewers {
-				parties = append(parties, natsParty{id: id, role: natsauth.RoleViewer})
+				parties = append(parties, natsauth.Party{ID: id, Role: natsauth.RoleViewer})
 			}
-			seen := map[string]bool{}
-			for _, p := range parties {
-				if err := protocol.CheckID(p.id); err != nil {
-					return fmt.Errorf("%s %q: %w", p.role, p.id, err)
-				}
-				if seen[p.id] {
-					return fmt.Errorf("%q twice: every party is one NATS user", p.id)
-				}
-				seen[p.id] = true
+			conf := natsauth.PasswordConfig{Host: host, Port: port, StoreDir: storeDir, Sync: sync, Parties: parties, TLS: tls}
+			if err := conf.Check(); err != nil {
+				return err
 			}
-			for i := range parties {
+			for i, p := range conf.Parties {
 				if example {
-					parties[i].password = parties[i].id + "-secret"
+					conf.Parties[i].Password = p.ID + "-secret"
 					continue
 				}
-				pw := rand.Text()
-				hash, err := bcrypt.GenerateFromPassword([]byte(pw), 11)
+				clear, hash, err := natsauth.NewPassword()
 				if err != nil {
-					return fmt.Errorf("bcrypt: %w", err)
+					return err
 				}
-				parties[i].password = string(hash)
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s %s\n", parties[i].id, pw)
-			}
-			if (tls.cert == "") != (tls.key == "") || (tls.verify && tls.ca == "") || (tls.cert == "" && (tls.ca != "" || tls.verify)) {
-				return fmt.Errorf("TLS needs --tls-cert and --tls-key together, and --tls-verify needs --tls-ca")
+				conf.Parties[i].Password = hash
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s %s\n", p.ID, clear)
 			}
 			by := generatedBy(clients, servers, viewers, exchangeUser, example, tls)
 			// The address too, so that the command remade from the
@@ -112,7 +92,8 @@ leaves nats-server's own (two minutes), and is what nats-server before
 			if sync != natsauth.SyncAlways {
 				by = append(by, "--sync-interval", sync)
 			}
-			return writeNATSConfig(cmd.OutOrStdout(), host, port, natsauth.JetStreamBlock(storeDir, sync), storeDir != "", parties, tls, strings.Join(append([]string{"bourse admin nats-config"}, by...), " "))
+			conf.Command = strings.Join(append([]string{"bourse admin nats-config"}, by...), " ")
+			return conf.Write(cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -125,14 +106,15 @@ leaves nats-server's own (two minutes), and is what nats-server before
 	f.StringVar(&storeDir, "store-dir", "", "the JetStream store, named in the file so that nats-server can reload it (empty: give it with -sd)")
 	f.StringVar(&sync, "sync-interval", natsauth.SyncAlways, "JetStream's sync_interval: always (every write on disk before it is acknowledged), a duration, or default (nats-server's own; nats-server before 2.10 takes no other)")
 	f.BoolVar(&example, "example-passwords", false, `write "<id>-secret" passwords in the clear (examples and tests only)`)
-	f.StringVar(&tls.cert, "tls-cert", "", "the NATS server's certificate (PEM): clients must then connect with TLS")
-	f.StringVar(&tls.key, "tls-key", "", "the NATS server's private key (PEM)")
-	f.StringVar(&tls.ca, "tls-ca", "", "the CA (PEM) whose client certificates --tls-verify accepts")
-	f.BoolVar(&tls.verify, "tls-verify", false, "accept only clients with a certificate --tls-ca signed")
+	f.StringVar(&tls.Cert, "tls-cert", "", "the NATS server's certificate (PEM): clients must then connect with TLS")
+	f.StringVar(&tls.Key, "tls-key", "", "the NATS server's private key (PEM)")
+	f.StringVar(&tls.CA, "tls-ca", "", "the CA (PEM) whose client certificates --tls-verify accepts")
+	f.BoolVar(&tls.Verify, "tls-verify", false, "accept only clients with a certificate --tls-ca signed")
 	return cmd
 }
 
-func generatedBy(clients, servers, viewers []string, exchangeUser string, example bool, tls natsServerTLS) []string {
+// generatedBy are the flags that make the same file again.
+func generatedBy(clients, servers, viewers []string, exchangeUser string, example bool, tls natsauth.TLS) []string {
 	var args []string
 	if exchangeUser != "exchange" {
 		args = append(args, "--exchange-user", exchangeUser)
@@ -149,114 +131,13 @@ func generatedBy(clients, servers, viewers []string, exchangeUser string, exampl
 	if example {
 		args = append(args, "--example-passwords")
 	}
-	for _, f := range [][2]string{{"--tls-cert", tls.cert}, {"--tls-key", tls.key}, {"--tls-ca", tls.ca}} {
+	for _, f := range [][2]string{{"--tls-cert", tls.Cert}, {"--tls-key", tls.Key}, {"--tls-ca", tls.CA}} {
 		if f[1] != "" {
 			args = append(args, f[0], f[1])
 		}
 	}
-	if tls.verify {
+	if tls.Verify {
 		args = append(args, "--tls-verify")
 	}
 	return args
-}
-
-// natsServerTLS is the tls block of the configuration; empty for none.
-type natsServerTLS struct {
-	cert, key, ca string
-	verify        bool
-}
-
-// writeNATSConfig writes the configuration; docs/nats-server.conf is its
-// output for alice, bob, gpu1 and gpu2 (a test keeps them equal).
-func writeNATSConfig(w io.Writer, host string, port int, jetstream string, storeNamed bool, parties []natsParty, tls natsServerTLS, command string) error {
-	var b strings.Builder
-	b.WriteString(`# nats-server configuration for a Bourse market: identity by subject.
-#
-# Each client and each GPU server is a NATS user that may publish only under
-# its own prefix (bourse.v1.client.<id>.> or bourse.v1.server.<id>.>) and
-# subscribe only to its own deliveries (bourse.v1.deliver.<id>.>), its own
-# inbox (_INBOX_<id>.>, set with nats.CustomInboxPrefix) and the public
-# market data (bourse.v1.market.>, which only the exchange publishes). A
-# client may also put files into its own object store bucket
-# (BOURSE_FILES_<id>, which the exchange makes), through the JetStream
-# calls on that bucket's stream alone that putting needs.
-# allow_responses lets a server answer the exchange's requests. The
-# exchange trusts the subject token as the sender, so these permissions are
-# what make identity hold.
-#
-# Made by:
-#   ` + command + `
-# Without --example-passwords the passwords are random and stored as
-# bcrypt hashes. Use TLS in production (docs/operations.md).`)
-	if storeNamed {
-		b.WriteString(`
-# Run it as it is, without -sd: the JetStream store is named here, so that
-# nats-server --signal reload takes a changed file:
-#   nats-server -c nats-server.conf
-`)
-	} else {
-		b.WriteString(` Run, with the
-# JetStream store given on the command line:
-#   nats-server -c nats-server.conf -sd /var/lib/bourse/jetstream
-`)
-	}
-	fmt.Fprintf(&b, "port: %d\nhost: %s\n%s", port, host, jetstream)
-	if tls.cert != "" {
-		// Every connection is TLS; with verify, only clients whose
-		// certificate the CA signed get to the password check.
-		fmt.Fprintf(&b, "\ntls {\n  cert_file: %q\n  key_file: %q\n", tls.cert, tls.key)
-		if tls.ca != "" {
-			fmt.Fprintf(&b, "  ca_file: %q\n", tls.ca)
-		}
-		if tls.verify {
-			b.WriteString("  verify: true\n")
-		}
-		b.WriteString("  timeout: 2\n}\n")
-	}
-	b.WriteString("\nauthorization {\n  users = [\n")
-	for _, p := range parties {
-		perms, err := natsauth.PermissionsOf(p.role, p.id)
-		if err != nil {
-			return err
-		}
-		switch {
-		case perms.All:
-			b.WriteString("    # The exchange: everything, including JetStream and micro ($SRV) APIs.\n")
-			fmt.Fprintf(&b, "    { user: %s, password: %q }\n", p.id, p.password)
-			continue
-		case perms.DenyPublish:
-			b.WriteString("\n    # A viewer reads the market data and publishes nothing.\n")
-		case p.role == protocol.RoleClient:
-			b.WriteString("\n    # Its own bucket of files (" + protocol.FilesBucketOf(p.id) + ") and the JetStream calls that put them there.\n")
-		default:
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "    { user: %s, password: %q, permissions: {\n", p.id, p.password)
-		if perms.DenyPublish {
-			b.WriteString("        publish: { deny: [\">\"] }\n")
-		} else {
-			fmt.Fprintf(&b, "        publish: [%s]\n", quoted(perms.Publish))
-		}
-		fmt.Fprintf(&b, "        subscribe: [%s]\n", quoted(perms.Subscribe))
-		if perms.Responses {
-			b.WriteString("        allow_responses: true\n")
-		}
-		b.WriteString("    }}\n")
-	}
-	b.WriteString("  ]\n}\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// quoted lists subjects as the configuration writes them: quoted, with
-// commas between, or a line each where there are more than three.
-func quoted(subjects []string) string {
-	q := make([]string, len(subjects))
-	for i, s := range subjects {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	if len(q) <= 3 {
-		return strings.Join(q, ", ")
-	}
-	return "\n          " + strings.Join(q, "\n          ") + "\n        "
 }

@@ -48,7 +48,7 @@ type serverConfig struct {
 	// off, or required.
 	NVML string `yaml:"nvml"`
 	// MeterFallback is what measures process jobs where NVML cannot:
-	// none (the default: they are refused) or full_use (server_meter.go).
+	// none (the default: they are refused) or full_use (server.JobMeter).
 	MeterFallback string `yaml:"meter_fallback"`
 	// GPUs are declared, for machines without NVML: groups of count GPUs.
 	GPUs []struct {
@@ -366,7 +366,7 @@ func (c *serverConfig) policy() (server.Policy, error) {
 // gpusAndMeter discovers the GPUs through NVML, or falls back to the
 // declared ones where NVML is off or, with nvml auto, unavailable. It
 // returns a nil meter without NVML, and why: the start line says it
-// (server_meter.go).
+// (server.JobMeter).
 func (c *serverConfig) gpusAndMeter(openNVML func(...nvml.LibraryOption) nvml.Interface, log *slog.Logger) (gpus []contract.GPU, m *nvmlmeter.Meter, why string, err error) {
 	declared, err := c.declaredGPUs()
 	if err != nil {

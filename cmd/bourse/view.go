@@ -13,7 +13,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange"
@@ -114,11 +113,7 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 		st := s.Servers[spec.ID]
 		class := fmt.Sprintf("%d× %s", spec.Count, spec.Model)
 		if final {
-			capacity := decimal.NewFromFloat(s.Elapsed.Seconds()).Mul(decimal.NewFromInt(int64(spec.Count)))
-			util := decimal.Zero
-			if capacity.IsPositive() {
-				util = st.GPUSeconds.Div(capacity).Mul(decimal.NewFromInt(100))
-			}
+			util := st.Utilisation(s.Elapsed, spec.Count).Mul(decimal.NewFromInt(100))
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), currency.Format(st.Revenue, scale))
 			continue
 		}
@@ -141,28 +136,11 @@ func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 	// tally's: their contracts are read from the store.
 	for _, w := range v.m.Wallets {
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, w.ID))
-		spent, refunded, contracts, done := v.traded(ctx, w.ID)
+		ct, _ := market.Traded(ctx, v.store, w.ID) // none, as before, where the store does not answer
 		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t%s\t%s\t%d\t%d\n", w.ID, "bourse bid", currency.Format(bal.Available, scale), currency.Format(bal.Held, scale),
-			currency.Format(spent, scale), currency.Format(refunded, scale), contracts, done)
+			currency.Format(ct.Spent, scale), currency.Format(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	_ = tw.Flush()
-}
-
-// traded sums up client's contracts as the store has them: charged and
-// refunded by those that ended, how many in all and how many ended.
-func (v *view) traded(ctx context.Context, client string) (spent, refunded decimal.Decimal, contracts, done int) {
-	cs, err := v.store.Contracts(ctx, client, 0)
-	if err != nil {
-		return spent, refunded, 0, 0
-	}
-	for _, c := range cs {
-		contracts++
-		if c.State == contract.StateSettled || c.State == contract.StateVoided {
-			done++
-			spent, refunded = spent.Add(c.Charge), refunded.Add(c.Refund)
-		}
-	}
-	return spent, refunded, contracts, done
 }
 
 // summary prints the settlement summary after the market stopped.
@@ -222,7 +200,7 @@ func (v *view) policy(ctx context.Context, w io.Writer) {
 			paid, n := decimal.Zero, 0
 			es, _ := v.ledger.Statement(ctx, currency.WalletID(market.Currency.Code, spec.ID), 0, 10000)
 			for _, e := range es {
-				if strings.HasPrefix(e.Key, "allowance/") {
+				if allowance.IsPayment(e.Key) {
 					paid, n = paid.Add(e.Amount), n+1
 				}
 			}

@@ -125,10 +125,18 @@ func Key(wallet currency.AccountID, v, n int64) string {
 
 func keyPrefix(wallet currency.AccountID, v int64) string {
 	if v == 0 {
-		return "allowance/" + string(wallet) + "/"
+		return paymentPrefix + string(wallet) + "/"
 	}
-	return "allowance/" + string(wallet) + "/v" + strconv.FormatInt(v, 10) + "/"
+	return paymentPrefix + string(wallet) + "/v" + strconv.FormatInt(v, 10) + "/"
 }
+
+// paymentPrefix begins the key of every allowance payment (Key).
+const paymentPrefix = "allowance/"
+
+// IsPayment says whether a ledger entry of key is an allowance's
+// payment (Key), of any wallet, rule or period: what a wallet's
+// statement got from its allowance.
+func IsPayment(key string) bool { return strings.HasPrefix(key, paymentPrefix) }
 
 // Paid is one period's payment.
 type Paid struct {

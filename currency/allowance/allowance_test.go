@@ -234,3 +234,14 @@ func TestRuleErrors(t *testing.T) {
 	_, err := allowance.Accrue(context.Background(), mem.New(mem.Options{}), allowance.Rule{Wallet: "wallet/CRED/nobody", A: dectest.D("1"), Start: t0}, t0.Add(time.Hour))
 	assert.ErrorContains(t, err, "nobody")
 }
+
+// TestIsPayment: every payment's key (Key) is told from the ledger's
+// other entries, whatever its wallet, rule version or period.
+func TestIsPayment(t *testing.T) {
+	w := currency.WalletID("CRED", "alice")
+	assert.True(t, allowance.IsPayment(allowance.Key(w, 0, 7)))
+	assert.True(t, allowance.IsPayment(allowance.Key(w, 3, 1)))
+	for _, k := range []string{"grant/alice", "hold/k1", "topup/alice/allowance/1", ""} {
+		assert.False(t, allowance.IsPayment(k), k)
+	}
+}

@@ -2,7 +2,6 @@ package natsvc_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/internal/natstest"
@@ -108,113 +106,9 @@ func TestRoutedToAFew(t *testing.T) {
 	m.audit()
 }
 
-// TestStaleAskCostsARefusal: a server's ask says less than its policy
-// takes now (its ask is stale, or it lies). An offer meeting the ask is
-// delivered to it and refused; a counter-offer built from the ask and
-// taken is refused too: no contract, no money held, nothing moved.
-func TestStaleAskCostsARefusal(t *testing.T) {
-	m := newMarket(t, nil)
-	m.wallet("alice", "100")
-	asks := func(h *protocol.Hello) {
-		h.Ask = &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 1, Free: 1,
-			P: contract.Flat(dectest.D("0.005"))}}}
-	}
-	m.scriptedWith("stale", 1, asks, func(protocol.ServerOffer) protocol.Decision {
-		return protocol.Decision{Reason: "the price went up"}
-	})
-	d := m.countDeliveries()
-	alice := m.client("alice")
-	ctx := context.Background()
-	wallet := m.balance(currency.WalletID(cred, "alice"))
-
-	r, err := alice.Offer(ctx, "meets", terms("alice"))
-	require.NoError(t, err)
-	assert.Nil(t, r.Contract)
-	require.Len(t, r.Rejections, 1, "%+v", r)
-	assert.Equal(t, "stale", r.Rejections[0].Server)
-	assert.Contains(t, r.Rejections[0].Reason, "the price went up")
-
-	low := terms("alice")
-	low.P, low.Prepayment = contract.Flat(dectest.D("0.001")), dectest.D("0.6")
-	r, err = alice.Offer(ctx, "below", low)
-	require.NoError(t, err)
-	require.Len(t, r.Counters, 1, "%+v", r)
-	got, err := alice.Take(ctx, "take", r.Counters[0])
-	require.NoError(t, err, "a refused counter is an answer, not an error")
-	assert.Nil(t, got.Contract)
-	require.Len(t, got.Rejections, 1, "%+v", got)
-	assert.Contains(t, got.Rejections[0].Reason, "the price went up")
-
-	assert.Equal(t, []string{"stale", "stale"}, d.take()[protocol.DeliverOffer], "the offer that met the ask, and the counter taken")
-	assert.Equal(t, wallet, m.balance(currency.WalletID(cred, "alice")), "no money held or moved")
-	cs, err := alice.Contracts(ctx, 10)
-	require.NoError(t, err)
-	assert.Empty(t, cs)
-	m.audit()
-}
-
-// TestClaimHeardNotCountedTwice: a server says its claim in a heartbeat
-// while the negotiation is still on (an agent speaks soon after a
-// claim); the exchange then takes the server's word for its room, and
-// does not take the contract's GPUs out of it a second time: the other
-// GPU is still there for the next offer. (Counted twice, the room was
-// short until the next heartbeat, and offers were turned away with "no
-// live server has 1 GPUs free".)
-func TestClaimHeardNotCountedTwice(t *testing.T) {
-	m := newMarket(t, nil)
-	m.wallet("alice", "100")
-	ask := func(free int) *protocol.Ask {
-		return &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: free,
-			P: contract.Flat(dectest.D("0.001"))}}}
-	}
-	alice := m.client("alice")
-	var srv *scripted
-	srv = m.scriptedWith("gpu1", 2, func(h *protocol.Hello) { h.Ask = ask(2) }, func(protocol.ServerOffer) protocol.Decision {
-		// The claim, said at once, and heard before the accept.
-		body, _ := json.Marshal(protocol.Hello{Currency: cred, GPUs: srv.gpus, Free: 1, Ask: ask(1), At: time.Now().UTC()})
-		require.NoError(t, srv.nc.Publish(protocol.ServerSubject("gpu1", protocol.VerbHeartbeat), body))
-		waitFor(t, "the heartbeat heard", func() bool {
-			ss, err := alice.Servers(context.Background(), cred)
-			return err == nil && len(ss) == 1 && ss[0].Free == 1
-		})
-		return accept(protocol.ServerOffer{})
-	})
-	r, err := alice.Offer(context.Background(), "first", terms("alice"))
-	require.NoError(t, err)
-	require.NotNil(t, r.Contract, "%+v", r)
-	q, err := alice.Quote(context.Background(), terms("alice"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU: %+v", q)
-}
-
-// TestRetryTakesNoRoom: a retried offer whose first try made a contract
-// negotiates again, is accepted and cancelled (the escrow finds the
-// contract made), and is answered that contract. Only the contract made
-// takes its GPUs out of the server's ask: counted for every retry, the
-// room fell to nothing until the server's next heartbeat, and offers
-// were turned away with "no live server has 1 GPUs free now".
-func TestRetryTakesNoRoom(t *testing.T) {
-	m := newMarket(t, nil)
-	m.wallet("alice", "100")
-	m.scriptedWith("gpu1", 2, func(h *protocol.Hello) {
-		h.Ask = &protocol.Ask{Classes: []protocol.ClassAsk{{Model: "H100", MemoryMiB: 81920, GPUs: 2, Free: 2,
-			P: contract.Flat(dectest.D("0.001"))}}}
-	}, accept)
-	alice := m.client("alice")
-	ctx := context.Background()
-	first, err := alice.Offer(ctx, "first", terms("alice"))
-	require.NoError(t, err)
-	require.NotNil(t, first.Contract, "%+v", first)
-	for range 3 {
-		again, err := alice.Offer(ctx, "first", terms("alice"))
-		require.NoError(t, err)
-		require.NotNil(t, again.Contract, "%+v", again)
-		assert.Equal(t, first.Contract.ID, again.Contract.ID)
-	}
-	q, err := alice.Quote(ctx, terms("alice"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"gpu1"}, q.Accepts, "gpu1's other GPU, after one contract and three retries of it: %+v", q)
-}
+// The rules of a server's room (a stale ask costs a refusal, a claim
+// heard in a heartbeat is not counted twice, a retry takes no room) are
+// tested in package exchange on the manual clock (room_test.go).
 
 // TestAsksTheFewItNeeds: with honest asks every server takes the offer,
 // and an offer is delivered to the cheapest alone, not to RouteTo of

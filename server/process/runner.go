@@ -177,11 +177,6 @@ func (r *Runner) Meter() contract.Meter {
 	return r.cfg.Meter.Kind()
 }
 
-// FullUseHint names the fallback an operator may choose where NVML cannot
-// meter, in the words of bourse server's configuration: refusals and the
-// server's start line quote it.
-const FullUseHint = "meter_fallback: full_use (--meter-fallback full_use) charges U = GPUs × T, as if every GPU were busy"
-
 // unmetered is the refusal of a runner without a meter.
 func (r *Runner) unmetered(op string) error { return Unmetered(op, r.cfg.NoMeter, "process job") }
 
@@ -192,7 +187,7 @@ func Unmetered(op, why, what string) error {
 		why = "no GPU meter"
 	}
 	return &bourse.Error{Code: bourse.EUnmetered, Op: op, Message: fmt.Sprintf(
-		"this server cannot measure GPU use (%s), so it runs no %s; its operator may choose the fallback %s", why, what, FullUseHint)}
+		"this server cannot measure GPU use (%s), so it runs no %s; its operator may choose the fallback %s", why, what, server.FullUseHint)}
 }
 
 // New checks cfg, resolves the allowed programs and creates the output

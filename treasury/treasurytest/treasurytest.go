@@ -171,6 +171,9 @@ func testCap(t *testing.T, open Opener) {
 	list, err := f.tr.Caps(f.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []treasury.Cap{{Client: "alice", GPUs: 3, InUse: 3}, {Client: "bob", GPUs: 1}}, list)
+	one, err := f.tr.CapOf(f.ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, list[0], one, "one client's cap, as the list has it")
 	f.audit()
 }
 
