@@ -113,7 +113,8 @@ type SpendUse struct {
 	caps.Spend
 	// Used is charged or held this period; Held the part held by
 	// contracts still running.
-	Used, Held decimal.Decimal
+	Used decimal.Decimal `json:"used"`
+	Held decimal.Decimal `json:"held"`
 }
 
 // SpendUses lists every spend cap and spend rate with what is used of it
