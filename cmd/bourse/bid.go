@@ -172,9 +172,13 @@ func (f *bidFlags) jsonAtScale(v any) ([]byte, error) {
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-// printList prints items as JSON, or as a table: header (tab-separated
-// column names), then the cells of each item (row).
-func printList[T any](w io.Writer, asJSON bool, items []T, header string, cells func(T) []any) error {
+// printList prints items as JSON (its money at places where sc is given),
+// or as a table: header (tab-separated column names), then the cells of
+// each item (row).
+func printList[T any](w io.Writer, sc *scales, asJSON bool, items []T, header string, cells func(T) []any) error {
+	if asJSON && sc != nil {
+		return sc.printJSON(w, items)
+	}
 	if asJSON {
 		return printJSON(w, items)
 	}
