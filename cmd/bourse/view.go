@@ -99,8 +99,16 @@ func (v *view) draw(ctx context.Context) {
 	fmt.Fprint(v.out, b.String())
 }
 
-// Money is written at the market's currency's scale, prices exactly
-// (amounts.go).
+// Money is written at the market's currency's scale, prices per GPU-hour
+// at its places, as people compare GPU prices (amounts.go).
+
+// perHour writes a price per GPU-second per GPU-hour, "-" for none yet.
+func perHour(d decimal.Decimal, scale int32) string {
+	if d.IsZero() {
+		return "-"
+	}
+	return currency.FormatPrice(contract.PerHour(d), scale)
+}
 
 func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 	scale := market.Currency.Scale
@@ -108,7 +116,7 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 	if final {
 		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tCONTRACTS\tGPU-SECONDS\tUTILISATION\tREVENUE")
 	} else {
-		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tIN USE\t\tCONTRACTS\tLAST PRICE/GPU-S\tREVENUE")
+		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tIN USE\t\tCONTRACTS\tLAST PRICE/GPU-H\tREVENUE")
 	}
 	for _, spec := range v.m.Servers {
 		st := s.Servers[spec.ID]
@@ -122,7 +130,7 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), currency.Format(st.Revenue, scale))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, exact(st.LastPrice), currency.Format(st.Revenue, scale))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, perHour(st.LastPrice, scale), currency.Format(st.Revenue, scale))
 	}
 	_ = tw.Flush()
 }
@@ -130,11 +138,11 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 	scale := market.Currency.Scale
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-S\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
+	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-H\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
 	for _, spec := range v.m.Clients {
 		ct := s.Clients[spec.ID]
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), exact(spec.Value),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), perHour(spec.Value, scale),
 			currency.Format(bal.Available, scale), currency.Format(bal.Held, scale), currency.Format(ct.Spent, scale), currency.Format(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	// The keyboard's wallets: their trades are the person's, not the
