@@ -478,8 +478,10 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	return nil
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal tells a terminal (stdin, or stdout, where a screen may be
+// redrawn in place) from a file, a pipe or a buffer.
+func isTerminal(std any) bool {
+	f, ok := std.(*os.File)
 	if !ok {
 		return false
 	}

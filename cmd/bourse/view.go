@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -36,14 +35,11 @@ type view struct {
 }
 
 func newView(out io.Writer, m *market.Market, store exchange.Store, total time.Duration) *view {
-	v := &view{out: out, m: m, store: store, ledger: store.Ledger(), total: total}
-	if f, ok := out.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			v.terminal = true
-		}
-	}
-	return v
+	return &view{out: out, m: m, store: store, ledger: store.Ledger(), total: total, terminal: isTerminal(out)}
 }
+
+// clearScreen moves a terminal's cursor home and clears the screen.
+const clearScreen = "\033[H\033[2J"
 
 func (v *view) run(ctx context.Context, d time.Duration) {
 	every := 5 * time.Second
@@ -85,7 +81,7 @@ func (v *view) draw(ctx context.Context) {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("\033[H\033[2J")
+	b.WriteString(clearScreen)
 	fmt.Fprintf(&b, "Bourse demo  %s / %s   %s\n\n", s.Elapsed.Truncate(100*time.Millisecond), v.total, progress(s.Elapsed, v.total, 30))
 	fmt.Fprintf(&b, "Contracts: %d running · %d settled · %d voided      Offers: %d · countered %d · rejected %d · counters taken %d\n\n",
 		s.Running, s.SettledTotal(), s.Voided, s.Offers, s.Countered, s.Rejected, s.Taken)
