@@ -24,6 +24,9 @@ type Offer struct {
 	Currency   currency.Code
 	GPUs       int
 	Prepayment decimal.Decimal
+	// Scale is Currency's places, for the refusals and warnings to write
+	// money as people read it (currency.Format); negative: exactly.
+	Scale int32
 }
 
 // Admission is what the caps said of an offer they let through: the caps
@@ -40,6 +43,7 @@ type spendCheck struct {
 	wallet currency.AccountID
 	ends   time.Time
 	bal    currency.Balance
+	scale  int32 // the currency's places, for its words (Offer.Scale)
 }
 
 // Admit checks o against every cap above its client before the
@@ -65,7 +69,7 @@ func (p *Periods) Admit(ctx context.Context, l currency.Ledger, limits Limits, o
 			return Admission{}, fmt.Errorf("spend caps of %s: %w", owner, err)
 		}
 		for _, s := range spends {
-			sc := spendCheck{cap: s, wallet: BudgetWallet(owner, o.Currency, s.Period, now)}
+			sc := spendCheck{cap: s, wallet: BudgetWallet(owner, o.Currency, s.Period, now), scale: o.Scale}
 			_, sc.ends = s.Period.Span(now)
 			if err := p.budget(ctx, l, limits, sc); err != nil {
 				return Admission{}, err

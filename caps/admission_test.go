@@ -51,7 +51,7 @@ func newAdmitting(t *testing.T) *admitting {
 	require.NoError(t, err)
 	f.do(currency.Transfer{Key: "cap", From: currency.IssuanceID(caps.GPUCode), To: w, Amount: dectest.D("1")})
 	return &admitting{fixture: f, periods: caps.NewPeriods(f.clock),
-		offer: caps.Offer{Owners: []string{"alice", "acme"}, Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6")}}
+		offer: caps.Offer{Owners: []string{"alice", "acme"}, Currency: "CRED", GPUs: 1, Prepayment: dectest.D("6"), Scale: 2}}
 }
 
 func (a *admitting) admit(l caps.Limits) (caps.Admission, error) {
@@ -96,7 +96,7 @@ func TestAdmit(t *testing.T) {
 		assert.Equal(t, []string{"spend/c1/0"}, c.SpendHolds)
 		avail, held := a.balance(caps.GPUWallet("alice"))
 		assert.Equal(t, []string{"0", "1"}, []string{avail, held})
-		assert.Equal(t, []string{"day spend cap of alice: 6 of 10 CRED used this day (60%); offers past it are refused until 2026-11-25T00:00:00Z"},
+		assert.Equal(t, []string{"day spend cap of alice: 6.00 of 10.00 CRED used this day (60%); offers past it are refused until 2026-11-25T00:00:00Z"},
 			adm.Warnings(a.ctx, a.l))
 
 		_, err = a.admit(daily)
@@ -109,7 +109,7 @@ func TestAdmit(t *testing.T) {
 		a.offer.Prepayment = dectest.D("10.01")
 		_, err := a.admit(daily)
 		assert.Equal(t, bourse.ECapExceeded, bourse.ErrorCode(err))
-		assert.Contains(t, err.Error(), "day spend cap of alice: 0 of 10 CRED charged or held this day, a prepayment of 10.01 asked; it frees as contracts settle and renews at 2026-11-25T00:00:00Z")
+		assert.Contains(t, err.Error(), "day spend cap of alice: 0.00 of 10.00 CRED charged or held this day, a prepayment of 10.01 asked; it frees as contracts settle and renews at 2026-11-25T00:00:00Z")
 	})
 	t.Run("RefusalAfterARace", func(t *testing.T) {
 		a := newAdmitting(t)

@@ -25,14 +25,15 @@ func gpusExceeded(owner string, bal currency.Balance, gpus int) error {
 // exceeded refuses a prepayment that sc's budget cannot cover.
 func (sc spendCheck) exceeded(prepayment decimal.Decimal) error {
 	used := sc.cap.Limit.Sub(sc.bal.Available)
+	money := func(d decimal.Decimal) string { return currency.Format(d, sc.scale) }
 	if sc.cap.Period == Bucketed {
 		return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.prepayment",
 			Message: fmt.Sprintf("spend rate of %s: %s of its %s %s left, a prepayment of %s asked; it refills as time passes, and as contracts settle",
-				sc.cap.Owner, sc.bal.Available.String(), sc.cap.Limit.String(), sc.cap.Currency, prepayment.String())}
+				sc.cap.Owner, money(sc.bal.Available), money(sc.cap.Limit), sc.cap.Currency, money(prepayment))}
 	}
 	return &bourse.Error{Code: bourse.ECapExceeded, Field: "terms.prepayment",
 		Message: fmt.Sprintf("%s spend cap of %s: %s of %s %s charged or held this %s, a prepayment of %s asked; it frees as contracts settle and renews at %s",
-			sc.cap.Period, sc.cap.Owner, used.String(), sc.cap.Limit.String(), sc.cap.Currency, sc.cap.Period, prepayment.String(), sc.ends.Format(time.RFC3339))}
+			sc.cap.Period, sc.cap.Owner, money(used), money(sc.cap.Limit), sc.cap.Currency, sc.cap.Period, money(prepayment), sc.ends.Format(time.RFC3339))}
 }
 
 // warning is the warning for an offer that took sc's budget from sc.bal
@@ -44,10 +45,11 @@ func (sc spendCheck) warning(after currency.Balance) (string, bool) {
 	}
 	used := sc.cap.Limit.Sub(after.Available)
 	pct := used.Mul(decimal.NewFromInt(100)).Div(sc.cap.Limit).Round(0)
+	money := func(d decimal.Decimal) string { return currency.Format(d, sc.scale) }
 	if sc.cap.Period == Bucketed {
 		return fmt.Sprintf("spend rate of %s: %s of its %s %s used (%s%%); offers past it are refused until it refills",
-			sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, pct), true
+			sc.cap.Owner, money(used), money(sc.cap.Limit), sc.cap.Currency, pct), true
 	}
 	return fmt.Sprintf("%s spend cap of %s: %s of %s %s used this %s (%s%%); offers past it are refused until %s",
-		sc.cap.Period, sc.cap.Owner, used, sc.cap.Limit, sc.cap.Currency, sc.cap.Period, pct, sc.ends.Format(time.RFC3339)), true
+		sc.cap.Period, sc.cap.Owner, money(used), money(sc.cap.Limit), sc.cap.Currency, sc.cap.Period, pct, sc.ends.Format(time.RFC3339)), true
 }

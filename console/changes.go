@@ -35,6 +35,9 @@ var settingNames = map[string]string{
 // changed says what a did, in one sentence; scales are the currencies'
 // places, by code.
 func changed(a treasury.Action, scales map[currency.Code]int32) string {
+	// Settings' money (a spend cap's limit, a top-up's level) and what an
+	// action moved or cost, at their currency's places too.
+	a = a.AtScale(func(c currency.Code) (int32, bool) { s, ok := scales[c]; return s, ok })
 	all := maps.Clone(a.After)
 	if all == nil {
 		all = map[string]string{}

@@ -45,6 +45,23 @@ func TestChanged(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, changed(treasury.Action{Before: c.before, After: c.after}, scales), c.name)
 	}
+	// The money of an action's own currency, in its settings and figures,
+	// at that currency's places too.
+	for _, c := range []struct {
+		name string
+		a    treasury.Action
+		want string
+	}{
+		{"spend cap", treasury.Action{Kind: treasury.KindSpendCapSet, Target: "CRED/alice/day",
+			Before: map[string]string{"spend-cap": `{"limit":"100","warn":"0.8"}`}, After: map[string]string{"spend-cap": `{"limit":"150.5","warn":"0.8"}`}},
+			"The spend cap changed from limit 100.00, warn 0.8 to limit 150.50, warn 0.8."},
+		{"top-up", treasury.Action{Kind: treasury.KindTopUp, Target: "wallet/CRED/alice", After: map[string]string{"amount": "28"}},
+			"The amount set to 28.00."},
+		{"sale", treasury.Action{Kind: treasury.KindSale, Target: "bob", After: map[string]string{"cost": "50", "wallet/EUR/sales:CRED": "50"}},
+			"The cost set to 50.00; sales:CRED's EUR wallet is 50.00."},
+	} {
+		assert.Equal(t, c.want, changed(c.a, scales), c.name)
+	}
 }
 
 // TestAuditInWords: the trail's "changed" column is sentences, never a
@@ -65,6 +82,6 @@ func TestAuditInWords(t *testing.T) {
 	_, page := b.get("/audit")
 	assert.NotContains(t, page, "{&#34;", "no JSON")
 	assert.Contains(t, page, `<td class="changed">The allowance set to wallet wallet/CRED/alice, a 10, b 0.1, period 1h, start 2026-11-25 09:00:00 UTC.</td>`)
-	assert.Contains(t, page, `The spend cap set to limit 150, warn 0.8;`)
+	assert.Contains(t, page, `The spend cap set to limit 150.00, warn 0.8;`, "its limit at CRED's places")
 	assert.Contains(t, page, `<td class="changed">Alice&#39;s CRED wallet went from 0.00 to 181.00; the CRED supply went from 0.00 to 181.00.</td>`)
 }

@@ -70,7 +70,7 @@ func TestCSV(t *testing.T) {
 	_, _, recs = b.csvOf("/csv/audit")
 	require.Len(t, recs, 1+2+120+1)
 	assert.Equal(t, "spend-cap.set", recs[1][2], "newest first, as the trail")
-	assert.Equal(t, "The spend cap set to limit 150, warn 0.8; alice@day.2026-11-25's SPEND-CRED account went from 0.00 to 150.00.", recs[1][5])
+	assert.Equal(t, "The spend cap set to limit 150.00, warn 0.8; alice@day.2026-11-25's SPEND-CRED account went from 0.00 to 150.00.", recs[1][5])
 
 	_, _, recs = b.csvOf("/csv/contracts?from=2026-11-25&to=2026-11-26")
 	assert.Len(t, recs, 1+60, "every contract, not one page")

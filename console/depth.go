@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -19,8 +20,11 @@ import (
 // ask, in two colours. Along the top, the best of each side, the spread
 // and the mid; each level's figures are the title of its step, for a
 // pointer to show. Levels are as the exchange publishes them, at most
-// protocol.BookLevels a side.
-func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
+// protocol.BookLevels a side; prices are written at the currency's
+// places, scale (currency.FormatPrice), as the Market page's table has
+// them.
+func depthChart(title string, b *protocol.Book, scale int32, w, h int) template.HTML {
+	price := func(d decimal.Decimal) string { return currency.FormatPrice(d, scale) }
 	const padL, padR, padB = 64, 12, 28
 	padT := 40
 	// The legend beside the title where it fits, else on a row of its
@@ -81,7 +85,7 @@ func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
 		}
 		labelled = append(labelled, px)
 		fmt.Fprintf(&sb, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="axis"/>`, px, h-padB, px, h-padB+4)
-		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" class="tick %s" text-anchor="middle">%s</text>`, px, h-8, class, template.HTMLEscapeString(p.String()))
+		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" class="tick %s" text-anchor="middle">%s</text>`, px, h-8, class, template.HTMLEscapeString(price(p)))
 	}
 	for _, side := range []struct {
 		levels []protocol.Level
@@ -94,14 +98,14 @@ func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
 	}
 	if b.Mid != nil {
 		px := x(b.Mid.InexactFloat64())
-		fmt.Fprintf(&sb, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="mid"><title>mid %s</title></line>`, px, padT, px, h-padB, template.HTMLEscapeString(b.Mid.String()))
+		fmt.Fprintf(&sb, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="mid"><title>mid %s</title></line>`, px, padT, px, h-padB, template.HTMLEscapeString(price(*b.Mid)))
 	}
 	// The best of each side, the spread and mid, along the top.
 	fig := func(d *decimal.Decimal) string {
 		if d == nil {
 			return "-"
 		}
-		return d.String()
+		return price(*d)
 	}
 	fmt.Fprintf(&sb, `<text x="%d" y="32" class="tick">per GPU-hour: best bid %s · best ask %s · spread %s · mid %s</text>`,
 		padL, fig(b.BestBid), fig(b.BestAsk), fig(b.Spread), fig(b.Mid))
@@ -126,7 +130,7 @@ func depthChart(title string, b *protocol.Book, w, h int) template.HTML {
 				next = x(levels[i+1].Price.InexactFloat64())
 			}
 			steps = append(steps, fmt.Sprintf(`<line class="step %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"><title>%s</title></line>`, class, px, y(sum), next, y(sum),
-				template.HTMLEscapeString(fmt.Sprintf("%s at %s: %d GPUs, %d in all to here (%d %s)", name, l.Price, l.GPUs, sum, l.Orders, orders(name, l.Orders)))))
+				template.HTMLEscapeString(fmt.Sprintf("%s at %s: %d GPUs, %d in all to here (%d %s)", name, price(l.Price), l.GPUs, sum, l.Orders, orders(name, l.Orders)))))
 		}
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", edge, y(sum)), fmt.Sprintf("%.1f,%.1f", edge, y(0)))
 		fmt.Fprintf(&sb, `<polygon class="%s" points="%s"><title>%s</title></polygon>`, class, strings.Join(pts, " "), template.HTMLEscapeString(name))

@@ -219,7 +219,7 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 			mc.Unchart = len(last.Models) - i
 			break
 		}
-		mc.Charts = append(mc.Charts, modelCharts(last.Currency, l.Model, l.Book, snaps))
+		mc.Charts = append(mc.Charts, modelCharts(last.Currency, last.Scale, l.Model, l.Book, snaps))
 	}
 	return mc
 }
@@ -264,7 +264,7 @@ func marketRows(ls []protocol.MarketModel, scale int32) []marketRow {
 // from the lowest to the highest) and its GPUs, registered and free, over
 // the publications kept; and the depth of its book, as the last
 // publication has it (depthChart).
-func modelCharts(cur, model string, book *protocol.Book, snaps []marketSnap) marketChart {
+func modelCharts(cur string, scale int32, model string, book *protocol.Book, snaps []marketSnap) marketChart {
 	rng := band{Name: "low–high"}
 	median, vwap := series{Name: "median"}, series{Name: "VWAP"}
 	gpus, free := series{Name: "GPUs"}, series{Name: "free"}
@@ -284,7 +284,7 @@ func modelCharts(cur, model string, book *protocol.Book, snaps []marketSnap) mar
 		}
 	}
 	name := model + " in " + cur
-	return marketChart{Model: model, Depth: depthChart("depth of "+name, hourBook(book), 480, 200),
+	return marketChart{Model: model, Depth: depthChart("depth of "+name, hourBook(book), scale, 480, 200),
 		Prices: bandChart("prices per GPU-hour of "+name, "no contract settled in the window has paid for use yet", []band{rng}, []series{median, vwap}, 480, 180),
 		GPUs:   lineChart("GPUs of "+name, []series{gpus, free}, 480, 180)}
 }

@@ -59,8 +59,9 @@ func TestMarketDepthChart(t *testing.T) {
 	_, page := b.get("/market")
 	svg := regexp.MustCompile(`(?s)<svg class="chart depth" role="img" aria-label="depth of H100 in CRED".*?</svg>`).FindString(page)
 	require.NotEmpty(t, svg, page)
-	// Per GPU-hour, as every price on the page: 3600 times the wire's.
-	assert.Contains(t, svg, "per GPU-hour: best bid 3.96 · best ask 5.04 · spread 1.08 · mid 4.5")
+	// Per GPU-hour, as every price on the page: 3600 times the wire's, at
+	// CRED's places (the mid was 4.5, beside 3.96).
+	assert.Contains(t, svg, "per GPU-hour: best bid 3.96 · best ask 5.04 · spread 1.08 · mid 4.50")
 	assert.Contains(t, svg, `<polygon class="bids"`)
 	assert.Contains(t, svg, `<polygon class="asks"`)
 	var steps []string

@@ -54,6 +54,26 @@ func RevenueID(c Code, owner string) AccountID {
 // EscrowID is the account that holds hold h's money.
 func EscrowID(h HoldID) AccountID { return AccountID("escrow/" + string(h)) }
 
+// Currency is the currency an issuance, wallet or revenue account's ID
+// names (kind/CODE[/owner]); an escrow's names none, nor does anything
+// else.
+func (id AccountID) Currency() (Code, bool) {
+	kind, rest, ok := strings.Cut(string(id), "/")
+	if !ok {
+		return "", false
+	}
+	code, owner, hasOwner := strings.Cut(rest, "/")
+	switch {
+	case code == "":
+		return "", false
+	case Kind(kind) == Issuance && !hasOwner:
+		return Code(code), true
+	case (Kind(kind) == Wallet || Kind(kind) == Revenue) && hasOwner && owner != "":
+		return Code(code), true
+	}
+	return "", false
+}
+
 // Account is one side of every movement.
 type Account struct {
 	ID       AccountID `json:"id"`

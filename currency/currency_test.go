@@ -200,3 +200,27 @@ func TestBounds(t *testing.T) {
 		assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(checkMemo(bad)), "%q", bad)
 	}
 }
+
+// TestAccountCurrency: the IDs the constructors make name their currency;
+// an escrow's, and anything else, none.
+func TestAccountCurrency(t *testing.T) {
+	for _, tc := range []struct {
+		id   AccountID
+		want Code
+		ok   bool
+	}{
+		{WalletID("CRED", "alice"), "CRED", true},
+		{WalletID("GPU-CAP", "org/team"), "GPU-CAP", true}, // an owner may hold a slash
+		{RevenueID("CRED", "gpu1"), "CRED", true},
+		{IssuanceID("YEN"), "YEN", true},
+		{EscrowID("hold-1"), "", false},
+		{"wallet/CRED", "", false},
+		{"wallet//alice", "", false},
+		{"rate", "", false},
+		{"2026-12-01T00:00:00Z", "", false},
+	} {
+		got, ok := tc.id.Currency()
+		assert.Equal(t, tc.want, got, string(tc.id))
+		assert.Equal(t, tc.ok, ok, string(tc.id))
+	}
+}

@@ -41,11 +41,15 @@ func (h *House) admit(ctx context.Context, client string, t contract.Terms) (cap
 	if bal.Account == "" {
 		return caps.Admission{}, decimal.Zero, noWallet
 	}
+	scale, ok := h.scaleOf(ctx)(t.Currency) // looked up already: cached
+	if !ok {
+		scale = -1 // written exactly
+	}
 	if bal.Available.LessThan(t.Prepayment) {
 		return caps.Admission{}, decimal.Zero, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
-			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", t.Prepayment, bal.Available, t.Currency)}
+			Message: fmt.Sprintf("prepayment %s exceeds the available %s %s", currency.Format(t.Prepayment, scale), currency.Format(bal.Available, scale), t.Currency)}
 	}
 	adm, err := h.cfg.Periods.Admit(ctx, h.store.Ledger(), h.cfg.SpendCaps,
-		caps.Offer{Owners: owners, Currency: cur, GPUs: t.GPUs, Prepayment: t.Prepayment}, bals[1:])
+		caps.Offer{Owners: owners, Currency: cur, GPUs: t.GPUs, Prepayment: t.Prepayment, Scale: scale}, bals[1:])
 	return adm, bal.Available, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -66,11 +67,11 @@ func (h *House) queue(ctx context.Context, id string, t contract.Terms, req prot
 			need = need.Add(w.Terms.Prepayment)
 		}
 	}
+	scale, _ := h.cachedScale(t.Currency) // validated: looked up already
 	if need.GreaterThan(available) {
 		return protocol.OfferReply{}, &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
-			Message: fmt.Sprintf("this and your %d waiting offers need %s, more than the available %s %s", len(mine), need, available, t.Currency)}
+			Message: fmt.Sprintf("this and your %d waiting offers need %s, more than the available %s %s", len(mine), currency.Format(need, scale), currency.Format(available, scale), t.Currency)}
 	}
-	scale, _ := h.cachedScale(t.Currency) // validated: looked up already
 	now := h.cfg.Now().UTC()
 	w := contract.Waiting{ID: id, Client: t.Client, RequestID: req.RequestID, Terms: t, Resumes: req.Resumes,
 		Price: Price(t, scale), QueuedAt: now, Until: now.Add(time.Duration(req.Wait))}

@@ -164,7 +164,7 @@ func TestBookLeaves(t *testing.T) {
 		require.Len(t, ev, 1, "%+v", ev)
 		assert.Equal(t, protocol.EventLeftBook, ev[0].Type)
 		assert.Equal(t, contract.LeftUnpaid, ev[0].Waiting.Left)
-		assert.Contains(t, ev[0].Message, "exceeds the available")
+		assert.Regexp(t, `^prepayment \d+\.\d\d exceeds the available 1\.00 `+housetest.Currency+`$`, ev[0].Message, "money at the currency's places")
 		b := h.Balance(wallet)
 		assert.True(t, b.Available.Equal(dectest.D("1")) && b.Held.IsZero(), "%+v", b)
 	})

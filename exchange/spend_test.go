@@ -84,7 +84,7 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 		made, capped := burst(t, h, "alice", "a", 32, tenMinutes())
 		require.Len(t, made, 5, "alice's daily cap")
 		assert.Len(t, capped, 27)
-		assert.Contains(t, capped[0].Error(), "day spend cap of alice: 30 of 30 CRED charged or held this day")
+		assert.Contains(t, capped[0].Error(), "day spend cap of alice: 30.00 of 30.00 CRED charged or held this day")
 		bal := h.Balance(currency.WalletID(housetest.Currency, "alice"))
 		assert.True(t, bal.Held.Equal(dectest.D("30")), "five prepayments held: %s", bal.Held)
 		warnings := 0
@@ -98,7 +98,7 @@ func TestSpendCapUnderConcurrency(t *testing.T) {
 
 		bobs, capped := burst(t, h, "bob", "b", 32, tenMinutes())
 		require.Len(t, bobs, 3, "the project's 48 less alice's 30")
-		assert.Contains(t, capped[0].Error(), "month spend cap of acme.ml: 48 of 48 CRED")
+		assert.Contains(t, capped[0].Error(), "month spend cap of acme.ml: 48.00 of 48.00 CRED")
 		h.Audit()
 
 		done := finish(t, h, made[0].ID)
@@ -197,7 +197,7 @@ func TestSpendRateUnderConcurrency(t *testing.T) {
 
 		made, capped := burst(t, h, "alice", "a", 32, tenMinutes())
 		require.Len(t, made, 2, "the bucket's capacity")
-		assert.Contains(t, capped[0].Error(), "spend rate of alice: 0 of its 12 CRED left")
+		assert.Contains(t, capped[0].Error(), "spend rate of alice: 0.00 of its 12.00 CRED left")
 		h.Audit()
 
 		// Six minutes at 60 an hour is 6: one more prepayment.

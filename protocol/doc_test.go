@@ -274,7 +274,7 @@ func examples(t *testing.T) []example {
 	return []example{
 		// Errors.
 		{"error", protocol.ErrorReply{Error: &bourse.Error{Code: bourse.EInsufficientFunds, Field: "terms.prepayment",
-			Message: "prepayment 40 exceeds the available 12.5 CRED"}}},
+			Message: "prepayment 40.00 exceeds the available 12.50 CRED"}}},
 
 		// Client requests.
 		{"offer.request", protocol.OfferRequest{RequestID: "train-81861", Terms: terms}},

@@ -17,20 +17,32 @@ import (
 // print this protocol's messages as JSON pass them through AtScale.
 
 // moneyKeys are the fields of this protocol's messages (and of the
-// ledger's balances and statements) that hold an amount of money, never
-// a price or a quantity.
+// ledger's balances and statements, and the treasury's caps, top-ups,
+// supply and reports that bourse admin prints) that hold an amount of
+// money, never a price or a quantity.
 var moneyKeys = map[string]bool{
 	"prepayment": true, "prepayments": true, "charge": true, "refund": true, "due": true,
 	"available": true, "held": true, "amount": true, "balance": true, "charged": true,
+	"limit": true, "used": true, "below": true, "to": true, "capacity": true,
+	"supply": true, "change": true, "cost": true, "revenue": true,
 }
+
+// accountKeys are the fields that name an account of the object's
+// currency (its wallet, a spend-rate bucket, a supply change's account):
+// its ID says the currency (wallet/CRED/alice).
+var accountKeys = []string{"wallet", "account", "bucket"}
 
 // AtScale rewrites the money in JSON data at its currency's scale: each
 // amount field (moneyKeys) of an object whose currency it can tell (its
-// own "currency", its terms' or its contract's terms', else the nearest
-// enclosing object's, else cur) with the scale of that currency (the
-// object's own "scale" where it has one, else scaleOf). An amount finer
+// own "currency", its terms' or its contract's terms', else the account
+// its "wallet", "account" or "bucket" names, else the nearest enclosing
+// object's, else cur) with the scale of that currency (the object's own
+// "scale" where it has one, else scaleOf). A key that is an account's ID
+// (an audit trail's balances, allowances by wallet) puts its value in
+// that account's currency: a string there is an amount. An amount finer
 // than its scale, or of a currency whose scale is not known, stays as it
-// is. The order of keys is kept; the output is indented as the commands
+// is; a field of moneyKeys that is not a number (a "to" that is a time)
+// too. The order of keys is kept; the output is indented as the commands
 // print JSON.
 func AtScale(data []byte, cur string, scaleOf func(code string) (int32, bool)) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -132,12 +144,7 @@ func (n *node) scale(in money, scaleOf func(string) (int32, bool)) {
 	case 0:
 		return
 	}
-	for _, p := range [][]string{{"currency"}, {"terms", "currency"}, {"contract", "terms", "currency"}} {
-		if c := n.get(p...); c != nil && c.str != nil && *c.str != in.cur {
-			in = money{cur: *c.str}
-			break
-		}
-	}
+	in = n.currency(in)
 	if s := n.get("scale"); s != nil && s.kind == 0 {
 		if v, err := json.Number(s.leaf).Int64(); err == nil {
 			sc := int32(v)
@@ -145,25 +152,58 @@ func (n *node) scale(in money, scaleOf func(string) (int32, bool)) {
 		}
 	}
 	for i, k := range n.keys {
-		v := n.vals[i]
-		if !moneyKeys[k] || v.str == nil {
-			v.scale(in, scaleOf)
+		v, at := n.vals[i], in
+		code, isAccount := currency.AccountID(k).Currency()
+		if isAccount && string(code) != in.cur {
+			at = money{cur: string(code)}
+		}
+		if (!moneyKeys[k] && !isAccount) || v.str == nil {
+			v.scale(at, scaleOf)
 			continue
 		}
-		scale, ok := int32(0), false
-		if in.scale != nil {
-			scale, ok = *in.scale, true
-		} else if scaleOf != nil && in.cur != "" {
-			scale, ok = scaleOf(in.cur)
-		}
-		d, err := decimal.NewFromString(*v.str)
-		if !ok || err != nil {
-			continue
-		}
-		s := currency.Format(d, scale)
-		v.str = &s
-		v.leaf, _ = json.Marshal(s)
+		v.atScale(at, scaleOf)
 	}
+}
+
+// currency is what an object's amounts are in: its own currency, its
+// terms' or its contract's terms', the account's it names, else in.
+func (n *node) currency(in money) money {
+	for _, p := range [][]string{{"currency"}, {"terms", "currency"}, {"contract", "terms", "currency"}} {
+		if c := n.get(p...); c != nil && c.str != nil {
+			if *c.str != in.cur {
+				return money{cur: *c.str}
+			}
+			return in
+		}
+	}
+	for _, k := range accountKeys {
+		if a := n.get(k); a != nil && a.str != nil {
+			if code, ok := currency.AccountID(*a.str).Currency(); ok {
+				if string(code) != in.cur {
+					return money{cur: string(code)}
+				}
+				return in
+			}
+		}
+	}
+	return in
+}
+
+// atScale rewrites a string leaf that is an amount of in's currency.
+func (n *node) atScale(in money, scaleOf func(string) (int32, bool)) {
+	scale, ok := int32(0), false
+	if in.scale != nil {
+		scale, ok = *in.scale, true
+	} else if scaleOf != nil && in.cur != "" {
+		scale, ok = scaleOf(in.cur)
+	}
+	d, err := decimal.NewFromString(*n.str)
+	if !ok || err != nil {
+		return
+	}
+	s := currency.Format(d, scale)
+	n.str = &s
+	n.leaf, _ = json.Marshal(s)
 }
 
 func (n *node) write(w *bytes.Buffer) {

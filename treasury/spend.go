@@ -113,7 +113,8 @@ type SpendUse struct {
 	caps.Spend
 	// Used is charged or held this period; Held the part held by
 	// contracts still running.
-	Used, Held decimal.Decimal
+	Used decimal.Decimal `json:"used"`
+	Held decimal.Decimal `json:"held"`
 }
 
 // UsedPercent is how much of the cap is used, in percent of its limit,

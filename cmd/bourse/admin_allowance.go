@@ -180,8 +180,9 @@ then pays.`,
 					}
 				}
 			}
+			sc := adminScales(ctx, t.Ledger())
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), made)
+				return sc.printJSON(cmd.OutOrStdout(), made)
 			}
 			if len(made) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing due: every period that has ended is paid")
@@ -190,7 +191,7 @@ then pays.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tPERIOD\tAMOUNT\tKEY")
 			for _, m := range made {
-				row(tw, m.Wallet, m.Period, m.Amount.String(), m.Key)
+				row(tw, m.Wallet, m.Period, sc.inAccount(m.Amount, m.Wallet), m.Key)
 			}
 			return tw.Flush()
 		}),

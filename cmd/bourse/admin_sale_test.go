@@ -41,7 +41,7 @@ func TestAdminSale(t *testing.T) {
 	assert.Equal(t, "1.25", ps[0].Price.String())
 
 	first := ok("sell", "bob", "CRED", "EUR", "10.01", "--key", "s1", "--as", "bob-ops")
-	assert.Equal(t, "sold 10.01 CRED to bob at 1.25 EUR for 12.52 EUR: wallet/EUR/bob 100 → 87.48, wallet/CRED/bob 0 → 10.01\n", first,
+	assert.Equal(t, "sold 10.01 CRED to bob at 1.25 EUR for 12.52 EUR: wallet/EUR/bob 100.00 → 87.48, wallet/CRED/bob 0.00 → 10.01\n", first,
 		"10.01 × 1.25 = 12.5125, rounded up")
 	assert.Equal(t, first, ok("sell", "bob", "CRED", "EUR", "10.010", "--key", "s1", "--as", "bob-ops"), "the same sale again")
 	_, errOut, code = admin(t, dbURL, "sell", "bob", "CRED", "EUR", "20", "--key", "s1", "--as", "bob-ops")
@@ -56,11 +56,14 @@ func TestAdminSale(t *testing.T) {
 	var a treasury.Action
 	require.NoError(t, json.Unmarshal([]byte(ok("sell", "bob", "CRED", "EUR", "1", "--key", "s4", "--json")), &a))
 	assert.Equal(t, "1.25", a.After["cost"])
+	require.NoError(t, json.Unmarshal([]byte(ok("sell", "bob", "CRED", "EUR", "10.01", "--key", "s1", "--json")), &a), "the first sale again")
+	assert.Equal(t, map[string]string{"wallet/CRED/bob": "0.00", "wallet/EUR/bob": "100.00", "wallet/EUR/sales:CRED": "0.00", "issuance/CRED": "0.00"}, a.Before,
+		"the balances before it at their currencies' places (the ledger notes 100 and 0)")
 
 	assert.Contains(t, ok("balance", "wallet/CRED/bob"), "available 11.01 CRED")
 	assert.Contains(t, ok("balance", "wallet/EUR/sales:CRED"), "available 13.77 EUR")
 	assert.Regexp(t, `(?m)^\S+ +\+10\.01 +10\.01 +wallet/CRED/bob +s1 +sale at 1.25 EUR per CRED\n\S+ +\+1\.00 +11\.01 +wallet/CRED/bob +s4 +sale at 1.25 EUR per CRED\n`, ok("supply", "CRED"))
-	assert.Regexp(t, `bob-ops +sale +bob +s1 +cost: 12.52; issuance/CRED: 0 → -10.01; price: 1.25; wallet/CRED/bob: 0 → 10.01; wallet/EUR/bob: 100 → 87.48; wallet/EUR/sales:CRED: 0 → 12.52`, ok("log"))
+	assert.Regexp(t, `bob-ops +sale +bob +s1 +cost: 12.52; issuance/CRED: 0.00 → -10.01; price: 1.25; wallet/CRED/bob: 0.00 → 10.01; wallet/EUR/bob: 100.00 → 87.48; wallet/EUR/sales:CRED: 0.00 → 12.52`, ok("log"))
 	ok("burn", "sales:CRED", "13.77", "--currency", "EUR", "--key", "paid-out-1", "--memo", "to the bank")
 	assert.Equal(t, "price CRED/EUR: none (was 1.25)\n", ok("price", "set", "CRED", "EUR", "0", "--key", "p2"))
 	assert.Equal(t, "SOLD  PAID IN  PRICE  SET BY  SET AT\n", ok("prices"))

@@ -42,8 +42,9 @@ market without an exchange running, or from cron.`,
 				}
 			}
 			ran, err := treasury.NewScheduler(t, actor).Run(ctx, now)
+			sc := adminScales(ctx, t.Ledger())
 			if asJSON {
-				if perr := printJSON(cmd.OutOrStdout(), ran); perr != nil {
+				if perr := sc.printJSON(cmd.OutOrStdout(), ran); perr != nil {
 					return perr
 				}
 				return err
@@ -53,12 +54,12 @@ market without an exchange running, or from cron.`,
 			lines := 0
 			for _, w := range slices.Sorted(maps.Keys(ran.Allowances)) {
 				for _, p := range ran.Allowances[w] {
-					row(tw, "allowance", w, p.Amount, p.Key)
+					row(tw, "allowance", w, sc.inAccount(p.Amount, w), p.Key)
 					lines++
 				}
 			}
 			for _, u := range ran.TopUps {
-				amount := u.Amount.String()
+				amount := sc.inAccount(u.Amount, u.Wallet)
 				if u.Err != "" {
 					amount = "failed: " + u.Err
 				}
@@ -66,7 +67,7 @@ market without an exchange running, or from cron.`,
 				lines++
 			}
 			for _, r := range ran.Refills {
-				row(tw, "refill", r.Bucket, r.Amount, fmt.Sprintf("%d steps", r.Steps))
+				row(tw, "refill", r.Bucket, sc.inAccount(r.Amount, r.Bucket), fmt.Sprintf("%d steps", r.Steps))
 				lines++
 			}
 			if lines == 0 {

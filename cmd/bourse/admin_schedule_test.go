@@ -21,9 +21,11 @@ func TestAdminSchedule(t *testing.T) {
 	ok("allowance", "set", "alice", "--currency", "CRED", "--a", "1", "--start", "2026-01-01T00:00:00Z", "--key", "a1")
 
 	out := ok("schedule", "run", "--now", "2026-01-01T02:30:00Z")
-	assert.Regexp(t, `(?m)^allowance +wallet/CRED/alice +1 +allowance/wallet/CRED/alice/v1/1$`, out)
-	assert.Regexp(t, `(?m)^allowance +wallet/CRED/alice +1 +allowance/wallet/CRED/alice/v1/2$`, out)
-	assert.Regexp(t, `(?m)^topup +wallet/CRED/alice +28 +topup/CRED/alice/\d+$`, out)
+	assert.Regexp(t, `(?m)^allowance +wallet/CRED/alice +1\.00 +allowance/wallet/CRED/alice/v1/1$`, out, "money at CRED's places")
+	assert.Regexp(t, `(?m)^allowance +wallet/CRED/alice +1\.00 +allowance/wallet/CRED/alice/v1/2$`, out)
+	assert.Regexp(t, `(?m)^topup +wallet/CRED/alice +28\.00 +topup/CRED/alice/\d+$`, out)
 	assert.Equal(t, "nothing due\n", ok("schedule", "run", "--now", "2026-01-01T02:30:00Z"))
 	assert.Contains(t, ok("balance", "wallet/CRED/alice"), "available 30.00", "the allowance paid 2 first, the top-up the rest to 30")
+	// The next period's payment, in JSON: at CRED's places too.
+	assert.Regexp(t, `"wallet/CRED/alice": \[\s+\{\s+"period": 3,\s+"amount": "1\.00",`, ok("schedule", "run", "--now", "2026-01-01T03:30:00Z", "--json"))
 }

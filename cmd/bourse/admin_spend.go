@@ -49,7 +49,8 @@ The exchange reads caps every 5 seconds.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no %s spend cap in %s\n", args[0], p, cur)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit %s %s a %s; warned at %s%%\n", args[0], limit, cur, p, w.Mul(decimal.NewFromInt(100)).Round(0))
+			sc := adminScales(ctx, t.Ledger())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit %s %s a %s; warned at %s%%\n", args[0], sc.amount(limit, cur), cur, p, w.Mul(decimal.NewFromInt(100)).Round(0))
 			return nil
 		}),
 	}
@@ -68,8 +69,10 @@ The exchange reads caps every 5 seconds.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, uses, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%", func(u treasury.SpendUse) []any {
-				return []any{u.Owner, u.Currency, u.Period, u.Limit, u.Used, u.Held, u.UsedPercent(), u.Warn.Mul(decimal.NewFromInt(100)).Round(0)}
+			sc := adminScales(ctx, t.Ledger())
+			return printList(cmd.OutOrStdout(), sc, asJSON, uses, "OWNER\tCURRENCY\tPERIOD\tLIMIT\tUSED\tHELD\tUSED%\tWARN%", func(u treasury.SpendUse) []any {
+				cur := string(u.Currency)
+				return []any{u.Owner, u.Currency, u.Period, sc.amount(u.Limit, cur), sc.amount(u.Used, cur), sc.amount(u.Held, cur), u.UsedPercent(), u.Warn.Mul(decimal.NewFromInt(100)).Round(0)}
 			})
 		}),
 	}
@@ -117,7 +120,8 @@ refill" does it by hand (or from cron, where no exchange runs).
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no spend rate in %s\n", args[0], cur)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit up to %s %s at once, refilled at %s an hour\n", args[0], capacity, cur, rate)
+			sc := adminScales(ctx, t.Ledger())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s may commit up to %s %s at once, refilled at %s an hour\n", args[0], sc.amount(capacity, cur), cur, sc.amount(rate, cur))
 			return nil
 		}),
 	}
@@ -136,8 +140,9 @@ refill" does it by hand (or from cron, where no exchange runs).
 			if err != nil {
 				return err
 			}
+			sc := adminScales(ctx, t.Ledger())
 			for _, r := range done {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: +%s for %d steps\n", r.Bucket, r.Amount, r.Steps)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: +%s for %d steps\n", r.Bucket, sc.inAccount(r.Amount, r.Bucket), r.Steps)
 			}
 			if len(done) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "every bucket is refilled to now")

@@ -34,7 +34,7 @@ rule: settled on its last valid reading, else voided with a full refund.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, cs)
+				return adminScales(ctx, store.Ledger()).printJSON(out, cs)
 			}
 			if len(cs) == 0 {
 				fmt.Fprintln(out, "no stuck contracts")

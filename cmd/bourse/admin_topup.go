@@ -47,7 +47,8 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no top-up\n", u.Wallet)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: topped up to %s from its parent when below %s\n", u.Wallet, tv, b)
+			sc := adminScales(ctx, t.Ledger())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: topped up to %s from its parent when below %s\n", u.Wallet, sc.amount(tv, cur), sc.amount(b, cur))
 			return nil
 		}),
 	}
@@ -68,8 +69,9 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, ups, "WALLET\tBELOW\tTO\tEVERY", func(u treasury.TopUp) []any {
-				return []any{u.Wallet, u.Below, u.To, u.Every}
+			sc := adminScales(ctx, t.Ledger())
+			return printList(cmd.OutOrStdout(), sc, asJSON, ups, "WALLET\tBELOW\tTO\tEVERY", func(u treasury.TopUp) []any {
+				return []any{u.Wallet, sc.inAccount(u.Below, u.Wallet), sc.inAccount(u.To, u.Wallet), u.Every}
 			})
 		}),
 	}
@@ -92,8 +94,9 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			if err != nil {
 				return err
 			}
+			sc := adminScales(ctx, t.Ledger())
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), done)
+				return sc.printJSON(cmd.OutOrStdout(), done)
 			}
 			if len(done) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no wallet is below its threshold")
@@ -102,7 +105,7 @@ Run "topup run" from cron; each top-up is in the audit trail.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WALLET\tAMOUNT\tKEY\tERROR")
 			for _, d := range done {
-				row(tw, d.Wallet, d.Amount, d.Key, d.Err)
+				row(tw, d.Wallet, sc.inAccount(d.Amount, d.Wallet), d.Key, d.Err)
 			}
 			return tw.Flush()
 		}),

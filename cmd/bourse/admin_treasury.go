@@ -104,7 +104,7 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) []any {
+			return printList(cmd.OutOrStdout(), nil, asJSON, rs, "FROM\tTO\tRATE\tSET BY\tSET AT", func(r treasury.ConversionRate) []any {
 				return []any{r.From, r.To, r.Rate, r.SetBy, r.SetAt.Format(time.RFC3339)}
 			})
 		}),
@@ -128,6 +128,7 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
+			a = a.AtScale(adminScales(ctx, t.Ledger()).ofCode)
 			fw, tw := string(currency.WalletID(from, args[0])), string(currency.WalletID(to, args[0]))
 			fmt.Fprintf(cmd.OutOrStdout(), "exchanged at %s: %s %s → %s, %s %s → %s\n", a.After["rate"],
 				fw, orNone(a.Before[fw]), a.After[fw], tw, orNone(a.Before[tw]), a.After[tw])
@@ -146,7 +147,7 @@ run, and record it.`,
 				return err
 			}
 			sc := adminScales(ctx, t.Ledger())
-			return printList(cmd.OutOrStdout(), asJSON, ps, "AT\tCHANGE\tSUPPLY\tACCOUNT\tKEY\tMEMO", func(p treasury.SupplyPoint) []any {
+			return printList(cmd.OutOrStdout(), sc, asJSON, ps, "AT\tCHANGE\tSUPPLY\tACCOUNT\tKEY\tMEMO", func(p treasury.SupplyPoint) []any {
 				return []any{p.At.Format(time.RFC3339), signed(p.Change, sc.amount(p.Change, args[0])), sc.amount(p.Supply, args[0]), p.Account, p.Key, oneLine(p.Memo)}
 			})
 		}),
@@ -164,7 +165,11 @@ run, and record it.`,
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) []any {
+			sc := adminScales(ctx, t.Ledger())
+			for i := range as {
+				as[i] = as[i].AtScale(sc.ofCode)
+			}
+			return printList(cmd.OutOrStdout(), sc, asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) []any {
 				return []any{a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes()}
 			})
 		}),

@@ -37,7 +37,7 @@ func TestAdminTreasury(t *testing.T) {
 	assert.Equal(t, exitRefused, code)
 	assert.Contains(t, errOut, "no rate from CRED to GPUH: an administrator sets one (bourse admin rate CRED GPUH RATE)")
 	assert.Equal(t, "rate CRED/GPUH: 0.5 (was none)\n", ok("rate", "CRED", "GPUH", "0.5", "--key", "r1", "--as", "ann"))
-	assert.Equal(t, "exchanged at 0.5: wallet/CRED/alice 80 → 70, wallet/GPUH/alice 0 → 5\n",
+	assert.Equal(t, "exchanged at 0.5: wallet/CRED/alice 80.00 → 70.00, wallet/GPUH/alice 0 → 5\n",
 		ok("exchange", "alice", "CRED", "GPUH", "10", "--key", "x1", "--as", "ann"))
 	assert.Contains(t, ok("rates"), "CRED  GPUH  0.5   ann")
 	// Money at CRED's places, and where each mint went or burn came from.
@@ -63,7 +63,11 @@ func TestAdminTreasury(t *testing.T) {
 		"bob burn b1", "ann grant g1", "ann open open/wallet/CRED/alice", "ann open open/wallet/CRED/acme",
 		"root currency currency/GPUH", "root currency currency/CRED"}, who,
 		"newest first; the refused burn and exchange left nothing")
-	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0 → -100; wallet/CRED/alice: 0 → 100`, ok("log"))
+	// The trail's balances at each currency's places, in the table and in
+	// JSON (the ledger notes 100, a person reads 100.00).
+	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0\.00 → -100\.00; wallet/CRED/alice: 0\.00 → 100\.00`, ok("log"))
+	assert.Regexp(t, `ann +exchange +alice +x1 +rate: 0\.5; wallet/CRED/alice: 80\.00 → 70\.00; wallet/GPUH/alice: 0 → 5`, ok("log"))
+	assert.Contains(t, ok("log", "--json"), `"wallet/CRED/alice": "100.00"`)
 	assert.Contains(t, ok("audit"), ": pass")
 }
 
@@ -74,10 +78,14 @@ func TestAdminSpendCap(t *testing.T) {
 	ok("currency", "CRED", "--scale", "2")
 	ok("open", "acme", "--currency", "CRED")
 	ok("open", "alice", "--currency", "CRED", "--parent", "acme")
-	assert.Equal(t, "acme may commit 500 CRED a month; warned at 80%\n",
+	assert.Equal(t, "acme may commit 500.00 CRED a month; warned at 80%\n",
 		ok("spend-cap", "acme", "500", "--currency", "CRED", "--period", "month", "--key", "s1", "--as", "ann"))
 	ok("spend-cap", "alice", "50", "--currency", "CRED", "--warn", "0.9", "--key", "s2", "--as", "ann")
-	assert.Regexp(t, `acme +CRED +month +500 +0 +0 +0 +80\nalice +CRED +day +50 +0 +0 +0 +90\n`, ok("spend-caps"))
+	assert.Regexp(t, `acme +CRED +month +500\.00 +0\.00 +0\.00 +0 +80\nalice +CRED +day +50\.00 +0\.00 +0\.00 +0 +90\n`, ok("spend-caps"))
+	capsJSON := ok("spend-caps", "--json")
+	for _, want := range []string{`"limit": "500.00"`, `"used": "0.00"`, `"held": "0.00"`, `"warn": "0.8"`} {
+		assert.Contains(t, capsJSON, want, "money at CRED's places in JSON too, a share as it is")
+	}
 	_, errOut, code := admin(t, dbURL, "spend-cap", "alice", "50", "--currency", "CRED", "--period", "week", "--key", "s3")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `"week": hour, day or month`)
@@ -85,19 +93,21 @@ func TestAdminSpendCap(t *testing.T) {
 	assert.NotContains(t, ok("spend-caps"), "alice")
 	assert.Contains(t, ok("log"), "spend-cap.set")
 
-	assert.Equal(t, "alice may commit up to 30 CRED at once, refilled at 10 an hour\n",
+	assert.Equal(t, "alice may commit up to 30.00 CRED at once, refilled at 10.00 an hour\n",
 		ok("spend-rate", "set", "alice", "30", "--currency", "CRED", "--per-hour", "10", "--key", "r1"))
-	assert.Regexp(t, `alice +CRED +rate +30 +0 +0 +0 +80`, ok("spend-caps"))
+	assert.Regexp(t, `alice +CRED +rate +30\.00 +0\.00 +0\.00 +0 +80`, ok("spend-caps"))
 	// A full bucket gets nothing, whether or not a minute turned meanwhile.
-	assert.Regexp(t, `^(every bucket is refilled to now|wallet/SPEND-CRED/alice@rate.bucket: \+0 for 1 steps)\n$`, ok("spend-rate", "refill"))
+	assert.Regexp(t, `^(every bucket is refilled to now|wallet/SPEND-CRED/alice@rate.bucket: \+0\.00 for 1 steps)\n$`, ok("spend-rate", "refill"))
 	_, errOut, code = admin(t, dbURL, "spend-rate", "set", "alice", "30", "--currency", "CRED", "--key", "r2")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "a bucket refills at a rate above zero")
 
 	ok("grant", "acme", "100", "--currency", "CRED", "--key", "g-acme")
-	assert.Equal(t, "wallet/CRED/alice: topped up to 30 from its parent when below 10\n",
+	assert.Equal(t, "wallet/CRED/alice: topped up to 30.00 from its parent when below 10.00\n",
 		ok("topup", "set", "alice", "--currency", "CRED", "--below", "10", "--to", "30", "--key", "t1"))
-	assert.Regexp(t, `wallet/CRED/alice +30 +topup/CRED/alice/\d+`, ok("topup", "run", "--as", "cron"))
+	assert.Regexp(t, `wallet/CRED/alice +10\.00 +30\.00 +1m0s`, ok("topup", "list"))
+	assert.Regexp(t, `"below": "10\.00",\s+"to": "30\.00"`, ok("topup", "list", "--json"))
+	assert.Regexp(t, `"amount": "30\.00"`, ok("topup", "run", "--as", "cron", "--json"))
 	assert.Equal(t, "no wallet is below its threshold\n", ok("topup", "run"))
 	assert.Contains(t, ok("balance", "wallet/CRED/acme"), "available 70.00")
 	_, errOut, code = admin(t, dbURL, "topup", "set", "acme", "--currency", "CRED", "--below", "1", "--to", "2", "--key", "t2")

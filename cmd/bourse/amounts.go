@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -9,6 +11,7 @@ import (
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/protocol"
 )
 
 // How the commands write numbers:
@@ -68,6 +71,31 @@ func (s *scales) amount(d decimal.Decimal, code string) string {
 	return currency.Format(d, scale)
 }
 
+// ofCode is of for the treasury, which names currencies by their Code.
+func (s *scales) ofCode(c currency.Code) (int32, bool) { return s.of(string(c)) }
+
+// inAccount writes an amount of the currency account id is in (a
+// wallet's, a spend-rate bucket's), exactly where the id names none.
+func (s *scales) inAccount(d decimal.Decimal, id currency.AccountID) string {
+	code, _ := id.Currency()
+	return s.amount(d, string(code))
+}
+
+// printJSON writes v as indented JSON with its money at its currencies'
+// places (protocol.AtScale), as the bid commands' JSON: "0.50", not the
+// ledger's "0.5".
+func (s *scales) printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if b, err = protocol.AtScale(b, "", s.of); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
 // money writes an amount, "-" where it is not known yet.
 func (s *scales) money(d decimal.Decimal, code string, known bool) string {
 	if !known {
@@ -100,6 +128,16 @@ func secondText(t contract.Terms) string {
 // GPU-hour at the places of t's currency.
 func (s *scales) price(t contract.Terms) string {
 	return secondText(t) + " (" + s.hourText(t) + ")"
+}
+
+// perSecond writes one price per GPU-second of currency code as price
+// does a flat curve: exactly, and per GPU-hour at the currency's places.
+func (s *scales) perSecond(d decimal.Decimal, code string) string {
+	scale := int32(-1)
+	if s != nil {
+		scale, _ = s.of(code)
+	}
+	return exact(d) + "/GPU-s (" + currency.FormatPrice(contract.PerHour(d), scale) + "/GPU-h)"
 }
 
 // hourText is the price curves per GPU-hour (per hour for q).

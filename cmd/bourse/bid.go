@@ -172,9 +172,13 @@ func (f *bidFlags) jsonAtScale(v any) ([]byte, error) {
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-// printList prints items as JSON, or as a table: header (tab-separated
-// column names), then the cells of each item (row).
-func printList[T any](w io.Writer, asJSON bool, items []T, header string, cells func(T) []any) error {
+// printList prints items as JSON (its money at places where sc is given),
+// or as a table: header (tab-separated column names), then the cells of
+// each item (row).
+func printList[T any](w io.Writer, sc *scales, asJSON bool, items []T, header string, cells func(T) []any) error {
+	if asJSON && sc != nil {
+		return sc.printJSON(w, items)
+	}
 	if asJSON {
 		return printJSON(w, items)
 	}
@@ -196,9 +200,11 @@ func when(t time.Time) string {
 
 func newBidContractsCmd(f *bidFlags) *cobra.Command {
 	var (
-		limit  int
-		output string
-		state  string
+		limit         int
+		output        string
+		state, server string
+		since         string
+		from          time.Time
 	)
 	cmd := &cobra.Command{
 		Use:   "contracts",
@@ -206,9 +212,11 @@ func newBidContractsCmd(f *bidFlags) *cobra.Command {
 		Long: `contracts lists your contracts, newest first: a table, or with -o wide one
 with the GPU model, the price per GPU-hour, the GPU-seconds used and when
 each started and ended, or with -o json (or --json) the contracts as the
-protocol has them, money at its currency's places. --state keeps those in
-one state (accepted, running, settled, voided). A running contract's
-charge is the amount due so far, marked ~.`,
+protocol has them, money at its currency's places. Of the newest --limit,
+--state keeps those in one state (accepted, running, settled, voided),
+--server those of one server, --since those accepted since a time (a
+duration ago, 24h, or a time). A running contract's charge is the amount
+due so far, marked ~. (bourse admin contracts lists every client's.)`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			switch output {
@@ -219,6 +227,12 @@ charge is the amount due so far, marked ~.`,
 			if state != "" && !slices.Contains([]contract.State{contract.StateAccepted, contract.StateRunning, contract.StateSettled, contract.StateVoided}, contract.State(state)) {
 				return usagef("--state %q: want accepted, running, settled or voided", state)
 			}
+			if since != "" {
+				var err error
+				if from, err = parseSince("--since", since, time.Now()); err != nil {
+					return err
+				}
+			}
 			return nil
 		},
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
@@ -226,15 +240,20 @@ charge is the amount due so far, marked ~.`,
 			if err != nil {
 				return err
 			}
-			if state != "" {
-				cs = slices.DeleteFunc(cs, func(k protocol.ContractView) bool { return string(k.State) != state })
-			}
+			fetched := len(cs)
+			cs = slices.DeleteFunc(cs, func(k protocol.ContractView) bool {
+				return state != "" && string(k.State) != state || server != "" && k.Server != server || k.AcceptedAt.Before(from)
+			})
 			out := cmd.OutOrStdout()
 			if f.json || output == "json" {
 				if cs == nil {
 					cs = []protocol.ContractView{}
 				}
 				return f.printJSON(out, cs)
+			}
+			if len(cs) == 0 && fetched > 0 {
+				fmt.Fprintf(out, "none of your newest %d contracts is one the filters keep (--limit for more)\n", fetched)
+				return nil
 			}
 			if len(cs) == 0 {
 				fmt.Fprintln(out, "no contracts yet: make one with bourse bid offer")
@@ -271,6 +290,8 @@ charge is the amount due so far, marked ~.`,
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many to list")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "wide for more columns, json for JSON")
 	cmd.Flags().StringVar(&state, "state", "", "only contracts in this state: accepted, running, settled or voided")
+	cmd.Flags().StringVar(&server, "server", "", "only contracts with this server")
+	cmd.Flags().StringVar(&since, "since", "", "only contracts accepted since: a duration ago (24h) or a time (2026-12-01, RFC 3339)")
 	return cmd
 }
 

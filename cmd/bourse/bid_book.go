@@ -47,7 +47,7 @@ func newBidWaitingCmd(f *bidFlags) *cobra.Command {
 			fmt.Fprintln(tw, "ID\tGPUS\tCLASS\tSURE PRICE\tPREPAYMENT\tAHEAD\tQUEUED\tUNTIL")
 			for _, w := range ws {
 				cur := w.Terms.Currency
-				row(tw, w.ID, w.Terms.GPUs, classText(w.Terms.Class), w.Price,
+				row(tw, w.ID, w.Terms.GPUs, classText(w.Terms.Class), sc.perSecond(w.Price, cur),
 					sc.amount(w.Terms.Prepayment, cur)+" "+cur, w.Ahead, when(w.QueuedAt), when(w.Until))
 			}
 			return tw.Flush()
@@ -178,7 +178,7 @@ func printShowWaiting(out io.Writer, w contract.Waiting, sc *scales, bid string)
 	line("GPUs", "%d× %s", t.GPUs, classText(t.Class))
 	line("Time limit", "%s", t.TimeLimit)
 	line("Price", "%s", sc.price(t))
-	line("Sure price", "%s/GPU-s (what orders the book)", exact(w.Price))
+	line("Sure price", "%s, what orders the book", sc.perSecond(w.Price, cur))
 	line("Prepayment", "%s %s, escrowed at the match", sc.amount(t.Prepayment, cur), cur)
 	if t.Server != "" {
 		line("Server", "%s only", safe(t.Server))

@@ -36,7 +36,8 @@ type offerFlags struct {
 	image       string
 	command     string
 	args        []string
-	files       string // a folder to pack and put for the job (--files)
+	export      []string // the job's variables, NAME=VALUE or NAME (--export)
+	files       string   // a folder to pack and put for the job (--files)
 	filesMax    int64
 	scale       int32
 	requestID   string
@@ -57,7 +58,7 @@ type offerFlags struct {
 
 // termFlags are the flags that shape terms, which -f replaces.
 var termFlags = []string{"gpus", "model", "min-memory", "time-limit", "price", "p", "q", "preemptible",
-	"utilization", "duration", "image", "command", "arg"}
+	"utilization", "duration", "image", "command", "arg", "export"}
 
 func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.gpus, "gpus", 1, "GPUs wanted")
@@ -75,6 +76,7 @@ func (o *offerFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.image, "image", "", "a container image the job runs in, REGISTRY/REPOSITORY[:TAG][@DIGEST] (servers that run containers and pull from its registry)")
 	fs.StringVar(&o.command, "command", "", "a real job: the command the server runs (instead of a synthetic one); with --image, the image's program to run in place of its entrypoint")
 	fs.StringArrayVar(&o.args, "arg", nil, "an argument of --command, or with --image alone of the image's entrypoint (repeat for more)")
+	fs.StringArrayVar(&o.export, "export", nil, "a variable of the job's environment (with --command or --image), as Slurm's --export: NAME=VALUE, or NAME for its value here (repeat for more); a server sets only those its allow_env allows, and refuses the offer otherwise")
 	fs.StringVar(&o.files, "files", "", "a folder of your files for the job (with --command or --image): packed, put where only its server may fetch it, unpacked in its working folder before it starts")
 	fs.Int64Var(&o.filesMax, "files-max-bytes", bidder.DefaultFilesBytes, "the most bytes --files may pack to (servers and the exchange have their own limits: bid servers shows them)")
 	fs.Int32Var(&o.scale, "scale", 2, "decimal places of the currency, for the default prepayment (default: the exchange says)")
@@ -175,7 +177,7 @@ func (o *offerFlags) shape(fs *pflag.FlagSet, base contract.Terms, resume bool) 
 			}
 			t.Q = c
 		}
-		if set("image") || set("command") || set("arg") || set("utilization") || set("duration") || t.Job == nil {
+		if set("image") || set("command") || set("arg") || set("export") || set("utilization") || set("duration") || t.Job == nil {
 			job, err := o.job(t.TimeLimit)
 			if err != nil {
 				return t, err
@@ -207,12 +209,19 @@ func (o *offerFlags) prepaymentFlag() (decimal.Decimal, error) {
 
 func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 	if o.image != "" || o.command != "" {
+		env, err := exportVars(o.export, os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
 		// With an image, --command replaces its entrypoint and --arg its
 		// command, as docker run's --entrypoint and arguments do.
-		return &contract.JobSpec{Image: o.image, Command: o.command, Args: o.args}, nil
+		return &contract.JobSpec{Image: o.image, Command: o.command, Args: o.args, Env: env}, nil
 	}
 	if len(o.args) > 0 {
 		return nil, usagef("--arg needs --command or --image")
+	}
+	if len(o.export) > 0 {
+		return nil, usagef("--export needs --command or --image: a synthetic job has no environment")
 	}
 	u, err := amount("--utilization", o.utilization)
 	if err != nil {
@@ -223,6 +232,35 @@ func (o *offerFlags) job(timeLimit time.Duration) (*contract.JobSpec, error) {
 		d = timeLimit
 	}
 	return &contract.JobSpec{Profile: &contract.Profile{Utilization: u, Duration: d}}, nil
+}
+
+// exportVars reads --export's NAME=VALUE (or NAME, whose value lookup
+// gives: this shell's) into a job's variables. Only what is named goes:
+// unlike Slurm's default, nothing of this shell's environment is sent
+// unasked, since it may hold credentials.
+func exportVars(export []string, lookup func(string) (string, bool)) (map[string]string, error) {
+	if len(export) == 0 {
+		return nil, nil
+	}
+	env := map[string]string{}
+	for _, e := range export {
+		name, value, given := strings.Cut(e, "=")
+		if name == "" || strings.ContainsRune(e, 0) {
+			return nil, usagef("--export %q: want NAME=VALUE, or NAME for its value here", e)
+		}
+		if !given {
+			v, ok := lookup(name)
+			if !ok {
+				return nil, usagef("--export %s: %s is not set here; give --export %s=VALUE", name, name, name)
+			}
+			value = v
+		}
+		if _, twice := env[name]; twice {
+			return nil, usagef("--export %s: given twice", name)
+		}
+		env[name] = value
+	}
+	return env, nil
 }
 
 // parseCurve reads "x:y,x:y" breakpoints.
@@ -298,7 +336,10 @@ contract's server is handed it, and names it in the terms by its digest.
 The server fetches exactly that, checks it and unpacks it into the job's
 working folder before the job starts (time not charged); files it cannot
 fetch or unpack start nothing, the job's logs say why, and the contract
-is voided. Your files go when no contract of yours needs them.
+is voided. Your files go when no contract of yours needs them. --export
+NAME=VALUE (or NAME, its value here; repeat) sets a variable of its
+environment, as Slurm's --export; only what you name goes, and a server
+sets only those its allow_env allows (permission_denied otherwise).
 
 Every offer has a request id (--request-id, generated if not given): making
 the same offer again with the same id returns the same contract and never
@@ -476,8 +517,10 @@ func (o *offerFlags) answer(ctx context.Context, cmd *cobra.Command, f *bidFlags
 	return nil
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal tells a terminal (stdin, or stdout, where a screen may be
+// redrawn in place) from a file, a pipe or a buffer.
+func isTerminal(std any) bool {
+	f, ok := std.(*os.File)
 	if !ok {
 		return false
 	}

@@ -56,7 +56,7 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 				fmt.Fprintf(out, "no live server in %s: a server speaks every second once it runs (bourse server)\n", or(cur, "any currency"))
 				return nil
 			}
-			return printList(out, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tRUNS\tPOLICY\tASK\tRECORD\tHEARD", func(s protocol.Server) []any {
+			return printList(out, nil, false, ss, "SERVER\tCURRENCY\tGPUS\tFREE\tMODELS\tRUNNER\tMETER\tRUNS\tPOLICY\tASK\tRECORD\tHEARD", func(s protocol.Server) []any {
 				runner, meter, runs := "-", "-", "-"
 				if r := s.Runs; r != nil {
 					runner, meter, runs = string(r.Runner), or(string(r.Meter), "none"), runsText(r)

@@ -353,6 +353,12 @@ func TestBid(t *testing.T) {
 		_, errOut, code := b.bid("bob", "contracts", "-o", "yaml")
 		assert.Equal(t, exitUsage, code, errOut)
 		assert.Contains(t, b.ok("bob", "show", k.ID), "Model sold   H100\n")
+		// Filters, as squeue's: by server and by time.
+		assert.Contains(t, b.ok("bob", "contracts", "--server", "atlas", "--since", "1h"), k.ID)
+		assert.Equal(t, "none of your newest 1 contracts is one the filters keep (--limit for more)\n", b.ok("bob", "contracts", "--server", "nobody", "--limit", "1"))
+		assert.NotContains(t, b.ok("bob", "contracts", "--since", time.Now().Add(time.Minute).UTC().Format(time.RFC3339)), k.ID)
+		_, errOut, code = b.bid("bob", "contracts", "--since", "yesterday")
+		assert.Equal(t, exitUsage, code, errOut)
 	})
 
 	t.Run("Errors", func(t *testing.T) {

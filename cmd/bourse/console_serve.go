@@ -112,6 +112,15 @@ func serveConsole(ctx context.Context, out io.Writer, t *treasury.Treasury, stor
 	return srv.Shutdown(sctx)
 }
 
+// offLoopbackError is listenConsole's refusal of plain HTTP off loopback.
+type offLoopbackError struct{ addr net.Addr }
+
+func (e offLoopbackError) Error() string {
+	return fmt.Sprintf("the console refuses plain HTTP on %s, off loopback: passwords and session cookies would cross the network in clear. "+
+		"Serve TLS (--tls-cert, --tls-key), or stand behind a TLS-terminating proxy (--behind-proxy ADDR), or listen on 127.0.0.1; "+
+		"--insecure-http does it anyway (docs/console.md, \"Off loopback\")", e.addr)
+}
+
 // listenConsole opens the console's listener, and refuses plain HTTP off
 // loopback unless told to serve it anyway.
 func listenConsole(out io.Writer, o consoleOptions) (net.Listener, error) {
@@ -122,9 +131,7 @@ func listenConsole(out io.Writer, o consoleOptions) (net.Listener, error) {
 	if o.cert == "" && len(o.proxies) == 0 && !loopback(ln.Addr()) {
 		if !o.insecureHTTP {
 			ln.Close()
-			return nil, fmt.Errorf("the console refuses plain HTTP on %s, off loopback: passwords and session cookies would cross the network in clear. "+
-				"Serve TLS (--tls-cert, --tls-key), or stand behind a TLS-terminating proxy (--behind-proxy ADDR), or listen on 127.0.0.1; "+
-				"--insecure-http does it anyway (docs/console.md, \"Off loopback\")", ln.Addr())
+			return nil, offLoopbackError{ln.Addr()}
 		}
 		warning := fmt.Sprintf("WARNING: the console serves plain HTTP on %s, off loopback (--insecure-http): anyone on the network can read passwords and session cookies", ln.Addr())
 		fmt.Fprintln(out, warning)

@@ -457,7 +457,7 @@ func newContextLsCmd() *cobra.Command {
 			if lines == nil {
 				lines = []contextLine{}
 			}
-			return printList(out, asJSON, lines, " \tNAME\tNATS\tID\tDESCRIPTION", func(l contextLine) []any {
+			return printList(out, nil, asJSON, lines, " \tNAME\tNATS\tID\tDESCRIPTION", func(l contextLine) []any {
 				mark := ""
 				if l.Current {
 					mark = "*"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,6 +99,11 @@ func runDemo(ctx context.Context, out io.Writer, cfg demoConfig) error {
 	var consoleLn net.Listener
 	if cfg.console != "" {
 		ln, err := listenConsole(out, consoleOptions{listen: cfg.console, log: cfg.logger})
+		if off := (offLoopbackError{}); errors.As(err, &off) {
+			// The demo's console has no TLS flags to offer: say what it takes.
+			return usagef("--console %s: the demo's console serves plain HTTP, so only on loopback (passwords and session cookies would cross the network in clear): "+
+				"--console 127.0.0.1:PORT, or bourse console with TLS for a console others reach", cfg.console)
+		}
 		if err != nil {
 			return usagef("--console %s: %w", cfg.console, err)
 		}

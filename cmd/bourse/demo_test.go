@@ -124,7 +124,7 @@ func TestDemoConsoleAddress(t *testing.T) {
 	defer taken.Close()
 	for _, tt := range []struct{ name, addr, want string }{
 		{"InUse", taken.Addr().String(), "address already in use"},
-		{"OffLoopback", "0.0.0.0:0", "the console refuses plain HTTP"},
+		{"OffLoopback", "0.0.0.0:0", "the demo's console serves plain HTTP, so only on loopback"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -48,11 +48,11 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	for _, lv := range append(slices.Clone(b.Asks), b.Bids...) {
 		ds = append(ds, contract.PerHour(lv.Price))
 	}
-	if l.Last != nil {
-		ds = append(ds, contract.PerHour(l.Last.Price))
-	}
 	// Per GPU-hour, exactly (3600 times a price adds no places): levels
-	// that differ print differently.
+	// that differ print differently. The last trade is no level: what a
+	// contract paid for use, at the currency's places (currency.FormatPrice),
+	// so that a trade at 447.999984 a GPU-hour does not write every level
+	// with six places.
 	places := currency.ExactPlaces(m.Scale, ds...)
 	price := func(d *decimal.Decimal) string {
 		if d == nil {
@@ -71,7 +71,7 @@ func printModelDepth(out io.Writer, m protocol.Market, l protocol.MarketModel) e
 	}
 	last := "-"
 	if l.Last != nil {
-		last = price(&l.Last.Price) + " at " + when(l.Last.At)
+		last = currency.FormatPrice(contract.PerHour(l.Last.Price), m.Scale) + " at " + when(l.Last.At)
 	}
 	fmt.Fprintf(out, "%s: best ask %s, best bid %s, spread %s, mid %s; asks %d GPUs, bids %d GPUs in all; last trade %s; %d contracts settled in the last %s, %s GPU-seconds used, %s %s charged\n",
 		safe(l.Model), price(b.BestAsk), price(b.BestBid), price(b.Spread), mid, b.AskGPUs, b.BidGPUs, last,

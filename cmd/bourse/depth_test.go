@@ -99,4 +99,14 @@ func TestPrintDepth(t *testing.T) {
 	assert.Regexp(t, `(?m)^1800\.000000 +4 +2 +1 +1\n1\.200024 +3 +1\s*\n1\.199988 +2 +1\n`, out)
 	assert.Contains(t, out, "L4: best ask -, best bid -")
 	assert.Contains(t, out, "no asks with GPUs free, no offers waiting")
+
+	// A last trade at an odd price (a charge over the GPU-seconds used)
+	// is at CRED's places, and leaves the levels at theirs.
+	b.Reset()
+	require.NoError(t, printDepth(&b, []protocol.Market{{Currency: "CRED", Scale: 2, Models: []protocol.MarketModel{
+		{Model: "H100", Last: &protocol.Trade{Price: d("0.12444444")}, Book: &protocol.Book{
+			Asks: []protocol.Level{{Price: d("0.15"), GPUs: 4, Orders: 1}}, AskGPUs: 4, BestAsk: p("0.15")}},
+	}}}))
+	assert.Contains(t, b.String(), "H100: best ask 540.00, best bid -, spread -, mid -; asks 4 GPUs, bids 0 GPUs in all; last trade 448.00 at ")
+	assert.Regexp(t, `(?m)^540\.00 +4 +1`, b.String())
 }

@@ -123,7 +123,7 @@ heartbeat: 100ms
 sample_every: 50ms
 `
 	gpu1 := startServer(t, busyNVML, "id: gpu1\nnvml: required\noutbox_dir: "+t.TempDir()+common+
-		"runner: {kind: process, allowed: ["+job+"], output_dir: "+t.TempDir()+", grace: 2s}\n")
+		"runner: {kind: process, allowed: ["+job+"], output_dir: "+t.TempDir()+", grace: 2s, allow_env: [GREETING]}\n")
 	bare := startServer(t, noNVML, "id: bare\ngpus: [{count: 1, model: H100, memory_mib: 81920}]\n"+common+
 		"runner: {kind: process, allowed: ["+job+"], output_dir: "+t.TempDir()+"}\n")
 	require.Eventually(t, func() bool {
@@ -281,6 +281,30 @@ sample_every: 50ms
 		_, errOut, code = b.bid("ada", "offer", "--gpus", "1", "--price", "0.5", "--files", folder)
 		assert.Equal(t, exitUsage, code, errOut)
 		assert.Contains(t, errOut, "--files are for a program or an image to work on")
+	})
+
+	t.Run("Export", func(t *testing.T) {
+		// --export gives the job a variable, as Slurm's: by value, or by
+		// name from the shell; one the server does not allow is refused
+		// before any money is held.
+		t.Setenv("GREETING", "from the shell")
+		for _, tc := range []struct{ export, want string }{{"GREETING=hello world", "GREETING=hello world\n"}, {"GREETING", "GREETING=from the shell\n"}} {
+			out, errOut, code := b.bid("ada", "offer", "--json", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m",
+				"--command", job, "--arg="+jobFlag, "--arg=env", "--arg=GREETING", "--export", tc.export)
+			require.Equal(t, 0, code, errOut)
+			var r protocol.OfferReply
+			require.NoError(t, json.Unmarshal([]byte(out), &r))
+			require.NotNil(t, r.Contract)
+			b.waitState("ada", r.Contract.ID, contract.StateSettled)
+			assert.Equal(t, tc.want, b.ok("ada", "logs", "--follow", r.Contract.ID), "--export %s", tc.export)
+		}
+		_, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m",
+			"--command", job, "--arg="+jobFlag, "--arg=env", "--arg=TOKEN", "--export", "TOKEN=x")
+		assert.Equal(t, exitRefused, code, errOut)
+		assert.Contains(t, errOut, "may not set TOKEN")
+		_, errOut, code = b.bid("ada", "offer", "--gpus", "1", "--price", "0.5", "--export", "GREETING=hi")
+		assert.Equal(t, exitUsage, code, errOut)
+		assert.Contains(t, errOut, "--export needs --command or --image")
 	})
 
 	t.Run("WaitAndShow", func(t *testing.T) {

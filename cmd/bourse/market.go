@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -56,8 +57,10 @@ up, offers down); at most 20 levels a side, those nearest the other side.
 --json prints all of it, every model's "book" and "last".
 
 Without --watch it waits for the next publication (every currency's, or
---currency's) and prints it; --watch prints each as it comes until
-interrupted; --json prints JSON (with --watch, a line per message).
+--currency's) and prints it; --watch follows them until interrupted: on a
+terminal it redraws the screen in place with each currency's latest, as
+watch(1) does, elsewhere (a pipe, a log) it prints each below the last;
+--json prints JSON (with --watch, a line per message).
 
   bourse market --nats URL
   bourse market --nats URL --currency CRED --watch
@@ -90,10 +93,14 @@ interrupted; --json prints JSON (with --watch, a line per message).
 			if err != nil {
 				return err
 			}
+			redraw := watch && !asJSON && isTerminal(out)
+			if redraw {
+				fmt.Fprint(out, clearScreen)
+			}
 			if err := printMarkets(out, ms, asJSON && !watch, asJSON, depth); err != nil || !watch {
 				return err
 			}
-			return watchMarket(ctx, out, ch, cur, asJSON, depth)
+			return watchMarket(ctx, out, ch, cur, asJSON, depth, redraw, ms)
 		},
 	}
 	cmd.PreRunE = func(*cobra.Command, []string) error {
@@ -212,8 +219,14 @@ func nextMarket(ctx context.Context, ch <-chan protocol.Market, cur string, wait
 }
 
 // watchMarket prints each publication (of currency cur, if given) until
-// ctx ends.
-func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, cur string, asJSON, depth bool) error {
+// ctx ends. With redraw it clears the screen and draws every currency's
+// latest publication (first: those printed already) at the top instead,
+// so that a terminal shows the market now, not a scroll of it.
+func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, cur string, asJSON, depth, redraw bool, first []protocol.Market) error {
+	latest := map[string]protocol.Market{}
+	for _, m := range first {
+		latest[m.Currency] = m
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,14 +238,20 @@ func watchMarket(ctx context.Context, out io.Writer, ch <-chan protocol.Market, 
 			if cur != "" && m.Currency != cur {
 				continue
 			}
+			latest[m.Currency] = m
+			ms := []protocol.Market{m}
+			if redraw {
+				ms = slices.SortedFunc(maps.Values(latest), func(a, b protocol.Market) int { return strings.Compare(a.Currency, b.Currency) })
+				fmt.Fprint(out, clearScreen)
+			}
 			var err error
 			switch {
 			case asJSON:
 				err = printMarketJSON(out, m, true)
 			case depth:
-				err = printDepth(out, []protocol.Market{m})
+				err = printDepth(out, ms)
 			default:
-				err = printMarket(out, []protocol.Market{m})
+				err = printMarket(out, ms)
 			}
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/shopspring/decimal"
@@ -102,4 +103,36 @@ func TestPrintMarketAligned(t *testing.T) {
 		{Model: "H100", Settled: 1, Prices: &protocol.Prices{Low: d("0.000001"), Median: d("0.0042"), High: d("0.3"), VWAP: d("0.004213")}},
 	}}}))
 	assert.Regexp(t, `(?m)^H100 +1 +0 +0\.00 +0\.0036 +15\.1200 +1080\.0000 +15\.1668 `, b.String(), "two significant digits of the cheapest")
+}
+
+// TestWatchMarketRedraws: on a terminal --watch redraws the screen with
+// every currency's latest publication at each one that comes (as
+// watch(1) does); elsewhere it prints each below the last, once.
+func TestWatchMarketRedraws(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 12, 1, 10, 0, s, 0, time.Local) }
+	pubs := []protocol.Market{{Currency: "EUR", Scale: 2, At: at(2)}, {Currency: "CRED", Scale: 2, At: at(3)}}
+	first := []protocol.Market{{Currency: "CRED", Scale: 2, At: at(1)}}
+	watch := func(redraw bool) string {
+		ch := make(chan protocol.Market, len(pubs))
+		for _, m := range pubs {
+			ch <- m
+		}
+		close(ch)
+		var out bytes.Buffer
+		require.NoError(t, watchMarket(context.Background(), &out, ch, "", false, false, redraw, first))
+		return out.String()
+	}
+
+	screens := strings.Split(watch(true), clearScreen)
+	require.Len(t, screens, 3, "a screen a publication, each from the top")
+	last := screens[2]
+	assert.Contains(t, last, "CRED at 2026-12-01 10:00:03")
+	assert.Contains(t, last, "EUR at 2026-12-01 10:00:02", "the other currency's latest stays on the screen")
+	assert.NotContains(t, last, "10:00:01")
+	assert.Less(t, strings.Index(last, "CRED at"), strings.Index(last, "EUR at"), "currencies in order")
+
+	scroll := watch(false)
+	assert.NotContains(t, scroll, clearScreen)
+	assert.Equal(t, 1, strings.Count(scroll, "EUR at"))
+	assert.Equal(t, 1, strings.Count(scroll, "CRED at"), "the first publication was printed before the watch")
 }

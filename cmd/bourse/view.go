@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/exchange"
@@ -35,14 +35,11 @@ type view struct {
 }
 
 func newView(out io.Writer, m *market.Market, store exchange.Store, total time.Duration) *view {
-	v := &view{out: out, m: m, store: store, ledger: store.Ledger(), total: total}
-	if f, ok := out.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			v.terminal = true
-		}
-	}
-	return v
+	return &view{out: out, m: m, store: store, ledger: store.Ledger(), total: total, terminal: isTerminal(out)}
 }
+
+// clearScreen moves a terminal's cursor home and clears the screen.
+const clearScreen = "\033[H\033[2J"
 
 func (v *view) run(ctx context.Context, d time.Duration) {
 	every := 5 * time.Second
@@ -84,7 +81,7 @@ func (v *view) draw(ctx context.Context) {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("\033[H\033[2J")
+	b.WriteString(clearScreen)
 	fmt.Fprintf(&b, "Bourse demo  %s / %s   %s\n\n", s.Elapsed.Truncate(100*time.Millisecond), v.total, progress(s.Elapsed, v.total, 30))
 	fmt.Fprintf(&b, "Contracts: %d running · %d settled · %d voided      Offers: %d · countered %d · rejected %d · counters taken %d\n\n",
 		s.Running, s.SettledTotal(), s.Voided, s.Offers, s.Countered, s.Rejected, s.Taken)
@@ -98,8 +95,16 @@ func (v *view) draw(ctx context.Context) {
 	fmt.Fprint(v.out, b.String())
 }
 
-// Money is written at the market's currency's scale, prices exactly
-// (amounts.go).
+// Money is written at the market's currency's scale, prices per GPU-hour
+// at its places, as people compare GPU prices (amounts.go).
+
+// perHour writes a price per GPU-second per GPU-hour, "-" for none yet.
+func perHour(d decimal.Decimal, scale int32) string {
+	if d.IsZero() {
+		return "-"
+	}
+	return currency.FormatPrice(contract.PerHour(d), scale)
+}
 
 func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 	scale := market.Currency.Scale
@@ -107,7 +112,7 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 	if final {
 		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tCONTRACTS\tGPU-SECONDS\tUTILISATION\tREVENUE")
 	} else {
-		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tIN USE\t\tCONTRACTS\tLAST PRICE/GPU-S\tREVENUE")
+		fmt.Fprintln(tw, "SERVER\tPOLICY\tGPUS\tIN USE\t\tCONTRACTS\tLAST PRICE/GPU-H\tREVENUE")
 	}
 	for _, spec := range v.m.Servers {
 		st := s.Servers[spec.ID]
@@ -117,7 +122,7 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s%%\t%s\n", spec.ID, spec.Policy, class, st.Contracts, st.GPUSeconds.StringFixed(1), util.StringFixed(0), currency.Format(st.Revenue, scale))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, exact(st.LastPrice), currency.Format(st.Revenue, scale))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", spec.ID, spec.Policy, class, st.BusyGPUs, bar(st.BusyGPUs, spec.Count), st.Contracts, perHour(st.LastPrice, scale), currency.Format(st.Revenue, scale))
 	}
 	_ = tw.Flush()
 }
@@ -125,11 +130,11 @@ func (v *view) servers(w io.Writer, s market.Snapshot, final bool) {
 func (v *view) clients(ctx context.Context, w io.Writer, s market.Snapshot) {
 	scale := market.Currency.Scale
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-S\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
+	fmt.Fprintln(tw, "CLIENT\tSTRATEGY\tVALUE/GPU-H\tAVAILABLE\tHELD\tSPENT\tREFUNDED\tCONTRACTS\tDONE")
 	for _, spec := range v.m.Clients {
 		ct := s.Clients[spec.ID]
 		bal, _ := v.ledger.Balance(ctx, currency.WalletID(market.Currency.Code, spec.ID))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), exact(spec.Value),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", spec.ID, scenario.StrategyName(spec.Strategy), perHour(spec.Value, scale),
 			currency.Format(bal.Available, scale), currency.Format(bal.Held, scale), currency.Format(ct.Spent, scale), currency.Format(ct.Refunded, scale), ct.Contracts, ct.Done)
 	}
 	// The keyboard's wallets: their trades are the person's, not the

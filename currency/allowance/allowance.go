@@ -140,10 +140,10 @@ func IsPayment(key string) bool { return strings.HasPrefix(key, paymentPrefix) }
 
 // Paid is one period's payment.
 type Paid struct {
-	Period int64           // n: the period ending at Start + n·Period
-	Amount decimal.Decimal // into the wallet; negative: out of it
-	Key    string
-	New    bool // this run made it; false: it was made before
+	Period int64           `json:"period"` // n: the period ending at Start + n·Period
+	Amount decimal.Decimal `json:"amount"` // into the wallet; negative: out of it
+	Key    string          `json:"key"`
+	New    bool            `json:"new"` // this run made it; false: it was made before
 }
 
 // Accrue pays every period of r that has ended by now and is not paid
