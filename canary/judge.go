@@ -1,0 +1,109 @@
+package canary
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/bourse/bourse/contract"
+)
+
+// deviationPlaces are the decimal places a deviation is kept to: a
+// hundredth of a percent.
+const deviationPlaces = 4
+
+// conclusive are the reasons a settled contract ends for whose reading
+// measured the whole job: it ended by itself, or was held to its time
+// limit or its prepayment, each the server's doing. Every other ending
+// (lost, expired, shut down, failed, killed, suspended, preempted) cut
+// the job short or is the exchange's or a person's doing, and says
+// nothing of the meter.
+var conclusive = map[contract.Reason]bool{
+	contract.ReasonCompleted: true, contract.ReasonTimeLimit: true, contract.ReasonExhausted: true,
+}
+
+// Judge judges canary contract c, as its store holds it at now, by the
+// truth of its job: at the currency's scale (for the charge).
+//
+// A contract voided, not settled yet, or settled for a reason that cut
+// the job short is inconclusive. Else the truth's U is Utilization × the
+// contract's GPUs × Duration (the reading's T where the truth has none);
+// with a full_use meter, which charges every GPU busy by its declared
+// rule, Utilization is 1. The canary passes where U deviates from it by
+// at most the tolerance, and the charge from what the terms ask for that
+// U (at that duration and the reading's S) by at most the tolerance and
+// one unit of the scale (a charge is rounded down to it); it fails
+// otherwise.
+func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result {
+	r := Result{Contract: c.ID, Server: c.Server, At: now, Verdict: Inconclusive, Truth: truth, Meter: c.Meter, Reason: c.Reason,
+		GPUs: c.Terms.GPUs, Charge: c.Charge}
+	switch {
+	case c.State == contract.StateVoided:
+		r.Why = fmt.Sprintf("voided (%s): the job never ran; the server's record counts its accepts never started", c.Reason)
+		return r
+	case c.State != contract.StateSettled:
+		r.Why = fmt.Sprintf("still %s when judged: not settled in time", c.State)
+		return r
+	case !conclusive[c.Reason]:
+		r.Why = fmt.Sprintf("settled %s: the job was cut short or its end was not its server's doing", c.Reason)
+		return r
+	case c.Reading == nil:
+		r.Why = "settled without a reading"
+		return r
+	}
+	rd := c.Reading
+	r.U, r.T = rd.U, rd.T
+	util := truth.Utilization
+	if c.Meter == contract.MeterFullUse {
+		util = decimal.NewFromInt(1)
+	}
+	length := time.Duration(truth.Duration)
+	if length == 0 {
+		length = time.Duration(rd.T)
+	}
+	gpus := decimal.NewFromInt(int64(c.Terms.GPUs))
+	r.ExpectedU = util.Mul(gpus).Mul(decimal.New(int64(length), -9))
+	if !r.ExpectedU.IsPositive() {
+		r.Why = "the truth is no use at all: nothing to compare"
+		return r
+	}
+	expected, err := contract.Charge(c.Terms, contract.Usage{U: r.ExpectedU, T: length, S: rd.S}, scale)
+	if err != nil {
+		r.Why = fmt.Sprintf("the terms cannot price the truth: %v", err)
+		return r
+	}
+	r.ExpectedCharge = expected.Charge
+	r.Deviation = rd.U.Sub(r.ExpectedU).DivRound(r.ExpectedU, deviationPlaces)
+	if r.ExpectedCharge.IsPositive() {
+		d := c.Charge.Sub(r.ExpectedCharge).DivRound(r.ExpectedCharge, deviationPlaces)
+		r.ChargeDeviation = &d
+	}
+	tol := truth.Tolerance
+	uOK := r.Deviation.Abs().LessThanOrEqual(tol)
+	slack := r.ExpectedCharge.Mul(tol).Add(decimal.New(1, -scale))
+	chargeOK := c.Charge.Sub(r.ExpectedCharge).Abs().LessThanOrEqual(slack)
+	pct, within := Percent, "±"+tol.Shift(2).String()+"%"
+	switch {
+	case uOK && chargeOK:
+		r.Verdict = Passed
+		r.Why = fmt.Sprintf("U %s GPU-s for %s (%s), charge %s for %s: within %s", rd.U, r.ExpectedU, pct(r.Deviation), c.Charge, r.ExpectedCharge, within)
+	case !uOK:
+		r.Verdict = Failed
+		r.Why = fmt.Sprintf("U %s GPU-s where the job used %s: %s, beyond %s", rd.U, r.ExpectedU, pct(r.Deviation), within)
+	default:
+		r.Verdict = Failed
+		r.Why = fmt.Sprintf("charged %s where the job's use costs %s, beyond %s (U %s GPU-s, T %s)", c.Charge, r.ExpectedCharge, within, rd.U, time.Duration(rd.T))
+	}
+	return r
+}
+
+// Percent writes a relative deviation as a signed percentage, "+50%",
+// "-0.5%", "0%".
+func Percent(d decimal.Decimal) string {
+	s := d.Shift(2).String() + "%"
+	if d.IsPositive() {
+		s = "+" + s
+	}
+	return s
+}
