@@ -55,6 +55,13 @@ func TestRecordText(t *testing.T) {
 	assert.Equal(t, "started 9 of 10 in 1h0m0s", recordText(&protocol.Record{Window: w, Accepted: 10, Started: 9}))
 	assert.Equal(t, "started 1 of 5, 4 never, 1 lost in 1h0m0s, DEMOTED",
 		recordText(&protocol.Record{Window: w, Accepted: 5, Started: 1, NotStarted: 4, Lost: 1, Demoted: true}))
+	week := contract.Duration(7 * 24 * time.Hour)
+	worst := decimal.RequireFromString("0.5")
+	assert.Equal(t, "started 0 of 0 in 1h0m0s; canaries 1 passed, 1 failed (worst +50%), 2 inconclusive in 7d, DEMOTED",
+		recordText(&protocol.Record{Window: w, Canaries: &protocol.Canaries{Window: week, Run: 4, Passed: 1, Failed: 1, Inconclusive: 2, Worst: &worst}, Demoted: true}))
+	zero := decimal.Zero
+	assert.Equal(t, "started 3 of 3 in 1h0m0s; canaries 2 passed in 7d",
+		recordText(&protocol.Record{Window: w, Accepted: 3, Started: 3, Canaries: &protocol.Canaries{Window: week, Run: 2, Passed: 2, Worst: &zero}}))
 }
 
 // TestRunsText: what bourse bid servers says a server runs.
