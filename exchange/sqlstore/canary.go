@@ -60,9 +60,11 @@ ON CONFLICT (contract) DO UPDATE SET judged_at = excluded.judged_at, verdict = e
 	switch {
 	case server == nil:
 		return currency.NotFound(op, "contract "+r.Contract)
-	case *server != r.Server || written != 1:
+	case *server != r.Server:
 		return &bourse.Error{Code: bourse.EInvalid, Op: op, Field: "server",
 			Message: "contract " + r.Contract + " is " + *server + "'s, not " + r.Server + "'s"}
+	case written != 1:
+		return fmt.Errorf("%s: contract %s: %d rows written", op, r.Contract, written)
 	}
 	return nil
 }
