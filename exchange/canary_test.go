@@ -72,8 +72,8 @@ func recordOf(t *testing.T, h *housetest.Harness, id string) *protocol.Record {
 // inconclusive. The results join the records; the liars, cheapest of
 // all, are demoted (offers go to the honest server, dearer), the others
 // not; a liar whose meter is mended is restored once it has passed two
-// canaries more than, and since, it failed one. Fails without canary
-// results in the record.
+// canaries since its failure, and demoted again by its next lie however
+// many it passed before. Fails without canary results in the record.
 func TestCanaries(t *testing.T) {
 	h := housetest.New(t, exchange.Config{KeepRecords: true})
 	h.Server("honest", "H100", 4, posted("0.002"))
@@ -155,6 +155,19 @@ func TestCanaries(t *testing.T) {
 	h.Run(31*time.Second, time.Second)
 	rec := recordOf(t, h, "over")
 	assert.Equal(t, 2, rec.Canaries.Passed)
+	assert.Equal(t, 2, rec.Canaries.PassedSince)
 	assert.False(t, rec.Demoted, "two passes since its failure")
+	assert.Equal(t, "over", served("mended"), "restored, its ask is the cheapest again")
+
+	// Passes banked do not buy a lie: three passes, then one lie, and
+	// the server is demoted again at once.
+	assert.Equal(t, canary.Passed, run("over", 0).Verdict)
+	over.Factor = dectest.D("1.5")
+	assert.Equal(t, canary.Failed, run("over", 0).Verdict)
+	h.Run(31*time.Second, time.Second)
+	rec = recordOf(t, h, "over")
+	assert.Equal(t, protocol.Canaries{Window: w, Run: 5, Passed: 3, Failed: 2, Worst: rec.Canaries.Worst}, *rec.Canaries)
+	assert.True(t, rec.Demoted, "three passes before a failure do not outweigh it")
+	assert.Equal(t, "honest", served("lied-again"))
 	h.Audit()
 }

@@ -25,9 +25,11 @@ import (
 // Canary audits (package canary) run jobs of known GPU use on a server as
 // an ordinary client and compare what settled with the truth; their
 // results, in the store (Store.PutCanary), join the record over
-// Config.CanaryWindow. A server that failed a canary, and has not passed
-// more since than it failed, is demoted as one that breaks its accepts
-// (protocol.Canaries.Demotes). A canary voided, lost or not settled is
+// Config.CanaryWindow. A server that failed a canary there, and has not
+// passed two (protocol.CanaryRestore) since its latest failure, is
+// demoted as one that breaks its accepts (protocol.Canaries.Demotes):
+// passes judged before a failure do not outweigh it, or a server could
+// bank honest canaries and then lie. A canary voided, lost or not settled is
 // inconclusive and counts against no one: the record's other counts
 // already weigh an accept not started or a server lost, and a canary cut
 // short by the exchange's own fault says nothing of the meter. Canaries

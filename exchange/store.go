@@ -116,6 +116,7 @@ type Store interface {
 	PutCanary(ctx context.Context, r canary.Result) error
 	// Canaries counts, by server, the canary results judged (At) at or
 	// after since: all of them (Run), passed, failed and inconclusive,
+	// the passes judged after the server's latest failure (PassedSince),
 	// and the deviation of the largest size among the conclusive ones
 	// (Worst). Window is the caller's.
 	Canaries(ctx context.Context, since time.Time) (map[string]protocol.Canaries, error)

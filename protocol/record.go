@@ -43,25 +43,34 @@ func (r Record) Demotes() bool {
 // (package canary). Run counts them all: Passed settled on the truth
 // within its tolerance, Failed did not (the meter said more or less than
 // the job used), Inconclusive were voided, lost, or not settled in time,
-// and say nothing of the meter. Worst is the deviation of U from the
-// truth, (U − truth) / truth, of the largest size among the conclusive
-// ones: positive where the meter said more than the job used; absent
-// where none was conclusive.
+// and say nothing of the meter. PassedSince counts the passes judged
+// after the latest failure (0 where none failed). Worst is the deviation
+// of U from the truth, (U − truth) / truth, of the largest size among the
+// conclusive ones: positive where the meter said more than the job used;
+// absent where none was conclusive.
 type Canaries struct {
 	Window       contract.Duration `json:"window"`
 	Run          int               `json:"run"`
 	Passed       int               `json:"passed"`
 	Failed       int               `json:"failed"`
 	Inconclusive int               `json:"inconclusive"`
+	PassedSince  int               `json:"passed_since_failure,omitempty"`
 	Worst        *decimal.Decimal  `json:"worst_deviation,omitempty"`
 }
 
-// Demotes says whether the canaries demote their server: at least one
-// failed, and no fewer failed than passed. One failure demotes a server
-// until two later canaries pass (an honest meter's rare miss is
-// outweighed by its passes); a meter that lies at every job stays
-// demoted; an inconclusive canary counts for neither side. nil demotes
-// no one.
+// CanaryRestore is how many canaries a server must pass after its latest
+// failed one to be restored.
+const CanaryRestore = 2
+
+// Demotes says whether the canaries demote their server: one failed in
+// the window, and fewer than CanaryRestore passed after the latest
+// failure. Passes judged before a failure do not outweigh it, so a
+// server cannot bank honest canaries and then lie, nor lie at a share of
+// its jobs and stay in good standing: each failure demotes it until two
+// later canaries pass. A meter that lies at every job stays demoted; an
+// honest meter's rare miss (a tolerance too tight for a real GPU's
+// noise) costs it until two more pass; an inconclusive canary counts for
+// neither side. nil demotes no one.
 func (c *Canaries) Demotes() bool {
-	return c != nil && c.Failed > 0 && c.Failed >= c.Passed
+	return c != nil && c.Failed > 0 && c.PassedSince < CanaryRestore
 }

@@ -61,9 +61,9 @@ no server or client can write: passed, failed (the meter said more or less
 than the job used), or inconclusive (voided, lost, or not settled within
 --wait: no one's fault that a canary can tell). The results join each
 server's record (bourse bid servers, RECORD) over the exchange's canary
-window, a week: a server with a failed canary and no more passes than
-failures there is demoted, routed no offer but one naming it, until
-canaries it passes outweigh its failures.
+window, a week: a server with a failed canary there is demoted, routed no
+offer but one naming it, until it passes two canaries after its latest
+failure (passes before a failure do not outweigh it).
 
 The job is synthetic by default: each of --gpus GPUs busy --utilization of
 the time for --duration, which a synthetic server meters exactly. Keep the

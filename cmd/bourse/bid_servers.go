@@ -72,9 +72,9 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 }
 
 // recordText is how a server kept its word lately: "started 9 of 10, 1
-// lost in 1h0m0s", its canaries, "canaries 2 passed, 1 failed (worst
-// +50%) in 7d", and "DEMOTED" where its record keeps offers from it; "-"
-// where the exchange keeps none.
+// lost in 1h0m0s", its canaries, "canaries 2 passed (1 since the last
+// failure), 1 failed (worst +50%) in 7d", and "DEMOTED" where its record
+// keeps offers from it; "-" where the exchange keeps none.
 func recordText(r *protocol.Record) string {
 	if r == nil {
 		return "-"
@@ -90,12 +90,18 @@ func recordText(r *protocol.Record) string {
 	if c := r.Canaries; c != nil {
 		var parts []string
 		if c.Passed > 0 {
-			parts = append(parts, fmt.Sprintf("%d passed", c.Passed))
+			p := fmt.Sprintf("%d passed", c.Passed)
+			if c.Failed > 0 {
+				// Passes before a failure do not outweigh it: say how
+				// many came after, which is what restores a server.
+				p += fmt.Sprintf(" (%d since the last failure)", c.PassedSince)
+			}
+			parts = append(parts, p)
 		}
 		if c.Failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d failed", c.Failed))
 		}
-		if c.Worst != nil && !c.Worst.IsZero() {
+		if c.Worst != nil && !c.Worst.IsZero() && len(parts) > 0 {
 			parts[len(parts)-1] += " (worst " + canary.Percent(*c.Worst) + ")"
 		}
 		if c.Inconclusive > 0 {

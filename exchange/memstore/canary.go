@@ -35,11 +35,13 @@ func (s *Store) PutCanary(_ context.Context, r canary.Result) error {
 	return nil
 }
 
-// Canaries counts the results judged at or after since by server.
+// Canaries counts the results judged at or after since by server, and
+// the passes judged after each server's latest failure.
 func (s *Store) Canaries(_ context.Context, since time.Time) (map[string]protocol.Canaries, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]protocol.Canaries{}
+	failed := map[string]time.Time{} // each server's latest failure
 	for _, r := range s.canaries {
 		if r.At.Before(since) {
 			continue
@@ -51,6 +53,9 @@ func (s *Store) Canaries(_ context.Context, since time.Time) (map[string]protoco
 			c.Passed++
 		case canary.Failed:
 			c.Failed++
+			if r.At.After(failed[r.Server]) {
+				failed[r.Server] = r.At
+			}
 		default:
 			c.Inconclusive++
 		}
@@ -59,6 +64,13 @@ func (s *Store) Canaries(_ context.Context, since time.Time) (map[string]protoco
 			c.Worst = &d
 		}
 		out[r.Server] = c
+	}
+	for _, r := range s.canaries {
+		if at, ok := failed[r.Server]; ok && r.Verdict == canary.Passed && r.At.After(at) {
+			c := out[r.Server]
+			c.PassedSince++
+			out[r.Server] = c
+		}
 	}
 	return out, nil
 }

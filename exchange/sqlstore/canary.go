@@ -70,23 +70,26 @@ ON CONFLICT (contract) DO UPDATE SET judged_at = excluded.judged_at, verdict = e
 }
 
 // Canaries counts, in the database, the results judged at or after since
-// by server, walking the index canaries_judged_at: one row a server. The
-// worst deviation is the greatest or the least, whichever is larger in
-// size.
+// by server, walking the index canaries_judged_at: one row a server, with
+// the passes judged after its latest failure. The worst deviation is the
+// greatest or the least, whichever is larger in size.
 func (s *Store) Canaries(ctx context.Context, since time.Time) (map[string]protocol.Canaries, error) {
 	out := map[string]protocol.Canaries{}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT server, count(*),
-  count(CASE WHEN verdict = 'passed' THEN 1 END),
-  count(CASE WHEN verdict = 'failed' THEN 1 END),
-  count(CASE WHEN verdict = 'inconclusive' THEN 1 END),
-  max(deviation)::TEXT, min(deviation)::TEXT
-FROM canaries WHERE judged_at >= $1 GROUP BY server`, since).Query(func(rows pgx.Rows) error {
+	b.Queue(`WITH w AS (SELECT server, judged_at, verdict, deviation FROM canaries WHERE judged_at >= $1),
+  last AS (SELECT server, max(judged_at) AS failed_at FROM w WHERE verdict = 'failed' GROUP BY server)
+SELECT w.server, count(*),
+  count(CASE WHEN w.verdict = 'passed' THEN 1 END),
+  count(CASE WHEN w.verdict = 'failed' THEN 1 END),
+  count(CASE WHEN w.verdict = 'inconclusive' THEN 1 END),
+  count(CASE WHEN w.verdict = 'passed' AND w.judged_at > last.failed_at THEN 1 END),
+  max(w.deviation)::TEXT, min(w.deviation)::TEXT
+FROM w LEFT JOIN last ON last.server = w.server GROUP BY w.server`, since).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var server string
 			var c protocol.Canaries
 			var hi, lo *string
-			if err := rows.Scan(&server, &c.Run, &c.Passed, &c.Failed, &c.Inconclusive, &hi, &lo); err != nil {
+			if err := rows.Scan(&server, &c.Run, &c.Passed, &c.Failed, &c.Inconclusive, &c.PassedSince, &hi, &lo); err != nil {
 				return err
 			}
 			for _, s := range []*string{hi, lo} {
