@@ -27,7 +27,9 @@ var conclusive = map[contract.Reason]bool{
 // truth of its job: at the currency's scale (for the charge).
 //
 // A contract voided, not settled yet, or settled for a reason that cut
-// the job short is inconclusive. Else the truth's U is Utilization × the
+// the job short is inconclusive, as is one stopped by its own terms
+// before the job's end: at a time limit shorter than the truth's
+// duration, or a prepayment the truth's use would exhaust. Else the truth's U is Utilization × the
 // contract's GPUs × Duration (the reading's T where the truth has none);
 // with a full_use meter, which charges every GPU busy by its declared
 // rule, Utilization is 1. The canary passes where U deviates from it by
@@ -53,7 +55,14 @@ func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result 
 		return r
 	}
 	rd := c.Reading
-	r.U, r.T = rd.U, rd.T
+	// The contract's own terms may have stopped the job before its end,
+	// whatever its meter said: a time limit shorter than the job, or a
+	// prepayment short of what the job's use costs (a counter-offer's
+	// terms). Such an ending says nothing of the meter.
+	if c.Reason == contract.ReasonTimeLimit && c.Terms.TimeLimit < time.Duration(truth.Duration) {
+		r.Why = fmt.Sprintf("settled time_limit: its time limit %v is shorter than the job's %v: cut short by its terms", c.Terms.TimeLimit, time.Duration(truth.Duration))
+		return r
+	}
 	util := truth.Utilization
 	if c.Meter == contract.MeterFullUse {
 		util = decimal.NewFromInt(1)
@@ -63,17 +72,21 @@ func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result 
 		length = time.Duration(rd.T)
 	}
 	gpus := decimal.NewFromInt(int64(c.Terms.GPUs))
-	r.ExpectedU = util.Mul(gpus).Mul(decimal.New(int64(length), -9))
-	if !r.ExpectedU.IsPositive() {
+	wantU := util.Mul(gpus).Mul(decimal.New(int64(length), -9))
+	if !wantU.IsPositive() {
 		r.Why = "the truth is no use at all: nothing to compare"
 		return r
 	}
-	expected, err := contract.Charge(c.Terms, contract.Usage{U: r.ExpectedU, T: length, S: rd.S}, scale)
+	expected, err := contract.Charge(c.Terms, contract.Usage{U: wantU, T: length, S: rd.S}, scale)
 	if err != nil {
 		r.Why = fmt.Sprintf("the terms cannot price the truth: %v", err)
 		return r
 	}
-	r.ExpectedCharge = expected.Charge
+	if c.Reason == contract.ReasonExhausted && expected.Exhausted {
+		r.Why = fmt.Sprintf("settled exhausted: its prepayment %s does not cover the job's use: cut short by its terms", c.Terms.Prepayment)
+		return r
+	}
+	r.U, r.T, r.ExpectedU, r.ExpectedCharge = rd.U, rd.T, wantU, expected.Charge
 	r.Deviation = rd.U.Sub(r.ExpectedU).DivRound(r.ExpectedU, deviationPlaces)
 	if r.ExpectedCharge.IsPositive() {
 		d := c.Charge.Sub(r.ExpectedCharge).DivRound(r.ExpectedCharge, deviationPlaces)

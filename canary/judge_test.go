@@ -67,6 +67,24 @@ func TestJudge(t *testing.T) {
 			c.State = contract.StateRunning
 			return c
 		}(), truth, canary.Inconclusive, "0", "0", "0", "still running when judged"},
+		// Stopped by its own terms before the job's end, whatever the
+		// meter: a time limit shorter than the job (a fair-use
+		// server's counter), a prepayment less than its use costs.
+		{"TimeLimitShorterThanJob", func() contract.Contract {
+			c := settled(contract.ReasonTimeLimit, "30", 30*time.Second)
+			c.Terms.TimeLimit = 30 * time.Second
+			return c
+		}(), truth, canary.Inconclusive, "0", "0", "0", "its time limit 30s is shorter than the job's 1m0s"},
+		{"ExhaustedShortPrepayment", func() contract.Contract {
+			c := settled(contract.ReasonExhausted, "30", 30*time.Second)
+			c.Terms.Prepayment = d("0.30")
+			return c
+		}(), truth, canary.Inconclusive, "0", "0", "0", "its prepayment 0.3 does not cover the job's use"},
+		{"ExhaustedByALie", func() contract.Contract {
+			c := settled(contract.ReasonExhausted, "90", 45*time.Second)
+			c.Terms.Prepayment, c.Charge = d("0.90"), d("0.90")
+			return c
+		}(), truth, canary.Failed, "0.5", "60", "0.6", "U 90 GPU-s where the job used 60"},
 		// Of unknown length, the truth is its rate over the time it ran.
 		{"RateOnly", settled(contract.ReasonCompleted, "45", 45*time.Second), canary.Truth{Utilization: d("0.5"), Tolerance: d("0.05")}, canary.Passed, "0", "45", "0.45", ""},
 		{"RateOnlyLies", settled(contract.ReasonCompleted, "80", 45*time.Second), canary.Truth{Utilization: d("0.5"), Tolerance: d("0.05")}, canary.Failed, "0.7778", "45", "0.45", ""},

@@ -81,7 +81,7 @@ func (r *Runner) Run(ctx context.Context, c Canary) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := r.offer(ctx, t)
+	id, err := r.offer(ctx, t, c.Truth)
 	if err != nil {
 		return Result{}, err
 	}
@@ -112,6 +112,10 @@ func (r *Runner) Terms(ctx context.Context, c Canary) (contract.Terms, error) {
 			return contract.Terms{}, &bourse.Error{Code: bourse.EInvalid, Op: "canary", Field: "time_limit", Message: "a job of no known duration needs a time limit"}
 		}
 		limit = 2*time.Duration(c.Truth.Duration) + time.Minute
+	}
+	if limit < time.Duration(c.Truth.Duration) {
+		return contract.Terms{}, &bourse.Error{Code: bourse.EInvalid, Op: "canary", Field: "time_limit",
+			Message: fmt.Sprintf("%v is shorter than the job's %v: the canary would be cut short", limit, time.Duration(c.Truth.Duration))}
 	}
 	t := contract.Terms{Client: r.Client, Currency: r.Currency, GPUs: max(c.GPUs, 1), Class: contract.Class{Model: c.Model},
 		TimeLimit: limit, P: c.P, Q: c.Q, Server: c.Server, Job: job}
@@ -154,9 +158,11 @@ func (r *Runner) askPrice(ctx context.Context, t *contract.Terms) error {
 }
 
 // offer makes the offer, and takes its server's cheapest counter-offer
-// where it answers with counters: the contract's id, or why there is
-// none.
-func (r *Runner) offer(ctx context.Context, t contract.Terms) (string, error) {
+// where it answers with counters that leave the job its whole truth's
+// time: the contract's id, or why there is none. A counter with a
+// shorter time limit (a fair-use server's) would cut the job short and
+// make an honest meter look as if it under-reported.
+func (r *Runner) offer(ctx context.Context, t contract.Terms, truth Truth) (string, error) {
 	reply, err := r.Market.Offer(ctx, r.RequestID(), t)
 	if err != nil {
 		return "", err
@@ -164,9 +170,15 @@ func (r *Runner) offer(ctx context.Context, t contract.Terms) (string, error) {
 	if reply.Contract == nil {
 		var ks []contract.Counter
 		for _, k := range reply.Counters {
-			if k.Server == t.Server {
-				ks = append(ks, k)
+			if k.Server != t.Server {
+				continue
 			}
+			if k.Terms.TimeLimit < time.Duration(truth.Duration) {
+				reply.Rejections = append(reply.Rejections, protocol.Rejection{Server: k.Server,
+					Reason: fmt.Sprintf("countered with a time limit of %v, shorter than the job's %v", k.Terms.TimeLimit, time.Duration(truth.Duration))})
+				continue
+			}
+			ks = append(ks, k)
 		}
 		slices.SortStableFunc(ks, func(a, b contract.Counter) int { return a.Terms.FullUsePrice().Cmp(b.Terms.FullUsePrice()) })
 		if len(ks) > 0 {

@@ -100,6 +100,8 @@ func TestTerms(t *testing.T) {
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "a synthetic job of no duration: %v", err)
 	_, err = r.Terms(ctx, canary.Canary{Server: "gpu1", Truth: canary.Truth{Utilization: d("2"), Duration: contract.Duration(time.Minute)}})
 	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err))
+	_, err = r.Terms(ctx, canary.Canary{Server: "gpu1", Truth: halfAMinute, TimeLimit: 30 * time.Second})
+	assert.Equal(t, bourse.EInvalid, bourse.ErrorCode(err), "a time limit shorter than the job: %v", err)
 	named, err := r.Terms(ctx, canary.Canary{Server: "gpu2", Truth: halfAMinute, P: contract.Flat(d("0.01")), TimeLimit: time.Hour})
 	require.NoError(t, err)
 	assert.Equal(t, "0.01", named.P[0].Y.String(), "a price named is offered")
@@ -156,4 +158,25 @@ func TestRunRefused(t *testing.T) {
 	assert.Equal(t, canary.Inconclusive, res.Verdict)
 	assert.Equal(t, t0.Add(5*time.Second), *now)
 	assert.Equal(t, []canary.Result{res}, s.kept)
+}
+
+// TestRunShortCounter: a counter-offer whose time limit is shorter than
+// the job (a fair-use server's) would cut the job short and make an
+// honest meter look as if it under-reported: the runner does not take
+// it, and there is nothing to judge.
+func TestRunShortCounter(t *testing.T) {
+	m := &market{servers: []protocol.Server{synthetic("gpu1", "0.002")}}
+	m.offer = func(tm contract.Terms) protocol.OfferReply {
+		short := tm
+		short.TimeLimit = 30 * time.Second
+		short.Prepayment = short.CappedPrepayment(2)
+		return protocol.OfferReply{Counters: []contract.Counter{{ID: "k-short", Server: "gpu1", Terms: short}}}
+	}
+	s := &store{}
+	r, _ := runner(m, s)
+	_, err := r.Run(context.Background(), canary.Canary{Server: "gpu1", Truth: halfAMinute})
+	assert.Equal(t, bourse.ERejected, bourse.ErrorCode(err), "%v", err)
+	assert.Contains(t, err.Error(), "gpu1: countered with a time limit of 30s, shorter than the job's 1m0s")
+	assert.Empty(t, m.taken)
+	assert.Empty(t, s.kept)
 }

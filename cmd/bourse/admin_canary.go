@@ -138,6 +138,9 @@ func (o *canaryFlags) canary() (canary.Canary, error) {
 	if o.gpus < 1 {
 		return c, usagef("--gpus %d: want at least 1", o.gpus)
 	}
+	if o.timeLimit > 0 && o.timeLimit < o.duration {
+		return c, usagef("--time-limit %v is shorter than --duration %v: the job would be cut short", o.timeLimit, o.duration)
+	}
 	if o.price != "" {
 		p, err := amount("--price", o.price)
 		if err != nil {

@@ -132,6 +132,9 @@ func TestAdminCanary(t *testing.T) {
 
 	_, errOut, code = c.canary("--server", "atlas", "--utilization", "1.5")
 	assert.Equal(t, exitUsage, code, errOut)
+	_, errOut, code = c.canary("--server", "atlas", "--duration", "2m", "--time-limit", "1m")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Contains(t, errOut, "shorter than --duration")
 	_, errOut, code = c.canary()
 	assert.Equal(t, exitUsage, code, errOut)
 
