@@ -4,7 +4,7 @@
 // reading that stays within the terms' bounds, so the market does what
 // GPU markets do first: it runs, as an ordinary client, a job whose GPU
 // use it knows on a named server, and compares the usage the contract
-// settled on, U and the charge, with the truth (Judge). The result joins
+// settled on, U and T, with the truth (Judge). The result joins
 // the server's record (exchange, protocol.Canaries): a server that fails
 // its canaries is demoted like one that breaks its word.
 //
@@ -54,8 +54,8 @@ const (
 // Valid says whether v is one of the verdicts.
 func (v Verdict) Valid() bool { return v == Passed || v == Failed || v == Inconclusive }
 
-// DefaultTolerance is the relative deviation of U (and of the charge)
-// a canary passes with by default: a synthetic job is metered exactly, a
+// DefaultTolerance is the relative deviation of U (and of T) a canary
+// passes with by default: a synthetic job is metered exactly, a
 // real one within a few percent.
 var DefaultTolerance = decimal.RequireFromString("0.05")
 
@@ -67,7 +67,7 @@ var DefaultUtilization = decimal.RequireFromString("0.5")
 
 // Truth is what a canary's job uses: each of its GPUs busy Utilization
 // (0..1] of the time, for Duration, and the relative deviation from it
-// (of U, and of the charge) that Tolerance lets a result show and pass.
+// (of U, and of T) that Tolerance lets a result show and pass.
 // A zero Duration says the job's length is not known in advance: the
 // truth is then Utilization of the time the job ran, by its server's T,
 // which checks the meter's rate and not the time it claims.
@@ -127,10 +127,13 @@ type Result struct {
 	Charge         decimal.Decimal `json:"charge"`
 	ExpectedCharge decimal.Decimal `json:"expected_charge"`
 	// Deviation is U's, (U − ExpectedU) / ExpectedU: positive where the
-	// meter said more than the job used. ChargeDeviation is the charge's
-	// likewise, nil where the truth costs nothing. Both are zero (nil)
-	// where the canary was inconclusive.
+	// meter said more than the job used. TDeviation is T's from the
+	// truth's Duration likewise, nil where the truth has none;
+	// ChargeDeviation the charge's, nil where the truth costs nothing,
+	// shown and not judged (Judge). All are zero (nil) where the canary
+	// was inconclusive.
 	Deviation       decimal.Decimal  `json:"deviation"`
+	TDeviation      *decimal.Decimal `json:"t_deviation,omitempty"`
 	ChargeDeviation *decimal.Decimal `json:"charge_deviation,omitempty"`
 }
 

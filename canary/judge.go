@@ -33,10 +33,9 @@ var conclusive = map[contract.Reason]bool{
 // contract's GPUs × Duration (the reading's T where the truth has none);
 // with a full_use meter, which charges every GPU busy by its declared
 // rule, Utilization is 1. The canary passes where U deviates from it by
-// at most the tolerance, and the charge from what the terms ask for that
-// U (at that duration and the reading's S) by at most the tolerance and
-// one unit of the scale (a charge is rounded down to it); it fails
-// otherwise.
+// at most the tolerance, and T from the truth's Duration (where it has
+// one) likewise; it fails otherwise. The charge is shown beside what the
+// terms ask for the truth's use (at its duration and the reading's S).
 func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result {
 	r := Result{Contract: c.ID, Server: c.Server, At: now, Verdict: Inconclusive, Truth: truth, Meter: c.Meter, Reason: c.Reason,
 		GPUs: c.Terms.GPUs, Charge: c.Charge}
@@ -82,8 +81,15 @@ func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result 
 		r.Why = fmt.Sprintf("the terms cannot price the truth: %v", err)
 		return r
 	}
-	if c.Reason == contract.ReasonExhausted && expected.Exhausted {
-		r.Why = fmt.Sprintf("settled exhausted: its prepayment %s does not cover the job's use: cut short by its terms", c.Terms.Prepayment)
+	// The truth's use exhausts a prepayment it costs more than; one it
+	// costs just as much stops the job at its end, its use whole.
+	due, err := contract.Due(c.Terms, contract.Usage{U: wantU, T: length, S: rd.S}, scale)
+	if err != nil {
+		r.Why = fmt.Sprintf("the terms cannot price the truth: %v", err)
+		return r
+	}
+	if c.Reason == contract.ReasonExhausted && due.GreaterThan(c.Terms.Prepayment) {
+		r.Why = fmt.Sprintf("settled exhausted: its prepayment %s does not cover the job's use (%s): cut short by its terms", c.Terms.Prepayment, due)
 		return r
 	}
 	r.U, r.T, r.ExpectedU, r.ExpectedCharge = rd.U, rd.T, wantU, expected.Charge
@@ -92,21 +98,30 @@ func Judge(c contract.Contract, truth Truth, scale int32, now time.Time) Result 
 		d := c.Charge.Sub(r.ExpectedCharge).DivRound(r.ExpectedCharge, deviationPlaces)
 		r.ChargeDeviation = &d
 	}
+	// The charge is the terms' function of U, T and S, which the exchange
+	// computes itself: a meter can lie only through them. So the canary
+	// judges U and T, each within the tolerance, and shows the charge
+	// beside what the truth costs. Judging the charge itself would fail
+	// an honest meter whose noise, within the tolerance, a steep price
+	// curve multiplies (P rises with U/T).
 	tol := truth.Tolerance
-	uOK := r.Deviation.Abs().LessThanOrEqual(tol)
-	slack := r.ExpectedCharge.Mul(tol).Add(decimal.New(1, -scale))
-	chargeOK := c.Charge.Sub(r.ExpectedCharge).Abs().LessThanOrEqual(slack)
+	uOK, tOK := r.Deviation.Abs().LessThanOrEqual(tol), true
+	if truth.Duration > 0 {
+		td := decimal.NewFromInt(int64(rd.T-truth.Duration)).DivRound(decimal.NewFromInt(int64(truth.Duration)), deviationPlaces)
+		r.TDeviation = &td
+		tOK = td.Abs().LessThanOrEqual(tol)
+	}
 	pct, within := Percent, "±"+tol.Shift(2).String()+"%"
 	switch {
-	case uOK && chargeOK:
+	case uOK && tOK:
 		r.Verdict = Passed
-		r.Why = fmt.Sprintf("U %s GPU-s for %s (%s), charge %s for %s: within %s", rd.U, r.ExpectedU, pct(r.Deviation), c.Charge, r.ExpectedCharge, within)
+		r.Why = fmt.Sprintf("U %s GPU-s for %s (%s) over T %s: within %s; charge %s for %s", rd.U, r.ExpectedU, pct(r.Deviation), time.Duration(rd.T), within, c.Charge, r.ExpectedCharge)
 	case !uOK:
 		r.Verdict = Failed
 		r.Why = fmt.Sprintf("U %s GPU-s where the job used %s: %s, beyond %s", rd.U, r.ExpectedU, pct(r.Deviation), within)
 	default:
 		r.Verdict = Failed
-		r.Why = fmt.Sprintf("charged %s where the job's use costs %s, beyond %s (U %s GPU-s, T %s)", c.Charge, r.ExpectedCharge, within, rd.U, time.Duration(rd.T))
+		r.Why = fmt.Sprintf("T %s where the job ran %s: %s, beyond %s (charged %s where the job's use costs %s)", time.Duration(rd.T), time.Duration(truth.Duration), pct(*r.TDeviation), within, c.Charge, r.ExpectedCharge)
 	}
 	return r
 }

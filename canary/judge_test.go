@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/canary"
 	"github.com/bourse/bourse/contract"
@@ -79,7 +80,7 @@ func TestJudge(t *testing.T) {
 			c := settled(contract.ReasonExhausted, "30", 30*time.Second)
 			c.Terms.Prepayment = d("0.30")
 			return c
-		}(), truth, canary.Inconclusive, "0", "0", "0", "its prepayment 0.3 does not cover the job's use"},
+		}(), truth, canary.Inconclusive, "0", "0", "0", "its prepayment 0.3 does not cover the job's use (0.6)"},
 		{"ExhaustedByALie", func() contract.Contract {
 			c := settled(contract.ReasonExhausted, "90", 45*time.Second)
 			c.Terms.Prepayment, c.Charge = d("0.90"), d("0.90")
@@ -112,23 +113,56 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// TestJudgeCharge: a meter honest of U with a server that charges more
-// for the time (a Q term, and T claimed twice the job's) fails on the
-// charge alone.
-func TestJudgeCharge(t *testing.T) {
+// TestJudgeTime: a meter honest of U with a server that claims the job
+// ran twice as long (more to pay where the terms have a Q term) fails on
+// T; a meter that says half as much again and so exhausts a prepayment
+// the truth fits in, two thirds of the way, settles on the truth's U and
+// fails on T too.
+func TestJudgeTime(t *testing.T) {
+	truth := canary.Truth{Utilization: d("0.5"), Duration: contract.Duration(time.Minute), Tolerance: d("0.05")}
 	c := settled(contract.ReasonCompleted, "60", 2*time.Minute)
 	c.Terms.Q = contract.Flat(d("0.01"))
 	c.Terms.Prepayment = c.Terms.CappedPrepayment(2)
 	s, err := contract.Charge(c.Terms, c.Reading.Usage(), 2)
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	c.Charge, c.Refund = s.Charge, s.Refund // 0.60 + 120 s × 0.01
-	r := canary.Judge(c, canary.Truth{Utilization: d("0.5"), Duration: contract.Duration(time.Minute), Tolerance: d("0.05")}, 2, t0)
+	r := canary.Judge(c, truth, 2, t0)
 	assert.Equal(t, canary.Failed, r.Verdict, r.Why)
 	assert.Equal(t, "0", r.Deviation.String(), "U is the truth")
+	require.NotNil(t, r.TDeviation)
+	assert.Equal(t, "1", r.TDeviation.String())
 	assert.Equal(t, "1.2", r.ExpectedCharge.String(), "0.60 + 60 s × 0.01")
 	assert.Equal(t, "1.8", c.Charge.String())
 	assert.Equal(t, "0.5", r.ChargeDeviation.String())
-	assert.Contains(t, r.Why, "charged 1.8 where the job's use costs 1.2")
+	assert.Contains(t, r.Why, "T 2m0s where the job ran 1m0s: +100%, beyond ±5% (charged 1.8 where the job's use costs 1.2)")
+
+	early := settled(contract.ReasonExhausted, "60", 40*time.Second)
+	early.Terms.Prepayment, early.Charge = d("0.60"), d("0.60")
+	r = canary.Judge(early, truth, 2, t0)
+	assert.Equal(t, canary.Failed, r.Verdict, r.Why)
+	assert.Equal(t, "0", r.Deviation.String(), "the lie made U the truth's")
+	assert.Equal(t, "-0.3333", r.TDeviation.String())
+}
+
+// TestJudgeSteepCurve: an honest meter's noise within the tolerance
+// passes, however steeply the server's price rises with the rate of use:
+// U 2.5% over the truth on a curve from nothing at a rate of 0.9 GPUs
+// costs 28% more, which the meter's noise explains and the canary does
+// not judge.
+func TestJudgeSteepCurve(t *testing.T) {
+	c := settled(contract.ReasonCompleted, "61.5", time.Minute)
+	c.Terms.P = contract.Curve{{X: d("0.9"), Y: d("0")}, {X: d("2"), Y: d("1")}}
+	c.Terms.Prepayment = contract.MaxCharge(c.Terms, 2)
+	s, err := contract.Charge(c.Terms, c.Reading.Usage(), 2)
+	require.NoError(t, err)
+	c.Charge = s.Charge
+	r := canary.Judge(c, canary.Truth{Utilization: d("0.5"), Duration: contract.Duration(time.Minute), Tolerance: d("0.05")}, 2, t0)
+	assert.Equal(t, "60", r.ExpectedU.String())
+	assert.Equal(t, "5.45", r.ExpectedCharge.String(), "60 GPU-s at a rate of 1 GPU: 0.1/1.1 each")
+	assert.Equal(t, canary.Passed, r.Verdict, r.Why)
+	assert.Equal(t, "0.025", r.Deviation.String())
+	require.NotNil(t, r.ChargeDeviation)
+	assert.True(t, r.ChargeDeviation.GreaterThan(d("0.05")), "the charge strays more than the tolerance: %s", r.ChargeDeviation)
 }
 
 // TestTruthCheck: what a truth may say.

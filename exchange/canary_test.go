@@ -108,7 +108,7 @@ func TestCanaries(t *testing.T) {
 		deviation string
 		why       string
 	}{
-		{"honest", 0, canary.Passed, "0", "U 30 GPU-s for 30 (0%), charge 0.06 for 0.06"},
+		{"honest", 0, canary.Passed, "0", "U 30 GPU-s for 30 (0%) over T 1m0s: within ±5%; charge 0.06 for 0.06"},
 		{"over", 0, canary.Failed, "0.5", "U 45 GPU-s where the job used 30: +50%"},
 		{"under", 0, canary.Failed, "-0.5", "U 15 GPU-s where the job used 30: -50%"},
 		{"mute", 0, canary.Inconclusive, "0", "voided (not_started)"},

@@ -55,8 +55,8 @@ named like any client, for servers see its name), a request id like the
 command line's, the server's ask as its price (or --price), the whole charge
 escrowed. Nothing in the terms says canary; it is paid for from the canary's
 wallet like any offer. It waits for the contract to settle, compares the use
-it settled on (U, GPU-seconds) and its charge with the truth, within
---tolerance, and writes the result to the exchange's database (--db), where
+it settled on (U, GPU-seconds, and T, the time it ran) with the truth,
+within --tolerance, and writes the result to the exchange's database (--db), where
 no server or client can write: passed, failed (the meter said more or less
 than the job used), or inconclusive (voided, lost, or not settled within
 --wait: no one's fault that a canary can tell). The results join each
@@ -108,7 +108,7 @@ timer, docs/operations.md).`,
 	fs.StringVar(&o.model, "model", "", "GPU model, e.g. H100 (default any)")
 	fs.StringVar(&o.utilization, "utilization", canary.DefaultUtilization.String(), "the truth: the busy share of each GPU, in (0, 1]")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "the truth: how long the job runs (0 with --job: as long as it ran)")
-	fs.StringVar(&o.tolerance, "tolerance", canary.DefaultTolerance.String(), "the relative deviation of U and the charge that passes")
+	fs.StringVar(&o.tolerance, "tolerance", canary.DefaultTolerance.String(), "the relative deviation of U (and of T, where --duration is known) that passes")
 	fs.StringVar(&o.job, "job", "", "a job file (JSON or YAML: command and args, or image) whose use --utilization and --duration state; default a synthetic job of them")
 	fs.StringVar(&o.price, "price", "", "flat price per GPU-second to offer (default: the server's ask)")
 	fs.DurationVar(&o.timeLimit, "time-limit", 0, "the contract's time limit (default twice --duration and a minute)")
@@ -304,8 +304,12 @@ func (o *canaryFlags) print(w io.Writer, r canary.Result, scale int32) {
 		fmt.Fprintf(w, "%s\t%s\t%s\tcontract %s\n", safe(r.Server), r.Verdict, safe(r.Why), r.Contract)
 		return
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\tU %s of %s GPU-s, charge %s of %s\tcontract %s\n", safe(r.Server), r.Verdict, canary.Percent(r.Deviation),
-		r.U.String(), r.ExpectedU.String(), currency.Format(r.Charge, scale), currency.Format(r.ExpectedCharge, scale), r.Contract)
+	t := ""
+	if r.Truth.Duration > 0 {
+		t = fmt.Sprintf(", T %v of %v", time.Duration(r.T), time.Duration(r.Truth.Duration))
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\tU %s of %s GPU-s%s, charge %s of %s\tcontract %s\n", safe(r.Server), r.Verdict, canary.Percent(r.Deviation),
+		r.U.String(), r.ExpectedU.String(), t, currency.Format(r.Charge, scale), currency.Format(r.ExpectedCharge, scale), r.Contract)
 }
 
 // sleep waits d or until ctx ends.

@@ -115,8 +115,8 @@ func TestAdminCanary(t *testing.T) {
 
 	out, errOut, code := c.canary("--server", "atlas", "--server", "borealis", "--duration", "2s")
 	assert.Equal(t, exitFailure, code, "one failed: %s", errOut)
-	assert.Regexp(t, `(?m)^atlas\tpassed\t0%\tU 1 of 1 GPU-s, charge 0\.30 of 0\.30\tcontract c-\w+$`, out)
-	assert.Regexp(t, `(?m)^borealis\tfailed\t\+50%\tU 1\.5 of 1 GPU-s, charge 0\.30 of 0\.20\tcontract c-\w+$`, out)
+	assert.Regexp(t, `(?m)^atlas\tpassed\t0%\tU 1 of 1 GPU-s, T 2s of 2s, charge 0\.30 of 0\.30\tcontract c-\w+$`, out)
+	assert.Regexp(t, `(?m)^borealis\tfailed\t\+50%\tU 1\.5 of 1 GPU-s, T 2s of 2s, charge 0\.30 of 0\.20\tcontract c-\w+$`, out)
 	assert.Contains(t, errOut, "1 of 2 canaries failed")
 
 	out, errOut, code = c.canary("--json", "--server", "atlas", "--duration", "20s", "--wait", "1s")
