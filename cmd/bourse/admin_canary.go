@@ -39,6 +39,10 @@ type canaryFlags struct {
 	timeLimit   time.Duration
 	wait        time.Duration
 	parallel    int
+	// verdict is what the canaries found, returned past the client's
+	// advice: "is the exchange running?" is no help with a canary that
+	// did not settle in time.
+	verdict error
 }
 
 // newAdminCanaryCmd runs canary audits (package canary): as the canary's
@@ -86,9 +90,12 @@ timer, docs/operations.md).`,
     --duration 2m --tolerance 0.1 …`,
 		Args: cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, store exchange.Store, _ []string) error {
-			return o.f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
+			if err := o.f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 				return o.run(ctx, cmd, store, c)
-			})(cmd, nil)
+			})(cmd, nil); err != nil {
+				return err
+			}
+			return o.verdict
 		}),
 	}
 	fs := cmd.Flags()
@@ -252,11 +259,11 @@ func (o *canaryFlags) run(ctx context.Context, cmd *cobra.Command, store exchang
 	}
 	switch {
 	case failed > 0:
-		return fmt.Errorf("%d of %d canaries failed", failed, len(servers))
+		o.verdict = fmt.Errorf("%d of %d canaries failed", failed, len(servers))
 	case refused > 0:
 		return firstErr
 	case inconclusive > 0:
-		return &bourse.Error{Code: bourse.EUnavailable, Op: "canary", Message: fmt.Sprintf("%d of %d canaries inconclusive: run them again", inconclusive, len(servers))}
+		o.verdict = &bourse.Error{Code: bourse.EUnavailable, Op: "canary", Message: fmt.Sprintf("%d of %d canaries inconclusive: run them again", inconclusive, len(servers))}
 	}
 	return nil
 }

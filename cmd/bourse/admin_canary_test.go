@@ -125,6 +125,8 @@ func TestAdminCanary(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.Equal(t, canary.Inconclusive, res.Verdict)
 	assert.Contains(t, res.Why, "not settled in time")
+	assert.Contains(t, errOut, "1 of 1 canaries inconclusive: run them again")
+	assert.NotContains(t, errOut, "is the exchange running", "the exchange answered; the canary did not settle in time")
 
 	_, errOut, code = c.canary("--server", "nowhere")
 	assert.Equal(t, exitRefused, code, errOut)
