@@ -40,8 +40,9 @@ type canaryFlags struct {
 	wait        time.Duration
 	parallel    int
 	// verdict is what the canaries found, returned past the client's
-	// advice: "is the exchange running?" is no help with a canary that
-	// did not settle in time.
+	// advice, which is bourse bid's ("is the exchange running?" is no help
+	// with a canary that did not settle in time): each server's line
+	// says what happened to it.
 	verdict error
 }
 
@@ -261,7 +262,14 @@ func (o *canaryFlags) run(ctx context.Context, cmd *cobra.Command, store exchang
 	case failed > 0:
 		o.verdict = fmt.Errorf("%d of %d canaries failed", failed, len(servers))
 	case refused > 0:
-		return firstErr
+		var e *bourse.Error
+		if !errors.As(firstErr, &e) {
+			return firstErr
+		}
+		// Each was said above, with its server: the summary keeps the
+		// first's code, for the exit status.
+		o.verdict = &bourse.Error{Code: e.Code, Op: "canary",
+			Message: fmt.Sprintf("%d of %d servers made no contract of a canary", refused, len(servers))}
 	case inconclusive > 0:
 		o.verdict = &bourse.Error{Code: bourse.EUnavailable, Op: "canary", Message: fmt.Sprintf("%d of %d canaries inconclusive: run them again", inconclusive, len(servers))}
 	}

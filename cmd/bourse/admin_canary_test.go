@@ -130,7 +130,9 @@ func TestAdminCanary(t *testing.T) {
 
 	_, errOut, code = c.canary("--server", "nowhere")
 	assert.Equal(t, exitRefused, code, errOut)
-	assert.Contains(t, errOut, "nowhere is not a live server of CRED")
+	assert.Contains(t, errOut, "nowhere: canary: no_match: server: nowhere is not a live server of CRED")
+	assert.Contains(t, errOut, "1 of 1 servers made no contract of a canary")
+	assert.NotContains(t, errOut, "class free", "bourse bid's advice is not a canary's")
 
 	_, errOut, code = c.canary("--server", "atlas", "--utilization", "1.5")
 	assert.Equal(t, exitUsage, code, errOut)
