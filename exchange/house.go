@@ -133,9 +133,12 @@ type Config struct {
 	// many it started, never started, lost (record.go). A server that
 	// left more than half of its accepts unstarted is routed no offer
 	// but one naming it, and matched no waiting offer. natsvc keeps
-	// them; the simulator does not.
+	// them; the simulator does not. The record holds too the canary
+	// audits judged in the last CanaryWindow (a week): a server whose
+	// canaries demote it (protocol.Canaries.Demotes) is demoted alike.
 	KeepRecords  bool
 	RecordWindow time.Duration
+	CanaryWindow time.Duration
 	// Backlog, if set, says whether readings from a server have reached
 	// the exchange's transport but not its store: the sweep does not take
 	// a contract's silence for its server's loss while its server's
@@ -187,6 +190,7 @@ func (c *Config) defaults() error {
 	def(&c.StartTimeout, 15*time.Second)
 	def(&c.PrepareTimeout, 10*time.Minute)
 	def(&c.RecordWindow, time.Hour)
+	def(&c.CanaryWindow, DefaultCanaryWindow)
 	def(&c.ReadingEvery, time.Second)
 	def(&c.Heartbeat, time.Second)
 	def(&c.ServerLostAfter, 10*time.Second)

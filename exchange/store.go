@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bourse/bourse/canary"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
@@ -107,6 +108,18 @@ type Store interface {
 	// settled: Started), those voided without starting (NotStarted) and
 	// those settled as lost (Lost). Window and Demoted are the caller's.
 	Records(ctx context.Context, since time.Time) (map[string]protocol.Record, error)
+	// PutCanary keeps canary result r (package canary) of contract
+	// r.Contract, in place of any kept before for that contract: the
+	// latest judgment of a contract counts. The contract must be in the
+	// store (ENotFound) and be r.Server's (EInvalid). No party on the
+	// wire writes one: the canary runner does, on the database (record.go).
+	PutCanary(ctx context.Context, r canary.Result) error
+	// Canaries counts, by server, the canary results judged (At) at or
+	// after since: all of them (Run), passed, failed and inconclusive,
+	// the passes judged after the server's latest failure (PassedSince),
+	// and the deviation of the largest size among the conclusive ones
+	// (Worst). Window is the caller's.
+	Canaries(ctx context.Context, since time.Time) (map[string]protocol.Canaries, error)
 }
 
 // Hearing is what one exchange instance heard its servers say, as of At:

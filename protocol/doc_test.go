@@ -329,7 +329,15 @@ func examples(t *testing.T) []example {
 		}},
 		{"servers.request", protocol.ServersRequest{Currency: "CRED"}},
 		{"servers.reply", protocol.ServersReply{Servers: []protocol.Server{
-			protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs, Ask: &beatAsk}, at(t, "10m0.5s")),
+			func() protocol.Server {
+				s := protocol.ServerOf("gpu1", protocol.Hello{Currency: "CRED", GPUs: gpus, Free: 2, Policy: "reserve", Runs: &runs, Ask: &beatAsk}, at(t, "10m0.5s"))
+				// Its canaries: one a day, one voided; the worst
+				// passed 1.25% over the truth.
+				worst := dectest.D("0.0125")
+				s.Record = &protocol.Record{Window: contract.Duration(time.Hour), Accepted: 12, Started: 11, NotStarted: 1,
+					Canaries: &protocol.Canaries{Window: contract.Duration(7 * 24 * time.Hour), Run: 7, Passed: 6, Inconclusive: 1, Worst: &worst}}
+				return s
+			}(),
 			protocol.ServerOf("gpu2", protocol.Hello{Currency: "CRED", GPUs: gpus[:2], Free: 0, Policy: "posted 0.004/GPU-s",
 				Runs: &protocol.Runs{Runner: protocol.RunnerSynthetic, Meter: contract.MeterSynthetic}}, at(t, "10m0.9s")),
 		}}},

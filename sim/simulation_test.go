@@ -105,7 +105,7 @@ func TestInProcessMarket(t *testing.T) {
 // TestLinksNoNATS: the market's rules run without NATS: the packages the
 // simulator is made of must not link it.
 func TestLinksNoNATS(t *testing.T) {
-	pkgs := []string{"../contract", "../currency", "../caps", "../exchange", "../server", "../bidder/strategy", "../scenario", ".", "./workload", "./metrics", "./report"}
+	pkgs := []string{"../contract", "../canary", "../currency", "../caps", "../exchange", "../server", "../bidder/strategy", "../scenario", ".", "./workload", "./metrics", "./report"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).Output()
 	require.NoError(t, err)
 	for _, dep := range strings.Fields(string(out)) {

@@ -43,6 +43,7 @@ exchange: every movement is a double-entry transfer under an idempotency key.`,
 	cmd.AddCommand(newSaleCmds(a.withTreasury)...)
 	cmd.AddCommand(newSpendCapCmds(a.withTreasury)...)
 	cmd.AddCommand(newReportCmd(a.withStore), newTopUpCmd(a.withTreasury), newScheduleCmd(a.withTreasury))
+	cmd.AddCommand(newAdminCanaryCmd(a.withStore))
 	return cmd
 }
 

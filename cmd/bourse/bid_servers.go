@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/bidder"
+	"github.com/bourse/bourse/canary"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -71,8 +72,9 @@ whole ask: per class of GPUs, the GPUs free and when busy ones free up.
 }
 
 // recordText is how a server kept its word lately: "started 9 of 10, 1
-// lost in 1h0m0s", and "DEMOTED" where its record keeps offers from it;
-// "-" where the exchange keeps none.
+// lost in 1h0m0s", its canaries, "canaries 2 passed (1 since the last
+// failure), 1 failed (worst +50%) in 7d", and "DEMOTED" where its record
+// keeps offers from it; "-" where the exchange keeps none.
 func recordText(r *protocol.Record) string {
 	if r == nil {
 		return "-"
@@ -85,10 +87,42 @@ func recordText(r *protocol.Record) string {
 		s += fmt.Sprintf(", %d lost", r.Lost)
 	}
 	s += " in " + time.Duration(r.Window).String()
+	if c := r.Canaries; c != nil {
+		var parts []string
+		if c.Passed > 0 {
+			p := fmt.Sprintf("%d passed", c.Passed)
+			if c.Failed > 0 {
+				// Passes before a failure do not outweigh it: say how
+				// many came after, which is what restores a server.
+				p += fmt.Sprintf(" (%d since the last failure)", c.PassedSince)
+			}
+			parts = append(parts, p)
+		}
+		if c.Failed > 0 {
+			parts = append(parts, fmt.Sprintf("%d failed", c.Failed))
+		}
+		if c.Worst != nil && !c.Worst.IsZero() && len(parts) > 0 {
+			parts[len(parts)-1] += " (worst " + canary.Percent(*c.Worst) + ")"
+		}
+		if c.Inconclusive > 0 {
+			parts = append(parts, fmt.Sprintf("%d inconclusive", c.Inconclusive))
+		}
+		s += "; canaries " + strings.Join(parts, ", ") + " in " + windowText(time.Duration(c.Window))
+	}
 	if r.Demoted {
 		s += ", DEMOTED"
 	}
 	return s
+}
+
+// windowText is a window of whole days in days, "7d", else as Go writes
+// a duration.
+func windowText(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return d.String()
 }
 
 // modelsText is a server's GPUs, "8× H100 80 GiB, 2× L4 23 GiB".

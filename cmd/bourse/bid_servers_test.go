@@ -55,6 +55,19 @@ func TestRecordText(t *testing.T) {
 	assert.Equal(t, "started 9 of 10 in 1h0m0s", recordText(&protocol.Record{Window: w, Accepted: 10, Started: 9}))
 	assert.Equal(t, "started 1 of 5, 4 never, 1 lost in 1h0m0s, DEMOTED",
 		recordText(&protocol.Record{Window: w, Accepted: 5, Started: 1, NotStarted: 4, Lost: 1, Demoted: true}))
+	week := contract.Duration(7 * 24 * time.Hour)
+	worst := decimal.RequireFromString("0.5")
+	assert.Equal(t, "started 0 of 0 in 1h0m0s; canaries 3 passed (1 since the last failure), 1 failed (worst +50%), 2 inconclusive in 7d, DEMOTED",
+		recordText(&protocol.Record{Window: w, Canaries: &protocol.Canaries{Window: week, Run: 6, Passed: 3, Failed: 1, Inconclusive: 2, PassedSince: 1, Worst: &worst},
+			Demoted: true}))
+	assert.Equal(t, "started 0 of 0 in 1h0m0s; canaries 1 failed (worst +50%) in 7d, DEMOTED",
+		recordText(&protocol.Record{Window: w, Canaries: &protocol.Canaries{Window: week, Run: 1, Failed: 1, Worst: &worst}, Demoted: true}))
+	assert.Equal(t, "started 0 of 0 in 1h0m0s; canaries 1 inconclusive in 7d",
+		recordText(&protocol.Record{Window: w, Canaries: &protocol.Canaries{Window: week, Run: 1, Inconclusive: 1, Worst: &worst}}),
+		"a worst deviation with no conclusive canary, which the exchange never sends, is not shown")
+	zero := decimal.Zero
+	assert.Equal(t, "started 3 of 3 in 1h0m0s; canaries 2 passed in 7d",
+		recordText(&protocol.Record{Window: w, Accepted: 3, Started: 3, Canaries: &protocol.Canaries{Window: week, Run: 2, Passed: 2, Worst: &zero}}))
 }
 
 // TestRunsText: what bourse bid servers says a server runs.

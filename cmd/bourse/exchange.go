@@ -161,6 +161,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.DurationVar(&cfg.StuckLimit, "stuck-limit", time.Hour, "how long a contract may fail to settle before it ends by the fixed rule (reason expired)")
 	f.DurationVar(&cfg.MarketEvery, "market-every", 5*time.Second, "how often market data is published on bourse.v1.market.<currency> (by one instance of those running)")
 	f.DurationVar(&cfg.MarketWindow, "market-window", time.Hour, "how far back market data counts the contracts settled")
+	f.DurationVar(&cfg.CanaryWindow, "canary-window", exchange.DefaultCanaryWindow, "how far back a server's record counts its canary audits (bourse admin canary), which demote a meter that lies")
 	f.IntVar(&cfg.BookPerClient, "book-per-client", 16, "the most offers one client may have waiting in the book")
 	f.IntVar(&cfg.BookTotal, "book-total", 10_000, "the most offers the book holds in all; a full book takes an offer sure to pay more than the last of its currency, which leaves")
 	f.IntVar(&cfg.MatchBatch, "match-batch", 100, "the most waiting offers of a currency one matching pass negotiates")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/canary"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/mem"
@@ -42,6 +43,8 @@ type Store struct {
 	book map[string]*contract.Waiting
 	// hearings are what each instance heard its servers say (Hear).
 	hearings map[string]exchange.Hearing
+	// canaries are the canary results kept, by contract (canary.go).
+	canaries map[string]canary.Result
 }
 
 // New returns a store over l. It remembers the ids of the contracts it
@@ -172,11 +175,16 @@ func (s *Store) notFound(op, id string) error {
 // currency.ErrForgotten for as long as the ledger remembers keys
 // (mem.Options.Remember), after which the id is unknown. Forget leaves
 // the ledger alone: compact it with the same horizon
-// (mem.Ledger.Compact).
+// (mem.Ledger.Compact). Canary results judged before before go too.
 func (s *Store) Forget(before time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgotten.Begin(before)
+	for id, r := range s.canaries {
+		if r.At.Before(before) {
+			delete(s.canaries, id)
+		}
+	}
 	clients := map[string]bool{}
 	for id, c := range s.contracts {
 		if !c.State.Ended() || !c.SettledAt.Before(before) {

@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("BookConcurrent", func(t *testing.T) { testBookConcurrent(t, open) })
 	t.Run("Hearings", func(t *testing.T) { testHearings(t, open) })
 	t.Run("Records", func(t *testing.T) { testRecords(t, open) })
+	t.Run("Canaries", func(t *testing.T) { testCanaries(t, open) })
 }
 
 const (
