@@ -98,15 +98,15 @@ func newAsks() *asks {
 // askOf is the ask a server's hello says, or one made up from its GPUs
 // and free count for a server that says none: a class per model and
 // memory, unpriced, its free GPUs those of the server up to the class's.
-func askOf(h protocol.Hello) *protocol.Ask {
+func askOf(h protocol.Hello) *contract.Ask {
 	if h.Ask != nil {
-		return h.Ask
+		return (*contract.Ask)(h.Ask)
 	}
-	a := &protocol.Ask{}
+	a := &contract.Ask{}
 	for _, g := range h.GPUs {
-		i := slices.IndexFunc(a.Classes, func(c protocol.ClassAsk) bool { return c.Model == g.Model && c.MemoryMiB == g.MemoryMiB })
+		i := slices.IndexFunc(a.Classes, func(c contract.ClassAsk) bool { return c.Model == g.Model && c.MemoryMiB == g.MemoryMiB })
 		if i < 0 {
-			a.Classes = append(a.Classes, protocol.ClassAsk{Model: g.Model, MemoryMiB: g.MemoryMiB})
+			a.Classes = append(a.Classes, contract.ClassAsk{Model: g.Model, MemoryMiB: g.MemoryMiB})
 			i = len(a.Classes) - 1
 		}
 		a.Classes[i].GPUs++
@@ -119,7 +119,7 @@ func askOf(h protocol.Hello) *protocol.Ask {
 
 // roomOf is the most room class c of ask a may have for an offer: its
 // free GPUs, and those running preemptible work where it preempts.
-func roomOf(a *protocol.Ask, c protocol.ClassAsk) int {
+func roomOf(a *contract.Ask, c contract.ClassAsk) int {
 	if a.Preempts {
 		return c.Free + c.Preemptible
 	}
@@ -155,7 +155,7 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 
 // same says whether the index files h as it filed old: the same
 // currency, classes, prices and room.
-func (x *asks) same(server string, old, h protocol.Hello, a *protocol.Ask) bool {
+func (x *asks) same(server string, old, h protocol.Hello, a *contract.Ask) bool {
 	slots := x.at[server]
 	if old.Currency != h.Currency || len(slots) != len(a.Classes) {
 		return false
@@ -200,7 +200,7 @@ func (x *asks) drop(server string) {
 }
 
 // level is the level of c's price, made if there is none.
-func (b *askBook) level(c protocol.ClassAsk) *askLevel {
+func (b *askBook) level(c contract.ClassAsk) *askLevel {
 	if !c.Priced() {
 		if n := len(b.levels); n > 0 && b.levels[n-1].unpriced {
 			return b.levels[n-1]

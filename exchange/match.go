@@ -165,9 +165,10 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 			h.refusals.refused(w.ID, id, s.Free, now) || s.Ask == nil || w.Terms.StartAt.After(now) {
 			continue
 		}
-		for _, c := range s.Ask.Classes {
-			if c.Priced() && w.Terms.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, w.Terms) > 0 {
-				from = append(from, askedFor{server: id, ask: s.Ask, class: c})
+		a := askOf(s.Hello)
+		for _, c := range a.Classes {
+			if c.Priced() && w.Terms.Class.Fits(c.Model, c.MemoryMiB) && a.Room(c, w.Terms) > 0 {
+				from = append(from, askedFor{server: id, ask: a, class: c})
 				break
 			}
 		}

@@ -50,8 +50,8 @@ type route struct {
 // askedFor is a server's ask of one class, as a route found it.
 type askedFor struct {
 	server string
-	ask    *protocol.Ask
-	class  protocol.ClassAsk
+	ask    *contract.Ask
+	class  contract.ClassAsk
 }
 
 // route finds where offer offerID of terms t goes, at most k servers.
@@ -353,7 +353,7 @@ func (r *registry) askCounterGone(server string, t contract.Terms) bool {
 		return false
 	}
 	for _, c := range s.Ask.Classes {
-		if t.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, t) >= t.GPUs {
+		if t.Class.Fits(c.Model, c.MemoryMiB) && askOf(s.Hello).Room(c, t) >= t.GPUs {
 			return false
 		}
 	}
