@@ -87,6 +87,37 @@ func (c ClassAsk) Price() Price {
 	return Terms{GPUs: 1, P: c.P, Q: c.Q}.FullUsePrice()
 }
 
+// Fits says whether the class's GPUs are of class cl (Class.Fits).
+func (c ClassAsk) Fits(cl Class) bool { return cl.Fits(c.Model, c.MemoryMiB) }
+
+// Holds says whether the class has GPUs enough of t's class for t, room
+// or not.
+func (c ClassAsk) Holds(t Terms) bool { return c.Fits(t.Class) && c.GPUs >= t.GPUs }
+
+// Takes says whether class c of the ask takes an offer of terms t: it
+// holds t, t meets its ask, and it has room for t now, or, for a booking
+// (t starts later), the server books or the class names no price (a
+// server of old is asked as it always was). The exchange routes an offer
+// and matches a waiting one by this rule alike.
+func (a *Ask) Takes(c ClassAsk, t Terms, booking bool) bool {
+	if !c.Holds(t) || !a.Meets(c, t) {
+		return false
+	}
+	if booking {
+		return a.Books || !c.Priced()
+	}
+	return a.Room(c, t) >= t.GPUs
+}
+
+// MostRoom is the most room class c may have for any offer: its free
+// GPUs, and those running preemptible work where the server preempts.
+func (a *Ask) MostRoom(c ClassAsk) int {
+	if a.Preempts {
+		return c.Free + c.Preemptible
+	}
+	return c.Free
+}
+
 // Room is how many GPUs of the class an offer of terms t could have here
 // now: the free ones, and for a guaranteed offer to a server that
 // preempts, those running preemptible contracts it outbids too.

@@ -117,15 +117,6 @@ func askOf(h protocol.Hello) *contract.Ask {
 	return a
 }
 
-// roomOf is the most room class c of ask a may have for an offer: its
-// free GPUs, and those running preemptible work where it preempts.
-func roomOf(a *contract.Ask, c contract.ClassAsk) int {
-	if a.Preempts {
-		return c.Free + c.Preemptible
-	}
-	return c.Free
-}
-
 // put files server's classes as its hello h says, in place of what it
 // said before (old, nil if nothing). Classes whose price and room are as
 // before stay where they are.
@@ -144,7 +135,7 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 			x.books[key] = book
 		}
 		l := book.level(c)
-		b := bucket(roomOf(a, c))
+		b := bucket(a.MostRoom(c))
 		list := l.list(b)
 		*list = append(*list, askRef{server: server, class: i})
 		l.n++
@@ -166,7 +157,7 @@ func (x *asks) same(server string, old, h protocol.Hello, a *contract.Ask) bool 
 	}
 	for i, c := range a.Classes {
 		o := oa.Classes[i]
-		if o.Model != c.Model || o.MemoryMiB != c.MemoryMiB || bucket(roomOf(a, c)) != slots[i].bucket ||
+		if o.Model != c.Model || o.MemoryMiB != c.MemoryMiB || bucket(a.MostRoom(c)) != slots[i].bucket ||
 			!o.P.Equal(c.P) || !o.Q.Equal(c.Q) {
 			return false
 		}

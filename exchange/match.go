@@ -167,7 +167,7 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 		}
 		a := askOf(s.Hello)
 		for _, c := range a.Classes {
-			if c.Priced() && w.Terms.Class.Fits(c.Model, c.MemoryMiB) && a.Room(c, w.Terms) > 0 {
+			if c.Priced() && c.Fits(w.Terms.Class) && a.Room(c, w.Terms) > 0 {
 				from = append(from, askedFor{server: id, ask: a, class: c})
 				break
 			}

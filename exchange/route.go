@@ -116,7 +116,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 		}
 		a := askOf(s.Hello)
 		c := a.Classes[ref.class]
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+		if !c.Holds(t) || !s.Runs.Takes(t.Job) {
 			continue
 		}
 		out.fits = true
@@ -126,17 +126,16 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			taken[ref.server] = true
 			continue
 		}
-		room := a.Room(c, t)
 		switch {
-		case booking && !a.Books && c.Priced():
-		case (booking || room >= t.GPUs) && met && a.Meets(c, t):
+		case met && a.Takes(c, t, booking):
 			out.ask = append(out.ask, ref.server)
 			out.preempt = append(out.preempt, !booking && c.Free < t.GPUs)
 			taken[ref.server] = true
 			if len(out.ask) >= k {
 				return true
 			}
-		case !booking && room > 0 && c.Priced() && len(out.counter) < k:
+		case booking: // asked or not at all: a booking has no counter-offer from an ask
+		case a.Room(c, t) > 0 && c.Priced() && len(out.counter) < k:
 			out.counter = append(out.counter, askedFor{server: ref.server, ask: a, class: c})
 			taken[ref.server] = true
 		case !met && len(out.counter) >= k:
@@ -188,7 +187,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 				}
 				a := askOf(s.Hello)
 				c := a.Classes[ref.class]
-				if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+				if !c.Holds(t) || !s.Runs.Takes(t.Job) {
 					continue
 				}
 				fit = true
@@ -217,14 +216,11 @@ func askMet(s serverState, t contract.Terms, now time.Time) (price decimal.Decim
 	a := askOf(s.Hello)
 	booking := t.StartAt.After(now)
 	for _, c := range a.Classes {
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || (!booking && a.Room(c, t) < t.GPUs) || !a.Meets(c, t) {
+		if !a.Takes(c, t, booking) {
 			continue
 		}
 		if !c.Priced() {
 			return decimal.Zero, false, true
-		}
-		if booking && !a.Books {
-			continue
 		}
 		if p := c.Price().Decimal(pricePlaces); !ok || p.LessThan(price) {
 			price, asks, ok = p, true, true
@@ -264,7 +260,7 @@ func (r *registry) named(t contract.Terms) route {
 	}
 	a := askOf(s.Hello)
 	for _, c := range a.Classes {
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs {
+		if !c.Holds(t) {
 			continue
 		}
 		if room := a.Room(c, t); room > 0 && c.Priced() && !t.StartAt.After(r.now()) {
@@ -324,7 +320,7 @@ func (r *registry) room(server string, t contract.Terms, began time.Time, sign i
 	left := t.GPUs
 	for i := range a.Classes {
 		c := &a.Classes[i]
-		if left == 0 || !t.Class.Fits(c.Model, c.MemoryMiB) {
+		if left == 0 || !c.Fits(t.Class) {
 			continue
 		}
 		n := min(left, c.Free)
@@ -353,7 +349,7 @@ func (r *registry) askCounterGone(server string, t contract.Terms) bool {
 		return false
 	}
 	for _, c := range s.Ask.Classes {
-		if t.Class.Fits(c.Model, c.MemoryMiB) && askOf(s.Hello).Room(c, t) >= t.GPUs {
+		if c.Fits(t.Class) && askOf(s.Hello).Room(c, t) >= t.GPUs {
 			return false
 		}
 	}
