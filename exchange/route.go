@@ -62,7 +62,7 @@ func (r *registry) route(t contract.Terms, offerID string, k int) (out route) {
 	now := r.now()
 	cutoff := r.cutoff() // through this instance's own outage (registry.isolated)
 	if t.Server != "" {  // named: that server alone, as it stands
-		if s, ok := r.servers[t.Server]; ok && !s.seen.Before(cutoff) && s.Currency == t.Currency && fits(s, t) {
+		if s, ok := r.servers[t.Server]; ok && s.live(cutoff) && s.Currency == t.Currency && fits(s, t) {
 			out.ask, out.fits = []string{t.Server}, true
 		}
 		return out
@@ -111,7 +111,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			continue
 		}
 		s, ok := r.servers[ref.server]
-		if !ok || s.seen.Before(cutoff) || s.Currency != t.Currency {
+		if !ok || !s.live(cutoff) || s.Currency != t.Currency {
 			continue
 		}
 		a := askOf(s.Hello)
@@ -182,7 +182,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 		for _, list := range append([][]askRef{l.full}, l.room[:]...) {
 			for _, ref := range list {
 				s, ok := r.servers[ref.server]
-				if !ok || s.seen.Before(cutoff) {
+				if !ok || !s.live(cutoff) {
 					continue
 				}
 				a := askOf(s.Hello)
@@ -250,7 +250,7 @@ func (r *registry) named(t contract.Terms) route {
 	defer r.mu.Unlock()
 	var out route
 	s, ok := r.servers[t.Server]
-	if !ok || s.seen.Before(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
+	if !ok || !s.live(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
 		return out
 	}
 	out.fits = true
