@@ -32,9 +32,6 @@ type asks struct {
 // models match without case (contract.Class.Fits).
 type askKey struct{ currency, model string }
 
-// foldModel is a model as books are keyed by it.
-func foldModel(m string) string { return contract.FoldModel(m) }
-
 // askBook is the asks of one currency and model.
 type askBook struct {
 	levels []*askLevel // by price; the unpriced level, if any, last
@@ -128,7 +125,7 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 	x.drop(server)
 	slots := make([]askSlot, len(a.Classes))
 	for i, c := range a.Classes {
-		key := askKey{h.Currency, foldModel(c.Model)}
+		key := askKey{h.Currency, contract.FoldModel(c.Model)}
 		book := x.books[key]
 		if book == nil {
 			book = &askBook{}
@@ -220,7 +217,7 @@ func (b *askBook) level(c contract.ClassAsk) *askLevel {
 // for an offer that names none.
 func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 	if c.Model != "" {
-		if b := x.books[askKey{cur, foldModel(c.Model)}]; b != nil {
+		if b := x.books[askKey{cur, contract.FoldModel(c.Model)}]; b != nil {
 			return b.levels
 		}
 		return nil
