@@ -42,11 +42,10 @@ type askBook struct {
 // that an offer of g GPUs looks first at classes that can have them and
 // last, if at all, at those that cannot.
 type askLevel struct {
-	price    decimal.Decimal // ClassAsk.Price at this many places; unused for the unpriced level
-	unpriced bool
-	room     [roomBuckets][]askRef
-	full     []askRef
-	n        int // classes filed here
+	rank askRank
+	room [roomBuckets][]askRef
+	full []askRef
+	n    int // classes filed here
 }
 
 // roomBuckets is how many buckets of room a level has: enough for
@@ -87,6 +86,37 @@ type askSlot struct {
 // pricePlaces is how finely asks' prices are told apart for their order:
 // finer than any price a curve names per GPU-second.
 const pricePlaces = 24
+
+// askRank is where a class's ask stands in the order in which routing
+// (the index's levels), quotes and matching (candidates,
+// counterWaiting) alike consider asks: cheapest first, by ClassAsk.Price
+// to pricePlaces, and those that name no price after every priced one.
+type askRank struct {
+	priced bool
+	price  decimal.Decimal // unused where not priced
+}
+
+// rankOf is class c's rank.
+func rankOf(c contract.ClassAsk) askRank {
+	if !c.Priced() {
+		return askRank{}
+	}
+	return askRank{priced: true, price: c.Price().Decimal(pricePlaces)}
+}
+
+// cmp orders a before b (-1), with it (0) or after it (+1).
+func (a askRank) cmp(b askRank) int {
+	switch {
+	case a.priced != b.priced:
+		if a.priced {
+			return -1
+		}
+		return 1
+	case !a.priced:
+		return 0
+	}
+	return a.price.Cmp(b.price)
+}
 
 func newAsks() *asks {
 	return &asks{books: map[askKey]*askBook{}, at: map[string][]askSlot{}}
@@ -189,25 +219,12 @@ func (x *asks) drop(server string) {
 
 // level is the level of c's price, made if there is none.
 func (b *askBook) level(c contract.ClassAsk) *askLevel {
-	if !c.Priced() {
-		if n := len(b.levels); n > 0 && b.levels[n-1].unpriced {
-			return b.levels[n-1]
-		}
-		l := &askLevel{unpriced: true}
-		b.levels = append(b.levels, l)
-		return l
-	}
-	p := c.Price().Decimal(pricePlaces)
-	i, found := slices.BinarySearchFunc(b.levels, p, func(l *askLevel, p decimal.Decimal) int {
-		if l.unpriced {
-			return 1
-		}
-		return l.price.Cmp(p)
-	})
+	r := rankOf(c)
+	i, found := slices.BinarySearchFunc(b.levels, r, func(l *askLevel, r askRank) int { return l.rank.cmp(r) })
 	if found {
 		return b.levels[i]
 	}
-	l := &askLevel{price: p}
+	l := &askLevel{rank: r}
 	b.levels = slices.Insert(b.levels, i, l)
 	return l
 }
@@ -234,18 +251,7 @@ func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 		out = append(out, x.books[askKey{cur, m}].levels...)
 	}
 	// Stable: levels of one price keep their models' order.
-	slices.SortStableFunc(out, func(a, b *askLevel) int {
-		switch {
-		case a.unpriced != b.unpriced:
-			if a.unpriced {
-				return 1
-			}
-			return -1
-		case a.unpriced:
-			return 0
-		}
-		return a.price.Cmp(b.price)
-	})
+	slices.SortStableFunc(out, func(a, b *askLevel) int { return a.rank.cmp(b.rank) })
 	return out
 }
 

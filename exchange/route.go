@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -73,7 +71,7 @@ func (r *registry) route(t contract.Terms, offerID string, k int) (out route) {
 	need := bucket(t.GPUs)
 	taken := map[string]bool{}
 	for _, l := range levels {
-		met := l.unpriced || l.price.LessThanOrEqual(most) // a dearer ask cannot be met
+		met := !l.rank.priced || l.rank.price.LessThanOrEqual(most) // a dearer ask cannot be met
 		// The buckets that may have room for t first, least room first
 		// (the tightest fit leaves the most room elsewhere); then those
 		// with some room, for counter-offers; for a booking, which needs
@@ -211,8 +209,9 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 // askMet says whether server s's ask takes terms t as it stands at now:
 // a class of t's with room for it (or GPUs enough, for a booking) whose
 // ask t meets; the cheapest such class's price, and whether s says an
-// ask at all (a server that says none is taken to, at no price).
-func askMet(s serverState, t contract.Terms, now time.Time) (price decimal.Decimal, asks, ok bool) {
+// ask at all (a server that says none is taken to, at no price): its
+// rank, in the order routing and matching consider asks.
+func askMet(s serverState, t contract.Terms, now time.Time) (rank askRank, ok bool) {
 	a := askOf(s.Hello)
 	booking := t.StartAt.After(now)
 	for _, c := range a.Classes {
@@ -220,13 +219,13 @@ func askMet(s serverState, t contract.Terms, now time.Time) (price decimal.Decim
 			continue
 		}
 		if !c.Priced() {
-			return decimal.Zero, false, true
+			return askRank{}, true
 		}
-		if p := c.Price().Decimal(pricePlaces); !ok || p.LessThan(price) {
-			price, asks, ok = p, true, true
+		if r := rankOf(c); !ok || r.cmp(rank) < 0 {
+			rank, ok = r, true
 		}
 	}
-	return price, asks, ok
+	return rank, ok
 }
 
 // priced says whether server says what it asks.
@@ -254,7 +253,7 @@ func (r *registry) named(t contract.Terms) route {
 		return out
 	}
 	out.fits = true
-	if _, _, met := askMet(s, t, r.now()); met {
+	if _, met := askMet(s, t, r.now()); met {
 		out.ask = []string{t.Server}
 		return out
 	}
