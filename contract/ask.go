@@ -90,17 +90,17 @@ func (c ClassAsk) Price() Price {
 // Fits says whether the class's GPUs are of class cl (Class.Fits).
 func (c ClassAsk) Fits(cl Class) bool { return cl.Fits(c.Model, c.MemoryMiB) }
 
-// Holds says whether the class has GPUs enough of t's class for t, room
+// Enough says whether the class has GPUs enough of t's class for t, room
 // or not.
-func (c ClassAsk) Holds(t Terms) bool { return c.Fits(t.Class) && c.GPUs >= t.GPUs }
+func (c ClassAsk) Enough(t Terms) bool { return c.Fits(t.Class) && c.GPUs >= t.GPUs }
 
-// Takes says whether class c of the ask takes an offer of terms t: it
-// holds t, t meets its ask, and it has room for t now, or, for a booking
-// (t starts later), the server books or the class names no price (a
-// server of old is asked as it always was). The exchange routes an offer
-// and matches a waiting one by this rule alike.
-func (a *Ask) Takes(c ClassAsk, t Terms, booking bool) bool {
-	if !c.Holds(t) || !a.Meets(c, t) {
+// Serves says whether class c of the ask takes an offer of terms t: it
+// has GPUs enough for t (Enough), t meets its ask, and it has room for t
+// now, or, for a booking (t starts later), the server books or the class
+// names no price (a server of old is asked as it always was). The
+// exchange routes an offer and matches a waiting one by this one rule.
+func (a *Ask) Serves(c ClassAsk, t Terms, booking bool) bool {
+	if !c.Enough(t) || !a.Meets(c, t) {
 		return false
 	}
 	if booking {

@@ -32,11 +32,11 @@ func TestRoomCountsRunsOutbid(t *testing.T) {
 	assert.Equal(t, 6, a.Room(old, offer("0.001", false)), "a server of old: every preemptible GPU counts")
 }
 
-// TestAskTakes: a class takes an offer that it holds (GPUs enough of the
+// TestAskServes: a class takes an offer that it has GPUs enough for (of the
 // offer's class, models compared without case), that meets its ask, and
 // that it has room for now; a booking needs GPUs, not room, and a server
 // that books, unless the class names no price.
-func TestAskTakes(t *testing.T) {
+func TestAskServes(t *testing.T) {
 	c := contract.ClassAsk{Model: "H100", MemoryMiB: 81920, GPUs: 4, Free: 1, Preemptible: 2, P: contract.Flat(dectest.D("0.002"))}
 	offer := func(gpus int, price string) contract.Terms {
 		return contract.Terms{GPUs: gpus, Class: contract.Class{Model: "h100"}, TimeLimit: time.Hour, P: contract.Flat(dectest.D(price))}
@@ -44,24 +44,24 @@ func TestAskTakes(t *testing.T) {
 	a := &contract.Ask{Classes: []contract.ClassAsk{c}, MaxTimeLimit: contract.Duration(2 * time.Hour)}
 	assert.True(t, c.Fits(contract.Class{Model: "h100", MinMemoryMiB: 80000}))
 	assert.False(t, c.Fits(contract.Class{Model: "A100"}))
-	assert.True(t, c.Holds(offer(4, "0")), "GPUs enough, room or not")
-	assert.False(t, c.Holds(offer(5, "1")), "more GPUs than the class has")
+	assert.True(t, c.Enough(offer(4, "0")), "GPUs enough, room or not")
+	assert.False(t, c.Enough(offer(5, "1")), "more GPUs than the class has")
 
-	assert.True(t, a.Takes(c, offer(1, "0.002"), false), "meets the ask, with room")
-	assert.False(t, a.Takes(c, offer(1, "0.001"), false), "below the ask")
-	assert.False(t, a.Takes(c, offer(2, "0.003"), false), "no room for two: the server does not preempt")
+	assert.True(t, a.Serves(c, offer(1, "0.002"), false), "meets the ask, with room")
+	assert.False(t, a.Serves(c, offer(1, "0.001"), false), "below the ask")
+	assert.False(t, a.Serves(c, offer(2, "0.003"), false), "no room for two: the server does not preempt")
 	long := offer(1, "0.003")
 	long.TimeLimit = 3 * time.Hour
-	assert.False(t, a.Takes(c, long, false), "over the ask's time limit")
-	assert.False(t, a.Takes(c, offer(4, "0.003"), true), "a booking to a server that does not book")
+	assert.False(t, a.Serves(c, long, false), "over the ask's time limit")
+	assert.False(t, a.Serves(c, offer(4, "0.003"), true), "a booking to a server that does not book")
 
 	a.Books, a.Preempts = true, true
-	assert.True(t, a.Takes(c, offer(4, "0.003"), true), "a booking needs GPUs, not room")
-	assert.True(t, a.Takes(c, offer(3, "0.003"), false), "free and preemptible GPUs are room for a guaranteed offer")
+	assert.True(t, a.Serves(c, offer(4, "0.003"), true), "a booking needs GPUs, not room")
+	assert.True(t, a.Serves(c, offer(3, "0.003"), false), "free and preemptible GPUs are room for a guaranteed offer")
 	assert.Equal(t, 3, a.MostRoom(c))
 	a.Preempts = false
 	assert.Equal(t, 1, a.MostRoom(c))
 
 	old := contract.ClassAsk{Model: "H100", GPUs: 4, Free: 4}
-	assert.True(t, (&contract.Ask{}).Takes(old, offer(2, "0"), true), "a class of old, unpriced, is asked even for a booking")
+	assert.True(t, (&contract.Ask{}).Serves(old, offer(2, "0"), true), "a class of old, unpriced, is asked even for a booking")
 }

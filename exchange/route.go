@@ -114,7 +114,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 		}
 		a := askOf(s.Hello)
 		c := a.Classes[ref.class]
-		if !c.Holds(t) || !s.Runs.Takes(t.Job) {
+		if !c.Enough(t) || !s.Runs.Takes(t.Job) {
 			continue
 		}
 		out.fits = true
@@ -125,7 +125,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			continue
 		}
 		switch {
-		case met && a.Takes(c, t, booking):
+		case met && a.Serves(c, t, booking):
 			out.ask = append(out.ask, ref.server)
 			out.preempt = append(out.preempt, !booking && c.Free < t.GPUs)
 			taken[ref.server] = true
@@ -185,7 +185,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 				}
 				a := askOf(s.Hello)
 				c := a.Classes[ref.class]
-				if !c.Holds(t) || !s.Runs.Takes(t.Job) {
+				if !c.Enough(t) || !s.Runs.Takes(t.Job) {
 					continue
 				}
 				fit = true
@@ -215,7 +215,7 @@ func askMet(s serverState, t contract.Terms, now time.Time) (rank askRank, ok bo
 	a := askOf(s.Hello)
 	booking := t.StartAt.After(now)
 	for _, c := range a.Classes {
-		if !a.Takes(c, t, booking) {
+		if !a.Serves(c, t, booking) {
 			continue
 		}
 		if !c.Priced() {
@@ -259,7 +259,7 @@ func (r *registry) named(t contract.Terms) route {
 	}
 	a := askOf(s.Hello)
 	for _, c := range a.Classes {
-		if !c.Holds(t) {
+		if !c.Enough(t) {
 			continue
 		}
 		if room := a.Room(c, t); room > 0 && c.Priced() && !t.StartAt.After(r.now()) {
