@@ -178,12 +178,6 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 	}
 }
 
-// fits says whether server s has GPUs enough of t's class and runs t's
-// job.
-func fits(s serverState, t contract.Terms) bool {
-	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
-}
-
 // matchOne negotiates waiting offer w with servers under its request's
 // lock, and returns the server whose accept made its contract, or "".
 // The servers that answer without an accept are remembered as having

@@ -1,15 +1,10 @@
 package exchange
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 )
 
 // Routing: an offer goes to a few servers, chosen by what they ask.
@@ -18,21 +13,12 @@ import (
 // booking, GPUs enough and take bookings), and whose ask it meets;
 // cheapest first, ties spread by the offer's id; at most Config.RouteTo
 // of them. With none, the asks of the cheapest servers with room answer
-// for them: counter-offers built from the asks (askCounters), which ask
+// for them: counter-offers built from the asks (askcounter.go), which ask
 // no server anything. Servers that say no ask are asked as they always
 // were, after every priced one, within the same bound.
 
 // DefaultRouteTo is how many servers an offer goes to at most.
 const DefaultRouteTo = 8
-
-// askCounterPrefix begins the id of every counter-offer built from an
-// ask: one its server never made.
-const askCounterPrefix = "ask-"
-
-// askCounterTTL is how long a counter-offer built from an ask stands: a
-// server's counter-offers stand for DefaultCounterTTL (server package)
-// unless its policy says, and an ask is at most a heartbeat old.
-const askCounterTTL = 15 * time.Second
 
 // route is where an offer goes.
 type route struct {
@@ -206,6 +192,13 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 	return fit, soonest
 }
 
+// fits says whether server s has GPUs enough of t's class and runs t's
+// job, room or not: routing's first question of a server named, and
+// matching's of each server with room.
+func fits(s serverState, t contract.Terms) bool {
+	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
+}
+
 // askMet says whether server s's ask takes terms t as it stands at now:
 // a class of t's with room for it (or GPUs enough, for a booking) whose
 // ask t meets; the cheapest such class's price, and whether s says an
@@ -333,58 +326,4 @@ func (r *registry) room(server string, t contract.Terms, began time.Time, sign i
 	s.Free = min(max(0, s.Free+sign*t.GPUs), len(s.GPUs))
 	r.servers[server] = s
 	r.asks.put(server, &old, s.Hello)
-}
-
-// askCounterGone says whether a counter-offer built from server's ask
-// (askCounters) and taken with terms t has lost its GPUs: the server's
-// ask, as it last said it or as took left it, has no room for t now. Its
-// server is then not asked: the offer is capacity_gone, as a server says
-// of its own counter-offers' GPUs taken meanwhile.
-func (r *registry) askCounterGone(server string, t contract.Terms) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.servers[server]
-	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
-		return false
-	}
-	for _, c := range s.Ask.Classes {
-		if c.Fits(t.Class) && askOf(s.Hello).Room(c, t) >= t.GPUs {
-			return false
-		}
-	}
-	return true
-}
-
-// askCounters builds counter-offers to terms t from the asks of the
-// servers in from, as each server's policy would counter them with the
-// GPUs its ask has room for: the terms a client may take at once, each
-// naming its server. Each counter's id is derived from the offer's, so
-// that the same offer at the same moment gets the same ids (the
-// simulator's runs repeat), and nothing more: the server, which never
-// saw it, decides on its terms when the client takes it.
-func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32, now time.Time) ([]contract.Counter, []protocol.Rejection) {
-	var counters []contract.Counter
-	var rejections []protocol.Rejection
-	for _, f := range from {
-		k, why := f.ask.Reserve(f.class).Counter(t, min(f.ask.Room(f.class, t), f.class.GPUs), scale)
-		if k.IsZero() {
-			rejections = append(rejections, protocol.Rejection{Server: f.server, Reason: "its ask: " + strings.Join(why, "; ")})
-			continue
-		}
-		k.Server = f.server
-		h := sha256.Sum256([]byte(offerID + "\x00" + f.server))
-		counters = append(counters, contract.Counter{ID: askCounterPrefix + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
-			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
-	}
-	return counters, rejections
-}
-
-// noRoom is the rejection of an offer that servers fit but none has room
-// for now: when GPUs of its class free up soonest, where a server says.
-func noRoom(t contract.Terms, soonest time.Time) protocol.Rejection {
-	msg := fmt.Sprintf("no live server has %d %s free now", t.GPUs, describeClass(t.Class))
-	if !soonest.IsZero() {
-		msg += "; the soonest say theirs free up by " + soonest.UTC().Format(time.RFC3339)
-	}
-	return protocol.Rejection{Reason: msg}
 }
