@@ -158,11 +158,12 @@ func (a *Ask) Reserve(c ClassAsk) Reserve {
 	return Reserve{P: c.P, Q: c.Q, MaxTimeLimit: time.Duration(a.MaxTimeLimit)}
 }
 
-// Counter is what the ask of class c counters terms t with, as its
+// CounterFor is what the ask of class c counters terms t with, as its
 // server's policy would: t cut to the GPUs it has room for and to its time
 // limit, its curves raised to the ask's where they fall short
 // (Reserve.Counter); zero where t meets the ask with room, and why lists
 // what t falls short in.
-func (a *Ask) Counter(c ClassAsk, t Terms, scale int32) (counter Terms, why []string) {
-	return a.Reserve(c).Counter(t, min(a.Room(c, t), c.GPUs), scale)
+func (a *Ask) CounterFor(c ClassAsk, t Terms, scale int32) (counter Terms, why []string) {
+	room := min(a.Room(c, t), c.GPUs)
+	return a.Reserve(c).Counter(t, room, scale)
 }

@@ -66,21 +66,21 @@ func TestAskServes(t *testing.T) {
 	assert.True(t, (&contract.Ask{}).Serves(old, offer(2, "0"), true), "a class of old, unpriced, is asked even for a booking")
 }
 
-// TestAskCounter: an ask counters an offer with the GPUs it has room for,
+// TestAskCounterFor: an ask counters an offer with the GPUs it has room for,
 // its time limit and its curves where the offer's fall short; an offer
 // that meets it with room gets no counter.
-func TestAskCounter(t *testing.T) {
+func TestAskCounterFor(t *testing.T) {
 	c := contract.ClassAsk{Model: "H100", GPUs: 4, Free: 2, P: contract.Flat(dectest.D("0.002"))}
 	a := &contract.Ask{Classes: []contract.ClassAsk{c}, MaxTimeLimit: contract.Duration(time.Hour)}
 	offer := contract.Terms{GPUs: 3, TimeLimit: 2 * time.Hour, P: contract.Flat(dectest.D("0.001")), Prepayment: dectest.D("10")}
-	k, why := a.Counter(c, offer, 6)
+	k, why := a.CounterFor(c, offer, 6)
 	assert.Len(t, why, 3, "GPUs, time limit and p: %v", why)
 	assert.Equal(t, 2, k.GPUs, "the GPUs free")
 	assert.Equal(t, time.Hour, k.TimeLimit)
 	assert.True(t, k.P.Equal(c.P), "the ask's p")
 
 	met := contract.Terms{GPUs: 2, TimeLimit: time.Hour, P: contract.Flat(dectest.D("0.002")), Prepayment: dectest.D("10")}
-	k, why = a.Counter(c, met, 6)
+	k, why = a.CounterFor(c, met, 6)
 	assert.Empty(t, why)
 	assert.True(t, k.IsZero(), "an offer that meets the ask with room is its own answer")
 	assert.True(t, a.Serves(c, met, false))

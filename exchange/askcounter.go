@@ -55,7 +55,7 @@ func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32,
 	var counters []contract.Counter
 	var rejections []protocol.Rejection
 	for _, f := range from {
-		k, why := f.ask.Counter(f.class, t, scale)
+		k, why := f.ask.CounterFor(f.class, t, scale)
 		if k.IsZero() {
 			rejections = append(rejections, protocol.Rejection{Server: f.server, Reason: "its ask: " + strings.Join(why, "; ")})
 			continue
