@@ -80,8 +80,9 @@ func (r *registry) askCounterGone(server string, t contract.Terms) bool {
 	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
 		return false
 	}
-	for _, c := range s.Ask.Classes {
-		if c.Fits(t.Class) && askOf(s.Hello).Room(c, t) >= t.GPUs {
+	a := (*contract.Ask)(s.Ask)
+	for _, c := range a.Classes {
+		if c.Fits(t.Class) && a.Room(c, t) >= t.GPUs {
 			return false
 		}
 	}

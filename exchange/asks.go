@@ -255,21 +255,6 @@ func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 	return out
 }
 
-// rotation is where a scan of a level starts for an offer: a hash of its
-// id, so that offers of one moment, made on asks of one moment, spread
-// over the servers that ask alike instead of all going to the first, and
-// a simulation's routing depends on nothing but its offers.
-func rotation(offer string, n int) int {
-	if n == 0 {
-		return 0
-	}
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(offer); i++ {
-		h = (h ^ uint32(offer[i])) * 16777619
-	}
-	return int(h % uint32(n))
-}
-
 // priceAt1 is what terms t pay per GPU-second at full use of one GPU:
 // an offer that meets an ask pays at least the ask's price so (Meets
 // covers the ask's curves at one GPU, as at every rate up to its own),

@@ -154,7 +154,7 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 			h.refusals.refused(w.ID, id, s.Free, now) || s.Ask == nil || w.Terms.StartAt.After(now) {
 			continue
 		}
-		a := askOf(s.Hello)
+		a := (*contract.Ask)(s.Ask)
 		for _, c := range a.Classes {
 			if c.Priced() && c.Fits(w.Terms.Class) && a.Room(c, w.Terms) > 0 {
 				from = append(from, askedFor{server: id, ask: a, class: c})

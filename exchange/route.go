@@ -129,6 +129,21 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 	return false
 }
 
+// rotation is where a scan of a level starts for an offer: a hash of its
+// id, so that offers of one moment, made on asks of one moment, spread
+// over the servers that ask alike instead of all going to the first, and
+// a simulation's routing depends on nothing but its offers.
+func rotation(offer string, n int) int {
+	if n == 0 {
+		return 0
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(offer); i++ {
+		h = (h ^ uint32(offer[i])) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
 // freeFirst puts the servers with GPUs free for the offer before those
 // whose room is preemptible work, each in its order. The servers are
 // asked in this order and the first accept wins (natsvc's router.Ask):
