@@ -51,10 +51,10 @@ func (r *registry) route(t contract.Terms, offerID string, k int) (out route) {
 		}
 		return out
 	}
-	levels := r.asks.levels(t.Currency, t.Class)
 	booking := t.StartAt.After(now)
 	most := priceAt1(t)
 	need := bucket(t.GPUs)
+	levels := r.asks.levels(t.Currency, t.Class)
 	taken := map[string]bool{}
 	for _, l := range levels {
 		met := !l.rank.priced || l.rank.price.LessThanOrEqual(most) // a dearer ask cannot be met
