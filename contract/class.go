@@ -1,6 +1,10 @@
 package contract
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Fits reports whether a GPU of the given model and memory satisfies the
 // class. Models compare without case, since "h100" and "H100" name the same
@@ -13,8 +17,25 @@ func (c Class) Fits(model string, memoryMiB int) bool {
 
 // FoldModel is a GPU model as models compare (Fits): "h100" and "H100"
 // are one model, in routing, in market data's lines and in a server's
-// count of its models.
-func FoldModel(m string) string { return strings.ToLower(strings.ToUpper(m)) }
+// count of its models. Two models fold alike exactly where Fits says they
+// are one (strings.EqualFold): each letter folds to one of the letters
+// that compare equal to it, the same for all of them.
+func FoldModel(m string) string {
+	ascii := true
+	for i := 0; i < len(m) && ascii; i++ {
+		ascii = m[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return strings.ToLower(m)
+	}
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return unicode.ToLower(least)
+	}, m)
+}
 
 // Count is how many of gpus fit the class.
 func (c Class) Count(gpus []GPU) int {

@@ -10,7 +10,7 @@ import (
 
 // Reserve is the least a seller takes: curves an offer's must cover
 // wherever its job can run, and the longest time limit it takes (zero:
-// any). A server's posted price is one; so is what it asks (protocol.Ask).
+// any). A server's posted price is one; so is what it asks (Ask.Reserve).
 type Reserve struct {
 	P, Q         Curve
 	MaxTimeLimit time.Duration

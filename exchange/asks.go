@@ -32,9 +32,6 @@ type asks struct {
 // models match without case (contract.Class.Fits).
 type askKey struct{ currency, model string }
 
-// foldModel is a model as books are keyed by it.
-func foldModel(m string) string { return contract.FoldModel(m) }
-
 // askBook is the asks of one currency and model.
 type askBook struct {
 	levels []*askLevel // by price; the unpriced level, if any, last
@@ -45,11 +42,10 @@ type askBook struct {
 // that an offer of g GPUs looks first at classes that can have them and
 // last, if at all, at those that cannot.
 type askLevel struct {
-	price    decimal.Decimal // ClassAsk.Price at this many places; unused for the unpriced level
-	unpriced bool
-	room     [roomBuckets][]askRef
-	full     []askRef
-	n        int // classes filed here
+	rank askRank
+	room [roomBuckets][]askRef
+	full []askRef
+	n    int // classes filed here
 }
 
 // roomBuckets is how many buckets of room a level has: enough for
@@ -91,6 +87,37 @@ type askSlot struct {
 // finer than any price a curve names per GPU-second.
 const pricePlaces = 24
 
+// askRank is where a class's ask stands in the order in which routing
+// (the index's levels), quotes and matching (candidates,
+// counterWaiting) alike consider asks: cheapest first, by ClassAsk.Price
+// to pricePlaces, and those that name no price after every priced one.
+type askRank struct {
+	priced bool
+	price  decimal.Decimal // unused where not priced
+}
+
+// rankOf is class c's rank.
+func rankOf(c contract.ClassAsk) askRank {
+	if !c.Priced() {
+		return askRank{}
+	}
+	return askRank{priced: true, price: c.Price().Decimal(pricePlaces)}
+}
+
+// cmp orders a before b (-1), with it (0) or after it (+1).
+func (a askRank) cmp(b askRank) int {
+	switch {
+	case a.priced != b.priced:
+		if a.priced {
+			return -1
+		}
+		return 1
+	case !a.priced:
+		return 0
+	}
+	return a.price.Cmp(b.price)
+}
+
 func newAsks() *asks {
 	return &asks{books: map[askKey]*askBook{}, at: map[string][]askSlot{}}
 }
@@ -98,15 +125,15 @@ func newAsks() *asks {
 // askOf is the ask a server's hello says, or one made up from its GPUs
 // and free count for a server that says none: a class per model and
 // memory, unpriced, its free GPUs those of the server up to the class's.
-func askOf(h protocol.Hello) *protocol.Ask {
+func askOf(h protocol.Hello) *contract.Ask {
 	if h.Ask != nil {
-		return h.Ask
+		return (*contract.Ask)(h.Ask)
 	}
-	a := &protocol.Ask{}
+	a := &contract.Ask{}
 	for _, g := range h.GPUs {
-		i := slices.IndexFunc(a.Classes, func(c protocol.ClassAsk) bool { return c.Model == g.Model && c.MemoryMiB == g.MemoryMiB })
+		i := slices.IndexFunc(a.Classes, func(c contract.ClassAsk) bool { return c.Model == g.Model && c.MemoryMiB == g.MemoryMiB })
 		if i < 0 {
-			a.Classes = append(a.Classes, protocol.ClassAsk{Model: g.Model, MemoryMiB: g.MemoryMiB})
+			a.Classes = append(a.Classes, contract.ClassAsk{Model: g.Model, MemoryMiB: g.MemoryMiB})
 			i = len(a.Classes) - 1
 		}
 		a.Classes[i].GPUs++
@@ -115,15 +142,6 @@ func askOf(h protocol.Hello) *protocol.Ask {
 		a.Classes[i].Free = min(h.Free, a.Classes[i].GPUs)
 	}
 	return a
-}
-
-// roomOf is the most room class c of ask a may have for an offer: its
-// free GPUs, and those running preemptible work where it preempts.
-func roomOf(a *protocol.Ask, c protocol.ClassAsk) int {
-	if a.Preempts {
-		return c.Free + c.Preemptible
-	}
-	return c.Free
 }
 
 // put files server's classes as its hello h says, in place of what it
@@ -137,14 +155,14 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 	x.drop(server)
 	slots := make([]askSlot, len(a.Classes))
 	for i, c := range a.Classes {
-		key := askKey{h.Currency, foldModel(c.Model)}
+		key := askKey{h.Currency, contract.FoldModel(c.Model)}
 		book := x.books[key]
 		if book == nil {
 			book = &askBook{}
 			x.books[key] = book
 		}
 		l := book.level(c)
-		b := bucket(roomOf(a, c))
+		b := bucket(a.MostRoom(c))
 		list := l.list(b)
 		*list = append(*list, askRef{server: server, class: i})
 		l.n++
@@ -155,7 +173,7 @@ func (x *asks) put(server string, old *protocol.Hello, h protocol.Hello) {
 
 // same says whether the index files h as it filed old: the same
 // currency, classes, prices and room.
-func (x *asks) same(server string, old, h protocol.Hello, a *protocol.Ask) bool {
+func (x *asks) same(server string, old, h protocol.Hello, a *contract.Ask) bool {
 	slots := x.at[server]
 	if old.Currency != h.Currency || len(slots) != len(a.Classes) {
 		return false
@@ -166,7 +184,7 @@ func (x *asks) same(server string, old, h protocol.Hello, a *protocol.Ask) bool 
 	}
 	for i, c := range a.Classes {
 		o := oa.Classes[i]
-		if o.Model != c.Model || o.MemoryMiB != c.MemoryMiB || bucket(roomOf(a, c)) != slots[i].bucket ||
+		if o.Model != c.Model || o.MemoryMiB != c.MemoryMiB || bucket(a.MostRoom(c)) != slots[i].bucket ||
 			!o.P.Equal(c.P) || !o.Q.Equal(c.Q) {
 			return false
 		}
@@ -200,26 +218,13 @@ func (x *asks) drop(server string) {
 }
 
 // level is the level of c's price, made if there is none.
-func (b *askBook) level(c protocol.ClassAsk) *askLevel {
-	if !c.Priced() {
-		if n := len(b.levels); n > 0 && b.levels[n-1].unpriced {
-			return b.levels[n-1]
-		}
-		l := &askLevel{unpriced: true}
-		b.levels = append(b.levels, l)
-		return l
-	}
-	p := c.Price().Decimal(pricePlaces)
-	i, found := slices.BinarySearchFunc(b.levels, p, func(l *askLevel, p decimal.Decimal) int {
-		if l.unpriced {
-			return 1
-		}
-		return l.price.Cmp(p)
-	})
+func (b *askBook) level(c contract.ClassAsk) *askLevel {
+	r := rankOf(c)
+	i, found := slices.BinarySearchFunc(b.levels, r, func(l *askLevel, r askRank) int { return l.rank.cmp(r) })
 	if found {
 		return b.levels[i]
 	}
-	l := &askLevel{price: p}
+	l := &askLevel{rank: r}
 	b.levels = slices.Insert(b.levels, i, l)
 	return l
 }
@@ -229,7 +234,7 @@ func (b *askBook) level(c protocol.ClassAsk) *askLevel {
 // for an offer that names none.
 func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 	if c.Model != "" {
-		if b := x.books[askKey{cur, foldModel(c.Model)}]; b != nil {
+		if b := x.books[askKey{cur, contract.FoldModel(c.Model)}]; b != nil {
 			return b.levels
 		}
 		return nil
@@ -246,34 +251,8 @@ func (x *asks) levels(cur string, c contract.Class) []*askLevel {
 		out = append(out, x.books[askKey{cur, m}].levels...)
 	}
 	// Stable: levels of one price keep their models' order.
-	slices.SortStableFunc(out, func(a, b *askLevel) int {
-		switch {
-		case a.unpriced != b.unpriced:
-			if a.unpriced {
-				return 1
-			}
-			return -1
-		case a.unpriced:
-			return 0
-		}
-		return a.price.Cmp(b.price)
-	})
+	slices.SortStableFunc(out, func(a, b *askLevel) int { return a.rank.cmp(b.rank) })
 	return out
-}
-
-// rotation is where a scan of a level starts for an offer: a hash of its
-// id, so that offers of one moment, made on asks of one moment, spread
-// over the servers that ask alike instead of all going to the first, and
-// a simulation's routing depends on nothing but its offers.
-func rotation(offer string, n int) int {
-	if n == 0 {
-		return 0
-	}
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(offer); i++ {
-		h = (h ^ uint32(offer[i])) * 16777619
-	}
-	return int(h % uint32(n))
 }
 
 // priceAt1 is what terms t pay per GPU-second at full use of one GPU:

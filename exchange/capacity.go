@@ -24,7 +24,7 @@ func (r *registry) capacity() map[string]map[string]gpuCount {
 	cutoff := r.cutoff() // live as routing counts it, through this instance's own outage
 	out := map[string]map[string]gpuCount{}
 	for _, s := range r.servers {
-		if s.seen.Before(cutoff) {
+		if !s.live(cutoff) {
 			continue
 		}
 		byModel := out[s.Currency]
@@ -87,7 +87,7 @@ func (r *registry) sellers() map[string][]protocol.MarketServer {
 	out := map[string][]protocol.MarketServer{}
 	for _, id := range r.order {
 		s := r.servers[id]
-		if s.seen.Before(cutoff) {
+		if !s.live(cutoff) {
 			continue
 		}
 		out[s.Currency] = append(out[s.Currency], protocol.MarketServer{ID: id, GPUs: len(s.GPUs), Free: s.Free, Record: r.record(id)})
@@ -113,7 +113,7 @@ func (r *registry) askSide() map[string]map[string][]askOrder {
 	cutoff := r.cutoff()
 	out := map[string]map[string][]askOrder{}
 	for _, s := range r.servers {
-		if s.seen.Before(cutoff) || s.Ask == nil {
+		if !s.live(cutoff) || s.Ask == nil {
 			continue
 		}
 		for _, c := range s.Ask.Classes {

@@ -11,7 +11,7 @@ import (
 
 // The book's two sides in market data (protocol.Book): the servers' asks,
 // each at the price per GPU-second of one GPU used in full, P(1) + Q(1),
-// as the exchange orders asks (protocol.ClassAsk.Price), and the waiting
+// as the exchange orders asks (contract.ClassAsk.Price, askRank), and the waiting
 // offers, each at what it is sure to pay per GPU-second (Terms.SurePrice),
 // as the book orders them — rounded to the currency's scale plus
 // protocol.PricePlaces, asks up and offers down, and summed by level. No

@@ -35,7 +35,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	lines := map[key]*protocol.MarketModel{}
 	sells := map[key]bool{} // lines of a model some server has, or sold in the window
 	line := func(cur, model string) *protocol.MarketModel {
-		k := key{cur, foldModel(model)}
+		k := key{cur, contract.FoldModel(model)}
 		if lines[k] == nil {
 			lines[k] = &protocol.MarketModel{Model: model, Used: decimal.Zero, Charged: decimal.Zero}
 		}
@@ -43,7 +43,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	}
 	sold := map[key][]sale{}
 	for _, s := range h.tape.copy() {
-		k := key{s.currency, foldModel(s.model)}
+		k := key{s.currency, contract.FoldModel(s.model)}
 		sold[k] = append(sold[k], s)
 	}
 	book, err := h.store.Book(ctx, BookQuery{Limit: h.cfg.BookTotal})
@@ -57,7 +57,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 			model = anyModel
 		}
 		d := &line(w.Terms.Currency, model).Waiting
-		k := key{w.Terms.Currency, foldModel(model)}
+		k := key{w.Terms.Currency, contract.FoldModel(model)}
 		bids[k] = append(bids[k], w.Terms)
 		d.Offers++
 		d.GPUs += w.Terms.GPUs
@@ -74,7 +74,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	for cur, byModel := range h.servers.capacity() {
 		for model, c := range byModel {
 			l := line(cur, model)
-			serverName(l, model, key{cur, foldModel(model)})
+			serverName(l, model, key{cur, contract.FoldModel(model)})
 			l.GPUs, l.Free = l.GPUs+c.gpus, l.Free+c.free
 		}
 	}
@@ -106,7 +106,7 @@ func (h *House) Market(ctx context.Context) ([]protocol.Market, error) {
 	asks := map[key][]askOrder{}
 	for cur, byModel := range h.servers.askSide() {
 		for model, os := range byModel {
-			k := key{cur, foldModel(model)}
+			k := key{cur, contract.FoldModel(model)}
 			serverName(line(cur, model), model, k)
 			asks[k] = append(asks[k], os...)
 		}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/caps"
 	"github.com/bourse/bourse/contract"
@@ -119,31 +117,22 @@ func (h *House) matchCurrency(ctx context.Context, cur string, servers map[strin
 func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int, servers map[string]serverState, now time.Time) []string {
 	type cand struct {
 		id      string
-		price   decimal.Decimal
-		asks    bool
+		rank    askRank
 		demoted bool // asked only where no other is (record.go)
 	}
 	var cs []cand
 	for _, id := range ids {
 		if room[id] >= w.Terms.GPUs && (w.Terms.Server == "" || w.Terms.Server == id) && fits(servers[id], w.Terms) &&
 			!h.refusals.refused(w.ID, id, servers[id].Free, now) && !h.refusals.quiet(id, h.cfg.Now()) {
-			if price, asks, ok := askMet(servers[id], w.Terms, now); ok {
-				cs = append(cs, cand{id, price, asks, h.servers.isDemoted(id)})
+			if rank, ok := askMet(servers[id], w.Terms, now); ok {
+				cs = append(cs, cand{id, rank, h.servers.isDemoted(id)})
 			}
 		}
 	}
 	// A server whose record demotes it is matched no waiting offer: one
 	// that accepts and does not start drained the book into voids.
 	cs = slices.DeleteFunc(cs, func(c cand) bool { return c.demoted })
-	slices.SortStableFunc(cs, func(a, b cand) int {
-		if a.asks != b.asks {
-			if a.asks {
-				return -1
-			}
-			return 1
-		}
-		return a.price.Cmp(b.price)
-	})
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.rank.cmp(b.rank) })
 	out := make([]string, 0, min(len(cs), h.cfg.RouteTo))
 	for _, c := range cs[:min(len(cs), h.cfg.RouteTo)] {
 		out = append(out, c.id)
@@ -165,9 +154,10 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 			h.refusals.refused(w.ID, id, s.Free, now) || s.Ask == nil || w.Terms.StartAt.After(now) {
 			continue
 		}
-		for _, c := range s.Ask.Classes {
-			if c.Priced() && w.Terms.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, w.Terms) > 0 {
-				from = append(from, askedFor{server: id, ask: s.Ask, class: c})
+		a := (*contract.Ask)(s.Ask)
+		for _, c := range a.Classes {
+			if c.Priced() && c.Fits(w.Terms.Class) && a.Room(c, w.Terms) > 0 {
+				from = append(from, askedFor{server: id, ask: a, class: c})
 				break
 			}
 		}
@@ -175,7 +165,7 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 	if len(from) == 0 {
 		return
 	}
-	slices.SortStableFunc(from, func(a, b askedFor) int { return a.class.Price().Cmp(b.class.Price()) })
+	slices.SortStableFunc(from, func(a, b askedFor) int { return rankOf(a.class).cmp(rankOf(b.class)) })
 	from = from[:min(len(from), h.cfg.RouteTo)]
 	scale, _ := h.scaleOf(ctx)(w.Terms.Currency)
 	counters, _ := askCounters(w.ID+"-"+fmt.Sprint(now.UnixNano()), w.Terms, from, scale, now)
@@ -186,12 +176,6 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 	if len(counters) > 0 {
 		h.notify.Notify(w.Client, Event{Type: protocol.EventCountered, Waiting: &w, Counters: counters, At: now.UTC()})
 	}
-}
-
-// fits says whether server s has GPUs enough of t's class and runs t's
-// job.
-func fits(s serverState, t contract.Terms) bool {
-	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
 }
 
 // matchOne negotiates waiting offer w with servers under its request's

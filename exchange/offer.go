@@ -217,20 +217,6 @@ func (h *House) Started(ctx context.Context, server string, st protocol.Started)
 	return contract.Contract{}, err
 }
 
-// fromAsks answers an offer that no server's ask takes: counter-offers
-// built from the asks of the cheapest servers with room, or, where none
-// has room, when GPUs of its class free up. No server is asked.
-func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt route) protocol.OfferReply {
-	var reply protocol.OfferReply
-	if len(rt.counter) == 0 {
-		reply.Rejections = []protocol.Rejection{noRoom(t, rt.soonest)}
-		return reply
-	}
-	scale, _ := h.scaleOf(ctx)(t.Currency)
-	reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
-	return reply
-}
-
 // negotiate offers to the candidates, as the router asks them (cheapest
 // first, the next once one refuses: natsvc's router.Ask). The first
 // accept wins (the router cancels any accept that comes after); with

@@ -150,7 +150,7 @@ func (r *registry) rooms(ids []string) map[string]serverState {
 	cutoff := r.cutoff()
 	out := make(map[string]serverState, len(ids))
 	for _, id := range ids {
-		if s, ok := r.servers[id]; ok && !s.seen.Before(cutoff) {
+		if s, ok := r.servers[id]; ok && s.live(cutoff) {
 			out[id] = s
 		}
 	}
@@ -167,7 +167,7 @@ func (r *registry) lists(server, id string, since time.Time) string {
 	defer r.mu.Unlock()
 	s, ok := r.servers[server]
 	switch {
-	case !ok || s.seen.Before(since):
+	case !ok || !s.live(since):
 		return ""
 	case slices.Contains(s.Running, id):
 		return "heartbeat"
@@ -185,7 +185,7 @@ func (r *registry) heard(since time.Time) map[string][]string {
 	defer r.mu.Unlock()
 	out := map[string][]string{}
 	for id, s := range r.servers {
-		if s.seen.Before(since) {
+		if !s.live(since) {
 			continue
 		}
 		out[id] = append(slices.Clip(s.Running), s.Settling...)
@@ -230,7 +230,7 @@ func (r *registry) liveIDs() []string {
 	cutoff := r.cutoff()
 	var out []string
 	for _, id := range r.order { // in order: the simulator must be deterministic
-		if !r.servers[id].seen.Before(cutoff) {
+		if r.servers[id].live(cutoff) {
 			out = append(out, id)
 		}
 	}
@@ -245,7 +245,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.cutoff()
-	if s, ok := r.servers[t.Server]; t.Server != "" && (!ok || s.seen.Before(cutoff) || s.Currency != t.Currency) {
+	if s, ok := r.servers[t.Server]; t.Server != "" && (!ok || !s.live(cutoff) || s.Currency != t.Currency) {
 		// An offer to one server by name (bourse bid offer --take
 		// SERVER): say that the name is unknown here, not that no
 		// server has the GPUs, which sends the client to look at them.
@@ -257,7 +257,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 	field := "terms.job.command"
 	for _, id := range r.order {
 		s := r.servers[id]
-		if s.seen.Before(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
+		if !s.live(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
 			continue
 		}
 		err := s.Runs.Refuses(t.Job)
@@ -294,7 +294,7 @@ func (r *registry) live() int {
 	cutoff := r.cutoff()
 	n := 0
 	for _, s := range r.servers {
-		if !s.seen.Before(cutoff) {
+		if s.live(cutoff) {
 			n++
 		}
 	}

@@ -1,17 +1,10 @@
 package exchange
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/bourse/bourse/contract"
-	"github.com/bourse/bourse/protocol"
 )
 
 // Routing: an offer goes to a few servers, chosen by what they ask.
@@ -20,21 +13,12 @@ import (
 // booking, GPUs enough and take bookings), and whose ask it meets;
 // cheapest first, ties spread by the offer's id; at most Config.RouteTo
 // of them. With none, the asks of the cheapest servers with room answer
-// for them: counter-offers built from the asks (askCounters), which ask
+// for them: counter-offers built from the asks (askcounter.go), which ask
 // no server anything. Servers that say no ask are asked as they always
 // were, after every priced one, within the same bound.
 
 // DefaultRouteTo is how many servers an offer goes to at most.
 const DefaultRouteTo = 8
-
-// askCounterPrefix begins the id of every counter-offer built from an
-// ask: one its server never made.
-const askCounterPrefix = "ask-"
-
-// askCounterTTL is how long a counter-offer built from an ask stands: a
-// server's counter-offers stand for DefaultCounterTTL (server package)
-// unless its policy says, and an ask is at most a heartbeat old.
-const askCounterTTL = 15 * time.Second
 
 // route is where an offer goes.
 type route struct {
@@ -50,8 +34,8 @@ type route struct {
 // askedFor is a server's ask of one class, as a route found it.
 type askedFor struct {
 	server string
-	ask    *protocol.Ask
-	class  protocol.ClassAsk
+	ask    *contract.Ask
+	class  contract.ClassAsk
 }
 
 // route finds where offer offerID of terms t goes, at most k servers.
@@ -62,18 +46,18 @@ func (r *registry) route(t contract.Terms, offerID string, k int) (out route) {
 	now := r.now()
 	cutoff := r.cutoff() // through this instance's own outage (registry.isolated)
 	if t.Server != "" {  // named: that server alone, as it stands
-		if s, ok := r.servers[t.Server]; ok && !s.seen.Before(cutoff) && s.Currency == t.Currency && fits(s, t) {
+		if s, ok := r.servers[t.Server]; ok && s.live(cutoff) && s.Currency == t.Currency && fits(s, t) {
 			out.ask, out.fits = []string{t.Server}, true
 		}
 		return out
 	}
-	levels := r.asks.levels(t.Currency, t.Class)
 	booking := t.StartAt.After(now)
 	most := priceAt1(t)
 	need := bucket(t.GPUs)
+	levels := r.asks.levels(t.Currency, t.Class)
 	taken := map[string]bool{}
 	for _, l := range levels {
-		met := l.unpriced || l.price.LessThanOrEqual(most) // a dearer ask cannot be met
+		met := !l.rank.priced || l.rank.price.LessThanOrEqual(most) // a dearer ask cannot be met
 		// The buckets that may have room for t first, least room first
 		// (the tightest fit leaves the most room elsewhere); then those
 		// with some room, for counter-offers; for a booking, which needs
@@ -111,12 +95,12 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			continue
 		}
 		s, ok := r.servers[ref.server]
-		if !ok || s.seen.Before(cutoff) || s.Currency != t.Currency {
+		if !ok || !s.live(cutoff) || s.Currency != t.Currency {
 			continue
 		}
 		a := askOf(s.Hello)
 		c := a.Classes[ref.class]
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+		if !c.Enough(t) || !s.Runs.Takes(t.Job) {
 			continue
 		}
 		out.fits = true
@@ -126,17 +110,16 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 			taken[ref.server] = true
 			continue
 		}
-		room := a.Room(c, t)
 		switch {
-		case booking && !a.Books && c.Priced():
-		case (booking || room >= t.GPUs) && met && a.Meets(c, t):
+		case met && a.Serves(c, t, booking):
 			out.ask = append(out.ask, ref.server)
 			out.preempt = append(out.preempt, !booking && c.Free < t.GPUs)
 			taken[ref.server] = true
 			if len(out.ask) >= k {
 				return true
 			}
-		case !booking && room > 0 && c.Priced() && len(out.counter) < k:
+		case booking: // asked or not at all: a booking has no counter-offer from an ask
+		case a.Room(c, t) > 0 && c.Priced() && len(out.counter) < k:
 			out.counter = append(out.counter, askedFor{server: ref.server, ask: a, class: c})
 			taken[ref.server] = true
 		case !met && len(out.counter) >= k:
@@ -144,6 +127,21 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 		}
 	}
 	return false
+}
+
+// rotation is where a scan of a level starts for an offer: a hash of its
+// id, so that offers of one moment, made on asks of one moment, spread
+// over the servers that ask alike instead of all going to the first, and
+// a simulation's routing depends on nothing but its offers.
+func rotation(offer string, n int) int {
+	if n == 0 {
+		return 0
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(offer); i++ {
+		h = (h ^ uint32(offer[i])) * 16777619
+	}
+	return int(h % uint32(n))
 }
 
 // freeFirst puts the servers with GPUs free for the offer before those
@@ -183,12 +181,12 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 		for _, list := range append([][]askRef{l.full}, l.room[:]...) {
 			for _, ref := range list {
 				s, ok := r.servers[ref.server]
-				if !ok || s.seen.Before(cutoff) {
+				if !ok || !s.live(cutoff) {
 					continue
 				}
 				a := askOf(s.Hello)
 				c := a.Classes[ref.class]
-				if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || !s.Runs.Takes(t.Job) {
+				if !c.Enough(t) || !s.Runs.Takes(t.Job) {
 					continue
 				}
 				fit = true
@@ -209,28 +207,33 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 	return fit, soonest
 }
 
+// fits says whether server s has GPUs enough of t's class and runs t's
+// job, room or not: routing's first question of a server named, and
+// matching's of each server with room.
+func fits(s serverState, t contract.Terms) bool {
+	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
+}
+
 // askMet says whether server s's ask takes terms t as it stands at now:
 // a class of t's with room for it (or GPUs enough, for a booking) whose
 // ask t meets; the cheapest such class's price, and whether s says an
-// ask at all (a server that says none is taken to, at no price).
-func askMet(s serverState, t contract.Terms, now time.Time) (price decimal.Decimal, asks, ok bool) {
+// ask at all (a server that says none is taken to, at no price): its
+// rank, in the order routing and matching consider asks.
+func askMet(s serverState, t contract.Terms, now time.Time) (rank askRank, ok bool) {
 	a := askOf(s.Hello)
 	booking := t.StartAt.After(now)
 	for _, c := range a.Classes {
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs || (!booking && a.Room(c, t) < t.GPUs) || !a.Meets(c, t) {
+		if !a.Serves(c, t, booking) {
 			continue
 		}
 		if !c.Priced() {
-			return decimal.Zero, false, true
+			return askRank{}, true
 		}
-		if booking && !a.Books {
-			continue
-		}
-		if p := c.Price().Decimal(pricePlaces); !ok || p.LessThan(price) {
-			price, asks, ok = p, true, true
+		if r := rankOf(c); !ok || r.cmp(rank) < 0 {
+			rank, ok = r, true
 		}
 	}
-	return price, asks, ok
+	return rank, ok
 }
 
 // priced says whether server says what it asks.
@@ -254,17 +257,17 @@ func (r *registry) named(t contract.Terms) route {
 	defer r.mu.Unlock()
 	var out route
 	s, ok := r.servers[t.Server]
-	if !ok || s.seen.Before(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
+	if !ok || !s.live(r.cutoff()) || s.Currency != t.Currency || !fits(s, t) {
 		return out
 	}
 	out.fits = true
-	if _, _, met := askMet(s, t, r.now()); met {
+	if _, met := askMet(s, t, r.now()); met {
 		out.ask = []string{t.Server}
 		return out
 	}
 	a := askOf(s.Hello)
 	for _, c := range a.Classes {
-		if !t.Class.Fits(c.Model, c.MemoryMiB) || c.GPUs < t.GPUs {
+		if !c.Enough(t) {
 			continue
 		}
 		if room := a.Room(c, t); room > 0 && c.Priced() && !t.StartAt.After(r.now()) {
@@ -324,7 +327,7 @@ func (r *registry) room(server string, t contract.Terms, began time.Time, sign i
 	left := t.GPUs
 	for i := range a.Classes {
 		c := &a.Classes[i]
-		if left == 0 || !t.Class.Fits(c.Model, c.MemoryMiB) {
+		if left == 0 || !c.Fits(t.Class) {
 			continue
 		}
 		n := min(left, c.Free)
@@ -338,58 +341,4 @@ func (r *registry) room(server string, t contract.Terms, began time.Time, sign i
 	s.Free = min(max(0, s.Free+sign*t.GPUs), len(s.GPUs))
 	r.servers[server] = s
 	r.asks.put(server, &old, s.Hello)
-}
-
-// askCounterGone says whether a counter-offer built from server's ask
-// (askCounters) and taken with terms t has lost its GPUs: the server's
-// ask, as it last said it or as took left it, has no room for t now. Its
-// server is then not asked: the offer is capacity_gone, as a server says
-// of its own counter-offers' GPUs taken meanwhile.
-func (r *registry) askCounterGone(server string, t contract.Terms) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.servers[server]
-	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
-		return false
-	}
-	for _, c := range s.Ask.Classes {
-		if t.Class.Fits(c.Model, c.MemoryMiB) && s.Ask.Room(c, t) >= t.GPUs {
-			return false
-		}
-	}
-	return true
-}
-
-// askCounters builds counter-offers to terms t from the asks of the
-// servers in from, as each server's policy would counter them with the
-// GPUs its ask has room for: the terms a client may take at once, each
-// naming its server. Each counter's id is derived from the offer's, so
-// that the same offer at the same moment gets the same ids (the
-// simulator's runs repeat), and nothing more: the server, which never
-// saw it, decides on its terms when the client takes it.
-func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32, now time.Time) ([]contract.Counter, []protocol.Rejection) {
-	var counters []contract.Counter
-	var rejections []protocol.Rejection
-	for _, f := range from {
-		k, why := f.ask.Reserve(f.class).Counter(t, min(f.ask.Room(f.class, t), f.class.GPUs), scale)
-		if k.IsZero() {
-			rejections = append(rejections, protocol.Rejection{Server: f.server, Reason: "its ask: " + strings.Join(why, "; ")})
-			continue
-		}
-		k.Server = f.server
-		h := sha256.Sum256([]byte(offerID + "\x00" + f.server))
-		counters = append(counters, contract.Counter{ID: askCounterPrefix + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
-			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
-	}
-	return counters, rejections
-}
-
-// noRoom is the rejection of an offer that servers fit but none has room
-// for now: when GPUs of its class free up soonest, where a server says.
-func noRoom(t contract.Terms, soonest time.Time) protocol.Rejection {
-	msg := fmt.Sprintf("no live server has %d %s free now", t.GPUs, describeClass(t.Class))
-	if !soonest.IsZero() {
-		msg += "; the soonest say theirs free up by " + soonest.UTC().Format(time.RFC3339)
-	}
-	return protocol.Rejection{Reason: msg}
 }

@@ -20,7 +20,7 @@ func (r *registry) list(cur string) []protocol.Server {
 	out := []protocol.Server{}
 	for _, id := range r.order {
 		s := r.servers[id]
-		if s.seen.Before(cutoff) || (cur != "" && s.Currency != cur) {
+		if !s.live(cutoff) || (cur != "" && s.Currency != cur) {
 			continue
 		}
 		srv := protocol.ServerOf(id, s.Hello, s.seen.UTC())

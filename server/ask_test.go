@@ -54,7 +54,7 @@ func TestAskOfPolicies(t *testing.T) {
 		p := job(3, "1", 30*time.Minute, time.Hour)
 		p.Preemptible = true
 		tn.start("o1", "c1", p)
-		a := tn.n.Hello(tn.now).Ask
+		a := (*contract.Ask)(tn.n.Hello(tn.now).Ask)
 		assert.True(t, a.Preempts)
 		assert.Equal(t, 1, a.Classes[0].Free)
 		assert.Equal(t, 3, a.Classes[0].Preemptible)
@@ -112,7 +112,7 @@ func TestCounterFromAskIsAccepted(t *testing.T) {
 				b.Prepayment = b.CappedPrepayment(2)
 				tn.start(fmt.Sprint("busy", i), fmt.Sprint("b", i), b)
 			}
-			a := tn.n.Hello(tn.now).Ask
+			a := (*contract.Ask)(tn.n.Hello(tn.now).Ask)
 			c := a.Classes[0]
 			if c.Free == 0 {
 				continue

@@ -1,0 +1,100 @@
+package exchange
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/protocol"
+)
+
+// Answers from the asks: an offer or quote that no server's ask takes,
+// and a waiting offer the book has room for but whose asks it does not
+// meet, are answered by the asks themselves, asking no server:
+// counter-offers built from the asks of the cheapest servers with room
+// (contract.Ask.Reserve), or, where none has room, when GPUs of its
+// class free up. A counter-offer so built is the server's to decide on
+// when a client takes it; its GPUs gone meanwhile, it is capacity_gone
+// without asking.
+
+// askCounterPrefix begins the id of every counter-offer built from an
+// ask: one its server never made.
+const askCounterPrefix = "ask-"
+
+// askCounterTTL is how long a counter-offer built from an ask stands: a
+// server's counter-offers stand for DefaultCounterTTL (server package)
+// unless its policy says, and an ask is at most a heartbeat old.
+const askCounterTTL = 15 * time.Second
+
+// fromAsks answers an offer that no server's ask takes: counter-offers
+// built from the asks of the cheapest servers with room, or, where none
+// has room, when GPUs of its class free up. No server is asked.
+func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt route) protocol.OfferReply {
+	var reply protocol.OfferReply
+	if len(rt.counter) == 0 {
+		reply.Rejections = []protocol.Rejection{noRoom(t, rt.soonest)}
+		return reply
+	}
+	scale, _ := h.scaleOf(ctx)(t.Currency)
+	reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
+	return reply
+}
+
+// askCounters builds counter-offers to terms t from the asks of the
+// servers in from, as each server's policy would counter them with the
+// GPUs its ask has room for: the terms a client may take at once, each
+// naming its server. Each counter's id is derived from the offer's, so
+// that the same offer at the same moment gets the same ids (the
+// simulator's runs repeat), and nothing more: the server, which never
+// saw it, decides on its terms when the client takes it.
+func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32, now time.Time) ([]contract.Counter, []protocol.Rejection) {
+	var counters []contract.Counter
+	var rejections []protocol.Rejection
+	for _, f := range from {
+		k, why := f.ask.CounterFor(f.class, t, scale)
+		if k.IsZero() {
+			rejections = append(rejections, protocol.Rejection{Server: f.server, Reason: "its ask: " + strings.Join(why, "; ")})
+			continue
+		}
+		k.Server = f.server
+		h := sha256.Sum256([]byte(offerID + "\x00" + f.server))
+		counters = append(counters, contract.Counter{ID: askCounterPrefix + hex.EncodeToString(h[:12]), Server: f.server, Terms: k,
+			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
+	}
+	return counters, rejections
+}
+
+// askCounterGone says whether a counter-offer built from server's ask
+// (askCounters) and taken with terms t has lost its GPUs: the server's
+// ask, as it last said it or as took left it, has no room for t now. Its
+// server is then not asked: the offer is capacity_gone, as a server says
+// of its own counter-offers' GPUs taken meanwhile.
+func (r *registry) askCounterGone(server string, t contract.Terms) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.servers[server]
+	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
+		return false
+	}
+	a := (*contract.Ask)(s.Ask)
+	for _, c := range a.Classes {
+		if c.Fits(t.Class) && a.Room(c, t) >= t.GPUs {
+			return false
+		}
+	}
+	return true
+}
+
+// noRoom is the rejection of an offer that servers fit but none has room
+// for now: when GPUs of its class free up soonest, where a server says.
+func noRoom(t contract.Terms, soonest time.Time) protocol.Rejection {
+	msg := fmt.Sprintf("no live server has %d %s free now", t.GPUs, describeClass(t.Class))
+	if !soonest.IsZero() {
+		msg += "; the soonest say theirs free up by " + soonest.UTC().Format(time.RFC3339)
+	}
+	return protocol.Rejection{Reason: msg}
+}
