@@ -372,3 +372,35 @@ func count(types []protocol.EventType, typ protocol.EventType) int {
 	}
 	return n
 }
+
+// TestBookSpreadsTies: waiting offers matched at one moment to servers
+// that ask alike spread over them by their ids, as routing spreads
+// offers (rotation), rather than all going to the server of the first
+// id while the other's GPUs stand idle.
+func TestBookSpreadsTies(t *testing.T) {
+	h := housetest.New(t, exchange.Config{})
+	for _, id := range []string{"gpu1", "gpu2"} {
+		h.Server(id, "H100", 4, server.Posted{P: contract.Flat(dectest.D("0.01"))})
+	}
+	h.Wallet("alice", "1000")
+	h.Wallet("bob", "1000")
+	for _, id := range []string{"a1", "a2"} {
+		r := offer(t, h, "alice", id, job(4, "0.01"), 0)
+		require.NotNil(t, r.Contract, "%+v", r)
+	}
+	for _, id := range []string{"b1", "b2", "b3", "b4"} {
+		r := offer(t, h, "bob", id, job(1, "0.01"), time.Hour)
+		require.NotNil(t, r.Queued, "%+v", r)
+	}
+	h.Run(90*time.Second, time.Second)
+	cs, err := h.House.Contracts(context.Background(), "bob", 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 4, "every waiting offer matched once alice's jobs ended")
+	on := map[string]int{}
+	for _, c := range cs {
+		on[c.Server]++
+	}
+	assert.Positive(t, on["gpu1"], "%v", on)
+	assert.Positive(t, on["gpu2"], "the waiting offers all went to gpu1: %v", on)
+	h.Audit()
+}

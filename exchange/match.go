@@ -133,6 +133,21 @@ func (h *House) candidates(w contract.Waiting, ids []string, room map[string]int
 	// that accepts and does not start drained the book into voids.
 	cs = slices.DeleteFunc(cs, func(c cand) bool { return c.demoted })
 	slices.SortStableFunc(cs, func(a, b cand) int { return a.rank.cmp(b.rank) })
+	// Among servers asking alike, a waiting offer starts where its id
+	// says (rotation), as routing's scan of a level does: one order and
+	// one tie-break for both, and offers matched at one moment spread over
+	// the servers that ask alike instead of all going to the first id.
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && cs[j].rank.cmp(cs[i].rank) == 0 {
+			j++
+		}
+		if k := rotation(w.ID, j-i); k > 0 {
+			tie := cs[i:j]
+			copy(tie, append(slices.Clone(tie[k:]), tie[:k]...))
+		}
+		i = j
+	}
 	out := make([]string, 0, min(len(cs), h.cfg.RouteTo))
 	for _, c := range cs[:min(len(cs), h.cfg.RouteTo)] {
 		out = append(out, c.id)
