@@ -27,6 +27,9 @@ func (o *offerFlags) checkBefore(cmd *cobra.Command, resume bool) {
 // longest wait): those that do (the currency, the prepayment against the
 // wallet) stay the exchange's.
 func (o *offerFlags) check(fs *pflag.FlagSet, resume bool) error {
+	if fs.Changed("array") && o.take != "" {
+		return usagef("--array makes an offer per index and takes no counter-offer: drop --take")
+	}
 	if o.take != "" && o.takesShown(fs) {
 		if name := shaping(fs); name != "" {
 			return usagef("--take %s takes a counter-offer as it was shown, on its server's terms: drop --%s (or take a server's with --take SERVER and the offer's terms)", o.take, name)
@@ -61,7 +64,7 @@ func (o *offerFlags) check(fs *pflag.FlagSet, resume bool) error {
 	if err := contract.ValidateShape(t); err != nil {
 		return o.blame(err)
 	}
-	return nil
+	return o.checkArray(fs, t)
 }
 
 // checkAuto holds --auto and the flags that go with it to what a

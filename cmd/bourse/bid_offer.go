@@ -43,6 +43,8 @@ type offerFlags struct {
 	requestID   string
 	file        string
 	take        string
+	array       string // --array's SPEC; indexes, its indexes once checked
+	indexes     []int
 
 	wait time.Duration
 
@@ -343,7 +345,20 @@ sets only those its allow_env allows (permission_denied otherwise).
 
 Every offer has a request id (--request-id, generated if not given): making
 the same offer again with the same id returns the same contract and never
-escrows twice, so a timed-out offer is safe to retry.`,
+escrows twice, so a timed-out offer is safe to retry.
+
+--array SPEC makes a job array, as Slurm's sbatch --array: the same offer
+once per index, each a contract of its own, whose job (--command or
+--image) finds its index in $BOURSE_ARRAY_INDEX and the number of indexes
+in $BOURSE_ARRAY_SIZE (servers set these two whatever their allow_env
+says). SPEC is N, the indexes 0 to N-1, or a comma list of indexes and
+ranges: 0-9,20 (at most 1000 tasks; indexes 0 to 99999; 7-7 is index 7
+alone). Each offer's request id is ID/INDEX, so the same command again
+escrows nothing twice. It prints a line per index (its contract, or why
+none; --json an array) and exits 0 only if every index made a contract
+(or, with --wait, waits for one); else with the worst status of them
+(1, then 4, then 3). An array takes no counter-offer (no --take) and
+does not negotiate (no --auto).`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
@@ -364,6 +379,9 @@ escrows twice, so a timed-out offer is safe to retry.`,
 			if o.requestID == "" {
 				o.requestID = newRequestID()
 			}
+			if o.indexes != nil {
+				return o.offerArray(ctx, cmd, f, c, t)
+			}
 			if o.auto != "" {
 				return o.negotiate(ctx, cmd, f, c, t)
 			}
@@ -377,6 +395,7 @@ escrows twice, so a timed-out offer is safe to retry.`,
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")
+	cmd.Flags().StringVar(&o.array, "array", "", fmt.Sprintf("a job array, as Slurm's sbatch --array: the same offer once per index, its job told $BOURSE_ARRAY_INDEX and $BOURSE_ARRAY_SIZE; `SPEC` is N (0 to N-1) or a list of indexes and ranges, e.g. 0-9,20 (at most %d tasks, indexes 0 to %d)", maxArrayTasks, maxArrayIndex))
 	return cmd
 }
 

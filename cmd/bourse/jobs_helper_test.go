@@ -29,14 +29,17 @@ func runTestJob() {
 //	read PATH print the file PATH (of its working folder, where its files
 //	          are), leave it in $BOURSE_RESULTS as seen.txt, and run on for
 //	          a second (long enough to be metered, however fast the read)
-//	env NAME  print NAME=its value, or NAME unset, and run on for a second
+//	env NAME… print NAME=its value, or NAME unset, for each, and run on
+//	          for a second
 func testJob(act string, args []string) int {
 	switch act {
 	case "env":
-		if v, ok := os.LookupEnv(args[0]); ok {
-			fmt.Printf("%s=%s\n", args[0], v)
-		} else {
-			fmt.Printf("%s unset\n", args[0])
+		for _, name := range args {
+			if v, ok := os.LookupEnv(name); ok {
+				fmt.Printf("%s=%s\n", name, v)
+			} else {
+				fmt.Printf("%s unset\n", name)
+			}
 		}
 		time.Sleep(time.Second)
 		return 0

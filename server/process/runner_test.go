@@ -199,6 +199,12 @@ func TestCheck(t *testing.T) {
 		{"GPUsRefused", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3"}}, bourse.EPermission},
 		{"CheckpointNone", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "none"}}, ""},
 		{"CheckpointBad", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.CheckpointEnv: "maybe"}}, bourse.EInvalidOffer},
+		// A job array's index and size go whatever allow_env says, but
+		// only as numbers.
+		{"ArrayIndex", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.ArrayIndexEnv: "7", process.ArraySizeEnv: "1000"}}, ""},
+		{"ArrayIndexBad", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.ArrayIndexEnv: "7; rm"}}, bourse.EInvalidOffer},
+		{"ArraySizeBad", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{process.ArraySizeEnv: ""}}, bourse.EInvalidOffer},
+		{"ArrayLike", &contract.JobSpec{Command: "/bin/sleep", Env: map[string]string{"BOURSE_ARRAY_TASK": "1"}}, bourse.EPermission},
 		{"NULArg", &contract.JobSpec{Command: "/bin/sleep", Args: []string{"1\x00"}}, bourse.EInvalidOffer},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

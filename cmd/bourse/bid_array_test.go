@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/scenario"
+)
+
+// TestParseArraySpec: N alone is 0..N-1; a list is its indexes and
+// ranges, sorted, each once, within the bounds.
+func TestParseArraySpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want []int  // nil: refused
+		why  string // what the refusal says
+	}{
+		{"1", []int{0}, ""},
+		{"3", []int{0, 1, 2}, ""},
+		{"0-2,7", []int{0, 1, 2, 7}, ""},
+		{"7-7", []int{7}, ""},
+		{"20,0-1", []int{0, 1, 20}, ""},
+		{"99999", nil, "want 1 to 1000 tasks"},
+		{"0", nil, "want 1 to 1000 tasks"},
+		{"0-99999", nil, "more than 1000 tasks"},
+		{"0-999", slices.Collect(func(yield func(int) bool) {
+			for i := 0; i < 1000 && yield(i); i++ {
+			}
+		}), ""},
+		{"0-1000", nil, "more than 1000 tasks"},
+		{"5,100000", nil, "index 100000: want 0 to 99999"},
+		{"3-1", nil, "ends before it starts"},
+		{"0-3,2", nil, "index 2 given twice"},
+		{"", nil, "is not an index I or a range A-B"},
+		{"1,", nil, `"" is not an index`},
+		{"-1", nil, `"-1" is not an index`},
+		{"+3", nil, "is not an index"},
+		{" 3", nil, "is not an index"},
+		{"1-2-3", nil, `"1-2-3" is not an index`},
+		{"0-9:2", nil, "is not an index"},
+		{"0-9%4", nil, "is not an index"},
+		{"99999999999999999999", nil, "is not an index"},
+	} {
+		got, err := parseArraySpec(tc.spec)
+		if tc.want == nil {
+			if !errors.As(err, new(*usageError)) || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "--array") {
+				t.Errorf("--array %q: %v, %v; want a usage error naming --array that says %q", tc.spec, got, err, tc.why)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("--array %q: %v, %v; want %v", tc.spec, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzArraySpec: a SPEC that parses gives 1 to maxArrayTasks indexes,
+// strictly rising, each within the bounds, and the same indexes written
+// back as a list of ranges parse to themselves; one that does not is a
+// usage error naming --array.
+func FuzzArraySpec(f *testing.F) {
+	for _, s := range []string{"10", "0-9,20", "7-7", "3-1", "0-3,2", "1,", "-1", "0-1000", "99999", "0,99999", "1-2-3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		got, err := parseArraySpec(spec)
+		if err != nil {
+			if !errors.As(err, new(*usageError)) || !strings.HasPrefix(err.Error(), "--array ") {
+				t.Fatalf("parseArraySpec(%q): %v, want a usage error naming --array", spec, err)
+			}
+			return
+		}
+		if len(got) < 1 || len(got) > maxArrayTasks {
+			t.Fatalf("parseArraySpec(%q): %d tasks", spec, len(got))
+		}
+		parts := make([]string, len(got))
+		for i, n := range got {
+			if n < 0 || n > maxArrayIndex || (i > 0 && n <= got[i-1]) {
+				t.Fatalf("parseArraySpec(%q) = %v: not rising within 0..%d", spec, got, maxArrayIndex)
+			}
+			parts[i] = strconv.Itoa(n) + "-" + strconv.Itoa(n)
+		}
+		again, err := parseArraySpec(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, got) {
+			t.Fatalf("parseArraySpec(%q) = %v, but its list parses to %v, %v", spec, got, again, err)
+		}
+	})
+}
+
+// TestArrayFlagsBeforeConnecting: --array's mistakes exit 2 and name the
+// flag, with NATS unreachable.
+func TestArrayFlagsBeforeConnecting(t *testing.T) {
+	url := deadNATS(t)
+	job := []string{"--price", "0.3", "--command", "/bin/true"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"BadSpec", append([]string{"--array", "0-x"}, job...), `--array "0-x": "0-x" is not an index`},
+		{"TooMany", append([]string{"--array", "1001"}, job...), "want 1 to 1000 tasks"},
+		{"Take", append([]string{"--array", "3", "--take", "1"}, job...), "--array makes an offer per index and takes no counter-offer"},
+		{"TakeServer", append([]string{"--array", "3", "--take", "gpu1", "--gpus", "1"}, job...), "drop --take"},
+		{"Auto", []string{"--array", "3", "--auto", "fixed", "--value", "1", "--command", "/bin/true"}, "--auto negotiates one offer"},
+		{"Synthetic", []string{"--array", "3", "--price", "0.3"}, "--array needs --command or --image"},
+		{"ExportIndex", append([]string{"--array", "3", "--export", "BOURSE_ARRAY_INDEX=1"}, job...), "--export BOURSE_ARRAY_INDEX: --array sets it"},
+		{"LongRequestID", append([]string{"--array", "0-10", "--request-id", strings.Repeat("r", 126)}, job...), "--request-id: at most 125 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), append([]string{"bid", "--nats", url, "--id", "you", "offer"}, tc.args...), &out, &errOut)
+			assert.Equal(t, exitUsage, code, "%s", errOut.String())
+			assert.Contains(t, errOut.String(), tc.want)
+			assert.NotContains(t, errOut.String(), "NATS", "it connected first")
+		})
+	}
+}
+
+// TestArrayError: the array's status is the worst of its offers': a
+// failure over no answer over the market's no; none if all made one.
+func TestArrayError(t *testing.T) {
+	refused := &bourse.Error{Code: bourse.ERejected, Message: "no"}
+	away := &bourse.Error{Code: bourse.EUnavailable, Message: "no answer"}
+	broken := &bourse.Error{Code: bourse.EInvalidOffer, Message: "bad"}
+	o := &offerFlags{array: "4", requestID: "r1"}
+	task := func(i int, err error) arrayTask { return arrayTask{Index: i, err: err} }
+	ctx := context.Background()
+	ok := arrayTask{Index: 0}
+	ok.Queued = &contract.Waiting{ID: "w"}
+	assert.NoError(t, arrayError(ctx, o, []arrayTask{ok}), "a waiting offer is an offer made")
+	for _, tc := range []struct {
+		tasks []arrayTask
+		want  int
+		says  string
+	}{
+		{[]arrayTask{ok, task(1, refused)}, exitRefused, "1 of 2 offers made no contract; index 1: rejected: no"},
+		{[]arrayTask{task(0, refused), task(1, away), task(2, refused)}, exitUnavailable, "--request-id r1 cannot escrow twice"},
+		{[]arrayTask{task(0, away), task(1, broken), task(2, refused)}, exitFailure, "3 of 3 offers made no contract; index 1: invalid_offer: bad"},
+	} {
+		err := arrayError(ctx, o, tc.tasks)
+		assert.Equal(t, tc.want, exitStatus(err), "%v", err)
+		assert.ErrorContains(t, err, tc.says)
+	}
+}
+
+// TestOfferArray: --array makes an offer per index, each a contract whose
+// job sees its own index and the array's size, though the server's
+// allow_env names neither; the same command again makes nothing twice;
+// an array the server refuses says so per index and exits 3.
+func TestOfferArray(t *testing.T) {
+	b := startBidMarket(t, []scenario.ServerSpec{}...)
+	job := os.Args[0]
+	gpu1 := startServer(t, busyNVML, `
+id: gpu1
+nvml: required
+outbox_dir: `+t.TempDir()+`
+nats: {url: `+b.m.URL()+`}
+currency: {code: CRED, scale: 2}
+policy: {kind: reserve}
+heartbeat: 100ms
+sample_every: 50ms
+runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 2s, allow_env: [GREETING]}
+`)
+	require.Eventually(t, func() bool { return strings.Contains(gpu1.String(), "msg=registered") }, 10*time.Second, 50*time.Millisecond,
+		"the server did not register:\n%s", gpu1)
+	args := []string{"offer", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m", "--array", "0-1,5", "--request-id", "arr",
+		"--command", job, "--arg=" + jobFlag, "--arg=env", "--arg=BOURSE_ARRAY_INDEX", "--arg=BOURSE_ARRAY_SIZE", "--arg=GREETING", "--export", "GREETING=hi"}
+
+	out := b.ok("ada", append([]string{"--json"}, args...)...)
+	var tasks []arrayTask
+	require.NoError(t, json.Unmarshal([]byte(out), &tasks), out)
+	require.Len(t, tasks, 3, out)
+	ids := map[int]string{}
+	for n, want := range []int{0, 1, 5} {
+		k := tasks[n]
+		require.Equal(t, want, k.Index)
+		assert.Equal(t, "arr/"+strconv.Itoa(want), k.RequestID)
+		require.NotNil(t, k.Contract, "index %d: %s", want, out)
+		assert.Nil(t, k.Error)
+		ids[want] = k.Contract.ID
+	}
+	for i, id := range ids {
+		b.waitState("ada", id, contract.StateSettled)
+		assert.Equal(t, "BOURSE_ARRAY_INDEX="+strconv.Itoa(i)+"\nBOURSE_ARRAY_SIZE=3\nGREETING=hi\n", b.ok("ada", "logs", "--follow", id), "index %d's job", i)
+	}
+
+	// The same command again (its --request-id too) returns the same
+	// contracts, and holds no more money.
+	before := len(b.contractsOf("ada"))
+	balance := b.balance("ada")
+	out = b.ok("ada", args...)
+	assert.Equal(t, "0 contract "+ids[0]+" with gpu1\n1 contract "+ids[1]+" with gpu1\n5 contract "+ids[5]+" with gpu1\n"+
+		"watch one: bourse bid --nats "+b.m.URL()+" --id ada watch "+ids[0]+"; list them: bourse bid --nats "+b.m.URL()+" --id ada contracts\n", out)
+	assert.Len(t, b.contractsOf("ada"), before, "no contract twice")
+	assert.True(t, balance.Available.Equal(b.balance("ada").Available), "no escrow twice")
+
+	// A variable allow_env does not allow: every index refused, each
+	// said, and the market's no is the status.
+	out, errOut, code := b.bid("ada", "offer", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m", "--array", "2",
+		"--command", job, "--arg="+jobFlag, "--arg=env", "--arg=TOKEN", "--export", "TOKEN=x")
+	assert.Equal(t, exitRefused, code, errOut)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 2, out)
+	for i, l := range lines {
+		assert.True(t, strings.HasPrefix(l, strconv.Itoa(i)+" no contract: "), l)
+		assert.Contains(t, l, "may not set TOKEN")
+	}
+	assert.Contains(t, errOut, "--array 2: 2 of 2 offers made no contract; index 0: ")
+	assert.Len(t, b.contractsOf("ada"), before)
+}
