@@ -162,11 +162,17 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data(), m.Headers().Get(protocol.SigHeader))
+	msgID, sig := m.Headers().Get(jetstream.MsgIDHeader), m.Headers().Get(protocol.SigHeader)
+	rd, err := protocol.DecodeReading(m.Data())
+	if err == nil {
+		err = s.house.ReadingOf(ctx, server, id, msgID, rd, m.Data(), sig)
+	} else {
+		err = s.house.Reading(ctx, server, id, msgID, m.Data(), sig) // refused, counted and logged there
+	}
 	switch {
 	case err == nil:
 		_ = m.Ack()
-		if rd, err := protocol.DecodeReading(m.Data()); err == nil && rd.Final {
+		if rd.Final {
 			s.tellStored(server, []protocol.Receipt{{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq}})
 		}
 	case errors.Is(err, exchange.ErrNoChange):
@@ -221,7 +227,7 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 			log.Warn("malformed reading in a readings message dropped", "server", server, "err", err)
 			continue
 		}
-		err = s.house.Reading(ctx, server, rd.Contract, "", r.Reading, r.Sig)
+		err = s.house.ReadingOf(ctx, server, rd.Contract, "", rd, r.Reading, r.Sig)
 		switch {
 		case err == nil && rd.Final:
 			stored = append(stored, protocol.Receipt{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq})
