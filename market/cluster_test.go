@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/internal/pgtest"
 	"github.com/bourse/bourse/market"
@@ -36,47 +38,11 @@ func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs nats-server and bourse exchange processes")
 	}
-	ctx := context.Background()
-	dbURL := pgtest.FreshDB(t)
 	nodes := natstest.StartProcs(t, 3)
-	bin := buildBourse(t)
-	store := openSQL(t, dbURL) // the schema, before the processes start
-	js := jetStreamOn(t, nodes)
-
-	// Started together, before JetStream has a leader: there is no
-	// start-up order.
-	exchanges := make([]*exchangeProc, 3)
-	for i := range exchanges {
-		// Each lists its own node first, with the stream replicated
-		// three times, as the recipe's command line says.
-		exchanges[i] = startExchange(t, bin, fmt.Sprintf("bourse exchange %d", i+1), "--nats", nodes.URLs(i), "--db", dbURL,
-			"--stream-replicas", "3")
-	}
-	for _, ex := range exchanges {
-		ex.waitReady()
-	}
-	leader := waitStreamHealthy(t, js, 3, time.Minute)
-	t.Logf("three exchanges up; the usage stream's leader is %s", leader)
-
-	gate := &gate{}
-	servers := scenario.DefaultServers()
-	servers = []scenario.ServerSpec{servers[0], servers[2]} // H100s and A100s, on nodes 1 and 2
-	for i := range servers {
-		servers[i].Policy = gated{servers[i].Policy, gate}
-	}
-	var urls []string
-	for _, n := range nodes.Nodes {
-		urls = append(urls, n.URL())
-	}
-	m, err := market.Start(ctx, market.Config{Store: store, Servers: servers, JobScale: 0.5, Logger: quiet(),
-		Nodes: urls, External: true, ClientTimeout: 2 * time.Second, ClientRetries: 10})
-	require.NoError(t, err)
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			m.Stop(ctx)
-		}
-	})
+	// Each exchange lists its own node first, as the recipe's command
+	// line says.
+	c := startClusterMarket(t, nodes, nodes.URLs, nil)
+	m, js, exchanges, gate := c.m, c.js, c.exchanges, c.gate
 	time.Sleep(3 * time.Second)
 
 	// phase runs fault, trades on for a while, and checks that contracts
@@ -136,17 +102,88 @@ func TestCluster(t *testing.T) {
 		t.Logf("%s back; the usage stream's replicas current after %v", nodes.Nodes[0].Name, time.Since(began).Round(time.Millisecond))
 	}, 4*time.Second)
 
-	stopCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	c.finish()
+}
+
+// clusterMarket is TestCluster's market: three bourse exchange processes
+// on one PostgreSQL with the usage stream replicated three times, on a
+// cluster of three NATS nodes, two GPU servers (DefaultServers' H100s
+// and A100s, whose decisions a gate can hold) on the first two nodes,
+// and eight clients trading, spread over the nodes.
+type clusterMarket struct {
+	t         *testing.T
+	nodes     *natstest.Procs
+	store     exchange.Store
+	js        jetstream.JetStream
+	exchanges []*exchangeProc
+	gate      *gate
+	m         *market.Market
+	stopped   bool
+}
+
+// startClusterMarket starts the exchanges on nodes, exchange i given the
+// URLs exchangeURLs(i), and the market with wallets besides its clients'.
+func startClusterMarket(t *testing.T, nodes *natstest.Procs, exchangeURLs func(i int) string, wallets []market.Wallet) *clusterMarket {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := pgtest.FreshDB(t)
+	bin := buildBourse(t)
+	c := &clusterMarket{t: t, nodes: nodes, store: openSQL(t, dbURL), gate: &gate{}} // the schema, before the processes start
+	c.js = jetStreamOn(t, nodes)
+
+	// Started together, before JetStream has a leader: there is no
+	// start-up order.
+	c.exchanges = make([]*exchangeProc, 3)
+	for i := range c.exchanges {
+		c.exchanges[i] = startExchange(t, bin, fmt.Sprintf("bourse exchange %d", i+1), "--nats", exchangeURLs(i), "--db", dbURL,
+			"--stream-replicas", "3")
+	}
+	for _, ex := range c.exchanges {
+		ex.waitReady()
+	}
+	leader := waitStreamHealthy(t, c.js, 3, time.Minute)
+	t.Logf("three exchanges up; the usage stream's leader is %s", leader)
+
+	servers := scenario.DefaultServers()
+	servers = []scenario.ServerSpec{servers[0], servers[2]} // H100s and A100s, on nodes 1 and 2
+	for i := range servers {
+		servers[i].Policy = gated{servers[i].Policy, c.gate}
+	}
+	var urls []string
+	for _, n := range nodes.Nodes {
+		urls = append(urls, n.URL())
+	}
+	m, err := market.Start(ctx, market.Config{Store: c.store, Servers: servers, JobScale: 0.5, Logger: quiet(),
+		Nodes: urls, External: true, ClientTimeout: 2 * time.Second, ClientRetries: 10, Wallets: wallets})
+	require.NoError(t, err)
+	c.m = m
+	t.Cleanup(func() {
+		if !c.stopped {
+			m.Stop(ctx)
+		}
+	})
+	return c
+}
+
+// finish stops trading and the exchanges, and checks what the market
+// did: the ledger's audit is clean with every escrow resolved, every
+// contract is charged the price of its server's own final reading (none
+// settled as server lost: every server stays up), and every request id
+// has the one outcome its client was told.
+func (c *clusterMarket) finish() {
+	t := c.t
+	t.Helper()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	m.Stop(stopCtx)
-	stopped = true
-	waitNoOpenHolds(t, store, 30*time.Second)
-	for _, ex := range exchanges {
+	c.m.Stop(stopCtx)
+	c.stopped = true
+	waitNoOpenHolds(t, c.store, 30*time.Second)
+	for _, ex := range c.exchanges {
 		assert.NoError(t, ex.stop(30*time.Second), "%s: a clean exit on SIGTERM", ex.name)
 		ex.checkNoPanic()
 	}
-	check(t, m, store)
-	checkTold(t, m, store)
+	check(t, c.m, c.store)
+	checkTold(t, c.m, c.store)
 }
 
 // gate holds the servers' decisions while it is closed.

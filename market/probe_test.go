@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/protocol"
@@ -99,11 +102,38 @@ func (p *probe) run(ctx context.Context, server string) {
 	}
 }
 
+// probeTerms is an offer of one GPU for a job of d at full use to
+// server: a time limit of 5 s, or a multiple of it past 3d, and a
+// prepayment of all it can cost (2 for each 5 s).
+func probeTerms(client, server string, d time.Duration) contract.Terms {
+	fives := max(1, int64((3*d+5*time.Second-1)/(5*time.Second)))
+	return contract.Terms{Client: client, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
+		TimeLimit: time.Duration(fives) * 5 * time.Second, Prepayment: dectest.D("2").Mul(decimal.NewFromInt(fives)),
+		P:   contract.Flat(dectest.D("0.40")),
+		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: d}}}
+}
+
+// long makes one offer of a job that runs for d to server, beside the
+// probing, and returns its contract's id once the job runs: a job that
+// outlasts a moment the test picks.
+func (p *probe) long(store exchange.Store, server string, d time.Duration) string {
+	p.t.Helper()
+	rid := fmt.Sprintf("probe-%s-long-%d", server, time.Now().UnixNano())
+	reply, err := p.c.Offer(context.Background(), rid, probeTerms(p.id, server, d))
+	p.told.Note(p.id, rid, reply, err)
+	require.NoError(p.t, err, "an offer of a %v job to %s", d, server)
+	require.NotNil(p.t, reply.Contract, "an offer of a %v job to %s: %+v", d, server, reply)
+	id := reply.Contract.ID
+	waitFor(p.t, 5*time.Second, id+" running", func() bool {
+		k, err := store.Contract(context.Background(), id)
+		return err == nil && k.State == contract.StateRunning
+	})
+	return id
+}
+
 // offer makes one offer of a short job to server and keeps what came of it.
 func (p *probe) offer(ctx context.Context, server, rid string) try {
-	terms := contract.Terms{Client: p.id, Currency: string(market.Currency.Code), GPUs: 1, Server: server,
-		TimeLimit: 5 * time.Second, Prepayment: dectest.D("2"), P: contract.Flat(dectest.D("0.40")),
-		Job: &contract.JobSpec{Profile: &contract.Profile{Utilization: dectest.D("1"), Duration: 300 * time.Millisecond}}}
+	terms := probeTerms(p.id, server, 300*time.Millisecond)
 	tr := try{sent: time.Now()}
 	reply, err := p.c.Offer(ctx, rid, terms)
 	tr.answered = time.Now()
@@ -203,6 +233,46 @@ func (p *probe) seen(server string, began, ended time.Time) string {
 	return fmt.Sprintf("failed for %v from the fault's start, accepted again %v after its end; answers meanwhile %s (%s); the slowest took %v",
 		back.Sub(began).Round(10*time.Millisecond), back.Sub(ended).Round(10*time.Millisecond), strings.Join(answers, ", "),
 		strings.Join(slices.Sorted(maps.Keys(whys)), "; "), slowest.Round(10*time.Millisecond))
+}
+
+// during says what the probe saw of server while a fault lasted, from
+// began to ended, where offers may go on being accepted (a partition's
+// side that still reaches the server): how many offers sent meanwhile
+// were accepted and how many failed, with what, the longest time without
+// an accepted offer, and when the first offer sent after ended was.
+func (p *probe) during(server string, began, ended time.Time) string {
+	p.mu.Lock()
+	tries := slices.Clone(p.tries[server])
+	p.mu.Unlock()
+	slices.SortFunc(tries, func(a, b try) int { return a.sent.Compare(b.sent) })
+	accepted, failed := 0, map[string]int{}
+	last, longest := began, time.Duration(0)
+	var back time.Time
+	for _, tr := range tries {
+		switch {
+		case tr.sent.Before(began):
+		case !tr.sent.Before(ended):
+			if tr.accepted && back.IsZero() {
+				back = tr.sent
+			}
+		case tr.accepted:
+			accepted++
+			longest, last = max(longest, tr.sent.Sub(last)), tr.sent
+		default:
+			failed[string(tr.code)+" ("+tr.why+")"]++
+		}
+	}
+	longest = max(longest, ended.Sub(last))
+	var fails []string
+	for _, why := range slices.Sorted(maps.Keys(failed)) {
+		fails = append(fails, fmt.Sprintf("%d %s", failed[why], why))
+	}
+	again := "none accepted after"
+	if !back.IsZero() {
+		again = fmt.Sprintf("accepted again %v after", back.Sub(ended).Round(10*time.Millisecond))
+	}
+	return fmt.Sprintf("%d accepted, failed %s; the longest without an accepted offer %v; %s its end",
+		accepted, cmp.Or(strings.Join(fails, ", "), "none"), longest.Round(10*time.Millisecond), again)
 }
 
 // readings keeps the readings the servers sent, as the usage stream got

@@ -27,7 +27,8 @@ func runTestJob() {
 //	          for N steps and "loss" on stderr, then leave model.txt and exit 0
 //	exit N    print "exiting N", and exit N after 200 ms
 //	read PATH print the file PATH (of its working folder, where its files
-//	          are) and leave it in $BOURSE_RESULTS as seen.txt
+//	          are), leave it in $BOURSE_RESULTS as seen.txt, and run on for
+//	          a second (long enough to be metered, however fast the read)
 func testJob(act string, args []string) int {
 	switch act {
 	case "read":
@@ -41,6 +42,7 @@ func testJob(act string, args []string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		time.Sleep(time.Second)
 		return 0
 	case "exit":
 		n, _ := strconv.Atoi(args[0])

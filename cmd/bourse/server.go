@@ -66,6 +66,11 @@ type serverConfig struct {
 		OutputDir  string            `yaml:"output_dir"`
 		OutputCap  int64             `yaml:"output_cap"`
 		Grace      time.Duration     `yaml:"grace"`
+		// StoppedTTL is how long a job frozen by a suspend is kept for
+		// its resume, and MaxFrozen how many are kept at once
+		// (process.Config's; server/process/frozen.go).
+		StoppedTTL time.Duration `yaml:"stopped_ttl"`
+		MaxFrozen  int           `yaml:"max_frozen"`
 		// ResultsCap and OutputKeep bound what the spool keeps and sends
 		// of each job's output (server_output.go).
 		ResultsCap int64         `yaml:"results_cap"`
@@ -451,7 +456,7 @@ func runServer(cmd *cobra.Command, c serverConfig, openNVML func(...nvml.Library
 		}
 		pr, err := process.New(process.Config{Allowed: c.Runner.Allowed, AllowShell: c.Runner.AllowShell, Env: c.Runner.Env,
 			AllowEnv: c.Runner.AllowEnv, OutputDir: c.Runner.OutputDir, OutputCap: c.Runner.OutputCap,
-			Grace: c.Runner.Grace, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Devices: devices, Logger: log,
+			Grace: c.Runner.Grace, StoppedTTL: c.Runner.StoppedTTL, MaxFrozen: c.Runner.MaxFrozen, Meter: jobMeter, NoMeter: noNVML, Users: users, Cgroup: c.Runner.Cgroup, Devices: devices, Logger: log,
 			FilesBytes: c.Runner.FilesBytes, FilesCount: c.Runner.FilesCount})
 		if err != nil {
 			return fmt.Errorf("server config: runner: %w", err)

@@ -11,7 +11,7 @@ import (
 
 // containerSettings are the container runner's keys of runner, beside
 // those it shares with the process runner (env, allow_env, output_dir,
-// output_cap, grace, the job users).
+// output_cap, grace, stopped_ttl, max_frozen, the job users).
 type containerSettings struct {
 	// Runtime is the OCI runtime (runc, crun, or a path); empty for runc.
 	Runtime string `yaml:"runtime"`
@@ -60,7 +60,7 @@ func (c *serverConfig) containerRunner(open imageStore, users []string, meter se
 		Sources: protocol.Images{Allowed: sc.Allowed, MaxBytes: sc.MaxBytes, MaxUnpackedBytes: sc.MaxUnpackedBytes},
 		Users:   users, Env: r.Env, AllowEnv: r.AllowEnv, Devices: devices, CDIDirs: r.CDIDirs,
 		Pids: r.Pids, MemoryPerGPU: r.MemoryPerGPU, TmpBytes: r.TmpBytes, Network: r.Network, StateDir: r.StateDir,
-		OutputDir: r.OutputDir, OutputCap: r.OutputCap, Grace: r.Grace, Meter: meter, NoMeter: noMeter, Logger: log,
+		OutputDir: r.OutputDir, OutputCap: r.OutputCap, Grace: r.Grace, StoppedTTL: r.StoppedTTL, MaxFrozen: r.MaxFrozen, Meter: meter, NoMeter: noMeter, Logger: log,
 		FilesBytes: r.FilesBytes, FilesCount: r.FilesCount,
 	})
 	if err != nil {

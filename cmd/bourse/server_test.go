@@ -61,6 +61,8 @@ func TestServerConfigErrors(t *testing.T) {
 		{"NoPrograms", "runner: {kind: process}\n", nil, "no allowed programs"},
 		{"ProgramRunner", "runner: {kind: process, allowed: [/usr/bin/env]}\n", nil, "runs other programs"},
 		{"JobUserCountNoPrefix", "runner: {kind: process, allowed: [/bin/sleep], job_user_count: 2}\n", nil, "runner.job_user_count needs runner.job_user_prefix"},
+		{"MaxFrozenOverUsers", "runner: {kind: process, allowed: [/bin/sleep], job_users: [nobody, daemon], max_frozen: 3}\n", nil, "runner: process.New: invalid: max_frozen: 3: more than the 2 job users"},
+		{"NegativeStoppedTTL", "runner: {kind: process, allowed: [/bin/sleep], stopped_ttl: -1m}\n", nil, "runner: process.New: invalid: stopped_ttl: -1m0s: want how long a frozen job is kept for its resume"},
 		{"BadCgroup", "runner: {kind: process, allowed: [/bin/sleep], cgroup: maybe}\n", nil, `cgroup: "maybe": want auto, off or required`},
 		{"BadNVML", "", []string{"--nvml", "maybe"}, `bourse: server config: nvml "maybe": want auto, off or required`},
 		{"NoGPUs", "", []string{"--gpus", "0xH100:1"}, "bourse: server config: gpus[0]: want a count of at least 1, a model and memory_mib"},
@@ -298,7 +300,7 @@ func TestServerExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ID != "gpu1" || c.Runner.Kind != "process" || !c.Policy.Preempt || c.Policy.FairUse.MaxRunning != 2 ||
-		c.Runner.FilesBytes != 1<<30 || c.Runner.FilesCount != 100_000 {
+		c.Runner.FilesBytes != 1<<30 || c.Runner.FilesCount != 100_000 || c.Runner.StoppedTTL != 10*time.Minute || c.Runner.MaxFrozen != 3 {
 		t.Errorf("the example reads as %+v", c)
 	}
 }
@@ -313,7 +315,7 @@ func TestServerContainerConfig(t *testing.T) {
 	}
 	r := c.Runner
 	if r.Kind != "container" || r.Runtime != "runc" || r.Pids != 4096 || r.MemoryPerGPU != 64<<30 || r.TmpBytes != 8<<30 ||
-		r.Network != "none" || len(r.CDIDirs) != 2 || r.JobUserCount != 8 || r.FilesBytes != 1<<30 {
+		r.Network != "none" || len(r.CDIDirs) != 2 || r.JobUserCount != 8 || r.FilesBytes != 1<<30 || r.StoppedTTL != 10*time.Minute || r.MaxFrozen != 7 {
 		t.Errorf("the example's runner reads as %+v", r)
 	}
 	want := container.StoreConfig{Allowed: []string{"ghcr.io/acme", "docker.io/library"}, CacheDir: "/var/cache/bourse/images",

@@ -96,7 +96,7 @@ func runJobs(ctx context.Context, url, id string, jobs int, runtime time.Duratio
 
 func main() {
 	url := flag.String("nats", "nats://127.0.0.1:4222", "NATS URL of the market (bourse demo prints it)")
-	id := flag.String("id", "ada", "client name; the demo market funds ada, bea, …, hal")
+	id := flag.String("id", "you", "client name; the demo funds you (100.00 CRED) and trades as no bot there: ada … hal are its bots")
 	jobs := flag.Int("jobs", 3, "jobs to run")
 	runtime := flag.Duration("runtime", 3*time.Second, "how long each job runs")
 	flag.Parse()

@@ -64,7 +64,9 @@ func (s *Service) watchServing(ctx context.Context) {
 		if s.nc.Status() != nats.CONNECTED {
 			return // it hears no request either way; the sweep knows (Isolated)
 		}
-		cctx, cancel := context.WithTimeout(ctx, s.serve.CheckEvery)
+		// A check may take two periods: an answer slow under load is
+		// not a cut, and the checks do not overlap (every).
+		cctx, cancel := context.WithTimeout(ctx, 2*s.serve.CheckEvery)
 		err := s.canServe(cctx)
 		cancel()
 		if ctx.Err() != nil {

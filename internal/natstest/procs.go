@@ -23,6 +23,8 @@ import (
 type Procs struct {
 	t     testing.TB
 	bin   string
+	conf  func(port int) string // StartNode's, for Aside
+	net   *netns                // StartProcsApart's
 	Nodes []*Proc
 }
 
@@ -31,6 +33,7 @@ type Proc struct {
 	Name        string
 	Port        int // clients
 	ClusterPort int // routes
+	index       int // in Procs.Nodes
 	conf, store string
 	log         string
 	cmd         *exec.Cmd
@@ -72,26 +75,38 @@ func StartProcs(t testing.TB, n int) *Procs {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
 	}
 	for i := range n {
-		p := &Proc{Name: fmt.Sprintf("nats-%d", i+1), Port: ports[i], ClusterPort: ports[n+i],
+		p := &Proc{Name: fmt.Sprintf("nats-%d", i+1), Port: ports[i], ClusterPort: ports[n+i], index: i,
 			conf: filepath.Join(dir, fmt.Sprintf("nats-%d.conf", i+1)), store: filepath.Join(dir, fmt.Sprintf("store-%d", i+1)),
 			log: filepath.Join(dir, fmt.Sprintf("nats-%d.log", i+1))}
 		conf := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\njetstream: enabled\n"+
 			"cluster { name: bourse, listen: 127.0.0.1:%d, routes: [%s] }\n",
 			p.Name, p.Port, p.ClusterPort, strings.Join(routes, ", "))
-		if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
-			t.Fatalf("natstest: %v", err)
-		}
-		c.Nodes = append(c.Nodes, p)
+		c.add(p, conf)
 	}
+	c.startAll()
+	return c
+}
+
+// add adds node p with configuration conf, written to its file.
+func (c *Procs) add(p *Proc, conf string) {
+	c.t.Helper()
+	if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
+		c.t.Fatalf("natstest: %v", err)
+	}
+	c.Nodes = append(c.Nodes, p)
+}
+
+// startAll starts every node, and kills them when the test ends.
+func (c *Procs) startAll() {
+	c.t.Helper()
 	for i := range c.Nodes {
 		c.Start(i)
 	}
-	t.Cleanup(func() {
+	c.t.Cleanup(func() {
 		for i := range c.Nodes {
 			c.Kill(i)
 		}
 	})
-	return c
 }
 
 // StartNode starts one nats-server process of bin (Installed, or
@@ -100,10 +115,17 @@ func StartProcs(t testing.TB, n int) *Procs {
 // the test ends. It returns once the node takes clients.
 func StartNode(t testing.TB, bin string, conf func(port int) string) *Procs {
 	t.Helper()
-	c := &Procs{t: t, bin: bin}
+	return StartNodeOn(t, bin, filepath.Join(t.TempDir(), "jetstream"), conf)
+}
+
+// StartNodeOn is StartNode with the JetStream store in directory store
+// (a lazy file system's, for a power loss).
+func StartNodeOn(t testing.TB, bin, store string, conf func(port int) string) *Procs {
+	t.Helper()
+	c := &Procs{t: t, bin: bin, conf: conf}
 	dir := t.TempDir()
 	p := &Proc{Name: "nats-1", Port: freePorts(t, 1)[0], conf: filepath.Join(dir, "nats-server.conf"),
-		store: filepath.Join(dir, "jetstream"), log: filepath.Join(dir, "nats-server.log")}
+		store: store, log: filepath.Join(dir, "nats-server.log")}
 	if err := os.WriteFile(p.conf, []byte(conf(p.Port)), 0o600); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
@@ -136,13 +158,46 @@ func Installed(t testing.TB) string {
 // Start starts node i, again on its ports, configuration and store.
 func (c *Procs) Start(i int) {
 	c.t.Helper()
-	p := c.Nodes[i]
+	c.run(c.Nodes[i], c.Nodes[i].conf, c.Nodes[i].Port)
+}
+
+// Aside starts StartNode's node on its store but on a client port of its
+// own, where none of its parties finds it, calls look with its URL, and
+// stops it (SIGTERM): what the store holds, as the node recovers it,
+// before any party writes to it. The node must be down.
+func (c *Procs) Aside(look func(url string)) {
+	c.t.Helper()
+	p := c.Nodes[0]
+	if c.conf == nil || p.Running() {
+		c.t.Fatalf("natstest: Aside needs StartNode's node, stopped")
+	}
+	port := freePorts(c.t, 1)[0]
+	conf := p.conf + ".aside"
+	if err := os.WriteFile(conf, []byte(c.conf(port)), 0o600); err != nil {
+		c.t.Fatalf("natstest: %v", err)
+	}
+	c.run(p, conf, port)
+	look(fmt.Sprintf("nats://127.0.0.1:%d", port))
+	c.Stop(0)
+}
+
+// run starts p's process with configuration file conf, which names
+// client port port, and waits until it takes clients there.
+func (c *Procs) run(p *Proc, conf string, port int) {
+	c.t.Helper()
 	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		c.t.Fatalf("natstest: %v", err)
 	}
 	defer log.Close()
-	p.cmd = exec.Command(c.bin, "-c", p.conf, "-sd", p.store)
+	dial := func() (net.Conn, error) {
+		return net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	}
+	p.cmd = exec.Command(c.bin, "-c", conf, "-sd", p.store)
+	if c.net != nil {
+		p.cmd = c.net.command(p.index, c.bin, "-c", conf, "-sd", p.store)
+		dial = func() (net.Conn, error) { return c.net.dial(p.index, fmt.Sprintf("127.0.0.1:%d", apartClientPort)) }
+	}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatalf("natstest: start %s: %v", p.Name, err)
@@ -158,7 +213,7 @@ func (c *Procs) Start(i int) {
 	}(p.cmd, p.exited, p.asked)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.Port), time.Second); err == nil {
+		if conn, err := dial(); err == nil {
 			conn.Close()
 			return
 		}

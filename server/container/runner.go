@@ -103,6 +103,7 @@ type Config struct {
 	OutputCap  int64
 	Grace      time.Duration
 	StoppedTTL time.Duration
+	MaxFrozen  int
 	Meter      server.Meter
 	NoMeter    string
 	Logger     *slog.Logger
@@ -197,7 +198,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("%s: state: %w", op, err)
 	}
 	h, err := process.NewHost(process.HostConfig{Users: cfg.Users, Cgroup: process.CgroupRequired, OutputDir: cfg.OutputDir,
-		OutputCap: cfg.OutputCap, Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger,
+		OutputCap: cfg.OutputCap, Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, MaxFrozen: cfg.MaxFrozen, Meter: cfg.Meter, Logger: cfg.Logger,
 		FilesBytes: cfg.FilesBytes, FilesCount: cfg.FilesCount})
 	if err != nil {
 		st.close()

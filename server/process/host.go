@@ -26,8 +26,9 @@ type HostConfig struct {
 	OutputDir  string   // Config.OutputDir
 	OutputCap  int64    // Config.OutputCap
 	Grace      time.Duration
-	StoppedTTL time.Duration
-	Meter      server.Meter // required by Run
+	StoppedTTL time.Duration // Config.StoppedTTL
+	MaxFrozen  int           // Config.MaxFrozen
+	Meter      server.Meter  // required by Run
 	Logger     *slog.Logger
 	// FilesBytes bounds a job's files (contract.Files), fetched and
 	// unpacked, DefaultFilesBytes if 0; a negative FilesBytes takes no
@@ -41,15 +42,18 @@ type HostConfig struct {
 // gives each job a user of the pool and a cgroup of its own where it has
 // them, and its output, results and working folders; it starts the job's
 // leader with its output captured, meters every process of the job, stops
-// them all, keeps a job frozen by a suspend for its resume, and gives back
-// what the job held once none of its processes is left. The process
-// runner runs programs on a Host; package container runs containers on
-// one.
+// them all, keeps a job frozen by a suspend for its resume (within
+// bounds: frozen.go), and gives back what the job held once none of its
+// processes is left. The process runner runs programs on a Host; package
+// container runs containers on one.
 type Host struct {
 	cfg     HostConfig
 	log     *slog.Logger
 	users   *users   // nil: jobs run as the agent's user
 	cgroups *cgroups // nil: jobs get no cgroup
+	// maxFrozen is the most jobs kept frozen at once (MaxFrozen resolved):
+	// 0 freezes none.
+	maxFrozen int
 
 	mu      sync.Mutex
 	stopped map[string]*proc // frozen by a suspend, by contract
@@ -60,7 +64,10 @@ type Host struct {
 // and cgroups it asks for.
 func NewHost(cfg HostConfig) (*Host, error) {
 	const op = "process.New"
-	var err error
+	maxFrozen, err := frozenBound(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if len(cfg.Users) > 0 {
 		if err := checkSwitchUsers(); err != nil {
 			return nil, err
@@ -94,7 +101,7 @@ func NewHost(cfg HostConfig) (*Host, error) {
 		cfg.FilesCount = DefaultFilesCount
 	}
 	removeFetched(cfg.OutputDir)
-	h := &Host{cfg: cfg, log: cfg.Logger, stopped: map[string]*proc{}}
+	h := &Host{cfg: cfg, log: cfg.Logger, maxFrozen: maxFrozen, stopped: map[string]*proc{}}
 	if err := h.isolate(); err != nil {
 		return nil, err
 	}
@@ -138,7 +145,9 @@ type Launch struct {
 // Run gives a job of the assignment a slot, asks build how to start its
 // leader there, starts it and meters it. freezable is a job that
 // cannot checkpoint: a suspend freezes it for a resume (Resume) rather
-// than stopping it. A job that names files has them fetched first
+// than stopping it, where the host keeps frozen jobs (MaxFrozen). The
+// job's user is a free one of the pool, else a frozen job's, which is
+// ended for it (frozen.go). A job that names files has them fetched first
 // (within ctx), checked against its terms and unpacked into its working
 // folder before build is asked; the meter starts only with the leader,
 // so that the fetch is not charged. A job that does not start gives the
@@ -162,7 +171,7 @@ func (h *Host) Run(ctx context.Context, a server.Assignment, freezable bool, bui
 	var u *jobUser
 	var err error
 	if h.users != nil {
-		if u, err = h.users.take(); err != nil {
+		if u, err = h.takeUser(a); err != nil {
 			return nil, err
 		}
 		s.UID, s.GID, s.Groups = u.uid, u.gid, u.groups
@@ -259,7 +268,7 @@ func (h *Host) track(a server.Assignment, p *proc, freezable bool) (server.Job, 
 		contract:   a.Contract,
 		proc:       p,
 		gpus:       a.GPUs,
-		canFreeze:  freezable,
+		canFreeze:  freezable && h.maxFrozen > 0,
 		started:    time.Now(),
 		gauge:      g,
 		done:       make(chan struct{}),
@@ -273,49 +282,6 @@ func (h *Host) track(a server.Assignment, p *proc, freezable bool) (server.Job, 
 	}
 	go j.watch()
 	return j, nil
-}
-
-// takeStopped returns the frozen job the assignment resumes, thawed, if it
-// was frozen on the same GPUs.
-func (h *Host) takeStopped(a server.Assignment) *proc {
-	if a.Resumes == "" {
-		return nil
-	}
-	h.mu.Lock()
-	p, ok := h.stopped[a.Resumes]
-	if ok && sameGPUs(p.gpus, a.GPUs) {
-		delete(h.stopped, a.Resumes)
-	} else {
-		p = nil
-	}
-	h.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	p.ttl.Stop()
-	p.gpus = nil
-	if !p.thaw() {
-		return nil
-	}
-	h.log.Info("job resumed", "contract", a.Contract, "resumes", a.Resumes, "pid", p.pid)
-	return p
-}
-
-// keepStopped keeps a frozen job for its resume, for at most StoppedTTL.
-func (h *Host) keepStopped(id string, p *proc) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.stopped[id] = p
-	p.ttl = time.AfterFunc(h.cfg.StoppedTTL, func() {
-		h.mu.Lock()
-		kept := h.stopped[id] == p
-		delete(h.stopped, id)
-		h.mu.Unlock()
-		if kept {
-			h.log.Info("suspended job not resumed in time; killing it", "contract", id, "pid", p.pid)
-			p.kill()
-		}
-	})
 }
 
 // Cgroup is the cgroup the host makes its jobs' in, as /proc/<pid>/cgroup

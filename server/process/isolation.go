@@ -161,11 +161,12 @@ func (h *Host) release(dir string, u *jobUser, cg *cgroup, log *slog.Logger, cle
 	}
 }
 
-// FreeSlots says how many job users are free for a job (server.Slotted):
-// none limits where jobs run as the agent's own user.
+// FreeSlots says how many job users a job may get (server.Slotted): those
+// free, and those that frozen jobs alone hold, which a job that needs one
+// ends (frozen.go); none limits where jobs run as the agent's own user.
 func (h *Host) FreeSlots() (free int, limited bool) {
 	if h.users == nil {
 		return 0, false
 	}
-	return h.users.free(), true
+	return h.users.free() + h.frozenUsers(), true
 }

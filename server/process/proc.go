@@ -23,9 +23,14 @@ import (
 type proc struct {
 	pid     int
 	members *members
-	gpus    []contract.GPU // set while the job is frozen, for its resume
-	ttl     *time.Timer    // kills a frozen job nobody resumed
-	log     *slog.Logger
+	dir     string // the output folder its stdout, stderr and exit are in
+	// gpus, frozen and ttl are set while the job is frozen: the GPUs it
+	// was frozen on, for its resume, when, and what kills it if nobody
+	// resumes it.
+	gpus   []contract.GPU
+	frozen time.Time
+	ttl    *time.Timer
+	log    *slog.Logger
 
 	exited chan struct{} // closed once the leader has exited and been reaped, and every other process of the job is gone
 	state  *os.ProcessState
@@ -140,7 +145,7 @@ func startProc(sp spec) (*proc, error) {
 	if sp.user != nil {
 		m.uid = sp.user.uid
 	}
-	p := &proc{pid: cmd.Process.Pid, members: m, log: log, exited: make(chan struct{})}
+	p := &proc{pid: cmd.Process.Pid, members: m, dir: dir, log: log, exited: make(chan struct{})}
 	if sp.contained && sp.cgroup != nil && sp.cgroup.canFreeze() {
 		p.freezer = sp.cgroup
 	}

@@ -53,7 +53,8 @@ const (
 // default a suspended job is sent SIGTERM and given the grace period to
 // checkpoint and exit. A job that sets CheckpointEnv to "none" cannot
 // checkpoint: it is frozen with SIGSTOP instead, and a contract that
-// resumes it on the same GPUs thaws it with SIGCONT.
+// resumes it on the same GPUs thaws it with SIGCONT, unless it was ended
+// meanwhile (Config.StoppedTTL, Config.MaxFrozen, frozen.go).
 const CheckpointEnv = "BOURSE_CHECKPOINT"
 
 // ResultsEnv names the directory where a job leaves the files its client
@@ -76,7 +77,8 @@ type Config struct {
 	AllowShell bool
 	// Users are the Unix users jobs run as, one job at a time each, as
 	// Slurm's and HTCondor's slot users: give at least as many as the
-	// server has GPUs, plus one for each job a suspend may keep frozen.
+	// server has GPUs (a job frozen by a suspend holds its user, but
+	// gives it up to a job that needs it: MaxFrozen).
 	// They must be users of their own, used for nothing else (processes
 	// of theirs that New finds are killed: an earlier agent's jobs), not
 	// root, the agent's user, or in its group. A user is given to a job
@@ -115,8 +117,19 @@ type Config struct {
 	// DefaultGrace.
 	Grace time.Duration
 	// StoppedTTL is how long a job frozen by a suspend waits for its
-	// resume before it is killed. Zero for DefaultStoppedTTL.
+	// resume before it is killed: its contract settled at the suspend,
+	// and pays for none of what it holds meanwhile. Zero for
+	// DefaultStoppedTTL; New refuses a negative one.
 	StoppedTTL time.Duration
+	// MaxFrozen bounds the jobs frozen by a suspend and kept for their
+	// resume at once: a suspend that freezes one more ends the oldest.
+	// Zero for the default: one fewer than Users (at least 1), so that a
+	// user is left for new work, or DefaultMaxFrozen without Users; -1
+	// (any negative) freezes none: a suspend stops a job that cannot
+	// checkpoint as it stops any other. New refuses more than Users.
+	// Whatever the bound, a job that needs a user while none is free
+	// ends a frozen job and gets its user (frozen.go).
+	MaxFrozen int
 	// Meter measures the jobs' GPU use. Without one the runner refuses
 	// every job (bourse.EUnmetered): it could charge nothing for it.
 	Meter server.Meter
@@ -209,7 +222,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	h, err := NewHost(HostConfig{Users: cfg.Users, Cgroup: cfg.Cgroup, OutputDir: cfg.OutputDir, OutputCap: cfg.OutputCap,
-		Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, Meter: cfg.Meter, Logger: cfg.Logger, FilesBytes: cfg.FilesBytes, FilesCount: cfg.FilesCount})
+		Grace: cfg.Grace, StoppedTTL: cfg.StoppedTTL, MaxFrozen: cfg.MaxFrozen, Meter: cfg.Meter, Logger: cfg.Logger, FilesBytes: cfg.FilesBytes, FilesCount: cfg.FilesCount})
 	if err != nil {
 		return nil, err
 	}

@@ -404,7 +404,7 @@ func TestSuspend(t *testing.T) {
 		if jobPID(t, r, j2) == pid {
 			t.Error("a resume on other GPUs thawed the frozen job")
 		}
-		waitState(t, pid, func(s string) bool { return s == "" }, "killed after StoppedTTL")
+		checkEnded(t, dir, "c1", pid, "not resumed within 200ms")
 	})
 }
 
