@@ -47,8 +47,14 @@ type registry struct {
 }
 
 type serverState struct {
+	// Hello is the server's room as this instance reckons it: what it
+	// last said, less the contracts won there and plus those ended since
+	// (route.go, room).
 	protocol.Hello
 	seen time.Time
+	// word is what the server last said in full, which its heartbeats
+	// heard by their time alone say again (again).
+	word protocol.Hello
 }
 
 func newRegistry(now func() time.Time, p pace) *registry {
@@ -123,28 +129,35 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	} else {
 		r.asks.put(id, &old.Hello, h)
 	}
-	r.servers[id] = serverState{Hello: h, seen: now}
+	r.servers[id] = serverState{Hello: h, seen: now, word: h}
 	// What a server says it keeps counts up to what twice the servers
 	// heard would give: it cannot stretch every server's liveness.
 	r.every = max(r.every, r.interval(), min(time.Duration(h.Heartbeat), r.pace.every(2*len(r.servers))))
 	return !ok || old.seen.Before(now.Add(-r.lost())) || h.Free > old.Free
 }
 
-// again records that server id said its last heartbeat again at at,
-// and reports whether it was known, and whether it is back after
-// silence.
-func (r *registry) again(id string, at time.Time) (known, back bool) {
+// again records that server id said its last heartbeat heard in full
+// again at at, and reports whether it was known, and whether it has more
+// room than it had: back after silence, or more GPUs free. What it says
+// again is its word as much as it was the first time, and stands over
+// the room reckoned since, as a heartbeat heard in full does: kept at
+// the reckoning, room that a contract's end gave back before a heartbeat
+// that still counted it (its final reading counted first) stayed lost
+// for as long as the server said the same, and clients were refused
+// while GPUs stood free.
+func (r *registry) again(id string, at time.Time) (known, roomGrew bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.servers[id]
+	old, ok := r.servers[id]
 	if !ok {
 		return false, false
 	}
 	now := r.now()
-	back = s.seen.Before(now.Add(-r.lost()))
-	s.At, s.seen = at, now
+	s := old
+	s.Hello, s.At, s.seen = s.word, at, now
 	r.servers[id] = s
-	return true, back
+	r.asks.put(id, &old.Hello, s.Hello)
+	return true, old.seen.Before(now.Add(-r.lost())) || s.Free > old.Free
 }
 
 // timely checks a hello's or heartbeat's time against the registry's

@@ -78,7 +78,7 @@ func (h *House) HeartbeatAgain(server string, at time.Time) (heard bool, err err
 	}
 	heard, grew := h.servers.again(server, at)
 	if grew {
-		h.room.grow(server) // back after silence: offer it the book
+		h.room.grow(server) // more GPUs free, or back after silence: offer it the book
 	}
 	return heard, nil
 }
