@@ -19,13 +19,15 @@ import (
 // running or settling since its silence began (heardElsewhere).
 
 // tellHeard records what this instance has heard its servers say within
-// ServerLostAfter, every quarter of that, where Config.ShareHearing asks.
-// A record that fails is tried again at the next sweep.
+// ServerLostAfter (and as much longer as heartbeats are paced:
+// heardWithin), every quarter of ServerLostAfter, where
+// Config.ShareHearing asks. A record that fails is tried again at the
+// next sweep.
 func (h *House) tellHeard(ctx context.Context, now time.Time) {
 	if !h.cfg.ShareHearing || now.Sub(h.told) < h.cfg.ServerLostAfter/4 {
 		return
 	}
-	hearing := Hearing{Instance: h.instance(), At: now, Servers: h.servers.heard(now.Add(-h.cfg.ServerLostAfter))}
+	hearing := Hearing{Instance: h.instance(), At: now, Servers: h.servers.heard(now.Add(-h.servers.heardWithin()))}
 	if err := h.store.Hear(ctx, hearing); err != nil {
 		h.log.Warn("sweep: record what this instance hears for the others", "err", err)
 		return

@@ -53,10 +53,17 @@ type Config struct {
 	// starts it (pull its container image) when it answers the start
 	// Preparing: the start deadline moves out to then, 10m. A job with an
 	// image escrows its prepayment that much longer.
-	PrepareTimeout  time.Duration
-	ReadingEvery    time.Duration // how often servers publish readings, 1s
-	Heartbeat       time.Duration // how often servers publish heartbeats, 1s
-	ServerLostAfter time.Duration // silence after which a contract is settled as lost, 10s
+	PrepareTimeout time.Duration
+	ReadingEvery   time.Duration // how often servers publish readings, 1s
+	// Heartbeat is how often servers publish heartbeats at most while
+	// nothing changes, 1s; HeartbeatsPerSecond, where set, how many a
+	// second the servers' steady heartbeats come to in all at most: the
+	// interval grows with the fleet, in whole multiples of Heartbeat
+	// (pace.go). 0 (the simulator) keeps Heartbeat; natsvc's default is
+	// 100.
+	Heartbeat           time.Duration
+	HeartbeatsPerSecond int
+	ServerLostAfter     time.Duration // silence after which a contract is settled as lost, 10s
 	// SweepEvery is how often the House's driver calls Sweep, 1s: a sweep
 	// that comes much later than that tells the House it was not running.
 	SweepEvery time.Duration
@@ -280,7 +287,7 @@ func New(cfg Config) (*House, error) {
 	return &House{
 		cfg: cfg, store: cfg.Store, router: cfg.Router, notify: cfg.Notifier, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),
-		servers: newRegistry(cfg.Now, cfg.ServerLostAfter),
+		servers: newRegistry(cfg.Now, pacing(cfg)),
 		// A new House has heard nothing yet: readings may wait in the
 		// stream, some for AckWait. Its start is an outage to the sweep.
 		pauses:    pauses{outage: now, last: now},

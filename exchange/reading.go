@@ -23,30 +23,48 @@ import (
 // contract than its subject's; the rest is Count's. A signed reading
 // counted is kept on the contract as its server sent it (Contract.Signed).
 func (h *House) Reading(ctx context.Context, server, id, msgID string, data []byte, sig string) error {
+	r, err := protocol.DecodeReading(data)
+	_, err = h.reading(ctx, server, id, msgID, data, sig, r, err)
+	return err
+}
+
+// ReadingOf is Reading of a reading its driver has decoded already: r is
+// protocol.DecodeReading(data), which succeeded. Decoding it again cost
+// every reading a second decode (natsvc decodes a readings message's
+// readings to learn their contracts, and a final one's to tell its server).
+func (h *House) ReadingOf(ctx context.Context, server, id, msgID string, r contract.Reading, data []byte, sig string) error {
+	_, err := h.reading(ctx, server, id, msgID, data, sig, r, nil)
+	return err
+}
+
+// reading is Reading with data decoded: r, or err where it is not a
+// reading. Where it changes nothing (ErrNoChange) it returns the
+// contract as stored, for a receipt.
+func (h *House) reading(ctx context.Context, server, id, msgID string, data []byte, sig string, r contract.Reading, err error) (contract.Contract, error) {
 	if msgID != "" && !strings.HasPrefix(msgID, server+":") {
 		h.metrics.readings.WithLabelValues("foreign_id").Inc()
 		h.log.Warn("reading under another server's message id dropped", "server", server, "contract", id, "msg_id", msgID)
-		return &bourse.Error{Code: bourse.EPermission, Field: "msg_id", Message: "message id " + msgID + " names another server than " + server}
+		return contract.Contract{}, &bourse.Error{Code: bourse.EPermission, Field: "msg_id", Message: "message id " + msgID + " names another server than " + server}
 	}
 	var signed *contract.Signed
 	if v := h.cfg.Verifier; v != nil {
 		if err := v.Verify(server, data, sig); err != nil {
 			h.metrics.readings.WithLabelValues("bad_signature").Inc()
 			h.log.Warn("reading without its server's signature dropped", "server", server, "contract", id, "err", err)
-			return &bourse.Error{Code: bourse.EPermission, Field: "sig", Message: "reading of " + id + ": " + err.Error()}
+			return contract.Contract{}, &bourse.Error{Code: bourse.EPermission, Field: "sig", Message: "reading of " + id + ": " + err.Error()}
 		}
 		signed = &contract.Signed{Body: data, Sig: sig}
 	}
-	r, err := protocol.DecodeReading(data)
 	if err == nil && r.Contract != id {
 		err = &bourse.Error{Code: bourse.EInvalid, Field: "contract", Message: "a reading of " + r.Contract + " on the subject of " + id}
 	}
 	if err != nil {
 		h.metrics.readings.WithLabelValues("rejected").Inc()
 		h.log.Warn("malformed reading dropped", "server", server, "contract", id, "err", err)
-		return err
+		return contract.Contract{}, err
 	}
-	return h.counted(h.count(ctx, server, r, signed), server, r)
+	c, err := h.count(ctx, server, r, signed)
+	return c, h.counted(err, server, r)
 }
 
 // Count takes a reading that server published: it stores r as the
@@ -55,7 +73,8 @@ func (h *House) Reading(ctx context.Context, server, id, msgID string, data []by
 // for a contract that ended); a transient error (Transient) says to
 // deliver r again later; any other error refuses r for good.
 func (h *House) Count(ctx context.Context, server string, r contract.Reading) error {
-	return h.counted(h.count(ctx, server, r, nil), server, r)
+	_, err := h.count(ctx, server, r, nil)
+	return h.counted(err, server, r)
 }
 
 // counted counts and logs what became of a reading.
@@ -74,7 +93,9 @@ func (h *House) counted(err error, server string, r contract.Reading) error {
 	return err
 }
 
-func (h *House) count(ctx context.Context, server string, r contract.Reading, signed *contract.Signed) error {
+// count stores r; where that changes nothing (ErrNoChange) it returns
+// the contract as stored.
+func (h *House) count(ctx context.Context, server string, r contract.Reading, signed *contract.Signed) (contract.Contract, error) {
 	now := h.cfg.Now().UTC()
 	var final bool
 	store := func(c *contract.Contract) error {
@@ -107,20 +128,23 @@ func (h *House) count(ctx context.Context, server string, r contract.Reading, si
 		final = false
 		c, err = h.store.Update(ctx, r.Contract, func(c *contract.Contract) ([]currency.Op, error) { return nil, store(c) })
 	}
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, ErrNoChange):
+		return c, err
+	case err != nil:
+		return contract.Contract{}, err
 	}
 	if final {
 		h.metrics.settled.WithLabelValues(string(c.Reason)).Inc()
 		h.event(protocol.EventSettled, c)
-		return nil
+		return c, nil
 	}
 	ev := Event{Type: protocol.EventReading, Contract: c, At: now}
 	if scale, ok := h.scaleOf(ctx)(c.Terms.Currency); ok {
 		ev.Due, _ = contract.Due(c.Terms, r.Usage(), scale)
 	}
 	h.notify.Notify(c.Client, ev)
-	return nil
+	return c, nil
 }
 
 // finalReason is why a final reading says its contract stopped.

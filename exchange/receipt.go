@@ -23,7 +23,8 @@ func (h *House) Receipt(ctx context.Context, server string, data []byte, sig str
 		return protocol.Receipt{Status: protocol.ReceiptRefused, Error: protocol.WireError(err)}
 	}
 	rc := protocol.Receipt{Contract: r.Contract, Seq: r.Seq}
-	switch err := h.Reading(ctx, server, r.Contract, "", data, sig); {
+	c, err := h.reading(ctx, server, r.Contract, "", data, sig, r, nil)
+	switch {
 	case err == nil:
 		rc.Status, rc.Stored = protocol.ReceiptKept, r.Seq
 		return rc
@@ -35,12 +36,16 @@ func (h *House) Receipt(ctx context.Context, server string, data []byte, sig str
 		rc.Status, rc.Error = protocol.ReceiptRefused, protocol.WireError(err)
 		return rc
 	}
-	c, err := h.store.Contract(ctx, r.Contract)
-	if err != nil {
-		// It was there a moment ago (count read it): this is the
-		// store's trouble, not the reading's.
-		rc.Status, rc.Error = protocol.ReceiptAgain, protocol.WireError(err)
-		return rc
+	if c.ID != r.Contract {
+		// The store's Update gives the contract as stored with its
+		// change's ErrNoChange, which count returned: read it again
+		// only where a store did not.
+		if c, err = h.store.Contract(ctx, r.Contract); err != nil {
+			// It was there a moment ago (count read it): this is the
+			// store's trouble, not the reading's.
+			rc.Status, rc.Error = protocol.ReceiptAgain, protocol.WireError(err)
+			return rc
+		}
 	}
 	return receiptOf(c, r)
 }

@@ -15,10 +15,10 @@ import (
 
 // registry is this instance's view of the live servers, fed by hellos and
 // heartbeats. It is soft state: every instance hears every heartbeat, and a
-// server that stops speaking drops out after lostAfter.
+// server that stops speaking drops out after lost() (pace.go).
 type registry struct {
-	now       func() time.Time
-	lostAfter time.Duration
+	now  func() time.Time
+	pace pace
 
 	mu      sync.Mutex
 	servers map[string]serverState
@@ -38,38 +38,51 @@ type registry struct {
 	asks *asks
 	// records are the servers' records (record.go), by server.
 	records map[string]*protocol.Record
+	// every is the longest heartbeat interval this instance knows a
+	// server may keep: what the pace gives its servers, or what a
+	// heartbeat says it keeps, whichever is longer. It never shrinks
+	// (pace.go). told is the interval each server was last told.
+	every time.Duration
+	told  map[string]time.Duration
 }
 
 type serverState struct {
+	// Hello is the server's room as this instance reckons it: what it
+	// last said, less the contracts won there and plus those ended since
+	// (route.go, room).
 	protocol.Hello
 	seen time.Time
+	// word is what the server last said in full, which its heartbeats
+	// heard by their time alone say again (again).
+	word protocol.Hello
 }
 
-func newRegistry(now func() time.Time, lostAfter time.Duration) *registry {
-	return &registry{now: now, lostAfter: lostAfter, servers: map[string]serverState{},
-		known: map[string]bool{}, unknownUntil: map[string]time.Time{}, asks: newAsks()}
+func newRegistry(now func() time.Time, p pace) *registry {
+	return &registry{now: now, pace: p, every: p.base, servers: map[string]serverState{},
+		known: map[string]bool{}, unknownUntil: map[string]time.Time{}, asks: newAsks(),
+		told: map[string]time.Duration{}}
 }
 
 // isolated records that this instance heard no server at all at now
 // (its connection to NATS is down). Every server was as silent to it as
 // it was deaf: a server live when the outage began stays live through it
-// and lostAfter after it, time for its next heartbeat.
+// and lost() after it, time for its next heartbeat.
 func (r *registry) isolated(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if now.Sub(r.cutLast) > r.lostAfter {
+	if now.Sub(r.cutLast) > r.lost() {
 		r.cutFrom = now
 	}
 	r.cutLast = now
 }
 
 // cutoff is when a server last heard from must have spoken to count as
-// live: lostAfter ago, or lostAfter before this instance's outage began
-// if it ended less than lostAfter ago. r.mu must be held.
+// live: lost() ago, or lost() before this instance's outage began if it
+// ended less than lost() ago. r.mu must be held.
 func (r *registry) cutoff() time.Time {
-	now := r.now()
-	c := now.Add(-r.lostAfter)
-	if from := r.cutFrom.Add(-r.lostAfter); !r.cutLast.IsZero() && now.Sub(r.cutLast) < r.lostAfter && from.Before(c) {
+	now, lost := r.now(), r.lost()
+	c := now.Add(-lost)
+	if from := r.cutFrom.Add(-lost); !r.cutLast.IsZero() && now.Sub(r.cutLast) < lost && from.Before(c) {
 		return from
 	}
 	return c
@@ -88,7 +101,7 @@ func (r *registry) registered(server, cur string) (yes, known bool) {
 }
 
 // remember records whether server has registered in cur; a no is kept
-// for lostAfter.
+// for ServerLostAfter.
 func (r *registry) remember(server, cur string, yes bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -98,7 +111,7 @@ func (r *registry) remember(server, cur string, yes bool) {
 		delete(r.unknownUntil, k)
 		return
 	}
-	r.unknownUntil[k] = r.now().Add(r.lostAfter)
+	r.unknownUntil[k] = r.now().Add(r.pace.lostAfter)
 }
 
 // update records server id's hello or heartbeat, and reports whether it
@@ -116,8 +129,35 @@ func (r *registry) update(id string, h protocol.Hello) (roomGrew bool) {
 	} else {
 		r.asks.put(id, &old.Hello, h)
 	}
-	r.servers[id] = serverState{Hello: h, seen: now}
-	return !ok || old.seen.Before(now.Add(-r.lostAfter)) || h.Free > old.Free
+	r.servers[id] = serverState{Hello: h, seen: now, word: h}
+	// What a server says it keeps counts up to what twice the servers
+	// heard would give: it cannot stretch every server's liveness.
+	r.every = max(r.every, r.interval(), min(time.Duration(h.Heartbeat), r.pace.every(2*len(r.servers))))
+	return !ok || old.seen.Before(now.Add(-r.lost())) || h.Free > old.Free
+}
+
+// again records that server id said its last heartbeat heard in full
+// again at at, and reports whether it was known, and whether it has more
+// room than it had: back after silence, or more GPUs free. What it says
+// again is its word as much as it was the first time, and stands over
+// the room reckoned since, as a heartbeat heard in full does: kept at
+// the reckoning, room that a contract's end gave back before a heartbeat
+// that still counted it (its final reading counted first) stayed lost
+// for as long as the server said the same, and clients were refused
+// while GPUs stood free.
+func (r *registry) again(id string, at time.Time) (known, roomGrew bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.servers[id]
+	if !ok {
+		return false, false
+	}
+	now := r.now()
+	s := old
+	s.Hello, s.At, s.seen = s.word, at, now
+	r.servers[id] = s
+	r.asks.put(id, &old.Hello, s.Hello)
+	return true, old.seen.Before(now.Add(-r.lost())) || s.Free > old.Free
 }
 
 // timely checks a hello's or heartbeat's time against the registry's

@@ -15,7 +15,7 @@ func TestRegistryThroughAnOutage(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 37, 44, 0, time.UTC)
 	now := t0
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	r := newRegistry(func() time.Time { return now }, lostAfter)
+	r := newRegistry(func() time.Time { return now }, pace{lostAfter: lostAfter, base: time.Second})
 	r.update("cirrus", protocol.Hello{Currency: "CRED"})
 	for _, s := range []struct {
 		at       float64
@@ -50,7 +50,7 @@ func TestRegistryThroughAnOutage(t *testing.T) {
 	}
 
 	now = t0
-	plain := newRegistry(func() time.Time { return now }, lostAfter)
+	plain := newRegistry(func() time.Time { return now }, pace{lostAfter: lostAfter, base: time.Second})
 	plain.update("cirrus", protocol.Hello{Currency: "CRED"})
 	now = at(3.1)
 	if plain.live() != 0 {

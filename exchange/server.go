@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
@@ -29,7 +30,8 @@ func (h *House) Hello(ctx context.Context, server string, hello protocol.Hello) 
 	h.room.grow(server) // a new server: the book's offers may fit it
 	h.log.Info("server registered", "server", server, "gpus", len(hello.GPUs), "currency", hello.Currency, "policy", hello.Policy)
 	return protocol.HelloReply{
-		Heartbeat:       contract.Duration(h.cfg.Heartbeat),
+		Heartbeat:       contract.Duration(h.servers.helloEvery(server)),
+		ChangeGap:       contract.Duration(h.cfg.Heartbeat / changeGap),
 		ReadingEvery:    contract.Duration(h.cfg.ReadingEvery),
 		ServerLostAfter: contract.Duration(h.cfg.ServerLostAfter),
 	}, nil
@@ -60,6 +62,25 @@ func (h *House) Heartbeat(ctx context.Context, server string, hello protocol.Hel
 		h.room.grow(server) // GPUs freed up, or it is back: offer it the book
 	}
 	return nil
+}
+
+// HeartbeatAgain hears server's last heartbeat said again at at: a
+// driver that finds a heartbeat's bytes the same as the last it passed to
+// Heartbeat but for its time says so (natsvc), and the House checks its
+// time alone, the rest having been checked then. It reports false, doing
+// nothing, where the House has not heard the server: the driver then
+// passes the heartbeat to Heartbeat.
+func (h *House) HeartbeatAgain(server string, at time.Time) (heard bool, err error) {
+	if err := h.servers.timely(server, at, h.cfg.ClockSkew, true); err != nil {
+		h.metrics.heartbeats.WithLabelValues("stale").Inc()
+		h.log.Debug("stale heartbeat ignored", "server", server, "err", err)
+		return true, err
+	}
+	heard, grew := h.servers.again(server, at)
+	if grew {
+		h.room.grow(server) // more GPUs free, or back after silence: offer it the book
+	}
+	return heard, nil
 }
 
 // checkHello checks a hello or heartbeat and that its currency exists.

@@ -50,10 +50,13 @@ func (h *House) Sweep(ctx context.Context) {
 		h.log.Warn("sweep: list stale contracts", "err", err)
 		return
 	}
-	waiting, elsewhere := h.backlog(ctx), h.heardElsewhere(ctx, silentSince)
+	// A heartbeat is word that a contract runs for longer than a reading
+	// where heartbeats come less often than Heartbeat (pace.go).
+	heardSince := now.Add(-h.servers.heardWithin())
+	waiting, elsewhere := h.backlog(ctx), h.heardElsewhere(ctx, heardSince)
 	for _, c := range stale {
 		if c.State == contract.StateRunning && !c.StopDue(now) {
-			if why := h.late(c, silentSince, waiting, elsewhere); why != "" {
+			if why := h.late(c, heardSince, waiting, elsewhere); why != "" {
 				// Its readings are late, not lost: the usage stream may hold
 				// them for another instance (one paused, its pull not yet
 				// expired) while the server's heartbeats, which every
@@ -79,13 +82,13 @@ func (h *House) Sweep(ctx context.Context) {
 }
 
 // late says why running contract c's silence is not judged now, "" if
-// it is: its server's heartbeat, heard since silentSince, lists it as
+// it is: its server's heartbeat, heard since heardSince, lists it as
 // running ("heartbeat") or as holding its final reading ("settling"),
 // its server's readings wait in the Backlog ("waiting"), or another
 // instance heard its server list it since ("elsewhere": this one is cut
 // off from the server, hearing.go).
-func (h *House) late(c contract.Contract, silentSince time.Time, waiting func(string) bool, elsewhere func(server, id string) bool) string {
-	if why := h.servers.lists(c.Server, c.ID, silentSince); why != "" {
+func (h *House) late(c contract.Contract, heardSince time.Time, waiting func(string) bool, elsewhere func(server, id string) bool) string {
+	if why := h.servers.lists(c.Server, c.ID, heardSince); why != "" {
 		return why
 	}
 	if waiting(c.Server) {

@@ -376,6 +376,7 @@ func examples(t *testing.T) []example {
 		{"hello.request", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 4, Policy: "reserve", Runs: &runs, Ask: &helloAsk, At: at(t, "-2m")}},
 		{"hello.reply", protocol.HelloReply{
 			Heartbeat:       contract.Duration(time.Second),
+			ChangeGap:       contract.Duration(100 * time.Millisecond),
 			ReadingEvery:    contract.Duration(time.Second),
 			ServerLostAfter: contract.Duration(10 * time.Second),
 			Readings:        true,
@@ -385,7 +386,8 @@ func examples(t *testing.T) []example {
 			{Contract: id, Seq: 2710, Status: protocol.ReceiptKept, Stored: 2710},
 			{Contract: "c-2b985bf265206b9630b9", Seq: 14, Status: protocol.ReceiptEnded, Stored: 12, State: contract.StateSettled, Reason: contract.ReasonServerLost},
 		}}},
-		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, Ask: &beatAsk, At: at(t, "10m0.5s")}},
+		{"heartbeat", protocol.Hello{Currency: "CRED", Scale: &helloScale, GPUs: gpus, Free: 2, Running: []string{id}, Policy: "reserve", Runs: &runs, Ask: &beatAsk,
+			Heartbeat: contract.Duration(time.Second), At: at(t, "10m0.5s")}},
 		{"started", started},
 		{"started.reply", *view(running)},
 		{"reading", reading},
@@ -394,6 +396,7 @@ func examples(t *testing.T) []example {
 
 		// Deliveries to servers.
 		{"deliver.offer", protocol.ServerOffer{Offer: offerID, Terms: terms}},
+		{"deliver.pace", protocol.Pace{Heartbeat: contract.Duration(10 * time.Second)}},
 		{"decision.accept", protocol.Decision{Accept: true, ClaimFor: contract.Duration(5 * time.Second)}},
 		{"decision.counter", protocol.Decision{Counters: []contract.Counter{counter}, Reason: "below the reserve price"}},
 		{"decision.reject", protocol.Decision{Reason: "the counter-offer's GPUs were taken meanwhile", Code: bourse.ECapacityGone}},

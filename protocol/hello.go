@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
@@ -41,6 +42,7 @@ func (h Hello) Check() error {
 	}
 	seen := make(map[int]bool, len(h.GPUs))
 	models := map[string]bool{}
+	last := "" // a server's GPUs are mostly of one model: folded once
 	for i, g := range h.GPUs {
 		switch {
 		case g.Index < 0 || seen[g.Index]:
@@ -51,6 +53,10 @@ func (h Hello) Check() error {
 			return bad(fmt.Sprintf("gpus[%d].memory_mib", i), "negative: %d", g.MemoryMiB)
 		}
 		seen[g.Index] = true
+		if g.Model == last {
+			continue
+		}
+		last = g.Model
 		if models[contract.FoldModel(g.Model)] = true; len(models) > MaxServerModels {
 			return bad(fmt.Sprintf("gpus[%d].model", i), "more than %d GPU models on one server", MaxServerModels)
 		}
@@ -72,6 +78,9 @@ func (h Hello) Check() error {
 		if err := CheckID(id); err != nil {
 			return bad(fmt.Sprintf("settling[%d]", i), "%v", err)
 		}
+	}
+	if h.Heartbeat < 0 {
+		return bad("heartbeat", "negative: %v", time.Duration(h.Heartbeat))
 	}
 	if len(h.Policy) > maxPolicy {
 		return bad("policy", "longer than %d characters", maxPolicy)

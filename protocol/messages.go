@@ -209,13 +209,28 @@ type Hello struct {
 	Runs *Runs `json:"runs,omitempty"`
 	// Ask is what the server would take now and soon; nil from a server
 	// older than asks, which the exchange asks as it always has.
-	Ask *Ask      `json:"ask,omitempty"`
-	At  time.Time `json:"at"`
+	Ask *Ask `json:"ask,omitempty"`
+	// Heartbeat is the interval the server heartbeats at now, in a
+	// heartbeat to an exchange whose hello reply set ChangeGap (one
+	// older than pacing would refuse the field): the exchange tells it a
+	// longer one as the fleet grows (DeliverPace), and keeps a server
+	// live for three of them.
+	Heartbeat contract.Duration `json:"heartbeat,omitempty"`
+	At        time.Time         `json:"at"`
 }
 
 // HelloReply tells a server how often to speak.
 type HelloReply struct {
+	// Heartbeat is how often to heartbeat when nothing changes: longer
+	// as the fleet grows (docs/protocol/server.md, heartbeats).
 	Heartbeat contract.Duration `json:"heartbeat"`
+	// ChangeGap is the least time between two heartbeats that changes of
+	// the server's ask bring about, however long Heartbeat is. An
+	// exchange that sets it paces heartbeats: it reads the interval a
+	// heartbeat says (Hello.Heartbeat) and tells a longer one on
+	// DeliverPace. An exchange older than it leaves it out, and a server
+	// then waits a tenth of Heartbeat and says no interval.
+	ChangeGap contract.Duration `json:"change_gap,omitempty"`
 	// ReadingEvery is how often to publish a reading of each running
 	// contract; a contract silent for ServerLostAfter is settled as lost.
 	ReadingEvery    contract.Duration `json:"reading_every"`

@@ -155,6 +155,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	f.DurationVar(&cfg.PrepareTimeout, "prepare-timeout", 10*time.Minute, "how long a server may prepare a job before it starts it (pull its container image), past the start timeout; such jobs escrow their prepayment that much longer")
 	f.DurationVar(&cfg.ServerLostAfter, "server-lost-after", 10*time.Second, "silence after which a running contract is settled as server lost")
 	f.DurationVar(&cfg.ReadingEvery, "reading-every", time.Second, "how often servers are told to publish readings")
+	f.IntVar(&cfg.HeartbeatsPerSecond, "heartbeats-per-second", natsvc.DefaultHeartbeatsPerSecond, "how many heartbeats a second the servers send in all while nothing changes: past that many servers each heartbeats less often than every second (docs/protocol/server.md, heartbeats; -1: every second whatever the fleet)")
 	f.DurationVar(&cfg.ClockSkew, "clock-skew", 5*time.Second, "how far a reading's, hello's or heartbeat's time may be off the exchange's clock")
 	f.DurationVar(&cfg.AckWait, "ack-wait", 0, "how long the usage stream waits for an acknowledgement before it redelivers a reading (default (server-lost-after − reading-every)/2)")
 	f.DurationVar(&cfg.StopGrace, "stop-grace", exchange.DefaultStopGrace, "how long after a client's kill or suspend the exchange believes the server's readings; then the contract settles on its last one (at least the servers' SIGTERM-to-SIGKILL grace, plus a few seconds)")

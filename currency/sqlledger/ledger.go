@@ -160,13 +160,20 @@ func (l *Ledger) Close() {
 //     index. Besides growing slower with the table, a sequential scan takes
 //     SERIALIZABLE's predicate lock on the whole table, which makes every
 //     transaction conflict with every other: no sequential scans, then.
+//   - no JIT compilation: with sequential scans off, a statement that has
+//     no index to use (the exchange's prune of old hearings, its read of
+//     the whole book) is costed at ten billion, far past jit_above_cost,
+//     and PostgreSQL compiled it with LLVM at every execution: 50-230 ms
+//     of the database's CPU for a statement that reads a few rows
+//     (pg_stat_statements' jit columns, BenchmarkOffers on PostgreSQL,
+//     2026-12-02). None of these short statements gains from JIT.
 //
-// Audit turns them back on for its own transaction.
+// Audit turns the first two back on for its own transaction.
 func afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	if conn.PgConn().ParameterStatus("crdb_version") != "" {
 		return nil
 	}
-	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off")
+	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET jit = off")
 	return err
 }
 

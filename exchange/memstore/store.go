@@ -301,30 +301,36 @@ func (s *Store) Settled(_ context.Context, from, to time.Time, after string, lim
 // between lists the contracts whose time at says is in [from, to), by
 // it then id, after the contract after, at most limit.
 func (s *Store) between(from, to time.Time, after string, limit int, at func(c *contract.Contract) (time.Time, bool)) []contract.Contract {
+	// Rows point at the contracts, and only the page's are copied: the
+	// market data's tape reads the last seconds' settlements a page at a
+	// time, and copying and sorting every one of them whole for each page
+	// took a tenth of a busy exchange's CPU (BenchmarkOffers, 16 clients).
 	type row struct {
 		at time.Time
-		c  contract.Contract
+		c  *contract.Contract
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var all []row
 	for _, c := range s.contracts {
 		if t, ok := at(c); ok && !t.Before(from) && t.Before(to) {
-			all = append(all, row{t, c.Clone()})
+			all = append(all, row{t, c})
 		}
 	}
-	s.mu.Unlock()
 	slices.SortFunc(all, func(a, b row) int { return cmp.Or(a.at.Compare(b.at), strings.Compare(a.c.ID, b.c.ID)) })
-	out := []contract.Contract{}
-	skipping := after != ""
-	for _, r := range all {
-		if skipping {
-			skipping = r.c.ID != after
-			continue
+	if after != "" {
+		i := slices.IndexFunc(all, func(r row) bool { return r.c.ID == after })
+		if i < 0 {
+			return []contract.Contract{} // the page ended on one no longer listed
 		}
-		if limit > 0 && len(out) == limit {
-			break
-		}
-		out = append(out, r.c)
+		all = all[i+1:]
+	}
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	out := make([]contract.Contract, len(all))
+	for i, r := range all {
+		out[i] = r.c.Clone()
 	}
 	return out
 }

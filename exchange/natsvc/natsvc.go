@@ -99,11 +99,21 @@ func (c *Config) defaults() error {
 	if c.JetStreamWait <= 0 {
 		c.JetStreamWait = 2 * time.Minute
 	}
+	if c.HeartbeatsPerSecond == 0 {
+		c.HeartbeatsPerSecond = DefaultHeartbeatsPerSecond
+	}
 	c.Limits.defaults()
 	c.Output.defaults(c.StreamStorage)
 	c.Files.defaults(c.StreamStorage)
 	return nil
 }
+
+// DefaultHeartbeatsPerSecond paces the servers' heartbeats (exchange
+// Config.HeartbeatsPerSecond; a negative value does not): every instance
+// hears about this many a second from a fleet of any size, a hundred
+// servers or more beating less often than every Heartbeat. At 20 µs of
+// an instance's CPU each, 2% of a core.
+const DefaultHeartbeatsPerSecond = 100
 
 // Service is a running exchange instance.
 type Service struct {
@@ -118,6 +128,7 @@ type Service struct {
 	perParty counts         // each client's requests among inflight
 	limiter  *buckets       // each party's request rate
 	beats    *buckets       // each server's heartbeats, which reach every instance
+	echoes   echoes         // each server's last heartbeat heard in full (heartbeat.go)
 	answers  *buckets       // each party's rate_limited answers
 	readings *buckets       // each server's reading rate
 	confirms *buckets       // each server's rate of readings asked about (receipts.go)

@@ -16,7 +16,9 @@ import (
 
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/mem"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/exchange/memstore"
 	"github.com/bourse/bourse/internal/metrictest"
 	"github.com/bourse/bourse/internal/natstest"
 	"github.com/bourse/bourse/protocol"
@@ -240,4 +242,53 @@ func (s *scripted) publishRawSigned(id, msgID string, body []byte, sig string) {
 	msg.Header.Set(protocol.SigHeader, sig)
 	_, err := s.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID))
 	require.NoError(s.t, err)
+}
+
+// slowUpdates is a store whose Updates each take delay longer, as a
+// database's commit does, once delay is set.
+type slowUpdates struct {
+	exchange.Store
+	delay *atomic.Int64 // nanoseconds
+}
+
+func (s slowUpdates) Update(ctx context.Context, id string, change func(c *contract.Contract) ([]currency.Op, error)) (contract.Contract, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Store.Update(ctx, id, change)
+}
+
+// TestReadingsMessageCountedAtOnce: the contracts of a readings message
+// are counted at once, not one commit after another: with every Update
+// taking 250 ms, eight contracts' final readings in one message settle
+// them all in about one Update's time, where one after another they took
+// two seconds, long enough for a loaded server to ask for its receipts
+// and have every final reading counted twice.
+func TestReadingsMessageCountedAtOnce(t *testing.T) {
+	const n, delay = 8, 250 * time.Millisecond
+	var slow atomic.Int64
+	m := newMarketOn(t, slowUpdates{Store: memstore.New(mem.New(mem.Options{})), delay: &slow},
+		func(c *exchange.Config) { c.ServerLostAfter = time.Minute })
+	m.wallet("alice", "100")
+	srv := m.scriptedServer("gpu1", n, accept)
+	alice := m.client("alice")
+	var finals []contract.Reading
+	var ids []string
+	for range n {
+		c := m.running(alice, terms("alice"))
+		ids = append(ids, c.ID)
+		finals = append(finals, reading(c.ID, 1, "1", 1, true))
+	}
+	slow.Store(int64(delay))
+	began := time.Now()
+	srv.publishReadings(finals, func([]byte) string { return "" })
+	waitFor(t, "every contract settled", func() bool {
+		for _, id := range ids {
+			if m.contract(id).State != contract.StateSettled {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(began)
+	assert.Less(t, took, n*delay/2, "%d final readings in one message counted one after another", n)
+	m.audit()
 }

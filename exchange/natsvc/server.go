@@ -3,7 +3,6 @@ package natsvc
 import (
 	"context"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/bourse/bourse/contract"
@@ -38,33 +37,6 @@ func (s *Service) handleHello(r micro.Request) {
 	reply.Readings = true // the usage stream takes them (usage.go)
 	reply.Receipts = true // receipts.go
 	respond(r, reply)
-}
-
-// handleHeartbeat passes a heartbeat to the House; every instance hears
-// every heartbeat, so each can route, and none answers.
-func (s *Service) handleHeartbeat(m *nats.Msg) {
-	role, id, _, ok := protocol.Sender(m.Subject)
-	if !ok || role != protocol.RoleServer {
-		return
-	}
-	// Heartbeats count against the server's rate, as its requests do: a
-	// server speaks once a second, one that floods is not heard. Unlike
-	// requests, which the queue group spreads, every instance hears every
-	// heartbeat, so each holds them to the server's whole rate, not to
-	// its share (peers.go): with a share, enough instances (or a low
-	// rate) would leave a server's every heartbeat over it, and the
-	// server unheard.
-	if ok, _ := s.beats.take(role+"."+id, s.cfg.Now()); !ok {
-		s.refused.WithLabelValues("heartbeat").Inc()
-		s.warn(role+"."+id, "heartbeats over the server's rate ignored", "server", id)
-		return
-	}
-	h, err := protocol.DecodeHello(m.Data)
-	if err != nil {
-		return
-	}
-	s.checkAsk(id, m.Data, m.Header.Get(protocol.SigHeader), &h)
-	_ = s.house.Heartbeat(context.Background(), id, h)
 }
 
 // checkAsk holds the ask a hello or heartbeat carries to its server's

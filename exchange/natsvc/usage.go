@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/protocol"
 	"github.com/nats-io/nats.go/jetstream"
@@ -162,11 +164,17 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	err := s.house.Reading(ctx, server, id, m.Headers().Get(jetstream.MsgIDHeader), m.Data(), m.Headers().Get(protocol.SigHeader))
+	msgID, sig := m.Headers().Get(jetstream.MsgIDHeader), m.Headers().Get(protocol.SigHeader)
+	rd, err := protocol.DecodeReading(m.Data())
+	if err == nil {
+		err = s.house.ReadingOf(ctx, server, id, msgID, rd, m.Data(), sig)
+	} else {
+		err = s.house.Reading(ctx, server, id, msgID, m.Data(), sig) // refused, counted and logged there
+	}
 	switch {
 	case err == nil:
 		_ = m.Ack()
-		if rd, err := protocol.DecodeReading(m.Data()); err == nil && rd.Final {
+		if rd.Final {
 			s.tellStored(server, []protocol.Receipt{{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq}})
 		}
 	case errors.Is(err, exchange.ErrNoChange):
@@ -195,6 +203,12 @@ func (s *Service) handleReading(ctx context.Context, m jetstream.Msg) {
 // is: a final reading so dropped is still the server's, which asks for
 // its receipt (receipts.go) and has it counted then. The final readings
 // stored are told to the server (tellStored).
+//
+// The message's contracts are counted at once (countAll), each
+// contract's readings in their order: one after another, each waiting
+// for its own commit, a server's readings messages are counted no faster
+// than a commit a reading, and its final readings wait in the stream
+// past its question for their receipts, each then counted twice.
 func (s *Service) handleReadings(ctx context.Context, server string, m jetstream.Msg) {
 	log := s.house.Config().Logger
 	if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" && !strings.HasPrefix(id, server+":") {
@@ -208,8 +222,7 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 		_ = m.Term()
 		return
 	}
-	again := false
-	var stored []protocol.Receipt
+	var counts []count
 	for _, r := range rs.Readings {
 		if ok, _ := s.readings.take(server, s.cfg.Now()); !ok {
 			s.refused.WithLabelValues("readings").Inc()
@@ -221,12 +234,17 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 			log.Warn("malformed reading in a readings message dropped", "server", server, "err", err)
 			continue
 		}
-		err = s.house.Reading(ctx, server, rd.Contract, "", r.Reading, r.Sig)
+		counts = append(counts, count{rd: rd, raw: r.Reading, sig: r.Sig})
+	}
+	s.countAll(ctx, server, counts)
+	again := false
+	var stored []protocol.Receipt
+	for _, c := range counts {
 		switch {
-		case err == nil && rd.Final:
-			stored = append(stored, protocol.Receipt{Contract: rd.Contract, Seq: rd.Seq, Status: protocol.ReceiptKept, Stored: rd.Seq})
-		case exchange.Transient(err):
-			if bourse.ErrorCode(err) == bourse.EUnavailable {
+		case c.err == nil && c.rd.Final:
+			stored = append(stored, protocol.Receipt{Contract: c.rd.Contract, Seq: c.rd.Seq, Status: protocol.ReceiptKept, Stored: c.rd.Seq})
+		case exchange.Transient(c.err):
+			if bourse.ErrorCode(c.err) == bourse.EUnavailable {
 				s.house.Disconnected()
 			}
 			again = true
@@ -238,6 +256,53 @@ func (s *Service) handleReadings(ctx context.Context, server string, m jetstream
 		_ = m.Ack()
 	}
 	s.tellStored(server, stored)
+}
+
+// count is a reading of a readings message, decoded, and what counting it
+// came to.
+type count struct {
+	rd  contract.Reading
+	raw []byte
+	sig string
+	err error
+}
+
+// countAtOnce bounds the contracts of one readings message counted at
+// once: enough to fill a group commit, few enough that a message of a
+// few hundred readings does not hold as many goroutines.
+const countAtOnce = 32
+
+// countAll has the House count each of server's readings cs, setting
+// each one's err: the readings of different contracts at once, those of
+// one contract one after another in their order, as a contract's
+// readings arrive in order (startUsage). The House's store puts the
+// counts that run at once in shared transactions.
+func (s *Service) countAll(ctx context.Context, server string, cs []count) {
+	if len(cs) == 1 {
+		cs[0].err = s.house.ReadingOf(ctx, server, cs[0].rd.Contract, "", cs[0].rd, cs[0].raw, cs[0].sig)
+		return
+	}
+	byContract := map[string][]int{}
+	var order []string
+	for i, c := range cs {
+		if _, ok := byContract[c.rd.Contract]; !ok {
+			order = append(order, c.rd.Contract)
+		}
+		byContract[c.rd.Contract] = append(byContract[c.rd.Contract], i)
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, countAtOnce)
+	for _, id := range order {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			for _, i := range byContract[id] {
+				c := &cs[i]
+				c.err = s.house.ReadingOf(ctx, server, c.rd.Contract, "", c.rd, c.raw, c.sig)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // readingsSubject parses bourse.v1.server.<server>.readings.

@@ -6,8 +6,8 @@ import (
 	"github.com/bourse/bourse/contract"
 )
 
-// known keeps, for the contracts that this store wrote last and that may
-// change again, the record written and the contract it encodes. An
+// known keeps, for the contracts that this store wrote last, the record
+// written and the contract it encodes. An
 // Update's change then decides on a clone of that contract before the
 // group's first round trip, so that the rows its ledger operations need
 // are read with the contract's own row instead of in a round trip of their
@@ -18,9 +18,15 @@ import (
 // its record was encoded from, not the record decoded again: equal in
 // value, as the in-memory store's contracts are.
 //
-// Memory: two generations of at most max/2 entries each. Settled and
-// voided contracts leave at once; those another instance finished age out
-// when the older generation is dropped.
+// Memory: two generations of at most max/2 entries each; a contract ages
+// out when the older generation is dropped, unless written again. Settled
+// and voided contracts are kept too: a settled contract changes no more,
+// but Updates still come to it, each deciding that nothing changes (a
+// final reading heard both from the usage stream and in its server's
+// question for a receipt, the sweep's look at a contract another
+// instance settled), and each would otherwise decode the row. At 16
+// clients on PostgreSQL (BenchmarkOffers, 2026-12-02) those decodings
+// were most of the records the store decoded.
 type known struct {
 	mu       sync.Mutex
 	max      int
@@ -53,17 +59,12 @@ func (k *known) get(uid [16]byte) (record, contract.Contract, bool) {
 	return r.rec, r.c.Clone(), true
 }
 
-// put notes that rec, the encoding of c, is uid's row as committed; a
-// contract that ended is forgotten instead.
+// put notes that rec, the encoding of c, is uid's row as committed.
 func (k *known) put(uid [16]byte, rec record, c *contract.Contract) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.old, uid)
-	if !c.HoldsEscrow() {
-		delete(k.cur, uid)
-		return
-	}
-	if len(k.cur) >= k.max/2 {
+	if _, ok := k.cur[uid]; !ok && len(k.cur) >= k.max/2 {
 		k.old, k.cur = k.cur, make(map[[16]byte]knownRow, k.max/2)
 	}
 	k.cur[uid] = knownRow{rec: rec, c: c.Clone()}

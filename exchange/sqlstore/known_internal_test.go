@@ -10,6 +10,7 @@ import (
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/currency/sqlledger"
+	"github.com/bourse/bourse/exchange"
 	"github.com/bourse/bourse/internal/pgtest"
 )
 
@@ -31,8 +32,9 @@ func TestKnownGetClones(t *testing.T) {
 	assert.Equal(t, []int{1}, again.GPUs)
 }
 
-// Ended contracts leave at once; the rest age out two generations of
-// max/2 later, so that memory stays bounded whatever other instances end.
+// Contracts age out two generations of max/2 later, ended or not, so
+// that memory stays bounded whatever other instances end; a contract
+// written again is kept.
 func TestKnownBounded(t *testing.T) {
 	k := newKnown(8)
 	running := contract.Contract{State: contract.StateRunning}
@@ -47,11 +49,25 @@ func TestKnownBounded(t *testing.T) {
 
 	ended := contract.Contract{State: contract.StateSettled}
 	k.put(uidOf(99), record("r2"), &ended)
+	rec, c, ok := k.get(uidOf(99))
+	require.True(t, ok, "a settled contract is kept: Updates still come to it")
+	assert.Equal(t, record("r2"), rec)
+	assert.Equal(t, contract.StateSettled, c.State)
+	for i := range 4 {
+		k.put(uidOf(200+i), record("r"), &running)
+	}
+	k.put(uidOf(99), record("r3"), &ended) // written again: kept
+	for i := range 3 {
+		k.put(uidOf(300+i), record("r"), &running)
+	}
 	_, _, ok = k.get(uidOf(99))
-	assert.False(t, ok, "a settled contract changes no more: forgotten")
-	k.put(uidOf(98), record("r2"), &contract.Contract{State: contract.StateVoided})
-	_, _, ok = k.get(uidOf(98))
-	assert.False(t, ok)
+	assert.True(t, ok, "written again, it is in the newer generation")
+	for i := range 8 {
+		k.put(uidOf(400+i), record("r"), &ended)
+		assert.LessOrEqual(t, k.len(), 8)
+	}
+	_, _, ok = k.get(uidOf(99))
+	assert.False(t, ok, "ended contracts age out as others do")
 }
 
 // An instance alone decides each Update on the contract it wrote last,
@@ -83,10 +99,13 @@ func TestUpdatesTakeTheKnown(t *testing.T) {
 		assert.Equal(t, got.GPUs, stored.GPUs, "update %d", i)
 	}
 	assert.EqualValues(t, 3, s.taken.Load())
-	assert.Zero(t, s.known.len(), "settled: forgotten")
+	assert.Equal(t, 1, s.known.len(), "settled: kept, for the Updates that still come")
 
-	// Settled, it is decided on the row.
-	_, err = s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) { return nil, nil })
-	require.NoError(t, err)
-	assert.EqualValues(t, 3, s.taken.Load())
+	// Settled, a change that changes nothing is decided on the contract
+	// known, and answered with it, not with the row decoded.
+	got, err := s.Update(ctx, "c1", func(c *contract.Contract) ([]currency.Op, error) { return nil, exchange.ErrNoChange })
+	require.ErrorIs(t, err, exchange.ErrNoChange)
+	assert.EqualValues(t, 4, s.taken.Load())
+	assert.Equal(t, contract.StateSettled, got.State)
+	assert.Equal(t, []int{0, 1, 2}, got.GPUs)
 }

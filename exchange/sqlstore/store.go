@@ -252,7 +252,7 @@ func (s *Store) Update(ctx context.Context, id string, change func(c *contract.C
 		return contract.Contract{}, err
 	}
 	if u.changeErr != nil {
-		return u.current(), u.changeErr
+		return u.current(s.known), u.changeErr
 	}
 	return u.next, nil // as stored: its record is what was written
 }

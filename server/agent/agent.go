@@ -124,7 +124,10 @@ type Agent struct {
 	// stopped tells the ticker to tick now: a job's stop is done.
 	tickKick chan struct{}
 	// changes asks for a heartbeat soon: the node's ask changed.
+	// repaced says that the exchange set a new heartbeat interval
+	// (pace.go).
 	changes chan struct{}
+	repaced chan struct{}
 	// batch are the readings waiting for the next readings message
 	// (send); batchTimer, if set, flushes them at batchDue.
 	batchMu    sync.Mutex
@@ -139,6 +142,10 @@ type Agent struct {
 
 	mu        sync.Mutex
 	heartbeat time.Duration
+	// changeGap is the least time between heartbeats that changes bring
+	// about, as the exchange's hello reply said (pace.go); 0 from an
+	// exchange older than it: a tenth of heartbeat.
+	changeGap time.Duration
 	closing   bool
 	// status is what /metrics and /readyz read of the agent from
 	// another goroutine (metrics.go).
@@ -182,6 +189,7 @@ func New(cfg Config) (*Agent, error) {
 		resendKick:  make(chan struct{}, 1),
 		tickKick:    make(chan struct{}, 1),
 		changes:     make(chan struct{}, 1),
+		repaced:     make(chan struct{}, 1),
 	}
 	// The agent fetches its jobs' files for the runner, from the exchange.
 	node, err := server.NewNode(server.NodeConfig{ID: cfg.ID, Currency: cfg.Currency, GPUs: cfg.GPUs, Policy: cfg.Policy,
@@ -403,6 +411,7 @@ func (a *Agent) subscribe() ([]*nats.Subscription, error) {
 		{protocol.DeliverStart, a.onStart},
 		{protocol.DeliverCancel, a.onCancel},
 		{protocol.DeliverControl, a.onControl},
+		{protocol.DeliverPace, a.onPace},
 	}
 	var subs []*nats.Subscription
 	for _, h := range handlers {

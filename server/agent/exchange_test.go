@@ -50,6 +50,7 @@ type exchange struct {
 	readingsMsgs bool
 	readingEvery time.Duration
 	receipts     bool
+	changeGap    time.Duration
 }
 
 // setup says what newExchange leaves out or adds.
@@ -69,6 +70,9 @@ type setup struct {
 	// receipts: the hello reply says that the exchange gives receipts
 	// (the test answers the agent's questions itself: onReceipts).
 	receipts bool
+	// changeGap: the hello reply sets it (an exchange that paces
+	// heartbeats); zero plays one older than pacing.
+	changeGap time.Duration
 }
 
 // newExchange starts NATS, creates the usage stream, answers hellos and
@@ -94,7 +98,7 @@ func newExchange(t testing.TB, s setup) *exchange {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings, readingEvery: cmp.Or(s.readingEvery, every), receipts: s.receipts,
+	x := &exchange{t: t, ns: ns, store: store, url: url, nc: nc, js: js, readingsMsgs: s.readings, readingEvery: cmp.Or(s.readingEvery, every), receipts: s.receipts, changeGap: s.changeGap,
 		hello: make(chan protocol.Hello, 16), beats: make(chan protocol.Hello, 1024)}
 	if !s.noStream {
 		x.createStream()
@@ -122,7 +126,7 @@ func (x *exchange) answerHello() {
 			x.hello <- h
 		}
 		x.respond(m, protocol.HelloReply{Heartbeat: contract.Duration(every), ReadingEvery: contract.Duration(x.readingEvery),
-			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs, Receipts: x.receipts})
+			ServerLostAfter: contract.Duration(10 * every), Readings: x.readingsMsgs, Receipts: x.receipts, ChangeGap: contract.Duration(x.changeGap)})
 	})
 	require.NoError(x.t, err)
 }

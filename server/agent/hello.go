@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 	"github.com/bourse/bourse/protocol/natswire"
 )
@@ -118,6 +119,7 @@ func (a *Agent) adopt(r protocol.HelloReply) {
 	if r.Heartbeat > 0 {
 		a.heartbeat = time.Duration(r.Heartbeat)
 	}
+	a.changeGap = time.Duration(r.ChangeGap)
 	a.log.Info("registered", "heartbeat", a.heartbeat, "reading_every", a.node.ReadingEvery())
 }
 
@@ -130,26 +132,36 @@ func (a *Agent) beat(ctx context.Context) {
 	every := a.heartbeatEvery()
 	t := time.NewTicker(every) //wallclock: pacing: heartbeats go out in real time
 	defer t.Stop()
-	for ctx.Err() == nil {
-		msg, err := a.signedMsg(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), a.beatBody())
-		if err == nil {
-			err = a.nc.PublishMsg(msg)
+	var sent time.Time
+	for send := true; ctx.Err() == nil; send = true {
+		if send {
+			msg, err := a.signedMsg(protocol.ServerSubject(a.id, protocol.VerbHeartbeat), a.beatBody())
+			if err == nil {
+				err = a.nc.PublishMsg(msg)
+			}
+			if err != nil {
+				a.log.Warn("heartbeat", "err", err)
+			}
+			sent = time.Now() //wallclock: pacing: changes are said at most every changeGap of real time
 		}
-		if err != nil {
-			a.log.Warn("heartbeat", "err", err)
-		}
-		sent := time.Now() //wallclock: pacing: changes are said at most every changeGap of real time
 		select {
 		case <-ctx.Done():
 		case <-t.C:
 		case <-a.changes:
 			// The ask changed: say so soon, so that the exchange routes
-			// on what is so, but not more often than every tenth of a
-			// heartbeat however fast jobs come and go.
+			// on what is so, but not more often than the exchange's
+			// change gap (a tenth of the least heartbeat interval)
+			// however fast jobs come and go.
 			select {
 			case <-ctx.Done():
-			case <-time.After(every/changeGap - time.Since(sent)): //wallclock: pacing: as above
+			case <-time.After(a.changeEvery() - time.Since(sent)): //wallclock: pacing: as above
 			}
+		case <-a.repaced:
+			// The fleet grew: beat less often from now on; the next
+			// heartbeat, at the new interval, says so.
+			every = a.heartbeatEvery()
+			t.Reset(every)
+			send = false
 		case <-a.reconnected:
 			if err := a.hello(ctx); err != nil {
 				// The jobs still run and report; only new work is at stake.
@@ -162,8 +174,42 @@ func (a *Agent) beat(ctx context.Context) {
 }
 
 // changeGap is how many heartbeats a change may bring about per
-// heartbeat interval, at most.
+// heartbeat interval, at most, where the exchange does not say
+// (HelloReply.ChangeGap).
 const changeGap = 10
+
+// changeEvery is the least time between heartbeats that changes bring
+// about.
+func (a *Agent) changeEvery() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.changeGap > 0 {
+		return a.changeGap
+	}
+	return a.heartbeat / changeGap
+}
+
+// onPace takes the exchange's word that the fleet grew: a longer
+// heartbeat interval (protocol.DeliverPace). One from an exchange that
+// does not pace (it never sends one) is taken all the same.
+func (a *Agent) onPace(m *nats.Msg) {
+	var p protocol.Pace
+	if err := decode(m, &p); err != nil || p.Heartbeat <= 0 {
+		a.log.Warn("pace", "err", err, "heartbeat", time.Duration(p.Heartbeat))
+		return
+	}
+	a.mu.Lock()
+	changed := a.heartbeat != time.Duration(p.Heartbeat)
+	a.heartbeat = time.Duration(p.Heartbeat)
+	a.mu.Unlock()
+	if changed {
+		a.log.Info("heartbeat paced", "heartbeat", time.Duration(p.Heartbeat))
+		select {
+		case a.repaced <- struct{}{}:
+		default: // one is due already
+		}
+	}
+}
 
 // changed says that the node's ask changed (GPUs claimed, released,
 // started or freed): a heartbeat goes out soon.
@@ -191,5 +237,10 @@ func (a *Agent) beatBody() protocol.Hello {
 	if a.receipts.Load() == receiptsGiven {
 		h.Settling = a.held.ids()
 	}
+	a.mu.Lock()
+	if a.changeGap > 0 { // the exchange paces heartbeats: say the interval kept
+		h.Heartbeat = contract.Duration(a.heartbeat)
+	}
+	a.mu.Unlock()
 	return h
 }
