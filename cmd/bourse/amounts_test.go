@@ -49,6 +49,6 @@ func TestViewNumbers(t *testing.T) {
 	v.servers(&b, s, false)
 	v.clients(ctx, &b, s)
 	out := b.String()
-	assert.Regexp(t, `boreal +reserve +4× H100 +0 +□□□□ +1 +0\.2 +19\.20\n`, out)
-	assert.Regexp(t, `ada +fixed +0\.4 +80\.80 +0\.00 +19\.20 +30\.80 +1 +0\n`, out)
+	assert.Regexp(t, `boreal +reserve +4× H100 +0 +□□□□ +1 +720\.00 +19\.20\n`, out, "the last price per GPU-hour")
+	assert.Regexp(t, `ada +fixed +1440\.00 +80\.80 +0\.00 +19\.20 +30\.80 +1 +0\n`, out)
 }
