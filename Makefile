@@ -40,7 +40,7 @@ bench-ledger:
 
 ## bench-exchange: contracts/s and negotiation latency beside raw NATS request/reply
 bench-exchange:
-	$(PGRUN) bash scripts/nats-server.sh run -- bash scripts/bench-exchange.sh
+	$(PGRUN) bash scripts/nats-server.sh run -- env BENCH_OFFERS=$(BENCH_OFFERS) bash scripts/bench-exchange.sh
 
 ## bench-instances: contracts/s and CPU per contract with 1, 2 and 3 bourse
 ## exchange processes on one PostgreSQL and a three-node NATS cluster
