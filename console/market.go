@@ -230,18 +230,7 @@ func marketOf(snaps []marketSnap, now time.Time) marketCurrency {
 // where one needs them for two significant digits, all alike; the money
 // charged at the currency's scale; GPU-seconds used whole.
 func marketRows(ls []protocol.MarketModel, scale int32) []marketRow {
-	var prices []decimal.Decimal
-	for _, l := range ls {
-		if p := l.Prices; p != nil {
-			prices = append(prices, p.Low, p.Median, p.High, p.VWAP)
-		}
-		if l.Waiting.Offers > 0 {
-			prices = append(prices, l.Waiting.Best)
-		}
-	}
-	for i := range prices {
-		prices[i] = contract.PerHour(prices[i])
-	}
+	prices := protocol.HourPrices(ls)
 	places := currency.PricePlaces(scale, prices...)
 	next := func() string { s := prices[0].StringFixed(places); prices = prices[1:]; return s }
 	rows := make([]marketRow, 0, len(ls))

@@ -184,3 +184,22 @@ type QuoteReply struct {
 	Rejections []Rejection        `json:"rejections,omitempty"`
 	Unpriced   []string           `json:"unpriced,omitempty"`
 }
+
+// HourPrices are the prices per GPU-hour a reader is shown of market
+// lines ls, in order: each line's low, median, high and VWAP where it
+// has contracts' prices, then its best waiting offer where one waits.
+// Every screen of market data (bourse market, the console's Market page)
+// prints these and sets their decimal places from all of them
+// (currency.PricePlaces), so that a column lines up.
+func HourPrices(ls []MarketModel) []decimal.Decimal {
+	var ds []decimal.Decimal
+	for _, l := range ls {
+		if p := l.Prices; p != nil {
+			ds = append(ds, contract.PerHour(p.Low), contract.PerHour(p.Median), contract.PerHour(p.High), contract.PerHour(p.VWAP))
+		}
+		if l.Waiting.Offers > 0 {
+			ds = append(ds, contract.PerHour(l.Waiting.Best))
+		}
+	}
+	return ds
+}

@@ -302,17 +302,5 @@ func gpuSeconds(d decimal.Decimal) string { return d.Round(0).String() }
 // with, all of them alike so that a column lines up
 // (currency.PricePlaces, as the console's market page).
 func pricePlaces(m protocol.Market) int32 {
-	var ds []decimal.Decimal
-	for _, l := range m.Models {
-		if p := l.Prices; p != nil {
-			ds = append(ds, p.Low, p.Median, p.High, p.VWAP)
-		}
-		if l.Waiting.Offers > 0 {
-			ds = append(ds, l.Waiting.Best)
-		}
-	}
-	for i := range ds {
-		ds[i] = contract.PerHour(ds[i])
-	}
-	return currency.PricePlaces(m.Scale, ds...)
+	return currency.PricePlaces(m.Scale, protocol.HourPrices(m.Models)...)
 }
