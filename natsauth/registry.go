@@ -35,6 +35,17 @@ type Issued struct {
 	Revoked time.Time
 }
 
+// RotateWithin is how long before it expires a credential is due to be
+// rotated: a month leaves its holder time to take the new one in.
+const RotateWithin = 30 * 24 * time.Hour
+
+// RotateSoon says whether e is live at now and expires within
+// RotateWithin: the list of credentials tells its administrator to
+// rotate it.
+func (e Issued) RotateSoon(now time.Time) bool {
+	return e.Revoked.IsZero() && !e.Expires.IsZero() && now.Before(e.Expires) && e.Expires.Sub(now) < RotateWithin
+}
+
 // registry is the Registry file's lines.
 type registry struct {
 	path    string

@@ -111,7 +111,7 @@ func credentialState(e natsauth.Issued, now time.Time) string {
 		return "live, never expires"
 	case !now.Before(e.Expires):
 		return "expired"
-	case e.Expires.Sub(now) < 30*24*time.Hour:
+	case e.RotateSoon(now):
 		return fmt.Sprintf("live, expires in %d days: rotate it", int(e.Expires.Sub(now).Hours()/24))
 	}
 	return "live"
