@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func benchHeartbeat(b *testing.B, signed, echo bool) {
 	// names) unless echo.
 	msgs := make([]*nats.Msg, 2*servers)
 	for i, id := range rig.ids {
-		h := rig.nodes[id].Hello(rig.now)
+		h := rig.nodes[id].Hello(rig.Now())
 		for k, policy := range []string{"a", "b"} {
 			if !echo {
 				h.Policy = policy
@@ -82,10 +83,25 @@ func benchHeartbeat(b *testing.B, signed, echo bool) {
 type beatRig struct {
 	tb      testing.TB
 	s       *Service
+	mu      sync.Mutex // now is read by the service's goroutines, moved by the test's
 	now     time.Time
 	ids     []string
 	nodes   map[string]*server.Node
 	signers map[string]signing.Signer
+}
+
+// Now is the rig's clock.
+func (r *beatRig) Now() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now
+}
+
+// advance moves the rig's clock on by d.
+func (r *beatRig) advance(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.now = r.now.Add(d)
 }
 
 func newBeatRig(tb testing.TB, servers int, signed bool, perSecond int) *beatRig {
@@ -97,7 +113,7 @@ func newBeatRig(tb testing.TB, servers int, signed bool, perSecond int) *beatRig
 	require.NoError(tb, store.Ledger().CreateCurrency(ctx, cur))
 	rig := &beatRig{tb: tb, now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC),
 		nodes: map[string]*server.Node{}, signers: map[string]signing.Signer{}}
-	clock := func() time.Time { return rig.now }
+	clock := rig.Now
 	var keyLines strings.Builder
 	dir := tb.TempDir()
 	for i := range servers {
@@ -133,7 +149,7 @@ func newBeatRig(tb testing.TB, servers int, signed bool, perSecond int) *beatRig
 			Policy: server.Posted{P: contract.Flat(dectest.D("0.001"))}, Runner: &server.Synthetic{Now: clock}})
 		require.NoError(tb, err)
 		rig.nodes[id] = node
-		_, err = s.house.Hello(ctx, id, node.Hello(rig.now))
+		_, err = s.house.Hello(ctx, id, node.Hello(rig.Now()))
 		require.NoError(tb, err)
 	}
 	require.Equal(tb, servers, s.LiveServers())

@@ -39,26 +39,26 @@ func (rig *beatRig) dropped() float64 {
 // heard in full.
 func TestHeartbeatEcho(t *testing.T) {
 	rig := newBeatRig(t, 2, false, 0)
-	h := rig.nodes["s0000"].Hello(rig.now)
+	h := rig.nodes["s0000"].Hello(rig.Now())
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false))
-	first := rig.now
+	first := rig.Now()
 
-	rig.now = rig.now.Add(2 * time.Second)
-	h.At = rig.now
+	rig.advance(2 * time.Second)
+	h.At = rig.Now()
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false))
-	assert.Equal(t, rig.now, rig.seen("s0000").Seen, "an echo was not heard")
-	_, _, _, same := rig.s.echoes.same("s0000", rig.msg("s0000", h, false).Data, rig.now)
+	assert.Equal(t, rig.Now(), rig.seen("s0000").Seen, "an echo was not heard")
+	_, _, _, same := rig.s.echoes.same("s0000", rig.msg("s0000", h, false).Data, rig.Now())
 	assert.True(t, same, "the heartbeat is not kept as the server's last")
 
-	rig.now = rig.now.Add(time.Second)
+	rig.advance(time.Second)
 	h.At = first // a copy of the first, sent again
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false))
-	assert.Equal(t, rig.now.Add(-time.Second), rig.seen("s0000").Seen, "a stale copy was heard")
+	assert.Equal(t, rig.Now().Add(-time.Second), rig.seen("s0000").Seen, "a stale copy was heard")
 
-	h.At, h.Free = rig.now, 3
+	h.At, h.Free = rig.Now(), 3
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false))
 	got := rig.seen("s0000")
-	assert.Equal(t, rig.now, got.Seen)
+	assert.Equal(t, rig.Now(), got.Seen)
 	assert.Equal(t, 3, got.Free, "a heartbeat that says something new was not heard in full")
 }
 
@@ -69,25 +69,25 @@ func TestHeartbeatEcho(t *testing.T) {
 // never an echo: the next is checked again, and dropped again.
 func TestHeartbeatEchoSigned(t *testing.T) {
 	rig := newBeatRig(t, 2, true, 0)
-	h := rig.nodes["s0000"].Hello(rig.now)
+	h := rig.nodes["s0000"].Hello(rig.Now())
 	require.NotNil(t, h.Ask)
 	rig.s.handleHeartbeat(rig.msg("s0000", h, true))
 	require.NotNil(t, rig.seen("s0000").Ask, "a signed ask dropped")
 
 	unsigned := func(h protocol.Hello) *nats.Msg { m := rig.msg("s0000", h, false); return m }
-	rig.now = rig.now.Add(time.Second)
-	h.At = rig.now
+	rig.advance(time.Second)
+	h.At = rig.Now()
 	rig.s.handleHeartbeat(unsigned(h))
 	assert.NotNil(t, rig.seen("s0000").Ask, "an echo of a signed ask: the ask its server signed")
 
-	rig.now = rig.now.Add(echoFor + time.Second)
-	h.At = rig.now
+	rig.advance(echoFor + time.Second)
+	h.At = rig.Now()
 	rig.s.handleHeartbeat(unsigned(h))
 	assert.Nil(t, rig.seen("s0000").Ask, "an unsigned ask taken past echoFor")
 	dropped := rig.dropped()
 
-	rig.now = rig.now.Add(time.Second)
-	h.At = rig.now
+	rig.advance(time.Second)
+	h.At = rig.Now()
 	rig.s.handleHeartbeat(unsigned(h))
 	assert.Nil(t, rig.seen("s0000").Ask)
 	assert.Equal(t, dropped+1, rig.dropped(),
@@ -105,7 +105,7 @@ func TestPaceTold(t *testing.T) {
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, rig.s.nc.Flush())
 
-	h := rig.nodes["s0000"].Hello(rig.now)
+	h := rig.nodes["s0000"].Hello(rig.Now())
 	h.Heartbeat = contract.Duration(time.Second)
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false))
 	select {
@@ -117,11 +117,11 @@ func TestPaceTold(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no pace told")
 	}
-	rig.now = rig.now.Add(time.Second)
-	h.At = rig.now
+	rig.advance(time.Second)
+	h.At = rig.Now()
 	rig.s.handleHeartbeat(rig.msg("s0000", h, false)) // an echo, not told again
 
-	old := rig.nodes["s0001"].Hello(rig.now)
+	old := rig.nodes["s0001"].Hello(rig.Now())
 	rig.s.handleHeartbeat(rig.msg("s0001", old, false))
 	require.NoError(t, rig.s.nc.Flush())
 	select {
