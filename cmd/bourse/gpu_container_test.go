@@ -121,20 +121,25 @@ runner:
 	assert.True(t, rep.OK(), "%s", rep)
 }
 
-// dutyRoot is the duty job's root: $BOURSE_GPU_DUTY_ROOT, or make
-// gpu-tests' bin/gpu/duty-root, or one built now with a C compiler.
+// dutyRoot is the duty job's root: $BOURSE_GPU_DUTY_ROOT, or one built
+// now from testdata/gpuduty/duty.c where a C compiler is, or else make
+// gpu-tests' bin/gpu/duty-root (a GPU machine without one). Built now
+// first, so that a bin/gpu left by an earlier build never stands in for
+// the duty.c of this checkout.
 func dutyRoot(t *testing.T) string {
 	t.Helper()
 	if dir := os.Getenv("BOURSE_GPU_DUTY_ROOT"); dir != "" {
 		return dir
 	}
-	if _, err := os.Stat("../../bin/gpu/duty-root/bin/duty"); err == nil {
-		return "../../bin/gpu/duty-root"
+	if _, err := exec.LookPath("gcc"); err == nil {
+		dir := t.TempDir()
+		out, err := exec.Command("bash", "../../scripts/gpu-duty-root.sh", dir).CombinedOutput()
+		require.NoError(t, err, "build the duty job: %s", out)
+		return dir
 	}
-	dir := t.TempDir()
-	out, err := exec.Command("bash", "../../scripts/gpu-duty-root.sh", dir).CombinedOutput()
-	require.NoError(t, err, "build the duty job (make gpu-tests builds it beforehand): %s", out)
-	return dir
+	_, err := os.Stat("../../bin/gpu/duty-root/bin/duty")
+	require.NoError(t, err, "no C compiler here and no bin/gpu/duty-root: run make gpu-tests where Go and gcc are, and carry bin/gpu")
+	return "../../bin/gpu/duty-root"
 }
 
 // kernelSeconds reads the kernel time a duty job wrote to file.
