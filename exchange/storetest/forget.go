@@ -208,11 +208,19 @@ func (w *work) run(g, n int, rng *rand.Rand, after func(*rand.Rand)) {
 		switch k := rng.IntN(10); {
 		case k < 4 || len(live) == 0:
 			id := fmt.Sprintf("%s-%d-%d", w.clients[g], g, i)
+			// "Newest first" is the order of acceptance: the model opens
+			// under its lock, each a microsecond after the last, so that
+			// workers opening at once are listed in one order by every
+			// store (memstore by insertion, SQL by accepted_at, then id).
+			w.mu.Lock()
+			w.clock.Advance(time.Microsecond)
 			c := newContract(id, client, w.clock.Now())
 			_, created, err := f.s.Open(f.ctx, c, "", reserve(c, "escrow/"+id))
+			if err != nil || !created {
+				w.mu.Unlock()
+			}
 			require.NoError(t, err)
 			require.True(t, created)
-			w.mu.Lock()
 			wallet = currency.WalletID(gpu, client)
 			w.bal[wallet] = w.bal[wallet].Sub(c.Terms.Prepayment)
 			w.held[wallet] = w.held[wallet].Add(c.Terms.Prepayment)
