@@ -23,7 +23,7 @@ build:
 test:
 	bash scripts/chromium.sh
 	bash scripts/runc.sh
-	$(PGRUN) bash scripts/nats-server.sh run -- $(GO) test -race -count=1 ./...
+	$(PGRUN) bash scripts/nats-server.sh run -- $(GO) test -race -count=1 -timeout 18m ./...
 	bash scripts/natscli-e2e.sh
 
 ## e2e: natscli drives a demo market through NATS alone
