@@ -78,13 +78,14 @@ var (
 	bLevels = bound{field: "policies.*.levels", kind: whole, min: 2, max: server.MaxLearningLevels, zero: strconv.Itoa(server.DefaultLearningLevels)}
 	bFloor  = bound{field: "policies.*.floor, policies.*.ceiling", kind: money, min: 0, above: true, max: server.MaxLearningMultiplier,
 		zero: server.DefaultLearningFloor.String() + " and " + server.DefaultLearningCeiling.String()}
-	bEpoch = bound{field: "policies.*.epoch", kind: duration, min: 1, max: secs(decade), zero: server.DefaultLearningEpoch.String()}
+	bEpoch    = bound{field: "policies.*.epoch", kind: duration, min: 1, max: secs(decade), zero: server.DefaultLearningEpoch.String()}
+	bMaxEpoch = bound{field: "policies.*.max_epoch", kind: duration, min: 1, max: secs(decade), zero: "the epoch (epochs do not grow)"}
 )
 
 // bounds are all of them, for the docs.
 var bounds = []bound{bSeeds, bHorizon, bLimit, bSample, bSamples, bReadingEvery, bRouteTo, bGPUs, bReplicas, bMemory, bServers, bAllGPUs,
 	bBudget, bValue, bPatience, bAllowanceA, bAllowanceB, bPeriod, bStart, bStep, bBase, bWindow, bSlack, bK, bPolicyTime, bMaxRunning,
-	bLevels, bFloor, bEpoch}
+	bLevels, bFloor, bEpoch, bMaxEpoch}
 
 // want says the bound for a person: "1 to 1024, or 0 for one".
 func (b bound) want() string {

@@ -336,7 +336,7 @@ func checkPolicy(at string, p server.PolicyConfig) error {
 	if k, err := decimal.NewFromString(p.K); err == nil {
 		errs = append(errs, bK.money(at+".k", k))
 	}
-	errs = append(errs, bLevels.whole(at+".levels", p.Levels), bEpoch.duration(at+".epoch", p.Epoch))
+	errs = append(errs, bLevels.whole(at+".levels", p.Levels), bEpoch.duration(at+".epoch", p.Epoch), bMaxEpoch.duration(at+".max_epoch", p.MaxEpoch))
 	for _, m := range []struct{ name, v string }{{"floor", p.Floor}, {"ceiling", p.Ceiling}} {
 		if d, err := decimal.NewFromString(m.v); err == nil {
 			errs = append(errs, bFloor.money(at+"."+m.name, d))

@@ -47,6 +47,17 @@ type LearningConfig struct {
 	// again, DefaultLearningEpoch if 0: long enough for a few contracts
 	// to start at it.
 	Epoch time.Duration
+	// MaxEpoch, when above Epoch, lets the epochs grow as the learner
+	// settles: the k-th epoch after each level has been posted once lasts
+	// Epoch×√(k/levels), up to MaxEpoch; 0 (or Epoch) keeps every epoch
+	// at Epoch. A price that changes faster than clients wait teaches
+	// patient clients to wait for a cheap epoch (Feldman et al., NeurIPS
+	// 2016), and every change is a chance to lose what the last level
+	// earned (bandits with switching costs need T^(2/3) regret, Dekel et
+	// al., STOC 2014): epochs that lengthen switch less as there is less
+	// left to learn, the way batched bandits do. docs/pricing.md says
+	// when to set it.
+	MaxEpoch time.Duration
 	// Seed seeds its choices: the same seed and the same outcomes post the
 	// same prices.
 	Seed uint64
@@ -112,6 +123,9 @@ func NewLearning(cfg LearningConfig) (*Learning, error) {
 	if cfg.Epoch == 0 {
 		cfg.Epoch = DefaultLearningEpoch
 	}
+	if cfg.MaxEpoch == 0 {
+		cfg.MaxEpoch = cfg.Epoch
+	}
 	switch {
 	case !cfg.Floor.IsPositive() || cfg.Ceiling.GreaterThan(decimal.NewFromInt(MaxLearningMultiplier)):
 		return nil, bourse.Errorf(bourse.EInvalid, op, "floor %s and ceiling %s: want multipliers above 0 and at most %d", cfg.Floor, cfg.Ceiling, MaxLearningMultiplier)
@@ -121,6 +135,8 @@ func NewLearning(cfg LearningConfig) (*Learning, error) {
 		return nil, bourse.Errorf(bourse.EInvalid, op, "levels %d: want 2 to %d", cfg.Levels, MaxLearningLevels)
 	case cfg.Epoch < time.Second:
 		return nil, bourse.Errorf(bourse.EInvalid, op, "epoch %v: want at least a second", cfg.Epoch)
+	case cfg.MaxEpoch < cfg.Epoch:
+		return nil, bourse.Errorf(bourse.EInvalid, op, "max_epoch %v is below epoch %v: want it at least the epoch, or 0 for epochs that do not grow", cfg.MaxEpoch, cfg.Epoch)
 	}
 	if err := cfg.Base.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: base: %w", op, err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -99,11 +100,26 @@ func (l *Learning) Observe(o Outcome) bool {
 			was := s.Level
 			s.Level = l.choose()
 			s.Epochs++
-			s.EpochEnd = o.Now.Add(l.cfg.Epoch)
+			s.EpochEnd = o.Now.Add(l.epochLength())
 			return s.Level != was
 		}
 	}
 	return false
+}
+
+// epochLength is how long the epoch just chosen lasts: Epoch during the
+// sweep and the sweep's length again after it, then Epoch×√(k/levels)
+// for the k-th epoch after the sweep, up to MaxEpoch. It depends on the
+// epochs counted alone, so a restored learner keeps its schedule. l.mu
+// is held.
+func (l *Learning) epochLength() time.Duration {
+	n := len(l.mults)
+	k := l.s.Epochs - n
+	if l.cfg.MaxEpoch <= l.cfg.Epoch || k <= n {
+		return l.cfg.Epoch
+	}
+	d := time.Duration(float64(l.cfg.Epoch) * math.Sqrt(float64(k)/float64(n)))
+	return min(max(d, l.cfg.Epoch), l.cfg.MaxEpoch)
 }
 
 // count adds the time since the last outcome to the level posted: all of

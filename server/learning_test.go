@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestLearningGrid(t *testing.T) {
 		"OneLevel":          {Levels: 1},
 		"TooManyLevels":     {Levels: MaxLearningLevels + 1},
 		"ShortEpoch":        {Epoch: time.Millisecond},
+		"MaxEpochUnder":     {Epoch: time.Hour, MaxEpoch: time.Minute},
 		"CeilingTooHigh":    {Ceiling: decimal.NewFromInt(MaxLearningMultiplier + 1)},
 		"NegativeFloor":     {Floor: dectest.D("-1")},
 		"NoBasePrice":       {Base: Posted{}},
@@ -234,6 +236,41 @@ func TestLearningFindsTheBestPrice(t *testing.T) {
 			assert.Greater(t, share[c.best], 0.5, "the best level most of the time")
 		})
 	}
+}
+
+// TestLearningEpochsGrow: with max_epoch the epochs last the epoch
+// through the sweep and as long again, then grow as the square root of
+// the epochs since, up to max_epoch; without it every epoch is the epoch.
+func TestLearningEpochsGrow(t *testing.T) {
+	lengths := func(maxEpoch time.Duration) []time.Duration {
+		l, err := NewLearning(LearningConfig{Base: Posted{P: contract.Flat(dectest.D("0.001"))}, Levels: 4,
+			Epoch: 10 * time.Minute, MaxEpoch: maxEpoch, Seed: 1})
+		require.NoError(t, err)
+		at := now
+		l.Observe(Outcome{Kind: OutcomeTime, Now: at, GPUs: 4, Free: 4})
+		var out []time.Duration
+		for range 200 {
+			next := l.Next()
+			out = append(out, next.Sub(at))
+			at = next
+			l.Observe(Outcome{Kind: OutcomeTime, Now: at, GPUs: 4, Free: 4})
+		}
+		return out
+	}
+	fixed := lengths(0)
+	for i, d := range fixed {
+		require.Equal(t, 10*time.Minute, d, "epoch %d: no max_epoch, no growth", i)
+	}
+	grown := lengths(time.Hour)
+	for i, d := range grown[:8] {
+		assert.Equal(t, 10*time.Minute, d, "epoch %d: the sweep and as long again at the epoch", i)
+	}
+	// The 16th epoch is the 12th after the sweep: 10m × √(12/4).
+	assert.Equal(t, time.Duration(float64(10*time.Minute)*math.Sqrt(3)), grown[15])
+	for i := 9; i < len(grown); i++ {
+		assert.GreaterOrEqual(t, grown[i], grown[i-1], "epoch %d: they never shrink", i)
+	}
+	assert.Equal(t, time.Hour, grown[len(grown)-1], "capped at max_epoch, which 10m × √(k/4) reaches at the 144th after the sweep")
 }
 
 // TestLearningDeterministic: the same seed and the same outcomes post the

@@ -28,6 +28,7 @@ type PolicyConfig struct {
 	Ceiling      string        `yaml:"ceiling" json:"ceiling"`
 	Levels       int           `yaml:"levels" json:"levels"`
 	Epoch        time.Duration `yaml:"epoch" json:"epoch"`
+	MaxEpoch     time.Duration `yaml:"max_epoch" json:"max_epoch"`
 	Seed         uint64        `yaml:"seed" json:"seed"`
 	MaxTimeLimit time.Duration `yaml:"max_time_limit" json:"max_time_limit"`
 	CounterTTL   time.Duration `yaml:"counter_ttl" json:"counter_ttl"`
@@ -80,8 +81,8 @@ func (c PolicyConfig) Build() (Policy, error) {
 	}
 	posted := Posted{P: p, Q: q, MaxTimeLimit: c.MaxTimeLimit, CounterTTL: c.CounterTTL}
 	learning := c.Kind == "learning"
-	if !learning && (c.Floor != "" || c.Ceiling != "" || c.Levels != 0 || c.Epoch != 0 || c.Seed != 0) {
-		return nil, errors.New("policy.floor, ceiling, levels, epoch and seed are for the learning policy")
+	if !learning && (c.Floor != "" || c.Ceiling != "" || c.Levels != 0 || c.Epoch != 0 || c.MaxEpoch != 0 || c.Seed != 0) {
+		return nil, errors.New("policy.floor, ceiling, levels, epoch, max_epoch and seed are for the learning policy")
 	}
 	var pol Policy
 	switch c.Kind {
@@ -145,7 +146,7 @@ func (c PolicyConfig) learning(base Posted) (*Learning, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := NewLearning(LearningConfig{Base: base, Floor: floor, Ceiling: ceiling, Levels: c.Levels, Epoch: c.Epoch, Seed: c.Seed})
+	l, err := NewLearning(LearningConfig{Base: base, Floor: floor, Ceiling: ceiling, Levels: c.Levels, Epoch: c.Epoch, MaxEpoch: c.MaxEpoch, Seed: c.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}

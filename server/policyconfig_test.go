@@ -34,7 +34,9 @@ func TestPolicyConfigBuild(t *testing.T) {
 		want string
 	}{
 		{PolicyConfig{Kind: "auction"}, `policy "auction": want reserve, utilisation or learning`},
-		{PolicyConfig{Floor: "0.5"}, "policy.floor, ceiling, levels, epoch and seed are for the learning policy"},
+		{PolicyConfig{Floor: "0.5"}, "policy.floor, ceiling, levels, epoch, max_epoch and seed are for the learning policy"},
+		{PolicyConfig{MaxEpoch: time.Hour}, "are for the learning policy"},
+		{PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.1"}}, Epoch: time.Hour, MaxEpoch: time.Minute}, "max_epoch 1m0s is below epoch 1h0m0s"},
 		{PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.1"}}, Floor: "cheap"}, `policy.floor "cheap": want a multiplier`},
 		{PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.1"}}, Ceiling: "-2"}, `policy.ceiling "-2"`},
 		{PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.1"}}, Levels: 1}, "levels 1: want 2 to 64"},
@@ -52,7 +54,7 @@ func TestPolicyConfigBuild(t *testing.T) {
 }
 
 func TestPolicyConfigLearning(t *testing.T) {
-	pol, err := PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.002"}}, Floor: "0.25", Ceiling: "4", Levels: 5, Epoch: time.Hour, Seed: 9,
+	pol, err := PolicyConfig{Kind: "learning", P: [][]string{{"0", "0.002"}}, Floor: "0.25", Ceiling: "4", Levels: 5, Epoch: time.Hour, MaxEpoch: 6 * time.Hour, Seed: 9,
 		Preempt: true, MaxTimeLimit: 2 * time.Hour}.Build()
 	require.NoError(t, err)
 	pre, ok := pol.(Preempting)
@@ -67,6 +69,7 @@ func TestPolicyConfigLearning(t *testing.T) {
 	assert.Equal(t, []string{"0.25", "0.5", "1", "2", "4"}, ms)
 	c := l.Config()
 	assert.Equal(t, time.Hour, c.Epoch)
+	assert.Equal(t, 6*time.Hour, c.MaxEpoch)
 	assert.Equal(t, uint64(9), c.Seed)
 	assert.Equal(t, 2*time.Hour, l.Current().MaxTimeLimit, "each level keeps the base's limits")
 	assert.Equal(t, "0.002", l.Current().P[0].Y.String(), "it posts the base price until it first chooses")

@@ -80,5 +80,9 @@ func learningLine(l *server.Learning) string {
 	for _, m := range l.Multipliers() {
 		ms = append(ms, "×"+m.String())
 	}
-	return fmt.Sprintf("; it learns which multiple earns most (%s), posting one every %v", strings.Join(ms, " "), c.Epoch)
+	every := fmt.Sprintf("every %v", c.Epoch)
+	if c.MaxEpoch > c.Epoch {
+		every = fmt.Sprintf("for %v at first, up to %v as it settles", c.Epoch, c.MaxEpoch)
+	}
+	return fmt.Sprintf("; it learns which multiple earns most (%s), posting one %s", strings.Join(ms, " "), every)
 }

@@ -15,9 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/internal/dectest"
 	"github.com/bourse/bourse/market"
 	"github.com/bourse/bourse/market/markettest"
 	"github.com/bourse/bourse/scenario"
+	"github.com/bourse/bourse/server"
 )
 
 // freeAddr is a loopback address no one listens on, for a metrics server.
@@ -95,4 +98,12 @@ heartbeat: 200ms
 	data, err := os.ReadFile(filepath.Join(outbox, "learning.json"))
 	require.NoError(t, err, "what it learned is kept beside the bookings")
 	assert.Regexp(t, `"starts":[1-9]`, string(data), "with the contracts it won")
+}
+
+// TestLearningLineGrows: the start line says when epochs grow.
+func TestLearningLineGrows(t *testing.T) {
+	l, err := server.NewLearning(server.LearningConfig{Base: server.Posted{P: contract.Flat(dectest.D("0.001"))},
+		Levels: 2, Epoch: 10 * time.Minute, MaxEpoch: 2 * time.Hour})
+	require.NoError(t, err)
+	assert.Contains(t, learningLine(l), "(×0.5 ×4), posting one for 10m0s at first, up to 2h0m0s as it settles")
 }

@@ -120,6 +120,7 @@ with regret.svg (log-log) and prices.svg. docs/sim.md records its results.`,
 	f.StringVar(&ceiling, "ceiling", "", "the grid's greatest multiple of the base price (default 4)")
 	f.IntVar(&opt.Levels, "levels", 0, "prices on the grid, floor and ceiling included (default 9)")
 	f.DurationVar(&opt.Epoch, "epoch", 0, "how long the learner posts a price before it chooses again (default 15m)")
+	f.DurationVar(&opt.MaxEpoch, "max-epoch", 0, "let the learner's epochs grow, as √ of the epochs since its first sweep, up to this (default: they do not grow)")
 	f.StringSliceVar(&opt.Compare, "compare", nil, "the scenario's policies to run beside the learner (default: all but learners)")
 	f.StringVar(&opt.Strategy, "strategy", "", "give every client this strategy (fixed, cheapest, adaptive, deadline) instead of its own")
 	f.DurationVar(&opt.Patience, "patience", 0, "give every client this patience (how long a refused job waits to offer again) instead of its own")

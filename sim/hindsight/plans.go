@@ -33,11 +33,11 @@ type Options struct {
 	// policy; the learner and the fixed prices take its time limit and
 	// counter TTL too.
 	Base string
-	// Floor, Ceiling, Levels and Epoch set the learner's grid and epoch
-	// (server.LearningConfig; its defaults where zero).
-	Floor, Ceiling decimal.Decimal
-	Levels         int
-	Epoch          time.Duration
+	// Floor, Ceiling, Levels, Epoch and MaxEpoch set the learner's grid
+	// and epochs (server.LearningConfig; its defaults where zero).
+	Floor, Ceiling  decimal.Decimal
+	Levels          int
+	Epoch, MaxEpoch time.Duration
 	// Compare are the scenario's policies to run beside the learner:
 	// every policy of the file but Base's learners if empty.
 	Compare []string
@@ -96,6 +96,9 @@ func Plans(f *scenario.File, opt Options) ([]sim.Plan, Setup, error) {
 	if opt.Epoch != 0 {
 		learner.Epoch = opt.Epoch
 	}
+	if opt.MaxEpoch != 0 {
+		learner.MaxEpoch = opt.MaxEpoch
+	}
 	if !opt.Floor.IsZero() {
 		learner.Floor = opt.Floor.String()
 	}
@@ -104,7 +107,7 @@ func Plans(f *scenario.File, opt Options) ([]sim.Plan, Setup, error) {
 	}
 	// The fixed prices are the learner's base, posted as it is.
 	base := learner
-	base.Kind, base.Floor, base.Ceiling, base.Levels, base.Epoch, base.Seed = "", "", "", 0, 0, 0
+	base.Kind, base.Floor, base.Ceiling, base.Levels, base.Epoch, base.MaxEpoch, base.Seed = "", "", "", 0, 0, 0, 0
 	built, err := learner.Build()
 	if err != nil {
 		return nil, Setup{}, fmt.Errorf("hindsight: the learner: %w", err)
