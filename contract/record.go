@@ -72,27 +72,8 @@ func (c *Contract) AppendRecord(b []byte) (out []byte, ok bool) {
 	b = appendTimeField(b, `,"started_at":`, c.StartedAt, true)
 	b = appendTimeField(b, `,"settled_at":`, c.SettledAt, true)
 	b = appendTimeField(b, `,"last_seen":`, c.LastSeen, true)
-	if r := c.Reading; r != nil {
-		b = append(b, `,"reading":{"contract":`...)
-		b = appendString(b, r.Contract)
-		b = append(b, `,"seq":`...)
-		b = strconv.AppendUint(b, r.Seq, 10)
-		b = appendDecimalField(b, `,"u":`, r.U)
-		b = append(b, `,"t":"`...)
-		b = append(b, time.Duration(r.T).String()...)
-		b = append(b, '"')
-		b = appendDecimalField(b, `,"s":`, r.S)
-		b = appendDecimalField(b, `,"energy":`, r.EnergyJ)
-		b = appendTimeField(b, `,"at":`, r.At, false)
-		if r.Final {
-			b = append(b, `,"final":true`...)
-		}
-		b = appendStringField(b, `,"reason":`, string(r.Reason))
-		if r.ExitCode != nil {
-			b = append(b, `,"exit_code":`...)
-			b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
-		}
-		b = append(b, '}')
+	if c.Reading != nil {
+		b = c.Reading.AppendJSON(append(b, `,"reading":`...))
 	}
 	b = appendSigned(b, `,"signed":`, c.Signed)
 	b = appendSigned(b, `,"accept_signed":`, c.AcceptSigned)
@@ -133,10 +114,7 @@ func (c *Contract) timesEncodable() bool {
 		ts = append(ts, c.Stop.At, c.Stop.By)
 	}
 	for _, t := range ts {
-		if y := t.Year(); y < 0 || y > 9999 {
-			return false
-		}
-		if _, off := t.Zone(); off <= -24*3600 || off >= 24*3600 {
+		if !TimeEncodable(t) {
 			return false
 		}
 	}
@@ -201,13 +179,64 @@ func appendDecimalField(b []byte, name string, d decimal.Decimal) []byte {
 	return append(b, '"')
 }
 
-// appendSigned appends name and s (omitempty), its body in base64 as
-// encoding/json writes a []byte (null where nil).
-func appendSigned(b []byte, name string, s *Signed) []byte {
-	if s == nil {
-		return b
+// AppendJSON appends r as encoding/json writes it (protocol.Marshal's
+// amounts): for the encoders without reflection (AppendRecord,
+// protocol's events).
+func (r *Reading) AppendJSON(b []byte) []byte {
+	b = append(b, `{"contract":`...)
+	b = appendString(b, r.Contract)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = appendDecimalField(b, `,"u":`, r.U)
+	b = append(b, `,"t":"`...)
+	b = append(b, time.Duration(r.T).String()...)
+	b = append(b, '"')
+	b = appendDecimalField(b, `,"s":`, r.S)
+	b = appendDecimalField(b, `,"energy":`, r.EnergyJ)
+	b = appendTimeField(b, `,"at":`, r.At, false)
+	if r.Final {
+		b = append(b, `,"final":true`...)
 	}
-	b = append(b, name...)
+	b = appendStringField(b, `,"reason":`, string(r.Reason))
+	if r.ExitCode != nil {
+		b = append(b, `,"exit_code":`...)
+		b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
+	}
+	return append(b, '}')
+}
+
+// AppendJSONString appends s quoted as encoding/json writes it, for s
+// UTF-8 (protocol.Marshal writes an invalid byte's replacement as it is,
+// this as \ufffd).
+func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
+
+// AppendJSONTime appends t as time.Time.MarshalJSON writes it, for t
+// that it writes (TimeEncodable).
+func AppendJSONTime(b []byte, t time.Time) []byte { return appendTimeField(b, "", t, false) }
+
+// AppendJSONDecimal appends d as protocol.Marshal writes an amount.
+func AppendJSONDecimal(b []byte, d decimal.Decimal) []byte { return appendDecimalField(b, "", d) }
+
+// TimeEncodable says whether time.Time.MarshalJSON writes t: a year in
+// 0–9999 and an offset of less than a day.
+func TimeEncodable(t time.Time) bool {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return false
+	}
+	_, off := t.Zone()
+	return off > -24*3600 && off < 24*3600
+}
+
+// Encodable says whether r's strings are UTF-8 and its time one
+// that encoding/json writes, where AppendJSON writes what
+// protocol.Marshal does.
+func (r *Reading) Encodable() bool {
+	return TimeEncodable(r.At) && utf8.ValidString(r.Contract) && utf8.ValidString(string(r.Reason))
+}
+
+// AppendJSON appends s as encoding/json writes it: its body in base64
+// (null where nil).
+func (s *Signed) AppendJSON(b []byte) []byte {
 	if s.Body == nil {
 		b = append(b, `{"body":null`...)
 	} else {
@@ -218,6 +247,14 @@ func appendSigned(b []byte, name string, s *Signed) []byte {
 	b = append(b, `,"sig":`...)
 	b = appendString(b, s.Sig)
 	return append(b, '}')
+}
+
+// appendSigned appends name and s (omitempty).
+func appendSigned(b []byte, name string, s *Signed) []byte {
+	if s == nil {
+		return b
+	}
+	return s.AppendJSON(append(b, name...))
 }
 
 // appendStrings appends name and ss as an array, unless ss is empty
