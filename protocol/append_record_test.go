@@ -37,7 +37,11 @@ func recordWith(s string, n int64, body []byte, ns int64, off int) contract.Cont
 	c.ID, c.Client, c.Server, c.Resumes, c.Image, c.Model = s, "<"+s, s+"&", s, "img"+s, s
 	c.Terms.Client, c.Terms.Server = "<"+s, s
 	c.Terms.Class = contract.Class{Model: s, MinMemoryMiB: int(n)}
-	c.Terms.Job = &contract.JobSpec{Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "b": "<"}}
+	c.Terms.Job = &contract.JobSpec{Image: "img/" + s, Command: s, Args: []string{s, ""}, Env: map[string]string{s: s, "b": "<"},
+		Files:   &contract.Files{Digest: "sha256:" + s, Bytes: n},
+		Profile: &contract.Profile{Utilization: dectest.D("0.25"), Duration: time.Duration(ns)}}
+	c.Terms.Q = contract.Flat(dectest.D("0.002"))
+	c.Terms.Preemptible = true
 	c.Terms.StartAt = at(c.AcceptedAt)
 	c.State, c.Reason, c.Meter = contract.State(s), contract.Reason(s), contract.Meter(s)
 	c.GPUs = []int{int(n), -1, 0}
