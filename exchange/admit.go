@@ -12,31 +12,50 @@ import (
 	"github.com/bourse/bourse/currency"
 )
 
-// admit checks that client can pay for t and that its caps let t
-// through: its funds and every concurrent-GPU cap above it read in one
-// go (on a database, one round trip). It returns the caps' admission,
-// whose reserves the escrow makes, and the wallet's available balance.
-// This is a cheap early no; the binding check is the escrow's own.
-func (h *House) admit(ctx context.Context, client string, t contract.Terms) (caps.Admission, decimal.Decimal, error) {
-	cur := currency.Code(t.Currency)
-	wallet := currency.WalletID(cur, client)
-	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
-		Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
-	owners, err := h.owners(ctx, client, cur)
-	if bourse.ErrorCode(err) == bourse.ENotFound {
-		return caps.Admission{}, decimal.Zero, noWallet
-	} else if err != nil {
-		return caps.Admission{}, decimal.Zero, err
-	}
+// funds is what admit reads before it decides: the owners of the caps
+// above a client's wallet (owners) and the balances of the wallet and of
+// their GPU wallets, in that order (fundsOf).
+type funds struct {
+	owners []string
+	bals   []currency.Balance
+}
+
+// fundsOf are the accounts admit reads for an offer of client's in cur:
+// its wallet, then the GPU wallet of each owner, nearest first.
+func fundsOf(client string, cur currency.Code, owners []string) []currency.AccountID {
 	ids := make([]currency.AccountID, 1, 1+len(owners))
-	ids[0] = wallet
+	ids[0] = currency.WalletID(cur, client)
 	for _, o := range owners {
 		ids = append(ids, caps.GPUWallet(o))
 	}
-	bals, err := h.store.Ledger().Balances(ctx, ids...)
-	if err != nil {
-		return caps.Admission{}, decimal.Zero, err
+	return ids
+}
+
+// admit checks that client can pay for t and that its caps let t
+// through: its funds and every concurrent-GPU cap above it read in one
+// go (on a database, one round trip), or read already with the offer's
+// lock (pre, from Store.LockFunds; nil if not). It returns the caps'
+// admission, whose reserves the escrow makes, and the wallet's available
+// balance. This is a cheap early no; the binding check is the escrow's
+// own.
+func (h *House) admit(ctx context.Context, client string, t contract.Terms, pre *funds) (caps.Admission, decimal.Decimal, error) {
+	cur := currency.Code(t.Currency)
+	noWallet := &bourse.Error{Code: bourse.ENotFound, Field: "terms.client",
+		Message: fmt.Sprintf("client %s has no %s wallet; an administrator opens one", client, t.Currency)}
+	if pre == nil {
+		owners, err := h.owners(ctx, client, cur)
+		if bourse.ErrorCode(err) == bourse.ENotFound {
+			return caps.Admission{}, decimal.Zero, noWallet
+		} else if err != nil {
+			return caps.Admission{}, decimal.Zero, err
+		}
+		bals, err := h.store.Ledger().Balances(ctx, fundsOf(client, cur, owners)...)
+		if err != nil {
+			return caps.Admission{}, decimal.Zero, err
+		}
+		pre = &funds{owners: owners, bals: bals}
 	}
+	owners, bals := pre.owners, pre.bals
 	bal := bals[0]
 	if bal.Account == "" {
 		return caps.Admission{}, decimal.Zero, noWallet

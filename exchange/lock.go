@@ -10,6 +10,7 @@ import (
 
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -107,7 +108,19 @@ func asBourseError(err error) *bourse.Error {
 func (h *House) locking(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest) (protocol.OfferReply, error) {
 	now := h.cfg.Now()
 	cl := Lock{ID: id, Token: newToken(), Until: now.Add(h.cfg.Negotiation + lockMargin)}
-	got, err := h.store.Lock(ctx, cl, now)
+	// The client's funds are read with the lock, in its round trip,
+	// where the owners of its caps are known (every offer but a client's
+	// first in a currency): before, the lock and the funds were the two
+	// round trips an offer made before it negotiated.
+	var pre *funds
+	var got Locked
+	var err error
+	if owners, ok := h.knownOwners(client, currency.Code(t.Currency)); ok {
+		pre = &funds{owners: owners}
+		got, pre.bals, err = h.store.LockFunds(ctx, cl, now, fundsOf(client, currency.Code(t.Currency), owners)...)
+	} else {
+		got, err = h.store.Lock(ctx, cl, now)
+	}
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -124,7 +137,7 @@ func (h *House) locking(ctx context.Context, client, id string, t contract.Terms
 		_ = h.store.Finish(context.WithoutCancel(ctx), cl, func() []byte { return got.Outcome })
 		return h.asNow(ctx, id, reply, err)
 	}
-	return h.holding(ctx, client, id, t, req, cl)
+	return h.holding(ctx, client, id, t, req, cl, pre)
 }
 
 // recorded is the answer recorded for the request that got locked, where
@@ -170,8 +183,8 @@ func (h *House) asNow(ctx context.Context, id string, reply protocol.OfferReply,
 
 // holding negotiates while cl holds the lock, and records the outcome
 // of a negotiation that made no contract, freeing the id.
-func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Lock) (protocol.OfferReply, error) {
-	reply, err := h.fresh(ctx, client, id, t, req, cl.Token)
+func (h *House) holding(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, cl Lock, pre *funds) (protocol.OfferReply, error) {
+	reply, err := h.fresh(ctx, client, id, t, req, cl.Token, pre)
 	if err == nil && reply.Contract != nil {
 		return reply, nil // Open ended the lock
 	}
@@ -225,7 +238,7 @@ func (h *House) await(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		// The id is this try's now and no other can make its contract:
 		// negotiating is safe.
-		return h.holding(ctx, client, id, t, req, cl)
+		return h.holding(ctx, client, id, t, req, cl, nil) // the funds read again: time has passed
 	}
 	return protocol.OfferReply{}, &bourse.Error{Code: bourse.EUnavailable, Field: "request_id",
 		Message: "other tries of this request keep negotiating it; retry with the same request id for its answer"}

@@ -225,7 +225,7 @@ func (h *House) matchOne(ctx context.Context, w contract.Waiting, servers []stri
 	err = h.checkTerms(ctx, t)
 	var adm caps.Admission
 	if err == nil {
-		adm, _, err = h.admit(ctx, w.Client, t)
+		adm, _, err = h.admit(ctx, w.Client, t, nil)
 	}
 	if err != nil {
 		finish()

@@ -57,7 +57,9 @@ func (h *House) offer(ctx context.Context, client string, req protocol.OfferRequ
 }
 
 // fresh negotiates and escrows an offer of client's as contract id.
-func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, lock string) (protocol.OfferReply, error) {
+// pre is the client's funds where they were read with the lock (nil if
+// not).
+func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, req protocol.OfferRequest, lock string, pre *funds) (protocol.OfferReply, error) {
 	if err := h.checkTerms(ctx, t); err != nil {
 		return protocol.OfferReply{}, err
 	}
@@ -73,7 +75,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err := h.checkWait(req); err != nil {
 		return protocol.OfferReply{}, err
 	}
-	adm, available, err := h.admit(ctx, client, t)
+	adm, available, err := h.admit(ctx, client, t, pre)
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}

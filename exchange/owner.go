@@ -13,8 +13,8 @@ import (
 // remembered.
 func (h *House) owners(ctx context.Context, client string, cur currency.Code) ([]string, error) {
 	key := string(currency.WalletID(cur, client))
-	if v, ok := h.parents.Load(key); ok {
-		return v.([]string), nil
+	if owners, ok := h.knownOwners(client, cur); ok {
+		return owners, nil
 	}
 	owners := []string{client}
 	prefix := string(currency.WalletID(cur, ""))
@@ -32,4 +32,14 @@ func (h *House) owners(ctx context.Context, client string, cur currency.Code) ([
 	}
 	h.parents.Store(key, owners)
 	return owners, nil
+}
+
+// knownOwners is owners where it needs no I/O: remembered from an
+// earlier offer.
+func (h *House) knownOwners(client string, cur currency.Code) ([]string, bool) {
+	v, ok := h.parents.Load(string(currency.WalletID(cur, client)))
+	if !ok {
+		return nil, false
+	}
+	return v.([]string), true
 }

@@ -57,6 +57,13 @@ type Store interface {
 	// which. A lock taken over leaves the other negotiation unable to
 	// Open. A contract made under the id needs no lock: Open ends it.
 	Lock(ctx context.Context, c Lock, now time.Time) (Locked, error)
+	// LockFunds is Lock with the balances of accounts read as
+	// Ledger().Balances reads them (a zero Balance for an account that
+	// does not exist), whatever the lock: on a database in one round
+	// trip, where the two were an offer's only ones before it
+	// negotiates. The balances are a cheap early no; the escrow's
+	// reserve is the binding check.
+	LockFunds(ctx context.Context, c Lock, now time.Time, accounts ...currency.AccountID) (Locked, []currency.Balance, error)
 	// Finish records that negotiation c ended without a contract,
 	// answering outcome(), and frees the id, if c still holds it; the
 	// later tries of the id read that answer (Locked.Ended, Outcome)

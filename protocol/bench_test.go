@@ -61,3 +61,40 @@ func BenchmarkEventsOfALife(b *testing.B) {
 		b.ReportMetric(float64(n), "bytes/life")
 	})
 }
+
+// BenchmarkRecord encodes a settled contract's record as the SQL store
+// writes it at every Open and Update (contract.AppendRecord), beside
+// protocol.Marshal, which wrote it before, and an event of it both ways.
+func BenchmarkRecord(b *testing.B) {
+	rec := fullRecord(contract.StateSettled)
+	rec.Stuck, rec.Signed, rec.AcceptSigned = nil, nil, nil
+	b.Run("append", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := rec.AppendRecord(make([]byte, 0, 1024)); !ok {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := protocol.Marshal(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	ev := protocol.Event{Type: protocol.EventSettled, Contract: protocol.Changed(protocol.EventSettled, &rec), At: rec.SettledAt}
+	b.Run("event-append", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := protocol.MarshalEvent(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("event-marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := protocol.Marshal(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

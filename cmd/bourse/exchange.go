@@ -20,6 +20,7 @@ import (
 func newExchangeCmd() *cobra.Command {
 	var (
 		natsURL, dbURL, metricsAddr string
+		cpuprof                     string
 		login                       natsLogin
 		cfg                         natsvc.Config
 		tls                         natsTLS
@@ -51,6 +52,11 @@ at 2 places unless said) and the wallets --fund opens and funds.
 			if err := mem.check(cmd.Flags(), dbURL); err != nil {
 				return err
 			}
+			stopProfile, err := cpuProfile(cpuprof)
+			if err != nil {
+				return err
+			}
+			defer stopProfile() // at SIGTERM too: the context ends, and RunE returns
 			ctx := cmd.Context()
 			log := commandLogger(cmd)
 			loginOpts, err := login.options()
@@ -147,6 +153,7 @@ at 2 places unless said) and the wallets --fund opens and funds.
 	bindEnv(f, "db", "DATABASE_URL")
 	mem.addFlags(f)
 	f.StringVar(&metricsAddr, "metrics", "127.0.0.1:9464", `address for Prometheus metrics at /metrics, and /healthz and /readyz for probes ("" for none)`)
+	f.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the process to this file until it stops (go tool pprof reads it): what an exchange spends its CPU on under load")
 	f.DurationVar(&scheduleEvery, "schedule-every", treasury.DefaultEvery, "how often the treasury's scheduled actions run: allowances, top-ups, spend-rate refills (0: none on this instance)")
 	f.DurationVar(&cfg.Negotiation, "negotiation", 2*time.Second, "how long servers have to answer an offer")
 	f.IntVar(&cfg.RouteTo, "route-to", exchange.DefaultRouteTo, "the most servers an offer goes to: those with room whose asks it meets, cheapest first (docs/protocol.md, routing)")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,17 +186,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, path string, policies
 		// constant factor larger. GOGC set in the environment wins.
 		debug.SetGCPercent(400)
 	}
-	if f.cpuprof != "" {
-		pf, err := os.Create(f.cpuprof)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuProfile(f.cpuprof)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	// The bars count arrivals, which the engine reaches however much
 	// virtual time it skips between events: their rate and ETA hold. A
 	// trace without a jobs limit counts its rows for a total.

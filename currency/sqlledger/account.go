@@ -49,37 +49,45 @@ func (l *Ledger) Balances(ctx context.Context, ids ...currency.AccountID) ([]cur
 	if len(ids) == 0 {
 		return out, nil
 	}
+	b := &pgx.Batch{}
+	l.QueueBalances(b, out, ids...)
+	if err := l.poolSend(ctx, b); err != nil {
+		return nil, l.fail("balances", err)
+	}
+	return out, nil
+}
+
+// QueueBalances queues into b the statement of Balances, which fills out
+// (as long as ids) when b runs: for a caller that reads the balances
+// beside statements of its own, in one round trip (Send). An account
+// that does not exist leaves its Balance zero.
+func (l *Ledger) QueueBalances(b *pgx.Batch, out []currency.Balance, ids ...currency.AccountID) {
 	uids := make([]uid, len(ids))
 	for i, id := range ids {
 		uids[i] = accountUID(id)
 	}
-	rows, err := l.pool.Query(ctx, `SELECT a.id, a.currency, a.balance::TEXT,
+	b.Queue(`SELECT a.id, a.currency, a.balance::TEXT,
   (SELECT COALESCE(SUM(h.amount), 0) FROM holds h WHERE h.from_uid = a.uid AND h.status = 'open')::TEXT
-FROM accounts a WHERE a.uid = ANY($1::UUID[])`, uids)
-	if err != nil {
-		return nil, l.fail("balances", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, cur, available, held string
-		if err := rows.Scan(&id, &cur, &available, &held); err != nil {
-			return nil, l.fail("balances", err)
-		}
-		b := currency.Balance{Account: currency.AccountID(id), Currency: currency.Code(cur)}
-		if b.Available, err = parseDec(available); err != nil {
-			return nil, l.fail("balances", err)
-		}
-		if b.Held, err = parseDec(held); err != nil {
-			return nil, l.fail("balances", err)
-		}
-		for i, id := range ids {
-			if id == b.Account {
-				out[i] = b // every place it was asked for
+FROM accounts a WHERE a.uid = ANY($1::UUID[])`, uids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, cur, available, held string
+			if err := rows.Scan(&id, &cur, &available, &held); err != nil {
+				return err
+			}
+			bal := currency.Balance{Account: currency.AccountID(id), Currency: currency.Code(cur)}
+			var err error
+			if bal.Available, err = parseDec(available); err != nil {
+				return err
+			}
+			if bal.Held, err = parseDec(held); err != nil {
+				return err
+			}
+			for i, id := range ids {
+				if id == bal.Account {
+					out[i] = bal // every place it was asked for
+				}
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, l.fail("balances", err)
-	}
-	return out, nil
+		return rows.Err()
+	})
 }

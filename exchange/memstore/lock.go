@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 )
 
@@ -33,6 +34,20 @@ func (cl *lock) read() []byte {
 // keepEnded is how long the outcome of a negotiation that made no
 // contract is kept for the later tries of its request id.
 const keepEnded = time.Minute
+
+// LockFunds is Lock, then the ledger's Balances: no round trips to save
+// in memory.
+func (s *Store) LockFunds(ctx context.Context, c exchange.Lock, now time.Time, accounts ...currency.AccountID) (exchange.Locked, []currency.Balance, error) {
+	got, err := s.Lock(ctx, c, now)
+	if err != nil {
+		return exchange.Locked{}, nil, err
+	}
+	bals, err := s.ledger.Balances(ctx, accounts...)
+	if err != nil {
+		return exchange.Locked{}, nil, err
+	}
+	return got, bals, nil
+}
 
 func (s *Store) Lock(_ context.Context, c exchange.Lock, now time.Time) (exchange.Locked, error) {
 	s.mu.Lock()

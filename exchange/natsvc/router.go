@@ -206,7 +206,7 @@ func (r *router) request(ctx context.Context, server, verb string, v any) ([]byt
 // Notify publishes an event to the client's delivery subject: of the
 // contract, what the event changed.
 func (r *router) Notify(client string, ev exchange.Event) {
-	body, err := protocol.Marshal(ev.Wire())
+	body, err := protocol.MarshalEvent(ev.Wire())
 	if err != nil {
 		r.house.Config().Logger.Error("encode event", "err", err)
 		return

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bourse/bourse"
+	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
 )
 
@@ -19,6 +20,13 @@ import (
 // no negotiation holds it (or the caller does, or the holder's time has
 // passed), then a read of the row as it stands.
 func (s *Store) Lock(ctx context.Context, c exchange.Lock, now time.Time) (exchange.Locked, error) {
+	got, _, err := s.LockFunds(ctx, c, now)
+	return got, err
+}
+
+// LockFunds sends Lock's statements and the ledger's read of the
+// balances (sqlledger.QueueBalances) in one batch: one round trip.
+func (s *Store) LockFunds(ctx context.Context, c exchange.Lock, now time.Time, accounts ...currency.AccountID) (exchange.Locked, []currency.Balance, error) {
 	var got exchange.Locked
 	var outcome string
 	b := &pgx.Batch{}
@@ -31,8 +39,12 @@ WHERE offer_claims.holder = '' OR offer_claims.holder = excluded.holder OR offer
 CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN outcome ELSE '' END FROM offer_claims WHERE id = $1`, c.ID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&got.Holder, &got.Until, &got.Ended, &outcome)
 	})
+	bals := make([]currency.Balance, len(accounts))
+	if len(accounts) > 0 {
+		s.l.QueueBalances(b, bals, accounts...)
+	}
 	if err := s.l.Send(ctx, b); err != nil {
-		return exchange.Locked{}, err
+		return exchange.Locked{}, nil, err
 	}
 	got.Until = got.Until.UTC()
 	if outcome != "" {
@@ -41,7 +53,7 @@ CASE WHEN ended_at > current_timestamp - INTERVAL '`+keepEnded+`' THEN outcome E
 	if got.Holder == c.Token {
 		got.Mine, got.Holder, got.Until = true, "", time.Time{}
 	}
-	return got, nil
+	return got, bals, nil
 }
 
 // pruneEvery is how many Finishes pass between prunings of the locks

@@ -11,6 +11,7 @@ import (
 	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/currency"
 	"github.com/bourse/bourse/exchange"
+	"github.com/bourse/bourse/internal/dectest"
 )
 
 // testLocks: a request id's lock is one negotiation's at a time until
@@ -89,4 +90,63 @@ func testLocks(t *testing.T, open Opener) {
 		close(mine)
 		assert.Len(t, mine, 1, "one of 16 tries at once holds the lock")
 	})
+}
+
+// testLockFunds: LockFunds locks as Lock does (the lock Open checks) and
+// reads the balances as the ledger's Balances does, whatever the lock,
+// again alike when the same call is retried.
+func testLockFunds(t *testing.T, open Opener) {
+	f := newFixture(t, open)
+	bob := f.wallet("bob", "100")
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	f.open(newContract("held", "bob", t0)) // 10 of bob's 100 held
+	accounts := []currency.AccountID{bob, currency.WalletID(gpu, "nobody"), bob}
+	a := exchange.Lock{ID: "c1", Token: "a", Until: t0.Add(10 * time.Second)}
+	b := exchange.Lock{ID: "c1", Token: "b", Until: t0.Add(20 * time.Second)}
+	want := func(bals []currency.Balance) {
+		t.Helper()
+		require.Len(t, bals, 3)
+		assert.Equal(t, bob, bals[0].Account)
+		assert.True(t, bals[0].Available.Equal(dectest.D("90")), "available %s", bals[0].Available)
+		assert.True(t, bals[0].Held.Equal(dectest.D("10")), "held %s", bals[0].Held)
+		assert.Equal(t, currency.Balance{}, bals[1], "no such account: the zero Balance")
+		assert.Equal(t, bals[0], bals[2], "an account asked for twice")
+		ledger, err := f.l.Balances(f.ctx, accounts...)
+		require.NoError(t, err)
+		assert.Equal(t, ledger, bals, "as the ledger reads them")
+	}
+
+	got, bals, err := f.s.LockFunds(f.ctx, a, t0, accounts...)
+	require.NoError(t, err)
+	assert.True(t, got.Mine)
+	want(bals)
+	got, bals, err = f.s.LockFunds(f.ctx, a, t0.Add(time.Second), accounts...)
+	require.NoError(t, err)
+	assert.True(t, got.Mine, "the same call again: still the holder's")
+	want(bals)
+	got, bals, err = f.s.LockFunds(f.ctx, b, t0.Add(time.Second), accounts...)
+	require.NoError(t, err)
+	assert.False(t, got.Mine)
+	assert.Equal(t, "a", got.Holder)
+	assert.True(t, got.Until.Equal(a.Until), "%v", got.Until)
+	want(bals) // read whatever the lock
+
+	// The lock is the one Open checks.
+	c := newContract("c1", "bob", t0)
+	_, _, err = f.s.Open(f.ctx, c, "b", reserve(c, "escrow/c1/b"))
+	assert.Equal(t, bourse.EUnavailable, bourse.ErrorCode(err), "b does not hold the lock: %v", err)
+	f.balance(bob, "90", "10") // nothing escrowed
+	require.NoError(t, f.s.Finish(f.ctx, a, func() []byte { return []byte(`{"reply":{}}`) }))
+	got, bals, err = f.s.LockFunds(f.ctx, b, t0.Add(2*time.Second))
+	require.NoError(t, err)
+	assert.True(t, got.Mine, "a's negotiation ended: the id is free")
+	assert.Equal(t, "a", got.Ended)
+	assert.JSONEq(t, `{"reply":{}}`, string(got.Outcome))
+	assert.Empty(t, bals, "no accounts asked for")
+	_, created, err := f.s.Open(f.ctx, c, "b", reserve(c, "escrow/c1/b"))
+	require.NoError(t, err)
+	assert.True(t, created)
+	_, bals, err = f.s.LockFunds(f.ctx, exchange.Lock{ID: "c2", Token: "c", Until: t0.Add(time.Minute)}, t0.Add(3*time.Second), bob)
+	require.NoError(t, err)
+	assert.True(t, bals[0].Available.Equal(dectest.D("80")) && bals[0].Held.Equal(dectest.D("20")), "the escrow read at once: %+v", bals[0])
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ConcurrentSettle", func(t *testing.T) { testConcurrentSettle(t, open) })
 	t.Run("ConcurrentMixed", func(t *testing.T) { testConcurrentMixed(t, open) })
 	t.Run("Locks", func(t *testing.T) { testLocks(t, open) })
+	t.Run("LockFunds", func(t *testing.T) { testLockFunds(t, open) })
 	t.Run("Book", func(t *testing.T) { testBook(t, open) })
 	t.Run("BookLimits", func(t *testing.T) { testBookLimits(t, open) })
 	t.Run("BookAndContracts", func(t *testing.T) { testBookAndContracts(t, open) })
