@@ -300,7 +300,7 @@ func (r *registry) noMatch(t contract.Terms) error {
 		if !s.live(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
 			continue
 		}
-		err := s.Runs.Refuses(t.Job)
+		err := (*contract.Runs)(s.Runs).Refuses(t.Job)
 		if err == nil {
 			continue
 		}
