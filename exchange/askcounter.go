@@ -30,17 +30,22 @@ const askCounterPrefix = "ask-"
 // unless its policy says, and an ask is at most a heartbeat old.
 const askCounterTTL = 15 * time.Second
 
-// fromAsks answers an offer that no server's ask takes: counter-offers
-// built from the asks of the cheapest servers with room, or, where none
-// has room, when GPUs of its class free up. No server is asked.
-func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt route) protocol.OfferReply {
+// fromAsks is what the asks answer of routing rt, asking no server:
+// counter-offers built from the asks of the cheapest servers with room
+// that the terms do not meet, beside the answers of the servers asked;
+// where none is asked and none has room, when GPUs of its class free up;
+// nothing where routing refused the terms. It is built when it is given,
+// so that a counter-offer stands for its time from then.
+func (h *House) fromAsks(ctx context.Context, rt routing) protocol.OfferReply {
 	var reply protocol.OfferReply
-	if len(rt.counter) == 0 {
-		reply.Rejections = []protocol.Rejection{noRoom(t, rt.soonest)}
-		return reply
+	switch {
+	case rt.refusal != nil:
+	case len(rt.counter) > 0:
+		scale, _ := h.scaleOf(ctx)(rt.terms.Currency)
+		reply.Counters, reply.Rejections = askCounters(rt.id, rt.terms, rt.counter, scale, h.cfg.Now())
+	case len(rt.ask) == 0:
+		reply.Rejections = []protocol.Rejection{noRoom(rt.terms, rt.soonest)}
 	}
-	scale, _ := h.scaleOf(ctx)(t.Currency)
-	reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
 	return reply
 }
 

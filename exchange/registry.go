@@ -277,7 +277,8 @@ func (r *registry) liveIDs() []string {
 	return out
 }
 
-// noMatch is the error of an offer that match found no server for: the
+// noMatch is the answer to terms that no live server can hold, to an
+// offer and to a quote alike: that no server has said hello yet, or the
 // refusal of the servers that have the GPUs but do not run its job (a
 // program on synthetic servers, a program not on a server's list), else
 // no_match.
@@ -285,6 +286,16 @@ func (r *registry) noMatch(t contract.Terms) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cutoff := r.cutoff()
+	heard := false
+	for _, s := range r.servers {
+		if heard = s.live(cutoff); heard {
+			break
+		}
+	}
+	if !heard {
+		return &bourse.Error{Code: bourse.ENoMatch,
+			Message: "no server has registered with this exchange yet (servers speak every second once they run); try again shortly, an offer under a new request id"}
+	}
 	if s, ok := r.servers[t.Server]; t.Server != "" && (!ok || !s.live(cutoff) || s.Currency != t.Currency) {
 		// An offer to one server by name (bourse bid offer --take
 		// SERVER): say that the name is unknown here, not that no
