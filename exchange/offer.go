@@ -77,13 +77,13 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	rt := h.servers.routing(t, id, h.cfg.RouteTo, req.Counter, false)
+	rt := h.servers.routing(t, id, h.cfg.RouteTo, req.Counter)
 	if rt.refusal != nil && !rt.mayWait {
 		return protocol.OfferReply{}, rt.refusal
 	}
 	if len(rt.ask) == 0 {
 		h.metrics.asked.Observe(0)
-		reply := h.fromAsks(ctx, rt)
+		reply := h.fromAsks(ctx, id, t, rt)
 		switch {
 		case req.Wait > 0:
 			return h.queue(ctx, id, t, req, lock, available, reply)
@@ -102,7 +102,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 		}
 		// Beside the answers of the servers asked, the counter-offers of
 		// the asks with room that the offer did not meet.
-		r := h.fromAsks(ctx, rt)
+		r := h.fromAsks(ctx, id, t, rt)
 		reply.Counters = append(reply.Counters, r.Counters...)
 		reply.Rejections = append(reply.Rejections, r.Rejections...)
 		if req.Wait > 0 {

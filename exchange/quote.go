@@ -27,10 +27,15 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		return protocol.QuoteReply{}, err
 	}
 	id := h.quoteID()
-	rt := h.servers.routing(t, id, h.cfg.RouteTo, "", true)
+	rt := h.servers.routing(t, id, h.cfg.RouteTo, "")
 	if rt.refusal != nil {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
 		return protocol.QuoteReply{}, rt.refusal
+	}
+	if t.Server != "" {
+		// A named server is routed to as it stands, its ask met or not:
+		// the quote reads its ask.
+		rt.route = h.servers.named(t)
 	}
 	var reply protocol.QuoteReply
 	for _, s := range rt.ask {
@@ -43,7 +48,7 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 	// Beside the servers that would accept, the counter-offers of those
 	// with room that would not, as far as the route read them: the market
 	// as it stands, for a client choosing.
-	r := h.fromAsks(ctx, rt)
+	r := h.fromAsks(ctx, id, t, rt)
 	reply.Counters = append(reply.Counters, r.Counters...)
 	reply.Rejections = append(reply.Rejections, r.Rejections...)
 	outcome := "rejected"

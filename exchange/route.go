@@ -2,10 +2,8 @@ package exchange
 
 import (
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/bourse/bourse"
 	"github.com/bourse/bourse/contract"
 )
 
@@ -21,56 +19,6 @@ import (
 
 // DefaultRouteTo is how many servers an offer goes to at most.
 const DefaultRouteTo = 8
-
-// routing is routing's one answer to an offer or a quote: the servers to
-// ask, in order, and what the asks answer beside them; or why no server
-// may take the terms. House.fresh and House.Quote act on it; where an
-// offer goes is decided here and in what routing calls, nowhere else.
-type routing struct {
-	route
-	// refusal says why no server may take the terms, built once here:
-	// no live server fits them (noMatch: no_match, job_unsupported or
-	// permission_denied), or the counter-offer from an ask that the offer
-	// takes has lost its GPUs (capacity_gone). Nothing is asked then.
-	refusal error
-	// mayWait says that the refusal is only that no server fits now: an
-	// offer that may wait waits in the book for one that will.
-	mayWait bool
-	// terms and id are what was routed, for the asks' answer (fromAsks).
-	terms contract.Terms
-	id    string
-}
-
-// routing decides where terms t go: an offer's (quote false), which takes
-// counter-offer counter where it names one, or a quote's; id is the
-// contract's or the quote's, which spreads ties (rotation); k is
-// Config.RouteTo. An offer naming its server goes to it as it stands; a
-// quote naming one reads its ask (named).
-func (r *registry) routing(t contract.Terms, id string, k int, counter string, quote bool) routing {
-	out := routing{terms: t, id: id}
-	if strings.HasPrefix(counter, askCounterPrefix) && r.askCounterGone(t.Server, t) {
-		out.refusal = counterGone()
-		return out
-	}
-	// Routed by the id, which an offer's request names: the same in
-	// every run of a simulation, and different for every offer.
-	out.route = r.route(t, id, k)
-	switch {
-	case !out.fits:
-		out.refusal, out.mayWait = r.noMatch(t), true
-	case quote && t.Server != "":
-		// A named server is routed to as it stands, its ask met or not:
-		// the quote reads its ask.
-		out.route = r.named(t)
-	}
-	return out
-}
-
-// counterGone is the refusal of a counter-offer taken whose GPUs were
-// taken meanwhile, as its server or its ask says.
-func counterGone() error {
-	return &bourse.Error{Code: bourse.ECapacityGone, Field: "counter", Message: "the counter-offer's GPUs were taken meanwhile"}
-}
 
 // route is where an offer goes.
 type route struct {
@@ -152,7 +100,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 		}
 		a := askOf(s.Hello)
 		c := a.Classes[ref.class]
-		if !c.Enough(t) || !(*contract.Runs)(s.Runs).Takes(t.Job) {
+		if !c.Enough(t) || !runsOf(s.Hello).Takes(t.Job) {
 			continue
 		}
 		out.fits = true
@@ -238,7 +186,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 				}
 				a := askOf(s.Hello)
 				c := a.Classes[ref.class]
-				if !c.Enough(t) || !(*contract.Runs)(s.Runs).Takes(t.Job) {
+				if !c.Enough(t) || !runsOf(s.Hello).Takes(t.Job) {
 					continue
 				}
 				fit = true
@@ -263,7 +211,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 // job, room or not: routing's first question of a server named, and
 // matching's of each server with room.
 func fits(s serverState, t contract.Terms) bool {
-	return t.FitIn(s.GPUs) && (*contract.Runs)(s.Runs).Takes(t.Job)
+	return t.FitIn(s.GPUs) && runsOf(s.Hello).Takes(t.Job)
 }
 
 // askMet says whether server s's ask takes terms t as it stands at now:

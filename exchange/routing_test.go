@@ -42,7 +42,7 @@ func TestRouting(t *testing.T) {
 	}
 	code := func(rt routing) bourse.Code { return bourse.ErrorCode(rt.refusal) }
 
-	rt := r.routing(terms(1, "0.003", nil), "c-1", 8, "", false)
+	rt := r.routing(terms(1, "0.003", nil), "c-1", 8, "")
 	assert.Empty(t, rt.ask)
 	assert.Equal(t, bourse.ENoMatch, code(rt))
 	assert.Contains(t, bourse.ErrorMessage(rt.refusal), "no server has registered with this exchange yet")
@@ -55,17 +55,17 @@ func TestRouting(t *testing.T) {
 	r.update("proc", hello(4, 0, "0.001", &protocol.Runs{Runner: protocol.RunnerProcess, Meter: contract.MeterNVML, Programs: []string{"/bin/true"}}))
 
 	t.Run("FreeBeforePreempting", func(t *testing.T) {
-		rt := r.routing(terms(1, "0.005", nil), "c-1", 8, "", false)
+		rt := r.routing(terms(1, "0.005", nil), "c-1", 8, "")
 		assert.NoError(t, rt.refusal)
 		assert.Equal(t, []string{"mid", "dear", "cheap"}, rt.ask, "cheapest first, those with GPUs free before the one that would preempt")
 		assert.Empty(t, rt.counter)
 	})
 	t.Run("AtMostK", func(t *testing.T) {
-		rt := r.routing(terms(1, "0.005", nil), "c-1", 1, "", false)
+		rt := r.routing(terms(1, "0.005", nil), "c-1", 1, "")
 		assert.Len(t, rt.ask, 1)
 	})
 	t.Run("AsksBeside", func(t *testing.T) {
-		rt := r.routing(terms(1, "0.003", nil), "c-1", 8, "", false)
+		rt := r.routing(terms(1, "0.003", nil), "c-1", 8, "")
 		assert.NoError(t, rt.refusal)
 		assert.Equal(t, []string{"mid", "cheap"}, rt.ask)
 		if assert.Len(t, rt.counter, 1) {
@@ -73,23 +73,23 @@ func TestRouting(t *testing.T) {
 		}
 	})
 	t.Run("BelowEveryAsk", func(t *testing.T) {
-		rt := r.routing(terms(1, "0.0005", nil), "c-1", 8, "", false)
+		rt := r.routing(terms(1, "0.0005", nil), "c-1", 8, "")
 		assert.NoError(t, rt.refusal)
 		assert.Empty(t, rt.ask, "no server asked")
 		assert.True(t, rt.fits)
 		assert.NotEmpty(t, rt.counter, "the asks answer")
 	})
 	t.Run("Program", func(t *testing.T) {
-		rt := r.routing(terms(1, "0.003", &contract.JobSpec{Command: "/bin/true"}), "c-1", 8, "", false)
+		rt := r.routing(terms(1, "0.003", &contract.JobSpec{Command: "/bin/true"}), "c-1", 8, "")
 		assert.Equal(t, []string{"proc"}, rt.ask, "the one server that runs it")
-		rt = r.routing(terms(1, "0.003", &contract.JobSpec{Command: "/bin/false"}), "c-1", 8, "", false)
+		rt = r.routing(terms(1, "0.003", &contract.JobSpec{Command: "/bin/false"}), "c-1", 8, "")
 		assert.Empty(t, rt.ask)
 		assert.Equal(t, bourse.EJobUnsupported, code(rt), "synthetic servers and a list without it: %v", rt.refusal)
 		assert.Contains(t, bourse.ErrorMessage(rt.refusal), "cheap: this server runs synthetic jobs only", "the servers' own words, from contract.Runs")
 		assert.True(t, rt.mayWait)
 	})
 	t.Run("TooMany", func(t *testing.T) {
-		rt := r.routing(terms(8, "0.005", nil), "c-1", 8, "", false)
+		rt := r.routing(terms(8, "0.005", nil), "c-1", 8, "")
 		assert.Equal(t, bourse.ENoMatch, code(rt))
 		assert.Contains(t, bourse.ErrorMessage(rt.refusal), "no live server has 8 H100 GPUs for CRED")
 		assert.True(t, rt.mayWait)
@@ -97,15 +97,10 @@ func TestRouting(t *testing.T) {
 	t.Run("Named", func(t *testing.T) {
 		low := terms(1, "0.001", nil)
 		low.Server = "dear"
-		rt := r.routing(low, "c-1", 8, "", false)
+		rt := r.routing(low, "c-1", 8, "")
 		assert.Equal(t, []string{"dear"}, rt.ask, "an offer naming its server asks it, its ask met or not")
-		rt = r.routing(low, "quote-1", 8, "", true)
-		assert.Empty(t, rt.ask, "a quote naming one reads its ask")
-		if assert.Len(t, rt.counter, 1) {
-			assert.Equal(t, "dear", rt.counter[0].server)
-		}
 		low.Server = "nobody"
-		rt = r.routing(low, "c-1", 8, "", false)
+		rt = r.routing(low, "c-1", 8, "")
 		assert.Equal(t, bourse.ENoMatch, code(rt))
 		assert.Equal(t, "terms.server", refusalField(rt.refusal))
 	})
@@ -113,17 +108,17 @@ func TestRouting(t *testing.T) {
 		full := terms(1, "0.002", nil)
 		full.Server = "cheap" // no GPU free; a guaranteed offer at the ask would preempt
 		full.Preemptible = true
-		rt := r.routing(full, "c-1", 8, askCounterPrefix+"x", false)
+		rt := r.routing(full, "c-1", 8, askCounterPrefix+"x")
 		assert.Equal(t, bourse.ECapacityGone, code(rt))
 		assert.False(t, rt.mayWait, "a counter-offer's GPUs gone do not wait")
 		assert.Empty(t, rt.ask)
-		rt = r.routing(full, "c-1", 8, "a-server's-own", false)
+		rt = r.routing(full, "c-1", 8, "a-server's-own")
 		assert.NoError(t, rt.refusal, "a server's own counter-offer: the server says")
 		assert.Equal(t, []string{"cheap"}, rt.ask)
 	})
 
 	now = now.Add(11 * time.Second) // all silent past lostAfter
-	rt = r.routing(terms(1, "0.005", nil), "c-1", 8, "", false)
+	rt = r.routing(terms(1, "0.005", nil), "c-1", 8, "")
 	assert.Equal(t, bourse.ENoMatch, code(rt))
 	assert.Contains(t, bourse.ErrorMessage(rt.refusal), "no server has registered", "none live")
 }

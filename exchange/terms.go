@@ -58,14 +58,3 @@ func (h *House) checkStartAt(at time.Time) error {
 	}
 	return nil
 }
-
-func describeClass(c contract.Class) string {
-	s := "GPUs"
-	if c.Model != "" {
-		s = c.Model + " GPUs"
-	}
-	if c.MinMemoryMiB > 0 {
-		s += fmt.Sprintf(" with at least %d MiB", c.MinMemoryMiB)
-	}
-	return s
-}
