@@ -141,7 +141,7 @@ func (r *Runner) askPrice(ctx context.Context, t *contract.Terms) error {
 	}
 	s := ss[i]
 	if s.Runs != nil {
-		if err := s.Runs.Refuses(t.Job); err != nil {
+		if err := (*contract.Runs)(s.Runs).Refuses(t.Job); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // MaxFilesBytes is the largest archive of files a job may name: no
-// server takes more than its own limit (protocol.Files), which is less.
+// server takes more than its own limit (FilesLimit), which is less.
 const MaxFilesBytes = 1 << 40
 
 // FilesDigestPrefix begins a Files.Digest: the archive's SHA-256.

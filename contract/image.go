@@ -139,3 +139,33 @@ func (r ImageRef) String() string {
 
 // GoString keeps a reference readable in test failures.
 func (r ImageRef) GoString() string { return fmt.Sprintf("contract.ImageRef(%q)", r.String()) }
+
+// maxImageSource is the longest source of Images.Allowed, in bytes.
+const maxImageSource = 255
+
+// ParseImageSource reads a source of Images.Allowed and returns it as
+// references name it ("index.docker.io/library" is docker.io/library),
+// or says why it is not one (EInvalid).
+func ParseImageSource(s string) (string, error) {
+	bad := func(format string, args ...any) (string, error) {
+		return "", fail(bourse.EInvalid, "contract.ParseImageSource", "", "%q: "+format, append([]any{s}, args...)...)
+	}
+	if s == "" || len(s) > maxImageSource {
+		return bad("want 1..%d bytes", maxImageSource)
+	}
+	// Read as the name of an image two levels below it, so that the
+	// grammar that reads a job's reference reads the source too (a
+	// one-word docker.io name would gain library/).
+	const below = "/x/y"
+	ref, err := ParseImageRef(s + below)
+	host, _, _ := strings.Cut(s, "/")
+	switch {
+	case err != nil:
+		return bad("not a registry with an optional repository prefix (ghcr.io, docker.io/library, 127.0.0.1:5000/tests)")
+	case ref.Tag != "latest" || ref.Digest != "":
+		return bad("a source names no tag or digest")
+	case ref.Registry != host && !(ref.Registry == DockerHub && strings.HasSuffix(host, ".docker.io")):
+		return bad("start with the registry's host (docker.io/%s for Docker Hub's)", s)
+	}
+	return strings.TrimSuffix(ref.Name(), below), nil
+}

@@ -19,7 +19,7 @@ import (
 // (contract.Ask.Reserve), or, where none has room, when GPUs of its
 // class free up. A counter-offer so built is the server's to decide on
 // when a client takes it; its GPUs gone meanwhile, it is capacity_gone
-// without asking.
+// without asking (routing.go, askCounterGone).
 
 // askCounterPrefix begins the id of every counter-offer built from an
 // ask: one its server never made.
@@ -30,17 +30,24 @@ const askCounterPrefix = "ask-"
 // unless its policy says, and an ask is at most a heartbeat old.
 const askCounterTTL = 15 * time.Second
 
-// fromAsks answers an offer that no server's ask takes: counter-offers
-// built from the asks of the cheapest servers with room, or, where none
-// has room, when GPUs of its class free up. No server is asked.
-func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt route) protocol.OfferReply {
+// fromAsks is what the asks answer of routing rt of terms t, asking no
+// server (key is the offer's or quote's id, which the counters' ids come
+// from):
+// counter-offers built from the asks of the cheapest servers with room
+// that the terms do not meet, beside the answers of the servers asked;
+// where none is asked and none has room, when GPUs of its class free up;
+// nothing where routing refused the terms. It is built when it is given,
+// so that a counter-offer stands for its time from then.
+func (h *House) fromAsks(ctx context.Context, key string, t contract.Terms, rt routing) protocol.OfferReply {
 	var reply protocol.OfferReply
-	if len(rt.counter) == 0 {
+	switch {
+	case rt.refusal != nil:
+	case len(rt.counter) > 0:
+		scale, _ := h.scaleOf(ctx)(t.Currency)
+		reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
+	case len(rt.ask) == 0:
 		reply.Rejections = []protocol.Rejection{noRoom(t, rt.soonest)}
-		return reply
 	}
-	scale, _ := h.scaleOf(ctx)(t.Currency)
-	reply.Counters, reply.Rejections = askCounters(key, t, rt.counter, scale, h.cfg.Now())
 	return reply
 }
 
@@ -66,27 +73,6 @@ func askCounters(offerID string, t contract.Terms, from []askedFor, scale int32,
 			ValidUntil: now.Add(askCounterTTL).UTC(), Note: "from its ask: " + strings.Join(why, "; ")})
 	}
 	return counters, rejections
-}
-
-// askCounterGone says whether a counter-offer built from server's ask
-// (askCounters) and taken with terms t has lost its GPUs: the server's
-// ask, as it last said it or as took left it, has no room for t now. Its
-// server is then not asked: the offer is capacity_gone, as a server says
-// of its own counter-offers' GPUs taken meanwhile.
-func (r *registry) askCounterGone(server string, t contract.Terms) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.servers[server]
-	if !ok || s.Ask == nil || t.StartAt.After(r.now()) {
-		return false
-	}
-	a := (*contract.Ask)(s.Ask)
-	for _, c := range a.Classes {
-		if c.Fits(t.Class) && a.Room(c, t) >= t.GPUs {
-			return false
-		}
-	}
-	return true
 }
 
 // noRoom is the rejection of an offer that servers fit but none has room

@@ -122,6 +122,10 @@ func newAsks() *asks {
 	return &asks{books: map[askKey]*askBook{}, at: map[string][]askSlot{}}
 }
 
+// runsOf is what a server's hello says it runs, read by contract's rule
+// of which jobs it takes (contract.Runs.Takes).
+func runsOf(h protocol.Hello) *contract.Runs { return (*contract.Runs)(h.Runs) }
+
 // askOf is the ask a server's hello says, or one made up from its GPUs
 // and free count for a server that says none: a class per model and
 // memory, unpriced, its free GPUs those of the server up to the class's.

@@ -165,7 +165,7 @@ func (h *House) counterWaiting(ctx context.Context, w contract.Waiting, ids []st
 	var from []askedFor
 	for _, id := range ids {
 		s := servers[id]
-		if room[id] <= 0 || (w.Terms.Server != "" && w.Terms.Server != id) || !s.Runs.Takes(w.Terms.Job) ||
+		if room[id] <= 0 || (w.Terms.Server != "" && w.Terms.Server != id) || !runsOf(s.Hello).Takes(w.Terms.Job) ||
 			h.refusals.refused(w.ID, id, s.Free, now) || s.Ask == nil || w.Terms.StartAt.After(now) {
 			continue
 		}

@@ -79,24 +79,18 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	if err != nil {
 		return protocol.OfferReply{}, err
 	}
-	if strings.HasPrefix(req.Counter, askCounterPrefix) && h.servers.askCounterGone(t.Server, t) {
-		return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
-			Message: "the counter-offer's GPUs were taken meanwhile"}
+	rt := h.servers.routing(t, id, h.cfg.RouteTo, req.Counter)
+	if rt.refusal != nil && !rt.mayWait {
+		return protocol.OfferReply{}, rt.refusal
 	}
-	// Routed by the contract's id, which its request names: the same in
-	// every run of a simulation, and different for every offer.
-	rt := h.servers.route(t, id, h.cfg.RouteTo)
 	if len(rt.ask) == 0 {
 		h.metrics.asked.Observe(0)
-		switch {
-		case !rt.fits && req.Wait > 0:
-			return h.queue(ctx, id, t, req, lock, available, protocol.OfferReply{})
-		case !rt.fits:
-			return protocol.OfferReply{}, h.noMatch(t)
-		}
 		reply := h.fromAsks(ctx, id, t, rt)
-		if req.Wait > 0 {
+		switch {
+		case req.Wait > 0:
 			return h.queue(ctx, id, t, req, lock, available, reply)
+		case rt.refusal != nil:
+			return protocol.OfferReply{}, rt.refusal
 		}
 		return reply, nil
 	}
@@ -106,16 +100,13 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, rt.ask)
 	if win == "" {
 		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
-			return protocol.OfferReply{}, &bourse.Error{Code: bourse.ECapacityGone, Field: "counter",
-				Message: "the counter-offer's GPUs were taken meanwhile"}
+			return protocol.OfferReply{}, counterGone()
 		}
-		if len(rt.counter) > 0 {
-			// Beside the answers of the servers asked, the counter-offers
-			// of the asks with room that the offer did not meet.
-			r := h.fromAsks(ctx, id, t, rt)
-			reply.Counters = append(reply.Counters, r.Counters...)
-			reply.Rejections = append(reply.Rejections, r.Rejections...)
-		}
+		// Beside the answers of the servers asked, the counter-offers of
+		// the asks with room that the offer did not meet.
+		r := h.fromAsks(ctx, id, t, rt)
+		reply.Counters = append(reply.Counters, r.Counters...)
+		reply.Rejections = append(reply.Rejections, r.Rejections...)
 		if req.Wait > 0 {
 			return h.queue(ctx, id, t, req, lock, available, reply)
 		}

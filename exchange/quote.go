@@ -27,17 +27,17 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 		return protocol.QuoteReply{}, err
 	}
 	id := h.quoteID()
-	rt := h.servers.route(t, id, h.cfg.RouteTo)
-	if !rt.fits {
+	rt := h.servers.routing(t, id, h.cfg.RouteTo, "")
+	if rt.refusal != nil {
 		h.metrics.quotes.WithLabelValues("no_match").Inc()
-		return protocol.QuoteReply{}, h.noMatch(t)
+		return protocol.QuoteReply{}, rt.refusal
 	}
-	var reply protocol.QuoteReply
 	if t.Server != "" {
 		// A named server is routed to as it stands, its ask met or not:
 		// the quote reads its ask.
-		rt = h.servers.named(t)
+		rt.route = h.servers.named(t)
 	}
+	var reply protocol.QuoteReply
 	for _, s := range rt.ask {
 		if h.servers.priced(s) {
 			reply.Accepts = append(reply.Accepts, s)
@@ -45,14 +45,12 @@ func (h *House) Quote(ctx context.Context, client string, req protocol.QuoteRequ
 			reply.Unpriced = append(reply.Unpriced, s)
 		}
 	}
-	if len(rt.ask) == 0 || len(rt.counter) > 0 {
-		// Beside the servers that would accept, the counter-offers of
-		// those with room that would not, as far as the route read them:
-		// the market as it stands, for a client choosing.
-		r := h.fromAsks(ctx, id, t, rt)
-		reply.Counters = append(reply.Counters, r.Counters...)
-		reply.Rejections = append(reply.Rejections, r.Rejections...)
-	}
+	// Beside the servers that would accept, the counter-offers of those
+	// with room that would not, as far as the route read them: the market
+	// as it stands, for a client choosing.
+	r := h.fromAsks(ctx, id, t, rt)
+	reply.Counters = append(reply.Counters, r.Counters...)
+	reply.Rejections = append(reply.Rejections, r.Rejections...)
 	outcome := "rejected"
 	switch {
 	case len(reply.Accepts) > 0:

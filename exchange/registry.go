@@ -1,15 +1,12 @@
 package exchange
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
 
@@ -275,56 +272,6 @@ func (r *registry) liveIDs() []string {
 		}
 	}
 	return out
-}
-
-// noMatch is the error of an offer that match found no server for: the
-// refusal of the servers that have the GPUs but do not run its job (a
-// program on synthetic servers, a program not on a server's list), else
-// no_match.
-func (r *registry) noMatch(t contract.Terms) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cutoff := r.cutoff()
-	if s, ok := r.servers[t.Server]; t.Server != "" && (!ok || !s.live(cutoff) || s.Currency != t.Currency) {
-		// An offer to one server by name (bourse bid offer --take
-		// SERVER): say that the name is unknown here, not that no
-		// server has the GPUs, which sends the client to look at them.
-		return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.server",
-			Message: fmt.Sprintf("no live server named %q sells for %s (bourse bid servers lists them)", t.Server, t.Currency)}
-	}
-	var why []string
-	var code bourse.Code
-	field := "terms.job.command"
-	for _, id := range r.order {
-		s := r.servers[id]
-		if !s.live(cutoff) || s.Currency != t.Currency || (t.Server != "" && id != t.Server) || !t.FitIn(s.GPUs) {
-			continue
-		}
-		err := s.Runs.Refuses(t.Job)
-		if err == nil {
-			continue
-		}
-		if len(why) < 3 { // enough to say why; the rest say the same
-			why = append(why, id+": "+bourse.ErrorMessage(err))
-		}
-		var e *bourse.Error
-		if len(why) == 1 && errors.As(err, &e) && e.Field != "" { // job.image for an image's
-			field = "terms." + e.Field
-		}
-		// One code where they agree (permission_denied: none lists the
-		// program), else job_unsupported.
-		if c := bourse.ErrorCode(err); code == "" {
-			code = c
-		} else if code != c {
-			code = bourse.EJobUnsupported
-		}
-	}
-	if len(why) > 0 {
-		return &bourse.Error{Code: code, Field: field,
-			Message: fmt.Sprintf("no live server with %d %s for %s runs this job: %s", t.GPUs, describeClass(t.Class), t.Currency, strings.Join(why, "; "))}
-	}
-	return &bourse.Error{Code: bourse.ENoMatch, Field: "terms.gpus",
-		Message: fmt.Sprintf("no live server has %d %s for %s", t.GPUs, describeClass(t.Class), t.Currency)}
 }
 
 // live counts the servers heard from recently.

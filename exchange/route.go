@@ -100,7 +100,7 @@ func (r *registry) scan(out *route, list []askRef, t contract.Terms, offerID str
 		}
 		a := askOf(s.Hello)
 		c := a.Classes[ref.class]
-		if !c.Enough(t) || !s.Runs.Takes(t.Job) {
+		if !c.Enough(t) || !runsOf(s.Hello).Takes(t.Job) {
 			continue
 		}
 		out.fits = true
@@ -186,7 +186,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 				}
 				a := askOf(s.Hello)
 				c := a.Classes[ref.class]
-				if !c.Enough(t) || !s.Runs.Takes(t.Job) {
+				if !c.Enough(t) || !runsOf(s.Hello).Takes(t.Job) {
 					continue
 				}
 				fit = true
@@ -211,7 +211,7 @@ func (r *registry) busyFits(levels []*askLevel, t contract.Terms, cutoff time.Ti
 // job, room or not: routing's first question of a server named, and
 // matching's of each server with room.
 func fits(s serverState, t contract.Terms) bool {
-	return t.FitIn(s.GPUs) && s.Runs.Takes(t.Job)
+	return t.FitIn(s.GPUs) && runsOf(s.Hello).Takes(t.Job)
 }
 
 // askMet says whether server s's ask takes terms t as it stands at now:

@@ -58,25 +58,3 @@ func (h *House) checkStartAt(at time.Time) error {
 	}
 	return nil
 }
-
-// noMatch is the answer to terms that no live server can hold, to an
-// offer and to a quote alike: that no server has said hello yet, or why
-// those that have cannot take the terms (registry.noMatch).
-func (h *House) noMatch(t contract.Terms) error {
-	if h.servers.live() == 0 {
-		return &bourse.Error{Code: bourse.ENoMatch,
-			Message: "no server has registered with this exchange yet (servers speak every second once they run); try again shortly, an offer under a new request id"}
-	}
-	return h.servers.noMatch(t)
-}
-
-func describeClass(c contract.Class) string {
-	s := "GPUs"
-	if c.Model != "" {
-		s = c.Model + " GPUs"
-	}
-	if c.MinMemoryMiB > 0 {
-		s += fmt.Sprintf(" with at least %d MiB", c.MinMemoryMiB)
-	}
-	return s
-}

@@ -205,7 +205,7 @@ type Hello struct {
 	Settling []string `json:"settling,omitempty"`
 	Policy   string   `json:"policy,omitempty"`
 	// Runs says what the server runs; nil from a server older than it,
-	// which the exchange offers no program (Runs.Refuses).
+	// which the exchange offers no program (contract.Runs.Refuses).
 	Runs *Runs `json:"runs,omitempty"`
 	// Ask is what the server would take now and soon; nil from a server
 	// older than asks, which the exchange asks as it always has.

@@ -129,7 +129,7 @@ func (n *Node) refuse(so protocol.ServerOffer) (protocol.Decision, bool) {
 		return protocol.Decision{Reason: fmt.Sprintf("the offer names server %q", so.Terms.Server), Code: bourse.EInvalidOffer}, true
 	}
 	if n.takes != nil {
-		if err := n.takes.Refuses(so.Terms.Job); err != nil {
+		if err := (*contract.Runs)(n.takes).Refuses(so.Terms.Job); err != nil {
 			return protocol.Decision{Reason: bourse.ErrorMessage(err), Code: bourse.ErrorCode(err)}, true
 		}
 	}

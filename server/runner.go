@@ -34,7 +34,7 @@ type Checker interface {
 
 // Describer is a Runner that says what it runs (protocol.Runs): the node
 // says it in its hello, so that the exchange offers it only jobs it runs,
-// and refuses the others itself by the same rule (Runs.Refuses). A runner
+// and refuses the others itself by the same rule (contract.Runs.Refuses). A runner
 // that does not say is taken to run no program.
 type Describer interface {
 	Runs() protocol.Runs

@@ -298,8 +298,8 @@ func (o *canaryFlags) runners(ctx context.Context, c *bidder.Client, k canary.Ca
 		switch {
 		case n < k.GPUs:
 			fmt.Fprintf(errOut, "%s: skipped: fewer than %d GPUs of %s\n", s.ID, k.GPUs, or(k.Model, "one model"))
-		case s.Runs != nil && s.Runs.Refuses(job) != nil:
-			fmt.Fprintf(errOut, "%s: skipped: %s\n", s.ID, bourse.ErrorMessage(s.Runs.Refuses(job)))
+		case s.Runs != nil && (*contract.Runs)(s.Runs).Refuses(job) != nil:
+			fmt.Fprintf(errOut, "%s: skipped: %s\n", s.ID, bourse.ErrorMessage((*contract.Runs)(s.Runs).Refuses(job)))
 		case s.Runs == nil && job.Profile == nil:
 			fmt.Fprintf(errOut, "%s: skipped: it does not say what it runs\n", s.ID)
 		default:

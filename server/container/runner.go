@@ -148,7 +148,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, bad("images.allowed", "no source to pull images from (a registry, e.g. ghcr.io/acme)")
 	}
 	for _, s := range cfg.Sources.Allowed {
-		if _, err := protocol.ParseImageSource(s); err != nil {
+		if _, err := contract.ParseImageSource(s); err != nil {
 			return nil, bad("images.allowed", "%s", bourse.ErrorMessage(err))
 		}
 	}
@@ -251,7 +251,7 @@ func (r *Runner) Meter() contract.Meter {
 }
 
 // Check says whether the runner would start job: a meter to measure it,
-// an image from its sources (Runs.Refuses), its variables allowed.
+// an image from its sources (contract.Runs.Refuses), its variables allowed.
 func (r *Runner) Check(job *contract.JobSpec) error {
 	if r.cfg.Meter == nil {
 		return r.unmetered("container.Check")
@@ -267,7 +267,7 @@ func (r *Runner) unmetered(op string) error { return process.Unmetered(op, r.cfg
 func (r *Runner) prepare(job *contract.JobSpec) (map[string]string, error) {
 	const op = "container.Check"
 	runs := r.Runs()
-	if err := runs.Refuses(job); err != nil {
+	if err := (*contract.Runs)(&runs).Refuses(job); err != nil {
 		return nil, err
 	}
 	return process.JobEnv(op, job.Env, r.cfg.AllowEnv)

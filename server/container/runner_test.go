@@ -107,7 +107,7 @@ func TestCheck(t *testing.T) {
 	} {
 		err := rg.Check(tt.job)
 		assert.Equal(t, tt.code, bourse.ErrorCode(err), "%+v: %v", tt.job, err)
-		assert.Equal(t, tt.code == "", runs.Takes(tt.job) && err == nil, "%+v", tt.job)
+		assert.Equal(t, tt.code == "", (*contract.Runs)(&runs).Takes(tt.job) && err == nil, "%+v", tt.job)
 	}
 }
 

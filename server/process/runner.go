@@ -253,7 +253,7 @@ func (r *Runner) prepare(job *contract.JobSpec) (path string, env map[string]str
 	}
 	path, ok := r.allowed[job.Command]
 	if !ok {
-		return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.command", Message: protocol.NotAllowed(job.Command, r.programs())}
+		return "", nil, &bourse.Error{Code: bourse.EPermission, Op: op, Field: "job.command", Message: contract.NotAllowed(job.Command, r.programs())}
 	}
 	for _, a := range job.Args {
 		if strings.ContainsRune(a, 0) {

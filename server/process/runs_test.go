@@ -34,7 +34,7 @@ func TestRuns(t *testing.T) {
 	assert.Equal(t, bourse.EPermission, bourse.ErrorCode(err))
 	assert.Contains(t, bourse.ErrorMessage(err), `"sleep" is not a program this server runs: it runs `)
 	assert.Contains(t, bourse.ErrorMessage(err), "/bin/sleep")
-	assert.Equal(t, bourse.ErrorMessage(err), bourse.ErrorMessage(runs.Refuses(&contract.JobSpec{Command: "sleep"})),
+	assert.Equal(t, bourse.ErrorMessage(err), bourse.ErrorMessage((*contract.Runs)(&runs).Refuses(&contract.JobSpec{Command: "sleep"})),
 		"the hello's rule refuses it in the same words")
 
 	bare, _ := newRunner(t, func(c *process.Config) { c.Meter = nil })
