@@ -99,7 +99,7 @@ func (h *House) fresh(ctx context.Context, client, id string, t contract.Terms, 
 	began := h.cfg.Now()
 	win, signed, reply := h.negotiate(ctx, protocol.ServerOffer{Offer: offerID, Terms: t, Counter: req.Counter}, rt.ask)
 	if win == "" {
-		if req.Counter != "" && len(reply.Rejections) == 1 && strings.HasPrefix(reply.Rejections[0].Reason, string(bourse.ECapacityGone)) {
+		if req.Counter != "" && len(reply.Rejections) == 1 && reply.Rejections[0].Code == bourse.ECapacityGone {
 			return protocol.OfferReply{}, counterGone()
 		}
 		// Beside the answers of the servers asked, the counter-offers of
