@@ -44,6 +44,9 @@ var Currency = scenario.Currency
 type Config struct {
 	Store   exchange.Store
 	Servers []scenario.ServerSpec // nil: DefaultServers
+	// Limits are the exchange's limits per party (natsvc's defaults if
+	// zero); a benchmark of one client lifts them.
+	Limits  natsvc.Limits
 	Clients []scenario.ClientSpec // nil: DefaultClients
 	// Wallets are clients funded like Clients that no bidder of the
 	// market trades as: the person at the keyboard trades as one with
@@ -259,7 +262,7 @@ func (m *Market) AddExchange(ctx context.Context, store exchange.Store) (*natsvc
 	// same period.
 	ex, err := natsvc.Start(ctx, natsvc.Config{Conn: nc, Config: exchange.Config{Store: store, Logger: m.log,
 		SpendCaps: m.cfg.Treasury.SpendCaps(time.Second), Periods: m.cfg.Treasury.Periods(),
-		MarketEvery: cmp.Or(m.cfg.MarketEvery, 2*time.Second)}, StreamStorage: storage})
+		MarketEvery: cmp.Or(m.cfg.MarketEvery, 2*time.Second)}, StreamStorage: storage, Limits: m.cfg.Limits})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -210,4 +211,26 @@ func (t *Treasury) payer(r allowance.Rule) allowance.Payer {
 		}
 		return allowance.Moved(res, r.Wallet), nil
 	}
+}
+
+// Described is a with each allowance rule it noted (the setting's value
+// before and after, JSON as the trail keeps it) written by describe,
+// for a person; a value that does not read as a rule stays as it is.
+// The trail and its JSON keep the rule as it was stored.
+func (a Action) Described(describe func(allowance.Rule) string) Action {
+	rewrite := func(m map[string]string) map[string]string {
+		v, ok := m[settingAllowance]
+		if !ok {
+			return m
+		}
+		r, err := decodeRule(v)
+		if err != nil {
+			return m
+		}
+		out := maps.Clone(m)
+		out[settingAllowance] = describe(r)
+		return out
+	}
+	a.Before, a.After = rewrite(a.Before), rewrite(a.After)
+	return a
 }

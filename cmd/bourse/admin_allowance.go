@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -81,13 +82,17 @@ recorded in the audit trail); "run --rules FILE" sets the file's rules
 first (each once: a rule changed in the file replaces the one set) and
 then pays.`,
 	}
-	var a, b, from string
+	var a, b, from, previewCur string
 	var period time.Duration
+	var places int32
 	preview := &cobra.Command{
-		Use:   "preview --a A --b B",
+		Use:   "preview --a A --b B [--currency CODE | --places N]",
 		Short: "Show where an allowance takes a balance: its steady state a/b, half-life, and the balance over time",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `preview shows where an allowance takes a balance, at the currency's places:
+--currency CODE reads them from the ledger's database (--db), --places N
+gives them without one; 2 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			av, err := decimal.NewFromString(a)
 			if err != nil {
 				return usagef("--a %q: %w", a, err)
@@ -100,28 +105,34 @@ then pays.`,
 			if err != nil {
 				return usagef("--from %q: %w", from, err)
 			}
+			if places < 0 || places > currency.MaxScale {
+				return usagef("--places %d: want 0 to %d", places, currency.MaxScale)
+			}
 			r := allowance.Rule{Wallet: "preview", A: av, B: bv, Period: period, Start: time.Unix(0, 0)}
 			if err := r.Validate(); err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if s, ok := r.Steady(); ok {
-				fmt.Fprintf(out, "steady state a/b: %s\nhalf-life: %v\n", s.StringFixed(2), r.HalfLife().Round(time.Second))
-			} else {
-				fmt.Fprintf(out, "no steady state (b = 0): %s a day, without limit\n", av.Mul(decimal.NewFromInt(24)).StringFixed(2))
+			if previewCur == "" {
+				return printPreview(cmd.OutOrStdout(), r, x0, places)
 			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "AFTER\tBALANCE")
-			for _, after := range []time.Duration{0, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
-				fmt.Fprintf(tw, "%s\t%s\n", dayString(after), r.Project(x0, after, 2).StringFixed(2))
+			if cmd.Flags().Changed("places") {
+				return usagef("--places with --currency: the currency has its own places; give one of them")
 			}
-			return tw.Flush()
+			return with(func(ctx context.Context, cmd *cobra.Command, l currency.Ledger, _ []string) error {
+				c, err := l.Currency(ctx, currency.Code(previewCur))
+				if err != nil {
+					return fmt.Errorf("--currency %s: %w", previewCur, err)
+				}
+				return printPreview(cmd.OutOrStdout(), r, x0, c.Scale)
+			})(cmd, args)
 		},
 	}
 	preview.Flags().StringVar(&a, "a", "0", "paid per hour")
 	preview.Flags().StringVar(&b, "b", "0", "the share of the balance that decays per hour")
 	preview.Flags().StringVar(&from, "from", "0", "the balance to start from")
 	preview.Flags().DurationVar(&period, "period", time.Hour, "the payment period")
+	preview.Flags().StringVar(&previewCur, "currency", "", "the allowance's currency: amounts at its places, read from the ledger's database (--db)")
+	preview.Flags().Int32Var(&places, "places", 2, "decimal places of the amounts, without a database (--currency reads them)")
 
 	var rulesFile, at string
 	var asJSON bool
@@ -212,4 +223,19 @@ func dayString(d time.Duration) string {
 		return d.String()
 	}
 	return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+}
+
+// printPreview writes where r takes a balance of x0, amounts at places.
+func printPreview(out io.Writer, r allowance.Rule, x0 decimal.Decimal, places int32) error {
+	if s, ok := r.Steady(); ok {
+		fmt.Fprintf(out, "steady state a/b: %s\nhalf-life: %v\n", s.StringFixed(places), r.HalfLife().Round(time.Second))
+	} else {
+		fmt.Fprintf(out, "no steady state (b = 0): %s a day, without limit\n", r.A.Mul(decimal.NewFromInt(24)).StringFixed(places))
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AFTER\tBALANCE")
+	for _, after := range []time.Duration{0, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
+		fmt.Fprintf(tw, "%s\t%s\n", dayString(after), r.Project(x0, after, places).StringFixed(places))
+	}
+	return tw.Flush()
 }

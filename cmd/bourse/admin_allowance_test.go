@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,4 +70,50 @@ func TestAllowancesOneTruth(t *testing.T) {
 		assert.Contains(t, doc, s, "docs/operations.md")
 	}
 	assert.NotContains(t, out, "every minute")
+}
+
+// TestAllowancePreviewPlaces: preview writes amounts at the currency's
+// places: --currency reads them from the database (GPUH has 4), --places
+// gives them without one; 2 by default, as before.
+func TestAllowancePreviewPlaces(t *testing.T) {
+	args := []string{"admin", "allowance", "preview", "--a", "10", "--b", "0.1", "--from", "3"}
+	lines := func(t *testing.T, out string, places int) {
+		t.Helper()
+		frac := `\.\d{` + strconv.Itoa(places) + `}`
+		if places == 0 {
+			frac = ""
+		}
+		assert.Regexp(t, `^steady state a/b: 100`+strings.Replace(frac, `\d`, "0", 1)+`\nhalf-life: 6h55m53s\nAFTER +BALANCE\n`, out)
+		rows := regexp.MustCompile(`(?m)^(now|\S+ \S+|\S+) +(\S+)$`).FindAllStringSubmatch(strings.SplitN(out, "BALANCE\n", 2)[1], -1)
+		require.Len(t, rows, 5, out)
+		for _, r := range rows {
+			assert.Regexp(t, `^\d+`+frac+`$`, r[2], "a balance at %d places:\n%s", places, out)
+		}
+	}
+	t.Run("Default", func(t *testing.T) {
+		out, errOut, code := bourseCmd(args...)
+		require.Zero(t, code, errOut)
+		lines(t, out, 2)
+	})
+	t.Run("Places", func(t *testing.T) {
+		out, errOut, code := bourseCmd(append(args, "--places", "0")...)
+		require.Zero(t, code, errOut)
+		lines(t, out, 0)
+		_, errOut, code = bourseCmd(append(args, "--places", "19")...)
+		assert.Equal(t, exitUsage, code)
+		assert.Contains(t, errOut, "--places 19: want 0 to 18")
+	})
+	t.Run("Currency", func(t *testing.T) {
+		db := pgtest.FreshDB(t)
+		adminOK(t, db)("currency", "GPUH", "--scale", "4")
+		out, errOut, code := bourseCmd(append(args, "--db", db, "--currency", "GPUH")...)
+		require.Zero(t, code, errOut)
+		lines(t, out, 4)
+		_, errOut, code = bourseCmd(append(args, "--db", db, "--currency", "NOPE")...)
+		assert.NotZero(t, code)
+		assert.Contains(t, errOut, "--currency NOPE")
+		_, errOut, code = bourseCmd(append(args, "--db", db, "--currency", "GPUH", "--places", "1")...)
+		assert.Equal(t, exitUsage, code)
+		assert.Contains(t, errOut, "--places with --currency")
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bourse/bourse/currency"
+	"github.com/bourse/bourse/currency/allowance"
 	"github.com/bourse/bourse/treasury"
 )
 
@@ -169,8 +170,11 @@ run, and record it.`,
 			for i := range as {
 				as[i] = as[i].AtScale(sc.ofCode)
 			}
+			// A rule reads as allowance list writes it; --json keeps it
+			// as the trail stores it.
+			rule := func(r allowance.Rule) string { return describeRule(r, sc) }
 			return printList(cmd.OutOrStdout(), sc, asJSON, as, "AT\tACTOR\tACTION\tTARGET\tKEY\tCHANGED", func(a treasury.Action) []any {
-				return []any{a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Changes()}
+				return []any{a.At.Format(time.RFC3339), a.Actor, a.Kind, a.Target, a.Key, a.Described(rule).Changes()}
 			})
 		}),
 	}

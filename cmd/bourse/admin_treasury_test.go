@@ -68,6 +68,12 @@ func TestAdminTreasury(t *testing.T) {
 	assert.Regexp(t, `ann +grant +wallet/CRED/alice +g1 +issuance/CRED: 0\.00 → -100\.00; wallet/CRED/alice: 0\.00 → 100\.00`, ok("log"))
 	assert.Regexp(t, `ann +exchange +alice +x1 +rate: 0\.5; wallet/CRED/alice: 80\.00 → 70\.00; wallet/GPUH/alice: 0 → 5`, ok("log"))
 	assert.Contains(t, ok("log", "--json"), `"wallet/CRED/alice": "100.00"`)
+	// An allowance's rule as allowance list writes it, its steady state
+	// at CRED's places; JSON keeps the rule as the trail stores it.
+	rule := `a = 10/h, b = 0\.1/h, every 1h0m0s from 2026-11-01T00:00:00Z; steady state 100\.00, half-life 6h55m53s`
+	assert.Regexp(t, `(?m)^\S+ +ann +allowance\.set +wallet/CRED/alice +a1 +allowance: `+rule+`$`, ok("log"))
+	assert.Regexp(t, `(?m)^\S+ +bob +allowance\.remove +wallet/CRED/alice +a2 +allowance: `+rule+` → none$`, ok("log"))
+	assert.Contains(t, ok("log", "--json"), `"allowance": "{\"wallet\":\"wallet/CRED/alice\",\"a\":\"10\",\"b\":\"0.1\",\"period_s\":3600,`)
 	assert.Contains(t, ok("audit"), ": pass")
 }
 

@@ -18,59 +18,82 @@ import (
 	"github.com/bourse/bourse/server/process"
 )
 
-// A job array's bounds: each task is an offer, made one after another,
-// and its index ends each offer's request id, which the exchange takes up
-// to 128 characters.
+// A job array's bounds: each task is an offer, and its index ends each
+// offer's request id, which the exchange takes up to 128 characters.
 const (
 	maxArrayTasks = 1000
 	maxArrayIndex = 99999
+	// maxInFlight bounds --in-flight: each offer in negotiation is a
+	// request the exchange routes to servers, and an array is one
+	// client's traffic.
+	maxInFlight = 64
 )
 
 // parseArraySpec reads --array's SPEC, as Slurm's sbatch --array: N alone
-// is the indexes 0 to N-1; otherwise a comma list of indexes I and ranges
-// A-B (A to B, both included). The indexes come sorted, each once.
-func parseArraySpec(spec string) ([]int, error) {
+// is the indexes 0 to N-1; otherwise a comma list of indexes I, ranges
+// A-B (A to B, both included) and stepped ranges A-B:S (A, A+S, … up to
+// B). A final %N is the throttle: at most N of the array's offers and
+// contracts live at once (0 if none is given). The indexes come sorted,
+// each once.
+func parseArraySpec(spec string) (indexes []int, throttle int, err error) {
 	bad := func(format string, args ...any) error {
 		return usagef("--array %q: "+format, append([]any{spec}, args...)...)
 	}
-	if n, ok := arrayNumber(spec); ok {
+	list, limit, throttled := strings.Cut(spec, "%")
+	if throttled {
+		n, ok := arrayNumber(limit)
+		if !ok || n < 1 || n > maxArrayTasks {
+			return nil, 0, bad("%%%s is not a throttle: want %%N, at most N of the array's contracts live at once, N 1 to %d", limit, maxArrayTasks)
+		}
+		throttle = n
+	}
+	if n, ok := arrayNumber(list); ok {
 		if n < 1 || n > maxArrayTasks {
-			return nil, bad("want 1 to %d tasks", maxArrayTasks)
+			return nil, 0, bad("want 1 to %d tasks", maxArrayTasks)
 		}
 		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
-		return out, nil
+		return out, throttle, nil
 	}
 	seen := map[int]bool{}
-	for _, part := range strings.Split(spec, ",") {
-		from, to, isRange := strings.Cut(part, "-")
+	for _, part := range strings.Split(list, ",") {
+		span, by, stepped := strings.Cut(part, ":")
+		from, to, isRange := strings.Cut(span, "-")
 		a, okA := arrayNumber(from)
 		b, okB := a, okA
 		if isRange {
 			b, okB = arrayNumber(to)
 		}
 		if !okA || !okB {
-			return nil, bad("%q is not an index I or a range A-B; want N (0 to N-1), or a list such as 0-9,20", part)
+			return nil, 0, bad("%q is not an index I or a range A-B or A-B:STEP; want N (0 to N-1), or a list such as 0-9,20 or 0-99:5, and %%N after it to throttle", part)
+		}
+		step := 1
+		if stepped {
+			n, ok := arrayNumber(by)
+			if !isRange || !ok || n < 1 {
+				return nil, 0, bad("%q: a step goes after a range, A-B:STEP, STEP 1 or more", part)
+			}
+			step = n
 		}
 		if a > maxArrayIndex || b > maxArrayIndex {
-			return nil, bad("index %d: want 0 to %d", max(a, b), maxArrayIndex)
+			return nil, 0, bad("index %d: want 0 to %d", max(a, b), maxArrayIndex)
 		}
 		if b < a {
-			return nil, bad("range %s ends before it starts", part)
+			return nil, 0, bad("range %s ends before it starts", part)
 		}
-		if len(seen)+(b-a+1) > maxArrayTasks {
-			return nil, bad("more than %d tasks", maxArrayTasks)
+		if len(seen)+(b-a)/step+1 > maxArrayTasks {
+			return nil, 0, bad("more than %d tasks", maxArrayTasks)
 		}
-		for i := a; i <= b; i++ {
+		for i := a; i <= b; i += step {
 			if seen[i] {
-				return nil, bad("index %d given twice", i)
+				return nil, 0, bad("index %d given twice", i)
 			}
 			seen[i] = true
 		}
 	}
-	return slices.Sorted(maps.Keys(seen)), nil
+	return slices.Sorted(maps.Keys(seen)), throttle, nil
 }
 
 // arrayNumber reads decimal digits alone (no sign, no space), bounded
@@ -87,6 +110,9 @@ func arrayNumber(s string) (int, bool) {
 // t is the offer's terms as the flags shape them.
 func (o *offerFlags) checkArray(fs *pflag.FlagSet, t contract.Terms) error {
 	if !fs.Changed("array") {
+		if fs.Changed("in-flight") {
+			return usagef("--in-flight bounds an array's offers in negotiation at once: give --array too, or drop it")
+		}
 		return nil
 	}
 	switch {
@@ -103,8 +129,11 @@ func (o *offerFlags) checkArray(fs *pflag.FlagSet, t contract.Terms) error {
 			return usagef("--export %s: --array sets it, to each offer's own", k)
 		}
 	}
+	if o.inFlight < 1 || o.inFlight > maxInFlight {
+		return usagef("--in-flight %d: want 1 to %d offers in negotiation at once", o.inFlight, maxInFlight)
+	}
 	var err error
-	if o.indexes, err = parseArraySpec(o.array); err != nil {
+	if o.indexes, o.throttle, err = parseArraySpec(o.array); err != nil {
 		return err
 	}
 	if most := 128 - len("/") - len(strconv.Itoa(o.indexes[len(o.indexes)-1])); len(o.requestID) > most {
@@ -129,37 +158,33 @@ func (k arrayTask) made() bool { return k.err == nil && (k.Contract != nil || k.
 
 // offerArray makes t's offer once per index of o.indexes, each with its
 // own request id (ID/INDEX, so that the same command again escrows
-// nothing twice) and its job told its index and the array's size. It
-// stops at the first offer that gets no answer: the exchange or NATS is
-// away, and every later offer would wait its timeout.
+// nothing twice) and its job told its index and the array's size
+// (sendArray), then prints the answers in the indexes' order.
 func (o *offerFlags) offerArray(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
 	tasks := make([]arrayTask, len(o.indexes))
-	var away error
 	for n, i := range o.indexes {
-		k := &tasks[n]
-		k.Index, k.RequestID = i, fmt.Sprintf("%s/%d", o.requestID, i)
-		if away != nil {
-			k.err = fmt.Errorf("not offered: %w", away)
-			continue
-		}
-		k.OfferReply, k.err = c.OfferWait(ctx, k.RequestID, arrayTerms(t, i, len(o.indexes)), o.wait)
-		switch {
-		case k.err != nil:
-			if ctx.Err() != nil || exitStatus(k.err) == exitUnavailable {
-				away = k.err
-			}
-		case k.Contract == nil && k.Queued == nil:
-			k.err = rejected(k.Rejections)
-			if len(k.Counters) > 0 {
-				k.err = &bourse.Error{Code: bourse.ERejected, Op: "bid.offer",
-					Message: fmt.Sprintf("%d counter-offer(s), none taken: an array takes none (bourse bid offer --take SERVER, with this offer's terms, takes one)", len(k.Counters))}
-			}
-		}
+		tasks[n].Index, tasks[n].RequestID = i, fmt.Sprintf("%s/%d", o.requestID, i)
 	}
+	bar := newArrayBar(cmd.ErrOrStderr(), len(tasks))
+	o.sendArray(ctx, c, t, tasks, bar.Add)
+	bar.Done()
 	if err := o.printArray(cmd, f, tasks); err != nil {
 		return err
 	}
 	return arrayError(ctx, o, tasks)
+}
+
+// answered judges k's answer: a reply with neither contract nor waiting
+// offer is the market's no, said as a single offer says it.
+func (k *arrayTask) answered() {
+	if k.err != nil || k.Contract != nil || k.Queued != nil {
+		return
+	}
+	k.err = rejected(k.Rejections)
+	if len(k.Counters) > 0 {
+		k.err = &bourse.Error{Code: bourse.ERejected, Op: "bid.offer",
+			Message: fmt.Sprintf("%d counter-offer(s), none taken: an array takes none (bourse bid offer --take SERVER, with this offer's terms, takes one)", len(k.Counters))}
+	}
 }
 
 // arrayTerms are t for index i of an array of size tasks.

@@ -43,8 +43,10 @@ type offerFlags struct {
 	requestID   string
 	file        string
 	take        string
-	array       string // --array's SPEC; indexes, its indexes once checked
+	array       string // --array's SPEC; indexes and throttle, what it says once checked
 	indexes     []int
+	throttle    int
+	inFlight    int
 
 	wait time.Duration
 
@@ -351,14 +353,19 @@ escrows twice, so a timed-out offer is safe to retry.
 once per index, each a contract of its own, whose job (--command or
 --image) finds its index in $BOURSE_ARRAY_INDEX and the number of indexes
 in $BOURSE_ARRAY_SIZE (servers set these two whatever their allow_env
-says). SPEC is N, the indexes 0 to N-1, or a comma list of indexes and
-ranges: 0-9,20 (at most 1000 tasks; indexes 0 to 99999; 7-7 is index 7
-alone). Each offer's request id is ID/INDEX, so the same command again
-escrows nothing twice. It prints a line per index (its contract, or why
-none; --json an array) and exits 0 only if every index made a contract
-(or, with --wait, waits for one); else with the worst status of them
-(1, then 4, then 3). An array takes no counter-offer (no --take) and
-does not negotiate (no --auto).`,
+says). SPEC is N, the indexes 0 to N-1, or a comma list of indexes,
+ranges and stepped ranges: 0-9,20 or 0-99:5 (0, 5, … 95); at most 1000
+tasks, indexes 0 to 99999; 7-7 is index 7 alone. The offers go
+--in-flight at a time (4 by default), in the indexes' order. A final %N
+throttles the array, as Slurm's: at most N of its contracts (or waiting
+offers, with --wait) live at once; the command sends the next offer as
+one of them settles or is voided, so it runs until the last index is
+offered. Each offer's request id is ID/INDEX, so the same command again
+escrows nothing twice. It prints a line per index, in the indexes'
+order (its contract, or why none; --json an array), and exits 0 only if
+every index made a contract (or, with --wait, waits for one); else with
+the worst status of them (1, then 4, then 3). An array takes no
+counter-offer (no --take) and does not negotiate (no --auto).`,
 		Args: cobra.NoArgs,
 		RunE: f.with(func(ctx context.Context, cmd *cobra.Command, c *bidder.Client, _ []string) error {
 			o.scales = newScales(ctx, c)
@@ -395,7 +402,8 @@ does not negotiate (no --auto).`,
 	cmd.Flags().StringVar(&o.value, "value", "", "with --auto: the most a GPU-second of use is worth to you")
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")
-	cmd.Flags().StringVar(&o.array, "array", "", fmt.Sprintf("a job array, as Slurm's sbatch --array: the same offer once per index, its job told $BOURSE_ARRAY_INDEX and $BOURSE_ARRAY_SIZE; `SPEC` is N (0 to N-1) or a list of indexes and ranges, e.g. 0-9,20 (at most %d tasks, indexes 0 to %d)", maxArrayTasks, maxArrayIndex))
+	cmd.Flags().StringVar(&o.array, "array", "", fmt.Sprintf("a job array, as Slurm's sbatch --array: the same offer once per index, its job told $BOURSE_ARRAY_INDEX and $BOURSE_ARRAY_SIZE; `SPEC` is N (0 to N-1) or a list of indexes and ranges, e.g. 0-9,20 or 0-99:5 (step 5), and %%N after it for at most N of its contracts live at once (at most %d tasks, indexes 0 to %d)", maxArrayTasks, maxArrayIndex))
+	cmd.Flags().IntVar(&o.inFlight, "in-flight", defaultInFlight, fmt.Sprintf("with --array: how many of its offers are in negotiation at once (1 to %d)", maxInFlight))
 	return cmd
 }
 

@@ -75,14 +75,14 @@ func noNVML(...nvml.LibraryOption) nvml.Interface {
 
 // startServer runs `bourse server` with config, on openNVML, until the
 // test ends, and returns its stderr.
-func startServer(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, config string) *lockedBuffer {
+func startServer(t testing.TB, openNVML func(...nvml.LibraryOption) nvml.Interface, config string) *lockedBuffer {
 	t.Helper()
 	return startServerOn(t, openNVML, openImages, config)
 }
 
 // startServerOn is startServer with openImages for the container runner's
 // image store.
-func startServerOn(t *testing.T, openNVML func(...nvml.LibraryOption) nvml.Interface, openImages imageStore, config string) *lockedBuffer {
+func startServerOn(t testing.TB, openNVML func(...nvml.LibraryOption) nvml.Interface, openImages imageStore, config string) *lockedBuffer {
 	t.Helper()
 	stderr := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,7 +27,7 @@ import (
 	"github.com/bourse/bourse/market/markettest"
 )
 
-func writeConfig(t *testing.T, name, text string) string {
+func writeConfig(t testing.TB, name, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {

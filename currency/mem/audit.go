@@ -25,6 +25,16 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 	defer l.mu.Unlock()
 	r := currency.Report{Currencies: len(l.currencies), Accounts: len(l.accounts), Movements: len(l.movements), Holds: len(l.holds)}
 	add := func(v currency.Violation) { r.Violations = append(r.Violations, v) }
+	// Money in a violation's words is at its currency's places, as a
+	// person reads it everywhere else; exact where finer, which a broken
+	// ledger may well be.
+	money := func(code currency.Code, d decimal.Decimal) string {
+		c, ok := l.currencies[code]
+		if !ok {
+			return d.String()
+		}
+		return currency.Format(d, c.Scale)
+	}
 
 	// The entries of each movement on each side, as the statements hold them.
 	type sides struct{ from, to int }
@@ -94,10 +104,10 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 	for id, a := range l.accounts {
 		sums[a.Currency] = sums[a.Currency].Add(a.balance)
 		if a.balance.IsNegative() && a.Kind != currency.Issuance {
-			add(currency.Violation{Rule: currency.RuleNonNegative, Currency: a.Currency, Account: id, Detail: "balance " + a.balance.String()})
+			add(currency.Violation{Rule: currency.RuleNonNegative, Currency: a.Currency, Account: id, Detail: "balance " + money(a.Currency, a.balance)})
 		}
 		if a.base == 0 && !a.carried.IsZero() {
-			add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id, Detail: "carries " + a.carried.String() + " forward from no entries"})
+			add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id, Detail: "carries " + money(a.Currency, a.carried) + " forward from no entries"})
 		}
 		running := a.carried
 		for i, e := range a.entries {
@@ -108,7 +118,7 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 			}
 			if !running.Equal(e.balance) {
 				add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id,
-					Detail: fmt.Sprintf("entry %d says balance %s, entries add up to %s", a.base+int64(i+1), e.balance, running)})
+					Detail: fmt.Sprintf("entry %d says balance %s, entries add up to %s", a.base+int64(i+1), money(a.Currency, e.balance), money(a.Currency, running))})
 				running = e.balance
 			}
 			if i == 0 && e.m.seq <= a.upTo {
@@ -118,12 +128,13 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 		}
 		if want := a.carried.Add(rebuilt[id]); !a.balance.Equal(want) || !a.balance.Equal(running) {
 			add(currency.Violation{Rule: currency.RuleEntries, Currency: a.Currency, Account: id,
-				Detail: fmt.Sprintf("balance %s, carried forward %s and movements sum to %s, entries to %s", a.balance, a.carried, want, running)})
+				Detail: fmt.Sprintf("balance %s, carried forward %s and movements sum to %s, entries to %s",
+					money(a.Currency, a.balance), money(a.Currency, a.carried), money(a.Currency, want), money(a.Currency, running))})
 		}
 	}
 	for code := range l.currencies {
 		if s := sums[code]; !s.IsZero() {
-			add(currency.Violation{Rule: currency.RuleZeroSum, Currency: code, Detail: "balances sum to " + s.String()})
+			add(currency.Violation{Rule: currency.RuleZeroSum, Currency: code, Detail: "balances sum to " + money(code, s)})
 		}
 	}
 
@@ -137,13 +148,14 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 			r.OpenHolds++
 			open[h.From] = open[h.From].Add(h.Amount)
 			if !escrow.Equal(h.Amount) {
-				add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: h.Currency, Hold: id, Detail: fmt.Sprintf("open hold of %s has %s in escrow", h.Amount, escrow)})
+				add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: h.Currency, Hold: id, Detail: fmt.Sprintf("open hold of %s has %s in escrow", money(h.Currency, h.Amount), money(h.Currency, escrow))})
 			}
 			continue
 		}
 		if !escrow.IsZero() || !h.Captured.Add(h.Released).Equal(h.Amount) {
 			add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: h.Currency, Hold: id,
-				Detail: fmt.Sprintf("%s hold of %s: captured %s + released %s, %s left in escrow", h.Status, h.Amount, h.Captured, h.Released, escrow)})
+				Detail: fmt.Sprintf("%s hold of %s: captured %s + released %s, %s left in escrow", h.Status,
+					money(h.Currency, h.Amount), money(h.Currency, h.Captured), money(h.Currency, h.Released), money(h.Currency, escrow))})
 		}
 	}
 	for id := range l.held {
@@ -151,13 +163,14 @@ func (l *Ledger) Audit(_ context.Context) (currency.Report, error) {
 	}
 	for id, want := range open {
 		if got := l.held[id]; !got.Equal(want) {
-			add(currency.Violation{Rule: currency.RuleHoldBalanced, Account: id, Detail: fmt.Sprintf("held %s, open holds sum to %s", got, want)})
+			code, _ := id.Currency()
+			add(currency.Violation{Rule: currency.RuleHoldBalanced, Account: id, Detail: fmt.Sprintf("held %s, open holds sum to %s", money(code, got), money(code, want))})
 		}
 	}
 	for code, t := range l.compacted {
 		if !t.captured.Add(t.released).Equal(t.amount) {
 			add(currency.Violation{Rule: currency.RuleHoldBalanced, Currency: code,
-				Detail: fmt.Sprintf("%d compacted holds of %s: captured %s + released %s", t.n, t.amount, t.captured, t.released)})
+				Detail: fmt.Sprintf("%d compacted holds of %s: captured %s + released %s", t.n, money(code, t.amount), money(code, t.captured), money(code, t.released))})
 		}
 	}
 	l.auditConversions(add)

@@ -10,35 +10,37 @@ import (
 )
 
 // A check is one audit query: each row it returns is a violation of rule,
-// which row turns into words.
+// which row turns into words, writing amounts with money (at their
+// currency's places).
 type check struct {
 	rule string
 	sql  string
-	row  func(pgx.CollectableRow) (currency.Violation, error)
+	row  func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error)
 }
 
 // checks are the invariants of currency/audit.go, in SQL. Amounts come back
-// as text: they are only printed.
+// as text: they are only printed, at their currency's places (exactly,
+// where a broken ledger holds finer ones).
 var checks = []check{{
 	rule: currency.RuleZeroSum,
 	sql: `SELECT currency, SUM(balance)::TEXT FROM accounts
 GROUP BY currency HAVING SUM(balance) <> 0 ORDER BY currency`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var sum string
 		err := r.Scan(&v.Currency, &sum)
-		v.Detail = "balances sum to " + short(sum)
+		v.Detail = "balances sum to " + money(v.Currency, sum)
 		return v, err
 	},
 }, {
 	rule: currency.RuleNonNegative,
 	sql: `SELECT id, currency, balance::TEXT FROM accounts
 WHERE balance < 0 AND kind <> 'issuance' ORDER BY id`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var bal string
 		err := r.Scan(&v.Account, &v.Currency, &bal)
-		v.Detail = "balance " + short(bal)
+		v.Detail = "balance " + money(v.Currency, bal)
 		return v, err
 	},
 }, {
@@ -54,13 +56,13 @@ LEFT JOIN entries last ON last.account_uid = a.uid AND last.seq = e.max_seq
 WHERE a.balance <> COALESCE(e.total, 0) OR a.entry_count <> COALESCE(e.n, 0) OR COALESCE(e.max_seq, 0) <> COALESCE(e.n, 0)
    OR COALESCE(last.balance_after, 0) <> a.balance
 ORDER BY a.id`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var bal, total, last string
 		var count, n, maxSeq int64
 		err := r.Scan(&v.Account, &v.Currency, &bal, &count, &n, &total, &maxSeq, &last)
 		v.Detail = fmt.Sprintf("balance %s after %d entries; the entries: %d (last seq %d) summing to %s, last running balance %s",
-			short(bal), count, n, maxSeq, short(total), short(last))
+			money(v.Currency, bal), count, n, maxSeq, money(v.Currency, total), money(v.Currency, last))
 		return v, err
 	},
 }, {
@@ -73,12 +75,12 @@ FROM (SELECT account_uid, seq, amount, balance_after,
 JOIN accounts a ON a.uid = x.account_uid
 WHERE x.balance_after <> x.prev + x.amount
 ORDER BY a.id, x.seq`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var seq int64
 		var amount, after, prev string
 		err := r.Scan(&v.Account, &v.Currency, &seq, &amount, &after, &prev)
-		v.Detail = fmt.Sprintf("entry %d says balance %s, but %s + %s", seq, short(after), short(prev), short(amount))
+		v.Detail = fmt.Sprintf("entry %d says balance %s, but %s + %s", seq, money(v.Currency, after), money(v.Currency, prev), money(v.Currency, amount))
 		return v, err
 	},
 }, {
@@ -98,7 +100,7 @@ FROM (SELECT m.id, m.currency, COUNT(e.seq) AS n,
 WHERE n <> 2 OR from_ok <> 1 OR to_ok <> 1 OR from_cur IS NULL OR to_cur IS NULL
    OR from_cur <> currency OR to_cur <> currency
 ORDER BY id`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var id, fromCur, toCur string
 		var n, fromOK, toOK int64
@@ -116,7 +118,7 @@ LEFT JOIN movements m ON m.uid = e.movement_uid
 LEFT JOIN accounts a ON a.uid = e.account_uid
 WHERE m.uid IS NULL OR a.uid IS NULL
 ORDER BY 1, e.seq`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var seq int64
 		var noMovement, noAccount bool
@@ -131,7 +133,7 @@ ORDER BY 1, e.seq`,
 	rule: currency.RuleAppliedOnce,
 	sql: `SELECT id, MIN(currency), COUNT(*) FROM movements
 GROUP BY id HAVING COUNT(*) > 1 ORDER BY id`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var id string
 		var n int64
@@ -150,7 +152,7 @@ GROUP BY id HAVING COUNT(*) > 1 ORDER BY id`,
     WHEN id = 'h/' || hold_id || '/reserve' THEN 'reserve ' || hold_id ELSE 'resolve ' || hold_id END AS op
   FROM movements) x
 GROUP BY idem_key HAVING COUNT(DISTINCT op) > 1 ORDER BY idem_key`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var key string
 		var n int64
@@ -164,7 +166,7 @@ GROUP BY idem_key HAVING COUNT(DISTINCT op) > 1 ORDER BY idem_key`,
 	sql: `SELECT idem_key, MIN(currency), string_agg(id, ' ' ORDER BY id) FROM movements
 WHERE id IN ('x/' || idem_key || '/out', 'x/' || idem_key || '/in')
 GROUP BY idem_key HAVING COUNT(*) <> 2 ORDER BY idem_key`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var key, legs string
 		err := r.Scan(&key, &v.Currency, &legs)
@@ -175,7 +177,7 @@ GROUP BY idem_key HAVING COUNT(*) <> 2 ORDER BY idem_key`,
 	rule: currency.RuleAppliedOnce,
 	sql: `SELECT idem_key, COUNT(*) FROM results
 GROUP BY idem_key HAVING COUNT(*) > 1 ORDER BY idem_key`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var key string
 		var n int64
@@ -192,14 +194,14 @@ FROM holds h LEFT JOIN accounts a ON a.id = 'escrow/' || h.id
 WHERE CASE WHEN h.status = 'open' THEN COALESCE(a.balance, 0) <> h.amount
       ELSE COALESCE(a.balance, 0) <> 0 OR h.captured + h.released <> h.amount END
 ORDER BY h.id`,
-	row: func(r pgx.CollectableRow) (currency.Violation, error) {
+	row: func(r pgx.CollectableRow, money func(currency.Code, string) string) (currency.Violation, error) {
 		var v currency.Violation
 		var status, amount, captured, released, escrow string
 		err := r.Scan(&v.Hold, &v.Currency, &status, &amount, &captured, &released, &escrow)
 		if status == string(currency.HoldOpen) {
-			v.Detail = fmt.Sprintf("open hold of %s has %s in escrow", short(amount), short(escrow))
+			v.Detail = fmt.Sprintf("open hold of %s has %s in escrow", money(v.Currency, amount), money(v.Currency, escrow))
 		} else {
-			v.Detail = fmt.Sprintf("%s hold of %s: captured %s + released %s, %s left in escrow", status, short(amount), short(captured), short(released), short(escrow))
+			v.Detail = fmt.Sprintf("%s hold of %s: captured %s + released %s, %s left in escrow", status, money(v.Currency, amount), money(v.Currency, captured), money(v.Currency, released), money(v.Currency, escrow))
 		}
 		return v, err
 	},
@@ -227,13 +229,28 @@ func (l *Ledger) Audit(ctx context.Context) (currency.Report, error) {
 				Scan(&rep.Currencies, &rep.Accounts, &rep.Movements, &rep.Holds, &rep.OpenHolds); err != nil {
 				return fmt.Errorf("count: %w", err)
 			}
+			scales, err := currencyScales(ctx, tx)
+			if err != nil {
+				return err
+			}
+			money := func(code currency.Code, s string) string {
+				d, err := parseDec(s)
+				if err != nil {
+					return s
+				}
+				scale, ok := scales[code]
+				if !ok {
+					return d.String()
+				}
+				return currency.Format(d, scale)
+			}
 			for _, c := range checks {
 				rows, err := tx.Query(ctx, c.sql)
 				if err != nil {
 					return fmt.Errorf("check %s: %w", c.rule, err)
 				}
 				vs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (currency.Violation, error) {
-					v, err := c.row(r)
+					v, err := c.row(r, money)
 					v.Rule = c.rule
 					return v, err
 				})
@@ -251,11 +268,20 @@ func (l *Ledger) Audit(ctx context.Context) (currency.Report, error) {
 	return rep, nil
 }
 
-// short prints an amount that the database printed in its shortest form.
-func short(s string) string {
-	d, err := parseDec(s)
+// currencyScales reads every currency's places, for the audit's words.
+func currencyScales(ctx context.Context, tx pgx.Tx) (map[currency.Code]int32, error) {
+	rows, err := tx.Query(ctx, `SELECT code, scale FROM currencies`)
 	if err != nil {
-		return s
+		return nil, fmt.Errorf("scales: %w", err)
 	}
-	return d.String()
+	scales := map[currency.Code]int32{}
+	var code string
+	var scale int32
+	if _, err := pgx.ForEachRow(rows, []any{&code, &scale}, func() error {
+		scales[currency.Code(code)] = scale
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("scales: %w", err)
+	}
+	return scales, nil
 }

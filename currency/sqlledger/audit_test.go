@@ -56,16 +56,19 @@ func TestAuditCorruption(t *testing.T) {
 	cases := []struct {
 		name, sql string
 		rule      string
-		who       currency.Violation // the fields that must match
+		who       currency.Violation // the fields that must match, Detail too if given (money at GPU's 2 places)
 	}{
 		{"ZeroSum", `UPDATE accounts SET balance = balance + 1, entry_count = entry_count + 1 WHERE id = 'wallet/GPU/bob';
 INSERT INTO entries SELECT uid, entry_count, gen_random_uuid(), 1, balance FROM accounts WHERE id = 'wallet/GPU/bob'`,
-			currency.RuleZeroSum, currency.Violation{Currency: "GPU"}},
+			currency.RuleZeroSum, currency.Violation{Currency: "GPU", Detail: "balances sum to 1.00"}},
 		{"NonNegative", `UPDATE accounts SET balance = -1 WHERE id = 'wallet/GPU/bob'`,
-			currency.RuleNonNegative, currency.Violation{Account: "wallet/GPU/bob"}},
+			currency.RuleNonNegative, currency.Violation{Account: "wallet/GPU/bob", Detail: "balance -1.00"}},
 		{"EntriesBalance", `UPDATE accounts SET balance = balance + 1 WHERE id = 'wallet/GPU/alice';
 UPDATE accounts SET balance = balance - 1 WHERE id = 'wallet/GPU/bob'`,
-			currency.RuleEntries, currency.Violation{Account: "wallet/GPU/alice"}},
+			currency.RuleEntries, currency.Violation{Account: "wallet/GPU/alice",
+				Detail: "balance 76.50 after 5 entries; the entries: 5 (last seq 5) summing to 75.50, last running balance 75.50"}},
+		{"Finer", `UPDATE accounts SET balance = balance + 0.005 WHERE id = 'wallet/GPU/bob'`,
+			currency.RuleZeroSum, currency.Violation{Currency: "GPU", Detail: "balances sum to 0.005"}},
 		{"EntriesCount", `UPDATE accounts SET entry_count = entry_count + 1 WHERE id = 'wallet/GPU/alice'`,
 			currency.RuleEntries, currency.Violation{Account: "wallet/GPU/alice"}},
 		{"EntriesRunning", `UPDATE entries SET balance_after = balance_after + 1
@@ -90,9 +93,9 @@ DELETE FROM entries WHERE movement_uid IN (SELECT uid FROM gone)`,
 		{"ResultTwice", `INSERT INTO results SELECT gen_random_uuid(), idem_key, fingerprint, result FROM results WHERE idem_key = 'pay'`,
 			currency.RuleAppliedOnce, currency.Violation{}},
 		{"HoldResolvedUnbalanced", `UPDATE holds SET released = released + 1 WHERE id = 'h1'`,
-			currency.RuleHoldBalanced, currency.Violation{Hold: "h1"}},
+			currency.RuleHoldBalanced, currency.Violation{Hold: "h1", Detail: "captured hold of 30.00: captured 12.50 + released 18.50, 0.00 left in escrow"}},
 		{"HoldOpenUnbalanced", `UPDATE holds SET amount = 5 WHERE id = 'h2'`,
-			currency.RuleHoldBalanced, currency.Violation{Hold: "h2"}},
+			currency.RuleHoldBalanced, currency.Violation{Hold: "h2", Detail: "open hold of 5.00 has 4.00 in escrow"}},
 		{"HoldEscrowLeft", `UPDATE holds SET status = 'voided', captured = 0, released = amount WHERE id = 'h2'`,
 			currency.RuleHoldBalanced, currency.Violation{Hold: "h2"}},
 	}
@@ -111,7 +114,8 @@ DELETE FROM entries WHERE movement_uid IN (SELECT uid FROM gone)`,
 				if v.Rule == c.rule &&
 					(c.who.Currency == "" || v.Currency == c.who.Currency) &&
 					(c.who.Account == "" || v.Account == c.who.Account) &&
-					(c.who.Hold == "" || v.Hold == c.who.Hold) {
+					(c.who.Hold == "" || v.Hold == c.who.Hold) &&
+					(c.who.Detail == "" || v.Detail == c.who.Detail) {
 					found = true
 				}
 			}
