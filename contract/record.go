@@ -38,16 +38,7 @@ func (c *Contract) AppendRecord(b []byte) (out []byte, ok bool) {
 	b = appendString(b, string(c.State))
 	b = appendStringField(b, `,"reason":`, string(c.Reason))
 	b = appendStringField(b, `,"resumes":`, c.Resumes)
-	if len(c.GPUs) > 0 {
-		b = append(b, `,"gpus":[`...)
-		for i, g := range c.GPUs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(g), 10)
-		}
-		b = append(b, ']')
-	}
+	b = AppendIntsField(b, `,"gpus":`, c.GPUs)
 	b = appendStringField(b, `,"meter":`, string(c.Meter))
 	if c.Output != (OutputCaps{}) {
 		b = append(b, `,"output":{`...)
@@ -203,6 +194,23 @@ func (r *Reading) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
 	}
 	return append(b, '}')
+}
+
+// AppendIntsField appends name and ns as a JSON array, unless ns is
+// empty (omitempty): a contract's GPUs, in its record and its events.
+func AppendIntsField(b []byte, name string, ns []int) []byte {
+	if len(ns) == 0 {
+		return b
+	}
+	b = append(b, name...)
+	b = append(b, '[')
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, ']')
 }
 
 // AppendJSONString appends s quoted as encoding/json writes it, for s

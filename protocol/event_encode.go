@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -56,16 +55,7 @@ func (ch *ContractChange) appendJSON(b []byte) []byte {
 	b = appendStringField(b, `,"state":`, string(ch.State))
 	b = appendStringField(b, `,"reason":`, string(ch.Reason))
 	b = appendStringField(b, `,"resumes":`, ch.Resumes)
-	if len(ch.GPUs) > 0 {
-		b = append(b, `,"gpus":[`...)
-		for i, g := range ch.GPUs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(g), 10)
-		}
-		b = append(b, ']')
-	}
+	b = contract.AppendIntsField(b, `,"gpus":`, ch.GPUs)
 	b = appendStringField(b, `,"meter":`, string(ch.Meter))
 	b = appendStringField(b, `,"image":`, ch.Image)
 	b = appendStringField(b, `,"model":`, ch.Model)
