@@ -1,8 +1,9 @@
 // Package bidder is the client side of the market over NATS: a Client that
-// makes offers, takes counter-offers, watches contract events, stops
-// contracts and reads balances and statements. What to offer is decided
-// in package strategy, which links no NATS: a Client is the
-// strategy.Exchange that strategy.Negotiate trades a job on.
+// makes offers (one, or a job array's: OfferArray), takes counter-offers,
+// watches contract events, stops contracts and reads balances and
+// statements. What to offer is decided in package strategy, which links
+// no NATS: a Client is the strategy.Exchange that strategy.Negotiate
+// trades a job on.
 package bidder
 
 import (

@@ -136,7 +136,7 @@ func (o *offerFlags) checkArray(fs *pflag.FlagSet, t contract.Terms) error {
 	if o.indexes, o.throttle, err = parseArraySpec(o.array); err != nil {
 		return err
 	}
-	if most := 128 - len("/") - len(strconv.Itoa(o.indexes[len(o.indexes)-1])); len(o.requestID) > most {
+	if most := 128 - len(bidder.ArrayRequestID("", o.indexes[len(o.indexes)-1])); len(o.requestID) > most {
 		return usagef("--request-id: at most %d characters with --array %s, whose offers' ids are ID/INDEX", most, o.array)
 	}
 	return nil
@@ -158,16 +158,19 @@ func (k arrayTask) made() bool { return k.err == nil && (k.Contract != nil || k.
 
 // offerArray makes t's offer once per index of o.indexes, each with its
 // own request id (ID/INDEX, so that the same command again escrows
-// nothing twice) and its job told its index and the array's size
-// (sendArray), then prints the answers in the indexes' order.
+// nothing twice) and its job told its index and the array's size, as
+// bidder.Client.OfferArray sends them, then prints the answers in the
+// indexes' order.
 func (o *offerFlags) offerArray(ctx context.Context, cmd *cobra.Command, f *bidFlags, c *bidder.Client, t contract.Terms) error {
-	tasks := make([]arrayTask, len(o.indexes))
-	for n, i := range o.indexes {
-		tasks[n].Index, tasks[n].RequestID = i, fmt.Sprintf("%s/%d", o.requestID, i)
-	}
-	bar := newArrayBar(cmd.ErrOrStderr(), len(tasks))
-	o.sendArray(ctx, c, t, tasks, bar.Add)
+	bar := newArrayBar(cmd.ErrOrStderr(), len(o.indexes))
+	offers := c.OfferArray(ctx, o.requestID, o.indexes, func(i int) contract.Terms { return arrayTerms(t, i, len(o.indexes)) },
+		bidder.ArrayOptions{InFlight: o.inFlight, Throttle: o.throttle, Wait: o.wait}, func(bidder.ArrayOffer) { bar.Add() })
 	bar.Done()
+	tasks := make([]arrayTask, len(offers))
+	for n, a := range offers {
+		tasks[n] = arrayTask{Index: a.Index, RequestID: a.RequestID, OfferReply: a.Reply, err: a.Err}
+		tasks[n].answered()
+	}
 	if err := o.printArray(cmd, f, tasks); err != nil {
 		return err
 	}

@@ -403,7 +403,7 @@ counter-offer (no --take) and does not negotiate (no --auto).`,
 	cmd.Flags().StringVar(&o.deadline, "deadline", "", "with --auto deadline: when the job must be done, as a duration from now (45m) or a time (RFC 3339)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 6, "with --auto: offers before giving up")
 	cmd.Flags().StringVar(&o.array, "array", "", fmt.Sprintf("a job array, as Slurm's sbatch --array: the same offer once per index, its job told $BOURSE_ARRAY_INDEX and $BOURSE_ARRAY_SIZE; `SPEC` is N (0 to N-1) or a list of indexes and ranges, e.g. 0-9,20 or 0-99:5 (step 5), and %%N after it for at most N of its contracts live at once (at most %d tasks, indexes 0 to %d)", maxArrayTasks, maxArrayIndex))
-	cmd.Flags().IntVar(&o.inFlight, "in-flight", defaultInFlight, fmt.Sprintf("with --array: how many of its offers are in negotiation at once (1 to %d)", maxInFlight))
+	cmd.Flags().IntVar(&o.inFlight, "in-flight", bidder.DefaultInFlight, fmt.Sprintf("with --array: how many of its offers are in negotiation at once (1 to %d)", maxInFlight))
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package main
+package bidder
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bourse/bourse"
-	"github.com/bourse/bourse/bidder"
 	"github.com/bourse/bourse/contract"
 	"github.com/bourse/bourse/protocol"
 )
@@ -23,7 +22,7 @@ import (
 // spaced by a gap that every refusal widens (at least to the wait it
 // names, doubling) and every answer narrows a little; with no refusal
 // there is neither: a market that lets the offers in takes them as fast
-// as --in-flight sends them.
+// as ArrayOptions.InFlight sends them.
 type pacer struct {
 	serial chan struct{} // one token: while slow, one offer at a time
 
@@ -45,7 +44,7 @@ func newPacer() *pacer { return &pacer{serial: make(chan struct{}, 1)} }
 // offer makes one offer in its turn, and sends it again in a later turn
 // for as long as the exchange answers rate_limited: nothing of a refused
 // request was done, and its request id stays the same.
-func (p *pacer) offer(ctx context.Context, c *bidder.Client, requestID string, t contract.Terms, wait time.Duration) (protocol.OfferReply, error) {
+func (p *pacer) offer(ctx context.Context, c *Client, requestID string, t contract.Terms, wait time.Duration) (protocol.OfferReply, error) {
 	for {
 		p.mu.Lock()
 		slow := p.slow
