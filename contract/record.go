@@ -36,10 +36,10 @@ func (c *Contract) AppendRecord(b []byte) (out []byte, ok bool) {
 	b = c.Terms.appendJSON(b)
 	b = append(b, `,"state":`...)
 	b = appendString(b, string(c.State))
-	b = appendStringField(b, `,"reason":`, string(c.Reason))
-	b = appendStringField(b, `,"resumes":`, c.Resumes)
+	b = AppendStringField(b, `,"reason":`, string(c.Reason))
+	b = AppendStringField(b, `,"resumes":`, c.Resumes)
 	b = AppendIntsField(b, `,"gpus":`, c.GPUs)
-	b = appendStringField(b, `,"meter":`, string(c.Meter))
+	b = AppendStringField(b, `,"meter":`, string(c.Meter))
 	if c.Output != (OutputCaps{}) {
 		b = append(b, `,"output":{`...)
 		if c.Output.Log != 0 {
@@ -55,28 +55,28 @@ func (c *Contract) AppendRecord(b []byte) (out []byte, ok bool) {
 		}
 		b = append(b, '}')
 	}
-	b = appendStringField(b, `,"image":`, c.Image)
-	b = appendStringField(b, `,"model":`, c.Model)
-	b = appendTimeField(b, `,"queued_at":`, c.QueuedAt, true)
-	b = appendTimeField(b, `,"accepted_at":`, c.AcceptedAt, false)
-	b = appendTimeField(b, `,"start_deadline":`, c.StartDeadline, false)
-	b = appendTimeField(b, `,"started_at":`, c.StartedAt, true)
-	b = appendTimeField(b, `,"settled_at":`, c.SettledAt, true)
-	b = appendTimeField(b, `,"last_seen":`, c.LastSeen, true)
+	b = AppendStringField(b, `,"image":`, c.Image)
+	b = AppendStringField(b, `,"model":`, c.Model)
+	b = AppendTimeField(b, `,"queued_at":`, c.QueuedAt, true)
+	b = AppendTimeField(b, `,"accepted_at":`, c.AcceptedAt, false)
+	b = AppendTimeField(b, `,"start_deadline":`, c.StartDeadline, false)
+	b = AppendTimeField(b, `,"started_at":`, c.StartedAt, true)
+	b = AppendTimeField(b, `,"settled_at":`, c.SettledAt, true)
+	b = AppendTimeField(b, `,"last_seen":`, c.LastSeen, true)
 	if c.Reading != nil {
 		b = c.Reading.AppendJSON(append(b, `,"reading":`...))
 	}
-	b = appendSigned(b, `,"signed":`, c.Signed)
-	b = appendSigned(b, `,"accept_signed":`, c.AcceptSigned)
+	b = AppendSignedField(b, `,"signed":`, c.Signed)
+	b = AppendSignedField(b, `,"accept_signed":`, c.AcceptSigned)
 	b = appendStrings(b, `,"cap_holds":`, c.CapHolds)
 	b = appendStrings(b, `,"spend_holds":`, c.SpendHolds)
-	b = appendDecimalField(b, `,"charge":`, c.Charge)
-	b = appendDecimalField(b, `,"refund":`, c.Refund)
+	b = AppendDecimalField(b, `,"charge":`, c.Charge)
+	b = AppendDecimalField(b, `,"refund":`, c.Refund)
 	if st := c.Stuck; st != nil {
-		b = appendTimeField(b, `,"stuck":{"since":`, st.Since, false)
+		b = AppendTimeField(b, `,"stuck":{"since":`, st.Since, false)
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(st.Attempts), 10)
-		b = appendTimeField(b, `,"retry":`, st.Retry, false)
+		b = AppendTimeField(b, `,"retry":`, st.Retry, false)
 		b = append(b, `,"error":`...)
 		b = appendString(b, st.Error)
 		b = append(b, '}')
@@ -84,8 +84,8 @@ func (c *Contract) AppendRecord(b []byte) (out []byte, ok bool) {
 	if st := c.Stop; st != nil {
 		b = append(b, `,"stop":{"reason":`...)
 		b = appendString(b, string(st.Reason))
-		b = appendTimeField(b, `,"at":`, st.At, false)
-		b = appendTimeField(b, `,"by":`, st.By, false)
+		b = AppendTimeField(b, `,"at":`, st.At, false)
+		b = AppendTimeField(b, `,"by":`, st.By, false)
 		b = append(b, '}')
 	}
 	return append(b, '}'), true
@@ -141,17 +141,17 @@ func (c *Contract) stringsUTF8() bool {
 	return true
 }
 
-// appendStringField appends name and s, unless s is empty (omitempty).
-func appendStringField(b []byte, name, s string) []byte {
+// AppendStringField appends name and s, unless s is empty (omitempty).
+func AppendStringField(b []byte, name, s string) []byte {
 	if s == "" {
 		return b
 	}
 	return appendString(append(b, name...), s)
 }
 
-// appendTimeField appends name and t as time.Time.MarshalJSON writes it;
+// AppendTimeField appends name and t as time.Time.MarshalJSON writes it;
 // with omitZero nothing where t is zero.
-func appendTimeField(b []byte, name string, t time.Time, omitZero bool) []byte {
+func AppendTimeField(b []byte, name string, t time.Time, omitZero bool) []byte {
 	if omitZero && t.IsZero() {
 		return b
 	}
@@ -161,9 +161,9 @@ func appendTimeField(b []byte, name string, t time.Time, omitZero bool) []byte {
 	return append(b, '"')
 }
 
-// appendDecimalField appends name and d as protocol.Marshal writes an
+// AppendDecimalField appends name and d as protocol.Marshal writes an
 // amount: AppendDecimal's text, quoted.
-func appendDecimalField(b []byte, name string, d decimal.Decimal) []byte {
+func AppendDecimalField(b []byte, name string, d decimal.Decimal) []byte {
 	b = append(b, name...)
 	b = append(b, '"')
 	b = AppendDecimal(b, d)
@@ -178,17 +178,17 @@ func (r *Reading) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.Contract)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, r.Seq, 10)
-	b = appendDecimalField(b, `,"u":`, r.U)
+	b = AppendDecimalField(b, `,"u":`, r.U)
 	b = append(b, `,"t":"`...)
 	b = append(b, time.Duration(r.T).String()...)
 	b = append(b, '"')
-	b = appendDecimalField(b, `,"s":`, r.S)
-	b = appendDecimalField(b, `,"energy":`, r.EnergyJ)
-	b = appendTimeField(b, `,"at":`, r.At, false)
+	b = AppendDecimalField(b, `,"s":`, r.S)
+	b = AppendDecimalField(b, `,"energy":`, r.EnergyJ)
+	b = AppendTimeField(b, `,"at":`, r.At, false)
 	if r.Final {
 		b = append(b, `,"final":true`...)
 	}
-	b = appendStringField(b, `,"reason":`, string(r.Reason))
+	b = AppendStringField(b, `,"reason":`, string(r.Reason))
 	if r.ExitCode != nil {
 		b = append(b, `,"exit_code":`...)
 		b = strconv.AppendInt(b, int64(*r.ExitCode), 10)
@@ -199,16 +199,22 @@ func (r *Reading) AppendJSON(b []byte) []byte {
 // AppendIntsField appends name and ns as a JSON array, unless ns is
 // empty (omitempty): a contract's GPUs, in its record and its events.
 func AppendIntsField(b []byte, name string, ns []int) []byte {
-	if len(ns) == 0 {
+	return appendArrayField(b, name, ns, func(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) })
+}
+
+// appendArrayField appends name and xs as a JSON array, each written by
+// each, unless xs is empty (omitempty).
+func appendArrayField[T any](b []byte, name string, xs []T, each func([]byte, T) []byte) []byte {
+	if len(xs) == 0 {
 		return b
 	}
 	b = append(b, name...)
 	b = append(b, '[')
-	for i, n := range ns {
+	for i, x := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(n), 10)
+		b = each(b, x)
 	}
 	return append(b, ']')
 }
@@ -217,13 +223,6 @@ func AppendIntsField(b []byte, name string, ns []int) []byte {
 // UTF-8 (protocol.Marshal writes an invalid byte's replacement as it is,
 // this as \ufffd).
 func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
-
-// AppendJSONTime appends t as time.Time.MarshalJSON writes it, for t
-// that it writes (TimeEncodable).
-func AppendJSONTime(b []byte, t time.Time) []byte { return appendTimeField(b, "", t, false) }
-
-// AppendJSONDecimal appends d as protocol.Marshal writes an amount.
-func AppendJSONDecimal(b []byte, d decimal.Decimal) []byte { return appendDecimalField(b, "", d) }
 
 // TimeEncodable says whether time.Time.MarshalJSON writes t: a year in
 // 0–9999 and an offset of less than a day.
@@ -257,8 +256,8 @@ func (s *Signed) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendSigned appends name and s (omitempty).
-func appendSigned(b []byte, name string, s *Signed) []byte {
+// AppendSignedField appends name and s (omitempty).
+func AppendSignedField(b []byte, name string, s *Signed) []byte {
 	if s == nil {
 		return b
 	}
@@ -268,16 +267,5 @@ func appendSigned(b []byte, name string, s *Signed) []byte {
 // appendStrings appends name and ss as an array, unless ss is empty
 // (omitempty).
 func appendStrings(b []byte, name string, ss []string) []byte {
-	if len(ss) == 0 {
-		return b
-	}
-	b = append(b, name...)
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
+	return appendArrayField(b, name, ss, appendString)
 }

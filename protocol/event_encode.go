@@ -33,11 +33,11 @@ func (e *Event) appendJSON(b []byte) (out []byte, ok bool) {
 		b = ch.appendJSON(append(b, `,"contract":`...))
 	}
 	if !e.Due.IsZero() {
-		b = contract.AppendJSONDecimal(append(b, `,"due":`...), e.Due)
+		b = contract.AppendDecimalField(b, `,"due":`, e.Due)
 	}
-	b = appendStringField(b, `,"warning":`, e.Warning)
-	b = appendStringField(b, `,"message":`, e.Message)
-	b = contract.AppendJSONTime(append(b, `,"at":`...), e.At)
+	b = contract.AppendStringField(b, `,"warning":`, e.Warning)
+	b = contract.AppendStringField(b, `,"message":`, e.Message)
+	b = contract.AppendTimeField(b, `,"at":`, e.At, false)
 	return append(b, '}'), true
 }
 
@@ -46,42 +46,34 @@ func (e *Event) appendJSON(b []byte) (out []byte, ok bool) {
 func (ch *ContractChange) appendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = contract.AppendJSONString(b, ch.ID)
-	b = appendStringField(b, `,"client":`, ch.Client)
-	b = appendStringField(b, `,"server":`, ch.Server)
+	b = contract.AppendStringField(b, `,"client":`, ch.Client)
+	b = contract.AppendStringField(b, `,"server":`, ch.Server)
 	if !ch.Terms.IsZero() {
 		terms, _ := ch.Terms.MarshalJSON() // never fails
 		b = append(append(b, `,"terms":`...), terms...)
 	}
-	b = appendStringField(b, `,"state":`, string(ch.State))
-	b = appendStringField(b, `,"reason":`, string(ch.Reason))
-	b = appendStringField(b, `,"resumes":`, ch.Resumes)
+	b = contract.AppendStringField(b, `,"state":`, string(ch.State))
+	b = contract.AppendStringField(b, `,"reason":`, string(ch.Reason))
+	b = contract.AppendStringField(b, `,"resumes":`, ch.Resumes)
 	b = contract.AppendIntsField(b, `,"gpus":`, ch.GPUs)
-	b = appendStringField(b, `,"meter":`, string(ch.Meter))
-	b = appendStringField(b, `,"image":`, ch.Image)
-	b = appendStringField(b, `,"model":`, ch.Model)
-	for _, t := range [...]struct {
-		name string
-		t    time.Time
-	}{{`,"queued_at":`, ch.QueuedAt}, {`,"accepted_at":`, ch.AcceptedAt}, {`,"start_deadline":`, ch.StartDeadline},
-		{`,"started_at":`, ch.StartedAt}, {`,"settled_at":`, ch.SettledAt}} {
-		if !t.t.IsZero() {
-			b = contract.AppendJSONTime(append(b, t.name...), t.t)
-		}
-	}
+	b = contract.AppendStringField(b, `,"meter":`, string(ch.Meter))
+	b = contract.AppendStringField(b, `,"image":`, ch.Image)
+	b = contract.AppendStringField(b, `,"model":`, ch.Model)
+	b = contract.AppendTimeField(b, `,"queued_at":`, ch.QueuedAt, true)
+	b = contract.AppendTimeField(b, `,"accepted_at":`, ch.AcceptedAt, true)
+	b = contract.AppendTimeField(b, `,"start_deadline":`, ch.StartDeadline, true)
+	b = contract.AppendTimeField(b, `,"started_at":`, ch.StartedAt, true)
+	b = contract.AppendTimeField(b, `,"settled_at":`, ch.SettledAt, true)
 	if ch.Reading != nil {
 		b = ch.Reading.AppendJSON(append(b, `,"reading":`...))
 	}
-	if ch.Signed != nil {
-		b = ch.Signed.AppendJSON(append(b, `,"signed":`...))
-	}
-	if ch.AcceptSigned != nil {
-		b = ch.AcceptSigned.AppendJSON(append(b, `,"accept_signed":`...))
-	}
+	b = contract.AppendSignedField(b, `,"signed":`, ch.Signed)
+	b = contract.AppendSignedField(b, `,"accept_signed":`, ch.AcceptSigned)
 	if ch.Charge != nil {
-		b = contract.AppendJSONDecimal(append(b, `,"charge":`...), *ch.Charge)
+		b = contract.AppendDecimalField(b, `,"charge":`, *ch.Charge)
 	}
 	if ch.Refund != nil {
-		b = contract.AppendJSONDecimal(append(b, `,"refund":`...), *ch.Refund)
+		b = contract.AppendDecimalField(b, `,"refund":`, *ch.Refund)
 	}
 	return append(b, '}')
 }
@@ -114,12 +106,4 @@ func (e *Event) encodable() bool {
 		}
 	}
 	return true
-}
-
-// appendStringField appends name and s, unless s is empty (omitempty).
-func appendStringField(b []byte, name, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return contract.AppendJSONString(append(b, name...), s)
 }
