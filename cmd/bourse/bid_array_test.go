@@ -198,19 +198,7 @@ func TestArrayError(t *testing.T) {
 func TestOfferArray(t *testing.T) {
 	b := startBidMarket(t, []scenario.ServerSpec{}...)
 	job := os.Args[0]
-	gpu1 := startServer(t, busyNVML, `
-id: gpu1
-nvml: required
-outbox_dir: `+t.TempDir()+`
-nats: {url: `+b.m.URL()+`}
-currency: {code: CRED, scale: 2}
-policy: {kind: reserve}
-heartbeat: 100ms
-sample_every: 50ms
-runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 2s, allow_env: [GREETING]}
-`)
-	require.Eventually(t, func() bool { return strings.Contains(gpu1.String(), "msg=registered") }, 10*time.Second, 50*time.Millisecond,
-		"the server did not register:\n%s", gpu1)
+	arrayServer(t, b, job, "GREETING")
 	args := []string{"offer", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m", "--array", "0-1,5", "--request-id", "arr",
 		"--command", job, "--arg=" + jobFlag, "--arg=env", "--arg=BOURSE_ARRAY_INDEX", "--arg=BOURSE_ARRAY_SIZE", "--arg=GREETING", "--export", "GREETING=hi"}
 
@@ -264,19 +252,7 @@ runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 
 func TestOfferArrayThrottle(t *testing.T) {
 	b := startBidMarket(t, []scenario.ServerSpec{}...)
 	job := os.Args[0]
-	gpu1 := startServer(t, busyNVML, `
-id: gpu1
-nvml: required
-outbox_dir: `+t.TempDir()+`
-nats: {url: `+b.m.URL()+`}
-currency: {code: CRED, scale: 2}
-policy: {kind: reserve}
-heartbeat: 100ms
-sample_every: 50ms
-runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 2s}
-`)
-	require.Eventually(t, func() bool { return strings.Contains(gpu1.String(), "msg=registered") }, 10*time.Second, 50*time.Millisecond,
-		"the server did not register:\n%s", gpu1)
+	arrayServer(t, b, job)
 	out := b.ok("ada", "--json", "offer", "--gpus", "1", "--model", "A100", "--price", "0.50", "--time-limit", "2m", "--array", "0-8:2%2",
 		"--request-id", "thr", "--command", job, "--arg="+jobFlag, "--arg=env", "--arg=BOURSE_ARRAY_INDEX")
 	var tasks []arrayTask
@@ -304,4 +280,23 @@ runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 
 		most = max(most, live)
 	}
 	assert.Equal(t, 2, most, "contracts live at once")
+}
+
+// arrayServer starts gpu1, running only job (with allowEnv past its own
+// variables), on b's market, and waits for it to register.
+func arrayServer(t *testing.T, b *bidMarket, job string, allowEnv ...string) {
+	t.Helper()
+	gpu1 := startServer(t, busyNVML, `
+id: gpu1
+nvml: required
+outbox_dir: `+t.TempDir()+`
+nats: {url: `+b.m.URL()+`}
+currency: {code: CRED, scale: 2}
+policy: {kind: reserve}
+heartbeat: 100ms
+sample_every: 50ms
+runner: {kind: process, allowed: [`+job+`], output_dir: `+t.TempDir()+`, grace: 2s, allow_env: [`+strings.Join(allowEnv, ", ")+`]}
+`)
+	require.Eventually(t, func() bool { return strings.Contains(gpu1.String(), "msg=registered") }, 10*time.Second, 50*time.Millisecond,
+		"the server did not register:\n%s", gpu1)
 }
